@@ -1,0 +1,35 @@
+/* Implements: the shape rules of every lm op, in plain C++ (no MLIR, no BLAS).
+   One source of truth used by the dialect's verifiers, the frontend's type checks
+   and the runtime's plan validation, so the three can never disagree.
+   Each function returns the result shape, or std::nullopt with `err` set to a
+   message that names the op and both offending shapes. */
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lmrt::shapes {
+
+using Dims = std::vector<int64_t>;
+
+std::string str(const Dims &d);  // "[2, 3, 4]"
+
+/* NumPy broadcasting of two shapes ("add", "sub", "mul", "div"). */
+std::optional<Dims> broadcast(const Dims &a, const Dims &b, std::string &err);
+/* True when `to` broadcasts to `from` (the rule of lm.sum_to). */
+bool sumTo(const Dims &from, const Dims &to, std::string &err);
+std::optional<Dims> matmul(const Dims &lhs, const Dims &rhs, bool transposeLhs, bool transposeRhs,
+                           std::string &err);
+std::optional<Dims> embedding(const Dims &table, const Dims &ids, std::string &err);
+std::optional<Dims> layerNorm(const Dims &x, const Dims &gamma, const Dims &beta, std::string &err);
+std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64_t numHeads,
+                              std::string &err);
+std::optional<Dims> transpose(const Dims &x, const Dims &permutation, std::string &err);
+std::optional<Dims> reshape(const Dims &x, const Dims &to, std::string &err);
+std::optional<Dims> slice(const Dims &x, const Dims &start, const Dims &limit, const Dims &stride,
+                          std::string &err);
+/* Returns the scalar shape {} when logits [...S, V] and targets [...S] agree. */
+std::optional<Dims> crossEntropy(const Dims &logits, const Dims &targets, std::string &err);
+
+}  // namespace lmrt::shapes

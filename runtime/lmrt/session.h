@@ -1,0 +1,58 @@
+/* Implements: a loaded, validated plan with its parameter, gradient and arena
+   storage, and the execution of its programs ("train_step", "eval", "forward").
+   The training loop, sampling, gradcheck and parity dumps are all built on this. */
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plan.pb.h"
+#include "runtime/lmrt/tensor.h"
+
+namespace lmrt {
+
+struct ParamState {
+  std::string name;
+  TensorType type;
+  bool weightDecay = false;
+  std::vector<char> value;  // type.bytes() bytes, f32 or f64
+  std::vector<char> grad;   // same size; written by "train_step"
+  TensorRef valueRef();
+  TensorRef gradRef();
+};
+
+class Session {
+public:
+  /* Reads the plan file, checks magic/version/checksum and validates every program
+     (buffer ids, arena bounds, each step against its kernel's check). Throws Error. */
+  static std::unique_ptr<Session> load(const std::string &planPath);
+  /* Same from an in-memory plan (tests). */
+  static std::unique_ptr<Session> fromPlan(plan::Plan plan, const std::string &origin);
+
+  const plan::Plan &plan() const { return plan_; }
+  std::vector<ParamState> &params() { return params_; }
+  ParamState &param(const std::string &name);  // throws Error if unknown
+  bool hasProgram(const std::string &name) const;
+  const plan::Input &input(const std::string &name) const;  // throws Error if unknown
+
+  /* Deterministic initialisation from the plan's Init specs: each parameter's RNG
+     stream is keyed by (seed, parameter name), so adding a parameter never changes
+     the others. */
+  void initParams(uint64_t seed);
+
+  /* Runs a program. `inputs` maps every input name the program reads to a tensor of
+     exactly the declared type (checked). Outputs stay valid until the next run. */
+  void run(const std::string &program, const std::map<std::string, TensorRef> &inputs);
+  /* An output of the last run of `program`: "loss", "logits", ... (throws if absent). */
+  TensorRef output(const std::string &program, const std::string &name);
+
+private:
+  explicit Session(plan::Plan plan);
+  plan::Plan plan_;
+  std::vector<ParamState> params_;
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace lmrt

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every system package LMC needs to build, run and test (idempotent).
+# Usage: scripts/setup.sh [--test]   (--test adds the PyTorch reference for parity tests)
+set -euo pipefail
+
+want_test=0
+[[ "${1:-}" == "--test" ]] && want_test=1
+
+pkgs=(
+  cmake ninja-build ccache g++ pkg-config
+  llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools   # MLIR 19 (Debian bookworm: 19.1.7)
+  libprotobuf-dev protobuf-compiler                         # the plan format
+  libcli11-dev                                              # command lines
+  libopenblas-dev libomp-dev                                # CPU GEMMs + threads
+  libgtest-dev                                              # unit tests
+  fortunes-min fortunes                                     # the demo corpus (English quotations)
+)
+[[ $want_test == 1 ]] && pkgs+=(python3 python3-numpy python3-torch)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [[ $(id -u) != 0 ]] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Debian's MLIR 19 is what the build is written against; fail early with a clear message otherwise.
+ver=$(/usr/lib/llvm-19/bin/llvm-config --version 2>/dev/null || true)
+[[ "$ver" == 19.* ]] || { echo "setup: expected LLVM/MLIR 19 under /usr/lib/llvm-19, found '${ver:-nothing}'" >&2; exit 1; }
+echo "setup: ok (LLVM/MLIR $ver)"

@@ -1,0 +1,23 @@
+# -*- Python -*-  lit configuration for LMC.
+import os
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "LMC"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".lm", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.lmc_obj_root, "test")
+
+# Our tools first, then LLVM 19's FileCheck/not/count (never the v14 ones on PATH).
+llvm_config.with_environment("PATH", config.lmc_tools_dir, append_path=False)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS"])
+config.substitutions.append(("%models", os.path.join(config.lmc_src_root, "models")))
+config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%lmc_src", config.lmc_src_root))
+llvm_config.add_tool_substitutions(["lm-opt", "lmc", "lmrt"], [config.lmc_tools_dir])
+
+if os.path.exists(config.python) and os.system(config.python + " -c 'import torch' 2>/dev/null") == 0:
+    config.available_features.add("torch")

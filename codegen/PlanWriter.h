@@ -1,0 +1,27 @@
+//===- PlanWriter.h - lm module to runtime plan -----------------*- C++ -*-===//
+//
+// Turns a module that went through the train pipeline (it holds the objective,
+// its `_train_step` and optionally the model function) into the plan protobuf:
+// parameters, inputs, one program per function with a liveness-based memory
+// plan, predicted FLOPs and peak memory, and the training config.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+#include "plan.pb.h"
+#include <string>
+
+namespace mlir::lm {
+
+struct PlanOptions {
+  std::string sourcePath; ///< recorded in Plan.source
+};
+
+/// Builds the plan. Reports a diagnostic (at the offending op) and fails when the
+/// module breaks the plan contract (missing objective or train step, an op the
+/// runtime has no kernel for, a dynamic shape, ...).
+FailureOr<lmrt::plan::Plan> buildPlan(ModuleOp module, const PlanOptions &options);
+
+} // namespace mlir::lm

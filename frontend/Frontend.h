@@ -1,0 +1,32 @@
+//===- Frontend.h - .lm source to lm dialect --------------------*- C++ -*-===//
+//
+// The entry point of the frontend: lexes, parses and type-checks a `.lm` file
+// and emits the module described in docs/dialect.md ("Function conventions").
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/SourceMgr.h"
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir::lm {
+
+struct FrontendOptions {
+  /// `-D name=value` overrides of config constants, in command-line order.
+  std::vector<std::pair<std::string, std::string>> defines;
+  /// Element type of every float tensor: "f32" (default) or "f64" (gradient checks).
+  std::string floatType = "f32";
+};
+
+/// Emits the module for the main buffer of `sourceMgr`. Every error is reported
+/// through `mlir::emitError` at a FileLineColLoc of the source, so a
+/// SourceMgrDiagnosticHandler prints it as `file:line:col: error: ...` with the
+/// line and a caret. Returns nullptr after reporting at least one error.
+OwningOpRef<ModuleOp> emitModuleFromSource(llvm::SourceMgr &sourceMgr, MLIRContext &context,
+                                           const FrontendOptions &options);
+
+} // namespace mlir::lm

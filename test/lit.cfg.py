@@ -16,6 +16,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS"])
 config.substitutions.append(("%models", os.path.join(config.lmc_src_root, "models")))
 config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%fortunes", "/usr/share/games/fortunes"))  # scripts/setup.sh installs it
 config.substitutions.append(("%lmc_src", config.lmc_src_root))
 llvm_config.add_tool_substitutions(["lm-opt", "lmc", "lmrt"], [config.lmc_tools_dir])
 

@@ -15,10 +15,14 @@ using Dims = std::vector<int64_t>;
 
 std::string str(const Dims &d);  // "[2, 3, 4]"
 
-/* NumPy broadcasting of two shapes ("add", "sub", "mul", "div"). */
-std::optional<Dims> broadcast(const Dims &a, const Dims &b, std::string &err);
+/* NumPy broadcasting of two shapes ("add", "sub", "mul", "div"); `op` names the
+   op in the message. */
+std::optional<Dims> broadcast(const Dims &a, const Dims &b, std::string &err,
+                              const char *op = "broadcast");
 /* True when `to` broadcasts to `from` (the rule of lm.sum_to). */
 bool sumTo(const Dims &from, const Dims &to, std::string &err);
+/* "" when every dim is >= 0, else a message naming `what` and the shape. */
+std::string checkDims(const char *op, const char *what, const Dims &d);
 std::optional<Dims> matmul(const Dims &lhs, const Dims &rhs, bool transposeLhs, bool transposeRhs,
                            std::string &err);
 std::optional<Dims> embedding(const Dims &table, const Dims &ids, std::string &err);

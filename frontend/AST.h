@@ -1,0 +1,152 @@
+//===- AST.h - Abstract syntax tree of the .lm language ---------*- C++ -*-===//
+//
+// The tree the parser builds and MLIRGen walks. Plain C++ (no LLVM/MLIR), so
+// the lexer, parser and this tree are unit-testable on their own, like the
+// Toy tutorial's Ch1. Every node carries the position of its first token.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::lm::ast {
+
+/// A 1-based line and column in the source buffer.
+struct Loc {
+  int line = 0;
+  int col = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+/// A keyword argument of a call: `heads = 4`.
+struct KeywordArg {
+  Loc loc;
+  std::string name;
+  ExprPtr value;
+};
+
+/// One subscript of an index expression: either a single index `i` or a slice
+/// `start:limit:step` with each part optional.
+struct Subscript {
+  Loc loc;
+  bool isSlice = false;
+  ExprPtr index; ///< Set when !isSlice.
+  ExprPtr start, limit, step;
+};
+
+/// An expression. A tagged struct rather than a class hierarchy: the language
+/// has few node kinds and MLIRGen switches over all of them.
+struct Expr {
+  enum class Kind {
+    Int,     ///< 42
+    Float,   ///< 0.02, 6e-4
+    Bool,    ///< true, false
+    Name,    ///< x, d, zeros
+    Unary,   ///< -x
+    Binary,  ///< x + y, x @ w
+    Call,    ///< f(a, b, key = c)
+    Index,   ///< x[:, 1:], x[0]
+    List,    ///< [0, 2, 1]
+    Tuple,   ///< (0.9, 0.95)
+  };
+  Kind kind;
+  Loc loc;
+
+  int64_t intValue = 0;    ///< Int
+  double floatValue = 0.0; ///< Float
+  bool boolValue = false;  ///< Bool
+  std::string name;        ///< Name, and the callee of Call
+  char op = 0;             ///< Unary: '-' or '+'; Binary: + - * / @
+  ExprPtr lhs, rhs;        ///< Unary (lhs only), Binary; Index base in lhs
+  std::vector<ExprPtr> args;     ///< Call positional args; List/Tuple items
+  std::vector<KeywordArg> kwargs; ///< Call keyword args
+  std::vector<Subscript> subscripts; ///< Index
+
+  Expr(Kind kind, Loc loc) : kind(kind), loc(loc) {}
+};
+
+/// Renders an expression back to source-like text (tests, error messages).
+std::string toString(const Expr &expr);
+
+//===----------------------------------------------------------------------===//
+// Types, statements and definitions
+//===----------------------------------------------------------------------===//
+
+/// `f32[B, T, d]`: an element type name and one expression per dimension.
+struct TypeExpr {
+  Loc loc;
+  std::string elementType; ///< "f32" or "i32" (checked by MLIRGen)
+  std::vector<ExprPtr> dims;
+};
+
+/// A parameter of a block, model or objective: `x: f32[B, T, d]` or an
+/// untyped `x`, which takes whatever the call passes.
+struct Parameter {
+  Loc loc;
+  std::string name;
+  std::optional<TypeExpr> type;
+};
+
+struct Stmt {
+  enum class Kind {
+    Assign, ///< name = value
+    Param,  ///< param name: [dims] = init
+    Return, ///< return value
+  };
+  Kind kind;
+  Loc loc;
+  std::string name;     ///< Assign, Param
+  Loc nameLoc;          ///< Assign, Param
+  TypeExpr paramShape;  ///< Param (elementType empty when written `[dims]`)
+  ExprPtr value;        ///< Assign value, Param initializer, Return value
+
+  Stmt(Kind kind, Loc loc) : kind(kind), loc(loc) {}
+};
+
+/// `name = value` inside `config { }` or `train { }`.
+struct Setting {
+  Loc loc;
+  std::string name;
+  ExprPtr value;
+};
+
+/// A `block`, `model` or `objective` definition.
+struct Function {
+  enum class Kind { Block, Model, Objective };
+  Kind kind;
+  Loc loc;
+  std::string name;
+  Loc nameLoc;
+  std::vector<Parameter> params;
+  std::optional<TypeExpr> resultType;
+  std::vector<Stmt> body;
+  Loc closeLoc; ///< The closing `}` (where "missing return" points).
+};
+
+/// A whole `.lm` file.
+struct Module {
+  /// The `config { }` settings in order (empty when there is no config).
+  std::vector<Setting> config;
+  std::optional<Loc> configLoc;
+  /// The `train { }` settings in order.
+  std::vector<Setting> train;
+  std::optional<Loc> trainLoc;
+  /// Blocks, models and objectives in source order.
+  std::vector<Function> functions;
+
+  const Function *lookup(const std::string &name) const;
+};
+
+const char *kindName(Function::Kind kind);
+
+} // namespace mlir::lm::ast

@@ -1,0 +1,46 @@
+/* Implements: the counter-based random numbers behind every data decision
+   (train/val split, batch offsets, sampling). A value is a pure function of its
+   key (seed, stream, counters...), never of how many values were drawn before,
+   so resuming a run, changing the thread count or skipping evaluation cannot
+   change the data a step sees. */
+#pragma once
+#include <cstdint>
+
+namespace lmrt {
+
+/* Independent streams: the same seed gives unrelated numbers in each. */
+enum class RngStream : uint64_t {
+  Split = 0x73706c6974ull,   // document -> train/val
+  Train = 0x747261696eull,   // (step, row) -> window offset
+  Val = 0x76616cull,         // (eval batch, row) -> window offset
+  Sample = 0x73616d706cull,  // (token index) -> sampled token
+};
+
+/* SplitMix64's finalizer: a bijective avalanche mix of 64 bits. */
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* The random 64-bit word for a key. Each component goes through a full mix
+   before the next is folded in, so (a, b) and (b, a) differ. */
+inline uint64_t counterRandom(uint64_t seed, RngStream stream, uint64_t a, uint64_t b = 0) {
+  uint64_t h = mix64(seed ^ 0x6c6d72742d726e67ull);
+  h = mix64(h ^ static_cast<uint64_t>(stream));
+  h = mix64(h ^ a);
+  h = mix64(h ^ b);
+  return h;
+}
+
+/* A uniform integer in [0, n): the high word of h * n (Lemire). Its bias is at
+   most n / 2^64, far below anything a training run can observe. */
+inline uint64_t uniformBelow(uint64_t h, uint64_t n) {
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(h) * n) >> 64);
+}
+
+/* A uniform double in [0, 1) with 53 random bits. */
+inline double uniform01(uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
+
+}  // namespace lmrt

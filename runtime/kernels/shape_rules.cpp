@@ -1,0 +1,202 @@
+/* Implements: the shape rules of every lm op (see docs/dialect.md), shared by the
+   dialect verifiers, the frontend and the runtime's plan validation. Every error
+   message starts with the op name and quotes the offending shapes. */
+#include "runtime/kernels/shape_rules.h"
+
+#include <algorithm>
+#include <initializer_list>
+
+namespace lmrt::shapes {
+
+std::string str(const Dims &d) {
+  std::string r = "[";
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i) r += ", ";
+    r += std::to_string(d[i]);
+  }
+  return r + "]";
+}
+
+std::string checkDims(const char *op, const char *what, const Dims &d) {
+  for (size_t i = 0; i < d.size(); ++i)
+    if (d[i] < 0)
+      return std::string(op) + ": " + what + " " + str(d) + " has negative dimension " +
+             std::to_string(d[i]) + " at index " + std::to_string(i);
+  return "";
+}
+
+namespace {
+
+// Sets err and returns nullopt, so every rule below can `return bad(err, ...)`.
+std::nullopt_t bad(std::string &err, std::string msg) {
+  err = std::move(msg);
+  return std::nullopt;
+}
+
+// Checks each named shape for negative dims; returns false with err set on the first bad one.
+bool dimsOk(std::string &err, const char *op, std::initializer_list<std::pair<const char *, const Dims *>> all) {
+  for (auto &[what, d] : all) {
+    std::string e = checkDims(op, what, *d);
+    if (!e.empty()) {
+      err = e;
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string S(const Dims &d) { return str(d); }
+std::string I(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+std::optional<Dims> broadcast(const Dims &a, const Dims &b, std::string &err, const char *op) {
+  if (!dimsOk(err, op, {{"lhs", &a}, {"rhs", &b}})) return std::nullopt;
+  size_t r = std::max(a.size(), b.size());
+  Dims out(r);
+  for (size_t i = 0; i < r; ++i) {
+    // Align trailing dims: position i counts from the right.
+    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1)
+      return bad(err, std::string(op) + ": shapes " + S(a) + " and " + S(b) +
+                          " do not broadcast: dimension " + I(da) + " vs " + I(db) + " at position " +
+                          I(-(int64_t)i - 1) + " from the end");
+    out[r - 1 - i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+bool sumTo(const Dims &from, const Dims &to, std::string &err) {
+  if (!dimsOk(err, "sum_to", {{"operand", &from}, {"result", &to}})) return false;
+  if (to.size() > from.size()) {
+    err = "sum_to: result " + S(to) + " has higher rank than operand " + S(from);
+    return false;
+  }
+  for (size_t i = 0; i < to.size(); ++i) {
+    int64_t dt = to[to.size() - 1 - i], df = from[from.size() - 1 - i];
+    if (dt != df && dt != 1) {
+      err = "sum_to: result " + S(to) + " does not broadcast to operand " + S(from) + ": dimension " +
+            I(dt) + " vs " + I(df) + " at position " + I(-(int64_t)i - 1) + " from the end";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<Dims> matmul(const Dims &lhs, const Dims &rhs, bool transposeLhs, bool transposeRhs,
+                           std::string &err) {
+  if (!dimsOk(err, "matmul", {{"lhs", &lhs}, {"rhs", &rhs}})) return std::nullopt;
+  if (lhs.size() < 2) return bad(err, "matmul: lhs " + S(lhs) + " must have rank >= 2");
+  if (rhs.size() != 2 && rhs.size() != lhs.size())
+    return bad(err, "matmul: rhs " + S(rhs) + " must have rank 2 or the rank of lhs " + S(lhs));
+  size_t r = lhs.size();
+  int64_t m = transposeLhs ? lhs[r - 1] : lhs[r - 2];
+  int64_t kl = transposeLhs ? lhs[r - 2] : lhs[r - 1];
+  size_t rr = rhs.size();
+  int64_t kr = transposeRhs ? rhs[rr - 1] : rhs[rr - 2];
+  int64_t n = transposeRhs ? rhs[rr - 2] : rhs[rr - 1];
+  if (kl != kr)
+    return bad(err, "matmul: contracted dimensions differ: lhs " + S(lhs) + " has K = " + I(kl) +
+                        ", rhs " + S(rhs) + " has K = " + I(kr));
+  Dims out(lhs.begin(), lhs.end() - 2);
+  if (rr == r)
+    for (size_t i = 0; i + 2 < r; ++i)
+      if (lhs[i] != rhs[i])
+        return bad(err, "matmul: batch dimensions differ: lhs " + S(lhs) + " and rhs " + S(rhs) +
+                            " at dimension " + I((int64_t)i) + " (" + I(lhs[i]) + " vs " + I(rhs[i]) + ")");
+  out.push_back(m);
+  out.push_back(n);
+  return out;
+}
+
+std::optional<Dims> embedding(const Dims &table, const Dims &ids, std::string &err) {
+  if (!dimsOk(err, "embedding", {{"table", &table}, {"ids", &ids}})) return std::nullopt;
+  if (table.size() != 2) return bad(err, "embedding: table " + S(table) + " must have rank 2 [V, D]");
+  Dims out = ids;
+  out.push_back(table[1]);
+  return out;
+}
+
+std::optional<Dims> layerNorm(const Dims &x, const Dims &gamma, const Dims &beta, std::string &err) {
+  if (!dimsOk(err, "layer_norm", {{"x", &x}, {"gamma", &gamma}, {"beta", &beta}})) return std::nullopt;
+  if (x.empty()) return bad(err, "layer_norm: x " + S(x) + " must have rank >= 1");
+  Dims d{x.back()};
+  if (gamma != d)
+    return bad(err, "layer_norm: gamma " + S(gamma) + " must be " + S(d) + " (the last dim of x " + S(x) + ")");
+  if (beta != d)
+    return bad(err, "layer_norm: beta " + S(beta) + " must be " + S(d) + " (the last dim of x " + S(x) + ")");
+  return x;
+}
+
+std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64_t numHeads,
+                              std::string &err) {
+  if (!dimsOk(err, "attention", {{"q", &q}, {"k", &k}, {"v", &v}})) return std::nullopt;
+  if (q.size() != 3) return bad(err, "attention: q " + S(q) + " must have rank 3 [B, T, H*Dh]");
+  if (k != q) return bad(err, "attention: k " + S(k) + " must have the shape of q " + S(q));
+  if (v != q) return bad(err, "attention: v " + S(v) + " must have the shape of q " + S(q));
+  if (numHeads < 1) return bad(err, "attention: num_heads = " + I(numHeads) + " must be >= 1");
+  if (q[2] % numHeads != 0)
+    return bad(err, "attention: last dim of q " + S(q) + " (" + I(q[2]) + ") is not divisible by num_heads = " +
+                        I(numHeads));
+  return q;
+}
+
+std::optional<Dims> transpose(const Dims &x, const Dims &permutation, std::string &err) {
+  if (!dimsOk(err, "transpose", {{"x", &x}})) return std::nullopt;
+  if (permutation.size() != x.size())
+    return bad(err, "transpose: permutation " + S(permutation) + " has " + I((int64_t)permutation.size()) +
+                        " entries but x " + S(x) + " has rank " + I((int64_t)x.size()));
+  std::vector<bool> seen(x.size(), false);
+  Dims out(x.size());
+  for (size_t i = 0; i < permutation.size(); ++i) {
+    int64_t p = permutation[i];
+    if (p < 0 || p >= (int64_t)x.size() || seen[p])
+      return bad(err, "transpose: " + S(permutation) + " is not a permutation of the dims of x " + S(x));
+    seen[p] = true;
+    out[i] = x[p];
+  }
+  return out;
+}
+
+std::optional<Dims> reshape(const Dims &x, const Dims &to, std::string &err) {
+  if (!dimsOk(err, "reshape", {{"x", &x}, {"result", &to}})) return std::nullopt;
+  int64_t nx = 1, nt = 1;
+  for (int64_t d : x) nx *= d;
+  for (int64_t d : to) nt *= d;
+  if (nx != nt)
+    return bad(err, "reshape: cannot reshape " + S(x) + " (" + I(nx) + " elements) to " + S(to) + " (" + I(nt) +
+                        " elements)");
+  return to;
+}
+
+std::optional<Dims> slice(const Dims &x, const Dims &start, const Dims &limit, const Dims &stride,
+                          std::string &err) {
+  if (!dimsOk(err, "slice", {{"x", &x}})) return std::nullopt;
+  size_t r = x.size();
+  if (start.size() != r || limit.size() != r || stride.size() != r)
+    return bad(err, "slice: start " + S(start) + ", limit " + S(limit) + " and stride " + S(stride) +
+                        " must each have one entry per dim of x " + S(x));
+  Dims out(r);
+  for (size_t i = 0; i < r; ++i) {
+    if (stride[i] < 1)
+      return bad(err, "slice: stride " + S(stride) + " must be >= 1 (dimension " + I((int64_t)i) + ")");
+    if (start[i] < 0 || start[i] > limit[i] || limit[i] > x[i])
+      return bad(err, "slice: dimension " + I((int64_t)i) + " of x " + S(x) + " needs 0 <= start <= limit <= " +
+                          I(x[i]) + ", got start " + I(start[i]) + " and limit " + I(limit[i]));
+    out[i] = (limit[i] - start[i] + stride[i] - 1) / stride[i];
+  }
+  return out;
+}
+
+std::optional<Dims> crossEntropy(const Dims &logits, const Dims &targets, std::string &err) {
+  if (!dimsOk(err, "cross_entropy", {{"logits", &logits}, {"targets", &targets}})) return std::nullopt;
+  if (logits.empty()) return bad(err, "cross_entropy: logits " + S(logits) + " must have rank >= 1 [..., V]");
+  Dims s(logits.begin(), logits.end() - 1);
+  if (targets != s)
+    return bad(err, "cross_entropy: targets " + S(targets) + " must be " + S(s) + " (logits " + S(logits) +
+                        " without the vocabulary dim)");
+  return Dims{};
+}
+
+}  // namespace lmrt::shapes

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets up (with the PyTorch reference), builds, and runs every test: lit (dialect,
+# frontend, autodiff, codegen, gradient checks, end to end) and the GoogleTest units.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh --test
+scripts/build.sh
+cd build
+ctest --output-on-failure --timeout 1800

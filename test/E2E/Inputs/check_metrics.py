@@ -1,0 +1,39 @@
+"""Checks an `lmrt run --metrics` file: every line has the documented keys, the first
+loss is near ln(vocab) (a fresh model is uniform), and training made the loss fall."""
+import argparse
+import json
+import math
+import sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("metrics")
+ap.add_argument("--vocab", type=int, default=256)
+ap.add_argument("--min-drop", type=float, required=True, help="first loss - last loss, nats")
+ap.add_argument("--max-val-loss", type=float, default=None)
+a = ap.parse_args()
+
+rows = [json.loads(line) for line in open(a.metrics) if line.strip()]
+if not rows:
+    sys.exit("no metrics rows")
+for r in rows:
+    missing = {"step", "loss", "lr", "grad_norm", "tokens_per_s"} - r.keys()
+    if missing:
+        sys.exit(f"row {r} lacks {sorted(missing)}")
+    if not all(math.isfinite(r[k]) for k in ("loss", "lr", "grad_norm", "tokens_per_s")):
+        sys.exit(f"non-finite value in {r}")
+steps = [r["step"] for r in rows]
+if steps != sorted(steps) or len(set(steps)) != len(steps):
+    sys.exit(f"steps not increasing: {steps[:10]}...")
+first, last = rows[0]["loss"], rows[-1]["loss"]
+print(f"first loss {first:.4f} (ln {a.vocab} = {math.log(a.vocab):.4f}), last loss {last:.4f}")
+if abs(first - math.log(a.vocab)) > 0.5:
+    sys.exit("first loss is not near ln(vocab): the initialisation is off")
+if first - last < a.min_drop:
+    sys.exit(f"loss fell by {first - last:.4f} < {a.min_drop}")
+vals = [r["val_loss"] for r in rows if "val_loss" in r]
+if not vals:
+    sys.exit("no val_loss in metrics")
+print(f"val_loss {vals[0]:.4f} -> {vals[-1]:.4f}")
+if a.max_val_loss is not None and vals[-1] > a.max_val_loss:
+    sys.exit(f"final val_loss {vals[-1]:.4f} > {a.max_val_loss}")
+print("metrics: ok")

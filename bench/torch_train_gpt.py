@@ -1,0 +1,90 @@
+"""PyTorch eager baseline for bench/gpt_tiny.sh: trains the same GPT (test/E2E/Inputs/torch_gpt.py,
+LMC's parameter names and math) with the same recipe on the same byte shards, and reports
+tokens/s and the validation loss. The batch order differs from lmrt's; the recipe does not."""
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "E2E", "Inputs"))
+from torch_gpt import causal_lm_loss  # noqa: E402
+
+
+def read_shard(path):
+    raw = np.fromfile(path, dtype=np.uint8)
+    if raw[:8].tobytes() != b"LMCSHARD":
+        sys.exit(f"{path}: not an LMC shard")
+    width = int(raw[12:16].view(np.uint32)[0])
+    count = int(raw[16:24].view(np.uint64)[0])
+    body = raw[32:32 + width * count]
+    return body.view(np.uint16 if width == 2 else np.uint32).astype(np.int64)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--ctx", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=12)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--min-lr", type=float, default=1e-4)
+    ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    train, val = read_shard(os.path.join(a.data, "train.bin")), read_shard(os.path.join(a.data, "val.bin"))
+    V, D, L = 256, a.d, a.layers
+    def normal(*s, std=0.02):
+        return (torch.randn(*s) * std).requires_grad_()
+    p = {"wte": normal(V, D), "wpe": normal(a.ctx, D, std=0.01),
+         "layernorm.gamma": torch.ones(D, requires_grad=True), "layernorm.beta": torch.zeros(D, requires_grad=True)}
+    for i in range(L):
+        s = f"layer.{i}"
+        for ln in ("layernorm", "layernorm_1"):
+            p[f"{s}.{ln}.gamma"] = torch.ones(D, requires_grad=True)
+            p[f"{s}.{ln}.beta"] = torch.zeros(D, requires_grad=True)
+        p[s + ".attn.wqkv"], p[s + ".attn.bqkv"] = normal(D, 3 * D), torch.zeros(3 * D, requires_grad=True)
+        p[s + ".attn.wo"], p[s + ".attn.bo"] = normal(D, D, std=0.02 / math.sqrt(2 * L)), torch.zeros(D, requires_grad=True)
+        p[s + ".mlp.w1"], p[s + ".mlp.b1"] = normal(D, 4 * D), torch.zeros(4 * D, requires_grad=True)
+        p[s + ".mlp.w2"], p[s + ".mlp.b2"] = normal(4 * D, D, std=0.02 / math.sqrt(2 * L)), torch.zeros(D, requires_grad=True)
+    decay = [t for t in p.values() if t.dim() >= 2]
+    rest = [t for t in p.values() if t.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+                            lr=a.lr, betas=(0.9, 0.99))
+    rng = np.random.default_rng(1)
+
+    def batch(src):
+        ix = rng.integers(0, len(src) - a.ctx - 1, a.batch)
+        return torch.from_numpy(np.stack([src[i:i + a.ctx + 1] for i in ix]))
+
+    tokens = 0
+    t0 = time.time()
+    for step in range(a.steps):
+        lr = a.lr * (step + 1) / (a.warmup + 1) if step < a.warmup else \
+            a.min_lr + 0.5 * (a.lr - a.min_lr) * (1 + math.cos(math.pi * (step - a.warmup) / max(1, a.steps - a.warmup)))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        loss = causal_lm_loss(p, batch(train), L, a.heads)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(p.values()), 1.0)
+        opt.step()
+        tokens += a.batch * a.ctx
+        if step % 100 == 0 or step == a.steps - 1:
+            print(f"torch step {step + 1}/{a.steps} | loss {loss.item():.4f} | {tokens / (time.time() - t0):.0f} tok/s", flush=True)
+    elapsed = time.time() - t0
+    with torch.no_grad():
+        vl = sum(causal_lm_loss(p, batch(val), L, a.heads).item() for _ in range(20)) / 20
+    print(f"torch: {a.steps} steps in {elapsed:.1f} s, {tokens / elapsed:.0f} tok/s, val_loss {vl:.4f}")
+
+
+if __name__ == "__main__":
+    main()

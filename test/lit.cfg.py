@@ -11,8 +11,9 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.lmc_obj_root, "test")
 
 # Our tools first, then LLVM 19's FileCheck/not/count (never the v14 ones on PATH).
-llvm_config.with_environment("PATH", config.lmc_tools_dir, append_path=False)
+# (append_path puts the new folder in front of the existing PATH.)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.lmc_tools_dir, append_path=True)
 llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS"])
 config.substitutions.append(("%models", os.path.join(config.lmc_src_root, "models")))
 config.substitutions.append(("%python", config.python))

@@ -50,6 +50,10 @@ public:
   uint32_t tokenBytes() const { return tokenBytes_; }
   uint32_t token(uint64_t i) const;
   uint64_t documentStart(uint64_t d) const;
+  /* Lets the kernel drop the mapped pages from memory (they are re-read from the
+     file on the next access), so a full pass such as the vocabulary check does
+     not leave the whole shard counted in the process's resident memory. */
+  void releasePages() const;
   /* Copies tokens [start, start + n) into `out` as int32 (the plan's id type). */
   void copyTokens(uint64_t start, uint64_t n, int32_t *out) const;
 

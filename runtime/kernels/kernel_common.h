@@ -2,6 +2,7 @@
    check() building blocks that produce "op: ..." messages, the f32/f64 dispatch,
    the OpenMP size threshold, and each family's registration function. */
 #pragma once
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>

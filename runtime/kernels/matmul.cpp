@@ -1,8 +1,13 @@
 /* Implements: lm.matmul, batched matrix multiply on CBLAS (sgemm/dgemm).
    A rank-2 rhs shared by every batch element turns the whole op into one GEMM
    (lhs flattened to [batch*M, K]) unless lhs is transposed; otherwise one GEMM
-   per batch element. OpenBLAS parallelises each GEMM itself. */
+   per batch element.
+   Threading: all runtime parallelism belongs to OpenMP. OpenBLAS is told to run
+   single-threaded and the kernel splits the work (batch elements x row blocks)
+   across OpenMP threads itself: two thread pools that both spin-wait would
+   fight over the cores (on 2 cores a step ran several times slower). */
 #include <cblas.h>
+#include <omp.h>
 
 #include "runtime/kernels/kernel_common.h"
 
@@ -32,7 +37,19 @@ std::string checkMatmul(const std::vector<TensorType> &in, const std::vector<Ten
   });
 }
 
+/* Below this many multiply-adds a GEMM runs on one thread. */
+constexpr int64_t kParallelFlops = 1 << 18;
+
+void singleThreadedBlas() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
 template <typename T> void matmulT(const KernelCall &call) {
+  singleThreadedBlas();
   const Shape &ls = call.in[0].shape(), &rs = call.in[1].shape();
   bool ta = call.attrs.getBool("transpose_lhs", false), tb = call.attrs.getBool("transpose_rhs", false);
   size_t r = ls.size();
@@ -49,12 +66,23 @@ template <typename T> void matmulT(const KernelCall &call) {
   }
   int64_t lda = ta ? m : k, ldb = tb ? k : n;
   bool sharedRhs = rs.size() == 2;
-  if (sharedRhs && !ta) {
-    gemm(false, tb, batch * m, n, k, a, lda, b, ldb, c, n);
-    return;
+  if (sharedRhs && !ta) {  // one [batch*M, K] x [K, N] GEMM
+    m *= batch;
+    batch = 1;
   }
-  for (int64_t i = 0; i < batch; ++i)
-    gemm(ta, tb, m, n, k, a + i * m * k, lda, sharedRhs ? b : b + i * k * n, ldb, c + i * m * n, n);
+  // Work items: (batch element, block of output rows). Enough row blocks that
+  // every thread gets work even when the batch is smaller than the thread count.
+  int nt = batch * m * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
+  int64_t blocks = batch >= nt ? 1 : std::min<int64_t>(m, (nt + batch - 1) / batch);
+  int64_t rowsPer = (m + blocks - 1) / blocks;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+  for (int64_t item = 0; item < batch * blocks; ++item) {
+    int64_t bi = item / blocks, r0 = (item % blocks) * rowsPer, r1 = std::min(m, r0 + rowsPer);
+    if (r0 >= r1) continue;
+    const T *ab = a + bi * m * k, *bb = sharedRhs ? b : b + bi * k * n;
+    // Row r of op(A) starts at row r of A, or at column r when A is stored transposed.
+    gemm(ta, tb, r1 - r0, n, k, ab + (ta ? r0 : r0 * lda), lda, bb, ldb, c + bi * m * n + r0 * n, n);
+  }
 }
 
 void runMatmul(const KernelCall &call) {

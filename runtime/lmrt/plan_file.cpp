@@ -7,6 +7,11 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 
 #include "runtime/lmrt/hash.h"
 #include "runtime/lmrt/tensor.h"
@@ -31,9 +36,21 @@ template <typename T> T getLE(const std::string &in, size_t at) {
 
 }  // namespace
 
-std::string encodePlan(const plan::Plan &plan) {
+std::string serializePlan(const plan::Plan &plan) {
+  // Deterministic: map fields (step attributes, config) in key order, so the same
+  // plan always gives the same bytes and the same checksum.
   std::string payload;
-  if (!plan.SerializeToString(&payload)) throw Error("cannot serialize the plan protobuf");
+  {
+    google::protobuf::io::StringOutputStream sos(&payload);
+    google::protobuf::io::CodedOutputStream cos(&sos);
+    cos.SetSerializationDeterministic(true);
+    if (!plan.SerializeToCodedStream(&cos)) throw Error("cannot serialize the plan protobuf");
+  }
+  return payload;
+}
+
+std::string encodePlan(const plan::Plan &plan) {
+  std::string payload = serializePlan(plan);
   std::string out(kPlanMagic, sizeof(kPlanMagic));
   putLE<uint32_t>(out, kPlanFormatVersion);
   putLE<uint64_t>(out, payload.size());
@@ -44,6 +61,10 @@ std::string encodePlan(const plan::Plan &plan) {
 
 plan::Plan decodePlan(const std::string &bytes, const std::string &origin) {
   if (bytes.empty()) planError(origin, "file is empty (not an LMC plan)");
+  if (bytes.size() < sizeof(kPlanMagic) &&
+      std::memcmp(bytes.data(), kPlanMagic, bytes.size()) == 0)
+    planError(origin, "truncated: " + std::to_string(bytes.size()) +
+                          " bytes, shorter than the 20-byte header");
   if (bytes.size() < sizeof(kPlanMagic) ||
       std::memcmp(bytes.data(), kPlanMagic, sizeof(kPlanMagic)) != 0)
     planError(origin, "is not an LMC plan (missing the \"LMCPLAN\" magic at the start)");
@@ -77,6 +98,8 @@ plan::Plan decodePlan(const std::string &bytes, const std::string &origin) {
   plan::Plan plan;
   if (declared > (uint64_t)INT32_MAX)
     planError(origin, "payload of " + std::to_string(declared) + " bytes exceeds protobuf's 2 GiB limit");
+  // Our message says what failed; protobuf's own stderr log would only repeat it.
+  google::protobuf::LogSilencer quiet;
   if (!plan.ParseFromArray(payload, (int)declared))
     planError(origin, "payload is not a valid lmrt.plan.Plan protobuf (checksum ok: written by an "
                       "incompatible lmc?)");
@@ -116,6 +139,10 @@ bool writePlanFile(const std::string &path, const plan::Plan &plan, std::string 
 }
 
 plan::Plan readPlanFile(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error("cannot open plan '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw Error("cannot open plan '" + path + "': not a regular file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error("cannot open plan '" + path + "': " + std::strerror(errno));
   std::ostringstream ss;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "plan.pb.h"
+#include "runtime/lmrt/tensor.h"  // lmrt::Error (header-only use)
 
 namespace lmrt {
 
@@ -19,6 +20,8 @@ constexpr uint32_t kPlanFormatVersion = 1;
 constexpr size_t kPlanHeaderBytes = 8 + 4 + 8;
 constexpr size_t kPlanTrailerBytes = 8;
 
+/* The payload: `plan` serialized deterministically (map entries in key order). */
+std::string serializePlan(const plan::Plan &plan);
 /* The framed bytes of `plan` (what writePlanFile stores). */
 std::string encodePlan(const plan::Plan &plan);
 /* Parses framed bytes; `origin` names the source in errors. Throws lmrt::Error. */

@@ -1,6 +1,12 @@
-"""Compares `lmrt run --dump-dir` against PyTorch on the same weights and batches:
-the loss (relative 1e-5), every gradient (relative 1e-4 in norm), and the parameters
-after each AdamW step (decoupled weight decay on rank >= 2, global-norm clipping)."""
+"""Compares `lmrt run --dump-dir` against PyTorch on the same weights and batches.
+
+Per step: the loss (relative 1e-5) and every gradient (relative 1e-4 in norm) against
+PyTorch's autograd; then PyTorch's AdamW (decoupled weight decay on rank >= 2, global-norm
+clipping) is stepped with LMC's gradients and each parameter's update is compared with
+LMC's (relative 1e-4 in norm). Feeding the optimizer the same gradients keeps the update
+check tight: Adam divides by sqrt(v), so fp32 noise in near-zero gradients (the key bias
+of attention has an exactly zero gradient) would otherwise dominate the comparison.
+"""
 import argparse
 import glob
 import os
@@ -30,7 +36,7 @@ def main():
     ap.add_argument("--clip", type=float, required=True)
     ap.add_argument("--loss-rtol", type=float, default=1e-5)
     ap.add_argument("--grad-rtol", type=float, default=1e-4)
-    ap.add_argument("--param-rtol", type=float, default=1e-4)
+    ap.add_argument("--update-rtol", type=float, default=1e-4)
     a = ap.parse_args()
     torch.manual_seed(0)
     init = safetensors_np.load(os.path.join(a.dump, "init.safetensors"))
@@ -45,6 +51,7 @@ def main():
     if not steps:
         sys.exit("no step*.safetensors in " + a.dump)
     failures = 0
+    before = {n: v.copy() for n, v in init.items()}
     for k, path in enumerate(steps, 1):
         d = safetensors_np.load(path)
         opt.zero_grad()
@@ -58,14 +65,20 @@ def main():
         ok = worst[0] <= a.grad_rtol
         failures += not ok
         print(f"step {k}: max grad rel err {worst[0]:.2e} ({worst[1]}) {'ok' if ok else 'FAIL'}")
+        with torch.no_grad():
+            for n, p in params.items():
+                p.grad.copy_(torch.from_numpy(d["grad." + n]))
         torch.nn.utils.clip_grad_norm_(list(params.values()), a.clip)
         for g in opt.param_groups:
             g["lr"] = float(d["lr"])
+        torch_before = {n: p.detach().numpy().copy() for n, p in params.items()}
         opt.step()
-        worst = max((rel(d["param." + n], p.detach().numpy()), n) for n, p in params.items())
-        ok = worst[0] <= a.param_rtol
+        worst = max((rel(d["param." + n] - before[n], p.detach().numpy() - torch_before[n]), n)
+                    for n, p in params.items())
+        ok = worst[0] <= a.update_rtol
         failures += not ok
-        print(f"step {k}: max param rel err after AdamW {worst[0]:.2e} ({worst[1]}) {'ok' if ok else 'FAIL'}")
+        print(f"step {k}: max AdamW update rel err {worst[0]:.2e} ({worst[1]}) {'ok' if ok else 'FAIL'}")
+        before = {n: d["param." + n] for n in params}
     print("parity: " + ("ok" if failures == 0 else f"FAILED ({failures} checks)"))
     sys.exit(1 if failures else 0)
 

@@ -1,0 +1,52 @@
+//===- MemoryPlanner.h - Liveness and arena offsets of a program -*- C++ -*-===//
+//
+// The static memory plan of one plan program. Liveness is computed from the
+// program's steps (a buffer lives from the step that writes it to the last step
+// that reads it; program outputs live to the end), so the same code plans a
+// program the writer is building and re-checks any finished plan file. Offsets
+// are assigned greedy-by-size, first-fit, 64-byte aligned: the largest buffers
+// are placed first, each at the lowest offset that does not overlap a buffer
+// whose live range intersects its own. A step's outputs are live at the step
+// that reads its inputs, so they never share memory with those inputs.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/Support/raw_ostream.h"
+#include "plan.pb.h"
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::lm {
+
+/// Arena offsets and sizes are multiples of this.
+inline constexpr int64_t kArenaAlignment = 64;
+
+/// The inclusive step range [first, last] in which an arena buffer holds a
+/// live value. `first < 0` marks a buffer no step writes.
+struct LiveRange {
+  int64_t first = -1;
+  int64_t last = -1;
+  bool overlaps(const LiveRange &other) const { return first <= other.last && other.first <= last; }
+};
+
+/// Live ranges of every buffer of `program`, indexed by buffer id (meaningful for
+/// ARENA buffers only). Program outputs live until the last step.
+std::vector<LiveRange> computeLiveRanges(const lmrt::plan::Program &program);
+
+/// Assigns `offset` to every ARENA buffer of `program` (greedy by size, first fit)
+/// and sets `arena_bytes`. Buffer sizes must already be set.
+void assignArenaOffsets(lmrt::plan::Program &program);
+
+/// Re-checks a finished program's memory plan: every arena buffer is aligned,
+/// inside the arena, written before it is read, and no two buffers that are live
+/// at the same step overlap. Returns "" when the plan is sound, else a message
+/// naming the first offending buffers.
+std::string verifyMemoryPlan(const lmrt::plan::Program &program);
+
+/// Prints each arena buffer's half-open step range [start, end), offset and size,
+/// followed by the verdict of verifyMemoryPlan. Returns that verdict.
+std::string printMemoryPlan(const lmrt::plan::Program &program, llvm::raw_ostream &os);
+
+} // namespace mlir::lm

@@ -1,0 +1,121 @@
+//===- ModuleConfig.cpp - lm.config, lm.train and lm.data in plan form ----===//
+
+#include "codegen/ModuleConfig.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::lm;
+namespace plan = lmrt::plan;
+
+namespace {
+/// Typed reads from one of the module's configuration dictionaries; a value of
+/// the wrong kind is an error at the module, an unknown key a warning (it would
+/// be silently ignored by the runtime otherwise).
+class DictReader {
+public:
+  DictReader(ModuleOp module, StringRef dictName) : module(module), dictName(dictName) {
+    dict = module->getAttrOfType<DictionaryAttr>(dictName);
+  }
+  bool present() const { return static_cast<bool>(dict); }
+
+  double getFloat(StringRef key, double fallback) {
+    Attribute a = lookup(key);
+    if (!a)
+      return fallback;
+    if (auto f = dyn_cast<FloatAttr>(a))
+      return f.getValueAsDouble();
+    if (auto i = dyn_cast<IntegerAttr>(a))
+      return static_cast<double>(i.getValue().getSExtValue());
+    return bad(key, "a number"), fallback;
+  }
+  int64_t getInt(StringRef key, int64_t fallback) {
+    Attribute a = lookup(key);
+    if (!a)
+      return fallback;
+    if (auto i = dyn_cast<IntegerAttr>(a))
+      return i.getValue().getSExtValue();
+    return bad(key, "an integer"), fallback;
+  }
+  std::string getString(StringRef key, StringRef fallback) {
+    Attribute a = lookup(key);
+    if (!a)
+      return fallback.str();
+    if (auto s = dyn_cast<StringAttr>(a))
+      return s.str();
+    return bad(key, "a string"), fallback.str();
+  }
+  /// Warns about every key not read so far; returns failure if any read failed.
+  LogicalResult finish() {
+    if (dict)
+      for (NamedAttribute entry : dict)
+        if (!used.contains(entry.getName().strref()))
+          emitWarning(module.getLoc()) << "plan writer: ignoring unknown key '" << entry.getName().strref() << "' in "
+                                       << dictName;
+    return failure(hadError);
+  }
+
+private:
+  Attribute lookup(StringRef key) {
+    used.insert(key);
+    return dict ? dict.get(key) : Attribute();
+  }
+  void bad(StringRef key, StringRef expected) {
+    emitError(module.getLoc()) << "plan contract: " << dictName << "." << key << " must be " << expected << ", got "
+                               << dict.get(key);
+    hadError = true;
+  }
+
+  ModuleOp module;
+  StringRef dictName;
+  DictionaryAttr dict;
+  llvm::StringSet<> used;
+  bool hadError = false;
+};
+} // namespace
+
+LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
+  if (auto config = module->getAttrOfType<DictionaryAttr>("lm.config")) {
+    for (NamedAttribute entry : config) {
+      double value;
+      if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
+        value = static_cast<double>(i.getValue().getSExtValue());
+      else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
+        value = f.getValueAsDouble();
+      else
+        return emitError(module.getLoc()) << "plan contract: lm.config." << entry.getName().strref()
+                                          << " must be an i64 or f64, got " << entry.getValue();
+      (*result.mutable_config())[entry.getName().str()] = value;
+    }
+  }
+
+  // Absent keys take AdamW's usual defaults; a module without lm.train (a
+  // hand-written test module) trains with constant lr 1e-3 and no clipping.
+  DictReader train(module, "lm.train");
+  plan::TrainConfig *tc = result.mutable_train();
+  plan::Optimizer *opt = tc->mutable_optimizer();
+  opt->set_kind(train.getString("optimizer", "adamw"));
+  opt->set_lr(train.getFloat("lr", 1e-3));
+  opt->set_beta1(train.getFloat("beta1", 0.9));
+  opt->set_beta2(train.getFloat("beta2", 0.999));
+  opt->set_eps(train.getFloat("eps", 1e-8));
+  opt->set_weight_decay(train.getFloat("weight_decay", 0.0));
+  plan::Schedule *schedule = tc->mutable_schedule();
+  schedule->set_kind(train.getString("schedule", "constant"));
+  schedule->set_warmup_steps(train.getInt("warmup", 0));
+  schedule->set_min_lr(train.getFloat("min_lr", 0.0));
+  schedule->set_decay_steps(train.getInt("decay_steps", 0));
+  tc->set_clip_grad_norm(train.getFloat("clip_grad_norm", 0.0));
+  if (failed(train.finish()))
+    return failure();
+
+  DictReader data(module, "lm.data");
+  plan::DataConfig *dc = result.mutable_data();
+  dc->set_transform(data.getString("transform", "causal"));
+  dc->set_batch(data.getInt("batch", 0));
+  dc->set_seq(data.getInt("seq", 0));
+  dc->set_vocab(data.getInt("vocab", 0));
+  return data.finish();
+}

@@ -1,0 +1,20 @@
+//===- ModuleConfig.h - lm.config, lm.train, lm.data in plan form -*- C++ -*-===//
+//
+// Reads the module attributes that configure a run (docs/dialect.md,
+// "Function conventions") into Plan.config, Plan.train and Plan.data. Absent
+// lm.train keys take AdamW's usual defaults (docs/compilation.md); a value of
+// the wrong kind is an error at the module, an unknown key a warning.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+#include "plan.pb.h"
+
+namespace mlir::lm {
+
+/// Fills `result.config`, `result.train` and `result.data` from `module`.
+LogicalResult readModuleConfig(ModuleOp module, lmrt::plan::Plan &result);
+
+} // namespace mlir::lm

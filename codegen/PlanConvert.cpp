@@ -1,0 +1,152 @@
+//===- PlanConvert.cpp - MLIR types and attributes in plan form -----------===//
+
+#include "codegen/PlanConvert.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace mlir::lm;
+namespace plan = lmrt::plan;
+
+int64_t mlir::lm::dtypeBytes(plan::DType dtype) { return dtype == plan::F64 ? 8 : 4; }
+
+int64_t mlir::lm::typeBytes(const plan::TensorType &type) {
+  int64_t n = dtypeBytes(type.dtype());
+  for (int64_t d : type.shape())
+    n *= d;
+  return n;
+}
+
+FailureOr<plan::TensorType> mlir::lm::convertType(Type type, function_ref<InFlightDiagnostic()> emit) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return emit() << "has type " << type << "; plans hold ranked tensors only", failure();
+  if (!tensor.hasStaticShape())
+    return emit() << "has type " << type
+                  << " with a dynamic dimension; plans need static shapes (fix the size in the source or with -D)",
+           failure();
+  plan::TensorType result;
+  Type elt = tensor.getElementType();
+  if (elt.isF32())
+    result.set_dtype(plan::F32);
+  else if (elt.isF64())
+    result.set_dtype(plan::F64);
+  else if (elt.isInteger(32))
+    result.set_dtype(plan::I32);
+  else
+    return emit() << "has element type " << elt << "; the runtime supports f32, f64 and i32", failure();
+  for (int64_t d : tensor.getShape())
+    result.add_shape(d);
+  return result;
+}
+
+FailureOr<std::string> mlir::lm::constantBytes(DenseElementsAttr attr) {
+  std::string bytes;
+  auto append = [&](uint64_t bits, unsigned width) {
+    for (unsigned i = 0; i < width / 8; ++i)
+      bytes.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+  };
+  Type elt = attr.getElementType();
+  if (elt.isF32() || elt.isF64()) {
+    for (const APFloat &v : attr.getValues<APFloat>())
+      append(v.bitcastToAPInt().getZExtValue(), elt.getIntOrFloatBitWidth());
+  } else if (elt.isInteger(32)) {
+    for (const APInt &v : attr.getValues<APInt>())
+      append(v.getZExtValue(), 32);
+  } else {
+    return failure();
+  }
+  return bytes;
+}
+
+FailureOr<plan::Attr> mlir::lm::convertAttr(Attribute attr) {
+  plan::Attr result;
+  if (auto b = dyn_cast<BoolAttr>(attr))
+    result.set_b(b.getValue());
+  else if (isa<UnitAttr>(attr))
+    result.set_b(true);
+  else if (auto i = dyn_cast<IntegerAttr>(attr))
+    result.set_i(i.getValue().getSExtValue());
+  else if (auto f = dyn_cast<FloatAttr>(attr))
+    result.set_f(f.getValueAsDouble());
+  else if (auto s = dyn_cast<StringAttr>(attr))
+    result.set_s(s.str());
+  else if (auto list = dyn_cast<DenseI64ArrayAttr>(attr))
+    for (int64_t v : list.asArrayRef())
+      result.mutable_ints()->add_v(v);
+  else if (auto array = dyn_cast<ArrayAttr>(attr)) {
+    result.mutable_ints(); // an empty list is still a list
+    for (Attribute element : array) {
+      auto i = dyn_cast<IntegerAttr>(element);
+      if (!i)
+        return failure();
+      result.mutable_ints()->add_v(i.getValue().getSExtValue());
+    }
+  } else if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+    FailureOr<std::string> bytes = constantBytes(dense);
+    if (failed(bytes))
+      return failure();
+    result.set_data(*bytes);
+  } else {
+    return failure();
+  }
+  return result;
+}
+
+std::string mlir::lm::formatLoc(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().strref() + ":" + Twine(file.getLine()) + ":" + Twine(file.getColumn())).str();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return formatLoc(name.getChildLoc());
+  if (auto call = dyn_cast<CallSiteLoc>(loc))
+    return formatLoc(call.getCallee());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations()) {
+      std::string s = formatLoc(inner);
+      if (!s.empty())
+        return s;
+    }
+  return "";
+}
+
+LogicalResult mlir::lm::convertInit(DictionaryAttr init, plan::Init &out, function_ref<InFlightDiagnostic()> emit) {
+  if (!init)
+    return emit() << "has no lm.init initialiser";
+  auto kind = init.getAs<StringAttr>("kind");
+  if (!kind)
+    return emit() << "has an lm.init without a string 'kind'";
+  auto number = [&](StringRef key, double fallback) -> FailureOr<double> {
+    Attribute a = init.get(key);
+    if (!a)
+      return fallback;
+    if (auto f = dyn_cast<FloatAttr>(a))
+      return f.getValueAsDouble();
+    if (auto i = dyn_cast<IntegerAttr>(a))
+      return static_cast<double>(i.getValue().getSExtValue());
+    return emit() << "has lm.init." << key << " = " << a << ", not a number", failure();
+  };
+  StringRef k = kind.getValue();
+  if (k == "zeros") {
+    out.set_kind(plan::Init::ZEROS);
+  } else if (k == "ones") {
+    out.set_kind(plan::Init::ONES);
+  } else if (k == "normal") {
+    FailureOr<double> mean = number("mean", 0.0), std = number("std", 1.0);
+    if (failed(mean) || failed(std))
+      return failure();
+    out.set_kind(plan::Init::NORMAL);
+    out.set_mean(*mean);
+    out.set_std(*std);
+  } else if (k == "uniform") {
+    FailureOr<double> low = number("low", 0.0), high = number("high", 1.0);
+    if (failed(low) || failed(high))
+      return failure();
+    out.set_kind(plan::Init::UNIFORM);
+    out.set_low(*low);
+    out.set_high(*high);
+  } else {
+    return emit() << "has unknown initialiser kind '" << k << "' (expected zeros, ones, normal or uniform)";
+  }
+  return success();
+}

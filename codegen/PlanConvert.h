@@ -1,0 +1,47 @@
+//===- PlanConvert.h - MLIR types and attributes in plan form ---*- C++ -*-===//
+//
+// The leaf conversions of the plan writer: tensor types, constant payloads,
+// step attributes, source locations and parameter initialisers, each from its
+// MLIR form to its plan.proto form. Failures that break the plan contract are
+// reported through the caller's `emit`, which names the value concerned.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/Types.h"
+#include "mlir/Support/LogicalResult.h"
+#include "plan.pb.h"
+#include <string>
+
+namespace mlir::lm {
+
+/// Bytes per element of `dtype` (f64: 8, f32 and i32: 4).
+int64_t dtypeBytes(lmrt::plan::DType dtype);
+/// Bytes of a whole tensor of `type`.
+int64_t typeBytes(const lmrt::plan::TensorType &type);
+
+/// A statically shaped f32/f64/i32 ranked tensor type in plan form; anything
+/// else is reported through `emit` ("<value> has type ...").
+FailureOr<lmrt::plan::TensorType> convertType(Type type, function_ref<InFlightDiagnostic()> emit);
+
+/// Raw little-endian bytes of a dense f32/f64/i32 constant, splats expanded;
+/// failure for other element types.
+FailureOr<std::string> constantBytes(DenseElementsAttr attr);
+
+/// A step attribute in plan form (docs/dialect.md: integers are i64, floats
+/// f64, lists DenseI64ArrayAttr, flags BoolAttr; also strings, unit attributes
+/// as true, integer arrays and dense constants); failure for anything else.
+FailureOr<lmrt::plan::Attr> convertAttr(Attribute attr);
+
+/// "file:line:col" of the innermost source position of `loc` ("" if it has none).
+std::string formatLoc(Location loc);
+
+/// The parameter initialiser from `lm.init = {kind = "normal", mean = .., std = ..}`
+/// (kinds zeros, ones, normal, uniform); errors go through `emit`.
+LogicalResult convertInit(DictionaryAttr init, lmrt::plan::Init &out, function_ref<InFlightDiagnostic()> emit);
+
+} // namespace mlir::lm

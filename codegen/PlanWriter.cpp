@@ -1,0 +1,396 @@
+//===- PlanWriter.cpp - lm module to runtime plan -------------------------===//
+//
+// Walks the functions of a trained module generically (op name minus "lm.",
+// attribute dictionaries, tensor types) and produces the plan protobuf. Each
+// function becomes a program: its arguments become PARAM/INPUT buffers,
+// lm.constant ops CONSTANT buffers, every other op one step whose results live
+// in the program's arena (or, for the train step's gradients, directly in the
+// parameter's GRAD buffer). See docs/compilation.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/PlanWriter.h"
+
+#include "codegen/CostModel.h"
+#include "codegen/MemoryPlanner.h"
+#include "codegen/ModuleConfig.h"
+#include "codegen/PlanConvert.h"
+#include "codegen/RuntimeOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace mlir::lm;
+namespace plan = lmrt::plan;
+
+/// Recorded in Plan.compiler_version.
+static constexpr llvm::StringLiteral kCompilerVersion = "lmc 0.1";
+
+//===----------------------------------------------------------------------===//
+// Programs
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Which function a program comes from; decides its outputs.
+enum class ProgramKind { TrainStep, Eval, Forward };
+
+/// Builds one program from one function.
+class ProgramBuilder {
+public:
+  ProgramBuilder(func::FuncOp func, ProgramKind kind, plan::Plan &result,
+                 llvm::StringMap<plan::TensorType> &paramTypes)
+      : func(func), kind(kind), result(result), paramTypes(paramTypes) {}
+
+  FailureOr<plan::Program> build(StringRef name);
+
+private:
+  LogicalResult addArguments();
+  LogicalResult collectGradients(func::ReturnOp ret);
+  LogicalResult addConstant(Operation *op);
+  LogicalResult addStep(Operation *op);
+  LogicalResult addOutputs(func::ReturnOp ret);
+  LogicalResult addGradientOutput(func::ReturnOp ret, unsigned index, StringRef param);
+
+  int addBuffer(plan::Buffer::Kind kind, const plan::TensorType &type, StringRef name = "") {
+    plan::Buffer *buffer = program.add_buffers();
+    buffer->set_kind(kind);
+    *buffer->mutable_type() = type;
+    buffer->set_size_bytes(typeBytes(type));
+    if (!name.empty())
+      buffer->set_name(name.str());
+    return program.buffers_size() - 1;
+  }
+
+  func::FuncOp func;
+  ProgramKind kind;
+  plan::Plan &result;
+  /// Parameter name -> type, filled by the train step and checked by the others.
+  llvm::StringMap<plan::TensorType> &paramTypes;
+  plan::Program program;
+  llvm::DenseMap<Value, int> bufferOf;
+  /// Train step: op results returned as a gradient, written straight into the
+  /// GRAD buffer of this parameter.
+  llvm::DenseMap<Value, std::string> gradientOf;
+};
+
+} // namespace
+
+FailureOr<plan::Program> ProgramBuilder::build(StringRef name) {
+  program.set_name(name.str());
+  if (func.isExternal() || !func.getBody().hasOneBlock())
+    return func.emitError("plan contract: @") << func.getSymName() << " must have a body of one block", failure();
+  if (failed(addArguments()))
+    return failure();
+  auto ret = dyn_cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  if (!ret)
+    return func.emitError("plan contract: @") << func.getSymName() << " must end in func.return", failure();
+  if (kind == ProgramKind::TrainStep && failed(collectGradients(ret)))
+    return failure();
+
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    LogicalResult ok = op.getName().getStringRef() == "lm.constant" ? addConstant(&op) : addStep(&op);
+    if (failed(ok))
+      return failure();
+  }
+  if (failed(addOutputs(ret)))
+    return failure();
+
+  int64_t flops = 0;
+  for (const plan::Step &step : program.steps())
+    flops += step.flops();
+  program.set_flops(flops);
+  assignArenaOffsets(program);
+  std::string verdict = verifyMemoryPlan(program);
+  if (!verdict.empty())
+    return func.emitError("internal error: the memory plan of program '") << name << "' is unsound: " << verdict,
+           failure();
+  return std::move(program);
+}
+
+LogicalResult ProgramBuilder::addArguments() {
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto emit = [&] { return emitError(arg.getLoc()) << "plan contract: argument #" << i << " of @" << func.getSymName() << " "; };
+    FailureOr<plan::TensorType> type = convertType(arg.getType(), emit);
+    if (failed(type))
+      return failure();
+
+    if (auto param = func.getArgAttrOfType<StringAttr>(i, "lm.param")) {
+      StringRef name = param.getValue();
+      if (kind == ProgramKind::TrainStep) {
+        if (!paramTypes.try_emplace(name, *type).second)
+          return emit() << "repeats parameter '" << name << "'";
+        plan::Param *p = result.add_params();
+        p->set_name(name.str());
+        *p->mutable_type() = *type;
+        p->set_weight_decay(type->shape_size() >= 2);
+        if (failed(convertInit(func.getArgAttrOfType<DictionaryAttr>(i, "lm.init"), *p->mutable_init(), emit)))
+          return failure();
+      } else {
+        auto known = paramTypes.find(name);
+        if (known == paramTypes.end())
+          return emit() << "is parameter '" << name << "', which the train step does not have";
+        if (known->second.SerializeAsString() != type->SerializeAsString())
+          return emit() << "is parameter '" << name << "' of type " << arg.getType()
+                        << ", which differs from its type in the train step";
+      }
+      bufferOf[arg] = addBuffer(plan::Buffer::PARAM, *type, name);
+      continue;
+    }
+
+    if (auto input = func.getArgAttrOfType<StringAttr>(i, "lm.input")) {
+      for (const plan::Input &other : program.inputs())
+        if (other.name() == input.getValue())
+          return emit() << "repeats input '" << input.getValue() << "'";
+      plan::Input *in = program.add_inputs();
+      in->set_name(input.str());
+      *in->mutable_type() = *type;
+      if (auto vocab = func.getArgAttrOfType<IntegerAttr>(i, "lm.vocab"))
+        in->set_vocab(vocab.getValue().getSExtValue());
+      bufferOf[arg] = addBuffer(plan::Buffer::INPUT, *type, input.getValue());
+      continue;
+    }
+    return emit() << "has neither lm.param nor lm.input; the runtime cannot fill it";
+  }
+  return success();
+}
+
+LogicalResult ProgramBuilder::collectGradients(func::ReturnOp ret) {
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    auto gradOf = func.getResultAttrOfType<StringAttr>(i, "lm.grad_of");
+    if (!gradOf)
+      continue;
+    // Only a value a step computes can be written into the GRAD buffer by that
+    // step; arguments, constants and a second return of the same value are
+    // copied (addGradientOutput).
+    Operation *def = value.getDefiningOp();
+    if (!def || def->getName().getStringRef() == "lm.constant" || gradientOf.count(value))
+      continue;
+    gradientOf[value] = gradOf.str();
+  }
+  return success();
+}
+
+LogicalResult ProgramBuilder::addConstant(Operation *op) {
+  auto emit = [&] { return op->emitError("plan contract: the constant "); };
+  auto value = op->getAttrOfType<DenseElementsAttr>("value");
+  if (op->getNumResults() != 1 || !value)
+    return emit() << "must have one result and a dense 'value' attribute";
+  FailureOr<plan::TensorType> type = convertType(op->getResult(0).getType(), emit);
+  if (failed(type))
+    return failure();
+  FailureOr<std::string> bytes = constantBytes(value);
+  if (failed(bytes) || static_cast<int64_t>(bytes->size()) != typeBytes(*type))
+    return emit() << "has a value of type " << value.getType() << " that does not match its result type";
+  int id = addBuffer(plan::Buffer::CONSTANT, *type);
+  program.mutable_buffers(id)->set_data(std::move(*bytes));
+  bufferOf[op->getResult(0)] = id;
+  return success();
+}
+
+LogicalResult ProgramBuilder::addStep(Operation *op) {
+  StringRef opName = op->getName().getStringRef();
+  if (!opName.starts_with("lm."))
+    return op->emitError("plan contract: '") << opName
+           << "' has no runtime kernel; a plan runs lm ops only (calls must be inlined, see docs/dialect.md)";
+  StringRef kernel = opName.drop_front(3);
+  const RuntimeOpInfo *info = lookupRuntimeOp(kernel);
+  if (!info)
+    return op->emitError("plan contract: '") << opName << "' has no runtime kernel '" << kernel << "'";
+  if (op->getNumOperands() != info->numInputs || op->getNumResults() != info->numOutputs)
+    return op->emitError("plan contract: '") << opName << "' has " << op->getNumOperands() << " operands and "
+           << op->getNumResults() << " results, but the runtime kernel '" << kernel << "' takes " << info->numInputs
+           << " and produces " << info->numOutputs;
+  if (op->getNumRegions() != 0)
+    return op->emitError("plan contract: '") << opName << "' has regions, which a plan step cannot hold";
+
+  plan::Step step;
+  step.set_op(kernel.str());
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    auto it = bufferOf.find(operand);
+    if (it == bufferOf.end())
+      return op->emitError("plan contract: operand #") << i << " of '" << opName
+             << "' is not defined in @" << func.getSymName();
+    step.add_inputs(it->second);
+  }
+  for (OpResult res : op->getResults()) {
+    auto emit = [&] { return op->emitError("plan contract: result #") << res.getResultNumber() << " of '" << opName << "' "; };
+    FailureOr<plan::TensorType> type = convertType(res.getType(), emit);
+    if (failed(type))
+      return failure();
+    auto grad = gradientOf.find(res);
+    int id = grad == gradientOf.end() ? addBuffer(plan::Buffer::ARENA, *type)
+                                      : addBuffer(plan::Buffer::GRAD, *type, grad->second);
+    bufferOf[res] = id;
+    step.add_outputs(id);
+  }
+  // Inherent attributes, with the op's declared defaults filled in, so the
+  // kernel sees the same values the dialect's verifier did.
+  NamedAttrList attrs(op->getAttrDictionary());
+  op->getName().populateDefaultAttrs(attrs);
+  for (NamedAttribute attr : attrs) {
+    FailureOr<plan::Attr> converted = convertAttr(attr.getValue());
+    if (failed(converted))
+      return op->emitError("plan contract: attribute '") << attr.getName().strref() << "' of '" << opName
+             << "' is " << attr.getValue() << ", which has no plan form (integer, float, bool, string, array<i64>)";
+    (*step.mutable_attrs())[attr.getName().str()] = std::move(*converted);
+  }
+  step.set_loc(formatLoc(op->getLoc()));
+  step.set_flops(estimateFlops(op, kernel));
+  *program.add_steps() = std::move(step);
+  return success();
+}
+
+LogicalResult ProgramBuilder::addGradientOutput(func::ReturnOp ret, unsigned index, StringRef param) {
+  Value value = ret.getOperand(index);
+  auto known = paramTypes.find(param);
+  if (known == paramTypes.end())
+    return ret.emitError("plan contract: result #") << index << " of @" << func.getSymName()
+           << " is the gradient of '" << param << "', which is not a parameter";
+  for (const plan::Output &out : program.outputs())
+    if (out.name() == "grad:" + param.str())
+      return ret.emitError("plan contract: @") << func.getSymName() << " returns two gradients of '" << param << "'";
+  int source = bufferOf.lookup(value);
+  const plan::Buffer &buffer = program.buffers(source);
+  if (buffer.type().SerializeAsString() != known->second.SerializeAsString())
+    return ret.emitError("plan contract: the gradient of '") << param << "' has type " << value.getType()
+           << ", which differs from the parameter's type";
+
+  int id = source;
+  if (buffer.kind() != plan::Buffer::GRAD || buffer.name() != param) {
+    // The value lives elsewhere (an argument, a constant, or another
+    // parameter's gradient): copy it into this parameter's GRAD buffer.
+    id = addBuffer(plan::Buffer::GRAD, known->second, param);
+    plan::Step *copy = program.add_steps();
+    copy->set_op(kCopyOpName.str());
+    copy->add_inputs(source);
+    copy->add_outputs(id);
+    copy->set_loc(formatLoc(ret.getLoc()));
+  }
+  plan::Output *out = program.add_outputs();
+  out->set_name("grad:" + param.str());
+  out->set_buffer(id);
+  return success();
+}
+
+LogicalResult ProgramBuilder::addOutputs(func::ReturnOp ret) {
+  StringRef valueName = kind == ProgramKind::Forward ? "logits" : "loss";
+  int named = 0;
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    if (kind == ProgramKind::TrainStep) {
+      if (auto gradOf = func.getResultAttrOfType<StringAttr>(i, "lm.grad_of")) {
+        if (failed(addGradientOutput(ret, i, gradOf.getValue())))
+          return failure();
+        continue;
+      }
+    }
+    if (++named > 1)
+      return ret.emitError("plan contract: @") << func.getSymName() << " must return exactly one " << valueName
+             << (kind == ProgramKind::TrainStep ? " (besides the lm.grad_of gradients)" : "") << ", it returns more";
+    if (valueName == "loss") {
+      auto type = dyn_cast<RankedTensorType>(value.getType());
+      if (!type || type.getRank() != 0 || !isa<FloatType>(type.getElementType()))
+        return ret.emitError("plan contract: the loss returned by @") << func.getSymName() << " has type "
+               << value.getType() << ", expected a scalar float tensor";
+    }
+    plan::Output *out = program.add_outputs();
+    out->set_name(valueName.str());
+    out->set_buffer(bufferOf.lookup(value));
+  }
+  if (named == 0)
+    return ret.emitError("plan contract: @") << func.getSymName() << " returns no " << valueName;
+  if (kind == ProgramKind::TrainStep)
+    for (const plan::Param &p : result.params())
+      if (llvm::none_of(program.outputs(), [&](const plan::Output &o) { return o.name() == "grad:" + p.name(); }))
+        return ret.emitError("plan contract: @") << func.getSymName() << " returns no gradient for parameter '"
+               << p.name() << "' (an lm.grad_of result)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The plan
+//===----------------------------------------------------------------------===//
+
+/// The unique function of `module` carrying `attr` (and not `unless`); null when
+/// there is none, failure (reported) when there are several.
+static FailureOr<func::FuncOp> findFunc(ModuleOp module, StringRef attr, StringRef unless = "") {
+  func::FuncOp found;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func->hasAttr(attr) || (!unless.empty() && func->hasAttr(unless)))
+      continue;
+    if (found) {
+      InFlightDiagnostic diag = func.emitError("plan contract: more than one function carries ")
+                                << attr << " (@" << found.getSymName() << " and @" << func.getSymName()
+                                << "); a plan holds one of each program";
+      diag.attachNote(found.getLoc()) << "the first one is here";
+      return failure();
+    }
+    found = func;
+  }
+  return found;
+}
+
+FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &options) {
+  FailureOr<func::FuncOp> trainStep = findFunc(module, "lm.train_step");
+  FailureOr<func::FuncOp> objective = findFunc(module, "lm.objective", "lm.train_step");
+  FailureOr<func::FuncOp> model = findFunc(module, "lm.model");
+  if (failed(trainStep) || failed(objective) || failed(model))
+    return failure();
+  if (!*objective)
+    return module.emitError("plan contract: no objective (a func.func with the lm.objective attribute)"), failure();
+  if (!*trainStep)
+    return module.emitError("plan contract: no train step (a func.func with the lm.train_step attribute); "
+                            "run the module through -lm-autodiff"),
+           failure();
+
+  plan::Plan result;
+  result.set_source(options.sourcePath);
+  result.set_objective(objective->getSymName().str());
+  if (*model)
+    result.set_model(model->getSymName().str());
+  result.set_compiler_version(kCompilerVersion.str());
+  if (failed(readModuleConfig(module, result)))
+    return failure();
+
+  llvm::StringMap<plan::TensorType> paramTypes;
+  struct Job {
+    func::FuncOp func;
+    ProgramKind kind;
+    StringRef name;
+  };
+  // The train step first: it declares the parameters the others are checked against.
+  SmallVector<Job> jobs = {{*trainStep, ProgramKind::TrainStep, "train_step"}, {*objective, ProgramKind::Eval, "eval"}};
+  if (*model)
+    jobs.push_back({*model, ProgramKind::Forward, "forward"});
+  for (const Job &job : jobs) {
+    FailureOr<plan::Program> program = ProgramBuilder(job.func, job.kind, result, paramTypes).build(job.name);
+    if (failed(program))
+      return failure();
+    *result.add_programs() = std::move(*program);
+  }
+
+  // Plan-level facts, all from the train step (what `lmrt run` executes).
+  const plan::Program &train = result.programs(0);
+  *result.mutable_inputs() = train.inputs();
+  int64_t paramCount = 0, paramBytes = 0, inputBytes = 0, maxArena = 0;
+  for (const plan::Param &p : result.params()) {
+    paramCount += typeBytes(p.type()) / dtypeBytes(p.type().dtype());
+    paramBytes += typeBytes(p.type());
+  }
+  for (const plan::Input &in : train.inputs())
+    inputBytes += typeBytes(in.type());
+  for (const plan::Program &program : result.programs())
+    maxArena = std::max(maxArena, program.arena_bytes());
+  result.set_param_count(paramCount);
+  result.set_flops_per_step(train.flops());
+  // Values + gradients + AdamW m and v (4x the parameters), one batch of
+  // inputs, and the largest program arena.
+  result.set_predicted_peak_bytes(4 * paramBytes + inputBytes + maxArena);
+  return result;
+}

@@ -1,0 +1,30 @@
+//===- Broadcasting.cpp - Adjoints of broadcasting --------------*- C++ -*-===//
+
+#include "dialect/IR/GradientRules/Broadcasting.h"
+#include "dialect/IR/LMOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+using namespace mlir::lm;
+
+Value mlir::lm::buildSplat(OpBuilder &builder, Location loc, Type type, double value) {
+  auto shaped = llvm::cast<ShapedType>(type);
+  Type element = shaped.getElementType();
+  Attribute scalar = llvm::isa<FloatType>(element)
+                         ? Attribute(builder.getFloatAttr(element, value))
+                         : Attribute(builder.getIntegerAttr(element, static_cast<int64_t>(value)));
+  return builder.create<ConstantOp>(loc, type, DenseElementsAttr::get(shaped, scalar));
+}
+
+Value mlir::lm::reduceGradTo(OpBuilder &builder, Location loc, Value grad, Type type) {
+  if (grad.getType() == type)
+    return grad;
+  return builder.create<SumToOp>(loc, type, grad);
+}
+
+Value mlir::lm::broadcastGradTo(OpBuilder &builder, Location loc, Value grad, Type type) {
+  if (grad.getType() == type)
+    return grad;
+  return builder.create<AddOp>(loc, type, buildSplat(builder, loc, type, 0.0), grad);
+}

@@ -1,0 +1,20 @@
+//===- Loss.cpp - VJP of lm.cross_entropy -----------------------*- C++ -*-===//
+//
+// cross_entropy_grad folds the scalar incoming gradient into the softmax minus
+// one-hot rows (and the 1/n_valid of the mean); targets get no gradient.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/IR/LMOps.h"
+
+using namespace mlir;
+using namespace mlir::lm;
+
+LogicalResult CrossEntropyOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                           SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(b.create<CrossEntropyGradOp>(getLoc(), getLogits().getType(),
+                                                      getLogits(), getTargets(),
+                                                      resultGrads[0], getIgnoreIndex()));
+  operandGrads.push_back(Value());
+  return success();
+}

@@ -1,0 +1,90 @@
+//===- Matmul.cpp - VJP of lm.matmul ----------------------------*- C++ -*-===//
+//
+// With A' = op(A) [..., M, K] and B' = op(B) [..., K, N] (op transposes the
+// last two dims when the flag is set), y = A' B' gives dA' = dy B'^T and
+// dB' = A'^T dy. Each is written as a single matmul whose transpose flags
+// absorb both the forward flags and the transposes of the rule, so no
+// lm.transpose is needed except in one shared-rhs case:
+//
+//   dA = !tl ? dy  x B^(!tr)        dB = !tr ? A^(!tl) x dy
+//        :     B^(tr) x dy^T               :   dy^T  x A^(tl)
+//
+// A rank-2 rhs shared by a batched lhs gets one gradient summed over the
+// batch: when the lhs is not transposed, lhs and dy are reshaped to 2-D
+// ([P*M, K], [P*M, N]) so that one matmul contracts over the batch too;
+// otherwise the batched product is reduced with lm.sum_to.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/IR/GradientRules/Broadcasting.h"
+#include "dialect/IR/LMOps.h"
+#include "runtime/kernels/shape_rules.h"
+
+using namespace mlir;
+using namespace mlir::lm;
+
+namespace {
+
+/// Builds lm.matmul with its result type inferred by the shared shape rule.
+Value matmul(OpBuilder &b, Location loc, Value lhs, Value rhs, bool tl, bool tr) {
+  auto lt = llvm::cast<RankedTensorType>(lhs.getType());
+  auto rt = llvm::cast<RankedTensorType>(rhs.getType());
+  std::string err;
+  auto shape = lmrt::shapes::matmul({lt.getShape().begin(), lt.getShape().end()},
+                                    {rt.getShape().begin(), rt.getShape().end()}, tl, tr, err);
+  assert(shape && "gradient matmul shapes follow from a verified forward matmul");
+  auto type = RankedTensorType::get(*shape, lt.getElementType());
+  return b.create<MatmulOp>(loc, type, lhs, rhs, tl, tr);
+}
+
+/// Reshapes [..., R, C] to [prod(...) * R, C].
+Value flattenTo2D(OpBuilder &b, Location loc, Value v) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  int64_t rows = type.getNumElements() / type.getShape().back();
+  auto flat = RankedTensorType::get({rows, type.getShape().back()}, type.getElementType());
+  return b.create<ReshapeOp>(loc, flat, v);
+}
+
+/// Swaps the last two dims.
+Value transposeLast2(OpBuilder &b, Location loc, Value v) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> perm, shape(type.getShape());
+  for (int64_t i = 0; i < rank; ++i)
+    perm.push_back(i);
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  std::swap(shape[rank - 1], shape[rank - 2]);
+  return b.create<TransposeOp>(loc, RankedTensorType::get(shape, type.getElementType()), v, perm);
+}
+
+} // namespace
+
+LogicalResult MatmulOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value a = getLhs(), w = getRhs(), dy = resultGrads[0];
+  bool tl = getTransposeLhs(), tr = getTransposeRhs();
+  bool sharedRhs = getRhs().getType().getRank() == 2 && getLhs().getType().getRank() > 2;
+
+  Value da;
+  if (!tl)
+    da = matmul(b, loc, dy, w, false, !tr);
+  else if (!sharedRhs)
+    da = matmul(b, loc, w, dy, tr, true);
+  else // A rank-2 lhs cannot multiply a batched rhs: form dA' and transpose it.
+    da = transposeLast2(b, loc, matmul(b, loc, dy, w, false, !tr));
+
+  Value dw;
+  if (!sharedRhs) {
+    dw = !tr ? matmul(b, loc, a, dy, !tl, false) : matmul(b, loc, dy, a, true, tl);
+  } else if (!tl) {
+    Value a2 = flattenTo2D(b, loc, a), dy2 = flattenTo2D(b, loc, dy);
+    dw = !tr ? matmul(b, loc, a2, dy2, true, false) : matmul(b, loc, dy2, a2, true, false);
+  } else {
+    Value batched = !tr ? matmul(b, loc, a, dy, false, false) : matmul(b, loc, dy, a, true, true);
+    dw = reduceGradTo(b, loc, batched, w.getType());
+  }
+  operandGrads.push_back(da);
+  operandGrads.push_back(dw);
+  return success();
+}

@@ -1,0 +1,41 @@
+//===- Shape.cpp - VJPs of reshape, transpose and slice ---------*- C++ -*-===//
+//
+// Data-movement ops: the adjoint moves the gradient back. reshape -> reshape
+// to the input type, transpose -> the inverse permutation, slice -> slice_grad
+// (scatter into zeros). A slice of i32 ids has no gradient.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/IR/LMOps.h"
+
+using namespace mlir;
+using namespace mlir::lm;
+
+LogicalResult ReshapeOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(b.create<ReshapeOp>(getLoc(), getX().getType(), resultGrads[0]));
+  return success();
+}
+
+LogicalResult TransposeOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  // out[i] = x[perm[i]], so x[perm[i]] = out[i]: inverse[perm[i]] = i.
+  ArrayRef<int64_t> perm = getPermutation();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = static_cast<int64_t>(i);
+  operandGrads.push_back(
+      b.create<TransposeOp>(getLoc(), getX().getType(), resultGrads[0], inverse));
+  return success();
+}
+
+LogicalResult SliceOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  if (!llvm::isa<FloatType>(getX().getType().getElementType())) {
+    operandGrads.push_back(Value());
+    return success();
+  }
+  operandGrads.push_back(b.create<SliceGradOp>(getLoc(), getX().getType(), resultGrads[0],
+                                               getStart(), getLimit(), getStride()));
+  return success();
+}

@@ -1,0 +1,41 @@
+//===- LMInterfaces.td - lm op interfaces ------------------*- tablegen -*-===//
+//
+// Per-op knowledge that generic passes query. The gradient interface is the
+// contract between an op and `-lm-autodiff`: the pass stays generic, each
+// differentiable op states its vector-Jacobian product (VJP). The rules are
+// implemented apart from the ops, one file per op family, in
+// dialect/IR/GradientRules/.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LM_INTERFACES_TD
+#define LM_INTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def LM_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::mlir::lm";
+  let description = [{
+    A differentiable op. `buildAdjoint` emits, at the builder's insertion
+    point, the ops computing the adjoint (the gradient of a scalar loss) of
+    each operand from the adjoints of the results: the op's VJP. The op itself
+    (with its operands and results) stays available, so rules may reuse the
+    primal values, e.g. softmax's output.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Emits the VJP. `resultGrads` has one entry per result, null where a
+        result receives no gradient (it does not influence the loss); at least
+        one is non-null. On success `operandGrads` holds one entry per operand,
+        each of the operand's type, or null for non-differentiable operands
+        (integer ids and targets). Fails, after emitting an error at the op,
+        only when the op cannot be differentiated.
+      }],
+      "::mlir::LogicalResult", "buildAdjoint",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>
+  ];
+}
+
+#endif // LM_INTERFACES_TD

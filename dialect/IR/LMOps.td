@@ -1,0 +1,359 @@
+//===- LMOps.td - lm dialect ops ---------------------------*- tablegen -*-===//
+//
+// Every op of docs/dialect.md. Shapes are checked by the verifiers through
+// the shared rules of runtime/kernels/shape_rules.h; element types by the
+// operand constraints and the dialect-wide LM_SameFloatElementType trait.
+// Differentiable forward ops implement LM_GradientOpInterface; their rules
+// live in GradientRules/.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LM_OPS_TD
+#define LM_OPS_TD
+
+include "dialect/IR/LMBase.td"
+include "dialect/IR/LMInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class LM_DiffOp<string mnemonic, list<Trait> traits = []>
+    : LM_Op<mnemonic, !listconcat(traits,
+          [Pure, DeclareOpInterfaceMethods<LM_GradientOpInterface>])> {
+  let hasVerifier = 1;
+}
+
+class LM_GradOp<string mnemonic, list<Trait> traits = []>
+    : LM_Op<mnemonic, !listconcat(traits, [Pure])> {
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Forward ops
+//===----------------------------------------------------------------------===//
+
+def LM_ConstantOp : LM_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "constant tensor";
+  let description = [{
+    A constant tensor; scalars are rank-0 tensors. The payload is a dense (or
+    splat) elements attribute whose type is the result type.
+
+    ```mlir
+    %one = lm.constant dense<1.0> : tensor<f32>
+    %w = lm.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf64>
+    ```
+  }];
+  let arguments = (ins LM_DenseElementsAttr:$value);
+  let results = (outs LM_AnyTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def LM_EmbeddingOp : LM_DiffOp<"embedding"> {
+  let summary = "table lookup";
+  let description = [{
+    `out[s] = table[ids[s]]` for every position `s` of `ids`; the result is
+    `[...S, D]` for a `[V, D]` table. An id outside `[0, V)` is a runtime error.
+
+    ```mlir
+    %h = lm.embedding %wte, %ids : (tensor<256x64xf32>, tensor<4x16xi32>) -> tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$table, LM_IntTensor:$ids);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$table `,` $ids attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_MatmulOp : LM_DiffOp<"matmul"> {
+  let summary = "batched matrix product";
+  let description = [{
+    `lhs: [...batch, M, K]` times `rhs: [...batch, K, N]` (or a rank-2
+    `rhs: [K, N]` shared by every batch element) gives `[...batch, M, N]`.
+    With `transpose_lhs` the lhs is stored `[..., K, M]`; with `transpose_rhs`
+    the rhs is stored `[..., N, K]`.
+
+    ```mlir
+    %y = lm.matmul %x, %w : (tensor<4x16x64xf32>, tensor<64x256xf32>) -> tensor<4x16x256xf32>
+    %l = lm.matmul %h, %wte {transpose_rhs = true} : (tensor<4x16x64xf32>, tensor<256x64xf32>) -> tensor<4x16x256xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$lhs, LM_FloatTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+class LM_BinaryOp<string mnemonic, string what> : LM_DiffOp<mnemonic> {
+  let summary = "elementwise " # what # " with broadcasting";
+  let description = [{
+    Elementwise }] # what # [{ with NumPy broadcasting: trailing dimensions
+    are aligned, size-1 or missing dimensions broadcast.
+
+    ```mlir
+    %y = lm.}] # mnemonic # [{ %x, %b : (tensor<4x16x64xf32>, tensor<64xf32>) -> tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$lhs, LM_FloatTensor:$rhs);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def LM_AddOp : LM_BinaryOp<"add", "addition">;
+def LM_SubOp : LM_BinaryOp<"sub", "subtraction">;
+def LM_MulOp : LM_BinaryOp<"mul", "multiplication">;
+def LM_DivOp : LM_BinaryOp<"div", "division">;
+
+class LM_UnaryOp<string mnemonic, string summ, string semantics> : LM_DiffOp<mnemonic> {
+  let summary = summ;
+  let description = semantics # [{
+
+    ```mlir
+    %y = lm.}] # mnemonic # [{ %x : (tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_NegOp : LM_UnaryOp<"neg", "elementwise negation", "`-x`."> {
+  let hasFolder = 1;
+}
+def LM_GeluOp : LM_UnaryOp<"gelu", "GELU, tanh approximation",
+    "`0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, elementwise.">;
+def LM_SoftmaxOp : LM_UnaryOp<"softmax", "softmax over the last dimension",
+    "`exp(x - max) / sum(exp(x - max))` along the last dimension (rank >= 1).">;
+
+def LM_LayerNormOp : LM_DiffOp<"layer_norm"> {
+  let summary = "layer normalization over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * gamma + beta` over the last dimension
+    `D` of `x`, with the biased variance; `gamma` and `beta` are `[D]`.
+
+    ```mlir
+    %y = lm.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f64} : (tensor<4x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, LM_FloatTensor:$gamma, LM_FloatTensor:$beta,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_AttentionOp : LM_DiffOp<"attention"> {
+  let summary = "multi-head scaled dot-product attention";
+  let description = [{
+    `q, k, v: [B, T, H*Dh]`; head `h` is the column block `h*Dh ... (h+1)*Dh-1`
+    of the last dimension. Per head: `softmax(q k^T / sqrt(Dh) + mask) v`,
+    where a causal mask hides keys `j > i`.
+
+    ```mlir
+    %y = lm.attention %q, %k, %v {causal = true, num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v,
+                       I64Attr:$num_heads,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$q `,` $k `,` $v attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_ReshapeOp : LM_DiffOp<"reshape"> {
+  let summary = "row-major reshape";
+  let description = [{
+    Reinterprets `x` in row-major order as the result shape, which has the
+    same number of elements.
+
+    ```mlir
+    %y = lm.reshape %x : (tensor<4x16x64xf32>) -> tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def LM_TransposeOp : LM_DiffOp<"transpose"> {
+  let summary = "dimension permutation";
+  let description = [{
+    `out.shape[i] = x.shape[permutation[i]]`.
+
+    ```mlir
+    %y = lm.transpose %x {permutation = array<i64: 0, 2, 1>} : (tensor<4x16x64xf32>) -> tensor<4x64x16xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, DenseI64ArrayAttr:$permutation);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def LM_SliceOp : LM_DiffOp<"slice"> {
+  let summary = "strided static slice";
+  let description = [{
+    Takes indices `start[d], start[d] + stride[d], ... < limit[d]` along every
+    dimension `d` (`0 <= start <= limit <= dim`, `stride >= 1`), giving
+    `ceil((limit - start) / stride)` elements per dimension. Works on float
+    tensors and on `i32` ids.
+
+    ```mlir
+    %x = lm.slice %tokens {limit = array<i64: 4, 16>, start = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<4x17xi32>) -> tensor<4x16xi32>
+    ```
+  }];
+  let arguments = (ins LM_AnyTensor:$x, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$limit, DenseI64ArrayAttr:$stride);
+  let results = (outs LM_AnyTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def LM_CrossEntropyOp : LM_DiffOp<"cross_entropy"> {
+  let summary = "mean softmax cross-entropy";
+  let description = [{
+    `logits: [...S, V]`, `targets: i32[...S]`: the mean, over the positions
+    whose target is not `ignore_index`, of `logsumexp(logits) - logits[target]`
+    (0 if every target is ignored). The result is a scalar.
+
+    ```mlir
+    %loss = lm.cross_entropy %logits, %targets {ignore_index = -100 : i64} : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$logits, LM_IntTensor:$targets,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs LM_FloatScalar:$result);
+  let assemblyFormat = "$logits `,` $targets attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_SumToOp : LM_DiffOp<"sum_to"> {
+  let summary = "sum over broadcast dimensions (the adjoint of broadcasting)";
+  let description = [{
+    Sums `x` over the dimensions along which the result shape broadcasts to
+    the shape of `x` (leading missing dimensions and size-1 dimensions).
+
+    ```mlir
+    %db = lm.sum_to %dy : (tensor<4x16x64xf32>) -> tensor<64xf32>
+    %s = lm.sum_to %x : (tensor<4x16xf64>) -> tensor<f64>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops (emitted by -lm-autodiff)
+//===----------------------------------------------------------------------===//
+
+def LM_GeluGradOp : LM_GradOp<"gelu_grad"> {
+  let summary = "adjoint of lm.gelu";
+  let description = [{
+    `dx = dy * gelu'(x)` for the tanh form of GELU.
+
+    ```mlir
+    %dx = lm.gelu_grad %x, %dy : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, LM_FloatTensor:$dy);
+  let results = (outs LM_FloatTensor:$dx);
+  let assemblyFormat = "$x `,` $dy attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_LayerNormGradOp : LM_GradOp<"layer_norm_grad"> {
+  let summary = "adjoint of lm.layer_norm";
+  let description = [{
+    Returns `dx`, `dgamma: [D]` and `dbeta: [D]`; recomputes the mean and the
+    reciprocal standard deviation from `x`.
+
+    ```mlir
+    %dx, %dg, %db = lm.layer_norm_grad %x, %g, %dy {epsilon = 1.0e-05 : f64} : (tensor<8x64xf32>, tensor<64xf32>, tensor<8x64xf32>) -> (tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, LM_FloatTensor:$gamma, LM_FloatTensor:$dy,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs LM_FloatTensor:$dx, LM_FloatTensor:$dgamma, LM_FloatTensor:$dbeta);
+  let assemblyFormat = "$x `,` $gamma `,` $dy attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_AttentionGradOp : LM_GradOp<"attention_grad"> {
+  let summary = "adjoint of lm.attention";
+  let description = [{
+    Returns `dq`, `dk`, `dv`; recomputes the attention probabilities.
+
+    ```mlir
+    %dq, %dk, %dv = lm.attention_grad %q, %k, %v, %dy {causal = true, num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>)
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v,
+                       LM_FloatTensor:$dy, I64Attr:$num_heads,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs LM_FloatTensor:$dq, LM_FloatTensor:$dk, LM_FloatTensor:$dv);
+  let assemblyFormat = "$q `,` $k `,` $v `,` $dy attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_SoftmaxGradOp : LM_GradOp<"softmax_grad"> {
+  let summary = "adjoint of lm.softmax";
+  let description = [{
+    `dx = y * (dy - sum(dy * y))` along the last dimension, where `y` is the
+    softmax output.
+
+    ```mlir
+    %dx = lm.softmax_grad %y, %dy : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$y, LM_FloatTensor:$dy);
+  let results = (outs LM_FloatTensor:$dx);
+  let assemblyFormat = "$y `,` $dy attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_CrossEntropyGradOp : LM_GradOp<"cross_entropy_grad"> {
+  let summary = "adjoint of lm.cross_entropy";
+  let description = [{
+    `dlogits = dloss * (softmax(logits) - onehot(target)) / n_valid`, with zero
+    rows where the target is `ignore_index`.
+
+    ```mlir
+    %dl = lm.cross_entropy_grad %logits, %targets, %dloss {ignore_index = -100 : i64} : (tensor<4x16x256xf32>, tensor<4x16xi32>, tensor<f32>) -> tensor<4x16x256xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$logits, LM_IntTensor:$targets,
+                       LM_FloatScalar:$dloss,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs LM_FloatTensor:$dlogits);
+  let assemblyFormat = "$logits `,` $targets `,` $dloss attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_EmbeddingGradOp : LM_GradOp<"embedding_grad"> {
+  let summary = "adjoint of lm.embedding (scatter-add)";
+  let description = [{
+    `dtable[ids[s]] += dy[s]` into a zero `[V, D]` table; `V` comes from the
+    result type.
+
+    ```mlir
+    %dw = lm.embedding_grad %ids, %dy : (tensor<4x16xi32>, tensor<4x16x64xf32>) -> tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_IntTensor:$ids, LM_FloatTensor:$dy);
+  let results = (outs LM_FloatTensor:$dtable);
+  let assemblyFormat = "$ids `,` $dy attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_SliceGradOp : LM_GradOp<"slice_grad"> {
+  let summary = "adjoint of lm.slice";
+  let description = [{
+    Scatters the slice-shaped `dy` into zeros of the forward input's shape
+    (the result type), at the positions selected by `start`, `limit`, `stride`.
+
+    ```mlir
+    %dx = lm.slice_grad %dy {limit = array<i64: 4, 32>, start = array<i64: 0, 16>, stride = array<i64: 1, 1>} : (tensor<4x16xf32>) -> tensor<4x32xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$dy, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$limit, DenseI64ArrayAttr:$stride);
+  let results = (outs LM_FloatTensor:$dx);
+  let assemblyFormat = "$dy attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+#endif // LM_OPS_TD

@@ -1,0 +1,399 @@
+//===- Builtins.cpp - Builtin functions of the .lm language ---------------===//
+//
+// embed, layernorm, gelu, softmax, attention, transpose, reshape,
+// cross_entropy, repeat, and the compile-time sqrt/exp/log. Each builtin has
+// a signature (ordered parameter names, how many are required) so that
+// arity and keyword errors read the same for all of them.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/MLIRGen.h"
+
+#include "dialect/IR/LMOps.h"
+#include "runtime/kernels/shape_rules.h"
+
+#include <cmath>
+
+namespace mlir::lm {
+
+namespace shapes = lmrt::shapes;
+
+namespace {
+
+struct Signature {
+  const char *name;
+  std::vector<const char *> params;
+  size_t required;
+};
+
+const std::vector<Signature> &signatures() {
+  static const std::vector<Signature> table = {
+      {"embed", {"table", "ids"}, 2},
+      {"layernorm", {"x", "eps"}, 1},
+      {"gelu", {"x"}, 1},
+      {"softmax", {"x"}, 1},
+      {"attention", {"q", "k", "v", "heads", "causal"}, 4},
+      {"transpose", {"x", "perm"}, 1},
+      {"reshape", {"x", "shape"}, 2},
+      {"cross_entropy", {"logits", "targets", "ignore_index"}, 2},
+      {"repeat", {"n", "block", "x"}, 3},
+      {"sqrt", {"x"}, 1},
+      {"exp", {"x"}, 1},
+      {"log", {"x"}, 1},
+  };
+  return table;
+}
+
+const Signature *findSignature(const std::string &name) {
+  for (const Signature &s : signatures())
+    if (name == s.name)
+      return &s;
+  return nullptr;
+}
+
+std::string spell(const Signature &sig) {
+  std::string s = std::string(sig.name) + "(";
+  for (size_t i = 0; i < sig.params.size(); ++i) {
+    if (i == sig.required)
+      s += i ? " [, " : "[";
+    else if (i)
+      s += ", ";
+    s += sig.params[i];
+  }
+  if (sig.required < sig.params.size())
+    s += "]";
+  return s + ")";
+}
+
+} // namespace
+
+bool MLIRGen::isBuiltin(const std::string &name) { return findSignature(name) != nullptr; }
+
+std::vector<std::string> MLIRGen::builtinNames() {
+  std::vector<std::string> names;
+  for (const Signature &s : signatures())
+    names.push_back(s.name);
+  return names;
+}
+
+bool MLIRGen::isPlainTranspose(const ast::Expr &e) {
+  return e.kind == ast::Expr::Kind::Call && e.name == "transpose" && e.args.size() == 1 &&
+         e.kwargs.empty();
+}
+
+FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
+  const Signature &sig = *findSignature(call.name);
+  size_t given = call.args.size() + call.kwargs.size();
+  if (call.args.size() > sig.params.size())
+    return error(call.loc) << "'" << sig.name << "' takes at most " << sig.params.size()
+                           << (sig.params.size() == 1 ? " argument" : " arguments") << ", got "
+                           << given << "; usage: " << spell(sig);
+  // Match arguments to the signature: positional first, then keywords.
+  std::vector<const ast::Expr *> arg(sig.params.size(), nullptr);
+  for (size_t i = 0; i < call.args.size(); ++i)
+    arg[i] = call.args[i].get();
+  for (const ast::KeywordArg &kw : call.kwargs) {
+    size_t i = 0;
+    while (i < sig.params.size() && kw.name != sig.params[i])
+      ++i;
+    if (i == sig.params.size())
+      return error(kw.loc) << "'" << sig.name << "' has no argument '" << kw.name
+                           << "'; usage: " << spell(sig);
+    if (arg[i])
+      return error(kw.loc) << "argument '" << kw.name << "' of '" << sig.name
+                           << "' is given twice";
+    arg[i] = kw.value.get();
+  }
+  for (size_t i = 0; i < sig.required; ++i)
+    if (!arg[i])
+      return error(call.loc) << "'" << sig.name << "' takes " << sig.required
+                             << (sig.required == 1 ? " argument" : " arguments")
+                             << (sig.required < sig.params.size() ? " or more" : "") << ", got "
+                             << given << " (missing '" << sig.params[i] << "'); usage: "
+                             << spell(sig);
+
+  const std::string name = call.name;
+  Location l = loc(call.loc);
+  if (name == "repeat")
+    return emitRepeat(call, env);
+
+  // Compile-time math on numbers.
+  if (name == "sqrt" || name == "exp" || name == "log") {
+    FailureOr<double> x = evalNumber(*arg[0], env, "the argument of '" + name + "'");
+    if (failed(x))
+      return failure();
+    if (name == "sqrt" && *x < 0)
+      return error(call.loc) << "sqrt of a negative number (" << *x << ")";
+    if (name == "log" && *x <= 0)
+      return error(call.loc) << "log of a non-positive number (" << *x << ")";
+    return LMValue::ofFloat(name == "sqrt" ? std::sqrt(*x)
+                            : name == "exp" ? std::exp(*x)
+                                            : std::log(*x));
+  }
+
+  // The first argument of every other builtin is a tensor.
+  FailureOr<LMValue> first = eval(*arg[0], env);
+  if (failed(first))
+    return failure();
+  if (!first->isTensor())
+    return error(arg[0]->loc) << "argument '" << sig.params[0] << "' of '" << name
+                              << "' must be a tensor, got " << describe(*first);
+  RankedTensorType t0 = first->type();
+  shapes::Dims d0 = first->dims();
+  auto requireFloat = [&](const LMValue &v, const ast::Expr &e, const char *what) {
+    return floatTensor(v, e.loc, std::string("argument '") + what + "' of '" + name + "'");
+  };
+  std::string err;
+
+  if (name == "gelu" || name == "softmax") {
+    FailureOr<Value> x = requireFloat(*first, *arg[0], "x");
+    if (failed(x))
+      return failure();
+    if (name == "softmax" && t0.getRank() == 0)
+      return error(call.loc) << "softmax needs a tensor of rank >= 1, got " << describe(t0);
+    Value r = name == "gelu" ? builder.create<GeluOp>(l, t0, *x).getResult()
+                             : builder.create<SoftmaxOp>(l, t0, *x).getResult();
+    return LMValue::ofTensor(r);
+  }
+
+  if (name == "layernorm") {
+    FailureOr<Value> x = requireFloat(*first, *arg[0], "x");
+    if (failed(x))
+      return failure();
+    if (t0.getRank() == 0)
+      return error(call.loc) << "layernorm needs a tensor of rank >= 1, got " << describe(t0);
+    double eps = 1e-5;
+    if (arg[1]) {
+      FailureOr<double> v = evalNumber(*arg[1], env, "eps");
+      if (failed(v))
+        return failure();
+      if (*v <= 0)
+        return error(arg[1]->loc) << "layernorm eps must be > 0, got " << *v;
+      eps = *v;
+    }
+    // Its parameters live in a scope of their own: layernorm.gamma, layernorm_1.gamma, ...
+    std::string scope = uniqueScope(env, "layernorm");
+    auto pt = tensorType({d0.back()}, floatType);
+    FailureOr<Value> gamma = createParam(env, "gamma", scope + ".gamma", pt, initAttr("ones", {}),
+                                         call.loc);
+    if (failed(gamma))
+      return failure();
+    FailureOr<Value> beta = createParam(env, "beta", scope + ".beta", pt, initAttr("zeros", {}),
+                                        call.loc);
+    if (failed(beta))
+      return failure();
+    Value r = builder.create<LayerNormOp>(
+        l, TypeRange{t0}, ValueRange{*x, *gamma, *beta},
+        ArrayRef<NamedAttribute>{builder.getNamedAttr("epsilon", builder.getF64FloatAttr(eps))});
+    return LMValue::ofTensor(r);
+  }
+
+  if (name == "embed") {
+    FailureOr<Value> table = requireFloat(*first, *arg[0], "table");
+    if (failed(table))
+      return failure();
+    FailureOr<LMValue> ids = eval(*arg[1], env);
+    if (failed(ids))
+      return failure();
+    if (!ids->isTensor() || !ids->type().getElementType().isInteger(32))
+      return error(arg[1]->loc) << "argument 'ids' of 'embed' must be an i32 tensor, got "
+                                << describe(*ids);
+    std::optional<shapes::Dims> out = shapes::embedding(d0, ids->dims(), err);
+    if (!out)
+      return error(call.loc) << err;
+    return LMValue::ofTensor(
+        builder.create<EmbeddingOp>(l, tensorType(*out, floatType), *table, ids->tensor));
+  }
+
+  if (name == "attention") {
+    Value qkv[3];
+    shapes::Dims dims[3];
+    for (int i = 0; i < 3; ++i) {
+      FailureOr<LMValue> v = i == 0 ? first : eval(*arg[i], env);
+      if (failed(v))
+        return failure();
+      FailureOr<Value> t = requireFloat(*v, *arg[i], sig.params[i]);
+      if (failed(t))
+        return failure();
+      qkv[i] = *t;
+      auto shape = cast<RankedTensorType>(t->getType()).getShape();
+      dims[i] = {shape.begin(), shape.end()};
+    }
+    FailureOr<int64_t> heads = evalInt(*arg[3], env, "heads");
+    if (failed(heads))
+      return failure();
+    if (*heads < 1)
+      return error(arg[3]->loc) << "heads must be >= 1, got " << *heads;
+    bool causal = false;
+    if (arg[4]) {
+      FailureOr<LMValue> c = eval(*arg[4], env);
+      if (failed(c))
+        return failure();
+      if (c->kind != LMValue::Kind::Bool)
+        return error(arg[4]->loc) << "causal must be true or false, got " << describe(*c);
+      causal = c->boolValue;
+    }
+    std::optional<shapes::Dims> out = shapes::attention(dims[0], dims[1], dims[2], *heads, err);
+    if (!out)
+      return error(call.loc) << err;
+    Value r = builder.create<AttentionOp>(
+        l, TypeRange{tensorType(*out, floatType)}, ValueRange{qkv[0], qkv[1], qkv[2]},
+        ArrayRef<NamedAttribute>{
+            builder.getNamedAttr("num_heads", builder.getI64IntegerAttr(*heads)),
+            builder.getNamedAttr("causal", builder.getBoolAttr(causal))});
+    return LMValue::ofTensor(r);
+  }
+
+  if (name == "transpose") {
+    FailureOr<Value> x = requireFloat(*first, *arg[0], "x");
+    if (failed(x))
+      return failure();
+    shapes::Dims perm;
+    if (arg[1]) {
+      FailureOr<LMValue> p = eval(*arg[1], env);
+      if (failed(p))
+        return failure();
+      if (p->kind != LMValue::Kind::List)
+        return error(arg[1]->loc) << "perm must be a list of dimensions like [0, 2, 1], got "
+                                  << describe(*p);
+      for (const LMValue &item : p->items) {
+        if (item.kind != LMValue::Kind::Int)
+          return error(arg[1]->loc) << "perm must list integers, got " << describe(item);
+        perm.push_back(item.intValue);
+      }
+    } else {
+      if (t0.getRank() < 2)
+        return error(call.loc) << "transpose needs a tensor of rank >= 2, got " << describe(t0);
+      for (int64_t i = 0; i < t0.getRank(); ++i)
+        perm.push_back(i);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    }
+    std::optional<shapes::Dims> out = shapes::transpose(d0, perm, err);
+    if (!out)
+      return error(call.loc) << err;
+    Value r = builder.create<TransposeOp>(
+        l, TypeRange{tensorType(*out, floatType)}, ValueRange{*x},
+        ArrayRef<NamedAttribute>{
+            builder.getNamedAttr("permutation", builder.getDenseI64ArrayAttr(perm))});
+    return LMValue::ofTensor(r);
+  }
+
+  if (name == "reshape") {
+    FailureOr<Value> x = requireFloat(*first, *arg[0], "x");
+    if (failed(x))
+      return failure();
+    FailureOr<LMValue> s = eval(*arg[1], env);
+    if (failed(s))
+      return failure();
+    if (s->kind != LMValue::Kind::List)
+      return error(arg[1]->loc) << "shape must be a list like [B, T, d], got " << describe(*s);
+    // One dimension may be -1: it takes whatever the element count leaves.
+    shapes::Dims to;
+    int inferred = -1;
+    int64_t known = 1, total = 1;
+    for (int64_t d : d0)
+      total *= d;
+    for (const LMValue &item : s->items) {
+      if (item.kind != LMValue::Kind::Int || (item.intValue < 1 && item.intValue != -1))
+        return error(arg[1]->loc) << "shape entries must be positive integers or one -1, got "
+                                  << describe(item);
+      if (item.intValue == -1) {
+        if (inferred >= 0)
+          return error(arg[1]->loc) << "only one dimension of a reshape can be -1";
+        inferred = to.size();
+      } else {
+        known *= item.intValue;
+      }
+      to.push_back(item.intValue);
+    }
+    if (inferred >= 0) {
+      if (known == 0 || total % known != 0)
+        return error(arg[1]->loc) << "cannot reshape " << describe(t0) << " ("
+                                  << total << " elements) into a multiple of " << known;
+      to[inferred] = total / known;
+    }
+    std::optional<shapes::Dims> out = shapes::reshape(d0, to, err);
+    if (!out)
+      return error(call.loc) << err;
+    return LMValue::ofTensor(builder.create<ReshapeOp>(l, tensorType(*out, floatType), *x));
+  }
+
+  if (name == "cross_entropy") {
+    FailureOr<Value> logits = requireFloat(*first, *arg[0], "logits");
+    if (failed(logits))
+      return failure();
+    FailureOr<LMValue> targets = eval(*arg[1], env);
+    if (failed(targets))
+      return failure();
+    if (!targets->isTensor() || !targets->type().getElementType().isInteger(32))
+      return error(arg[1]->loc) << "argument 'targets' of 'cross_entropy' must be an i32 tensor, "
+                                   "got "
+                                << describe(*targets);
+    int64_t ignore = -100;
+    if (arg[2]) {
+      FailureOr<int64_t> v = evalInt(*arg[2], env, "ignore_index");
+      if (failed(v))
+        return failure();
+      ignore = *v;
+    }
+    std::optional<shapes::Dims> out = shapes::crossEntropy(d0, targets->dims(), err);
+    if (!out)
+      return error(call.loc) << err;
+    Value r = builder.create<CrossEntropyOp>(
+        l, TypeRange{tensorType({}, floatType)}, ValueRange{*logits, targets->tensor},
+        ArrayRef<NamedAttribute>{
+            builder.getNamedAttr("ignore_index", builder.getI64IntegerAttr(ignore))});
+    return LMValue::ofTensor(r);
+  }
+  return error(call.loc) << "builtin '" << name << "' has no emitter";
+}
+
+/// `repeat(n, block, x)` = block(block(...block(x))), n copies, the i-th with
+/// its parameters under `<block>.<i>`. The block must map a value to one of
+/// the same type, or the copies could not chain.
+FailureOr<LMValue> MLIRGen::emitRepeat(const ast::Expr &call, Env &env) {
+  auto argOf = [&](size_t i, const char *name) -> const ast::Expr * {
+    if (i < call.args.size())
+      return call.args[i].get();
+    for (const ast::KeywordArg &kw : call.kwargs)
+      if (kw.name == name)
+        return kw.value.get();
+    return nullptr;
+  };
+  const ast::Expr *nExpr = argOf(0, "n"), *blockExpr = argOf(1, "block"), *xExpr = argOf(2, "x");
+  FailureOr<int64_t> n = evalInt(*nExpr, env, "the repeat count");
+  if (failed(n))
+    return failure();
+  if (*n < 1)
+    return error(nExpr->loc) << "the repeat count must be >= 1, got " << *n;
+  const ast::Function *fn =
+      blockExpr->kind == ast::Expr::Kind::Name ? ast.lookup(blockExpr->name) : nullptr;
+  if (!fn || fn->kind != ast::Function::Kind::Block)
+    return error(blockExpr->loc) << "the second argument of 'repeat' must name a block, got '"
+                                 << ast::toString(*blockExpr) << "'";
+  if (fn->params.size() != 1)
+    return error(blockExpr->loc) << "repeat needs a block of one argument; '" << fn->name
+                                 << "' takes " << fn->params.size();
+  FailureOr<LMValue> x = eval(*xExpr, env);
+  if (failed(x))
+    return failure();
+
+  std::string scope = uniqueScope(env, fn->name);
+  for (int64_t i = 0; i < *n; ++i) {
+    Env callee;
+    callee.scope = scope + "." + std::to_string(i);
+    callee.reuseParams = env.reuseParams;
+    FailureOr<LMValue> y = inlineFunction(*fn, {*x}, {xExpr->loc}, call.loc, std::move(callee));
+    if (failed(y))
+      return failure();
+    bool same = y->kind == x->kind &&
+                (!y->isTensor() || y->tensor.getType() == x->tensor.getType());
+    if (!same)
+      return error(call.loc) << "repeat needs block '" << fn->name
+                             << "' to return the type it takes, but it maps " << describe(*x)
+                             << " to " << describe(*y);
+    x = y;
+  }
+  return *x;
+}
+
+} // namespace mlir::lm

@@ -1,0 +1,424 @@
+//===- EmitExpr.cpp - Expressions: arithmetic, matmul, indexing -----------===//
+//
+// Evaluates expressions to LMValues. Numbers fold at compile time; tensors
+// become lm ops whose shapes are checked with the shared rules of
+// runtime/kernels/shape_rules.h before the op is built, so a bad program gets
+// a message at its own line rather than a verifier error on generated IR.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/MLIRGen.h"
+
+#include "dialect/IR/LMOps.h"
+#include "runtime/kernels/shape_rules.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace mlir::lm {
+
+namespace shapes = lmrt::shapes;
+
+std::string describe(RankedTensorType type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << type.getElementType() << "[";
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    os << (i ? ", " : "") << type.getDimSize(i);
+  os << "]";
+  return s;
+}
+
+std::string describe(const LMValue &v) {
+  std::ostringstream os;
+  switch (v.kind) {
+  case LMValue::Kind::Tensor:
+    return v.tensor ? describe(v.type()) : "a tensor";
+  case LMValue::Kind::Int:
+    os << "integer " << v.intValue;
+    return os.str();
+  case LMValue::Kind::Float:
+    os << "number " << v.floatValue;
+    return os.str();
+  case LMValue::Kind::Bool:
+    return std::string("bool ") + (v.boolValue ? "true" : "false");
+  case LMValue::Kind::List:
+    os << "list of " << v.items.size();
+    return os.str();
+  }
+  return "value";
+}
+
+LMValue MLIRGen::lookupConfig(const std::string &name, bool &found) const {
+  for (const auto &[n, v] : config)
+    if (n == name) {
+      found = true;
+      return v;
+    }
+  found = false;
+  return {};
+}
+
+Value MLIRGen::constantScalar(double v, ast::Loc l) {
+  auto type = tensorType({}, floatType);
+  auto value = DenseElementsAttr::get(type, ArrayRef<Attribute>{FloatAttr::get(floatType, v)});
+  return builder.create<ConstantOp>(loc(l), TypeRange{type}, ValueRange{},
+                                    ArrayRef<NamedAttribute>{builder.getNamedAttr("value", value)});
+}
+
+FailureOr<Value> MLIRGen::floatTensor(const LMValue &v, ast::Loc l, const std::string &what) {
+  if (v.isNumber())
+    return constantScalar(v.asDouble(), l);
+  if (v.isTensor() && isa<FloatType>(v.type().getElementType()))
+    return v.tensor;
+  return error(l) << what << " must be a float tensor, got " << describe(v);
+}
+
+FailureOr<int64_t> MLIRGen::evalInt(const ast::Expr &e, Env &env, const std::string &what) {
+  FailureOr<LMValue> v = eval(e, env);
+  if (failed(v))
+    return failure();
+  if (v->kind == LMValue::Kind::Int)
+    return v->intValue;
+  // 768 / 12 is 64.0: accept floats that are whole numbers.
+  if (v->kind == LMValue::Kind::Float && std::isfinite(v->floatValue) &&
+      v->floatValue == std::floor(v->floatValue) && std::fabs(v->floatValue) < 9.0e15)
+    return static_cast<int64_t>(v->floatValue);
+  return error(e.loc) << what << " must be a compile-time integer, got " << describe(*v);
+}
+
+FailureOr<double> MLIRGen::evalNumber(const ast::Expr &e, Env &env, const std::string &what) {
+  FailureOr<LMValue> v = eval(e, env);
+  if (failed(v))
+    return failure();
+  if (!v->isNumber())
+    return error(e.loc) << what << " must be a compile-time number, got " << describe(*v);
+  return v->asDouble();
+}
+
+FailureOr<int64_t> MLIRGen::evalDim(const ast::Expr &e, Env &env, const std::string &what) {
+  FailureOr<int64_t> v = evalInt(e, env, what);
+  if (failed(v))
+    return failure();
+  if (*v < 1)
+    return error(e.loc) << what << " must be positive, got " << *v << " ('" << ast::toString(e)
+                        << "')";
+  return *v;
+}
+
+FailureOr<LMValue> MLIRGen::eval(const ast::Expr &e, Env &env) {
+  switch (e.kind) {
+  case ast::Expr::Kind::Int:
+    return LMValue::ofInt(e.intValue);
+  case ast::Expr::Kind::Float:
+    return LMValue::ofFloat(e.floatValue);
+  case ast::Expr::Kind::Bool:
+    return LMValue::ofBool(e.boolValue);
+  case ast::Expr::Kind::Name:
+    return evalName(e, env);
+  case ast::Expr::Kind::Unary:
+    return evalUnary(e, env);
+  case ast::Expr::Kind::Binary:
+    return e.op == '@' ? evalMatmul(e, env) : evalBinary(e, env);
+  case ast::Expr::Kind::Call:
+    return evalCall(e, env);
+  case ast::Expr::Kind::Index:
+    return evalIndex(e, env);
+  case ast::Expr::Kind::List:
+  case ast::Expr::Kind::Tuple: {
+    LMValue list;
+    list.kind = LMValue::Kind::List;
+    for (const ast::ExprPtr &item : e.args) {
+      FailureOr<LMValue> v = eval(*item, env);
+      if (failed(v))
+        return failure();
+      list.items.push_back(*v);
+    }
+    return list;
+  }
+  }
+  return error(e.loc) << "unsupported expression";
+}
+
+FailureOr<LMValue> MLIRGen::evalName(const ast::Expr &e, Env &env) {
+  auto it = env.vars.find(e.name);
+  if (it != env.vars.end())
+    return it->second;
+  bool found = false;
+  LMValue c = lookupConfig(e.name, found);
+  if (found)
+    return c;
+  if (const ast::Function *fn = ast.lookup(e.name))
+    return error(e.loc) << "'" << e.name << "' is a " << kindName(fn->kind)
+                        << "; call it: " << e.name << "(...)";
+  if (isBuiltin(e.name))
+    return error(e.loc) << "'" << e.name << "' is a builtin; call it: " << e.name << "(...)";
+  std::vector<std::string> visible;
+  for (const auto &[name, v] : env.vars)
+    visible.push_back(name);
+  for (const auto &[name, v] : config)
+    visible.push_back(name);
+  return error(e.loc) << "unknown identifier '" << e.name << "'" << suggest(e.name, visible);
+}
+
+std::string MLIRGen::suggest(const std::string &name, const std::vector<std::string> &candidates) {
+  // Allow about one typo per three characters, as clang's typo correction does.
+  unsigned limit = std::max<unsigned>(1, name.size() / 3), best = limit + 1;
+  std::string choice;
+  for (const std::string &c : candidates) {
+    unsigned d = StringRef(name).edit_distance(c, /*AllowReplacements=*/true, limit);
+    if (d < best) {
+      best = d;
+      choice = c;
+    }
+  }
+  return choice.empty() ? "" : "; did you mean '" + choice + "'?";
+}
+
+FailureOr<LMValue> MLIRGen::evalUnary(const ast::Expr &e, Env &env) {
+  FailureOr<LMValue> v = eval(*e.lhs, env);
+  if (failed(v))
+    return failure();
+  if (v->kind == LMValue::Kind::Int)
+    return LMValue::ofInt(e.op == '-' ? -v->intValue : v->intValue);
+  if (v->kind == LMValue::Kind::Float)
+    return LMValue::ofFloat(e.op == '-' ? -v->floatValue : v->floatValue);
+  FailureOr<Value> x = floatTensor(*v, e.lhs->loc, std::string("the operand of unary '") + e.op + "'");
+  if (failed(x))
+    return failure();
+  if (e.op == '+')
+    return *v;
+  return LMValue::ofTensor(builder.create<NegOp>(loc(e.loc), x->getType(), *x));
+}
+
+/// Folds arithmetic on two compile-time numbers. Integers stay integers
+/// except under `/`, which divides like Python's true division.
+static std::optional<LMValue> foldNumbers(char op, const LMValue &a, const LMValue &b,
+                                          std::string &err) {
+  if (op != '/' && a.kind == LMValue::Kind::Int && b.kind == LMValue::Kind::Int) {
+    int64_t r = 0;
+    bool overflow = op == '+'   ? __builtin_add_overflow(a.intValue, b.intValue, &r)
+                    : op == '-' ? __builtin_sub_overflow(a.intValue, b.intValue, &r)
+                                : __builtin_mul_overflow(a.intValue, b.intValue, &r);
+    if (overflow) {
+      err = "integer overflow";
+      return std::nullopt;
+    }
+    return LMValue::ofInt(r);
+  }
+  double x = a.asDouble(), y = b.asDouble();
+  switch (op) {
+  case '+':
+    return LMValue::ofFloat(x + y);
+  case '-':
+    return LMValue::ofFloat(x - y);
+  case '*':
+    return LMValue::ofFloat(x * y);
+  default:
+    if (y == 0.0) {
+      err = "division by zero";
+      return std::nullopt;
+    }
+    return LMValue::ofFloat(x / y);
+  }
+}
+
+FailureOr<LMValue> MLIRGen::evalBinary(const ast::Expr &e, Env &env) {
+  FailureOr<LMValue> a = eval(*e.lhs, env);
+  if (failed(a))
+    return failure();
+  FailureOr<LMValue> b = eval(*e.rhs, env);
+  if (failed(b))
+    return failure();
+  if (a->isNumber() && b->isNumber()) {
+    std::string err;
+    std::optional<LMValue> r = foldNumbers(e.op, *a, *b, err);
+    if (!r)
+      return error(e.loc) << err << " in '" << ast::toString(e) << "'";
+    return *r;
+  }
+  std::string opText(1, e.op);
+  FailureOr<Value> x = floatTensor(*a, e.lhs->loc, "the left operand of '" + opText + "'");
+  if (failed(x))
+    return failure();
+  FailureOr<Value> y = floatTensor(*b, e.rhs->loc, "the right operand of '" + opText + "'");
+  if (failed(y))
+    return failure();
+  auto tx = cast<RankedTensorType>(x->getType()), ty = cast<RankedTensorType>(y->getType());
+  const char *name = e.op == '+' ? "add" : e.op == '-' ? "sub" : e.op == '*' ? "mul" : "div";
+  std::string err;
+  std::optional<shapes::Dims> dims =
+      shapes::broadcast({tx.getShape().begin(), tx.getShape().end()},
+                        {ty.getShape().begin(), ty.getShape().end()}, err, name);
+  if (!dims)
+    return error(e.loc) << "cannot apply '" << opText << "' to " << describe(tx) << " and "
+                        << describe(ty) << ": " << err;
+  RankedTensorType type = tensorType(*dims, floatType);
+  Location l = loc(e.loc);
+  Value r;
+  switch (e.op) {
+  case '+':
+    r = builder.create<AddOp>(l, type, *x, *y);
+    break;
+  case '-':
+    r = builder.create<SubOp>(l, type, *x, *y);
+    break;
+  case '*':
+    r = builder.create<MulOp>(l, type, *x, *y);
+    break;
+  default:
+    r = builder.create<DivOp>(l, type, *x, *y);
+    break;
+  }
+  return LMValue::ofTensor(r);
+}
+
+/// `a @ b`. An operand written `transpose(w)` is not materialised: it sets
+/// the matmul's transpose flag instead (the tied output projection
+/// `h @ transpose(wte)` reads wte in place).
+FailureOr<LMValue> MLIRGen::evalMatmul(const ast::Expr &e, Env &env) {
+  bool transposed[2] = {false, false};
+  Value operand[2];
+  const ast::Expr *side[2] = {e.lhs.get(), e.rhs.get()};
+  for (int i = 0; i < 2; ++i) {
+    const ast::Expr *src = side[i];
+    if (isPlainTranspose(*src)) {
+      transposed[i] = true;
+      src = src->args[0].get();
+    }
+    FailureOr<LMValue> v = eval(*src, env);
+    if (failed(v))
+      return failure();
+    std::string what = i == 0 ? "the left operand of '@'" : "the right operand of '@'";
+    if (!v->isTensor())
+      return error(src->loc) << what << " must be a float tensor, got " << describe(*v);
+    FailureOr<Value> t = floatTensor(*v, src->loc, what);
+    if (failed(t))
+      return failure();
+    if (transposed[i] && v->type().getRank() < 2)
+      return error(side[i]->loc) << "transpose needs a tensor of rank >= 2, got "
+                                 << describe(*v);
+    operand[i] = *t;
+  }
+  auto tl = cast<RankedTensorType>(operand[0].getType());
+  auto tr = cast<RankedTensorType>(operand[1].getType());
+  std::string err;
+  std::optional<shapes::Dims> dims =
+      shapes::matmul({tl.getShape().begin(), tl.getShape().end()},
+                     {tr.getShape().begin(), tr.getShape().end()}, transposed[0], transposed[1], err);
+  if (!dims)
+    return error(e.loc) << "cannot apply '@' to " << (transposed[0] ? "transpose of " : "")
+                        << describe(tl) << " and " << (transposed[1] ? "transpose of " : "")
+                        << describe(tr) << ": " << err;
+  Value r = builder.create<MatmulOp>(
+      loc(e.loc), TypeRange{tensorType(*dims, floatType)}, ValueRange{operand[0], operand[1]},
+      ArrayRef<NamedAttribute>{
+          builder.getNamedAttr("transpose_lhs", builder.getBoolAttr(transposed[0])),
+          builder.getNamedAttr("transpose_rhs", builder.getBoolAttr(transposed[1]))});
+  return LMValue::ofTensor(r);
+}
+
+/// `x[a:b, :, i]`: Python-style subscripts. Negative bounds count from the
+/// end, omitted ones span the dimension, missing trailing subscripts take the
+/// whole dimension; an integer index selects one position and drops the
+/// dimension. Bounds outside the dimension are errors, not clamped: with
+/// static shapes they are always a mistake (e.g. seq longer than ctx).
+FailureOr<LMValue> MLIRGen::evalIndex(const ast::Expr &e, Env &env) {
+  FailureOr<LMValue> base = eval(*e.lhs, env);
+  if (failed(base))
+    return failure();
+  if (!base->isTensor())
+    return error(e.lhs->loc) << "only tensors can be indexed, got " << describe(*base);
+  shapes::Dims dims = base->dims();
+  int64_t rank = dims.size();
+  if (static_cast<int64_t>(e.subscripts.size()) > rank)
+    return error(e.loc) << e.subscripts.size() << " subscripts for a tensor of rank " << rank
+                        << " (" << describe(*base) << ")";
+  shapes::Dims start(rank, 0), limit = dims, stride(rank, 1), kept;
+  std::vector<bool> dropped(rank, false);
+  for (size_t i = 0; i < e.subscripts.size(); ++i) {
+    const ast::Subscript &s = e.subscripts[i];
+    int64_t size = dims[i];
+    auto bound = [&](const ast::Expr &x, const char *what, int64_t &out) -> LogicalResult {
+      FailureOr<int64_t> v = evalInt(x, env, std::string("a slice ") + what);
+      if (failed(v))
+        return failure();
+      int64_t n = *v < 0 ? *v + size : *v;
+      if (n < 0 || n > size)
+        return error(x.loc) << "slice " << what << " " << *v << " is out of range for dimension "
+                            << i << " of size " << size << " (" << describe(*base) << ")";
+      out = n;
+      return success();
+    };
+    if (!s.isSlice) {
+      FailureOr<int64_t> v = evalInt(*s.index, env, "an index");
+      if (failed(v))
+        return failure();
+      int64_t n = *v < 0 ? *v + size : *v;
+      if (n < 0 || n >= size)
+        return error(s.index->loc) << "index " << *v << " is out of range for dimension " << i
+                                   << " of size " << size << " (" << describe(*base) << ")";
+      start[i] = n;
+      limit[i] = n + 1;
+      dropped[i] = true;
+      continue;
+    }
+    if (s.start && failed(bound(*s.start, "start", start[i])))
+      return failure();
+    if (s.limit && failed(bound(*s.limit, "limit", limit[i])))
+      return failure();
+    if (s.step) {
+      FailureOr<int64_t> v = evalInt(*s.step, env, "a slice step");
+      if (failed(v))
+        return failure();
+      if (*v < 1)
+        return error(s.step->loc) << "slice step must be >= 1, got " << *v;
+      stride[i] = *v;
+    }
+    if (start[i] >= limit[i])
+      return error(s.loc) << "empty slice " << start[i] << ":" << limit[i] << " of dimension "
+                          << i << " (size " << size << ")";
+  }
+  std::string err;
+  std::optional<shapes::Dims> out = shapes::slice(dims, start, limit, stride, err);
+  if (!out)
+    return error(e.loc) << err;
+  Value v = base->tensor;
+  Type elem = base->type().getElementType();
+  if (*out != dims) {
+    v = builder.create<SliceOp>(
+        loc(e.loc), TypeRange{tensorType(*out, elem)}, ValueRange{v},
+        ArrayRef<NamedAttribute>{
+            builder.getNamedAttr("start", builder.getDenseI64ArrayAttr(start)),
+            builder.getNamedAttr("limit", builder.getDenseI64ArrayAttr(limit)),
+            builder.getNamedAttr("stride", builder.getDenseI64ArrayAttr(stride))});
+  }
+  for (int64_t i = 0; i < rank; ++i)
+    if (!dropped[i])
+      kept.push_back((*out)[i]);
+  if (static_cast<int64_t>(kept.size()) != rank) {
+    if (!isa<FloatType>(elem))
+      return error(e.loc) << "an integer index drops a dimension, which needs a reshape, and "
+                             "reshape takes float tensors; slice with i:i+1 instead";
+    v = builder.create<ReshapeOp>(loc(e.loc), tensorType(kept, elem), v);
+  }
+  return LMValue::ofTensor(v);
+}
+
+FailureOr<LMValue> MLIRGen::evalCall(const ast::Expr &e, Env &env) {
+  if (isBuiltin(e.name))
+    return emitBuiltin(e, env);
+  if (const ast::Function *fn = ast.lookup(e.name))
+    return emitUserCall(*fn, e, env);
+  if (env.vars.count(e.name))
+    return error(e.loc) << "'" << e.name << "' is a value, not a block, model or builtin";
+  std::vector<std::string> callees = builtinNames();
+  for (const ast::Function &fn : ast.functions)
+    if (fn.kind != ast::Function::Kind::Objective)
+      callees.push_back(fn.name);
+  return error(e.loc) << "unknown block or builtin '" << e.name << "'" << suggest(e.name, callees);
+}
+
+} // namespace mlir::lm

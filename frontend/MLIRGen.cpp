@@ -1,0 +1,629 @@
+//===- MLIRGen.cpp - Functions, calls and parameters ----------------------===//
+//
+// The module-level walk: one func.func per objective and per model (a model
+// specialised to the shapes its objective calls it with), blocks inlined at
+// each call, and parameters turned into function arguments carrying their
+// hierarchical names and initializers (docs/dialect.md, Function conventions).
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/MLIRGen.h"
+
+#include "dialect/IR/LMOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace mlir::lm {
+
+using ast::Function;
+using ast::Stmt;
+
+static std::string at(ast::Loc l) {
+  return std::to_string(l.line) + ":" + std::to_string(l.col);
+}
+
+MLIRGen::MLIRGen(MLIRContext &context, const ast::Module &module, StringRef filename,
+                 const FrontendOptions &options)
+    : ctx(context), ast(module), filename(filename.str()), options(options), builder(&context) {}
+
+Location MLIRGen::loc(ast::Loc l) { return FileLineColLoc::get(&ctx, filename, l.line, l.col); }
+
+InFlightDiagnostic MLIRGen::error(ast::Loc l) { return emitError(loc(l)); }
+
+std::string MLIRGen::join(const std::string &scope, const std::string &name) {
+  return scope.empty() ? name : scope + "." + name;
+}
+
+std::string MLIRGen::uniqueScope(Env &env, const std::string &callee) {
+  int n = env.callCounts[callee]++;
+  return join(env.scope, n == 0 ? callee : callee + "_" + std::to_string(n));
+}
+
+DictionaryAttr MLIRGen::initAttr(StringRef kind, ArrayRef<std::pair<StringRef, double>> args) {
+  SmallVector<NamedAttribute> attrs;
+  attrs.push_back(builder.getNamedAttr("kind", builder.getStringAttr(kind)));
+  for (auto &[name, value] : args)
+    attrs.push_back(builder.getNamedAttr(name, builder.getF64FloatAttr(value)));
+  return builder.getDictionaryAttr(attrs);
+}
+
+//===----------------------------------------------------------------------===//
+// Module
+//===----------------------------------------------------------------------===//
+
+OwningOpRef<ModuleOp> MLIRGen::run() {
+  if (options.floatType == "f32") {
+    floatType = builder.getF32Type();
+  } else if (options.floatType == "f64") {
+    floatType = builder.getF64Type();
+  } else {
+    emitError(FileLineColLoc::get(&ctx, filename, 1, 1))
+        << "unsupported float type '" << options.floatType << "' (expected f32 or f64)";
+    return nullptr;
+  }
+  OwningOpRef<ModuleOp> owned = ModuleOp::create(FileLineColLoc::get(&ctx, filename, 1, 1));
+  module = *owned;
+  if (failed(evalConfig()) || failed(checkDefinitions()))
+    return nullptr;
+  FailureOr<DictionaryAttr> train = trainAttr();
+  if (failed(train))
+    return nullptr;
+
+  std::optional<DictionaryAttr> data;
+  for (const Function &fn : ast.functions) {
+    if (fn.kind != Function::Kind::Objective)
+      continue;
+    if (failed(emitObjective(fn)))
+      return nullptr;
+    if (!data)
+      data = dataAttr(fn, cast<func::FuncOp>(module.getBody()->back()));
+  }
+  for (const Function &fn : ast.functions) {
+    if (fn.kind != Function::Kind::Model)
+      continue;
+    auto it = modelSpecs.find(fn.name);
+    if (failed(emitModel(fn, it == modelSpecs.end() ? nullptr : &it->second)))
+      return nullptr;
+  }
+
+  // Functions in source order, whichever order they were emitted in.
+  for (const Function &fn : ast.functions)
+    if (auto op = module.lookupSymbol<func::FuncOp>(fn.name))
+      op->moveBefore(module.getBody(), module.getBody()->end());
+
+  module->setAttr("lm.config", configAttr());
+  module->setAttr("lm.train", *train);
+  if (data)
+    module->setAttr("lm.data", *data);
+  return owned;
+}
+
+/// Names are global: a second definition, or a block named like a builtin,
+/// would make calls ambiguous.
+LogicalResult MLIRGen::checkDefinitions() {
+  std::map<std::string, const Function *> seen;
+  for (const Function &fn : ast.functions) {
+    auto [it, inserted] = seen.emplace(fn.name, &fn);
+    if (!inserted)
+      return error(fn.nameLoc) << "duplicate definition of '" << fn.name << "' (the first "
+                               << kindName(it->second->kind) << " '" << fn.name << "' is at "
+                               << at(it->second->nameLoc) << ")";
+    if (isBuiltin(fn.name))
+      return error(fn.nameLoc) << "'" << fn.name << "' is a builtin; give the "
+                               << kindName(fn.kind) << " another name";
+    bool isConst = false;
+    lookupConfig(fn.name, isConst);
+    if (isConst)
+      return error(fn.nameLoc) << "'" << fn.name << "' is already a config constant";
+    std::set<std::string> params;
+    for (const ast::Parameter &p : fn.params)
+      if (!params.insert(p.name).second)
+        return error(p.loc) << "duplicate parameter '" << p.name << "' in the signature of '"
+                            << fn.name << "'";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Functions
+//===----------------------------------------------------------------------===//
+
+void MLIRGen::beginFunction(FuncState &state, const Function &fn) {
+  builder.setInsertionPointToEnd(module.getBody());
+  state.op = builder.create<func::FuncOp>(loc(fn.loc), fn.name, builder.getFunctionType({}, {}));
+  state.entry = state.op.addEntryBlock();
+  builder.setInsertionPointToStart(state.entry);
+  cur = &state;
+}
+
+BlockArgument MLIRGen::addInput(FuncState &state, RankedTensorType type, const std::string &name,
+                                ast::Loc l) {
+  BlockArgument arg = state.entry->addArgument(type, loc(l));
+  SmallVector<NamedAttribute> attrs;
+  attrs.push_back(builder.getNamedAttr("lm.input", builder.getStringAttr(name)));
+  bool hasVocab = false;
+  LMValue vocab = lookupConfig("vocab", hasVocab);
+  if (hasVocab && type.getElementType().isInteger(32) && vocab.kind == LMValue::Kind::Int)
+    attrs.push_back(builder.getNamedAttr("lm.vocab", builder.getI64IntegerAttr(vocab.intValue)));
+  state.argAttrs.push_back(builder.getDictionaryAttr(attrs));
+  return arg;
+}
+
+void MLIRGen::finishFunction(FuncState &state, Value result) {
+  builder.setInsertionPointToEnd(state.entry);
+  builder.create<func::ReturnOp>(result.getLoc(), ValueRange{result});
+  state.op.setFunctionType(
+      builder.getFunctionType(state.entry->getArgumentTypes(), {result.getType()}));
+  state.op.setAllArgAttrs(state.argAttrs);
+  cur = nullptr;
+}
+
+LogicalResult MLIRGen::emitObjective(const Function &fn) {
+  if (fn.resultType)
+    return error(fn.resultType->loc)
+           << "objective '" << fn.name << "' has no result type: it assigns the scalar 'loss'";
+  FuncState state;
+  state.isObjective = true;
+  beginFunction(state, fn);
+  state.op->setAttr("lm.objective", builder.getUnitAttr());
+
+  Env env;
+  env.fn = &fn;
+  for (const ast::Parameter &p : fn.params) {
+    if (!p.type)
+      return error(p.loc) << "input '" << p.name << "' of objective '" << fn.name
+                          << "' needs a type, e.g. " << p.name << ": i32[batch, seq + 1]";
+    FailureOr<RankedTensorType> type =
+        resolveType(*p.type, env, "the inputs of objective '" + fn.name + "'");
+    if (failed(type))
+      return failure();
+    env.vars[p.name] = LMValue::ofTensor(addInput(state, *type, p.name, p.loc));
+  }
+
+  std::optional<LMValue> returned;
+  if (failed(emitStatements(fn, env, returned)))
+    return failure();
+  auto it = env.vars.find("loss");
+  if (it == env.vars.end())
+    return error(fn.closeLoc) << "objective '" << fn.name
+                              << "' never assigns 'loss' (write: loss = <scalar expression>)";
+  const LMValue &loss = it->second;
+  if (!loss.isTensor() || !isa<FloatType>(loss.type().getElementType()) ||
+      loss.type().getRank() != 0)
+    return error(fn.closeLoc) << "'loss' of objective '" << fn.name
+                              << "' must be a float scalar tensor, got " << describe(loss);
+  finishFunction(state, loss.tensor);
+  return success();
+}
+
+LogicalResult MLIRGen::emitModel(const Function &fn, const ModelSpec *spec) {
+  FuncState state;
+  Env env;
+  env.fn = &fn;
+  std::vector<LMValue> args;
+  std::vector<ast::Loc> argLocs;
+
+  if (!spec) {
+    // Not called by any objective: emitted only when its inputs have concrete
+    // shapes (config constants); otherwise there is nothing to specialise on.
+    for (const ast::Parameter &p : fn.params) {
+      if (!p.type)
+        return success();
+      for (const ast::ExprPtr &d : p.type->dims) {
+        bool isConst = false;
+        if (d->kind == ast::Expr::Kind::Name && (lookupConfig(d->name, isConst), !isConst))
+          return success();
+      }
+    }
+  }
+
+  beginFunction(state, fn);
+  state.op->setAttr("lm.model", builder.getUnitAttr());
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    const ast::Parameter &p = fn.params[i];
+    argLocs.push_back(p.loc);
+    if (spec) {
+      if (spec->argTypes[i])
+        args.push_back(LMValue::ofTensor(addInput(state, spec->argTypes[i], p.name, p.loc)));
+      else
+        args.push_back(spec->args[i]);
+      continue;
+    }
+    FailureOr<RankedTensorType> type =
+        resolveType(*p.type, env, "the inputs of model '" + fn.name + "'");
+    if (failed(type))
+      return failure();
+    args.push_back(LMValue::ofTensor(addInput(state, *type, p.name, p.loc)));
+  }
+  Env callee;
+  FailureOr<LMValue> result =
+      inlineFunction(fn, std::move(args), argLocs, spec ? spec->callLoc : fn.loc, std::move(callee));
+  if (failed(result))
+    return failure();
+  if (!result->isTensor())
+    return error(fn.closeLoc) << "model '" << fn.name << "' must return a tensor, got "
+                              << describe(*result);
+  finishFunction(state, result->tensor);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Calls
+//===----------------------------------------------------------------------===//
+
+FailureOr<std::vector<LMValue>> MLIRGen::matchArguments(const Function &fn,
+                                                        const ast::Expr &call, Env &env,
+                                                        std::vector<ast::Loc> &argLocs) {
+  size_t n = fn.params.size();
+  if (call.args.size() > n)
+    return error(call.loc) << kindName(fn.kind) << " '" << fn.name << "' takes " << n
+                           << (n == 1 ? " argument" : " arguments") << ", got "
+                           << call.args.size() + call.kwargs.size();
+  std::vector<std::optional<LMValue>> slots(n);
+  argLocs.assign(n, call.loc);
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    FailureOr<LMValue> v = eval(*call.args[i], env);
+    if (failed(v))
+      return failure();
+    slots[i] = *v;
+    argLocs[i] = call.args[i]->loc;
+  }
+  for (const ast::KeywordArg &kw : call.kwargs) {
+    auto it = std::find_if(fn.params.begin(), fn.params.end(),
+                           [&](const ast::Parameter &p) { return p.name == kw.name; });
+    if (it == fn.params.end())
+      return error(kw.loc) << kindName(fn.kind) << " '" << fn.name
+                           << "' has no parameter named '" << kw.name << "'";
+    size_t i = it - fn.params.begin();
+    if (slots[i])
+      return error(kw.loc) << "argument '" << kw.name << "' of '" << fn.name
+                           << "' is given twice";
+    FailureOr<LMValue> v = eval(*kw.value, env);
+    if (failed(v))
+      return failure();
+    slots[i] = *v;
+    argLocs[i] = kw.loc;
+  }
+  std::vector<LMValue> args;
+  for (size_t i = 0; i < n; ++i) {
+    if (!slots[i])
+      return error(call.loc) << kindName(fn.kind) << " '" << fn.name << "' takes " << n
+                             << (n == 1 ? " argument" : " arguments") << ", got "
+                             << call.args.size() + call.kwargs.size() << " (missing '"
+                             << fn.params[i].name << "')";
+    args.push_back(*slots[i]);
+  }
+  return args;
+}
+
+FailureOr<LMValue> MLIRGen::emitUserCall(const Function &fn, const ast::Expr &call, Env &env) {
+  if (fn.kind == Function::Kind::Objective)
+    return error(call.loc) << "objective '" << fn.name
+                           << "' cannot be called; call a model or block instead";
+  std::vector<ast::Loc> argLocs;
+  FailureOr<std::vector<LMValue>> args = matchArguments(fn, call, env, argLocs);
+  if (failed(args))
+    return failure();
+
+  Env callee;
+  if (fn.kind == Function::Kind::Block) {
+    callee.scope = uniqueScope(env, fn.name);
+    callee.reuseParams = env.reuseParams;
+  } else {
+    // A model owns its weights: they live at the top level of the parameter
+    // namespace, and every further call in the same function shares them.
+    callee.reuseParams = !cur->inlinedModels.insert(fn.name).second;
+    if (cur->isObjective) {
+      ModelSpec spec;
+      spec.callLoc = call.loc;
+      for (const LMValue &a : *args) {
+        spec.argTypes.push_back(a.isTensor() ? a.type() : RankedTensorType());
+        LMValue constant = a;
+        constant.tensor = nullptr;
+        spec.args.push_back(constant);
+      }
+      auto [it, inserted] = modelSpecs.emplace(fn.name, spec);
+      if (!inserted && it->second.argTypes != spec.argTypes) {
+        for (size_t i = 0; i < spec.argTypes.size(); ++i)
+          if (it->second.argTypes[i] != spec.argTypes[i])
+            return error(argLocs[i])
+                   << "model '" << fn.name << "' is called with "
+                   << (spec.argTypes[i] ? describe(spec.argTypes[i]) : describe(spec.args[i]))
+                   << " for '" << fn.params[i].name << "' here but with "
+                   << (it->second.argTypes[i] ? describe(it->second.argTypes[i])
+                                              : describe(it->second.args[i]))
+                   << " at " << at(it->second.callLoc)
+                   << "; a model is emitted for one set of input shapes";
+      }
+    }
+  }
+  return inlineFunction(fn, std::move(*args), argLocs, call.loc, std::move(callee));
+}
+
+FailureOr<LMValue> MLIRGen::inlineFunction(const Function &fn, std::vector<LMValue> args,
+                                           const std::vector<ast::Loc> &argLocs,
+                                           ast::Loc callLoc, Env env) {
+  if (std::find(callStack.begin(), callStack.end(), &fn) != callStack.end())
+    return error(callLoc) << kindName(fn.kind) << " '" << fn.name
+                          << "' calls itself (recursion cannot be unrolled)";
+  callStack.push_back(&fn);
+  env.fn = &fn;
+  for (size_t i = 0; i < fn.params.size(); ++i)
+    if (failed(bindParameter(fn, fn.params[i], args[i], argLocs[i], env))) {
+      callStack.pop_back();
+      return failure();
+    }
+
+  std::optional<LMValue> returned;
+  LogicalResult ok = emitStatements(fn, env, returned);
+  callStack.pop_back();
+  if (failed(ok))
+    return failure();
+  if (!returned)
+    return error(fn.closeLoc) << kindName(fn.kind) << " '" << fn.name
+                              << "' ends without a 'return'";
+  if (fn.resultType) {
+    FailureOr<RankedTensorType> want =
+        resolveType(*fn.resultType, env, "the result type of '" + fn.name + "'");
+    if (failed(want))
+      return failure();
+    if (!returned->isTensor() || returned->type() != *want) {
+      ast::Loc retLoc = fn.closeLoc;
+      for (const Stmt &s : fn.body)
+        if (s.kind == Stmt::Kind::Return)
+          retLoc = s.loc;
+      return error(retLoc) << kindName(fn.kind) << " '" << fn.name << "' returns "
+                           << describe(*returned) << " but declares " << describe(*want);
+    }
+  }
+  return *returned;
+}
+
+/// Checks an argument against a typed parameter `x: f32[B, T, d]`: a bare
+/// identifier that is not yet known binds a dimension variable, every other
+/// dimension must evaluate to the argument's size.
+LogicalResult MLIRGen::bindParameter(const Function &fn, const ast::Parameter &p,
+                                     const LMValue &arg, ast::Loc argLoc, Env &env) {
+  if (!p.type) {
+    env.vars[p.name] = arg;
+    return success();
+  }
+  const ast::TypeExpr &t = *p.type;
+  auto mismatch = [&]() {
+    std::string want = t.elementType + "[";
+    for (size_t i = 0; i < t.dims.size(); ++i)
+      want += (i ? ", " : "") + ast::toString(*t.dims[i]);
+    want += "]";
+    return error(argLoc) << "argument '" << p.name << "' of " << kindName(fn.kind) << " '"
+                         << fn.name << "' must be " << want << ", got " << describe(arg);
+  };
+  FailureOr<Type> elem = elementType(t);
+  if (failed(elem))
+    return failure();
+  if (!arg.isTensor() || arg.type().getElementType() != *elem ||
+      arg.type().getRank() != static_cast<int64_t>(t.dims.size()))
+    return mismatch();
+  std::vector<int64_t> dims = arg.dims();
+  for (size_t i = 0; i < t.dims.size(); ++i) {
+    const ast::Expr &d = *t.dims[i];
+    bool isConst = false;
+    lookupConfig(d.name, isConst);
+    if (d.kind == ast::Expr::Kind::Name && !env.vars.count(d.name) && !isConst) {
+      env.vars[d.name] = LMValue::ofInt(dims[i]);
+      env.dimVars.insert(d.name);
+      continue;
+    }
+    FailureOr<int64_t> want = evalDim(d, env, "a dimension of '" + p.name + "'");
+    if (failed(want))
+      return failure();
+    if (*want != dims[i])
+      return mismatch().attachNote(loc(d.loc))
+             << "dimension " << i << " ('" << ast::toString(d) << "') is " << *want
+             << ", the argument has " << dims[i];
+  }
+  env.vars[p.name] = arg;
+  return success();
+}
+
+FailureOr<Type> MLIRGen::elementType(const ast::TypeExpr &type) {
+  if (type.elementType == "f32")
+    return Type(floatType);
+  if (type.elementType == "i32")
+    return Type(builder.getI32Type());
+  return error(type.loc) << "unknown element type '" << type.elementType
+                         << "' (expected f32 or i32)";
+}
+
+FailureOr<RankedTensorType> MLIRGen::resolveType(const ast::TypeExpr &type, Env &env,
+                                                 const std::string &what) {
+  FailureOr<Type> elem = elementType(type);
+  if (failed(elem))
+    return failure();
+  std::vector<int64_t> dims;
+  for (const ast::ExprPtr &d : type.dims) {
+    FailureOr<int64_t> v = evalDim(*d, env, "a dimension in " + what);
+    if (failed(v))
+      return failure();
+    dims.push_back(*v);
+  }
+  return tensorType(dims, *elem);
+}
+
+//===----------------------------------------------------------------------===//
+// Statements
+//===----------------------------------------------------------------------===//
+
+LogicalResult MLIRGen::emitStatements(const Function &fn, Env &env,
+                                      std::optional<LMValue> &returned) {
+  for (const Stmt &s : fn.body) {
+    if (returned)
+      return error(s.loc) << "statement after 'return' in " << kindName(fn.kind) << " '"
+                          << fn.name << "'";
+    switch (s.kind) {
+    case Stmt::Kind::Param:
+      if (failed(emitParamStmt(s, env)))
+        return failure();
+      break;
+    case Stmt::Kind::Return: {
+      if (fn.kind == Function::Kind::Objective)
+        return error(s.loc) << "an objective has no 'return'; assign the scalar to 'loss'";
+      FailureOr<LMValue> v = eval(*s.value, env);
+      if (failed(v))
+        return failure();
+      returned = *v;
+      break;
+    }
+    case Stmt::Kind::Assign: {
+      bool isConst = false;
+      lookupConfig(s.name, isConst);
+      if (isConst && !env.vars.count(s.name))
+        return error(s.nameLoc) << "cannot assign to config constant '" << s.name << "'";
+      if (env.dimVars.count(s.name))
+        return error(s.nameLoc) << "cannot assign to '" << s.name
+                                << "': it is a dimension bound by the arguments";
+      FailureOr<LMValue> v = eval(*s.value, env);
+      if (failed(v))
+        return failure();
+      env.vars[s.name] = *v;
+      break;
+    }
+    }
+  }
+  return success();
+}
+
+LogicalResult MLIRGen::emitParamStmt(const Stmt &stmt, Env &env) {
+  auto prev = env.paramDecls.find(stmt.name);
+  if (prev != env.paramDecls.end())
+    return error(stmt.nameLoc) << "duplicate parameter '" << stmt.name << "' (first declared at "
+                               << at(prev->second) << ")";
+  if (env.vars.count(stmt.name))
+    return error(stmt.nameLoc) << "'" << stmt.name
+                               << "' is already defined here; a parameter needs a fresh name";
+  if (!stmt.paramShape.elementType.empty() && stmt.paramShape.elementType != "f32")
+    return error(stmt.paramShape.loc) << "parameters are float tensors (f32), not '"
+                                      << stmt.paramShape.elementType << "'";
+  std::vector<int64_t> dims;
+  for (const ast::ExprPtr &d : stmt.paramShape.dims) {
+    FailureOr<int64_t> v = evalDim(*d, env, "a dimension of parameter '" + stmt.name + "'");
+    if (failed(v))
+      return failure();
+    dims.push_back(*v);
+  }
+  FailureOr<DictionaryAttr> init = initializer(*stmt.value, env);
+  if (failed(init))
+    return failure();
+  env.paramDecls[stmt.name] = stmt.nameLoc;
+  FailureOr<Value> v = createParam(env, stmt.name, join(env.scope, stmt.name),
+                                   tensorType(dims, floatType), *init, stmt.nameLoc);
+  if (failed(v))
+    return failure();
+  env.vars[stmt.name] = LMValue::ofTensor(*v);
+  return success();
+}
+
+FailureOr<Value> MLIRGen::createParam(Env &env, const std::string &localName,
+                                      const std::string &fullName, RankedTensorType type,
+                                      DictionaryAttr init, ast::Loc l) {
+  auto it = cur->params.find(fullName);
+  if (env.reuseParams) {
+    if (it == cur->params.end() || it->second.arg.getType() != type)
+      return error(l) << "parameter '" << fullName << "' is " << describe(type)
+                      << " on this call of the model but "
+                      << (it == cur->params.end() ? std::string("absent")
+                                                  : describe(cast<RankedTensorType>(
+                                                        it->second.arg.getType())))
+                      << " on its first call; calls of a model share its parameters";
+    return Value(it->second.arg);
+  }
+  if (it != cur->params.end())
+    return error(l) << "duplicate parameter name '" << fullName << "' (first declared at "
+                    << at(it->second.loc) << ")";
+  BlockArgument arg = cur->entry->addArgument(type, loc(l));
+  cur->params[fullName] = {arg, l};
+  cur->argAttrs.push_back(builder.getDictionaryAttr(
+      {builder.getNamedAttr("lm.param", builder.getStringAttr(fullName)),
+       builder.getNamedAttr("lm.init", init)}));
+  (void)localName;
+  return Value(arg);
+}
+
+/// `normal(std)`, `normal(mean, std)`, `uniform(low, high)`, `zeros`, `ones`
+/// (the last two with or without parentheses); keywords work too.
+FailureOr<DictionaryAttr> MLIRGen::initializer(const ast::Expr &init, Env &env) {
+  std::string name;
+  if (init.kind == ast::Expr::Kind::Name || init.kind == ast::Expr::Kind::Call)
+    name = init.name;
+  struct Spec {
+    const char *kind;
+    std::vector<const char *> params; ///< in positional order
+    std::vector<double> defaults;     ///< NaN: required
+  };
+  const double req = std::numeric_limits<double>::quiet_NaN();
+  static const std::map<std::string, int> index = {
+      {"normal", 0}, {"uniform", 1}, {"zeros", 2}, {"ones", 3}};
+  const Spec specs[] = {{"normal", {"mean", "std"}, {0.0, req}},
+                        {"uniform", {"low", "high"}, {req, req}},
+                        {"zeros", {}, {}},
+                        {"ones", {}, {}}};
+  auto it = index.find(name);
+  if (it == index.end())
+    return error(init.loc) << "unknown initializer '"
+                           << (name.empty() ? ast::toString(init) : name)
+                           << "' (expected normal(std), normal(mean, std), uniform(low, high), "
+                              "zeros or ones)";
+  const Spec &spec = specs[it->second];
+  if (init.kind == ast::Expr::Kind::Name) {
+    if (!spec.params.empty())
+      return error(init.loc) << "initializer '" << name << "' needs arguments, e.g. "
+                             << (name == "normal" ? "normal(0.02)" : "uniform(-0.1, 0.1)");
+    return initAttr(spec.kind, {});
+  }
+  std::vector<double> values = spec.defaults;
+  std::vector<bool> given(values.size(), false);
+  size_t npos = init.args.size();
+  if (npos > spec.params.size())
+    return error(init.loc) << "initializer '" << name << "' takes at most " << spec.params.size()
+                           << " arguments, got " << npos;
+  // normal(std): one positional argument is the standard deviation.
+  size_t first = (name == "normal" && npos == 1) ? 1 : 0;
+  for (size_t i = 0; i < npos; ++i) {
+    FailureOr<double> v = evalNumber(*init.args[i], env, "an initializer argument");
+    if (failed(v))
+      return failure();
+    values[first + i] = *v;
+    given[first + i] = true;
+  }
+  for (const ast::KeywordArg &kw : init.kwargs) {
+    auto p = std::find_if(spec.params.begin(), spec.params.end(),
+                          [&](const char *s) { return kw.name == s; });
+    if (p == spec.params.end())
+      return error(kw.loc) << "initializer '" << name << "' has no argument '" << kw.name << "'";
+    size_t i = p - spec.params.begin();
+    if (given[i])
+      return error(kw.loc) << "argument '" << kw.name << "' of '" << name << "' is given twice";
+    FailureOr<double> v = evalNumber(*kw.value, env, "an initializer argument");
+    if (failed(v))
+      return failure();
+    values[i] = *v;
+    given[i] = true;
+  }
+  SmallVector<std::pair<StringRef, double>> args;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::isnan(values[i]))
+      return error(init.loc) << "initializer '" << name << "' needs '" << spec.params[i] << "'";
+    args.push_back({spec.params[i], values[i]});
+  }
+  if (name == "normal" && values[1] < 0)
+    return error(init.loc) << "normal: std must be >= 0, got " << values[1];
+  if (name == "uniform" && values[0] > values[1])
+    return error(init.loc) << "uniform: low (" << values[0] << ") is above high (" << values[1]
+                           << ")";
+  return initAttr(spec.kind, args);
+}
+
+} // namespace mlir::lm

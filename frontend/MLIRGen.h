@@ -1,0 +1,184 @@
+//===- MLIRGen.h - Emission of lm ops from the .lm AST ----------*- C++ -*-===//
+//
+// The generator behind emitModuleFromSource (internal to the frontend). It
+// interprets the AST at compile time: config constants and shape expressions
+// are evaluated, blocks are inlined at every call (each call a fresh set of
+// parameters in its own name scope), `repeat` is unrolled, and only tensor
+// computation becomes lm ops. The methods are split over
+//   MLIRGen.cpp   functions, statements, calls, parameters and naming
+//   EmitExpr.cpp  expressions: arithmetic, matmul, indexing
+//   Builtins.cpp  embed, layernorm, attention, ... and repeat
+//   Settings.cpp  config (with -D overrides), train and data attributes
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "frontend/AST.h"
+#include "frontend/Frontend.h"
+#include "frontend/LMValue.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mlir::lm {
+
+/// The names visible in one inlined body (one call of a block or model, or
+/// an objective) and the parameter scope that body declares into.
+struct Env {
+  const ast::Function *fn = nullptr; ///< null while evaluating config/train
+  std::map<std::string, LMValue> vars;
+  std::set<std::string> dimVars;     ///< names bound from argument shapes
+  std::map<std::string, ast::Loc> paramDecls; ///< `param` statements run here
+  /// Hierarchical prefix of the parameters declared here ("" at top level,
+  /// "layer.0.attn" inside the attn call of the first repeated layer).
+  std::string scope;
+  /// Calls of each block or builtin so far in this scope; the n-th call
+  /// (from 0) of `mlp` opens the scope `mlp` or `mlp_<n>`.
+  std::map<std::string, int> callCounts;
+  /// Set while inlining a model a second time into the same function: its
+  /// parameters are looked up instead of declared (a model owns its weights).
+  bool reuseParams = false;
+};
+
+/// The shapes a model is called with, which its own function is emitted for.
+struct ModelSpec {
+  std::vector<LMValue> args; ///< tensors keep only their type (in argTypes)
+  std::vector<RankedTensorType> argTypes; ///< null for compile-time arguments
+  ast::Loc callLoc;
+};
+
+class MLIRGen {
+public:
+  MLIRGen(MLIRContext &context, const ast::Module &module, StringRef filename,
+          const FrontendOptions &options);
+
+  /// Emits the whole module; nullptr after an error has been reported.
+  OwningOpRef<ModuleOp> run();
+
+private:
+  //--- State ------------------------------------------------------------------
+  MLIRContext &ctx;
+  const ast::Module &ast;
+  std::string filename;
+  const FrontendOptions &options;
+  OpBuilder builder;
+  ModuleOp module;
+  FloatType floatType;
+
+  /// Resolved config constants in source order (Int or Float values).
+  std::vector<std::pair<std::string, LMValue>> config;
+
+  /// The function being emitted.
+  struct FuncState {
+    func::FuncOp op;
+    Block *entry = nullptr;
+    bool isObjective = false;
+    struct Param {
+      BlockArgument arg;
+      ast::Loc loc;
+    };
+    std::map<std::string, Param> params;
+    std::set<std::string> inlinedModels;
+    std::vector<DictionaryAttr> argAttrs;
+  };
+  FuncState *cur = nullptr;
+  /// Blocks and models being inlined (to reject recursion).
+  std::vector<const ast::Function *> callStack;
+  std::map<std::string, ModelSpec> modelSpecs;
+
+  //--- MLIRGen.cpp --------------------------------------------------------------
+public:
+  Location loc(ast::Loc l);
+  InFlightDiagnostic error(ast::Loc l);
+
+private:
+  LogicalResult checkDefinitions();
+  LogicalResult emitObjective(const ast::Function &fn);
+  LogicalResult emitModel(const ast::Function &fn, const ModelSpec *spec);
+  void beginFunction(FuncState &state, const ast::Function &fn);
+  void finishFunction(FuncState &state, Value result);
+  BlockArgument addInput(FuncState &state, RankedTensorType type, const std::string &name,
+                         ast::Loc l);
+
+  /// Inlines a call of block or model `fn` (arguments already matched to its
+  /// parameters) in a new scope; returns the value of its `return`.
+  FailureOr<LMValue> inlineFunction(const ast::Function &fn, std::vector<LMValue> args,
+                                    const std::vector<ast::Loc> &argLocs, ast::Loc callLoc,
+                                    Env env);
+  /// Evaluates a call of a block or model named in the source.
+  FailureOr<LMValue> emitUserCall(const ast::Function &fn, const ast::Expr &call, Env &env);
+  /// Matches positional and keyword arguments of `call` to `fn`'s parameters.
+  FailureOr<std::vector<LMValue>> matchArguments(const ast::Function &fn, const ast::Expr &call,
+                                                 Env &env, std::vector<ast::Loc> &argLocs);
+  LogicalResult bindParameter(const ast::Function &fn, const ast::Parameter &p,
+                              const LMValue &arg, ast::Loc argLoc, Env &env);
+  LogicalResult emitStatements(const ast::Function &fn, Env &env,
+                               std::optional<LMValue> &returned);
+  LogicalResult emitParamStmt(const ast::Stmt &stmt, Env &env);
+  FailureOr<DictionaryAttr> initializer(const ast::Expr &init, Env &env);
+  /// Signature dims of `type` evaluated in `env`; dims naming an unbound
+  /// identifier fail with `what` in the message.
+  FailureOr<RankedTensorType> resolveType(const ast::TypeExpr &type, Env &env,
+                                          const std::string &what);
+  FailureOr<Type> elementType(const ast::TypeExpr &type);
+
+public:
+  /// Creates (or, for a model called again, finds) parameter `fullName`.
+  FailureOr<Value> createParam(Env &env, const std::string &localName, const std::string &fullName,
+                               RankedTensorType type, DictionaryAttr init, ast::Loc l);
+  /// The scope a call of `callee` opens from `env`: `callee`, `callee_1`, ...
+  std::string uniqueScope(Env &env, const std::string &callee);
+  static std::string join(const std::string &scope, const std::string &name);
+  DictionaryAttr initAttr(StringRef kind, ArrayRef<std::pair<StringRef, double>> args);
+
+  //--- EmitExpr.cpp -------------------------------------------------------------
+  FailureOr<LMValue> eval(const ast::Expr &e, Env &env);
+  /// Evaluates a compile-time integer (a dim, heads=, an index).
+  FailureOr<int64_t> evalInt(const ast::Expr &e, Env &env, const std::string &what);
+  FailureOr<double> evalNumber(const ast::Expr &e, Env &env, const std::string &what);
+  FailureOr<int64_t> evalDim(const ast::Expr &e, Env &env, const std::string &what);
+  /// Requires a float tensor (`what` names it in the message).
+  FailureOr<Value> floatTensor(const LMValue &v, ast::Loc l, const std::string &what);
+  Value constantScalar(double v, ast::Loc l);
+  LMValue lookupConfig(const std::string &name, bool &found) const;
+  RankedTensorType tensorType(ArrayRef<int64_t> dims, Type elem) const {
+    return RankedTensorType::get(dims, elem);
+  }
+
+private:
+  FailureOr<LMValue> evalName(const ast::Expr &e, Env &env);
+  FailureOr<LMValue> evalUnary(const ast::Expr &e, Env &env);
+  FailureOr<LMValue> evalBinary(const ast::Expr &e, Env &env);
+  FailureOr<LMValue> evalMatmul(const ast::Expr &e, Env &env);
+  FailureOr<LMValue> evalIndex(const ast::Expr &e, Env &env);
+  FailureOr<LMValue> evalCall(const ast::Expr &e, Env &env);
+  /// "; did you mean 'tokens'?" for a near miss among `candidates`, or "".
+  static std::string suggest(const std::string &name, const std::vector<std::string> &candidates);
+
+  //--- Builtins.cpp -------------------------------------------------------------
+public:
+  static bool isBuiltin(const std::string &name);
+  static std::vector<std::string> builtinNames();
+  /// True for `transpose(x)` with one argument: `@` folds it into the matmul.
+  static bool isPlainTranspose(const ast::Expr &e);
+
+private:
+  FailureOr<LMValue> emitBuiltin(const ast::Expr &call, Env &env);
+  FailureOr<LMValue> emitRepeat(const ast::Expr &call, Env &env);
+
+  //--- Settings.cpp -------------------------------------------------------------
+  LogicalResult evalConfig();
+  FailureOr<DictionaryAttr> trainAttr();
+  DictionaryAttr configAttr();
+  /// lm.data for an objective whose one input is i32[batch, seq + 1].
+  std::optional<DictionaryAttr> dataAttr(const ast::Function &objective, func::FuncOp op);
+};
+
+} // namespace mlir::lm

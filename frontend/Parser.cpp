@@ -1,0 +1,503 @@
+//===- Parser.cpp - Recursive-descent parser of the .lm language ----------===//
+//
+// One method per grammar rule of Parser.h. Errors set `failed` and every rule
+// returns early once it is set, so only the first error is reported (later
+// ones would mostly be consequences of it).
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/Parser.h"
+
+namespace mlir::lm {
+
+using namespace ast;
+
+namespace {
+
+std::string at(Loc loc) { return std::to_string(loc.line) + ":" + std::to_string(loc.col); }
+
+class Parser {
+public:
+  Parser(std::vector<Token> toks, const SyntaxErrorHandler &onError)
+      : toks(std::move(toks)), onError(onError) {
+    // A lexer error ends the stream with an Error token it already reported.
+    if (!this->toks.empty() && this->toks.back().kind == Token::Kind::Error)
+      lexFailed = true;
+  }
+
+  std::optional<Module> module() {
+    Module m;
+    skipNewlines();
+    while (!failed && cur().kind != Token::Kind::Eof) {
+      switch (cur().kind) {
+      case Token::Kind::KwConfig:
+        if (m.configLoc)
+          return fail(cur().loc, "a second 'config' section (the first is at " +
+                                     at(*m.configLoc) + ")"),
+                 std::nullopt;
+        m.configLoc = cur().loc;
+        settings("config", m.config);
+        break;
+      case Token::Kind::KwTrain:
+        if (m.trainLoc)
+          return fail(cur().loc, "a second 'train' section (the first is at " +
+                                     at(*m.trainLoc) + ")"),
+                 std::nullopt;
+        m.trainLoc = cur().loc;
+        settings("train", m.train);
+        break;
+      case Token::Kind::KwBlock:
+      case Token::Kind::KwModel:
+      case Token::Kind::KwObjective:
+        function(m);
+        break;
+      default:
+        fail(cur().loc, "expected 'config', 'block', 'model', 'objective' or 'train', found " +
+                            describe(cur()));
+        break;
+      }
+      skipNewlines();
+    }
+    if (failed)
+      return std::nullopt;
+    return m;
+  }
+
+  ExprPtr wholeExpression() {
+    ExprPtr e = expr();
+    skipNewlines();
+    if (!failed && cur().kind != Token::Kind::Eof)
+      fail(cur().loc, "unexpected " + describe(cur()) + " after the expression");
+    return failed ? nullptr : std::move(e);
+  }
+
+private:
+  std::vector<Token> toks;
+  const SyntaxErrorHandler &onError;
+  size_t idx = 0;
+  bool failed = false;
+  bool lexFailed = false;
+
+  const Token &cur() const { return toks[idx]; }
+  const Token &peekTok(size_t n = 1) const {
+    return toks[std::min(idx + n, toks.size() - 1)];
+  }
+  bool is(Token::Kind k) const { return cur().kind == k; }
+  Token take() {
+    Token t = toks[idx];
+    if (idx + 1 < toks.size())
+      ++idx;
+    return t;
+  }
+  void skipNewlines() {
+    while (is(Token::Kind::Newline))
+      take();
+  }
+
+  void fail(Loc loc, const std::string &msg) {
+    if (failed)
+      return;
+    failed = true;
+    // The lexer already reported the unexpected character that cut the
+    // token stream short; anything said about the truncated stream is noise.
+    if (lexFailed)
+      return;
+    onError(loc, msg);
+  }
+
+  /// Consumes a token of kind `k` or reports "expected <what>, found ...".
+  bool expect(Token::Kind k, const std::string &what) {
+    if (failed)
+      return false;
+    if (!is(k)) {
+      fail(cur().loc, "expected " + what + ", found " + describe(cur()));
+      return false;
+    }
+    take();
+    return true;
+  }
+
+  /// Consumes the closing bracket matching `open`. At end of file the error
+  /// points at the opener ("never closed"); elsewhere at the offending token.
+  bool expectClose(Token::Kind k, const Token &open, const std::string &what) {
+    if (failed)
+      return false;
+    if (is(k)) {
+      take();
+      return true;
+    }
+    const char *closeText = k == Token::Kind::RParen     ? "')'"
+                            : k == Token::Kind::RBracket ? "']'"
+                                                         : "'}'";
+    if (is(Token::Kind::Eof))
+      fail(open.loc, "unterminated " + what + ": '" + open.text + "' is never closed");
+    else
+      fail(cur().loc, "expected " + std::string(closeText) + " to close '" + open.text +
+                          "' at " + at(open.loc) + ", found " + describe(cur()));
+    return false;
+  }
+
+  /// Between the items of a bracketed list: consumes a `,`, or accepts the
+  /// closing bracket without consuming it; anything else is an error naming
+  /// the opener, which is usually what was left unclosed.
+  void separator(Token::Kind close, const Token &open) {
+    if (failed || is(close) || is(Token::Kind::Eof))
+      return;
+    if (is(Token::Kind::Comma)) {
+      take();
+      return;
+    }
+    const char *closeText = close == Token::Kind::RParen ? "')'" : "']'";
+    fail(cur().loc, std::string("expected ',' or ") + closeText + " to close '" + open.text +
+                        "' at " + at(open.loc) + ", found " + describe(cur()));
+  }
+
+  std::string identifier(const std::string &what, Loc *loc = nullptr) {
+    if (failed)
+      return "";
+    if (!is(Token::Kind::Ident)) {
+      fail(cur().loc, "expected " + what + ", found " + describe(cur()));
+      return "";
+    }
+    if (loc)
+      *loc = cur().loc;
+    return take().text;
+  }
+
+  /// After a statement: a newline, `;`, or the closing `}` of the body.
+  void endOfStatement() {
+    if (failed || is(Token::Kind::RBrace) || is(Token::Kind::Eof))
+      return;
+    if (!is(Token::Kind::Newline)) {
+      fail(cur().loc, "expected end of line or ';' after the statement, found " + describe(cur()));
+      return;
+    }
+    skipNewlines();
+  }
+
+  //--- Top level -------------------------------------------------------------//
+
+  void settings(const std::string &section, std::vector<Setting> &out) {
+    take(); // 'config' | 'train'
+    skipNewlines();
+    Token open = cur();
+    if (!expect(Token::Kind::LBrace, "'{' after '" + section + "'"))
+      return;
+    skipNewlines();
+    while (!failed && !is(Token::Kind::RBrace) && !is(Token::Kind::Eof)) {
+      Setting s;
+      s.name = identifier("a setting name (name = value) in '" + section + "'", &s.loc);
+      if (!expect(Token::Kind::Equal, "'=' after '" + s.name + "'"))
+        return;
+      s.value = expr();
+      out.push_back(std::move(s));
+      endOfStatement();
+    }
+    expectClose(Token::Kind::RBrace, open, "'" + section + "' section");
+  }
+
+  void function(Module &m) {
+    Function f;
+    Token kw = take();
+    f.kind = kw.kind == Token::Kind::KwBlock   ? Function::Kind::Block
+             : kw.kind == Token::Kind::KwModel ? Function::Kind::Model
+                                               : Function::Kind::Objective;
+    f.loc = kw.loc;
+    f.name = identifier(std::string("a name after '") + kindName(f.kind) + "'", &f.nameLoc);
+    if (failed)
+      return;
+    Token open = cur();
+    if (!expect(Token::Kind::LParen, "'(' after " + std::string(kindName(f.kind)) + " '" + f.name + "'"))
+      return;
+    while (!failed && !is(Token::Kind::RParen) && !is(Token::Kind::Eof)) {
+      Parameter p;
+      p.name = identifier("a parameter name", &p.loc);
+      if (!failed && is(Token::Kind::Colon)) {
+        take();
+        p.type = type();
+      }
+      f.params.push_back(std::move(p));
+      separator(Token::Kind::RParen, open);
+    }
+    expectClose(Token::Kind::RParen, open, "parameter list of '" + f.name + "'");
+    if (!failed && is(Token::Kind::Arrow)) {
+      take();
+      f.resultType = type();
+    }
+    if (failed)
+      return;
+    skipNewlines();
+    Token body = cur();
+    if (!expect(Token::Kind::LBrace, "'{' to open the body of '" + f.name + "'"))
+      return;
+    skipNewlines();
+    while (!failed && !is(Token::Kind::RBrace) && !is(Token::Kind::Eof)) {
+      statement(f, body);
+      endOfStatement();
+    }
+    f.closeLoc = cur().loc;
+    expectClose(Token::Kind::RBrace, body,
+                std::string("body of ") + kindName(f.kind) + " '" + f.name + "'");
+    if (!failed)
+      m.functions.push_back(std::move(f));
+  }
+
+  TypeExpr type() {
+    TypeExpr t;
+    t.elementType = identifier("an element type (f32 or i32)", &t.loc);
+    if (!failed && is(Token::Kind::LBracket))
+      dims(t);
+    return t;
+  }
+
+  /// `[e, e, ...]` into t.dims.
+  void dims(TypeExpr &t) {
+    Token open = take();
+    while (!failed && !is(Token::Kind::RBracket) && !is(Token::Kind::Eof)) {
+      t.dims.push_back(expr());
+      separator(Token::Kind::RBracket, open);
+    }
+    expectClose(Token::Kind::RBracket, open, "shape");
+  }
+
+  void statement(Function &f, const Token &bodyOpen) {
+    if (is(Token::Kind::KwParam)) {
+      Stmt s(Stmt::Kind::Param, take().loc);
+      s.name = identifier("a parameter name after 'param'", &s.nameLoc);
+      if (!expect(Token::Kind::Colon, "':' and a shape after 'param " + s.name + "'"))
+        return;
+      s.paramShape.loc = cur().loc;
+      if (is(Token::Kind::Ident))
+        s.paramShape.elementType = take().text;
+      if (!is(Token::Kind::LBracket)) {
+        fail(cur().loc, "expected a shape '[...]' for parameter '" + s.name + "', found " +
+                            describe(cur()));
+        return;
+      }
+      dims(s.paramShape);
+      if (!expect(Token::Kind::Equal, "'=' and an initializer after the shape of '" + s.name + "'"))
+        return;
+      s.value = expr();
+      f.body.push_back(std::move(s));
+      return;
+    }
+    if (is(Token::Kind::KwReturn)) {
+      Stmt s(Stmt::Kind::Return, take().loc);
+      s.value = expr();
+      f.body.push_back(std::move(s));
+      return;
+    }
+    if (is(Token::Kind::Ident) && peekTok().kind == Token::Kind::Equal) {
+      Stmt s(Stmt::Kind::Assign, cur().loc);
+      s.nameLoc = cur().loc;
+      s.name = take().text;
+      take(); // '='
+      s.value = expr();
+      f.body.push_back(std::move(s));
+      return;
+    }
+    std::string hint;
+    if (is(Token::Kind::KwBlock) || is(Token::Kind::KwModel) || is(Token::Kind::KwObjective) ||
+        is(Token::Kind::KwConfig) || is(Token::Kind::KwTrain))
+      hint = " (is a '}' missing to close the body of '" + f.name + "' opened at " +
+             at(bodyOpen.loc) + "?)";
+    fail(cur().loc, "expected a statement ('name = expr', 'param' or 'return'), found " +
+                        describe(cur()) + hint);
+  }
+
+  //--- Expressions -----------------------------------------------------------//
+
+  ExprPtr binary(Token op, ExprPtr lhs, ExprPtr rhs) {
+    auto e = std::make_unique<Expr>(Expr::Kind::Binary, op.loc);
+    e->op = op.text[0];
+    e->lhs = std::move(lhs);
+    e->rhs = std::move(rhs);
+    return e;
+  }
+
+  ExprPtr expr() {
+    ExprPtr lhs = term();
+    while (!failed && (is(Token::Kind::Plus) || is(Token::Kind::Minus))) {
+      Token op = take();
+      ExprPtr rhs = term();
+      lhs = binary(op, std::move(lhs), std::move(rhs));
+    }
+    return failed ? nullptr : std::move(lhs);
+  }
+
+  ExprPtr term() {
+    ExprPtr lhs = unary();
+    while (!failed && (is(Token::Kind::Star) || is(Token::Kind::Slash) || is(Token::Kind::At))) {
+      Token op = take();
+      ExprPtr rhs = unary();
+      lhs = binary(op, std::move(lhs), std::move(rhs));
+    }
+    return lhs;
+  }
+
+  ExprPtr unary() {
+    if (is(Token::Kind::Minus) || is(Token::Kind::Plus)) {
+      Token op = take();
+      auto e = std::make_unique<Expr>(Expr::Kind::Unary, op.loc);
+      e->op = op.text[0];
+      e->lhs = unary();
+      return e;
+    }
+    return postfix();
+  }
+
+  ExprPtr postfix() {
+    ExprPtr e = primary();
+    while (!failed) {
+      if (is(Token::Kind::LParen)) {
+        if (e->kind != Expr::Kind::Name) {
+          fail(cur().loc, "only a named block, model or builtin can be called");
+          return nullptr;
+        }
+        e = call(std::move(e));
+      } else if (is(Token::Kind::LBracket)) {
+        e = index(std::move(e));
+      } else {
+        break;
+      }
+    }
+    return e;
+  }
+
+  ExprPtr call(ExprPtr callee) {
+    auto e = std::make_unique<Expr>(Expr::Kind::Call, callee->loc);
+    e->name = callee->name;
+    Token open = take();
+    while (!failed && !is(Token::Kind::RParen) && !is(Token::Kind::Eof)) {
+      if (is(Token::Kind::Ident) && peekTok().kind == Token::Kind::Equal) {
+        KeywordArg kw;
+        kw.loc = cur().loc;
+        kw.name = take().text;
+        take(); // '='
+        kw.value = expr();
+        e->kwargs.push_back(std::move(kw));
+      } else {
+        Loc loc = cur().loc;
+        ExprPtr arg = expr();
+        if (!failed && !e->kwargs.empty()) {
+          fail(loc, "positional argument after keyword argument '" + e->kwargs.back().name + "'");
+          return nullptr;
+        }
+        e->args.push_back(std::move(arg));
+      }
+      separator(Token::Kind::RParen, open);
+    }
+    expectClose(Token::Kind::RParen, open, "call of '" + e->name + "'");
+    return failed ? nullptr : std::move(e);
+  }
+
+  ExprPtr index(ExprPtr base) {
+    auto e = std::make_unique<Expr>(Expr::Kind::Index, cur().loc);
+    e->lhs = std::move(base);
+    Token open = take();
+    while (!failed && !is(Token::Kind::RBracket) && !is(Token::Kind::Eof)) {
+      Subscript s;
+      s.loc = cur().loc;
+      ExprPtr first;
+      if (!is(Token::Kind::Colon))
+        first = expr();
+      if (!failed && is(Token::Kind::Colon)) {
+        take();
+        s.isSlice = true;
+        s.start = std::move(first);
+        if (!is(Token::Kind::Colon) && !is(Token::Kind::Comma) && !is(Token::Kind::RBracket))
+          s.limit = expr();
+        if (!failed && is(Token::Kind::Colon)) {
+          take();
+          if (!is(Token::Kind::Comma) && !is(Token::Kind::RBracket))
+            s.step = expr();
+        }
+      } else {
+        s.index = std::move(first);
+      }
+      e->subscripts.push_back(std::move(s));
+      separator(Token::Kind::RBracket, open);
+    }
+    expectClose(Token::Kind::RBracket, open, "subscript");
+    if (!failed && e->subscripts.empty())
+      fail(open.loc, "empty subscript '[]'");
+    return failed ? nullptr : std::move(e);
+  }
+
+  ExprPtr primary() {
+    if (failed)
+      return nullptr;
+    Token t = cur();
+    switch (t.kind) {
+    case Token::Kind::Int: {
+      take();
+      auto e = std::make_unique<Expr>(Expr::Kind::Int, t.loc);
+      e->intValue = t.intValue;
+      return e;
+    }
+    case Token::Kind::Float: {
+      take();
+      auto e = std::make_unique<Expr>(Expr::Kind::Float, t.loc);
+      e->floatValue = t.floatValue;
+      return e;
+    }
+    case Token::Kind::KwTrue:
+    case Token::Kind::KwFalse: {
+      take();
+      auto e = std::make_unique<Expr>(Expr::Kind::Bool, t.loc);
+      e->boolValue = t.kind == Token::Kind::KwTrue;
+      return e;
+    }
+    case Token::Kind::Ident: {
+      take();
+      auto e = std::make_unique<Expr>(Expr::Kind::Name, t.loc);
+      e->name = t.text;
+      return e;
+    }
+    case Token::Kind::LParen: {
+      take();
+      ExprPtr first = expr();
+      if (failed)
+        return nullptr;
+      if (!is(Token::Kind::Comma)) {
+        expectClose(Token::Kind::RParen, t, "parenthesis");
+        return failed ? nullptr : std::move(first);
+      }
+      auto e = std::make_unique<Expr>(Expr::Kind::Tuple, t.loc);
+      e->args.push_back(std::move(first));
+      while (!failed && is(Token::Kind::Comma)) {
+        take();
+        if (is(Token::Kind::RParen))
+          break;
+        e->args.push_back(expr());
+      }
+      expectClose(Token::Kind::RParen, t, "tuple");
+      return failed ? nullptr : std::move(e);
+    }
+    case Token::Kind::LBracket: {
+      take();
+      auto e = std::make_unique<Expr>(Expr::Kind::List, t.loc);
+      while (!failed && !is(Token::Kind::RBracket) && !is(Token::Kind::Eof)) {
+        e->args.push_back(expr());
+        separator(Token::Kind::RBracket, t);
+      }
+      expectClose(Token::Kind::RBracket, t, "list");
+      return failed ? nullptr : std::move(e);
+    }
+    default:
+      fail(t.loc, "expected an expression, found " + describe(t));
+      return nullptr;
+    }
+  }
+};
+
+} // namespace
+
+std::optional<Module> parseModule(std::string_view source, const SyntaxErrorHandler &onError) {
+  return Parser(lex(source, onError), onError).module();
+}
+
+ExprPtr parseExpression(std::string_view source, const SyntaxErrorHandler &onError) {
+  return Parser(lex(source, onError), onError).wholeExpression();
+}
+
+} // namespace mlir::lm

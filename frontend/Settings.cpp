@@ -1,0 +1,252 @@
+//===- Settings.cpp - config, -D overrides, train and data attributes -----===//
+//
+// The module attributes of docs/dialect.md: lm.config (the resolved config
+// constants), lm.train (optimizer, schedule, clipping) and lm.data (how the
+// runtime batches token windows for the objective).
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/MLIRGen.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <functional>
+#include <set>
+
+namespace mlir::lm {
+
+namespace {
+
+/// Parses a -D value: an integer, else a float; nullopt for anything else.
+std::optional<LMValue> parseDefine(const std::string &text) {
+  if (text.empty())
+    return std::nullopt;
+  char *end = nullptr;
+  errno = 0;
+  long long i = std::strtoll(text.c_str(), &end, 10);
+  if (errno == 0 && *end == '\0')
+    return LMValue::ofInt(i);
+  errno = 0;
+  double f = std::strtod(text.c_str(), &end);
+  if (errno == 0 && *end == '\0')
+    return LMValue::ofFloat(f);
+  return std::nullopt;
+}
+
+} // namespace
+
+LogicalResult MLIRGen::evalConfig() {
+  ast::Loc configLoc = ast.configLoc.value_or(ast::Loc{1, 1});
+  std::map<std::string, std::string> defines;
+  for (const auto &[name, value] : options.defines) {
+    bool known = false;
+    for (const ast::Setting &s : ast.config)
+      known |= s.name == name;
+    if (!known) {
+      std::string names;
+      for (const ast::Setting &s : ast.config)
+        names += (names.empty() ? "" : ", ") + s.name;
+      return error(configLoc) << "-D " << name << "=" << value << ": no config constant named '"
+                              << name << "'"
+                              << (names.empty() ? std::string(" (the file has no config)")
+                                                : " (the config defines " + names + ")");
+    }
+    defines[name] = value; // the last -D of a name wins
+  }
+
+  Env env;
+  for (const ast::Setting &s : ast.config) {
+    bool dup = false;
+    lookupConfig(s.name, dup);
+    if (dup)
+      return error(s.loc) << "config constant '" << s.name << "' is defined twice";
+    FailureOr<LMValue> v = eval(*s.value, env);
+    if (failed(v))
+      return failure();
+    if (!v->isNumber())
+      return error(s.value->loc) << "config constant '" << s.name
+                                 << "' must be a number, got " << describe(*v);
+    auto def = defines.find(s.name);
+    if (def != defines.end()) {
+      std::string shown = "-D " + s.name + "=" + def->second;
+      std::optional<LMValue> o = parseDefine(def->second);
+      if (!o)
+        return error(s.loc) << shown << ": '" << def->second << "' is not a number";
+      if (v->kind == LMValue::Kind::Int && o->kind != LMValue::Kind::Int)
+        return error(s.loc) << shown << ": config constant '" << s.name
+                            << "' is an integer, and '" << def->second << "' is not";
+      if (v->kind == LMValue::Kind::Float)
+        o = LMValue::ofFloat(o->asDouble());
+      v = *o;
+    }
+    config.emplace_back(s.name, *v);
+  }
+  return success();
+}
+
+DictionaryAttr MLIRGen::configAttr() {
+  SmallVector<NamedAttribute> attrs;
+  for (const auto &[name, v] : config)
+    attrs.push_back(builder.getNamedAttr(
+        name, v.kind == LMValue::Kind::Int ? Attribute(builder.getI64IntegerAttr(v.intValue))
+                                           : Attribute(builder.getF64FloatAttr(v.floatValue))));
+  return builder.getDictionaryAttr(attrs);
+}
+
+FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
+  // PyTorch's AdamW defaults, a constant schedule and no clipping, for
+  // whatever the train section leaves out.
+  std::string optimizer = "adamw", schedule = "constant";
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
+  double minLr = 0.0, clip = 0.0;
+  int64_t warmup = 0, decaySteps = 0;
+
+  Env env;
+  std::set<std::string> seen;
+  // `name(k = v, ...)` or a bare `name`: checks the name against `known` and
+  // hands each keyword to `onKeyword`.
+  auto call = [&](const ast::Setting &s, const std::vector<std::string> &known,
+                  const std::string &what, std::string &chosen,
+                  const std::function<LogicalResult(const ast::KeywordArg &)> &onKeyword)
+      -> LogicalResult {
+    const ast::Expr &e = *s.value;
+    if (e.kind != ast::Expr::Kind::Name && e.kind != ast::Expr::Kind::Call)
+      return error(e.loc) << s.name << " must name a " << what << ", e.g. " << known[0] << "(...)";
+    if (std::find(known.begin(), known.end(), e.name) == known.end()) {
+      std::string list;
+      for (const std::string &k : known)
+        list += (list.empty() ? "" : " or ") + k;
+      return error(e.loc) << "unknown " << what << " '" << e.name << "' (expected " << list
+                          << ")";
+    }
+    chosen = e.name;
+    if (!e.args.empty())
+      return error(e.args[0]->loc) << e.name << " takes keyword arguments (name = value)";
+    for (const ast::KeywordArg &kw : e.kwargs)
+      if (failed(onKeyword(kw)))
+        return failure();
+    return success();
+  };
+  auto number = [&](const ast::KeywordArg &kw, double &out, double lo,
+                    bool loExclusive) -> LogicalResult {
+    FailureOr<double> v = evalNumber(*kw.value, env, kw.name);
+    if (failed(v))
+      return failure();
+    if (*v < lo || (loExclusive && *v == lo))
+      return error(kw.value->loc) << kw.name << " must be " << (loExclusive ? "> " : ">= ") << lo
+                                  << ", got " << *v;
+    out = *v;
+    return success();
+  };
+  auto integer = [&](const ast::KeywordArg &kw, int64_t &out) -> LogicalResult {
+    FailureOr<int64_t> v = evalInt(*kw.value, env, kw.name);
+    if (failed(v))
+      return failure();
+    if (*v < 0)
+      return error(kw.value->loc) << kw.name << " must be >= 0, got " << *v;
+    out = *v;
+    return success();
+  };
+
+  for (const ast::Setting &s : ast.train) {
+    if (!seen.insert(s.name).second)
+      return error(s.loc) << "train option '" << s.name << "' is set twice";
+    if (s.name == "optimizer") {
+      if (failed(call(s, {"adamw"}, "optimizer", optimizer, [&](const ast::KeywordArg &kw) {
+            if (kw.name == "lr")
+              return number(kw, lr, 0.0, true);
+            if (kw.name == "eps")
+              return number(kw, eps, 0.0, true);
+            if (kw.name == "weight_decay")
+              return number(kw, weightDecay, 0.0, false);
+            if (kw.name == "betas") {
+              FailureOr<LMValue> b = eval(*kw.value, env);
+              if (failed(b))
+                return failure();
+              if (b->kind != LMValue::Kind::List || b->items.size() != 2 ||
+                  !b->items[0].isNumber() || !b->items[1].isNumber())
+                return LogicalResult(error(kw.value->loc) << "betas must be a pair (beta1, beta2)");
+              beta1 = b->items[0].asDouble();
+              beta2 = b->items[1].asDouble();
+              if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
+                return LogicalResult(error(kw.value->loc) << "betas must lie in [0, 1)");
+              return success();
+            }
+            return LogicalResult(error(kw.loc) << "adamw has no argument '" << kw.name
+                                         << "' (expected lr, betas, eps, weight_decay)");
+          })))
+        return failure();
+    } else if (s.name == "schedule") {
+      if (failed(call(s, {"cosine", "constant"}, "schedule", schedule,
+                      [&](const ast::KeywordArg &kw) {
+                        if (kw.name == "warmup")
+                          return integer(kw, warmup);
+                        if (s.value->name == "cosine" && kw.name == "min_lr")
+                          return number(kw, minLr, 0.0, false);
+                        if (s.value->name == "cosine" && kw.name == "decay_steps")
+                          return integer(kw, decaySteps);
+                        return LogicalResult(error(kw.loc)
+                                       << s.value->name << " has no argument '" << kw.name
+                                       << "' (expected "
+                                       << (s.value->name == "cosine"
+                                               ? "warmup, min_lr, decay_steps"
+                                               : "warmup")
+                                       << ")");
+                      })))
+        return failure();
+    } else if (s.name == "clip_grad_norm") {
+      FailureOr<double> v = evalNumber(*s.value, env, "clip_grad_norm");
+      if (failed(v))
+        return failure();
+      if (*v < 0)
+        return error(s.value->loc) << "clip_grad_norm must be >= 0 (0 turns it off), got " << *v;
+      clip = *v;
+    } else {
+      return error(s.loc) << "unknown train option '" << s.name
+                          << "' (expected optimizer, schedule or clip_grad_norm)";
+    }
+  }
+  if (schedule == "cosine" && minLr > lr)
+    return error(ast.trainLoc.value_or(ast::Loc{1, 1}))
+           << "cosine schedule: min_lr (" << minLr << ") is above lr (" << lr << ")";
+
+  auto f = [&](double v) { return builder.getF64FloatAttr(v); };
+  auto i = [&](int64_t v) { return builder.getI64IntegerAttr(v); };
+  return builder.getDictionaryAttr({
+      builder.getNamedAttr("optimizer", builder.getStringAttr(optimizer)),
+      builder.getNamedAttr("lr", f(lr)),
+      builder.getNamedAttr("beta1", f(beta1)),
+      builder.getNamedAttr("beta2", f(beta2)),
+      builder.getNamedAttr("eps", f(eps)),
+      builder.getNamedAttr("weight_decay", f(weightDecay)),
+      builder.getNamedAttr("schedule", builder.getStringAttr(schedule)),
+      builder.getNamedAttr("warmup", i(warmup)),
+      builder.getNamedAttr("min_lr", f(minLr)),
+      builder.getNamedAttr("decay_steps", i(decaySteps)),
+      builder.getNamedAttr("clip_grad_norm", f(clip)),
+  });
+}
+
+/// An objective reading one i32[batch, seq + 1] input consumes windows of
+/// seq + 1 tokens: the runtime's "causal" transform.
+std::optional<DictionaryAttr> MLIRGen::dataAttr(const ast::Function &objective, func::FuncOp op) {
+  if (objective.params.size() != 1 || op.getNumArguments() < 1)
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(op.getArgument(0).getType());
+  if (!type || type.getRank() != 2 || !type.getElementType().isInteger(32) ||
+      type.getDimSize(1) < 2)
+    return std::nullopt;
+  SmallVector<NamedAttribute> attrs = {
+      builder.getNamedAttr("transform", builder.getStringAttr("causal")),
+      builder.getNamedAttr("batch", builder.getI64IntegerAttr(type.getDimSize(0))),
+      builder.getNamedAttr("seq", builder.getI64IntegerAttr(type.getDimSize(1) - 1))};
+  bool hasVocab = false;
+  LMValue vocab = lookupConfig("vocab", hasVocab);
+  if (hasVocab && vocab.kind == LMValue::Kind::Int)
+    attrs.push_back(builder.getNamedAttr("vocab", builder.getI64IntegerAttr(vocab.intValue)));
+  return builder.getDictionaryAttr(attrs);
+}
+
+} // namespace mlir::lm

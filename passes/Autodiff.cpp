@@ -1,0 +1,225 @@
+//===- Autodiff.cpp - Reverse-mode autodiff of objectives -------*- C++ -*-===//
+//
+// -lm-autodiff: for every objective (`func.func` with `lm.objective`) adds a
+// train step that recomputes the forward and then runs the reverse sweep:
+// ops are visited in reverse order and each differentiable op emits its VJP
+// through GradientOpInterface (the rules live with the dialect, in
+// dialect/IR/GradientRules/). The pass itself knows no op: it only tracks
+// which values depend on parameters, seeds the loss adjoint with 1, and
+// accumulates adjoints with lm.add where a value has several uses.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialect/IR/GradientRules/Broadcasting.h"
+#include "dialect/IR/LMOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::lm {
+#define GEN_PASS_DEF_LMAUTODIFFPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::lm
+
+using namespace mlir;
+using namespace mlir::lm;
+
+namespace {
+
+constexpr llvm::StringLiteral kObjectiveAttr = "lm.objective";
+constexpr llvm::StringLiteral kTrainStepAttr = "lm.train_step";
+constexpr llvm::StringLiteral kParamAttr = "lm.param";
+constexpr llvm::StringLiteral kGradOfAttr = "lm.grad_of";
+
+/// Adjoints of the values of one function, summed over their uses.
+class AdjointMap {
+public:
+  explicit AdjointMap(OpBuilder &builder) : builder(builder) {}
+
+  /// Adds `grad` to the adjoint of `primal` (an lm.add after the first use).
+  void accumulate(Value primal, Value grad, Location loc) {
+    auto [it, inserted] = adjoints.try_emplace(primal, grad);
+    if (!inserted)
+      it->second = builder.create<AddOp>(loc, primal.getType(), it->second, grad);
+  }
+
+  /// The accumulated adjoint, or null when no use contributed one.
+  Value lookup(Value primal) const { return adjoints.lookup(primal); }
+
+private:
+  OpBuilder &builder;
+  llvm::DenseMap<Value, Value> adjoints;
+};
+
+/// Checks the objective's signature and returns its scalar float loss type.
+FailureOr<RankedTensorType> checkObjective(func::FuncOp objective) {
+  if (objective.isExternal() || !llvm::hasSingleElement(objective.getBody()))
+    return objective.emitError("objective '@")
+           << objective.getSymName() << "' must have a body of a single block";
+  ArrayRef<Type> results = objective.getFunctionType().getResults();
+  auto loss = results.size() == 1 ? llvm::dyn_cast<RankedTensorType>(results[0]) : nullptr;
+  if (!loss || loss.getRank() != 0 || !llvm::isa<FloatType>(loss.getElementType())) {
+    InFlightDiagnostic diag = objective.emitError("objective '@")
+                              << objective.getSymName()
+                              << "' must return a single scalar float loss (tensor<f32> or "
+                                 "tensor<f64>), but returns (";
+    llvm::interleaveComma(results, diag);
+    return diag << ")";
+  }
+  return loss;
+}
+
+/// Forward activity: the values of `body` that depend on a parameter. Only
+/// they need adjoints; everything else (data inputs, constants, slices of
+/// token ids) is skipped by the reverse sweep.
+llvm::DenseSet<Value> activeValues(Block &body, ArrayRef<Value> params) {
+  llvm::DenseSet<Value> active(params.begin(), params.end());
+  for (Operation &op : body)
+    if (llvm::any_of(op.getOperands(), [&](Value v) { return active.contains(v); }))
+      active.insert(op.result_begin(), op.result_end());
+  return active;
+}
+
+/// Runs the reverse sweep over the forward ops `forward` (in program order)
+/// from the seeded adjoints, emitting the backward ops at `builder`.
+LogicalResult reverseSweep(ArrayRef<Operation *> forward, const llvm::DenseSet<Value> &active,
+                           AdjointMap &adjoints, OpBuilder &builder) {
+  for (Operation *op : llvm::reverse(forward)) {
+    if (llvm::none_of(op->getOperands(), [&](Value v) { return active.contains(v); }))
+      continue;
+    SmallVector<Value> resultGrads;
+    for (Value result : op->getResults())
+      resultGrads.push_back(adjoints.lookup(result));
+    if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+      continue; // Depends on a parameter but does not reach the loss.
+
+    auto rule = llvm::dyn_cast<GradientOpInterface>(op);
+    if (!rule)
+      return op->emitError("cannot differentiate '")
+             << op->getName() << "': it has no gradient rule (GradientOpInterface); "
+             << "see docs/autodiff.md to add one";
+    SmallVector<Value> operandGrads;
+    if (failed(rule.buildAdjoint(builder, resultGrads, operandGrads)))
+      return failure();
+    if (operandGrads.size() != op->getNumOperands())
+      return op->emitError("gradient rule of '")
+             << op->getName() << "' returned " << operandGrads.size() << " gradients for "
+             << op->getNumOperands() << " operands";
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads)) {
+      if (!grad || !active.contains(operand))
+        continue;
+      if (grad.getType() != operand.getType())
+        return op->emitError("gradient rule of '")
+               << op->getName() << "' produced " << grad.getType() << " for an operand of type "
+               << operand.getType();
+      adjoints.accumulate(operand, grad, op->getLoc());
+    }
+  }
+  return success();
+}
+
+/// Erases the ops of `block` left without uses: adjoints of operands that do
+/// not depend on a parameter, and forward values the objective never used.
+void eraseDeadOps(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+}
+
+struct LMAutodiffPass : public lm::impl::LMAutodiffPassBase<LMAutodiffPass> {
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> objectives;
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (func->hasAttr(kObjectiveAttr))
+        objectives.push_back(func);
+    for (func::FuncOp objective : objectives)
+      if (failed(buildTrainStep(objective)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
+
+FailureOr<func::FuncOp> mlir::lm::buildTrainStep(func::FuncOp objective) {
+  FailureOr<RankedTensorType> lossType = checkObjective(objective);
+  if (failed(lossType))
+    return failure();
+  auto module = objective->getParentOfType<ModuleOp>();
+  std::string name = (objective.getSymName() + "_train_step").str();
+  if (module && SymbolTable::lookupSymbolIn(module, name))
+    return objective.emitError("cannot add the train step '@")
+           << name << "': a symbol of that name already exists";
+
+  // Parameters, in argument order.
+  SmallVector<unsigned> paramIndices;
+  SmallVector<StringAttr> paramNames;
+  for (unsigned i = 0, e = objective.getNumArguments(); i < e; ++i) {
+    Attribute attr = objective.getArgAttr(i, kParamAttr);
+    if (!attr)
+      continue;
+    auto paramName = llvm::dyn_cast<StringAttr>(attr);
+    if (!paramName)
+      return objective.emitError("argument #")
+             << i << " of '@" << objective.getSymName() << "': " << kParamAttr
+             << " must be a string (the parameter name), got " << attr;
+    paramIndices.push_back(i);
+    paramNames.push_back(paramName);
+  }
+
+  // The train step: same arguments, results (loss, gradient of each param).
+  SmallVector<Type> resultTypes{*lossType};
+  for (unsigned i : paramIndices)
+    resultTypes.push_back(objective.getArgumentTypes()[i]);
+  OpBuilder builder(objective);
+  builder.setInsertionPointAfter(objective);
+  auto step = builder.create<func::FuncOp>(
+      objective.getLoc(), name,
+      builder.getFunctionType(objective.getArgumentTypes(), resultTypes));
+  if (ArrayAttr argAttrs = objective.getArgAttrsAttr())
+    step.setArgAttrsAttr(argAttrs);
+  step->setAttr(kTrainStepAttr, builder.getUnitAttr());
+  for (auto [k, paramName] : llvm::enumerate(paramNames))
+    step.setResultAttr(k + 1, kGradOfAttr, paramName);
+
+  // Forward: a clone of the objective's body.
+  Block *entry = step.addEntryBlock();
+  builder.setInsertionPointToEnd(entry);
+  IRMapping mapping;
+  mapping.map(objective.getArguments(), step.getArguments());
+  Block &body = objective.getBody().front();
+  SmallVector<Operation *> forward;
+  for (Operation &op : body.without_terminator())
+    forward.push_back(builder.clone(op, mapping));
+  Operation *terminator = body.getTerminator();
+  Value loss = mapping.lookupOrDefault(terminator->getOperand(0));
+  Location lossLoc = terminator->getLoc();
+
+  // Backward: seed d loss / d loss = 1 and sweep.
+  SmallVector<Value> params;
+  for (unsigned i : paramIndices)
+    params.push_back(step.getArgument(i));
+  llvm::DenseSet<Value> active = activeValues(*entry, params);
+  AdjointMap adjoints(builder);
+  if (active.contains(loss)) {
+    adjoints.accumulate(loss, buildSplat(builder, lossLoc, *lossType, 1.0), lossLoc);
+    if (failed(reverseSweep(forward, active, adjoints, builder))) {
+      step.erase();
+      return failure();
+    }
+  }
+
+  // Results; a parameter that does not influence the loss gets zeros.
+  SmallVector<Value> results{loss};
+  for (Value param : params) {
+    Value grad = adjoints.lookup(param);
+    results.push_back(grad ? grad : buildSplat(builder, lossLoc, param.getType(), 0.0));
+  }
+  builder.create<func::ReturnOp>(lossLoc, results);
+  eraseDeadOps(*entry);
+  return step;
+}

@@ -1,0 +1,252 @@
+/* Implements: Session (session.h): loading and validating a plan, owning the
+   parameter/gradient storage and one 64-byte aligned arena shared by all
+   programs, and running a program step by step through the kernel table. */
+#include "runtime/lmrt/session.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/kernels/registry.h"
+#include "runtime/lmrt/init.h"
+#include "runtime/lmrt/plan_file.h"
+#include "runtime/lmrt/plan_types.h"
+#include "runtime/lmrt/validate.h"
+
+namespace lmrt {
+
+TensorRef ParamState::valueRef() { return TensorRef{value.data(), type}; }
+TensorRef ParamState::gradRef() { return TensorRef{grad.data(), type}; }
+
+// --- the executable form of a program ------------------------------------------
+
+namespace {
+
+struct ExecStep {
+  const kernels::KernelDef *def;
+  kernels::Attrs attrs;
+  std::vector<int> in, out;
+  std::string where;  // "program 'train_step', step 17 (matmul, from gpt_tiny.lm:12:5)"
+};
+
+struct ExecProgram {
+  const plan::Program *prog = nullptr;
+  std::vector<TensorType> types;      // per buffer
+  std::vector<int> param;             // per buffer: index into params_ (PARAM/GRAD), else -1
+  std::vector<std::vector<double>> constants;  // per buffer: aligned copy of CONSTANT data
+  std::vector<ExecStep> steps;
+};
+
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
+
+}  // namespace
+
+struct Session::Impl {
+  std::string origin;
+  std::unique_ptr<char, FreeDeleter> arena;
+  int64_t arenaBytes = 0;
+  std::map<std::string, ExecProgram> programs;
+  std::map<std::string, size_t> paramIndex;
+  std::string lastRun;  // outputs in the arena belong to this program's last run
+
+  [[noreturn]] void error(const std::string &msg) const {
+    throw Error("plan '" + origin + "': " + msg);
+  }
+  const ExecProgram &program(const std::string &name) const {
+    auto it = programs.find(name);
+    if (it == programs.end()) {
+      std::string have;
+      for (const auto &[n, p] : programs) have += (have.empty() ? "" : ", ") + n;
+      error("no program '" + name + "' (the plan has: " + have + ")");
+    }
+    return it->second;
+  }
+};
+
+Session::Session(plan::Plan plan) : plan_(std::move(plan)), impl_(std::make_shared<Impl>()) {}
+
+std::unique_ptr<Session> Session::load(const std::string &planPath) {
+  return fromPlan(readPlanFile(planPath), planPath);
+}
+
+std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &origin) {
+  validatePlan(plan, origin);
+  std::unique_ptr<Session> s(new Session(std::move(plan)));
+  Impl &impl = *s->impl_;
+  impl.origin = origin;
+
+  for (const plan::Param &p : s->plan_.params()) {
+    ParamState st;
+    st.name = p.name();
+    st.type = toTensorType(p.type());
+    st.weightDecay = p.weight_decay();
+    st.value.assign((size_t)st.type.bytes(), 0);
+    st.grad.assign((size_t)st.type.bytes(), 0);
+    impl.paramIndex[p.name()] = s->params_.size();
+    s->params_.push_back(std::move(st));
+  }
+
+  for (const plan::Program &prog : s->plan_.programs()) {
+    ExecProgram &ep = impl.programs[prog.name()];
+    ep.prog = &prog;
+    impl.arenaBytes = std::max(impl.arenaBytes, prog.arena_bytes());
+    int n = prog.buffers_size();
+    ep.types.resize(n);
+    ep.param.assign(n, -1);
+    ep.constants.resize(n);
+    for (int i = 0; i < n; ++i) {
+      const plan::Buffer &b = prog.buffers(i);
+      ep.types[i] = toTensorType(b.type());
+      if (b.kind() == plan::Buffer::PARAM || b.kind() == plan::Buffer::GRAD)
+        ep.param[i] = (int)impl.paramIndex.at(b.name());
+      if (b.kind() == plan::Buffer::CONSTANT) {
+        // Protobuf bytes have no alignment guarantee; kernels read f64 from here.
+        ep.constants[i].resize((b.data().size() + 7) / 8);
+        if (!b.data().empty()) std::memcpy(ep.constants[i].data(), b.data().data(), b.data().size());
+      }
+    }
+    for (int si = 0; si < prog.steps_size(); ++si) {
+      const plan::Step &st = prog.steps(si);
+      ExecStep es{kernels::findKernel(st.op()), decodeAttrs(st),
+                  std::vector<int>(st.inputs().begin(), st.inputs().end()),
+                  std::vector<int>(st.outputs().begin(), st.outputs().end()),
+                  "program '" + prog.name() + "', step " + std::to_string(si) + " (" + st.op() +
+                      (st.loc().empty() ? "" : ", from " + st.loc()) + ")"};
+      ep.steps.push_back(std::move(es));
+    }
+  }
+  // One arena for all programs: they never run at the same time. Zeroed so that a
+  // (validated-away) read of unwritten memory would at least be deterministic.
+  size_t bytes = (size_t)((impl.arenaBytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment);
+  if (bytes == 0) bytes = kArenaAlignment;
+  impl.arena.reset(static_cast<char *>(std::aligned_alloc(kArenaAlignment, bytes)));
+  if (!impl.arena) impl.error("cannot allocate an arena of " + std::to_string(bytes) + " bytes");
+  std::memset(impl.arena.get(), 0, bytes);
+  return s;
+}
+
+ParamState &Session::param(const std::string &name) {
+  auto it = impl_->paramIndex.find(name);
+  if (it == impl_->paramIndex.end()) impl_->error("no parameter named '" + name + "'");
+  return params_[it->second];
+}
+
+bool Session::hasProgram(const std::string &name) const { return impl_->programs.count(name) != 0; }
+
+const plan::Input &Session::input(const std::string &name) const {
+  for (const plan::Input &in : plan_.inputs())
+    if (in.name() == name) return in;
+  impl_->error("no input named '" + name + "'");
+}
+
+void Session::initParams(uint64_t seed) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    fillInit(params_[i].valueRef(), plan_.params((int)i).init(), seed, params_[i].name);
+    std::fill(params_[i].grad.begin(), params_[i].grad.end(), 0);
+  }
+}
+
+namespace {
+
+/* Token ids are checked once at the program boundary, so bad data is reported
+   against the input and position rather than deep inside a kernel. */
+void checkIds(const std::string &where, const plan::Input &decl, const TensorRef &t) {
+  const int32_t *ids = t.as<int32_t>();
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+    if (ids[i] >= 0 && ids[i] < decl.vocab()) continue;
+    Shape pos(t.shape().size());
+    int64_t rest = i;
+    for (size_t d = pos.size(); d-- > 0;) {
+      pos[d] = rest % t.shape()[d];
+      rest /= t.shape()[d];
+    }
+    fail("%s, input '%s': id %d at %s is outside the vocabulary [0, %lld)", where.c_str(),
+         decl.name().c_str(), ids[i], shapeStr(pos).c_str(), (long long)decl.vocab());
+  }
+}
+
+}  // namespace
+
+void Session::run(const std::string &program, const std::map<std::string, TensorRef> &inputs) {
+  Impl &impl = *impl_;
+  const ExecProgram &ep = impl.program(program);
+  const plan::Program &prog = *ep.prog;
+  std::string where = "plan '" + impl.origin + "': program '" + program + "'";
+
+  std::map<std::string, const TensorRef *> bound;
+  for (const plan::Input &decl : prog.inputs()) {
+    auto it = inputs.find(decl.name());
+    if (it == inputs.end()) fail("%s: input '%s' is missing", where.c_str(), decl.name().c_str());
+    const TensorRef &t = it->second;
+    TensorType want = toTensorType(decl.type());
+    if (t.type.dtype != want.dtype || t.type.shape != want.shape)
+      fail("%s, input '%s': expected %s, got %s", where.c_str(), decl.name().c_str(),
+           want.str().c_str(), t.type.str().c_str());
+    if (!t.data && want.numel() > 0)
+      fail("%s, input '%s': null data", where.c_str(), decl.name().c_str());
+    if (decl.vocab() > 0) checkIds(where, decl, t);
+    bound[decl.name()] = &t;
+  }
+  for (const auto &[name, t] : inputs)
+    if (!bound.count(name)) {
+      std::string have;
+      for (const plan::Input &d : prog.inputs()) have += (have.empty() ? "" : ", ") + d.name();
+      fail("%s reads no input '%s' (it reads: %s)", where.c_str(), name.c_str(), have.c_str());
+    }
+
+  impl.lastRun.clear();  // a failed run leaves no valid outputs
+  auto ref = [&](int id) -> TensorRef {
+    const plan::Buffer &b = prog.buffers(id);
+    const TensorType &type = ep.types[id];
+    switch (b.kind()) {
+    case plan::Buffer::ARENA: return TensorRef{impl.arena.get() + b.offset(), type};
+    case plan::Buffer::PARAM: return TensorRef{params_[ep.param[id]].value.data(), type};
+    case plan::Buffer::GRAD: return TensorRef{params_[ep.param[id]].grad.data(), type};
+    case plan::Buffer::INPUT: return TensorRef{bound.at(b.name())->data, type};
+    case plan::Buffer::CONSTANT:
+      return TensorRef{const_cast<double *>(ep.constants[id].data()), type};
+    default: impl.error("buffer " + std::to_string(id) + " has an unknown kind");
+    }
+  };
+  for (const ExecStep &st : ep.steps) {
+    kernels::KernelCall call{{}, {}, st.attrs};
+    for (int id : st.in) call.in.push_back(ref(id));
+    for (int id : st.out) call.out.push_back(ref(id));
+    try {
+      st.def->run(call);
+    } catch (const Error &e) {
+      throw Error("plan '" + impl.origin + "': " + st.where + ": " + e.what());
+    } catch (const std::exception &e) {
+      throw Error("plan '" + impl.origin + "': " + st.where + ": " + e.what());
+    }
+  }
+  impl.lastRun = program;
+}
+
+TensorRef Session::output(const std::string &program, const std::string &name) {
+  Impl &impl = *impl_;
+  const ExecProgram &ep = impl.program(program);
+  for (const plan::Output &o : ep.prog->outputs()) {
+    if (o.name() != name) continue;
+    const plan::Buffer &b = ep.prog->buffers(o.buffer());
+    // Gradients live in parameter-owned storage and survive other programs' runs;
+    // arena outputs are only valid until any program runs again.
+    if (b.kind() == plan::Buffer::GRAD)
+      return TensorRef{params_[ep.param[o.buffer()]].grad.data(), ep.types[o.buffer()]};
+    if (impl.lastRun != program)
+      impl.error("output '" + name + "' of program '" + program +
+                 "' is valid only right after a successful run of that program (last successful "
+                 "run: " + (impl.lastRun.empty() ? std::string("none") : "'" + impl.lastRun + "'") + ")");
+    if (b.kind() == plan::Buffer::ARENA)
+      return TensorRef{impl.arena.get() + b.offset(), ep.types[o.buffer()]};
+    if (b.kind() == plan::Buffer::PARAM)
+      return TensorRef{params_[ep.param[o.buffer()]].value.data(), ep.types[o.buffer()]};
+    if (b.kind() == plan::Buffer::CONSTANT)
+      return TensorRef{const_cast<double *>(ep.constants[o.buffer()].data()), ep.types[o.buffer()]};
+    impl.error("output '" + name + "' of program '" + program + "' is an INPUT buffer");
+  }
+  impl.error("program '" + program + "' has no output '" + name + "'");
+}
+
+}  // namespace lmrt

@@ -1,0 +1,76 @@
+/* Implements: the AdamW update (formulas in adamw.h). */
+#include "runtime/train/adamw.h"
+
+#include <cmath>
+
+namespace lmrt {
+
+AdamW::AdamW(const AdamWConfig &c) : config_(c) {
+  if (!(c.beta1 >= 0 && c.beta1 < 1) || !(c.beta2 >= 0 && c.beta2 < 1))
+    fail("adamw betas (%g, %g) must be in [0, 1)", c.beta1, c.beta2);
+  if (!(c.eps > 0)) fail("adamw eps %g must be positive", c.eps);
+  if (!(c.weightDecay >= 0)) fail("adamw weight_decay %g must be non-negative", c.weightDecay);
+}
+
+namespace {
+
+/* T is the parameter's element type; scalars are formed in double and rounded
+   once to T, as PyTorch does with Python-float hyperparameters. */
+template <typename T>
+void update(T *p, const T *g, T *m, T *v, int64_t n, double lr, double decay, const AdamWConfig &c,
+            int64_t t) {
+  const double bc1 = 1.0 - std::pow(c.beta1, (double)t);
+  const double bc2 = 1.0 - std::pow(c.beta2, (double)t);
+  const T keep = T(1.0 - lr * decay);
+  const T w1 = T(1.0 - c.beta1);
+  const T b2 = T(c.beta2), w2 = T(1.0 - c.beta2);
+  const T stepSize = T(lr / bc1);
+  const T bc2Sqrt = T(std::sqrt(bc2));
+  const T eps = T(c.eps);
+  const bool decays = decay != 0.0;
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    T pi = p[i];
+    if (decays) pi *= keep;
+    T gi = g[i];
+    T mi = m[i] + w1 * (gi - m[i]);
+    T vi = v[i] * b2 + w2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    T denom = std::sqrt(vi) / bc2Sqrt + eps;
+    p[i] = pi - stepSize * (mi / denom);
+  }
+}
+
+}  // namespace
+
+void AdamW::step(const std::vector<ParamView> &params, double lr) {
+  if (!(lr >= 0) || !std::isfinite(lr)) fail("adamw: learning rate %g is not a finite non-negative number", lr);
+  if (state_.empty()) {
+    for (const ParamView &p : params) {
+      if (p.dtype != DType::F32 && p.dtype != DType::F64)
+        fail("adamw: parameter of type %s is not a float tensor", dtypeName(p.dtype));
+      size_t bytes = (size_t)p.numel * dtypeSize(p.dtype);
+      state_.push_back({p.dtype, p.numel, std::vector<char>(bytes, 0), std::vector<char>(bytes, 0)});
+    }
+  }
+  if (params.size() != state_.size())
+    fail("adamw: called with %zu parameters, initialised with %zu", params.size(), state_.size());
+  ++t_;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ParamView &p = params[i];
+    Moments &s = state_[i];
+    if (p.dtype != s.dtype || p.numel != s.numel)
+      fail("adamw: parameter %zu changed from %s[%lld] to %s[%lld] between steps", i,
+           dtypeName(s.dtype), (long long)s.numel, dtypeName(p.dtype), (long long)p.numel);
+    double decay = p.weightDecay ? config_.weightDecay : 0.0;
+    if (p.dtype == DType::F32)
+      update<float>((float *)p.value, (const float *)p.grad, (float *)s.m.data(), (float *)s.v.data(),
+                    p.numel, lr, decay, config_, t_);
+    else
+      update<double>((double *)p.value, (const double *)p.grad, (double *)s.m.data(),
+                     (double *)s.v.data(), p.numel, lr, decay, config_, t_);
+  }
+}
+
+}  // namespace lmrt

@@ -1,0 +1,46 @@
+/* Implements: AdamW (Loshchilov & Hutter) with decoupled weight decay and bias
+   correction, computed like torch.optim.AdamW (foreach=False) so the PyTorch
+   parity test can compare updates closely. For update t = 1, 2, ... with
+   learning rate lr, per element of each parameter p with gradient g:
+     p  <- p * (1 - lr * weight_decay)            only if p.weightDecay
+     m  <- m + (1 - beta1) * (g - m)
+     v  <- beta2 * v + (1 - beta2) * g * g
+     p  <- p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+   The moments m, v are kept in the parameter's own precision (f32 or f64). */
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "runtime/train/param_view.h"
+
+namespace lmrt {
+
+struct AdamWConfig {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weightDecay = 0.0;
+};
+
+class AdamW {
+public:
+  explicit AdamW(const AdamWConfig &config);
+
+  /* One update of every parameter with learning rate `lr`. The parameter list
+     must be the same (order, types, sizes) at every call; checked. */
+  void step(const std::vector<ParamView> &params, double lr);
+  int64_t stepCount() const { return t_; }
+  const AdamWConfig &config() const { return config_; }
+
+private:
+  struct Moments {
+    DType dtype;
+    int64_t numel;
+    std::vector<char> m, v;  // numel elements of dtype each
+  };
+  AdamWConfig config_;
+  int64_t t_ = 0;
+  std::vector<Moments> state_;
+};
+
+}  // namespace lmrt

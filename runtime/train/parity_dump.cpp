@@ -1,0 +1,48 @@
+/* Implements: the parity dump (format in parity_dump.h). */
+#include "runtime/train/parity_dump.h"
+
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+
+#include "runtime/lmrt/safetensors.h"
+#include "runtime/lmrt/session.h"
+
+namespace lmrt {
+
+ParityDump::ParityDump(const std::string &dir) : dir_(dir) {
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+    fail("cannot create --dump-dir '%s': %s", dir.c_str(), std::strerror(errno));
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail("--dump-dir '%s' is not a directory", dir.c_str());
+}
+
+void ParityDump::writeInit(Session &session) {
+  std::vector<std::pair<std::string, TensorRef>> t;
+  for (ParamState &p : session.params()) t.push_back({p.name, p.valueRef()});
+  writeSafetensors(dir_ + "/init.safetensors", t);
+}
+
+void ParityDump::captureGradients(Session &session) {
+  grads_.clear();
+  for (ParamState &p : session.params()) grads_.push_back(p.grad);
+}
+
+void ParityDump::writeStep(int64_t step, Session &session, const TensorRef &tokens,
+                           const TensorRef &loss, double lr) {
+  std::vector<std::pair<std::string, TensorRef>> t;
+  t.push_back({"tokens", tokens});
+  t.push_back({"loss", loss});
+  double lrValue = lr;
+  t.push_back({"lr", TensorRef{&lrValue, TensorType{DType::F64, {}}}});
+  std::vector<ParamState> &params = session.params();
+  if (grads_.size() != params.size())
+    fail("parity dump: gradients of step %lld were not captured", (long long)step);
+  for (size_t i = 0; i < params.size(); ++i)
+    t.push_back({"grad." + params[i].name, TensorRef{grads_[i].data(), params[i].type}});
+  for (ParamState &p : params) t.push_back({"param." + p.name, p.valueRef()});
+  writeSafetensors(dir_ + "/step" + std::to_string(step) + ".safetensors", t);
+}
+
+}  // namespace lmrt

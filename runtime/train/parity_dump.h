@@ -1,0 +1,34 @@
+/* Implements: `lmrt run --dump-dir D`, the record the PyTorch parity test
+   replays: D/init.safetensors (initial parameters under their plan names) and,
+   for step k = 1..N, D/step<k>.safetensors holding
+     tokens         i32[B, T + 1]   the batch
+     loss           scalar          the train_step loss (plan precision)
+     lr             f64 scalar      the learning rate of the update
+     grad.<param>   raw gradients, before clipping
+     param.<param>  values after the AdamW update. */
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/lmrt/tensor.h"
+
+namespace lmrt {
+
+class Session;
+
+class ParityDump {
+public:
+  explicit ParityDump(const std::string &dir);  // creates the directory
+  void writeInit(Session &session);
+  /* Copies the raw gradients now, before clipping changes them. */
+  void captureGradients(Session &session);
+  void writeStep(int64_t step, Session &session, const TensorRef &tokens, const TensorRef &loss,
+                 double lr);
+
+private:
+  std::string dir_;
+  std::vector<std::vector<char>> grads_;
+};
+
+}  // namespace lmrt

@@ -1,0 +1,45 @@
+/* Implements: program input lookup and scalar reads (see program_io.h). */
+#include "runtime/train/program_io.h"
+
+#include "runtime/lmrt/session.h"
+
+namespace lmrt {
+
+const plan::Program &findProgram(const Session &session, const std::string &name) {
+  for (const plan::Program &p : session.plan().programs())
+    if (p.name() == name) return p;
+  fail("the plan has no program '%s'", name.c_str());
+}
+
+TensorType inputType(const plan::Input &input) {
+  TensorType t;
+  switch (input.type().dtype()) {
+  case plan::F32: t.dtype = DType::F32; break;
+  case plan::F64: t.dtype = DType::F64; break;
+  case plan::I32: t.dtype = DType::I32; break;
+  default: fail("plan input '%s' has no valid dtype", input.name().c_str());
+  }
+  t.shape.assign(input.type().shape().begin(), input.type().shape().end());
+  return t;
+}
+
+const plan::Input &tokenInput(const plan::Program &program) {
+  if (program.inputs_size() != 1)
+    fail("program '%s' declares %d data inputs; the causal pipeline feeds exactly one (tokens)",
+         program.name().c_str(), program.inputs_size());
+  const plan::Input &in = program.inputs(0);
+  TensorType t = inputType(in);
+  if (t.dtype != DType::I32 || t.shape.size() != 2 || t.shape[0] <= 0 || t.shape[1] <= 0)
+    fail("program '%s' input '%s' is %s; the causal pipeline feeds i32[rows, length]",
+         program.name().c_str(), in.name().c_str(), t.str().c_str());
+  return in;
+}
+
+double scalarValue(const TensorRef &t, const char *what) {
+  if (t.numel() != 1) fail("%s is %s, not a scalar", what, t.type.str().c_str());
+  if (t.type.dtype == DType::F32) return *t.as<float>();
+  if (t.type.dtype == DType::F64) return *t.as<double>();
+  fail("%s is %s, not a float", what, t.type.str().c_str());
+}
+
+}  // namespace lmrt

@@ -1,0 +1,25 @@
+/* Implements: what the training loop and sampling need to know about a
+   program's data side: its one token input (i32 [rows, length]) and reading a
+   scalar output. Checked, so a plan that breaks the contract fails with a
+   message naming the program. */
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "plan.pb.h"
+#include "runtime/lmrt/tensor.h"
+
+namespace lmrt {
+
+class Session;
+
+const plan::Program &findProgram(const Session &session, const std::string &name);
+
+/* The program's single token input; throws unless it is i32 of rank 2. */
+const plan::Input &tokenInput(const plan::Program &program);
+TensorType inputType(const plan::Input &input);
+
+/* The value of a scalar f32/f64 tensor, as double. */
+double scalarValue(const TensorRef &t, const char *what);
+
+}  // namespace lmrt

@@ -1,0 +1,40 @@
+/* Implements: drawing one token from a row of logits (see token_sampler.h). */
+#include "runtime/train/token_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "runtime/lmrt/tensor.h"
+
+namespace lmrt {
+
+int64_t sampleToken(const std::vector<double> &logits, double temperature, int64_t topK, double u) {
+  const int64_t V = (int64_t)logits.size();
+  if (V == 0) fail("sampling from an empty vocabulary");
+  if (temperature <= 0)
+    return std::max_element(logits.begin(), logits.end()) - logits.begin();
+  std::vector<int64_t> order(V);
+  std::iota(order.begin(), order.end(), 0);
+  int64_t k = (topK > 0 && topK < V) ? topK : V;
+  // Ties broken by the lower id, so the candidate set is well defined.
+  auto better = [&](int64_t a, int64_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
+  if (k < V) std::partial_sort(order.begin(), order.begin() + k, order.end(), better);
+  order.resize(k);
+  std::sort(order.begin(), order.end());  // a fixed order for the cumulative sum
+  double mx = -INFINITY;
+  for (int64_t id : order) mx = std::max(mx, logits[id]);
+  std::vector<double> p(k);
+  double sum = 0;
+  for (int64_t i = 0; i < k; ++i) sum += p[i] = std::exp((logits[order[i]] - mx) / temperature);
+  double target = u * sum, acc = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    acc += p[i];
+    if (target < acc) return order[i];
+  }
+  return order[k - 1];  // u * sum rounded up to the total
+}
+
+}  // namespace lmrt

@@ -1,0 +1,181 @@
+/* Implements: the training loop of `lmrt run` (see train_loop.h). */
+#include "runtime/train/train_loop.h"
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <sys/resource.h>
+
+#include "runtime/data/batches.h"
+#include "runtime/lmrt/session.h"
+#include "runtime/lmrt/weights.h"
+#include "runtime/train/adamw.h"
+#include "runtime/train/grad_clip.h"
+#include "runtime/train/metrics.h"
+#include "runtime/train/parity_dump.h"
+#include "runtime/train/program_io.h"
+#include "runtime/train/schedule.h"
+
+namespace lmrt {
+
+std::string defaultWeightsPath(const std::string &planPath) {
+  const std::string ext = ".plan";
+  std::string base = planPath;
+  if (base.size() > ext.size() && base.compare(base.size() - ext.size(), ext.size(), ext) == 0)
+    base.resize(base.size() - ext.size());
+  return base + ".safetensors";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<ParamView> paramViews(Session &s) {
+  std::vector<ParamView> v;
+  for (ParamState &p : s.params())
+    v.push_back({p.type.dtype, p.value.data(), p.grad.data(), p.type.numel(), p.weightDecay});
+  return v;
+}
+
+/* The run's data shape, from the train_step program, cross-checked with the
+   plan's DataConfig. */
+struct DataShape {
+  std::string inputName;
+  TensorType type;  // i32[rows, seq + 1]
+  int64_t vocab;
+  int64_t seq;
+};
+
+DataShape dataShape(const Session &s) {
+  const plan::Plan &plan = s.plan();
+  const plan::DataConfig &dc = plan.data();
+  if (dc.transform().empty())
+    fail("plan has no data pipeline: its objective does not take one token window "
+         "i32[batch, seq + 1], so lmrt run cannot feed it (lmrt gradcheck and inspect still work)");
+  if (dc.transform() != "causal")
+    fail("plan data transform '%s' is not supported by lmrt run (it implements \"causal\")",
+         dc.transform().c_str());
+  const plan::Input &in = tokenInput(findProgram(s, "train_step"));
+  DataShape d{in.name(), inputType(in), in.vocab() > 0 ? in.vocab() : dc.vocab(), 0};
+  d.seq = d.type.shape[1] - 1;
+  if ((dc.batch() && dc.batch() != d.type.shape[0]) || (dc.seq() && dc.seq() != d.seq))
+    fail("plan data config (batch %lld, seq %lld) disagrees with train_step input '%s' %s "
+         "(expected [batch, seq + 1])", (long long)dc.batch(), (long long)dc.seq(),
+         in.name().c_str(), d.type.str().c_str());
+  if (d.vocab <= 0) fail("plan declares no vocabulary for input '%s'", in.name().c_str());
+  return d;
+}
+
+AdamWConfig adamwConfig(const plan::Optimizer &o) {
+  if (o.kind() != "adamw")
+    fail("plan optimizer '%s' is not supported by lmrt run (it implements \"adamw\")",
+         o.kind().c_str());
+  AdamWConfig c;
+  c.beta1 = o.beta1();
+  c.beta2 = o.beta2();
+  c.eps = o.eps();
+  c.weightDecay = o.weight_decay();
+  return c;
+}
+
+/* Mean "eval" loss over the fixed validation batches 0..n-1. */
+double evaluate(Session &s, const CausalBatcher &data, const std::string &input,
+                const TensorType &type, int64_t batches, std::vector<int32_t> &buf) {
+  double sum = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    data.valBatch(i, buf.data());
+    s.run("eval", {{input, TensorRef{buf.data(), type}}});
+    sum += scalarValue(s.output("eval", "loss"), "eval loss");
+  }
+  return sum / double(batches);
+}
+
+int digits(int64_t n) { return (int)std::to_string(n).size(); }
+
+}  // namespace
+
+TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
+  if (o.steps < 1) fail("--steps must be at least 1 (got %lld)", (long long)o.steps);
+  if (o.evalInterval < 0) fail("--eval-interval must be >= 0 (got %lld)", (long long)o.evalInterval);
+  if (o.evalBatches < 0) fail("--eval-batches must be >= 0 (got %lld)", (long long)o.evalBatches);
+  const plan::Plan &plan = s.plan();
+  DataShape shape = dataShape(s);
+  const plan::TrainConfig &tc = plan.train();
+  AdamW adamw(adamwConfig(tc.optimizer()));
+  LrSchedule sched = makeSchedule(tc.schedule().kind(), tc.optimizer().lr(), tc.schedule().min_lr(),
+                                  tc.schedule().warmup_steps(), tc.schedule().decay_steps(), o.steps);
+  bool evalOn = o.evalBatches > 0;
+  if (evalOn && !s.hasProgram("eval"))
+    fail("the plan has no \"eval\" program; run with --eval-batches 0 to train without evaluation");
+  if (evalOn) {
+    const plan::Input &ein = tokenInput(findProgram(s, "eval"));
+    if (inputType(ein).shape != shape.type.shape)
+      fail("eval input %s differs from train_step input %s", inputType(ein).str().c_str(),
+           shape.type.str().c_str());
+  }
+
+  CausalBatcher data(o.dataDir, shape.type.shape[0], shape.type.shape[1], o.seed);
+  data.checkVocab(shape.vocab);
+  MetricsWriter metrics(o.metricsPath);
+  std::unique_ptr<ParityDump> dump;
+  if (!o.dumpDir.empty()) dump = std::make_unique<ParityDump>(o.dumpDir);
+  std::string outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
+
+  s.initParams(o.seed);
+  if (dump) dump->writeInit(s);
+  std::vector<ParamView> views = paramViews(s);
+  std::vector<int32_t> batch(shape.type.numel()), valBuf(shape.type.numel());
+  const double tokensPerStep = double(shape.type.shape[0]) * double(shape.seq);
+  const int w = digits(o.steps);
+  TrainResult result;
+  result.lastValLoss = NAN;
+
+  for (int64_t step = 1; step <= o.steps; ++step) {
+    auto t0 = Clock::now();
+    data.trainBatch(step - 1, batch.data());
+    TensorRef tokens{batch.data(), shape.type};
+    s.run("train_step", {{shape.inputName, tokens}});
+    TensorRef lossRef = s.output("train_step", "loss");
+    double loss = scalarValue(lossRef, "train_step loss");
+    double norm = globalGradNorm(views);
+    if (dump) dump->captureGradients(s);
+    if (!std::isfinite(loss) || !std::isfinite(norm))
+      fail("step %lld: loss %g, gradient norm %g; training diverged (try a lower learning rate)",
+           (long long)step, loss, norm);
+    clipGradients(views, norm, tc.clip_grad_norm());
+    double lr = learningRate(sched, step - 1);
+    adamw.step(views, lr);
+    double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (dump) dump->writeStep(step, s, tokens, lossRef, lr);
+
+    StepMetrics m;
+    m.step = step;
+    m.loss = loss;
+    m.lr = lr;
+    m.gradNorm = norm;
+    m.tokensPerS = tokensPerStep / std::max(seconds, 1e-9);
+    std::fprintf(log, "step %*lld/%lld | loss %.4f | lr %.2e | grad_norm %.4f | %.0f tok/s\n", w,
+                 (long long)step, (long long)o.steps, loss, lr, norm, m.tokensPerS);
+    if (evalOn && ((o.evalInterval > 0 && step % o.evalInterval == 0) || step == o.steps)) {
+      m.hasValLoss = true;
+      m.valLoss = evaluate(s, data, shape.inputName, shape.type, o.evalBatches, valBuf);
+      result.lastValLoss = m.valLoss;
+      std::fprintf(log, "step %*lld | val_loss %.4f\n", w, (long long)step, m.valLoss);
+    }
+    std::fflush(log);
+    metrics.write(m);
+    result.lastLoss = loss;
+  }
+
+  saveWeights(s, outPath);
+  result.weightsPath = outPath;
+  std::fprintf(log, "wrote %s\n", outPath.c_str());
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  std::fprintf(log, "memory: peak RSS %lld bytes, plan predicted %lld bytes\n",
+               (long long)ru.ru_maxrss * 1024, (long long)plan.predicted_peak_bytes());
+  std::fflush(log);
+  return result;
+}
+
+}  // namespace lmrt

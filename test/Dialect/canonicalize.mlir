@@ -1,0 +1,169 @@
+// RUN: lm-opt %s -split-input-file -canonicalize | FileCheck %s
+
+// Tests that a reshape to the operand's own type folds away.
+// CHECK-LABEL: func.func @identity_reshape
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT: return %[[X]]
+func.func @identity_reshape(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = lm.reshape %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a chain of reshapes becomes one reshape of the original value.
+// CHECK-LABEL: func.func @reshape_of_reshape
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT: %[[R:.*]] = lm.reshape %[[X]] : (tensor<4x8xf32>) -> tensor<2x16xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @reshape_of_reshape(%x: tensor<4x8xf32>) -> tensor<2x16xf32> {
+  %0 = lm.reshape %x : (tensor<4x8xf32>) -> tensor<32xf32>
+  %1 = lm.reshape %0 : (tensor<32xf32>) -> tensor<8x4xf32>
+  %2 = lm.reshape %1 : (tensor<8x4xf32>) -> tensor<2x16xf32>
+  return %2 : tensor<2x16xf32>
+}
+
+// -----
+
+// Tests that reshaping there and back folds to the original value.
+// CHECK-LABEL: func.func @reshape_round_trip
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT: return %[[X]]
+func.func @reshape_round_trip(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = lm.reshape %x : (tensor<4x8xf32>) -> tensor<32xf32>
+  %1 = lm.reshape %0 : (tensor<32xf32>) -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a reshape of a constant folds into a constant of the new shape.
+// CHECK-LABEL: func.func @reshape_constant
+// CHECK-NEXT: %[[C:.*]] = lm.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+// CHECK-NEXT: return %[[C]]
+func.func @reshape_constant() -> tensor<2x2xf32> {
+  %c = lm.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %0 = lm.reshape %c : (tensor<4xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// Tests that an identity permutation folds away.
+// CHECK-LABEL: func.func @identity_transpose
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: return %[[X]]
+func.func @identity_transpose(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %0 = lm.transpose %x {permutation = array<i64: 0, 1, 2>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Tests that two transposes compose into one, with permutation c[i] = p1[p2[i]]:
+// p1 = [1, 2, 0] gives 3x4x2, p2 = [0, 2, 1] gives 3x2x4, so c = [1, 0, 2].
+// CHECK-LABEL: func.func @transpose_of_transpose
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[T:.*]] = lm.transpose %[[X]] {permutation = array<i64: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+// CHECK-NEXT: return %[[T]]
+func.func @transpose_of_transpose(%x: tensor<2x3x4xf32>) -> tensor<3x2x4xf32> {
+  %0 = lm.transpose %x {permutation = array<i64: 1, 2, 0>} : (tensor<2x3x4xf32>) -> tensor<3x4x2xf32>
+  %1 = lm.transpose %0 {permutation = array<i64: 0, 2, 1>} : (tensor<3x4x2xf32>) -> tensor<3x2x4xf32>
+  return %1 : tensor<3x2x4xf32>
+}
+
+// -----
+
+// Tests that a transpose followed by its inverse folds to the original value.
+// CHECK-LABEL: func.func @transpose_inverse
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: return %[[X]]
+func.func @transpose_inverse(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %0 = lm.transpose %x {permutation = array<i64: 1, 2, 0>} : (tensor<2x3x4xf32>) -> tensor<3x4x2xf32>
+  %1 = lm.transpose %0 {permutation = array<i64: 2, 0, 1>} : (tensor<3x4x2xf32>) -> tensor<2x3x4xf32>
+  return %1 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Tests that a transposed splat is a splat of the new shape.
+// CHECK-LABEL: func.func @transpose_splat
+// CHECK-NEXT: %[[C:.*]] = lm.constant dense<5.000000e-01> : tensor<3x2xf64>
+// CHECK-NEXT: return %[[C]]
+func.func @transpose_splat() -> tensor<3x2xf64> {
+  %c = lm.constant dense<0.5> : tensor<2x3xf64>
+  %0 = lm.transpose %c {permutation = array<i64: 1, 0>} : (tensor<2x3xf64>) -> tensor<3x2xf64>
+  return %0 : tensor<3x2xf64>
+}
+
+// -----
+
+// Tests that unused lm ops are erased (they are Pure) and used ones are kept.
+// CHECK-LABEL: func.func @dead_ops
+// CHECK-NOT: lm.gelu
+// CHECK: lm.neg
+func.func @dead_ops(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = lm.gelu %x : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = lm.neg %x : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that arithmetic on splat constants folds, with broadcasting, into a
+// splat of the result type.
+// CHECK-LABEL: func.func @splat_arith
+// CHECK-NEXT: %[[C:.*]] = lm.constant dense<-7.500000e+00> : tensor<2x3xf32>
+// CHECK-NEXT: return %[[C]]
+func.func @splat_arith() -> tensor<2x3xf32> {
+  %a = lm.constant dense<2.0> : tensor<2x3xf32>
+  %b = lm.constant dense<1.5> : tensor<f32>
+  %0 = lm.mul %a, %b : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %1 = lm.add %0, %b : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %2 = lm.div %1, %b : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %3 = lm.sub %2, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %4 = lm.neg %3 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %5 = lm.sub %4, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %6 = lm.mul %5, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %7 = lm.sub %6, %b : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  return %7 : tensor<2x3xf32>
+}
+
+// -----
+
+// Tests that x + 0, 0 + x, x * 1, x / 1 and -(-x) fold to x, but not when the
+// identity broadcasts x to a bigger shape.
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:.*]]: tensor<3xf32>)
+// CHECK: %[[B:.*]] = lm.add %{{.*}}, %[[X]] : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: return %[[X]], %[[B]]
+func.func @identities(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<2x3xf32>) {
+  %zero = lm.constant dense<0.0> : tensor<3xf32>
+  %one = lm.constant dense<1.0> : tensor<f32>
+  %zeros = lm.constant dense<0.0> : tensor<2x3xf32>
+  %0 = lm.add %x, %zero : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %1 = lm.add %zero, %0 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %2 = lm.mul %1, %one : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  %3 = lm.mul %one, %2 : (tensor<f32>, tensor<3xf32>) -> tensor<3xf32>
+  %4 = lm.div %3, %one : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  %5 = lm.sub %4, %zero : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %6 = lm.neg %5 : (tensor<3xf32>) -> tensor<3xf32>
+  %7 = lm.neg %6 : (tensor<3xf32>) -> tensor<3xf32>
+  %8 = lm.add %zeros, %7 : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return %7, %8 : tensor<3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// Tests that a slice selecting everything, and its adjoint, fold away, while
+// a proper slice stays.
+// CHECK-LABEL: func.func @full_slice
+// CHECK-SAME: (%[[X:.*]]: tensor<6x1xf32>, %[[D:.*]]: tensor<6x1xf32>)
+// CHECK-NEXT: %[[S:.*]] = lm.slice %[[X]] {{.*}} -> tensor<5x1xf32>
+// CHECK-NEXT: return %[[X]], %[[D]], %[[S]]
+func.func @full_slice(%x: tensor<6x1xf32>, %d: tensor<6x1xf32>) -> (tensor<6x1xf32>, tensor<6x1xf32>, tensor<5x1xf32>) {
+  %0 = lm.slice %x {start = array<i64: 0, 0>, limit = array<i64: 6, 1>, stride = array<i64: 1, 3>} : (tensor<6x1xf32>) -> tensor<6x1xf32>
+  %1 = lm.slice_grad %d {start = array<i64: 0, 0>, limit = array<i64: 6, 1>, stride = array<i64: 1, 1>} : (tensor<6x1xf32>) -> tensor<6x1xf32>
+  %2 = lm.slice %x {start = array<i64: 1, 0>, limit = array<i64: 6, 1>, stride = array<i64: 1, 1>} : (tensor<6x1xf32>) -> tensor<5x1xf32>
+  return %0, %1, %2 : tensor<6x1xf32>, tensor<6x1xf32>, tensor<5x1xf32>
+}

@@ -1,0 +1,350 @@
+// RUN: lm-opt %s -split-input-file -verify-diagnostics
+
+// Tests that the constant's payload type must be its result type.
+func.func @constant_type(%x: tensor<2xf32>) {
+  // expected-error @below {{'lm.constant' op failed to verify that all of {value, result} have same type}}
+  %0 = "lm.constant"() <{value = dense<1.0> : tensor<2xf32>}> : () -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// Tests that element types outside f32/f64/i32 are rejected by the operand constraints.
+func.func @f16(%x: tensor<4xf16>) {
+  // expected-error @below {{operand #0 must be statically shaped tensor of 32-bit float or 64-bit float values}}
+  %0 = lm.neg %x : (tensor<4xf16>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+// Tests that dynamic shapes are rejected.
+func.func @dynamic(%x: tensor<?x4xf32>) {
+  // expected-error @below {{must be statically shaped tensor}}
+  %0 = lm.neg %x : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+// Tests that an op never mixes f32 and f64 (the dialect-wide trait).
+func.func @mixed_floats(%x: tensor<4xf32>, %y: tensor<4xf64>) {
+  // expected-error @below {{'lm.add' op mixes float element types 'f32' and 'f64'}}
+  %0 = lm.add %x, %y : (tensor<4xf32>, tensor<4xf64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that embedding ids must be i32.
+func.func @embedding_ids(%t: tensor<10x4xf32>, %ids: tensor<3xf32>) {
+  // expected-error @below {{operand #1 must be statically shaped tensor of 32-bit signless integer values}}
+  %0 = lm.embedding %t, %ids : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+// Tests that the embedding table must be rank 2.
+func.func @embedding_table(%t: tensor<10xf32>, %ids: tensor<3xi32>) {
+  // expected-error @below {{table [10] must have rank 2 [V, D]}}
+  %0 = lm.embedding %t, %ids : (tensor<10xf32>, tensor<3xi32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+// Tests that the embedding result shape is checked.
+func.func @embedding_result(%t: tensor<10x4xf32>, %ids: tensor<3xi32>) {
+  // expected-error @below {{result type 'tensor<3x5xf32>' does not match the expected shape [3, 4]}}
+  %0 = lm.embedding %t, %ids : (tensor<10x4xf32>, tensor<3xi32>) -> tensor<3x5xf32>
+  return
+}
+
+// -----
+
+// Tests that matmul's contracted dimensions must agree (with the transpose flags).
+func.func @matmul_k(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @below {{contracted dimensions differ: lhs [4, 8] has K = 8, rhs [4, 8] has K = 4}}
+  %0 = lm.matmul %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that matmul batch dimensions must agree.
+func.func @matmul_batch(%a: tensor<2x4x8xf32>, %b: tensor<3x8x4xf32>) {
+  // expected-error @below {{batch dimensions differ}}
+  %0 = lm.matmul %a, %b : (tensor<2x4x8xf32>, tensor<3x8x4xf32>) -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that the matmul result shape is checked.
+func.func @matmul_result(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @below {{result type 'tensor<4x8xf32>' does not match the expected shape [4, 4]}}
+  %0 = lm.matmul %a, %b {transpose_rhs = true} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that binary ops check NumPy broadcasting.
+func.func @broadcast(%a: tensor<4x8xf32>, %b: tensor<4xf32>) {
+  // expected-error @below {{'lm.sub' op shapes [4, 8] and [4] do not broadcast: dimension 8 vs 4 at position -1 from the end}}
+  %0 = lm.sub %a, %b : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that the broadcast result shape is checked.
+func.func @broadcast_result(%a: tensor<4x1xf32>, %b: tensor<8xf32>) {
+  // expected-error @below {{'lm.mul' op result type 'tensor<4x1xf32>' does not match the expected shape [4, 8]}}
+  %0 = lm.mul %a, %b : (tensor<4x1xf32>, tensor<8xf32>) -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+// Tests that lm.div checks broadcasting.
+func.func @div(%a: tensor<4xf32>, %b: tensor<3xf32>) {
+  // expected-error @below {{'lm.div' op shapes [4] and [3] do not broadcast}}
+  %0 = lm.div %a, %b : (tensor<4xf32>, tensor<3xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that lm.add checks broadcasting.
+func.func @add(%a: tensor<4xf32>, %b: tensor<3xf32>) {
+  // expected-error @below {{'lm.add' op shapes [4] and [3] do not broadcast}}
+  %0 = lm.add %a, %b : (tensor<4xf32>, tensor<3xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that unary ops keep the shape.
+func.func @neg(%a: tensor<4xf32>) {
+  // expected-error @below {{'lm.neg' op result type 'tensor<5xf32>' does not match the expected shape [4]}}
+  %0 = lm.neg %a : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+// Tests that lm.gelu keeps the shape.
+func.func @gelu(%a: tensor<4xf32>) {
+  // expected-error @below {{'lm.gelu' op result type 'tensor<2x2xf32>' does not match the expected shape [4]}}
+  %0 = lm.gelu %a : (tensor<4xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+// Tests that softmax needs a last dimension.
+func.func @softmax_rank(%a: tensor<f32>) {
+  // expected-error @below {{'lm.softmax' op operand must have rank >= 1}}
+  %0 = lm.softmax %a : (tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+// Tests that layer_norm's gamma must be [D].
+func.func @layer_norm_gamma(%x: tensor<4x8xf32>, %g: tensor<4xf32>, %b: tensor<8xf32>) {
+  // expected-error @below {{gamma [4] must be [8] (the last dim of x [4, 8])}}
+  %0 = lm.layer_norm %x, %g, %b : (tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that layer_norm's epsilon must be positive.
+func.func @layer_norm_eps(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @below {{'lm.layer_norm' op epsilon must be > 0}}
+  %0 = lm.layer_norm %x, %g, %g {epsilon = 0.0 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that attention's width must divide into the heads.
+func.func @attention_heads(%q: tensor<2x8x30xf32>) {
+  // expected-error @below {{last dim of q [2, 8, 30] (30) is not divisible by num_heads = 4}}
+  %0 = lm.attention %q, %q, %q {num_heads = 4 : i64} : (tensor<2x8x30xf32>, tensor<2x8x30xf32>, tensor<2x8x30xf32>) -> tensor<2x8x30xf32>
+  return
+}
+
+// -----
+
+// Tests that attention's q, k and v must have one shape.
+func.func @attention_k(%q: tensor<2x8x32xf32>, %k: tensor<2x4x32xf32>) {
+  // expected-error @below {{k [2, 4, 32] must have the shape of q [2, 8, 32]}}
+  %0 = lm.attention %q, %k, %k {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x4x32xf32>, tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+// Tests that reshape keeps the element count.
+func.func @reshape(%x: tensor<4x8xf32>) {
+  // expected-error @below {{'lm.reshape' op cannot reshape [4, 8] (32 elements) to [5, 8] (40 elements)}}
+  %0 = lm.reshape %x : (tensor<4x8xf32>) -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+// Tests that transpose needs a permutation of the dims.
+func.func @transpose_perm(%x: tensor<4x8xf32>) {
+  // expected-error @below {{'lm.transpose' op [0, 0] is not a permutation of the dims of x [4, 8]}}
+  %0 = lm.transpose %x {permutation = array<i64: 0, 0>} : (tensor<4x8xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that the transposed shape is checked.
+func.func @transpose_result(%x: tensor<4x8xf32>) {
+  // expected-error @below {{'lm.transpose' op result type 'tensor<4x8xf32>' does not match the expected shape [8, 4]}}
+  %0 = lm.transpose %x {permutation = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that slice bounds must lie inside the operand.
+func.func @slice_bounds(%x: tensor<4x8xf32>) {
+  // expected-error @below {{'lm.slice' op dimension 1 of x [4, 8] needs 0 <= start <= limit <= 8, got start 2 and limit 9}}
+  %0 = lm.slice %x {start = array<i64: 0, 2>, limit = array<i64: 4, 9>, stride = array<i64: 1, 1>} : (tensor<4x8xf32>) -> tensor<4x7xf32>
+  return
+}
+
+// -----
+
+// Tests that slice strides must be positive.
+func.func @slice_stride(%x: tensor<4x8xf32>) {
+  // expected-error @below {{stride [1, 0] must be >= 1 (dimension 1)}}
+  %0 = lm.slice %x {start = array<i64: 0, 0>, limit = array<i64: 4, 8>, stride = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that a strided slice's shape rounds up.
+func.func @slice_result(%x: tensor<4x8xf32>) {
+  // expected-error @below {{'lm.slice' op result type 'tensor<4x2xf32>' does not match the expected shape [4, 3]}}
+  %0 = lm.slice %x {start = array<i64: 0, 1>, limit = array<i64: 4, 8>, stride = array<i64: 1, 3>} : (tensor<4x8xf32>) -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+// Tests that slice keeps the element type.
+func.func @slice_type(%x: tensor<4xi32>) {
+  // expected-error @below {{'lm.slice' op result element type 'f32' differs from the operand's 'i32'}}
+  %0 = lm.slice %x {start = array<i64: 0>, limit = array<i64: 4>, stride = array<i64: 1>} : (tensor<4xi32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that cross_entropy targets drop the vocabulary dim of the logits.
+func.func @cross_entropy_targets(%l: tensor<4x16xf32>, %t: tensor<16xi32>) {
+  // expected-error @below {{'lm.cross_entropy' op targets [16] must be [4] (logits [4, 16] without the vocabulary dim)}}
+  %0 = lm.cross_entropy %l, %t : (tensor<4x16xf32>, tensor<16xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+// Tests that cross_entropy returns a scalar.
+func.func @cross_entropy_scalar(%l: tensor<4x16xf32>, %t: tensor<4xi32>) {
+  // expected-error @below {{result #0 must be 0-d float tensor}}
+  %0 = lm.cross_entropy %l, %t : (tensor<4x16xf32>, tensor<4xi32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
+// Tests that sum_to's result must broadcast to its operand.
+func.func @sum_to(%x: tensor<4x8xf32>) {
+  // expected-error @below {{'lm.sum_to' op result [4] does not broadcast to operand [4, 8]: dimension 4 vs 8 at position -1 from the end}}
+  %0 = lm.sum_to %x : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that gelu_grad's dy has the shape of x.
+func.func @gelu_grad(%x: tensor<4xf32>, %dy: tensor<5xf32>) {
+  // expected-error @below {{'lm.gelu_grad' op dy type 'tensor<5xf32>' does not match the expected shape [4]}}
+  %0 = lm.gelu_grad %x, %dy : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that layer_norm_grad's dgamma is [D].
+func.func @layer_norm_grad(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @below {{'lm.layer_norm_grad' op dgamma type 'tensor<4xf32>' does not match the expected shape [8]}}
+  %0:3 = lm.layer_norm_grad %x, %g, %x : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that attention_grad checks the forward rule.
+func.func @attention_grad(%q: tensor<2x8x30xf32>) {
+  // expected-error @below {{'lm.attention_grad' op last dim of q [2, 8, 30] (30) is not divisible by num_heads = 4}}
+  %0:3 = lm.attention_grad %q, %q, %q, %q {num_heads = 4 : i64} : (tensor<2x8x30xf32>, tensor<2x8x30xf32>, tensor<2x8x30xf32>, tensor<2x8x30xf32>) -> (tensor<2x8x30xf32>, tensor<2x8x30xf32>, tensor<2x8x30xf32>)
+  return
+}
+
+// -----
+
+// Tests that softmax_grad's dy has the shape of y.
+func.func @softmax_grad(%y: tensor<4x8xf32>, %dy: tensor<8xf32>) {
+  // expected-error @below {{'lm.softmax_grad' op dy type 'tensor<8xf32>' does not match the expected shape [4, 8]}}
+  %0 = lm.softmax_grad %y, %dy : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that cross_entropy_grad returns the logits' shape.
+func.func @cross_entropy_grad(%l: tensor<4x16xf32>, %t: tensor<4xi32>, %d: tensor<f32>) {
+  // expected-error @below {{'lm.cross_entropy_grad' op result type 'tensor<16xf32>' does not match the expected shape [4, 16]}}
+  %0 = lm.cross_entropy_grad %l, %t, %d : (tensor<4x16xf32>, tensor<4xi32>, tensor<f32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+// Tests that embedding_grad's dy matches the ids and the table width.
+func.func @embedding_grad(%ids: tensor<3xi32>, %dy: tensor<3x5xf32>) {
+  // expected-error @below {{'lm.embedding_grad' op dy type 'tensor<3x5xf32>' does not match the expected shape [3, 4]}}
+  %0 = lm.embedding_grad %ids, %dy : (tensor<3xi32>, tensor<3x5xf32>) -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
+// Tests that embedding_grad returns a table.
+func.func @embedding_grad_rank(%ids: tensor<3xi32>, %dy: tensor<3x4xf32>) {
+  // expected-error @below {{'lm.embedding_grad' op result type 'tensor<40xf32>' must be a rank-2 table [V, D]}}
+  %0 = lm.embedding_grad %ids, %dy : (tensor<3xi32>, tensor<3x4xf32>) -> tensor<40xf32>
+  return
+}
+
+// -----
+
+// Tests that slice_grad's dy has the forward slice's shape.
+func.func @slice_grad(%dy: tensor<4x3xf32>) {
+  // expected-error @below {{'lm.slice_grad' op dy type 'tensor<4x3xf32>' does not match the expected shape [4, 4]}}
+  %0 = lm.slice_grad %dy {start = array<i64: 0, 0>, limit = array<i64: 4, 8>, stride = array<i64: 1, 2>} : (tensor<4x3xf32>) -> tensor<4x8xf32>
+  return
+}

@@ -1,0 +1,114 @@
+// RUN: lm-opt %s | lm-opt | FileCheck %s
+// RUN: lm-opt %s --mlir-print-op-generic | lm-opt | FileCheck %s
+
+// Tests that every lm op (forward and backward) round-trips through the
+// custom assembly format.
+
+// CHECK-LABEL: func.func @constants
+func.func @constants() -> (tensor<f32>, tensor<2x2xf64>, tensor<3xi32>) {
+  // CHECK: lm.constant dense<1.000000e+00> : tensor<f32>
+  %0 = lm.constant dense<1.0> : tensor<f32>
+  // CHECK: lm.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xf64>
+  %1 = lm.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf64>
+  // CHECK: lm.constant dense<[0, 1, 2]> : tensor<3xi32>
+  %2 = lm.constant dense<[0, 1, 2]> : tensor<3xi32>
+  return %0, %1, %2 : tensor<f32>, tensor<2x2xf64>, tensor<3xi32>
+}
+
+// CHECK-LABEL: func.func @embedding
+func.func @embedding(%table: tensor<256x64xf32>, %ids: tensor<4x16xi32>) -> tensor<4x16x64xf32> {
+  // CHECK: lm.embedding %{{.*}}, %{{.*}} : (tensor<256x64xf32>, tensor<4x16xi32>) -> tensor<4x16x64xf32>
+  %0 = lm.embedding %table, %ids : (tensor<256x64xf32>, tensor<4x16xi32>) -> tensor<4x16x64xf32>
+  return %0 : tensor<4x16x64xf32>
+}
+
+// CHECK-LABEL: func.func @matmul
+func.func @matmul(%x: tensor<4x16x64xf32>, %w: tensor<64x32xf32>, %wt: tensor<32x64xf32>,
+                  %b: tensor<4x64x16xf32>) -> (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x16xf32>) {
+  // CHECK: lm.matmul %{{.*}}, %{{.*}} : (tensor<4x16x64xf32>, tensor<64x32xf32>) -> tensor<4x16x32xf32>
+  %0 = lm.matmul %x, %w : (tensor<4x16x64xf32>, tensor<64x32xf32>) -> tensor<4x16x32xf32>
+  // CHECK: lm.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : (tensor<4x16x64xf32>, tensor<32x64xf32>) -> tensor<4x16x32xf32>
+  %1 = lm.matmul %x, %wt {transpose_rhs = true} : (tensor<4x16x64xf32>, tensor<32x64xf32>) -> tensor<4x16x32xf32>
+  // CHECK: lm.matmul %{{.*}}, %{{.*}} {transpose_lhs = true, transpose_rhs = true} : (tensor<4x64x16xf32>, tensor<4x16x64xf32>) -> tensor<4x16x16xf32>
+  %2 = lm.matmul %b, %x {transpose_lhs = true, transpose_rhs = true} : (tensor<4x64x16xf32>, tensor<4x16x64xf32>) -> tensor<4x16x16xf32>
+  return %0, %1, %2 : tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x16xf32>
+}
+
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%x: tensor<4x8xf64>, %b: tensor<8xf64>, %c: tensor<4x1xf64>) -> tensor<4x8xf64> {
+  // CHECK: lm.add %{{.*}}, %{{.*}} : (tensor<4x8xf64>, tensor<8xf64>) -> tensor<4x8xf64>
+  %0 = lm.add %x, %b : (tensor<4x8xf64>, tensor<8xf64>) -> tensor<4x8xf64>
+  // CHECK: lm.sub %{{.*}}, %{{.*}} : (tensor<4x1xf64>, tensor<8xf64>) -> tensor<4x8xf64>
+  %1 = lm.sub %c, %b : (tensor<4x1xf64>, tensor<8xf64>) -> tensor<4x8xf64>
+  // CHECK: lm.mul
+  %2 = lm.mul %0, %1 : (tensor<4x8xf64>, tensor<4x8xf64>) -> tensor<4x8xf64>
+  // CHECK: lm.div
+  %3 = lm.div %2, %c : (tensor<4x8xf64>, tensor<4x1xf64>) -> tensor<4x8xf64>
+  // CHECK: lm.neg %{{.*}} : (tensor<4x8xf64>) -> tensor<4x8xf64>
+  %4 = lm.neg %3 : (tensor<4x8xf64>) -> tensor<4x8xf64>
+  // CHECK: lm.gelu %{{.*}} : (tensor<4x8xf64>) -> tensor<4x8xf64>
+  %5 = lm.gelu %4 : (tensor<4x8xf64>) -> tensor<4x8xf64>
+  // CHECK: lm.softmax %{{.*}} : (tensor<4x8xf64>) -> tensor<4x8xf64>
+  %6 = lm.softmax %5 : (tensor<4x8xf64>) -> tensor<4x8xf64>
+  return %6 : tensor<4x8xf64>
+}
+
+// CHECK-LABEL: func.func @layer_norm
+func.func @layer_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  // CHECK: lm.layer_norm %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %0 = lm.layer_norm %x, %g, %b : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  // CHECK: lm.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f64}
+  %1 = lm.layer_norm %x, %g, %b {epsilon = 1.0e-3 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x8x32xf32>) -> tensor<2x8x32xf32> {
+  // CHECK: lm.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %0 = lm.attention %q, %q, %q {causal = true, num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  return %0 : tensor<2x8x32xf32>
+}
+
+// CHECK-LABEL: func.func @shape_ops
+func.func @shape_ops(%x: tensor<4x16x8xf32>, %t: tensor<4x17xi32>) -> (tensor<64x8xf32>, tensor<8x4x16xf32>, tensor<4x4x4xf32>, tensor<4x16xi32>) {
+  // CHECK: lm.reshape %{{.*}} : (tensor<4x16x8xf32>) -> tensor<64x8xf32>
+  %0 = lm.reshape %x : (tensor<4x16x8xf32>) -> tensor<64x8xf32>
+  // CHECK: lm.transpose %{{.*}} {permutation = array<i64: 2, 0, 1>} : (tensor<4x16x8xf32>) -> tensor<8x4x16xf32>
+  %1 = lm.transpose %x {permutation = array<i64: 2, 0, 1>} : (tensor<4x16x8xf32>) -> tensor<8x4x16xf32>
+  // CHECK: lm.slice %{{.*}} {limit = array<i64: 4, 16, 8>, start = array<i64: 0, 1, 4>, stride = array<i64: 1, 4, 1>} : (tensor<4x16x8xf32>) -> tensor<4x4x4xf32>
+  %2 = lm.slice %x {start = array<i64: 0, 1, 4>, limit = array<i64: 4, 16, 8>, stride = array<i64: 1, 4, 1>} : (tensor<4x16x8xf32>) -> tensor<4x4x4xf32>
+  // CHECK: lm.slice %{{.*}} {limit = array<i64: 4, 17>, start = array<i64: 0, 1>, stride = array<i64: 1, 1>} : (tensor<4x17xi32>) -> tensor<4x16xi32>
+  %3 = lm.slice %t {start = array<i64: 0, 1>, limit = array<i64: 4, 17>, stride = array<i64: 1, 1>} : (tensor<4x17xi32>) -> tensor<4x16xi32>
+  return %0, %1, %2, %3 : tensor<64x8xf32>, tensor<8x4x16xf32>, tensor<4x4x4xf32>, tensor<4x16xi32>
+}
+
+// CHECK-LABEL: func.func @losses
+func.func @losses(%logits: tensor<4x16x256xf32>, %targets: tensor<4x16xi32>, %x: tensor<4x16xf32>) -> (tensor<f32>, tensor<f32>, tensor<16xf32>) {
+  // CHECK: lm.cross_entropy %{{.*}}, %{{.*}} : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
+  %0 = lm.cross_entropy %logits, %targets : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
+  // CHECK: lm.cross_entropy %{{.*}}, %{{.*}} {ignore_index = 0 : i64}
+  %1 = lm.cross_entropy %logits, %targets {ignore_index = 0 : i64} : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
+  // CHECK: lm.sum_to %{{.*}} : (tensor<4x16xf32>) -> tensor<16xf32>
+  %2 = lm.sum_to %x : (tensor<4x16xf32>) -> tensor<16xf32>
+  return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<16xf32>
+}
+
+// CHECK-LABEL: func.func @backward_ops
+func.func @backward_ops(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %ids: tensor<2x8xi32>, %dl: tensor<f32>,
+                        %s: tensor<2x4x32xf32>) {
+  // CHECK: lm.gelu_grad %{{.*}}, %{{.*}} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %0 = lm.gelu_grad %x, %x : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  // CHECK: lm.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x32xf32>, tensor<32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>)
+  %1:3 = lm.layer_norm_grad %x, %g, %x : (tensor<2x8x32xf32>, tensor<32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>)
+  // CHECK: lm.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal = true, num_heads = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>)
+  %2:3 = lm.attention_grad %x, %x, %x, %x {causal = true, num_heads = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>)
+  // CHECK: lm.softmax_grad %{{.*}}, %{{.*}} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %3 = lm.softmax_grad %x, %x : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  // CHECK: lm.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} {ignore_index = -1 : i64} : (tensor<2x8x32xf32>, tensor<2x8xi32>, tensor<f32>) -> tensor<2x8x32xf32>
+  %4 = lm.cross_entropy_grad %x, %ids, %dl {ignore_index = -1 : i64} : (tensor<2x8x32xf32>, tensor<2x8xi32>, tensor<f32>) -> tensor<2x8x32xf32>
+  // CHECK: lm.embedding_grad %{{.*}}, %{{.*}} : (tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>
+  %5 = lm.embedding_grad %ids, %x : (tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>
+  // CHECK: lm.slice_grad %{{.*}} {limit = array<i64: 2, 8, 32>, start = array<i64: 0, 1, 0>, stride = array<i64: 1, 2, 1>} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
+  %6 = lm.slice_grad %s {start = array<i64: 0, 1, 0>, limit = array<i64: 2, 8, 32>, stride = array<i64: 1, 2, 1>} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
+  return
+}

@@ -1,0 +1,17 @@
+// RUN: lmc compile %s -o %t.plan
+// RUN: lmrt gradcheck %t.plan | FileCheck %s
+// CHECK: gradcheck: ok
+
+// Tests the VJP of lm.matmul with transpose_lhs.
+// The plan's gradients are compared with central finite differences in f64;
+// the loss weights every output element by a different constant, so a wrong
+// gradient anywhere changes the result.
+func.func @loss(%a: tensor<4x3xf64> {lm.param = "a", lm.init = {kind = "normal", mean = 0.0 : f64, std = 1.0 : f64}},
+                %b: tensor<4x5xf64> {lm.param = "b", lm.init = {kind = "normal", mean = 0.0 : f64, std = 1.0 : f64}}) -> tensor<f64>
+    attributes {lm.objective} {
+  %1 = lm.matmul %a, %b {transpose_lhs = true} : (tensor<4x3xf64>, tensor<4x5xf64>) -> tensor<3x5xf64>
+  %2 = lm.constant dense<[[-1.424, 0.312, 1.146, -0.619, 1.085], [1.023, -0.846, 0.524, 1.219, -1.325], [0.707, 1.707, -1.502, 0.835, 1.307]]> : tensor<3x5xf64>
+  %3 = lm.mul %1, %2 : (tensor<3x5xf64>, tensor<3x5xf64>) -> tensor<3x5xf64>
+  %4 = lm.sum_to %3 : (tensor<3x5xf64>) -> tensor<f64>
+  return %4 : tensor<f64>
+}

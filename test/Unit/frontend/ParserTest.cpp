@@ -1,0 +1,144 @@
+//===- ParserTest.cpp - Tests of the .lm parser ---------------------------===//
+#include "frontend/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+using namespace mlir::lm;
+using namespace mlir::lm::ast;
+
+namespace {
+
+struct Errors {
+  std::vector<std::string> list;
+  SyntaxErrorHandler handler() {
+    return [this](Loc loc, const std::string &msg) {
+      list.push_back(std::to_string(loc.line) + ":" + std::to_string(loc.col) + ": " + msg);
+    };
+  }
+};
+
+std::string expr(const std::string &src) {
+  Errors errs;
+  ExprPtr e = parseExpression(src, errs.handler());
+  if (!e)
+    return "error: " + (errs.list.empty() ? std::string("?") : errs.list[0]);
+  return toString(*e);
+}
+
+std::string firstError(const std::string &src) {
+  Errors errs;
+  std::optional<Module> m = parseModule(src, errs.handler());
+  EXPECT_FALSE(m.has_value());
+  return errs.list.empty() ? "" : errs.list[0];
+}
+
+// Tests Python precedence: @ binds like *, tighter than +; unary minus tighter still.
+TEST(Parser, Precedence) {
+  EXPECT_EQ(expr("gelu(x @ w1 + b1) @ w2 + b2"), "((gelu(((x @ w1) + b1)) @ w2) + b2)");
+  EXPECT_EQ(expr("a + b * c - d"), "((a + (b * c)) - d)");
+  EXPECT_EQ(expr("-x @ y"), "(-x @ y)");
+  EXPECT_EQ(expr("0.02 / sqrt(2 * layers)"), "(0.02 / sqrt((2 * layers)))");
+  EXPECT_EQ(expr("(a + b) * c"), "((a + b) * c)");
+}
+
+// Tests calls with keyword arguments, lists and tuples.
+TEST(Parser, CallsListsTuples) {
+  EXPECT_EQ(expr("attention(q, k, v, heads = heads, causal = true)"),
+            "attention(q, k, v, heads = heads, causal = true)");
+  EXPECT_EQ(expr("adamw(lr = 6e-4, betas = (0.9, 0.95))"), "adamw(lr = 0.0006, betas = (0.9, 0.95))");
+  EXPECT_EQ(expr("reshape(x, [B, T, heads, d / heads])"), "reshape(x, [B, T, heads, (d / heads)])");
+  EXPECT_EQ(expr("f(a = 1, b)"), "error: 1:10: positional argument after keyword argument 'a'");
+}
+
+// Tests subscripts: omitted, negative and expression bounds, steps, integer indices.
+TEST(Parser, Subscripts) {
+  EXPECT_EQ(expr("tokens[:, :-1]"), "tokens[:, :-1]");
+  EXPECT_EQ(expr("qkv[:, :, d:2*d]"), "qkv[:, :, d:(2 * d)]");
+  EXPECT_EQ(expr("wpe[0:T]"), "wpe[0:T]");
+  EXPECT_EQ(expr("x[::2, 1:]"), "x[::2, 1:]");
+  EXPECT_EQ(expr("x[0][1]"), "x[0][1]");
+  EXPECT_EQ(expr("x[]"), "error: 1:2: empty subscript '[]'");
+}
+
+// Tests the structure built for a small complete file.
+TEST(Parser, Module) {
+  Errors errs;
+  std::optional<Module> m = parseModule(R"(
+config { d = 8; layers = 2 }
+block mlp(x: f32[B, T, d], scale) -> f32[B, T, d] {
+  param w: [d, 4 * d] = normal(0.02)
+  return x @ w
+}
+objective lm(tokens: i32[2, 9]) {
+  loss = 1.0
+}
+train { optimizer = adamw(lr = 1e-3); clip_grad_norm = 1.0 }
+)",
+                                        errs.handler());
+  ASSERT_TRUE(m.has_value()) << (errs.list.empty() ? "" : errs.list[0]);
+  ASSERT_EQ(m->config.size(), 2u);
+  EXPECT_EQ(m->config[1].name, "layers");
+  ASSERT_EQ(m->functions.size(), 2u);
+  const Function &mlp = m->functions[0];
+  EXPECT_EQ(mlp.kind, Function::Kind::Block);
+  EXPECT_EQ(mlp.name, "mlp");
+  ASSERT_EQ(mlp.params.size(), 2u);
+  ASSERT_TRUE(mlp.params[0].type.has_value());
+  EXPECT_EQ(mlp.params[0].type->elementType, "f32");
+  EXPECT_EQ(mlp.params[0].type->dims.size(), 3u);
+  EXPECT_FALSE(mlp.params[1].type.has_value());
+  ASSERT_TRUE(mlp.resultType.has_value());
+  ASSERT_EQ(mlp.body.size(), 2u);
+  EXPECT_EQ(mlp.body[0].kind, Stmt::Kind::Param);
+  EXPECT_EQ(mlp.body[0].name, "w");
+  EXPECT_EQ(toString(*mlp.body[0].paramShape.dims[1]), "(4 * d)");
+  EXPECT_EQ(toString(*mlp.body[0].value), "normal(0.02)");
+  EXPECT_EQ(mlp.body[1].kind, Stmt::Kind::Return);
+  EXPECT_EQ(mlp.closeLoc.line, 6);
+  EXPECT_EQ(m->functions[1].kind, Function::Kind::Objective);
+  ASSERT_EQ(m->train.size(), 2u);
+  EXPECT_EQ(m->train[0].name, "optimizer");
+}
+
+// Tests that both model files of the zoo parse.
+TEST(Parser, ZooModelsParse) {
+  for (const char *name : {"gpt_tiny.lm", "gpt2_small.lm"}) {
+    std::ifstream in(std::string(LMC_MODELS_DIR) + "/" + name);
+    ASSERT_TRUE(in.good()) << name;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    Errors errs;
+    std::optional<Module> m = parseModule(ss.str(), errs.handler());
+    ASSERT_TRUE(m.has_value()) << name << ": " << (errs.list.empty() ? "" : errs.list[0]);
+    EXPECT_EQ(m->functions.size(), 5u) << name;
+    ASSERT_NE(m->lookup("gpt"), nullptr);
+    EXPECT_EQ(m->lookup("gpt")->kind, Function::Kind::Model);
+  }
+}
+
+// Tests syntax errors: each names what was expected and where.
+TEST(Parser, Errors) {
+  EXPECT_EQ(firstError("block f(x) {\n  return x\n"),
+            "1:12: unterminated body of block 'f': '{' is never closed");
+  EXPECT_EQ(firstError("block f(x) {\n  y = g(x\n  return y\n}"),
+            "3:3: expected ',' or ')' to close '(' at 2:8, found 'return'");
+  EXPECT_EQ(firstError("block f(x) {\n  y = x +\n}"), "2:10: expected an expression, found end of line");
+  EXPECT_EQ(firstError("block f(x) {\n  y = x\nblock g(x) { return x }"),
+            "3:1: expected a statement ('name = expr', 'param' or 'return'), found 'block' (is a "
+            "'}' missing to close the body of 'f' opened at 1:12?)");
+  EXPECT_EQ(firstError("block f(x) { y = x z }"),
+            "1:20: expected end of line or ';' after the statement, found identifier 'z'");
+  EXPECT_EQ(firstError("model m(x) { param w = zeros }"),
+            "1:22: expected ':' and a shape after 'param w', found '='");
+  EXPECT_EQ(firstError("x = 1"),
+            "1:1: expected 'config', 'block', 'model', 'objective' or 'train', found identifier 'x'");
+  EXPECT_EQ(firstError("config { a = 1 }\nconfig { b = 2 }"),
+            "2:1: a second 'config' section (the first is at 1:1)");
+  EXPECT_EQ(firstError("config { a = 1 $ }"), "1:16: unexpected character '$'");
+  EXPECT_EQ(firstError("block f(x { }"), "1:11: expected ',' or ')' to close '(' at 1:8, found '{'");
+}
+
+} // namespace

@@ -1,0 +1,256 @@
+/* Tests that each kernel's check() rejects wrong shapes, dtypes, result types and
+   missing or ill-kinded attributes with a message naming the op and the problem;
+   that runtime data errors (token ids, targets) name the value and position; and
+   that f32 kernels agree with f64 ones on every op in the table. */
+#include "KernelTestUtil.h"
+
+namespace lmrt::kernels::test {
+namespace {
+
+const DType F32 = DType::F32, F64 = DType::F64, I32 = DType::I32;
+
+::testing::AssertionResult rejects(const std::string &msg, const std::string &needle) {
+  if (msg.empty()) return ::testing::AssertionFailure() << "check() accepted; expected '" << needle << "'";
+  if (msg.find(needle) == std::string::npos)
+    return ::testing::AssertionFailure() << "message '" << msg << "' lacks '" << needle << "'";
+  return ::testing::AssertionSuccess();
+}
+
+TEST(Check, AttrsGetters) {
+  Attrs a = attrs({{"n", (int64_t)3}, {"f", 0.5}, {"b", true}, {"l", std::vector<int64_t>{1, 2}}});
+  EXPECT_EQ(a.getInt("n"), 3);
+  EXPECT_EQ(a.getFloat("n"), 3.0);  // ints are accepted as floats
+  EXPECT_EQ(a.getFloat("f"), 0.5);
+  EXPECT_TRUE(a.getBool("b"));
+  EXPECT_EQ(a.getInts("l").size(), 2u);
+  EXPECT_EQ(a.getInt("missing", 7), 7);
+  try {
+    a.getInt("f");
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "attribute 'f' is a float, expected an integer");
+  }
+  try {
+    a.getBool("causal");
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "attribute 'causal' is missing (expected a bool)");
+  }
+}
+
+TEST(Check, Registry) {
+  EXPECT_EQ(findKernel("no_such_op"), nullptr);
+  EXPECT_EQ(findKernel("constant"), nullptr);  // constants are CONSTANT buffers, not steps
+  const char *ops[] = {"embedding", "embedding_grad", "matmul", "add", "sub", "mul", "div", "neg", "gelu",
+                       "gelu_grad", "layer_norm", "layer_norm_grad", "attention", "attention_grad", "softmax",
+                       "softmax_grad", "reshape", "transpose", "slice", "slice_grad", "cross_entropy",
+                       "cross_entropy_grad", "sum_to", "copy"};
+  for (const char *op : ops) {
+    const KernelDef *k = findKernel(op);
+    ASSERT_NE(k, nullptr) << op;
+    EXPECT_STREQ(k->op, op);
+  }
+  EXPECT_EQ(allKernels().size(), sizeof(ops) / sizeof(ops[0]));
+  // Wrong operand counts are reported before anything else.
+  EXPECT_TRUE(rejects(checkMsg("add", {{F32, {2}}}, {{F32, {2}}}), "add: expected 2 operands and 1 results, got 1 and 1"));
+}
+
+TEST(Check, Matmul) {
+  EXPECT_EQ(checkMsg("matmul", {{F32, {2, 3}}, {F32, {3, 4}}}, {{F32, {2, 4}}}), "");
+  EXPECT_TRUE(rejects(checkMsg("matmul", {{F32, {2, 3}}, {F32, {4, 5}}}, {{F32, {2, 5}}}),
+                      "matmul: contracted dimensions differ: lhs [2, 3] has K = 3, rhs [4, 5] has K = 4"));
+  EXPECT_TRUE(rejects(checkMsg("matmul", {{F32, {2, 3}}, {F64, {3, 4}}}, {{F32, {2, 4}}}),
+                      "matmul: rhs f64[3, 4] must have the element type of lhs f32[2, 3]"));
+  EXPECT_TRUE(rejects(checkMsg("matmul", {{I32, {2, 3}}, {I32, {3, 4}}}, {{I32, {2, 4}}}),
+                      "matmul: lhs i32[2, 3] must be f32 or f64"));
+  EXPECT_TRUE(rejects(checkMsg("matmul", {{F32, {2, 3}}, {F32, {3, 4}}}, {{F32, {4, 2}}}),
+                      "matmul: result out must be f32[2, 4], got f32[4, 2]"));
+  EXPECT_TRUE(rejects(checkMsg("matmul", {{F32, {2, 3}}, {F32, {3, 4}}}, {{F32, {2, 4}}}, attrs({{"transpose_lhs", (int64_t)1}})),
+                      "matmul: attribute 'transpose_lhs' is an integer, expected a bool"));
+}
+
+TEST(Check, ElementwiseAndSumTo) {
+  EXPECT_TRUE(rejects(checkMsg("mul", {{F32, {2, 3}}, {F32, {4}}}, {{F32, {2, 3}}}),
+                      "mul: shapes [2, 3] and [4] do not broadcast"));
+  EXPECT_TRUE(rejects(checkMsg("add", {{F32, {2, 3}}, {F32, {3}}}, {{F64, {2, 3}}}),
+                      "add: result out must be f32[2, 3], got f64[2, 3]"));
+  EXPECT_TRUE(rejects(checkMsg("sum_to", {{F32, {2, 3}}}, {{F32, {2}}}),
+                      "sum_to: result [2] does not broadcast to operand [2, 3]"));
+  EXPECT_TRUE(rejects(checkMsg("gelu_grad", {{F32, {2, 3}}, {F32, {3, 2}}}, {{F32, {2, 3}}}),
+                      "gelu_grad: dy f32[3, 2] must have the shape of x f32[2, 3]"));
+}
+
+TEST(Check, LayerNormAttentionSoftmax) {
+  EXPECT_TRUE(rejects(checkMsg("layer_norm", {{F32, {2, 8}}, {F32, {7}}, {F32, {8}}}, {{F32, {2, 8}}}),
+                      "layer_norm: gamma [7] must be [8]"));
+  EXPECT_TRUE(rejects(checkMsg("layer_norm", {{F32, {2, 8}}, {F32, {8}}, {F32, {8}}}, {{F32, {2, 8}}},
+                               attrs({{"epsilon", -1.0}})),
+                      "layer_norm: epsilon = -1.000000 must be a finite value >= 0"));
+  EXPECT_TRUE(rejects(checkMsg("layer_norm_grad", {{F32, {2, 8}}, {F32, {8}}, {F32, {2, 8}}},
+                               {{F32, {2, 8}}, {F32, {8}}, {F32, {2, 8}}}),
+                      "layer_norm_grad: result dbeta must be f32[8], got f32[2, 8]"));
+  TensorType q{F32, {2, 4, 12}};
+  EXPECT_TRUE(rejects(checkMsg("attention", {q, q, q}, {q}, attrs({{"causal", true}})),
+                      "attention: attribute 'num_heads' is missing"));
+  EXPECT_TRUE(rejects(checkMsg("attention", {q, q, q}, {q}, attrs({{"num_heads", (int64_t)4}})),
+                      "attention: attribute 'causal' is missing"));
+  EXPECT_TRUE(rejects(checkMsg("attention", {q, q, q}, {q}, attrs({{"num_heads", (int64_t)5}, {"causal", true}})),
+                      "attention: last dim of q [2, 4, 12] (12) is not divisible by num_heads = 5"));
+  EXPECT_TRUE(rejects(checkMsg("attention_grad", {q, q, q, {F32, {2, 4}}}, {q, q, q},
+                               attrs({{"num_heads", (int64_t)4}, {"causal", true}})),
+                      "attention_grad: dy f32[2, 4] must have the shape of q f32[2, 4, 12]"));
+  EXPECT_TRUE(rejects(checkMsg("softmax", {{F32, {}}}, {{F32, {}}}), "softmax: x f32[] must have rank >= 1"));
+}
+
+TEST(Check, CrossEntropyEmbeddingShapeOps) {
+  EXPECT_TRUE(rejects(checkMsg("cross_entropy", {{F32, {2, 3, 5}}, {F32, {2, 3}}}, {{F32, {}}}),
+                      "cross_entropy: targets f32[2, 3] must be i32"));
+  EXPECT_TRUE(rejects(checkMsg("cross_entropy", {{F32, {2, 3, 5}}, {I32, {2, 4}}}, {{F32, {}}}),
+                      "cross_entropy: targets [2, 4] must be [2, 3]"));
+  EXPECT_TRUE(rejects(checkMsg("cross_entropy", {{F32, {2, 3, 5}}, {I32, {2, 3}}}, {{F32, {1}}}),
+                      "cross_entropy: result loss must be f32[], got f32[1]"));
+  EXPECT_TRUE(rejects(checkMsg("cross_entropy_grad", {{F32, {2, 5}}, {I32, {2}}, {F32, {2}}}, {{F32, {2, 5}}}),
+                      "cross_entropy_grad: dloss f32[2] must be a scalar"));
+  EXPECT_TRUE(rejects(checkMsg("embedding", {{F32, {10, 4}}, {F32, {3}}}, {{F32, {3, 4}}}),
+                      "embedding: ids f32[3] must be i32"));
+  EXPECT_TRUE(rejects(checkMsg("embedding_grad", {{I32, {3}}, {F32, {3, 5}}}, {{F32, {10, 4}}}),
+                      "embedding_grad: dy f32[3, 5] must be [3, 4]"));
+  EXPECT_TRUE(rejects(checkMsg("reshape", {{F32, {2, 3}}}, {{F32, {5}}}), "reshape: cannot reshape [2, 3]"));
+  EXPECT_TRUE(rejects(checkMsg("reshape", {{F32, {2, 3}}}, {{I32, {6}}}), "reshape: result out must be f32[6]"));
+  EXPECT_TRUE(rejects(checkMsg("transpose", {{F32, {2, 3}}}, {{F32, {3, 2}}}),
+                      "transpose: attribute 'permutation' is missing"));
+  Attrs sl = attrs({{"start", std::vector<int64_t>{0}}, {"limit", std::vector<int64_t>{5}},
+                    {"stride", std::vector<int64_t>{1}}});
+  EXPECT_TRUE(rejects(checkMsg("slice", {{F32, {4}}}, {{F32, {5}}}, sl),
+                      "slice: dimension 0 of x [4] needs 0 <= start <= limit <= 4"));
+  EXPECT_TRUE(rejects(checkMsg("slice_grad", {{F32, {3}}}, {{F32, {5}}}, sl),
+                      "slice_grad: dy f32[3] must be [5], the slice of result f32[5]"));
+  EXPECT_TRUE(rejects(checkMsg("copy", {{F32, {3}}}, {{F32, {4}}}), "copy: result out must be f32[3], got f32[4]"));
+}
+
+TEST(DataErrors, EmbeddingIdOutOfRange) {
+  Buf table = randn({256, 4}), ids = randIds({3, 8}, 256);
+  ids.set(17, 300);
+  const KernelDef *k = findKernel("embedding");
+  Buf out(F64, {3, 8, 4});
+  Attrs none;
+  KernelCall call{{table.ref(), ids.ref()}, {out.ref()}, none};
+  try {
+    k->run(call);
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "embedding: token id 300 at flat position 17 is outside the vocabulary [0, 256)");
+  }
+  ids.set(17, -1);
+  Buf dt(F64, {256, 4}), dy = randn({3, 8, 4});
+  KernelCall g{{ids.ref(), dy.ref()}, {dt.ref()}, none};
+  EXPECT_THROW(findKernel("embedding_grad")->run(g), Error);
+}
+
+TEST(DataErrors, CrossEntropyTargetOutOfRange) {
+  Buf x = randn({2, 3, 5}), t = randIds({2, 3}, 5), loss(F64, {});
+  t.set(4, 5);
+  t.set(1, -100);  // the default ignore_index is allowed
+  Attrs none;
+  KernelCall call{{x.ref(), t.ref()}, {loss.ref()}, none};
+  try {
+    findKernel("cross_entropy")->run(call);
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(),
+                 "cross_entropy: target 5 at flat position 4 is outside the vocabulary [0, 5) and is not ignore_index -100");
+  }
+  Buf dl = scalar(1.0), dx(F64, {2, 3, 5});
+  KernelCall g{{x.ref(), t.ref(), dl.ref()}, {dx.ref()}, none};
+  EXPECT_THROW(findKernel("cross_entropy_grad")->run(g), Error);
+}
+
+/* One representative call per kernel; f32 inputs are the f64 inputs rounded. */
+struct Case {
+  std::string op;
+  std::vector<Buf> in;
+  std::vector<TensorType> out;
+  Attrs attrs;
+};
+
+std::vector<Case> allCases() {
+  Attrs att = attrs({{"num_heads", (int64_t)2}, {"causal", true}});
+  Attrs sl = attrs({{"start", std::vector<int64_t>{0, 1}}, {"limit", std::vector<int64_t>{3, 8}},
+                    {"stride", std::vector<int64_t>{2, 2}}});
+  Shape s3{2, 8, 16};
+  return {
+      {"embedding", {randn({20, 16}), randIds({2, 8}, 20)}, {{F64, {2, 8, 16}}}, {}},
+      {"embedding_grad", {randIds({2, 8}, 20), randn({2, 8, 16})}, {{F64, {20, 16}}}, {}},
+      {"matmul", {randn({2, 8, 16}), randn({16, 24})}, {{F64, {2, 8, 24}}}, {}},
+      {"add", {randn(s3), randn({16})}, {{F64, s3}}, {}},
+      {"sub", {randn(s3), randn({8, 1})}, {{F64, s3}}, {}},
+      {"mul", {randn(s3), randn(s3)}, {{F64, s3}}, {}},
+      {"div", {randn(s3), randn({16}, F64, 0.1)}, {{F64, s3}}, {}},
+      {"neg", {randn(s3)}, {{F64, s3}}, {}},
+      {"gelu", {randn(s3)}, {{F64, s3}}, {}},
+      {"gelu_grad", {randn(s3), randn(s3)}, {{F64, s3}}, {}},
+      {"layer_norm", {randn(s3), randn({16}), randn({16})}, {{F64, s3}}, {}},
+      {"layer_norm_grad", {randn(s3), randn({16}), randn(s3)}, {{F64, s3}, {F64, {16}}, {F64, {16}}}, {}},
+      {"attention", {randn(s3), randn(s3), randn(s3)}, {{F64, s3}}, att},
+      {"attention_grad", {randn(s3), randn(s3), randn(s3), randn(s3)}, {{F64, s3}, {F64, s3}, {F64, s3}}, att},
+      {"softmax", {randn(s3)}, {{F64, s3}}, {}},
+      {"softmax_grad", {runKernel("softmax", {randn(s3)}, {{F64, s3}})[0], randn(s3)}, {{F64, s3}}, {}},
+      {"reshape", {randn(s3)}, {{F64, {16, 16}}}, {}},
+      {"transpose", {randn(s3)}, {{F64, {16, 2, 8}}}, attrs({{"permutation", std::vector<int64_t>{2, 0, 1}}})},
+      {"slice", {randn({3, 8})}, {{F64, {2, 4}}}, sl},
+      {"slice_grad", {randn({2, 4})}, {{F64, {3, 8}}}, sl},
+      {"cross_entropy", {randn({2, 8, 20}), randIds({2, 8}, 20)}, {{F64, {}}}, {}},
+      {"cross_entropy_grad", {randn({2, 8, 20}), randIds({2, 8}, 20), scalar(1.3)}, {{F64, {2, 8, 20}}}, {}},
+      {"sum_to", {randn(s3)}, {{F64, {8, 1}}}, {}},
+      {"copy", {randn(s3)}, {{F64, s3}}, {}},
+  };
+}
+
+TEST(Precision, F32AgreesWithF64) {
+  auto cases = allCases();
+  EXPECT_EQ(cases.size(), allKernels().size()) << "every kernel needs a case here";
+  for (Case &c : cases) {
+    auto ref = runKernel(c.op, c.in, c.out, c.attrs);
+    std::vector<Buf> in32;
+    for (auto &b : c.in) in32.push_back(b.type.dtype == F64 ? b.as(F32) : b);
+    std::vector<TensorType> out32 = c.out;
+    for (auto &t : out32) t.dtype = F32;
+    auto got = runKernel(c.op, in32, out32, c.attrs);
+    ASSERT_EQ(got.size(), ref.size()) << c.op;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].type.dtype, F32);
+      EXPECT_TRUE(allClose(got[i], ref[i], 1e-4, 1e-4)) << c.op << " output " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lmrt::kernels::test
+
+#include "runtime/kernels/kernel_math.h"
+
+namespace lmrt::kernels::test {
+namespace {
+
+/* Tests that the vectorisable f32 exp stays within a few ulp of std::exp and
+   handles the special values. */
+TEST(Precision, FastExp) {
+  using detail::expT;
+  double worst = 0;
+  for (float x = -87.0f; x < 88.0f; x += 0.01237f) {
+    double ref = std::exp((double)x);
+    worst = std::max(worst, std::fabs(expT(x) - ref) / ref);
+  }
+  EXPECT_LT(worst, 5e-7);
+  EXPECT_EQ(expT(0.0f), 1.0f);
+  EXPECT_EQ(expT(-INFINITY), 0.0f);
+  EXPECT_EQ(expT(-200.0f), 0.0f);
+  EXPECT_EQ(expT(100.0f), INFINITY);
+  EXPECT_TRUE(std::isnan(expT(NAN)));
+  EXPECT_NEAR(detail::tanhT(0.3f), std::tanh(0.3f), 1e-7);
+  EXPECT_EQ(detail::tanhT(50.0f), 1.0f);
+  EXPECT_EQ(detail::tanhT(-50.0f), -1.0f);
+}
+
+}  // namespace
+}  // namespace lmrt::kernels::test

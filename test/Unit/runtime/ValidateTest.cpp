@@ -1,0 +1,187 @@
+/* Tests plan validation: the hand-built plan passes, and each way of breaking
+   it is rejected with a message that says what and where. */
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "runtime/lmrt/tensor.h"
+#include "runtime/lmrt/validate.h"
+#include "test/Unit/runtime/TinyPlan.h"
+
+namespace lmrt {
+namespace {
+
+using test::program;
+
+/* The validation message after `mutate`, or "(valid)". */
+std::string errorAfter(const std::function<void(plan::Plan &)> &mutate) {
+  plan::Plan p = test::tinyPlan();
+  mutate(p);
+  try {
+    validatePlan(p, "tiny.plan");
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "(valid)";
+}
+
+#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << (msg)
+
+TEST(Validate, TinyPlanIsValid) {
+  EXPECT_NO_THROW(validatePlan(test::tinyPlan(plan::F64), "tiny.plan"));
+  EXPECT_NO_THROW(validatePlan(test::tinyPlan(plan::F32), "tiny.plan"));
+}
+
+TEST(Validate, BufferIdOutOfRange) {
+  std::string msg = errorAfter([](plan::Plan &p) { program(p, "train_step")->mutable_steps(2)->set_inputs(1, 99); });
+  EXPECT_HAS(msg, "plan 'tiny.plan': program 'train_step', step 2 (matmul, from tiny.lm:6:5)");
+  EXPECT_HAS(msg, "is buffer 99, out of range");
+}
+
+TEST(Validate, UnknownOp) {
+  std::string msg = errorAfter([](plan::Plan &p) { program(p, "eval")->mutable_steps(1)->set_op("frobnicate"); });
+  EXPECT_HAS(msg, "program 'eval', step 1 (frobnicate, from tiny.lm:5:3): no kernel for op 'frobnicate'");
+}
+
+TEST(Validate, WrongArity) {
+  std::string msg = errorAfter([](plan::Plan &p) { program(p, "eval")->mutable_steps(2)->add_inputs(0); });
+  EXPECT_HAS(msg, "step 2 (matmul");
+  EXPECT_HAS(msg, "takes 2 inputs");
+}
+
+TEST(Validate, ShapeMismatchCaughtByKernelCheck) {
+  // transpose_rhs makes matmul contract h's D=4 against w's V=5.
+  std::string msg = errorAfter([](plan::Plan &p) {
+    (*program(p, "train_step")->mutable_steps(2)->mutable_attrs())["transpose_rhs"].set_b(true);
+  });
+  EXPECT_HAS(msg, "program 'train_step', step 2 (matmul, from tiny.lm:6:5): ");
+  EXPECT_HAS(msg, "matmul");
+}
+
+TEST(Validate, ArenaOverflow) {
+  std::string msg = errorAfter([](plan::Plan &p) {
+    auto *prog = program(p, "eval");
+    prog->set_arena_bytes(prog->arena_bytes() - 64);
+  });
+  EXPECT_HAS(msg, "program 'eval', buffer");
+  EXPECT_HAS(msg, "overflow the arena of");
+}
+
+TEST(Validate, UnalignedOffset) {
+  std::string msg = errorAfter([](plan::Plan &p) { program(p, "eval")->mutable_buffers(4)->set_offset(8); });
+  EXPECT_HAS(msg, "offset 8 is not a non-negative multiple of 64");
+}
+
+TEST(Validate, SizeBytesMismatch) {
+  std::string msg = errorAfter([](plan::Plan &p) { program(p, "eval")->mutable_buffers(3)->set_size_bytes(12); });
+  EXPECT_HAS(msg, "size_bytes 12 but i32[2, 3] needs 24");
+}
+
+TEST(Validate, MissingGradOutput) {
+  std::string msg = errorAfter([](plan::Plan &p) { program(p, "train_step")->mutable_outputs()->RemoveLast(); });
+  EXPECT_HAS(msg, "program 'train_step' has no output 'grad:wte'");
+}
+
+TEST(Validate, GradOutputMustBeTheGradBuffer) {
+  std::string msg = errorAfter([](plan::Plan &p) {
+    auto *prog = program(p, "train_step");
+    prog->mutable_outputs(1)->set_buffer(prog->outputs(0).buffer());  // "grad:w" -> the loss
+  });
+  EXPECT_HAS(msg, "output 'grad:w': must be the GRAD buffer of 'w'");
+}
+
+TEST(Validate, MissingLossAndPrograms) {
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "eval")->clear_outputs(); }),
+             "program 'eval' has no 'loss' output");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_programs()->DeleteSubrange(1, 1); }),
+             "has no 'eval' program");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "forward")->set_name("backward"); }),
+             "unknown program 'backward'");
+}
+
+TEST(Validate, UnknownParamOrTypeMismatch) {
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "eval")->mutable_buffers(1)->set_name("nope"); }),
+             "no parameter named 'nope'");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) {
+               auto *b = program(p, "eval")->mutable_buffers(1);  // PARAM wte
+               b->mutable_type()->set_dtype(plan::F32);
+               b->set_size_bytes(b->size_bytes() / 2);
+             }),
+             "type f32[5, 4] differs from the parameter's f64[5, 4]");
+}
+
+TEST(Validate, InputMustBeDeclared) {
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "eval")->mutable_buffers(0)->set_name("text"); }),
+             "'text' is not among the program's declared inputs");
+}
+
+TEST(Validate, ConstantDataSize) {
+  std::string msg = errorAfter([](plan::Plan &p) {
+    for (auto &b : *program(p, "train_step")->mutable_buffers())
+      if (b.kind() == plan::Buffer::CONSTANT) b.set_data("abc");
+  });
+  EXPECT_HAS(msg, "holds 3 data bytes, f64[] needs 8");
+}
+
+TEST(Validate, StepMayNotWriteParamsOrInputs) {
+  std::string msg = errorAfter([](plan::Plan &p) { program(p, "eval")->mutable_steps(2)->set_outputs(0, 2); });
+  EXPECT_HAS(msg, "writes buffer 2, a PARAM buffer");
+}
+
+TEST(Validate, ReadBeforeWrite) {
+  std::string msg = errorAfter([](plan::Plan &p) {
+    auto *steps = program(p, "eval")->mutable_steps();
+    steps->SwapElements(1, 2);  // matmul before the embedding that makes its input
+  });
+  EXPECT_HAS(msg, "step 1 (matmul");
+  EXPECT_HAS(msg, "before any step writes it");
+}
+
+TEST(Validate, ClobberedByAliasingBuffer) {
+  // Put the logits where h lives: the matmul output would overlap its input.
+  std::string msg = errorAfter([](plan::Plan &p) {
+    auto *prog = program(p, "eval");
+    prog->mutable_buffers(5)->set_offset(prog->buffers(4).offset());
+  });
+  EXPECT_HAS(msg, "overlaps input buffer 4 in the arena");
+  // Put the targets where the ids live: ids are dead after the embedding, so this
+  // reuse is legal...
+  EXPECT_EQ(errorAfter([](plan::Plan &p) {
+              auto *prog = program(p, "eval");
+              prog->mutable_buffers(6)->set_offset(prog->buffers(3).offset());
+            }),
+            "(valid)");
+  // ...but in train_step the ids are read again by embedding_grad.
+  std::string msg2 = errorAfter([](plan::Plan &p) {
+    auto *prog = program(p, "train_step");
+    prog->mutable_buffers(6)->set_offset(prog->buffers(3).offset());  // targets over ids
+  });
+  EXPECT_HAS(msg2, "embedding_grad");
+  EXPECT_HAS(msg2, "after an aliasing arena buffer overwrote it");
+}
+
+TEST(Validate, ParamCountAndConfigs) {
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { p.set_param_count(3); }),
+             "param_count says 3 but the parameters hold 40 elements");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_train()->mutable_optimizer()->set_beta1(1.0); }),
+             "train config: beta1 = 1 (must be in [0, 1))");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_train()->mutable_optimizer()->set_lr(-1); }),
+             "train config: lr = -1");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_train()->mutable_schedule()->set_kind("step"); }),
+             "schedule 'step' is not supported");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_data()->set_batch(0); }),
+             "data config: batch, seq and vocab must be > 0");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_data()->set_seq(4); }),
+             "input 'tokens' is i32[2, 4], expected i32[2, 5]");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_params(0)->mutable_init()->set_std(-1); }),
+             "parameter 0 'wte': normal init needs a finite mean and std >= 0");
+}
+
+TEST(Validate, MissingAttributeIsAnError) {
+  std::string msg = errorAfter([](plan::Plan &p) { program(p, "eval")->mutable_steps(0)->mutable_attrs()->erase("stride"); });
+  EXPECT_HAS(msg, "step 0 (slice, from tiny.lm:9:22)");
+  EXPECT_HAS(msg, "stride");
+}
+
+}  // namespace
+}  // namespace lmrt

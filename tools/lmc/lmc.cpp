@@ -1,0 +1,307 @@
+//===- lmc.cpp - The LMC compiler driver ----------------------------------===//
+//
+// `lmc compile FILE.lm|FILE.mlir` runs the whole compiler: the frontend (or the
+// MLIR parser), the train pipeline shared with lm-opt, the plan writer, and the
+// plan file writer. Each stage can be printed (--emit) or dumped (--dump-dir);
+// see docs/compilation.md. `lmc memory-plan PLAN` re-checks the memory plan of
+// an existing plan (binary or protobuf text). Errors are printed as
+// file:line:col with the source line and a caret; every failure exits 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/MemoryPlanner.h"
+#include "codegen/PlanWriter.h"
+#include "frontend/Frontend.h"
+#include "passes/Pipelines.h"
+#include "runtime/lmrt/plan_file.h"
+#include "runtime/lmrt/tensor.h"
+#include "tools/RegisterLMDialects.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <CLI/CLI.hpp>
+#include <google/protobuf/text_format.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+using namespace mlir;
+
+namespace {
+
+struct CompileOptions {
+  std::string input;
+  std::string output;
+  std::vector<std::string> defines;
+  std::string floatType = "f32";
+  std::string emit;
+  std::string dumpDir;
+  bool printIRAfterAll = false;
+};
+
+int fail(const llvm::Twine &message) {
+  llvm::outs().flush(); // keep what was printed before the error first in a 2>&1 pipe
+  llvm::errs() << "lmc: error: " << message << "\n";
+  return 1;
+}
+
+/// "1234567" -> "1,234,567".
+std::string withThousands(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+std::string humanFlops(int64_t flops) {
+  const char *units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"};
+  double v = static_cast<double>(flops);
+  int u = 0;
+  while (v >= 1000.0 && u < 5) {
+    v /= 1000.0;
+    ++u;
+  }
+  return llvm::formatv("{0:f2} {1}", v, units[u]).str();
+}
+
+std::string humanBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  return llvm::formatv("{0:f1} {1}", v, units[u]).str();
+}
+
+std::string planToText(const lmrt::plan::Plan &plan) {
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetUseShortRepeatedPrimitives(true); // shape: [2, 3] rather than one line per dim
+  std::string text;
+  printer.PrintToString(plan, &text);
+  return text;
+}
+
+/// Writes `text` to `dir/name`; reports and fails on I/O errors.
+LogicalResult writeDump(const std::string &dir, StringRef name, StringRef text) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, name);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return fail("cannot write '" + path + "': " + ec.message()), failure();
+  os << text;
+  return success();
+}
+
+std::string printModule(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  return text;
+}
+
+bool hasTrainStep(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr("lm.train_step"))
+      return true;
+  return false;
+}
+
+/// Prints every program's memory plan; false if any check failed.
+bool printMemoryPlans(const lmrt::plan::Plan &plan, llvm::raw_ostream &os) {
+  bool ok = true;
+  for (const lmrt::plan::Program &program : plan.programs())
+    ok &= mlir::lm::printMemoryPlan(program, os).empty();
+  return ok;
+}
+
+/// Parses -D name=value flags.
+LogicalResult parseDefines(const std::vector<std::string> &defines, mlir::lm::FrontendOptions &options) {
+  for (const std::string &d : defines) {
+    size_t eq = d.find('=');
+    if (eq == 0 || eq == std::string::npos || eq + 1 == d.size())
+      return fail("-D expects name=value, got '" + d + "'"), failure();
+    options.defines.emplace_back(d.substr(0, eq), d.substr(eq + 1));
+  }
+  return success();
+}
+
+int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
+  auto start = std::chrono::steady_clock::now();
+  StringRef ext = llvm::sys::path::extension(opts.input);
+  if (ext != ".lm" && ext != ".mlir")
+    return fail("'" + opts.input + "' is neither a .lm source nor a .mlir module");
+  if (ext == ".mlir" && frontendFlagsGiven)
+    return fail("-D and --float-type apply to .lm sources, not to '" + opts.input + "'");
+  if (!opts.dumpDir.empty())
+    if (std::error_code ec = llvm::sys::fs::create_directories(opts.dumpDir))
+      return fail("cannot create --dump-dir '" + opts.dumpDir + "': " + ec.message());
+
+  DialectRegistry registry;
+  mlir::lm::registerLMDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  // The caret at the source line says where; dumping the op (or the whole
+  // module, for module-level errors) under every error only buries that.
+  context.printOpOnDiagnostic(false);
+
+  auto file = llvm::MemoryBuffer::getFile(opts.input, /*IsText=*/true);
+  if (!file)
+    return fail("cannot open '" + opts.input + "': " + file.getError().message());
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+
+  // Stage 0: the lm module.
+  OwningOpRef<ModuleOp> module;
+  if (ext == ".lm") {
+    mlir::lm::FrontendOptions feOptions;
+    feOptions.floatType = opts.floatType;
+    if (failed(parseDefines(opts.defines, feOptions)))
+      return 1;
+    module = mlir::lm::emitModuleFromSource(sourceMgr, context, feOptions);
+  } else {
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  }
+  if (!module || failed(verify(*module)))
+    return 1;
+  bool writePlan = opts.emit.empty() || !opts.output.empty();
+  std::string frontendText = printModule(*module);
+  if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, "00-frontend.mlir", frontendText)))
+    return 1;
+  if (opts.emit == "mlir") {
+    llvm::outs() << frontendText;
+    if (!writePlan && opts.dumpDir.empty())
+      return 0;
+  }
+
+  // Stage 1: the train step. A module that already has one (a hand-written
+  // test, or lmc's own --emit=train-mlir output) is taken as it is.
+  if (!hasTrainStep(*module)) {
+    PassManager pm(&context);
+    if (opts.printIRAfterAll) {
+      context.disableMultithreading();
+      pm.enableIRPrinting();
+    }
+    mlir::lm::buildLMTrainPipeline(pm);
+    if (failed(pm.run(*module)))
+      return 1;
+  }
+  std::string trainText = printModule(*module);
+  if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, "01-train.mlir", trainText)))
+    return 1;
+  if (opts.emit == "train-mlir") {
+    llvm::outs() << trainText;
+    if (!writePlan && opts.dumpDir.empty())
+      return 0;
+  }
+
+  // Stage 2: the plan.
+  mlir::lm::PlanOptions planOptions;
+  planOptions.sourcePath = opts.input;
+  FailureOr<lmrt::plan::Plan> plan = mlir::lm::buildPlan(*module, planOptions);
+  if (failed(plan))
+    return 1;
+  std::string planText = planToText(*plan);
+  if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, "02-plan.txt", planText)))
+    return 1;
+  if (opts.emit == "plan-text")
+    llvm::outs() << planText;
+  if (opts.emit == "memory-plan" && !printMemoryPlans(*plan, llvm::outs()))
+    return fail("the memory plan check failed");
+
+  std::string outPath = opts.output;
+  if (writePlan) {
+    if (outPath.empty())
+      outPath = (llvm::sys::path::stem(opts.input) + ".plan").str();
+    std::string error;
+    if (!lmrt::writePlanFile(outPath, *plan, error))
+      return fail(error);
+  }
+
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  llvm::errs() << "lmc: " << (writePlan ? "wrote " + outPath : std::string("compiled ") + opts.input) << ": "
+               << withThousands(plan->param_count()) << " parameters, " << humanFlops(plan->flops_per_step())
+               << "/step, predicted peak memory " << humanBytes(plan->predicted_peak_bytes()) << " ("
+               << withThousands(plan->predicted_peak_bytes()) << " bytes), compiled in "
+               << llvm::formatv("{0:f2}", seconds) << " s\n";
+  return 0;
+}
+
+/// `lmc memory-plan PLAN`: the plan may be a plan file or its protobuf text
+/// (what --emit=plan-text prints), so tests can hand-write broken plans.
+int runMemoryPlan(const std::string &path) {
+  lmrt::plan::Plan plan;
+  if (llvm::sys::path::extension(path) == ".plan") {
+    try {
+      plan = lmrt::readPlanFile(path);
+    } catch (const lmrt::Error &e) {
+      return fail(e.what());
+    }
+  } else {
+    std::ifstream in(path);
+    if (!in)
+      return fail("cannot open '" + path + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!google::protobuf::TextFormat::ParseFromString(text.str(), &plan))
+      return fail("'" + path + "' is not a plan in protobuf text format (see the message above)");
+  }
+  if (!printMemoryPlans(plan, llvm::outs()))
+    return fail("the memory plan check failed for '" + path + "'");
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"lmc: compiles .lm models into plans that lmrt trains"};
+  app.require_subcommand(1);
+
+  CompileOptions opts;
+  CLI::App *compile = app.add_subcommand("compile", "compile a .lm source (or an lm .mlir module) into a plan");
+  compile->add_option("file", opts.input, "the .lm source or .mlir module")->required();
+  compile->add_option("-o,--output", opts.output, "the plan to write (default: FILE's stem + .plan, here)");
+  CLI::Option *defines =
+      compile->add_option("-D", opts.defines, "override a config constant: -D name=value (repeatable)");
+  CLI::Option *floatType = compile->add_option("--float-type", opts.floatType, "float element type of every tensor")
+                               ->check(CLI::IsMember({"f32", "f64"}));
+  compile
+      ->add_option("--emit", opts.emit,
+                   "print a stage to stdout instead of writing the plan (also writes it with -o): "
+                   "mlir (frontend), train-mlir (after the train pipeline), plan-text, memory-plan")
+      ->check(CLI::IsMember({"mlir", "train-mlir", "plan-text", "memory-plan"}));
+  compile->add_option("--dump-dir", opts.dumpDir,
+                      "write every stage: 00-frontend.mlir, 01-train.mlir, 02-plan.txt");
+  compile->add_flag("--print-ir-after-all", opts.printIRAfterAll, "print the IR after every pass (stderr)");
+
+  std::string planPath;
+  CLI::App *memoryPlan =
+      app.add_subcommand("memory-plan", "print and check the memory plan of a plan (.plan, or protobuf text)");
+  memoryPlan->add_option("plan", planPath, "the plan file")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  if (*compile)
+    return runCompile(opts, defines->count() > 0 || floatType->count() > 0);
+  return runMemoryPlan(planPath);
+}

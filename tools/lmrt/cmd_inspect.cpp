@@ -1,0 +1,150 @@
+/* Implements: `lmrt inspect X.plan`: reads and validates a plan and prints what
+   it holds: parameters, inputs, programs (steps, arena, FLOPs), predicted peak
+   memory and the training/data config. `--steps` also lists every step. */
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "runtime/lmrt/plan_file.h"
+#include "runtime/lmrt/plan_types.h"
+#include "runtime/lmrt/validate.h"
+#include "tools/lmrt/commands.h"
+
+namespace lmrt {
+namespace {
+
+std::string human(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+
+std::string flops(double f) {
+  const char *units[] = {"", "K", "M", "G", "T", "P"};
+  int u = 0;
+  while (f >= 1000 && u < 5) f /= 1000, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %sFLOP", f, units[u]);
+  return buf;
+}
+
+std::string initStr(const plan::Init &i) {
+  char buf[96];
+  switch (i.kind()) {
+  case plan::Init::ZEROS: return "zeros";
+  case plan::Init::ONES: return "ones";
+  case plan::Init::NORMAL: std::snprintf(buf, sizeof buf, "normal(%g, %g)", i.mean(), i.std()); return buf;
+  case plan::Init::UNIFORM: std::snprintf(buf, sizeof buf, "uniform(%g, %g)", i.low(), i.high()); return buf;
+  default: return "?";
+  }
+}
+
+std::string inputStr(const plan::Input &in) {
+  std::string s = in.name() + " " + planTypeStr(in.type());
+  if (in.vocab()) s += " (vocab " + std::to_string(in.vocab()) + ")";
+  return s;
+}
+
+void printSteps(const plan::Program &prog) {
+  for (int s = 0; s < prog.steps_size(); ++s) {
+    const plan::Step &st = prog.steps(s);
+    std::string line = "    " + std::to_string(s) + ": " + st.op() + " (";
+    for (int k = 0; k < st.inputs_size(); ++k) line += (k ? ", " : "") + std::to_string(st.inputs(k));
+    line += ") -> (";
+    for (int k = 0; k < st.outputs_size(); ++k) {
+      int id = st.outputs(k);
+      line += (k ? ", " : "") + std::to_string(id) + ": " + planTypeStr(prog.buffers(id).type());
+    }
+    line += ")";
+    if (!st.loc().empty()) line += "  @ " + st.loc();
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+void inspect(const std::string &path, bool steps) {
+  plan::Plan p = readPlanFile(path);
+  validatePlan(p, path);
+  std::printf("plan %s: model '%s', objective '%s', from %s (compiled by %s)\n", path.c_str(),
+              p.model().c_str(), p.objective().c_str(), p.source().c_str(),
+              p.compiler_version().empty() ? "unknown" : p.compiler_version().c_str());
+  if (!p.config().empty()) {
+    std::map<std::string, double> cfg(p.config().begin(), p.config().end());
+    std::string line;
+    for (const auto &[k, v] : cfg) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%g", v);
+      line += (line.empty() ? "" : ", ") + k + " = " + buf;
+    }
+    std::printf("config: %s\n", line.c_str());
+  }
+
+  int64_t paramBytes = 0;
+  for (const plan::Param &q : p.params()) paramBytes += toTensorType(q.type()).bytes();
+  std::printf("params: %d tensors, %lld elements (%s)\n", p.params_size(), (long long)p.param_count(),
+              human((double)paramBytes).c_str());
+  size_t width = 0;
+  for (const plan::Param &q : p.params()) width = std::max(width, q.name().size());
+  for (const plan::Param &q : p.params())
+    std::printf("  %-*s  %-18s %-24s %s\n", (int)width, q.name().c_str(), planTypeStr(q.type()).c_str(),
+                initStr(q.init()).c_str(), q.weight_decay() ? "decay" : "");
+
+  if (p.inputs_size()) {
+    std::printf("inputs:\n");
+    for (const plan::Input &in : p.inputs()) std::printf("  %s\n", inputStr(in).c_str());
+  }
+  std::printf("programs:\n");
+  int64_t arena = 0, inputBytes = 0;
+  for (const plan::Program &prog : p.programs()) {
+    arena = std::max(arena, prog.arena_bytes());
+    std::string ins;
+    int64_t progInputs = 0;
+    for (const plan::Input &in : prog.inputs()) {
+      ins += (ins.empty() ? "" : ", ") + inputStr(in);
+      progInputs += toTensorType(in.type()).bytes();
+    }
+    inputBytes = std::max(inputBytes, progInputs);
+    std::printf("  %-10s %5d steps, %5d buffers, arena %s, %s; reads %s\n", prog.name().c_str(),
+                prog.steps_size(), prog.buffers_size(), human((double)prog.arena_bytes()).c_str(),
+                flops((double)prog.flops()).c_str(), ins.c_str());
+    if (steps) printSteps(prog);
+  }
+  // What lmrt itself will hold: values + grads + AdamW m and v, the shared arena,
+  // and one batch of inputs.
+  int64_t runtime = 4 * paramBytes + arena + inputBytes;
+  std::printf("memory: predicted peak %s (plan); params %s + grads %s + AdamW state %s + arena %s + "
+              "inputs %s = %s\n",
+              human((double)p.predicted_peak_bytes()).c_str(), human((double)paramBytes).c_str(),
+              human((double)paramBytes).c_str(), human(2.0 * paramBytes).c_str(),
+              human((double)arena).c_str(), human((double)inputBytes).c_str(),
+              human((double)runtime).c_str());
+  std::printf("flops per train step: %s\n", flops((double)p.flops_per_step()).c_str());
+  const plan::Optimizer &o = p.train().optimizer();
+  const plan::Schedule &s = p.train().schedule();
+  std::printf("train: %s lr %g betas (%g, %g) eps %g weight_decay %g; schedule %s warmup %lld "
+              "min_lr %g decay_steps %lld%s; clip_grad_norm %g%s\n",
+              o.kind().c_str(), o.lr(), o.beta1(), o.beta2(), o.eps(), o.weight_decay(),
+              s.kind().c_str(), (long long)s.warmup_steps(), s.min_lr(), (long long)s.decay_steps(),
+              s.decay_steps() ? "" : " (the run's --steps)", p.train().clip_grad_norm(),
+              p.train().clip_grad_norm() ? "" : " (off)");
+  std::printf("data: %s, batch %lld, seq %lld, vocab %lld\n", p.data().transform().c_str(),
+              (long long)p.data().batch(), (long long)p.data().seq(), (long long)p.data().vocab());
+  std::printf("plan ok\n");
+}
+
+void add(CLI::App &app) {
+  auto *cmd = app.add_subcommand("inspect", "Validate a plan and print its contents");
+  auto path = std::make_shared<std::string>();
+  auto steps = std::make_shared<bool>(false);
+  cmd->add_option("plan", *path, "Plan file written by `lmc compile`")->required();
+  cmd->add_flag("--steps", *steps, "Also list every step of every program");
+  cmd->callback([path, steps] { inspect(*path, *steps); });
+}
+
+RegisterCommand reg("inspect", add);
+
+}  // namespace
+}  // namespace lmrt

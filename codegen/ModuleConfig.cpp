@@ -111,6 +111,10 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   if (failed(train.finish()))
     return failure();
 
+  // No lm.data: the objective is not fed by a data pipeline (an op-level gradient
+  // check); the plan then has no data config and `lmrt run` refuses it.
+  if (!module->hasAttr("lm.data"))
+    return success();
   DictReader data(module, "lm.data");
   plan::DataConfig *dc = result.mutable_data();
   dc->set_transform(data.getString("transform", "causal"));

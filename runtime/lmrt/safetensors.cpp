@@ -20,12 +20,15 @@ constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
 const char *stDtype(DType t) { return t == DType::F32 ? "F32" : t == DType::F64 ? "F64" : "I32"; }
 
-void writeFileAtomic(const std::string &path, const std::string &bytes, const char *what) {
+/* Writes through a temporary file and a rename, so a crash never leaves a
+   half-written file under the final name. `emit` streams the contents. */
+template <typename Emit>
+void writeFileAtomic(const std::string &path, const char *what, Emit emit) {
   std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) throw Error(std::string("cannot write ") + what + " '" + path + "': " + std::strerror(errno));
-    f.write(bytes.data(), (std::streamsize)bytes.size());
+    emit(f);
     f.flush();
     if (!f) {
       std::remove(tmp.c_str());
@@ -39,10 +42,9 @@ void writeFileAtomic(const std::string &path, const std::string &bytes, const ch
   }
 }
 
-}  // namespace
-
-std::string encodeSafetensors(const std::vector<std::pair<std::string, TensorRef>> &tensors,
-                              const std::map<std::string, std::string> &metadata) {
+/* The 8-byte length and the JSON header; the data section follows it. */
+std::string encodeHeader(const std::vector<std::pair<std::string, TensorRef>> &tensors,
+                         const std::map<std::string, std::string> &metadata) {
   std::string header = "{";
   std::set<std::string> names;
   uint64_t offset = 0;
@@ -74,9 +76,15 @@ std::string encodeSafetensors(const std::vector<std::pair<std::string, TensorRef
   // Pad with spaces so the data section starts 8-byte aligned (as the spec allows).
   while ((8 + header.size()) % 8) header += ' ';
   std::string out;
-  out.reserve(8 + header.size() + offset);
   for (int i = 0; i < 8; ++i) out.push_back(char((uint64_t)header.size() >> (8 * i) & 0xff));
-  out += header;
+  return out + header;
+}
+
+}  // namespace
+
+std::string encodeSafetensors(const std::vector<std::pair<std::string, TensorRef>> &tensors,
+                              const std::map<std::string, std::string> &metadata) {
+  std::string out = encodeHeader(tensors, metadata);
   for (const auto &[name, t] : tensors)
     if (t.type.bytes()) out.append(static_cast<const char *>(t.data), (size_t)t.type.bytes());
   return out;
@@ -85,7 +93,13 @@ std::string encodeSafetensors(const std::vector<std::pair<std::string, TensorRef
 void writeSafetensors(const std::string &path,
                       const std::vector<std::pair<std::string, TensorRef>> &tensors,
                       const std::map<std::string, std::string> &metadata) {
-  writeFileAtomic(path, encodeSafetensors(tensors, metadata), "safetensors");
+  // Streamed tensor by tensor: saving GPT-2's weights must not need a second copy in memory.
+  std::string header = encodeHeader(tensors, metadata);
+  writeFileAtomic(path, "safetensors", [&](std::ofstream &f) {
+    f.write(header.data(), (std::streamsize)header.size());
+    for (const auto &[name, t] : tensors)
+      f.write(static_cast<const char *>(t.data), (std::streamsize)t.type.bytes());
+  });
 }
 
 SafetensorsFile decodeSafetensors(const std::string &bytes, const std::string &origin) {
@@ -184,9 +198,10 @@ SafetensorsFile readSafetensors(const std::string &path) {
   if (!S_ISREG(st.st_mode)) throw Error("cannot open safetensors '" + path + "': not a regular file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error("cannot open safetensors '" + path + "': " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return decodeSafetensors(ss.str(), path);
+  std::string bytes((size_t)st.st_size, '\0');
+  if (!f.read(bytes.data(), (std::streamsize)bytes.size()))
+    throw Error("cannot read safetensors '" + path + "': short read");
+  return decodeSafetensors(bytes, path);
 }
 
 }  // namespace lmrt

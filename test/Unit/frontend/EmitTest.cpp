@@ -165,7 +165,7 @@ TEST(Emit, ModuleAttributes) {
   auto train = (*c->module)->getAttrOfType<DictionaryAttr>("lm.train");
   ASSERT_TRUE(train);
   EXPECT_EQ(train.getAs<StringAttr>("optimizer").str(), "adamw");
-  EXPECT_DOUBLE_EQ(train.getAs<FloatAttr>("lr").getValueAsDouble(), 1e-3);
+  EXPECT_DOUBLE_EQ(train.getAs<FloatAttr>("lr").getValueAsDouble(), 3e-3);
   EXPECT_DOUBLE_EQ(train.getAs<FloatAttr>("beta2").getValueAsDouble(), 0.99);
   EXPECT_DOUBLE_EQ(train.getAs<FloatAttr>("eps").getValueAsDouble(), 1e-8);
   EXPECT_EQ(train.getAs<StringAttr>("schedule").str(), "cosine");

@@ -1,6 +1,7 @@
 //===- ModuleConfig.cpp - lm.config, lm.train and lm.data in plan form ----===//
 
 #include "codegen/ModuleConfig.h"
+#include "codegen/PlanConvert.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -25,10 +26,8 @@ public:
     Attribute a = lookup(key);
     if (!a)
       return fallback;
-    if (auto f = dyn_cast<FloatAttr>(a))
-      return f.getValueAsDouble();
-    if (auto i = dyn_cast<IntegerAttr>(a))
-      return static_cast<double>(i.getValue().getSExtValue());
+    if (std::optional<double> v = numberValue(a))
+      return *v;
     return bad(key, "a number"), fallback;
   }
   int64_t getInt(StringRef key, int64_t fallback) {

@@ -110,6 +110,14 @@ std::string mlir::lm::formatLoc(Location loc) {
   return "";
 }
 
+std::optional<double> mlir::lm::numberValue(Attribute attr) {
+  if (auto f = dyn_cast<FloatAttr>(attr))
+    return f.getValueAsDouble();
+  if (auto i = dyn_cast<IntegerAttr>(attr))
+    return static_cast<double>(i.getValue().getSExtValue());
+  return std::nullopt;
+}
+
 LogicalResult mlir::lm::convertInit(DictionaryAttr init, plan::Init &out, function_ref<InFlightDiagnostic()> emit) {
   if (!init)
     return emit() << "has no lm.init initialiser";
@@ -120,10 +128,8 @@ LogicalResult mlir::lm::convertInit(DictionaryAttr init, plan::Init &out, functi
     Attribute a = init.get(key);
     if (!a)
       return fallback;
-    if (auto f = dyn_cast<FloatAttr>(a))
-      return f.getValueAsDouble();
-    if (auto i = dyn_cast<IntegerAttr>(a))
-      return static_cast<double>(i.getValue().getSExtValue());
+    if (std::optional<double> v = numberValue(a))
+      return *v;
     return emit() << "has lm.init." << key << " = " << a << ", not a number", failure();
   };
   StringRef k = kind.getValue();

@@ -15,6 +15,7 @@
 #include "mlir/IR/Types.h"
 #include "mlir/Support/LogicalResult.h"
 #include "plan.pb.h"
+#include <optional>
 #include <string>
 
 namespace mlir::lm {
@@ -36,6 +37,10 @@ FailureOr<std::string> constantBytes(DenseElementsAttr attr);
 /// f64, lists DenseI64ArrayAttr, flags BoolAttr; also strings, unit attributes
 /// as true, integer arrays and dense constants); failure for anything else.
 FailureOr<lmrt::plan::Attr> convertAttr(Attribute attr);
+
+/// The value of a float or integer attribute as a double (config and init values
+/// may be written either way); std::nullopt for anything else.
+std::optional<double> numberValue(Attribute attr);
 
 /// "file:line:col" of the innermost source position of `loc` ("" if it has none).
 std::string formatLoc(Location loc);

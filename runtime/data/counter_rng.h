@@ -6,6 +6,8 @@
 #pragma once
 #include <cstdint>
 
+#include "runtime/lmrt/hash.h"
+
 namespace lmrt {
 
 /* Independent streams: the same seed gives unrelated numbers in each. */
@@ -16,21 +18,14 @@ enum class RngStream : uint64_t {
   Sample = 0x73616d706cull,  // (token index) -> sampled token
 };
 
-/* SplitMix64's finalizer: a bijective avalanche mix of 64 bits. */
-inline uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 /* The random 64-bit word for a key. Each component goes through a full mix
    before the next is folded in, so (a, b) and (b, a) differ. */
 inline uint64_t counterRandom(uint64_t seed, RngStream stream, uint64_t a, uint64_t b = 0) {
-  uint64_t h = mix64(seed ^ 0x6c6d72742d726e67ull);
-  h = mix64(h ^ static_cast<uint64_t>(stream));
-  h = mix64(h ^ a);
-  h = mix64(h ^ b);
+  uint64_t h = splitmix64(seed ^ 0x6c6d72742d726e67ull);
+  h = splitmix64(h ^ static_cast<uint64_t>(stream));
+  h = splitmix64(h ^ a);
+  h = splitmix64(h ^ b);
   return h;
 }
 

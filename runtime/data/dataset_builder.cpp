@@ -9,6 +9,7 @@
 
 #include "runtime/data/counter_rng.h"
 #include "runtime/data/shard.h"
+#include "runtime/lmrt/json.h"
 #include "runtime/lmrt/tensor.h"
 
 namespace lmrt {
@@ -36,23 +37,6 @@ void makeDir(const std::string &dir) {
     fail("output '%s' exists and is not a directory", dir.c_str());
 }
 
-std::string jsonString(const std::string &s) {
-  std::string r = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      r += '\\';
-      r += (char)c;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      r += buf;
-    } else {
-      r += (char)c;
-    }
-  }
-  return r + "\"";
-}
-
 void writeMeta(const std::string &path, const DatasetBuildOptions &o, const DatasetBuildStats &s) {
   FILE *f = std::fopen(path.c_str(), "w");
   if (!f) fail("cannot create '%s': %s", path.c_str(), std::strerror(errno));
@@ -65,7 +49,7 @@ void writeMeta(const std::string &path, const DatasetBuildOptions &o, const Data
                (unsigned long long)s.valTokens, (unsigned long long)s.valDocs);
   std::fprintf(f, "  \"inputs\": [");
   for (size_t i = 0; i < s.files.size(); ++i)
-    std::fprintf(f, "%s%s", i ? ", " : "", jsonString(s.files[i]).c_str());
+    std::fprintf(f, "%s%s", i ? ", " : "", json::quote(s.files[i]).c_str());
   std::fprintf(f, "]\n}\n");
   if (std::fclose(f) != 0) fail("cannot write '%s'", path.c_str());
 }

@@ -14,16 +14,6 @@
 
 namespace lmrt {
 
-void Fnv1a64::update(const void *data, size_t n) {
-  const unsigned char *p = static_cast<const unsigned char *>(data);
-  uint64_t x = h;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= p[i];
-    x *= 0x100000001b3ull;
-  }
-  h = x;
-}
-
 // --- writing ------------------------------------------------------------------
 
 namespace {

@@ -17,17 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "runtime/lmrt/hash.h"
+
 namespace lmrt {
 
 constexpr char kShardMagic[8] = {'L', 'M', 'C', 'S', 'H', 'A', 'R', 'D'};
 constexpr uint32_t kShardVersion = 1;
 constexpr size_t kShardHeaderBytes = 32;
 
-/* FNV-1a-64, incremental: update() over consecutive chunks equals one pass. */
-struct Fnv1a64 {
-  uint64_t h = 0xcbf29ce484222325ull;
-  void update(const void *data, size_t n);
-};
 
 /* Writes a shard. `docStarts` must start at 0 (or be empty only if `tokens` is
    empty) and be non-decreasing; every token must fit in `tokenBytes`. The file is

@@ -1,5 +1,5 @@
 /* Implements: the 64-bit hashes the runtime keys files and RNG streams with:
-   FNV-1a-64 (plan checksum, parameter-name stream ids) and splitmix64 (the
+   FNV-1a-64 (plan and shard checksums, parameter-name stream ids) and splitmix64 (the
    counter-based generator behind parameter init). Header-only, no deps. */
 #pragma once
 #include <cstddef>
@@ -20,6 +20,12 @@ inline uint64_t fnv1a64(const void *data, size_t n, uint64_t h = kFnvOffset) {
   return h;
 }
 inline uint64_t fnv1a64(std::string_view s) { return fnv1a64(s.data(), s.size()); }
+
+/* FNV-1a-64, incremental: update() over consecutive chunks equals one pass. */
+struct Fnv1a64 {
+  uint64_t h = kFnvOffset;
+  void update(const void *data, size_t n) { h = fnv1a64(data, n, h); }
+};
 
 /* One splitmix64 output for state `x` (Steele et al.); a good 64-bit mixer, so
    splitmix64(key + i) is a counter-based stream: element i needs no other. */

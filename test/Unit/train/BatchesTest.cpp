@@ -120,7 +120,7 @@ TEST(Batches, MissingOrShortDataIsReported) {
 }
 
 TEST(CounterRng, UniformBelowIsInRangeAndKeysAreOrdered) {
-  for (uint64_t i = 0; i < 1000; ++i) EXPECT_LT(uniformBelow(mix64(i), 7), 7u);
+  for (uint64_t i = 0; i < 1000; ++i) EXPECT_LT(uniformBelow(splitmix64(i), 7), 7u);
   EXPECT_EQ(uniformBelow(~0ull, 10), 9u);
   EXPECT_EQ(uniformBelow(0, 10), 0u);
   EXPECT_NE(counterRandom(1, RngStream::Train, 2, 3), counterRandom(1, RngStream::Train, 3, 2));

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/lmrt/atomic_file.h"
 #include "runtime/lmrt/tensor.h"
 
 namespace lmrt {
@@ -18,15 +19,13 @@ namespace lmrt {
 
 namespace {
 
-/* Buffers writes and checksums exactly the bytes that reach the file. */
+/* Checksums exactly the bytes written (stream errors surface in writeFileAtomic). */
 struct ChecksummedFile {
-  FILE *f;
-  std::string path;
+  std::ostream &f;
   Fnv1a64 sum;
   void put(const void *p, size_t n) {
     sum.update(p, n);
-    if (n && std::fwrite(p, 1, n, f) != n)
-      fail("cannot write '%s': %s", path.c_str(), std::strerror(errno));
+    f.write(static_cast<const char *>(p), (std::streamsize)n);
   }
   void u32(uint32_t v) { put(&v, 4); }
   void u64(uint64_t v) { put(&v, 8); }
@@ -45,10 +44,8 @@ void writeShard(const std::string &path, const std::vector<uint32_t> &tokens,
     if (docStarts[d] > tokens.size() || (d && docStarts[d] < docStarts[d - 1]))
       fail("shard '%s': document %zu starts at %llu, out of order or past the %zu tokens",
            path.c_str(), d, (unsigned long long)docStarts[d], tokens.size());
-  std::string tmp = path + ".tmp";
-  ChecksummedFile out{std::fopen(tmp.c_str(), "wb"), tmp, {}};
-  if (!out.f) fail("cannot create '%s': %s", tmp.c_str(), std::strerror(errno));
-  try {
+  writeFileAtomic(path, "shard", [&](std::ostream &f) {
+    ChecksummedFile out{f, {}};
     out.put(kShardMagic, 8);
     out.u32(kShardVersion);
     out.u32(tokenBytes);
@@ -69,16 +66,8 @@ void writeShard(const std::string &path, const std::vector<uint32_t> &tokens,
     }
     for (uint64_t s : docStarts) out.u64(s);
     uint64_t checksum = out.sum.h;
-    if (std::fwrite(&checksum, 8, 1, out.f) != 1)
-      fail("cannot write '%s': %s", tmp.c_str(), std::strerror(errno));
-  } catch (...) {
-    std::fclose(out.f);
-    std::remove(tmp.c_str());
-    throw;
-  }
-  if (std::fclose(out.f) != 0) fail("cannot write '%s': %s", tmp.c_str(), std::strerror(errno));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    fail("cannot rename '%s' to '%s': %s", tmp.c_str(), path.c_str(), std::strerror(errno));
+    f.write(reinterpret_cast<const char *>(&checksum), 8);
+  });
 }
 
 // --- reading ------------------------------------------------------------------

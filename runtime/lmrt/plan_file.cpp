@@ -13,6 +13,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
 
+#include "runtime/lmrt/atomic_file.h"
 #include "runtime/lmrt/hash.h"
 #include "runtime/lmrt/tensor.h"
 
@@ -108,24 +109,9 @@ plan::Plan decodePlan(const std::string &bytes, const std::string &origin) {
 
 void writePlanFile(const std::string &path, const plan::Plan &plan) {
   std::string bytes = encodePlan(plan);
-  // Write to a temporary next to the target, then rename: a reader never sees a
-  // half-written plan, and a failed write leaves the old file alone.
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error("cannot write plan '" + path + "': " + std::strerror(errno));
+  writeFileAtomic(path, "plan", [&](std::ostream &f) {
     f.write(bytes.data(), (std::streamsize)bytes.size());
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw Error("cannot write plan '" + path + "': write failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw Error("cannot write plan '" + path + "': " + why);
-  }
+  });
 }
 
 bool writePlanFile(const std::string &path, const plan::Plan &plan, std::string &error) noexcept {

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include "runtime/lmrt/atomic_file.h"
 #include "runtime/lmrt/json.h"
 
 namespace lmrt {
@@ -19,28 +20,6 @@ namespace {
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
 const char *stDtype(DType t) { return t == DType::F32 ? "F32" : t == DType::F64 ? "F64" : "I32"; }
-
-/* Writes through a temporary file and a rename, so a crash never leaves a
-   half-written file under the final name. `emit` streams the contents. */
-template <typename Emit>
-void writeFileAtomic(const std::string &path, const char *what, Emit emit) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(std::string("cannot write ") + what + " '" + path + "': " + std::strerror(errno));
-    emit(f);
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw Error(std::string("cannot write ") + what + " '" + path + "': write failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw Error(std::string("cannot write ") + what + " '" + path + "': " + why);
-  }
-}
 
 /* The 8-byte length and the JSON header; the data section follows it. */
 std::string encodeHeader(const std::vector<std::pair<std::string, TensorRef>> &tensors,
@@ -95,7 +74,7 @@ void writeSafetensors(const std::string &path,
                       const std::map<std::string, std::string> &metadata) {
   // Streamed tensor by tensor: saving GPT-2's weights must not need a second copy in memory.
   std::string header = encodeHeader(tensors, metadata);
-  writeFileAtomic(path, "safetensors", [&](std::ofstream &f) {
+  writeFileAtomic(path, "safetensors", [&](std::ostream &f) {
     f.write(header.data(), (std::streamsize)header.size());
     for (const auto &[name, t] : tensors)
       f.write(static_cast<const char *>(t.data), (std::streamsize)t.type.bytes());

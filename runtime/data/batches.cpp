@@ -73,11 +73,15 @@ void CausalBatcher::fill(const Shard &shard, bool validation, uint64_t index, in
 
 void CausalBatcher::trainBatch(uint64_t step, int32_t *out) const { fill(*train_, false, step, out); }
 
-void CausalBatcher::valBatch(uint64_t index, int32_t *out) const {
+void CausalBatcher::checkValidationWindow() const {
   if ((int64_t)val_->size() < window_)
     fail("data '%s' has %llu tokens, fewer than one window of seq + 1 = %lld; rebuild with a larger "
          "--val-fraction or run with --eval-batches 0", val_->path().c_str(),
          (unsigned long long)val_->size(), (long long)window_);
+}
+
+void CausalBatcher::valBatch(uint64_t index, int32_t *out) const {
+  checkValidationWindow();
   fill(*val_, true, index, out);
 }
 

@@ -38,6 +38,9 @@ public:
   void trainBatch(uint64_t step, int32_t *out) const;
   /* Fills out[rows * window] with validation batch `index`. Throws if the
      validation shard is shorter than one window. */
+  /* Throws unless the validation shard holds at least one window (checked before
+     training starts, not at the first evaluation). */
+  void checkValidationWindow() const;
   void valBatch(uint64_t index, int32_t *out) const;
 
   /* The window start of (step or batch index, row) in a shard of n tokens;

@@ -111,7 +111,8 @@ private:
 
   void checkProgram(const plan::Program &prog) {
     std::string where = "program '" + prog.name() + "'";
-    if (prog.arena_bytes() < 0) error(where + ": negative arena_bytes");
+    if (prog.arena_bytes() < 0 || prog.arena_bytes() > kMaxArenaBytes)
+      error(where + ": arena_bytes " + std::to_string(prog.arena_bytes()) + " is outside [0, 2^50]");
     if (prog.flops() < 0) error(where + ": negative flops");
     checkDeclaredInputs(where, prog.inputs());
     std::map<std::string, const plan::Input *> inputs;
@@ -170,7 +171,8 @@ private:
       if (b.offset() < 0 || b.offset() % kArenaAlignment != 0)
         error(where + "offset " + std::to_string(b.offset()) + " is not a non-negative multiple of " +
               std::to_string(kArenaAlignment));
-      if (b.offset() + b.size_bytes() > prog.arena_bytes())
+      // Written as a subtraction: offset + size could overflow on a hostile plan.
+      if (b.offset() > prog.arena_bytes() - b.size_bytes())
         error(where + "bytes [" + std::to_string(b.offset()) + ", " +
               std::to_string(b.offset() + b.size_bytes()) + ") overflow the arena of " +
               std::to_string(prog.arena_bytes()) + " bytes");

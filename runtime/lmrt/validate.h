@@ -19,5 +19,8 @@ void validatePlan(const plan::Plan &plan, const std::string &origin);
 
 /* Byte alignment of every ARENA buffer offset (and of the arena itself). */
 constexpr int64_t kArenaAlignment = 64;
+/* Largest arena a plan may ask for (1 PiB): far beyond any machine, small enough
+   that offset and size arithmetic on it cannot overflow. */
+constexpr int64_t kMaxArenaBytes = int64_t(1) << 50;
 
 }  // namespace lmrt

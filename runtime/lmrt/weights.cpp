@@ -16,7 +16,13 @@ void saveWeights(Session &session, const std::string &path,
 
 void loadWeights(Session &session, const std::string &path) {
   SafetensorsFile file = readSafetensors(path);
-  for (ParamState &p : session.params()) {
+  // Check everything before copying anything: a bad file leaves the session as it was.
+  for (const auto &[name, t] : file.tensors) {
+    bool known = false;
+    for (const ParamState &p : session.params()) known = known || p.name == name;
+    if (!known) fail("weights '%s': tensor '%s' is not a parameter of this plan", path.c_str(), name.c_str());
+  }
+  for (const ParamState &p : session.params()) {
     auto it = file.tensors.find(p.name);
     if (it == file.tensors.end())
       fail("weights '%s': no tensor for parameter '%s' %s", path.c_str(), p.name.c_str(),
@@ -25,6 +31,9 @@ void loadWeights(Session &session, const std::string &path) {
     if (t.type.shape != p.type.shape || t.type.dtype == DType::I32)
       fail("weights '%s': tensor '%s' is %s, the parameter is %s", path.c_str(), p.name.c_str(),
            t.type.str().c_str(), p.type.str().c_str());
+  }
+  for (ParamState &p : session.params()) {
+    const SafetensorsTensor &t = file.tensors.at(p.name);
     int64_t n = p.type.numel();
     if (t.type.dtype == p.type.dtype) {
       std::memcpy(p.value.data(), t.bytes.data(), t.bytes.size());
@@ -39,11 +48,6 @@ void loadWeights(Session &session, const std::string &path) {
       float *dst = p.valueRef().as<float>();
       for (int64_t i = 0; i < n; ++i) dst[i] = (float)src[i];
     }
-  }
-  for (const auto &[name, t] : file.tensors) {
-    bool known = false;
-    for (ParamState &p : session.params()) known = known || p.name == name;
-    if (!known) fail("weights '%s': tensor '%s' is not a parameter of this plan", path.c_str(), name.c_str());
   }
 }
 

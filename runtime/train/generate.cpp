@@ -45,8 +45,10 @@ void generate(Session &s, const SampleOptions &o, const std::function<void(unsig
            logits.type.str().c_str(), (long long)B, (long long)T);
     const int64_t V = ls[2];
     const int64_t at = (L - 1) * V;  // row 0, position L - 1
-    row.resize(V);
-    for (int64_t v = 0; v < V; ++v)
+    // Logits may be wider than the input vocabulary (padded heads): sample only ids
+    // the model can read back.
+    row.resize(vocab > 0 ? std::min(V, vocab) : V);
+    for (int64_t v = 0; v < (int64_t)row.size(); ++v)
       row[v] = logits.type.dtype == DType::F64 ? logits.as<double>()[at + v]
                                                : (double)logits.as<float>()[at + v];
     double u = uniform01(counterRandom(o.seed, RngStream::Sample, (uint64_t)i));

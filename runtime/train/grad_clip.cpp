@@ -1,16 +1,29 @@
 /* Implements: the global gradient norm and clipping (see grad_clip.h). */
 #include "runtime/train/grad_clip.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace lmrt {
 
 namespace {
 
+/* Sums in fixed blocks added in block order, so the norm (and through clipping the
+   weights) is bit-identical from run to run and for any thread count; an OpenMP
+   reduction would add the threads' partial sums in whatever order they finish. */
 template <typename T> double sumSquares(const T *g, int64_t n) {
+  constexpr int64_t kBlock = 16384;
+  int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> partial((size_t)blocks, 0.0);
+#pragma omp parallel for schedule(static) if (blocks > 4)
+  for (int64_t b = 0; b < blocks; ++b) {
+    double s = 0;
+    for (int64_t i = b * kBlock, e = std::min(n, i + kBlock); i < e; ++i) s += double(g[i]) * double(g[i]);
+    partial[(size_t)b] = s;
+  }
   double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) s += double(g[i]) * double(g[i]);
+  for (double p : partial) s += p;
   return s;
 }
 

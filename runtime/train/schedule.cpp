@@ -14,7 +14,8 @@ LrSchedule makeSchedule(const std::string &kind, double lr, double minLr, int64_
   s.kind = kind.empty() ? "constant" : kind;
   if (s.kind != "constant" && s.kind != "cosine")
     fail("plan schedule '%s' is not supported (expected constant or cosine)", kind.c_str());
-  if (!(lr > 0) || !std::isfinite(lr)) fail("plan learning rate %g must be positive and finite", lr);
+  // Same bounds as validatePlan: lr = 0 (a frozen run) is allowed.
+  if (!(lr >= 0) || !std::isfinite(lr)) fail("plan learning rate %g must be finite and >= 0", lr);
   if (!(minLr >= 0) || minLr > lr)
     fail("plan min_lr %g must be in [0, lr = %g]", minLr, lr);
   if (warmup < 0) fail("plan warmup_steps %lld is negative", (long long)warmup);

@@ -104,9 +104,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   AdamW adamw(adamwConfig(tc.optimizer()));
   LrSchedule sched = makeSchedule(tc.schedule().kind(), tc.optimizer().lr(), tc.schedule().min_lr(),
                                   tc.schedule().warmup_steps(), tc.schedule().decay_steps(), o.steps);
-  bool evalOn = o.evalBatches > 0;
-  if (evalOn && !s.hasProgram("eval"))
-    fail("the plan has no \"eval\" program; run with --eval-batches 0 to train without evaluation");
+  bool evalOn = o.evalBatches > 0;  // validatePlan guarantees an "eval" program
   if (evalOn) {
     const plan::Input &ein = tokenInput(findProgram(s, "eval"));
     if (inputType(ein).shape != shape.type.shape)
@@ -116,6 +114,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
 
   CausalBatcher data(o.dataDir, shape.type.shape[0], shape.type.shape[1], o.seed);
   data.checkVocab(shape.vocab);
+  if (evalOn) data.checkValidationWindow();
   MetricsWriter metrics(o.metricsPath);
   std::unique_ptr<ParityDump> dump;
   if (!o.dumpDir.empty()) dump = std::make_unique<ParityDump>(o.dumpDir);

@@ -32,7 +32,7 @@ void build(const Options &o) {
   std::map<std::string, int> reasons;
   for (const std::string &skip : s.skipped) {
     size_t open = skip.rfind(" (");
-    std::string reason = skip.substr(open + 2, skip.size() - open - 3);
+    std::string reason = open == std::string::npos ? "" : skip.substr(open + 2, skip.size() - open - 3);
     if (reason == "fortune index" || reason == "same file as an earlier input")
       ++reasons[reason];
     else

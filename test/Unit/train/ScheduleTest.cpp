@@ -35,7 +35,7 @@ TEST(Schedule, ExplicitDecayStepsAndConstant) {
 
 TEST(Schedule, RejectsBadConfigs) {
   EXPECT_THROW(makeSchedule("linear", 1e-3, 0, 0, 0, 10), Error);
-  EXPECT_THROW(makeSchedule("cosine", 0, 0, 0, 0, 10), Error);
+  EXPECT_THROW(makeSchedule("cosine", -1e-3, 0, 0, 0, 10), Error);
   EXPECT_THROW(makeSchedule("cosine", 1e-3, 1e-2, 0, 0, 10), Error);
   EXPECT_THROW(makeSchedule("cosine", 1e-3, 0, -1, 0, 10), Error);
 }

@@ -14,7 +14,7 @@ config.test_exec_root = os.path.join(config.lmc_obj_root, "test")
 # (append_path puts the new folder in front of the existing PATH.)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.lmc_tools_dir, append_path=True)
-llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS"])
+llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS", "LMC_REQUIRE_REFERENCE"])
 config.substitutions.append(("%models", os.path.join(config.lmc_src_root, "models")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%fortunes", "/usr/share/games/fortunes"))  # scripts/setup.sh installs it
@@ -23,3 +23,8 @@ llvm_config.add_tool_substitutions(["lm-opt", "lmc", "lmrt"], [config.lmc_tools_
 
 if os.path.exists(config.python) and os.system(config.python + " -c 'import torch' 2>/dev/null") == 0:
     config.available_features.add("torch")
+elif os.environ.get("LMC_REQUIRE_REFERENCE"):
+    # scripts/test.sh installs python3-torch: the PyTorch parity test must run, not be skipped.
+    lit_config.fatal(config.python + " cannot import torch, and LMC_REQUIRE_REFERENCE is set")
+else:
+    lit_config.warning("PyTorch reference tests are skipped: " + config.python + " cannot import torch")

@@ -11,6 +11,7 @@
 #include <set>
 #include <sys/stat.h>
 
+#include "runtime/lmrt/file_io.h"
 #include "runtime/lmrt/tensor.h"
 
 namespace lmrt {
@@ -130,18 +131,7 @@ size_t firstBinaryByte(const std::string &data) {
   return std::string::npos;
 }
 
-std::string readTextFile(const std::string &path) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f) fail("cannot open input '%s': %s", path.c_str(), std::strerror(errno));
-  std::string data;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, n);
-  bool err = std::ferror(f);
-  std::fclose(f);
-  if (err) fail("cannot read input '%s'", path.c_str());
-  return data;
-}
+std::string readTextFile(const std::string &path) { return readWholeFile(path, "input"); }
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/lmrt/atomic_file.h"
+#include "runtime/lmrt/file_io.h"
 #include "runtime/lmrt/tensor.h"
 
 namespace lmrt {

@@ -13,7 +13,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
 
-#include "runtime/lmrt/atomic_file.h"
+#include "runtime/lmrt/file_io.h"
 #include "runtime/lmrt/hash.h"
 #include "runtime/lmrt/tensor.h"
 
@@ -125,16 +125,7 @@ bool writePlanFile(const std::string &path, const plan::Plan &plan, std::string 
 }
 
 plan::Plan readPlanFile(const std::string &path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    throw Error("cannot open plan '" + path + "': " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw Error("cannot open plan '" + path + "': not a regular file");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot open plan '" + path + "': " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) throw Error("cannot read plan '" + path + "'");
-  return decodePlan(ss.str(), path);
+  return decodePlan(readWholeFile(path, "plan"), path);
 }
 
 }  // namespace lmrt

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
-#include "runtime/lmrt/atomic_file.h"
+#include "runtime/lmrt/file_io.h"
 #include "runtime/lmrt/json.h"
 
 namespace lmrt {
@@ -171,16 +171,7 @@ SafetensorsFile decodeSafetensors(const std::string &bytes, const std::string &o
 }
 
 SafetensorsFile readSafetensors(const std::string &path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    throw Error("cannot open safetensors '" + path + "': " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw Error("cannot open safetensors '" + path + "': not a regular file");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot open safetensors '" + path + "': " + std::strerror(errno));
-  std::string bytes((size_t)st.st_size, '\0');
-  if (!f.read(bytes.data(), (std::streamsize)bytes.size()))
-    throw Error("cannot read safetensors '" + path + "': short read");
-  return decodeSafetensors(bytes, path);
+  return decodeSafetensors(readWholeFile(path, "safetensors"), path);
 }
 
 }  // namespace lmrt

@@ -1,14 +1,29 @@
-/* Implements: writeFileAtomic (see atomic_file.h). */
-#include "runtime/lmrt/atomic_file.h"
+/* Implements: readWholeFile and writeFileAtomic (see file_io.h). */
+#include "runtime/lmrt/file_io.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <sys/stat.h>
 
 #include "runtime/lmrt/tensor.h"
 
 namespace lmrt {
+
+std::string readWholeFile(const std::string &path, const char *what) {
+  auto error = [&](const std::string &verb, const std::string &why) {
+    return Error("cannot " + verb + " " + what + " '" + path + "': " + why);
+  };
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) throw error("open", std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw error("open", "not a regular file");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw error("open", std::strerror(errno));
+  std::string bytes((size_t)st.st_size, '\0');
+  if (!f.read(bytes.data(), (std::streamsize)bytes.size())) throw error("read", "short read");
+  return bytes;
+}
 
 void writeFileAtomic(const std::string &path, const char *what,
                      const std::function<void(std::ostream &)> &emit) {

@@ -81,7 +81,9 @@ void writeSafetensors(const std::string &path,
   });
 }
 
-SafetensorsFile decodeSafetensors(const std::string &bytes, const std::string &origin) {
+SafetensorsFile decodeSafetensors(std::string bytesIn, const std::string &origin) {
+  auto storage = std::make_shared<const std::string>(std::move(bytesIn));
+  const std::string &bytes = *storage;
   auto bad = [&](const std::string &msg) -> Error {
     return Error("safetensors '" + origin + "': " + msg);
   };
@@ -104,6 +106,7 @@ SafetensorsFile decodeSafetensors(const std::string &bytes, const std::string &o
   if (root.kind != json::Value::Object) throw bad("header is not a JSON object");
 
   SafetensorsFile file;
+  file.storage = storage;
   const uint64_t dataSize = bytes.size() - 8 - n;
   struct Span { uint64_t begin, end; std::string name; };
   std::vector<Span> spans;
@@ -146,7 +149,7 @@ SafetensorsFile decodeSafetensors(const std::string &bytes, const std::string &o
     if (elems * dtypeSize(t.type.dtype) != (long double)(e - b))
       throw bad(where + t.type.str() + " needs " + std::to_string((int64_t)(elems * dtypeSize(t.type.dtype))) +
                 " bytes, data_offsets span " + std::to_string(e - b));
-    t.bytes = bytes.substr(8 + n + (size_t)b, (size_t)(e - b));
+    t.bytes = std::string_view(bytes).substr(8 + n + (size_t)b, (size_t)(e - b));
     spans.push_back({(uint64_t)b, (uint64_t)e, name});
     file.tensors.emplace(name, std::move(t));
   }

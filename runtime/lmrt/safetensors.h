@@ -7,7 +7,9 @@
    header length, JSON, dtypes, shapes and offsets are all checked. */
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,11 +19,14 @@ namespace lmrt {
 
 struct SafetensorsTensor {
   TensorType type;
-  std::string bytes;  // type.bytes() little-endian bytes
-  TensorRef ref() { return TensorRef{bytes.data(), type}; }
+  std::string_view bytes;  // type.bytes() little-endian bytes, inside SafetensorsFile::storage
 };
 
+/* Tensors are views into `storage` (the file read once, not copied per tensor:
+   loading GPT-2's weights must not need twice their size); keep the file alive
+   while using them. */
 struct SafetensorsFile {
+  std::shared_ptr<const std::string> storage;
   std::map<std::string, SafetensorsTensor> tensors;
   std::map<std::string, std::string> metadata;
   std::vector<std::string> order;  // tensor names in data-offset order
@@ -38,6 +43,6 @@ std::string encodeSafetensors(const std::vector<std::pair<std::string, TensorRef
 
 /* Reads and checks a file. Throws Error "safetensors 'x': ...". */
 SafetensorsFile readSafetensors(const std::string &path);
-SafetensorsFile decodeSafetensors(const std::string &bytes, const std::string &origin);
+SafetensorsFile decodeSafetensors(std::string bytes, const std::string &origin);
 
 }  // namespace lmrt

@@ -93,6 +93,8 @@ static void print(std::ostringstream &os, const Expr &e) {
   }
 }
 
+std::string at(Loc loc) { return std::to_string(loc.line) + ":" + std::to_string(loc.col); }
+
 std::string toString(const Expr &expr) {
   std::ostringstream os;
   print(os, expr);

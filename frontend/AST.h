@@ -21,6 +21,13 @@ struct Loc {
   int col = 0;
 };
 
+/// `line:col`, for messages that point at a second position.
+std::string at(Loc loc);
+
+/// How deep an expression may nest. The parser rejects deeper ones, since
+/// every pass over the tree (evaluation, printing, destruction) recurses.
+constexpr int kMaxExprNesting = 256;
+
 //===----------------------------------------------------------------------===//
 // Expressions
 //===----------------------------------------------------------------------===//
@@ -71,6 +78,9 @@ struct Expr {
   std::vector<ExprPtr> args;     ///< Call positional args; List/Tuple items
   std::vector<KeywordArg> kwargs; ///< Call keyword args
   std::vector<Subscript> subscripts; ///< Index
+  /// Levels of the tree under this node, itself included (1 for a leaf); the
+  /// parser keeps it at most kMaxExprNesting.
+  int height = 1;
 
   Expr(Kind kind, Loc loc) : kind(kind), loc(loc) {}
 };

@@ -125,9 +125,10 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
       return error(call.loc) << "sqrt of a negative number (" << *x << ")";
     if (name == "log" && *x <= 0)
       return error(call.loc) << "log of a non-positive number (" << *x << ")";
-    return LMValue::ofFloat(name == "sqrt" ? std::sqrt(*x)
-                            : name == "exp" ? std::exp(*x)
-                                            : std::log(*x));
+    double r = name == "sqrt" ? std::sqrt(*x) : name == "exp" ? std::exp(*x) : std::log(*x);
+    if (!std::isfinite(r))
+      return error(call.loc) << "'" << ast::toString(call) << "' overflows";
+    return LMValue::ofFloat(r);
   }
 
   // The first argument of every other builtin is a tensor.
@@ -173,12 +174,10 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     // Its parameters live in a scope of their own: layernorm.gamma, layernorm_1.gamma, ...
     std::string scope = uniqueScope(env, "layernorm");
     auto pt = tensorType({d0.back()}, floatType);
-    FailureOr<Value> gamma = createParam(env, "gamma", scope + ".gamma", pt, initAttr("ones", {}),
-                                         call.loc);
+    FailureOr<Value> gamma = createParam(env, scope + ".gamma", pt, initAttr("ones", {}), call.loc);
     if (failed(gamma))
       return failure();
-    FailureOr<Value> beta = createParam(env, "beta", scope + ".beta", pt, initAttr("zeros", {}),
-                                        call.loc);
+    FailureOr<Value> beta = createParam(env, scope + ".beta", pt, initAttr("zeros", {}), call.loc);
     if (failed(beta))
       return failure();
     Value r = builder.create<LayerNormOp>(
@@ -200,8 +199,10 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     std::optional<shapes::Dims> out = shapes::embedding(d0, ids->dims(), err);
     if (!out)
       return error(call.loc) << err;
-    return LMValue::ofTensor(
-        builder.create<EmbeddingOp>(l, tensorType(*out, floatType), *table, ids->tensor));
+    FailureOr<RankedTensorType> type = checkedType(*out, floatType, call.loc);
+    if (failed(type))
+      return failure();
+    return LMValue::ofTensor(builder.create<EmbeddingOp>(l, *type, *table, ids->tensor));
   }
 
   if (name == "attention") {
@@ -256,9 +257,10 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
         return error(arg[1]->loc) << "perm must be a list of dimensions like [0, 2, 1], got "
                                   << describe(*p);
       for (const LMValue &item : p->items) {
-        if (item.kind != LMValue::Kind::Int)
+        std::optional<int64_t> i = item.asInt();
+        if (!i)
           return error(arg[1]->loc) << "perm must list integers, got " << describe(item);
-        perm.push_back(item.intValue);
+        perm.push_back(*i);
       }
     } else {
       if (t0.getRank() < 2)
@@ -287,26 +289,31 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     if (s->kind != LMValue::Kind::List)
       return error(arg[1]->loc) << "shape must be a list like [B, T, d], got " << describe(*s);
     // One dimension may be -1: it takes whatever the element count leaves.
+    // Entries are >= 1, so `known` never reaches 0; it can overflow, though,
+    // and the input's count cannot (types are bounded by checkedType).
     shapes::Dims to;
     int inferred = -1;
     int64_t known = 1, total = 1;
     for (int64_t d : d0)
       total *= d;
     for (const LMValue &item : s->items) {
-      if (item.kind != LMValue::Kind::Int || (item.intValue < 1 && item.intValue != -1))
+      std::optional<int64_t> d = item.asInt();
+      if (!d || (*d < 1 && *d != -1))
         return error(arg[1]->loc) << "shape entries must be positive integers or one -1, got "
                                   << describe(item);
-      if (item.intValue == -1) {
+      if (*d == -1) {
         if (inferred >= 0)
           return error(arg[1]->loc) << "only one dimension of a reshape can be -1";
         inferred = to.size();
-      } else {
-        known *= item.intValue;
+      } else if (__builtin_mul_overflow(known, *d, &known)) {
+        return error(arg[1]->loc) << "cannot reshape " << describe(t0) << " (" << total
+                                  << " elements) into " << ast::toString(*arg[1])
+                                  << ": the product of its dimensions overflows";
       }
-      to.push_back(item.intValue);
+      to.push_back(*d);
     }
     if (inferred >= 0) {
-      if (known == 0 || total % known != 0)
+      if (total % known != 0)
         return error(arg[1]->loc) << "cannot reshape " << describe(t0) << " ("
                                   << total << " elements) into a multiple of " << known;
       to[inferred] = total / known;
@@ -363,8 +370,11 @@ FailureOr<LMValue> MLIRGen::emitRepeat(const ast::Expr &call, Env &env) {
   FailureOr<int64_t> n = evalInt(*nExpr, env, "the repeat count");
   if (failed(n))
     return failure();
-  if (*n < 1)
-    return error(nExpr->loc) << "the repeat count must be >= 1, got " << *n;
+  // Every copy is inlined, so a huge count would only hang the compiler.
+  constexpr int64_t maxRepeat = 10000;
+  if (*n < 1 || *n > maxRepeat)
+    return error(nExpr->loc) << "the repeat count must be between 1 and " << maxRepeat << ", got "
+                             << *n;
   const ast::Function *fn =
       blockExpr->kind == ast::Expr::Kind::Name ? ast.lookup(blockExpr->name) : nullptr;
   if (!fn || fn->kind != ast::Function::Kind::Block)

@@ -80,12 +80,8 @@ FailureOr<int64_t> MLIRGen::evalInt(const ast::Expr &e, Env &env, const std::str
   FailureOr<LMValue> v = eval(e, env);
   if (failed(v))
     return failure();
-  if (v->kind == LMValue::Kind::Int)
-    return v->intValue;
-  // 768 / 12 is 64.0: accept floats that are whole numbers.
-  if (v->kind == LMValue::Kind::Float && std::isfinite(v->floatValue) &&
-      v->floatValue == std::floor(v->floatValue) && std::fabs(v->floatValue) < 9.0e15)
-    return static_cast<int64_t>(v->floatValue);
+  if (std::optional<int64_t> i = v->asInt())
+    return *i;
   return error(e.loc) << what << " must be a compile-time integer, got " << describe(*v);
 }
 
@@ -106,6 +102,19 @@ FailureOr<int64_t> MLIRGen::evalDim(const ast::Expr &e, Env &env, const std::str
     return error(e.loc) << what << " must be positive, got " << *v << " ('" << ast::toString(e)
                         << "')";
   return *v;
+}
+
+FailureOr<RankedTensorType> MLIRGen::checkedType(ArrayRef<int64_t> dims, Type elem,
+                                                 ast::Loc l) {
+  int64_t count = 1;
+  for (int64_t d : dims)
+    if (__builtin_mul_overflow(count, d, &count) || count > kMaxElements) {
+      std::string shape;
+      for (int64_t x : dims)
+        shape += (shape.empty() ? "" : ", ") + std::to_string(x);
+      return error(l) << "a tensor of shape [" << shape << "] has more than 2^40 elements";
+    }
+  return tensorType(dims, elem);
 }
 
 FailureOr<LMValue> MLIRGen::eval(const ast::Expr &e, Env &env) {
@@ -181,8 +190,12 @@ FailureOr<LMValue> MLIRGen::evalUnary(const ast::Expr &e, Env &env) {
   FailureOr<LMValue> v = eval(*e.lhs, env);
   if (failed(v))
     return failure();
-  if (v->kind == LMValue::Kind::Int)
-    return LMValue::ofInt(e.op == '-' ? -v->intValue : v->intValue);
+  if (v->kind == LMValue::Kind::Int) {
+    int64_t r = v->intValue;
+    if (e.op == '-' && __builtin_sub_overflow(int64_t(0), v->intValue, &r))
+      return error(e.loc) << "integer overflow in '" << ast::toString(e) << "'";
+    return LMValue::ofInt(r);
+  }
   if (v->kind == LMValue::Kind::Float)
     return LMValue::ofFloat(e.op == '-' ? -v->floatValue : v->floatValue);
   FailureOr<Value> x = floatTensor(*v, e.lhs->loc, std::string("the operand of unary '") + e.op + "'");
@@ -209,20 +222,18 @@ static std::optional<LMValue> foldNumbers(char op, const LMValue &a, const LMVal
     return LMValue::ofInt(r);
   }
   double x = a.asDouble(), y = b.asDouble();
-  switch (op) {
-  case '+':
-    return LMValue::ofFloat(x + y);
-  case '-':
-    return LMValue::ofFloat(x - y);
-  case '*':
-    return LMValue::ofFloat(x * y);
-  default:
-    if (y == 0.0) {
-      err = "division by zero";
-      return std::nullopt;
-    }
-    return LMValue::ofFloat(x / y);
+  if (op == '/' && y == 0.0) {
+    err = "division by zero";
+    return std::nullopt;
   }
+  double r = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+  // Operands are finite (literals, -D values and folds all are), so only
+  // overflow gets here; inf would reach shapes and initializers otherwise.
+  if (!std::isfinite(r)) {
+    err = "floating-point overflow";
+    return std::nullopt;
+  }
+  return LMValue::ofFloat(r);
 }
 
 FailureOr<LMValue> MLIRGen::evalBinary(const ast::Expr &e, Env &env) {
@@ -255,21 +266,23 @@ FailureOr<LMValue> MLIRGen::evalBinary(const ast::Expr &e, Env &env) {
   if (!dims)
     return error(e.loc) << "cannot apply '" << opText << "' to " << describe(tx) << " and "
                         << describe(ty) << ": " << err;
-  RankedTensorType type = tensorType(*dims, floatType);
+  FailureOr<RankedTensorType> type = checkedType(*dims, floatType, e.loc);
+  if (failed(type))
+    return failure();
   Location l = loc(e.loc);
   Value r;
   switch (e.op) {
   case '+':
-    r = builder.create<AddOp>(l, type, *x, *y);
+    r = builder.create<AddOp>(l, *type, *x, *y);
     break;
   case '-':
-    r = builder.create<SubOp>(l, type, *x, *y);
+    r = builder.create<SubOp>(l, *type, *x, *y);
     break;
   case '*':
-    r = builder.create<MulOp>(l, type, *x, *y);
+    r = builder.create<MulOp>(l, *type, *x, *y);
     break;
   default:
-    r = builder.create<DivOp>(l, type, *x, *y);
+    r = builder.create<DivOp>(l, *type, *x, *y);
     break;
   }
   return LMValue::ofTensor(r);
@@ -312,8 +325,11 @@ FailureOr<LMValue> MLIRGen::evalMatmul(const ast::Expr &e, Env &env) {
     return error(e.loc) << "cannot apply '@' to " << (transposed[0] ? "transpose of " : "")
                         << describe(tl) << " and " << (transposed[1] ? "transpose of " : "")
                         << describe(tr) << ": " << err;
+  FailureOr<RankedTensorType> type = checkedType(*dims, floatType, e.loc);
+  if (failed(type))
+    return failure();
   Value r = builder.create<MatmulOp>(
-      loc(e.loc), TypeRange{tensorType(*dims, floatType)}, ValueRange{operand[0], operand[1]},
+      loc(e.loc), TypeRange{*type}, ValueRange{operand[0], operand[1]},
       ArrayRef<NamedAttribute>{
           builder.getNamedAttr("transpose_lhs", builder.getBoolAttr(transposed[0])),
           builder.getNamedAttr("transpose_rhs", builder.getBoolAttr(transposed[1]))});
@@ -408,6 +424,13 @@ FailureOr<LMValue> MLIRGen::evalIndex(const ast::Expr &e, Env &env) {
 }
 
 FailureOr<LMValue> MLIRGen::evalCall(const ast::Expr &e, Env &env) {
+  // config and train are evaluated before any function exists: only the
+  // compile-time math builtins can run there (a block or model would need a
+  // function to declare its parameters and ops in).
+  bool compileTimeMath = e.name == "sqrt" || e.name == "exp" || e.name == "log";
+  if (!cur && !compileTimeMath && (isBuiltin(e.name) || ast.lookup(e.name)))
+    return error(e.loc) << "config/train values must be compile-time numbers; cannot call '"
+                        << e.name << "' here";
   if (isBuiltin(e.name))
     return emitBuiltin(e, env);
   if (const ast::Function *fn = ast.lookup(e.name))

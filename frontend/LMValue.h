@@ -11,7 +11,9 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Value.h"
 
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,18 @@ struct LMValue {
   bool isTensor() const { return kind == Kind::Tensor; }
   bool isNumber() const { return kind == Kind::Int || kind == Kind::Float; }
   double asDouble() const { return kind == Kind::Int ? double(intValue) : floatValue; }
+  /// The integer this value stands for: an Int, or a Float that is a whole
+  /// number (768 / 12 is 64.0), so `d / heads` works wherever an integer is
+  /// needed. nullopt for anything else.
+  std::optional<int64_t> asInt() const {
+    if (kind == Kind::Int)
+      return intValue;
+    // 9e15 keeps the conversion exact (doubles hold integers up to 2^53).
+    if (kind == Kind::Float && std::isfinite(floatValue) && floatValue == std::floor(floatValue) &&
+        std::fabs(floatValue) < 9.0e15)
+      return static_cast<int64_t>(floatValue);
+    return std::nullopt;
+  }
   RankedTensorType type() const { return llvm::cast<RankedTensorType>(tensor.getType()); }
   std::vector<int64_t> dims() const {
     ArrayRef<int64_t> s = type().getShape();

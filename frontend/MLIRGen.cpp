@@ -22,10 +22,6 @@ namespace mlir::lm {
 using ast::Function;
 using ast::Stmt;
 
-static std::string at(ast::Loc l) {
-  return std::to_string(l.line) + ":" + std::to_string(l.col);
-}
-
 MLIRGen::MLIRGen(MLIRContext &context, const ast::Module &module, StringRef filename,
                  const FrontendOptions &options)
     : ctx(context), ast(module), filename(filename.str()), options(options), builder(&context) {}
@@ -210,13 +206,18 @@ LogicalResult MLIRGen::emitModel(const Function &fn, const ModelSpec *spec) {
   if (!spec) {
     // Not called by any objective: emitted only when its inputs have concrete
     // shapes (config constants); otherwise there is nothing to specialise on.
+    auto skipped = [&]() {
+      emitWarning(loc(fn.nameLoc)) << "model '" << fn.name
+                                   << "' is not emitted: its input shapes are not concrete";
+      return success();
+    };
     for (const ast::Parameter &p : fn.params) {
       if (!p.type)
-        return success();
+        return skipped();
       for (const ast::ExprPtr &d : p.type->dims) {
         bool isConst = false;
         if (d->kind == ast::Expr::Kind::Name && (lookupConfig(d->name, isConst), !isConst))
-          return success();
+          return skipped();
       }
     }
   }
@@ -300,6 +301,28 @@ FailureOr<std::vector<LMValue>> MLIRGen::matchArguments(const Function &fn,
   return args;
 }
 
+/// Whether two arguments of a model call are the same compile-time value, so
+/// that one specialisation serves both calls. Top-level tensors are compared
+/// by type, in ModelSpec::argTypes; tensors inside lists here.
+static bool sameConstant(const LMValue &a, const LMValue &b) {
+  if (a.kind != b.kind)
+    return false;
+  switch (a.kind) {
+  case LMValue::Kind::Tensor:
+    return !a.tensor || !b.tensor || a.tensor.getType() == b.tensor.getType();
+  case LMValue::Kind::Int:
+    return a.intValue == b.intValue;
+  case LMValue::Kind::Float:
+    return a.floatValue == b.floatValue;
+  case LMValue::Kind::Bool:
+    return a.boolValue == b.boolValue;
+  case LMValue::Kind::List:
+    return a.items.size() == b.items.size() &&
+           std::equal(a.items.begin(), a.items.end(), b.items.begin(), sameConstant);
+  }
+  return false;
+}
+
 FailureOr<LMValue> MLIRGen::emitUserCall(const Function &fn, const ast::Expr &call, Env &env) {
   if (fn.kind == Function::Kind::Objective)
     return error(call.loc) << "objective '" << fn.name
@@ -327,18 +350,17 @@ FailureOr<LMValue> MLIRGen::emitUserCall(const Function &fn, const ast::Expr &ca
         spec.args.push_back(constant);
       }
       auto [it, inserted] = modelSpecs.emplace(fn.name, spec);
-      if (!inserted && it->second.argTypes != spec.argTypes) {
-        for (size_t i = 0; i < spec.argTypes.size(); ++i)
-          if (it->second.argTypes[i] != spec.argTypes[i])
-            return error(argLocs[i])
-                   << "model '" << fn.name << "' is called with "
-                   << (spec.argTypes[i] ? describe(spec.argTypes[i]) : describe(spec.args[i]))
-                   << " for '" << fn.params[i].name << "' here but with "
-                   << (it->second.argTypes[i] ? describe(it->second.argTypes[i])
-                                              : describe(it->second.args[i]))
-                   << " at " << at(it->second.callLoc)
-                   << "; a model is emitted for one set of input shapes";
-      }
+      const ModelSpec &first = it->second;
+      for (size_t i = 0; !inserted && i < spec.argTypes.size(); ++i)
+        if (first.argTypes[i] != spec.argTypes[i] ||
+            (!spec.argTypes[i] && !sameConstant(first.args[i], spec.args[i])))
+          return error(argLocs[i])
+                 << "model '" << fn.name << "' is called with "
+                 << (spec.argTypes[i] ? describe(spec.argTypes[i]) : describe(spec.args[i]))
+                 << " for '" << fn.params[i].name << "' here but with "
+                 << (first.argTypes[i] ? describe(first.argTypes[i]) : describe(first.args[i]))
+                 << " at " << at(first.callLoc)
+                 << "; a model is emitted for one set of input shapes and compile-time arguments";
     }
   }
   return inlineFunction(fn, std::move(*args), argLocs, call.loc, std::move(callee));
@@ -450,7 +472,7 @@ FailureOr<RankedTensorType> MLIRGen::resolveType(const ast::TypeExpr &type, Env 
       return failure();
     dims.push_back(*v);
   }
-  return tensorType(dims, *elem);
+  return checkedType(dims, *elem, type.loc);
 }
 
 //===----------------------------------------------------------------------===//
@@ -514,21 +536,22 @@ LogicalResult MLIRGen::emitParamStmt(const Stmt &stmt, Env &env) {
       return failure();
     dims.push_back(*v);
   }
+  FailureOr<RankedTensorType> type = checkedType(dims, floatType, stmt.paramShape.loc);
+  if (failed(type))
+    return failure();
   FailureOr<DictionaryAttr> init = initializer(*stmt.value, env);
   if (failed(init))
     return failure();
   env.paramDecls[stmt.name] = stmt.nameLoc;
-  FailureOr<Value> v = createParam(env, stmt.name, join(env.scope, stmt.name),
-                                   tensorType(dims, floatType), *init, stmt.nameLoc);
+  FailureOr<Value> v = createParam(env, join(env.scope, stmt.name), *type, *init, stmt.nameLoc);
   if (failed(v))
     return failure();
   env.vars[stmt.name] = LMValue::ofTensor(*v);
   return success();
 }
 
-FailureOr<Value> MLIRGen::createParam(Env &env, const std::string &localName,
-                                      const std::string &fullName, RankedTensorType type,
-                                      DictionaryAttr init, ast::Loc l) {
+FailureOr<Value> MLIRGen::createParam(Env &env, const std::string &fullName,
+                                      RankedTensorType type, DictionaryAttr init, ast::Loc l) {
   auto it = cur->params.find(fullName);
   if (env.reuseParams) {
     if (it == cur->params.end() || it->second.arg.getType() != type)
@@ -548,7 +571,6 @@ FailureOr<Value> MLIRGen::createParam(Env &env, const std::string &localName,
   cur->argAttrs.push_back(builder.getDictionaryAttr(
       {builder.getNamedAttr("lm.param", builder.getStringAttr(fullName)),
        builder.getNamedAttr("lm.init", init)}));
-  (void)localName;
   return Value(arg);
 }
 

@@ -47,7 +47,8 @@ struct Env {
   bool reuseParams = false;
 };
 
-/// The shapes a model is called with, which its own function is emitted for.
+/// The shapes and compile-time arguments a model is called with, which its own
+/// function is emitted for.
 struct ModelSpec {
   std::vector<LMValue> args; ///< tensors keep only their type (in argTypes)
   std::vector<RankedTensorType> argTypes; ///< null for compile-time arguments
@@ -131,8 +132,8 @@ private:
 
 public:
   /// Creates (or, for a model called again, finds) parameter `fullName`.
-  FailureOr<Value> createParam(Env &env, const std::string &localName, const std::string &fullName,
-                               RankedTensorType type, DictionaryAttr init, ast::Loc l);
+  FailureOr<Value> createParam(Env &env, const std::string &fullName, RankedTensorType type,
+                               DictionaryAttr init, ast::Loc l);
   /// The scope a call of `callee` opens from `env`: `callee`, `callee_1`, ...
   std::string uniqueScope(Env &env, const std::string &callee);
   static std::string join(const std::string &scope, const std::string &name);
@@ -151,6 +152,12 @@ public:
   RankedTensorType tensorType(ArrayRef<int64_t> dims, Type elem) const {
     return RankedTensorType::get(dims, elem);
   }
+  /// The most elements a tensor may have (2^40): no machine holds more, and
+  /// the products of such counts stay far from int64 overflow.
+  static constexpr int64_t kMaxElements = int64_t(1) << 40;
+  /// tensorType for a shape that can grow (a signature, a parameter, the
+  /// result of broadcast, matmul or embed): an error at `l` past kMaxElements.
+  FailureOr<RankedTensorType> checkedType(ArrayRef<int64_t> dims, Type elem, ast::Loc l);
 
 private:
   FailureOr<LMValue> evalName(const ast::Expr &e, Env &env);

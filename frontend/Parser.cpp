@@ -7,13 +7,13 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/Parser.h"
 
+#include <algorithm>
+
 namespace mlir::lm {
 
 using namespace ast;
 
 namespace {
-
-std::string at(Loc loc) { return std::to_string(loc.line) + ":" + std::to_string(loc.col); }
 
 class Parser {
 public:
@@ -76,6 +76,9 @@ private:
   size_t idx = 0;
   bool failed = false;
   bool lexFailed = false;
+  /// Active expr() and nested unary() calls: the parser's own recursion,
+  /// which `((((x))))` drives without building any node.
+  int nesting = 0;
 
   const Token &cur() const { return toks[idx]; }
   const Token &peekTok(size_t n = 1) const {
@@ -306,15 +309,61 @@ private:
 
   //--- Expressions -----------------------------------------------------------//
 
+  /// Counts one level of parser recursion while it lives.
+  struct Nested {
+    Parser &p;
+    explicit Nested(Parser &p) : p(p) { ++p.nesting; }
+    ~Nested() { --p.nesting; }
+  };
+
+  void nestedTooDeeply(Loc loc) {
+    fail(loc, "expression nested too deeply (more than " + std::to_string(kMaxExprNesting) +
+                  " levels)");
+  }
+
+  /// Sets the height of a new node from its children and rejects it past the
+  /// limit. Left-associative chains (`1 + 1 + ...`) are built by loops, so
+  /// this, not the recursion count, is what bounds them.
+  ExprPtr finish(ExprPtr e) {
+    int below = 0;
+    auto see = [&](const ExprPtr &child) {
+      if (child)
+        below = std::max(below, child->height);
+    };
+    see(e->lhs);
+    see(e->rhs);
+    for (const ExprPtr &a : e->args)
+      see(a);
+    for (const KeywordArg &kw : e->kwargs)
+      see(kw.value);
+    for (const Subscript &s : e->subscripts) {
+      see(s.index);
+      see(s.start);
+      see(s.limit);
+      see(s.step);
+    }
+    e->height = below + 1;
+    if (e->height > kMaxExprNesting) {
+      nestedTooDeeply(e->loc);
+      return nullptr;
+    }
+    return e;
+  }
+
   ExprPtr binary(Token op, ExprPtr lhs, ExprPtr rhs) {
     auto e = std::make_unique<Expr>(Expr::Kind::Binary, op.loc);
     e->op = op.text[0];
     e->lhs = std::move(lhs);
     e->rhs = std::move(rhs);
-    return e;
+    return finish(std::move(e));
   }
 
   ExprPtr expr() {
+    Nested level(*this);
+    if (nesting > kMaxExprNesting) {
+      nestedTooDeeply(cur().loc);
+      return nullptr;
+    }
     ExprPtr lhs = term();
     while (!failed && (is(Token::Kind::Plus) || is(Token::Kind::Minus))) {
       Token op = take();
@@ -336,11 +385,16 @@ private:
 
   ExprPtr unary() {
     if (is(Token::Kind::Minus) || is(Token::Kind::Plus)) {
+      Nested level(*this);
+      if (nesting > kMaxExprNesting) {
+        nestedTooDeeply(cur().loc);
+        return nullptr;
+      }
       Token op = take();
       auto e = std::make_unique<Expr>(Expr::Kind::Unary, op.loc);
       e->op = op.text[0];
       e->lhs = unary();
-      return e;
+      return failed ? nullptr : finish(std::move(e));
     }
     return postfix();
   }
@@ -387,7 +441,7 @@ private:
       separator(Token::Kind::RParen, open);
     }
     expectClose(Token::Kind::RParen, open, "call of '" + e->name + "'");
-    return failed ? nullptr : std::move(e);
+    return failed ? nullptr : finish(std::move(e));
   }
 
   ExprPtr index(ExprPtr base) {
@@ -420,7 +474,7 @@ private:
     expectClose(Token::Kind::RBracket, open, "subscript");
     if (!failed && e->subscripts.empty())
       fail(open.loc, "empty subscript '[]'");
-    return failed ? nullptr : std::move(e);
+    return failed ? nullptr : finish(std::move(e));
   }
 
   ExprPtr primary() {
@@ -471,7 +525,7 @@ private:
         e->args.push_back(expr());
       }
       expectClose(Token::Kind::RParen, t, "tuple");
-      return failed ? nullptr : std::move(e);
+      return failed ? nullptr : finish(std::move(e));
     }
     case Token::Kind::LBracket: {
       take();
@@ -481,7 +535,7 @@ private:
         separator(Token::Kind::RBracket, t);
       }
       expectClose(Token::Kind::RBracket, t, "list");
-      return failed ? nullptr : std::move(e);
+      return failed ? nullptr : finish(std::move(e));
     }
     default:
       fail(t.loc, "expected an expression, found " + describe(t));

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <set>
@@ -74,6 +75,8 @@ LogicalResult MLIRGen::evalConfig() {
       std::optional<LMValue> o = parseDefine(def->second);
       if (!o)
         return error(s.loc) << shown << ": '" << def->second << "' is not a number";
+      if (!std::isfinite(o->asDouble()))
+        return error(s.loc) << shown << ": '" << def->second << "' is not a finite number";
       if (v->kind == LMValue::Kind::Int && o->kind != LMValue::Kind::Int)
         return error(s.loc) << shown << ": config constant '" << s.name
                             << "' is an integer, and '" << def->second << "' is not";

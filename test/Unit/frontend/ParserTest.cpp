@@ -119,6 +119,34 @@ TEST(Parser, ZooModelsParse) {
   }
 }
 
+// Tests the nesting limit: 256 levels parse, one more is an error at the
+// level that exceeds it, for parentheses, unary signs, chains of operators
+// (built by a loop, but walked recursively later) and chains of subscripts.
+TEST(Parser, NestingLimit) {
+  auto repeat = [](const std::string &s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i)
+      out += s;
+    return out;
+  };
+  const std::string tooDeep = "expression nested too deeply (more than 256 levels)";
+  EXPECT_EQ(expr(repeat("(", 255) + "x" + repeat(")", 255)), "x");
+  EXPECT_EQ(expr(repeat("(", 256) + "x" + repeat(")", 256)), "error: 1:257: " + tooDeep);
+  EXPECT_EQ(expr(repeat("(", 200000) + "x" + repeat(")", 200000)), "error: 1:257: " + tooDeep);
+  EXPECT_EQ(expr(repeat("-", 200000) + "x"), "error: 1:256: " + tooDeep);
+  // A chain of n operators is n + 1 levels deep.
+  EXPECT_NE(expr("x" + repeat(" + x", 255)).rfind("error", 0), 0u);
+  EXPECT_EQ(expr("x" + repeat("+x", 300000)), "error: 1:512: " + tooDeep);
+  EXPECT_EQ(expr("x" + repeat("*x", 300000)), "error: 1:512: " + tooDeep);
+  EXPECT_EQ(expr("x" + repeat("[0]", 300000)), "error: 1:767: " + tooDeep);
+  // The height counts the deepest operand, not only the chain: `-...-x` is
+  // 201 levels, so the 56th '+' (column 200 + 1 + 2 * 55 + 1) is one too many.
+  // Parentheses add no level to the tree, only to the parser's recursion.
+  EXPECT_EQ(expr(repeat("-", 200) + "x" + repeat("+x", 100)), "error: 1:312: " + tooDeep);
+  EXPECT_NE(expr(repeat("(", 200) + "x" + repeat(")", 200) + repeat("+x", 255)).rfind("error", 0),
+            0u);
+}
+
 // Tests syntax errors: each names what was expected and where.
 TEST(Parser, Errors) {
   EXPECT_EQ(firstError("block f(x) {\n  return x\n"),

@@ -5,6 +5,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 #include <algorithm>
+#include <cassert>
 
 using namespace mlir::lm;
 namespace plan = lmrt::plan;
@@ -51,14 +52,11 @@ std::vector<LiveRange> mlir::lm::computeLiveRanges(const plan::Program &program)
 
 void mlir::lm::assignArenaOffsets(plan::Program &program) {
   std::vector<LiveRange> ranges = computeLiveRanges(program);
-  int64_t end = std::max(program.steps_size() - 1, 0);
   std::vector<int> order;
   for (int id = 0; id < program.buffers_size(); ++id) {
     if (!isArena(program.buffers(id)))
       continue;
-    // A buffer no step writes cannot share memory safely; keep it for the whole program.
-    if (ranges[id].first < 0)
-      ranges[id] = {0, end};
+    assert(ranges[id].first >= 0 && "an arena buffer that no step writes has no live range");
     order.push_back(id);
   }
   // Largest first (they are the hardest to fit); ties by first use, then id,
@@ -111,7 +109,8 @@ std::string mlir::lm::verifyMemoryPlan(const plan::Program &program) {
     if (b.offset() < 0 || b.offset() % kArenaAlignment != 0)
       return bufferStr(program, id) + " has offset " + std::to_string(b.offset()) + ", not a non-negative multiple of " +
              std::to_string(kArenaAlignment);
-    if (b.size_bytes() < 0 || b.offset() + b.size_bytes() > program.arena_bytes())
+    // A subtraction: offset + size could overflow on a hand-written plan.
+    if (b.size_bytes() < 0 || b.offset() > program.arena_bytes() - b.size_bytes())
       return bufferStr(program, id) + " at [" + std::to_string(b.offset()) + ", " +
              std::to_string(b.offset() + b.size_bytes()) + ") ends past the arena (" +
              std::to_string(program.arena_bytes()) + " bytes)";

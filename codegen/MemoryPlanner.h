@@ -14,14 +14,16 @@
 
 #include "llvm/Support/raw_ostream.h"
 #include "plan.pb.h"
+#include "runtime/lmrt/validate.h"
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace mlir::lm {
 
-/// Arena offsets and sizes are multiples of this.
-inline constexpr int64_t kArenaAlignment = 64;
+/// Arena offsets and sizes are multiples of this: the runtime's alignment
+/// (validate.h is header-only here; lmc does not link the validator).
+using lmrt::kArenaAlignment;
 
 /// The inclusive step range [first, last] in which an arena buffer holds a
 /// live value. `first < 0` marks a buffer no step writes.
@@ -36,7 +38,8 @@ struct LiveRange {
 std::vector<LiveRange> computeLiveRanges(const lmrt::plan::Program &program);
 
 /// Assigns `offset` to every ARENA buffer of `program` (greedy by size, first fit)
-/// and sets `arena_bytes`. Buffer sizes must already be set.
+/// and sets `arena_bytes`. Buffer sizes must already be set, and every ARENA
+/// buffer must be the output of some step (the plan writer makes one per result).
 void assignArenaOffsets(lmrt::plan::Program &program);
 
 /// Re-checks a finished program's memory plan: every arena buffer is aligned,

@@ -4,6 +4,11 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "runtime/lmrt/validate.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace mlir::lm;
@@ -11,12 +16,14 @@ namespace plan = lmrt::plan;
 
 int64_t mlir::lm::dtypeBytes(plan::DType dtype) { return dtype == plan::F64 ? 8 : 4; }
 
-int64_t mlir::lm::typeBytes(const plan::TensorType &type) {
-  int64_t n = dtypeBytes(type.dtype());
+int64_t mlir::lm::numElements(const plan::TensorType &type) {
+  int64_t n = 1;
   for (int64_t d : type.shape())
     n *= d;
   return n;
 }
+
+int64_t mlir::lm::typeBytes(const plan::TensorType &type) { return numElements(type) * dtypeBytes(type.dtype()); }
 
 FailureOr<plan::TensorType> mlir::lm::convertType(Type type, function_ref<InFlightDiagnostic()> emit) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -36,8 +43,16 @@ FailureOr<plan::TensorType> mlir::lm::convertType(Type type, function_ref<InFlig
     result.set_dtype(plan::I32);
   else
     return emit() << "has element type " << elt << "; the runtime supports f32, f64 and i32", failure();
-  for (int64_t d : tensor.getShape())
+  // The runtime rejects a type of more than 2^50 bytes at 8 bytes an element
+  // (plan_types.cpp, checkPlanType); checking the element count here also keeps
+  // typeBytes and every size sum in the writer far from int64 overflow.
+  int64_t numel = 1;
+  for (int64_t d : tensor.getShape()) {
+    if (llvm::MulOverflow(numel, d, numel) || numel > lmrt::kMaxArenaBytes / 8)
+      return emit() << "has type " << type << ", which is too large for the runtime (at most 2^47 elements)",
+             failure();
     result.add_shape(d);
+  }
   return result;
 }
 
@@ -110,6 +125,12 @@ std::string mlir::lm::formatLoc(Location loc) {
   return "";
 }
 
+std::string mlir::lm::formatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 std::optional<double> mlir::lm::numberValue(Attribute attr) {
   if (auto f = dyn_cast<FloatAttr>(attr))
     return f.getValueAsDouble();
@@ -141,6 +162,9 @@ LogicalResult mlir::lm::convertInit(DictionaryAttr init, plan::Init &out, functi
     FailureOr<double> mean = number("mean", 0.0), std = number("std", 1.0);
     if (failed(mean) || failed(std))
       return failure();
+    if (!std::isfinite(*mean) || !std::isfinite(*std) || *std < 0)
+      return emit() << "has a normal lm.init with mean " << formatNumber(*mean) << " and std " << formatNumber(*std)
+                    << "; both must be finite and std >= 0";
     out.set_kind(plan::Init::NORMAL);
     out.set_mean(*mean);
     out.set_std(*std);
@@ -148,6 +172,9 @@ LogicalResult mlir::lm::convertInit(DictionaryAttr init, plan::Init &out, functi
     FailureOr<double> low = number("low", 0.0), high = number("high", 1.0);
     if (failed(low) || failed(high))
       return failure();
+    if (!std::isfinite(*low) || !std::isfinite(*high) || *low > *high)
+      return emit() << "has a uniform lm.init with low " << formatNumber(*low) << " and high " << formatNumber(*high)
+                    << "; both must be finite and low <= high";
     out.set_kind(plan::Init::UNIFORM);
     out.set_low(*low);
     out.set_high(*high);

@@ -22,11 +22,13 @@ namespace mlir::lm {
 
 /// Bytes per element of `dtype` (f64: 8, f32 and i32: 4).
 int64_t dtypeBytes(lmrt::plan::DType dtype);
-/// Bytes of a whole tensor of `type`.
+/// Elements of a tensor of `type`.
+int64_t numElements(const lmrt::plan::TensorType &type);
+/// Bytes of a whole tensor of `type` (one from convertType: no overflow).
 int64_t typeBytes(const lmrt::plan::TensorType &type);
 
-/// A statically shaped f32/f64/i32 ranked tensor type in plan form; anything
-/// else is reported through `emit` ("<value> has type ...").
+/// A statically shaped f32/f64/i32 ranked tensor type in plan form, small enough
+/// for the runtime; anything else is reported through `emit` ("<value> has type ...").
 FailureOr<lmrt::plan::TensorType> convertType(Type type, function_ref<InFlightDiagnostic()> emit);
 
 /// Raw little-endian bytes of a dense f32/f64/i32 constant, splats expanded;
@@ -42,11 +44,15 @@ FailureOr<lmrt::plan::Attr> convertAttr(Attribute attr);
 /// may be written either way); std::nullopt for anything else.
 std::optional<double> numberValue(Attribute attr);
 
+/// `value` as printf's %g writes it ("0.001", "-1", "nan"), for messages.
+std::string formatNumber(double value);
+
 /// "file:line:col" of the innermost source position of `loc` ("" if it has none).
 std::string formatLoc(Location loc);
 
 /// The parameter initialiser from `lm.init = {kind = "normal", mean = .., std = ..}`
-/// (kinds zeros, ones, normal, uniform); errors go through `emit`.
+/// (kinds zeros, ones, normal, uniform), with the bounds the runtime's plan
+/// validation enforces (finite values, std >= 0, low <= high); errors go through `emit`.
 LogicalResult convertInit(DictionaryAttr init, lmrt::plan::Init &out, function_ref<InFlightDiagnostic()> emit);
 
 } // namespace mlir::lm

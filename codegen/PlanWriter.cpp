@@ -51,7 +51,7 @@ public:
 
 private:
   LogicalResult addArguments();
-  LogicalResult collectGradients(func::ReturnOp ret);
+  void collectGradients(func::ReturnOp ret);
   LogicalResult addConstant(Operation *op);
   LogicalResult addStep(Operation *op);
   LogicalResult addOutputs(func::ReturnOp ret);
@@ -90,8 +90,8 @@ FailureOr<plan::Program> ProgramBuilder::build(StringRef name) {
   auto ret = dyn_cast<func::ReturnOp>(func.getBody().front().getTerminator());
   if (!ret)
     return func.emitError("plan contract: @") << func.getSymName() << " must end in func.return", failure();
-  if (kind == ProgramKind::TrainStep && failed(collectGradients(ret)))
-    return failure();
+  if (kind == ProgramKind::TrainStep)
+    collectGradients(ret);
 
   for (Operation &op : func.getBody().front().without_terminator()) {
     LogicalResult ok = op.getName().getStringRef() == "lm.constant" ? addConstant(&op) : addStep(&op);
@@ -106,6 +106,10 @@ FailureOr<plan::Program> ProgramBuilder::build(StringRef name) {
     flops += step.flops();
   program.set_flops(flops);
   assignArenaOffsets(program);
+  if (program.arena_bytes() > lmrt::kMaxArenaBytes)
+    return func.emitError("plan contract: the values of @") << func.getSymName() << " need an arena of "
+           << program.arena_bytes() << " bytes, more than the runtime's limit of 2^50",
+           failure();
   std::string verdict = verifyMemoryPlan(program);
   if (!verdict.empty())
     return func.emitError("internal error: the memory plan of program '") << name << "' is unsound: " << verdict,
@@ -123,6 +127,9 @@ LogicalResult ProgramBuilder::addArguments() {
 
     if (auto param = func.getArgAttrOfType<StringAttr>(i, "lm.param")) {
       StringRef name = param.getValue();
+      if (type->dtype() == plan::I32)
+        return emit() << "is parameter '" << name << "' of type " << arg.getType()
+                      << "; parameters must be f32 or f64 (the optimizer updates them)";
       if (kind == ProgramKind::TrainStep) {
         if (!paramTypes.try_emplace(name, *type).second)
           return emit() << "repeats parameter '" << name << "'";
@@ -151,8 +158,14 @@ LogicalResult ProgramBuilder::addArguments() {
       plan::Input *in = program.add_inputs();
       in->set_name(input.str());
       *in->mutable_type() = *type;
-      if (auto vocab = func.getArgAttrOfType<IntegerAttr>(i, "lm.vocab"))
+      if (Attribute attr = func.getArgAttr(i, "lm.vocab")) {
+        auto vocab = dyn_cast<IntegerAttr>(attr);
+        if (!vocab || !vocab.getValue().isSignedIntN(64) || vocab.getValue().getSExtValue() <= 0)
+          return emit() << "has lm.vocab = " << attr << "; it must be a positive integer (the bound on token ids)";
+        if (type->dtype() != plan::I32)
+          return emit() << "has lm.vocab but type " << arg.getType() << "; only i32 token ids have a vocabulary";
         in->set_vocab(vocab.getValue().getSExtValue());
+      }
       bufferOf[arg] = addBuffer(plan::Buffer::INPUT, *type, input.getValue());
       continue;
     }
@@ -161,7 +174,7 @@ LogicalResult ProgramBuilder::addArguments() {
   return success();
 }
 
-LogicalResult ProgramBuilder::collectGradients(func::ReturnOp ret) {
+void ProgramBuilder::collectGradients(func::ReturnOp ret) {
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     auto gradOf = func.getResultAttrOfType<StringAttr>(i, "lm.grad_of");
     if (!gradOf)
@@ -174,7 +187,6 @@ LogicalResult ProgramBuilder::collectGradients(func::ReturnOp ret) {
       continue;
     gradientOf[value] = gradOf.str();
   }
-  return success();
 }
 
 LogicalResult ProgramBuilder::addConstant(Operation *op) {
@@ -230,9 +242,13 @@ LogicalResult ProgramBuilder::addStep(Operation *op) {
     bufferOf[res] = id;
     step.add_outputs(id);
   }
-  // Inherent attributes, with the op's declared defaults filled in, so the
-  // kernel sees the same values the dialect's verifier did.
-  NamedAttrList attrs(op->getAttrDictionary());
+  // The op's inherent attributes only, with its declared defaults filled in, so
+  // the kernel sees the same values the dialect's verifier did. Discardable
+  // attributes (notes, pass markers) are not the op's semantics: they stay out.
+  NamedAttrList attrs;
+  for (StringAttr attrName : op->getName().getAttributeNames())
+    if (std::optional<Attribute> value = op->getInherentAttr(attrName); value && *value)
+      attrs.append(attrName, *value);
   op->getName().populateDefaultAttrs(attrs);
   for (NamedAttribute attr : attrs) {
     FailureOr<plan::Attr> converted = convertAttr(attr.getValue());
@@ -293,12 +309,12 @@ LogicalResult ProgramBuilder::addOutputs(func::ReturnOp ret) {
     if (++named > 1)
       return ret.emitError("plan contract: @") << func.getSymName() << " must return exactly one " << valueName
              << (kind == ProgramKind::TrainStep ? " (besides the lm.grad_of gradients)" : "") << ", it returns more";
-    if (valueName == "loss") {
-      auto type = dyn_cast<RankedTensorType>(value.getType());
-      if (!type || type.getRank() != 0 || !isa<FloatType>(type.getElementType()))
-        return ret.emitError("plan contract: the loss returned by @") << func.getSymName() << " has type "
-               << value.getType() << ", expected a scalar float tensor";
-    }
+    // The runtime reads the loss as a float scalar and samples from float logits.
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    bool isLoss = valueName == "loss";
+    if (!type || !isa<FloatType>(type.getElementType()) || (isLoss && type.getRank() != 0))
+      return ret.emitError("plan contract: the ") << valueName << " returned by @" << func.getSymName()
+             << " has type " << value.getType() << ", expected a " << (isLoss ? "scalar " : "") << "float tensor";
     plan::Output *out = program.add_outputs();
     out->set_name(valueName.str());
     out->set_buffer(bufferOf.lookup(value));
@@ -336,6 +352,36 @@ static FailureOr<func::FuncOp> findFunc(ModuleOp module, StringRef attr, StringR
   return found;
 }
 
+/// With lm.data, the causal data pipeline feeds each program one token input:
+/// i32[batch, seq + 1] to train_step and eval (inputs and next-token targets),
+/// i32[batch, T] with 1 <= T <= seq to forward. The runtime's plan validation
+/// checks the same; here the error points at the argument.
+static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &program, const plan::DataConfig &data) {
+  if (program.inputs_size() != 1)
+    return func.emitError("plan contract: with lm.data, @") << func.getSymName()
+           << " must read exactly one token input (an lm.input argument), it reads " << program.inputs_size(),
+           failure();
+  BlockArgument arg = *llvm::find_if(func.getArguments(), [&](BlockArgument a) {
+    return func.getArgAttr(a.getArgNumber(), "lm.input") != nullptr;
+  });
+  const plan::Input &in = program.inputs(0);
+  const plan::TensorType &t = in.type();
+  bool forward = program.name() == "forward";
+  bool ok = t.dtype() == plan::I32 && t.shape_size() == 2 && t.shape(0) == data.batch() &&
+            (forward ? t.shape(1) >= 1 && t.shape(1) <= data.seq() : t.shape(1) == data.seq() + 1);
+  if (!ok)
+    return emitError(arg.getLoc()) << "plan contract: token input '" << in.name() << "' of @" << func.getSymName()
+           << " has type " << arg.getType() << ", but lm.data (batch " << data.batch() << ", seq " << data.seq()
+           << ") feeds it i32[" << data.batch() << ", "
+           << (forward ? "T <= " + std::to_string(data.seq()) : std::to_string(data.seq() + 1)) << "]",
+           failure();
+  if (in.vocab() > 0 && data.vocab() > in.vocab())
+    return emitError(arg.getLoc()) << "plan contract: token input '" << in.name() << "' of @" << func.getSymName()
+           << " accepts ids below lm.vocab = " << in.vocab() << ", but lm.data has vocab " << data.vocab(),
+           failure();
+  return success();
+}
+
 FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &options) {
   FailureOr<func::FuncOp> trainStep = findFunc(module, "lm.train_step");
   FailureOr<func::FuncOp> objective = findFunc(module, "lm.objective", "lm.train_step");
@@ -370,7 +416,7 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
     jobs.push_back({*model, ProgramKind::Forward, "forward"});
   for (const Job &job : jobs) {
     FailureOr<plan::Program> program = ProgramBuilder(job.func, job.kind, result, paramTypes).build(job.name);
-    if (failed(program))
+    if (failed(program) || (result.has_data() && failed(checkDataInput(job.func, *program, result.data()))))
       return failure();
     *result.add_programs() = std::move(*program);
   }
@@ -380,7 +426,7 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
   *result.mutable_inputs() = train.inputs();
   int64_t paramCount = 0, paramBytes = 0, inputBytes = 0, maxArena = 0;
   for (const plan::Param &p : result.params()) {
-    paramCount += typeBytes(p.type()) / dtypeBytes(p.type().dtype());
+    paramCount += numElements(p.type());
     paramBytes += typeBytes(p.type());
   }
   for (const plan::Input &in : train.inputs())

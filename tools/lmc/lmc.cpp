@@ -33,8 +33,6 @@
 #include <google/protobuf/text_format.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
 
 using namespace mlir;
 
@@ -193,7 +191,11 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
 
   // Stage 1: the train step. A module that already has one (a hand-written
   // test, or lmc's own --emit=train-mlir output) is taken as it is.
-  if (!hasTrainStep(*module)) {
+  if (hasTrainStep(*module)) {
+    if (opts.printIRAfterAll)
+      llvm::errs() << "lmc: warning: --print-ir-after-all prints nothing: '" << opts.input
+                   << "' already has a train step, so the train pipeline does not run\n";
+  } else {
     PassManager pm(&context);
     if (opts.printIRAfterAll) {
       context.disableMultithreading();
@@ -245,23 +247,23 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
 }
 
 /// `lmc memory-plan PLAN`: the plan may be a plan file or its protobuf text
-/// (what --emit=plan-text prints), so tests can hand-write broken plans.
+/// (what --emit=plan-text prints), so tests can hand-write broken plans. A file
+/// that starts with the plan magic is a plan file, whatever its name.
 int runMemoryPlan(const std::string &path) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!file)
+    return fail("cannot open plan '" + path + "': " + file.getError().message());
+  StringRef bytes = (*file)->getBuffer();
   lmrt::plan::Plan plan;
-  if (llvm::sys::path::extension(path) == ".plan") {
+  if (bytes.starts_with(StringRef(lmrt::kPlanMagic, sizeof lmrt::kPlanMagic))) {
     try {
-      plan = lmrt::readPlanFile(path);
+      plan = lmrt::decodePlan(bytes.str(), path);
     } catch (const lmrt::Error &e) {
       return fail(e.what());
     }
-  } else {
-    std::ifstream in(path);
-    if (!in)
-      return fail("cannot open '" + path + "'");
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!google::protobuf::TextFormat::ParseFromString(text.str(), &plan))
-      return fail("'" + path + "' is not a plan in protobuf text format (see the message above)");
+  } else if (!google::protobuf::TextFormat::ParseFromString(bytes.str(), &plan)) {
+    return fail("'" + path + "' is neither a plan file (no \"LMCPLAN\" magic) nor a plan in protobuf text format "
+                "(see the message above)");
   }
   if (!printMemoryPlans(plan, llvm::outs()))
     return fail("the memory plan check failed for '" + path + "'");
@@ -293,7 +295,7 @@ int main(int argc, char **argv) {
 
   std::string planPath;
   CLI::App *memoryPlan =
-      app.add_subcommand("memory-plan", "print and check the memory plan of a plan (.plan, or protobuf text)");
+      app.add_subcommand("memory-plan", "print and check the memory plan of a plan (a plan file, or protobuf text)");
   memoryPlan->add_option("plan", planPath, "the plan file")->required();
 
   try {

@@ -56,8 +56,43 @@ private:
   llvm::DenseMap<Value, Value> adjoints;
 };
 
-/// Checks the objective's signature and returns its scalar float loss type.
-FailureOr<RankedTensorType> checkObjective(func::FuncOp objective) {
+/// What the legality check learns about an objective.
+struct ObjectiveInfo {
+  /// The scalar float loss type.
+  RankedTensorType lossType;
+  /// The lm.param arguments, in argument order, and their names.
+  SmallVector<unsigned> paramIndices;
+  SmallVector<StringAttr> paramNames;
+};
+
+/// Checks that every lm.param argument of `objective` is named by a string and
+/// is a statically shaped float tensor (its gradient is a splat-seeded float
+/// tensor of the same type), and collects them in `info`.
+LogicalResult checkParams(func::FuncOp objective, ObjectiveInfo &info) {
+  for (unsigned i = 0, e = objective.getNumArguments(); i < e; ++i) {
+    Attribute attr = objective.getArgAttr(i, kParamAttr);
+    if (!attr)
+      continue;
+    auto paramName = llvm::dyn_cast<StringAttr>(attr);
+    if (!paramName)
+      return objective.emitError("argument #")
+             << i << " of '@" << objective.getSymName() << "': " << kParamAttr
+             << " must be a string (the parameter name), got " << attr;
+    Type type = objective.getArgumentTypes()[i];
+    auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape() || !llvm::isa<FloatType>(tensor.getElementType()))
+      return objective.emitError("argument #")
+             << i << " of '@" << objective.getSymName() << "' (parameter " << paramName
+             << ") must be a statically shaped float tensor to be differentiated, got " << type;
+    info.paramIndices.push_back(i);
+    info.paramNames.push_back(paramName);
+  }
+  return success();
+}
+
+/// The legality check, run before anything is built: the objective has a
+/// body, returns a scalar float loss, and its parameters can have gradients.
+FailureOr<ObjectiveInfo> checkObjective(func::FuncOp objective) {
   if (objective.isExternal() || !llvm::hasSingleElement(objective.getBody()))
     return objective.emitError("objective '@")
            << objective.getSymName() << "' must have a body of a single block";
@@ -71,7 +106,11 @@ FailureOr<RankedTensorType> checkObjective(func::FuncOp objective) {
     llvm::interleaveComma(results, diag);
     return diag << ")";
   }
-  return loss;
+  ObjectiveInfo info;
+  info.lossType = loss;
+  if (failed(checkParams(objective, info)))
+    return failure();
+  return info;
 }
 
 /// Forward activity: the values of `body` that depend on a parameter. Only
@@ -146,33 +185,20 @@ struct LMAutodiffPass : public lm::impl::LMAutodiffPassBase<LMAutodiffPass> {
 } // namespace
 
 FailureOr<func::FuncOp> mlir::lm::buildTrainStep(func::FuncOp objective) {
-  FailureOr<RankedTensorType> lossType = checkObjective(objective);
-  if (failed(lossType))
+  FailureOr<ObjectiveInfo> info = checkObjective(objective);
+  if (failed(info))
     return failure();
+  RankedTensorType lossType = info->lossType;
+  ArrayRef<unsigned> paramIndices = info->paramIndices;
+  ArrayRef<StringAttr> paramNames = info->paramNames;
   auto module = objective->getParentOfType<ModuleOp>();
   std::string name = (objective.getSymName() + "_train_step").str();
   if (module && SymbolTable::lookupSymbolIn(module, name))
     return objective.emitError("cannot add the train step '@")
            << name << "': a symbol of that name already exists";
 
-  // Parameters, in argument order.
-  SmallVector<unsigned> paramIndices;
-  SmallVector<StringAttr> paramNames;
-  for (unsigned i = 0, e = objective.getNumArguments(); i < e; ++i) {
-    Attribute attr = objective.getArgAttr(i, kParamAttr);
-    if (!attr)
-      continue;
-    auto paramName = llvm::dyn_cast<StringAttr>(attr);
-    if (!paramName)
-      return objective.emitError("argument #")
-             << i << " of '@" << objective.getSymName() << "': " << kParamAttr
-             << " must be a string (the parameter name), got " << attr;
-    paramIndices.push_back(i);
-    paramNames.push_back(paramName);
-  }
-
   // The train step: same arguments, results (loss, gradient of each param).
-  SmallVector<Type> resultTypes{*lossType};
+  SmallVector<Type> resultTypes{lossType};
   for (unsigned i : paramIndices)
     resultTypes.push_back(objective.getArgumentTypes()[i]);
   OpBuilder builder(objective);
@@ -206,7 +232,7 @@ FailureOr<func::FuncOp> mlir::lm::buildTrainStep(func::FuncOp objective) {
   llvm::DenseSet<Value> active = activeValues(*entry, params);
   AdjointMap adjoints(builder);
   if (active.contains(loss)) {
-    adjoints.accumulate(loss, buildSplat(builder, lossLoc, *lossType, 1.0), lossLoc);
+    adjoints.accumulate(loss, buildSplat(builder, lossLoc, lossType, 1.0), lossLoc);
     if (failed(reverseSweep(forward, active, adjoints, builder))) {
       step.erase();
       return failure();

@@ -17,7 +17,9 @@ def LMAutodiffPass : Pass<"lm-autodiff", "mlir::ModuleOp"> {
   let summary = "Adds a train step (loss and parameter gradients) for every objective";
   let description = [{
     For every `func.func` with the unit attribute `lm.objective`, which must
-    return one scalar float loss, adds `@<name>_train_step`: same arguments and
+    return one scalar float loss and whose `lm.param` arguments (each named by
+    a string) must be statically shaped float tensors, adds
+    `@<name>_train_step`: same arguments and
     argument attributes, unit attribute `lm.train_step`, results `(loss,
     dloss/dp for every lm.param argument in order)`, each gradient result with
     `{lm.grad_of = "<param name>"}`. The body recomputes the forward (a clone

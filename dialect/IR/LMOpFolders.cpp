@@ -80,7 +80,9 @@ static bool isSplatOf(Attribute attr, double value) {
 
 /// Folds `lhs op rhs` when both are splats (the result is a splat of the
 /// broadcast result type), and `x op identity` to x when x already has the
-/// result type (a broadcasting identity still changes the shape).
+/// result type (a broadcasting identity still changes the shape). Identities
+/// must be IEEE-exact for every x, signed zeros included: the additive one is
+/// -0.0 (x + 0.0 turns x = -0.0 into +0.0) and x - 0.0 is x, as in arith.
 static OpFoldResult foldBinary(Operation *op, Attribute lhs, Attribute rhs,
                                function_ref<APFloat(APFloat, const APFloat &)> compute,
                                std::optional<double> rightIdentity,
@@ -105,7 +107,7 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
       [](APFloat a, const APFloat &b) {
         a.add(b, kRound);
         return a;
-      }, 0.0, 0.0);
+      }, -0.0, -0.0);
 }
 
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {

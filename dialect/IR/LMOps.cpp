@@ -14,6 +14,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::lm;
 namespace shapes = lmrt::shapes;
@@ -76,15 +78,32 @@ LogicalResult checkShape(Operation *op, StringRef what, Type type, const Dims &e
                            << shapes::str(expected);
 }
 
-/// Runs a shape rule's outcome through the op's diagnostics and, on success,
-/// checks the op's first result against the inferred shape.
-LogicalResult checkRule(Operation *op, const std::optional<Dims> &inferred, const std::string &err,
-                        bool checkResult = true) {
-  if (!inferred)
-    return op->emitOpError() << ruleMessage(err);
-  if (!checkResult)
+/// Runs a shape rule's outcome through the op's diagnostics: the inferred
+/// shape, or failure after reporting the rule's message at the op.
+FailureOr<Dims> inferShape(Operation *op, std::optional<Dims> inferred, const std::string &err) {
+  if (!inferred) {
+    op->emitOpError() << ruleMessage(err);
+    return failure();
+  }
+  return std::move(*inferred);
+}
+
+/// inferShape, then checks the op's first result against the inferred shape.
+LogicalResult checkRule(Operation *op, std::optional<Dims> inferred, const std::string &err) {
+  FailureOr<Dims> shape = inferShape(op, std::move(inferred), err);
+  if (failed(shape))
+    return failure();
+  return checkShape(op, "result", op->getResult(0).getType(), *shape);
+}
+
+/// Checks layer_norm's epsilon, which sits under a square root: it must be a
+/// finite number > 0 (written so that NaN, which fails every comparison, is
+/// rejected too).
+LogicalResult checkEpsilon(Operation *op, const APFloat &epsilon) {
+  double value = epsilon.convertToDouble();
+  if (std::isfinite(value) && value > 0.0)
     return success();
-  return checkShape(op, "result", op->getResult(0).getType(), *inferred);
+  return op->emitOpError("epsilon must be finite and > 0, got ") << value;
 }
 
 } // namespace
@@ -130,9 +149,9 @@ LogicalResult SoftmaxOp::verify() {
 }
 
 LogicalResult LayerNormOp::verify() {
+  if (failed(checkEpsilon(*this, getEpsilon())))
+    return failure();
   std::string err;
-  if (getEpsilon().convertToDouble() <= 0.0)
-    return emitOpError("epsilon must be > 0, got ") << getEpsilon().convertToDouble();
   return checkRule(
       *this, shapes::layerNorm(dimsOf(getX()), dimsOf(getGamma()), dimsOf(getBeta()), err), err);
 }
@@ -176,9 +195,9 @@ LogicalResult CrossEntropyOp::verify() {
 
 LogicalResult SumToOp::verify() {
   std::string err;
-  if (!shapes::sumTo(dimsOf(getX()), dimsOf(getType()), err))
-    return emitOpError() << ruleMessage(err);
-  return success();
+  Dims to = dimsOf(getType());
+  bool ok = shapes::sumTo(dimsOf(getX()), to, err);
+  return inferShape(*this, ok ? std::optional<Dims>(to) : std::nullopt, err);
 }
 
 //===----------------------------------------------------------------------===//
@@ -193,12 +212,12 @@ LogicalResult GeluGradOp::verify() {
 }
 
 LogicalResult LayerNormGradOp::verify() {
+  if (failed(checkEpsilon(*this, getEpsilon())))
+    return failure();
   std::string err;
-  if (getEpsilon().convertToDouble() <= 0.0)
-    return emitOpError("epsilon must be > 0, got ") << getEpsilon().convertToDouble();
   Dims x = dimsOf(getX()), gamma = dimsOf(getGamma());
-  if (!shapes::layerNorm(x, gamma, gamma, err))
-    return emitOpError() << ruleMessage(err);
+  if (failed(inferShape(*this, shapes::layerNorm(x, gamma, gamma, err), err)))
+    return failure();
   if (failed(checkShape(*this, "dy", getDy().getType(), x)) ||
       failed(checkShape(*this, "dx", getDx().getType(), x)) ||
       failed(checkShape(*this, "dgamma", getDgamma().getType(), gamma)) ||
@@ -209,9 +228,11 @@ LogicalResult LayerNormGradOp::verify() {
 
 LogicalResult AttentionGradOp::verify() {
   std::string err;
-  auto shape = shapes::attention(dimsOf(getQ()), dimsOf(getK()), dimsOf(getV()), getNumHeads(), err);
-  if (!shape)
-    return emitOpError() << ruleMessage(err);
+  FailureOr<Dims> shape = inferShape(
+      *this, shapes::attention(dimsOf(getQ()), dimsOf(getK()), dimsOf(getV()), getNumHeads(), err),
+      err);
+  if (failed(shape))
+    return failure();
   if (failed(checkShape(*this, "dy", getDy().getType(), *shape)) ||
       failed(checkShape(*this, "dq", getDq().getType(), *shape)) ||
       failed(checkShape(*this, "dk", getDk().getType(), *shape)) ||
@@ -231,27 +252,29 @@ LogicalResult SoftmaxGradOp::verify() {
 
 LogicalResult CrossEntropyGradOp::verify() {
   std::string err;
-  if (!shapes::crossEntropy(dimsOf(getLogits()), dimsOf(getTargets()), err))
-    return emitOpError() << ruleMessage(err);
+  if (failed(inferShape(*this, shapes::crossEntropy(dimsOf(getLogits()), dimsOf(getTargets()), err),
+                        err)))
+    return failure();
   return checkShape(*this, "result", getType(), dimsOf(getLogits()));
 }
 
 LogicalResult EmbeddingGradOp::verify() {
   std::string err;
-  if (getType().getRank() != 2)
-    return emitOpError("result type ") << getType() << " must be a rank-2 table [V, D]";
-  auto shape = shapes::embedding(dimsOf(getType()), dimsOf(getIds()), err);
-  if (!shape)
-    return emitOpError() << ruleMessage(err);
+  FailureOr<Dims> shape =
+      inferShape(*this, shapes::embedding(dimsOf(getType()), dimsOf(getIds()), err), err);
+  if (failed(shape))
+    return failure();
   return checkShape(*this, "dy", getDy().getType(), *shape);
 }
 
 LogicalResult SliceGradOp::verify() {
   std::string err;
-  auto shape = shapes::slice(dimsOf(getType()), dimsOf(getStart()), dimsOf(getLimit()),
-                             dimsOf(getStride()), err);
-  if (!shape)
-    return emitOpError() << ruleMessage(err);
+  FailureOr<Dims> shape = inferShape(*this,
+                                     shapes::slice(dimsOf(getType()), dimsOf(getStart()),
+                                                   dimsOf(getLimit()), dimsOf(getStride()), err),
+                                     err);
+  if (failed(shape))
+    return failure();
   return checkShape(*this, "dy", getDy().getType(), *shape);
 }
 

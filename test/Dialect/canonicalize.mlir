@@ -131,18 +131,19 @@ func.func @splat_arith() -> tensor<2x3xf32> {
 
 // -----
 
-// Tests that x + 0, 0 + x, x * 1, x / 1 and -(-x) fold to x, but not when the
-// identity broadcasts x to a bigger shape.
+// Tests that x + (-0), (-0) + x, x - 0, x * 1, x / 1 and -(-x) fold to x, but
+// not when the identity broadcasts x to a bigger shape.
 // CHECK-LABEL: func.func @identities
 // CHECK-SAME: (%[[X:.*]]: tensor<3xf32>)
 // CHECK: %[[B:.*]] = lm.add %{{.*}}, %[[X]] : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT: return %[[X]], %[[B]]
 func.func @identities(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<2x3xf32>) {
   %zero = lm.constant dense<0.0> : tensor<3xf32>
+  %negzero = lm.constant dense<-0.0> : tensor<3xf32>
   %one = lm.constant dense<1.0> : tensor<f32>
   %zeros = lm.constant dense<0.0> : tensor<2x3xf32>
-  %0 = lm.add %x, %zero : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
-  %1 = lm.add %zero, %0 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %0 = lm.add %x, %negzero : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %1 = lm.add %negzero, %0 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   %2 = lm.mul %1, %one : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
   %3 = lm.mul %one, %2 : (tensor<f32>, tensor<3xf32>) -> tensor<3xf32>
   %4 = lm.div %3, %one : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
@@ -151,6 +152,25 @@ func.func @identities(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<2x3xf32>) {
   %7 = lm.neg %6 : (tensor<3xf32>) -> tensor<3xf32>
   %8 = lm.add %zeros, %7 : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   return %7, %8 : tensor<3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// Tests that adding +0.0 is not folded: it is not the identity for x = -0.0
+// (-0.0 + 0.0 = +0.0), on either side; nor is 0 - x (that is -x, and +0 for x = +0).
+// CHECK-LABEL: func.func @not_identities
+// CHECK-SAME: (%[[X:.*]]: tensor<3xf32>)
+// CHECK: %[[Z:.*]] = lm.constant dense<0.000000e+00> : tensor<3xf32>
+// CHECK: %[[A:.*]] = lm.add %[[X]], %[[Z]]
+// CHECK: %[[B:.*]] = lm.add %[[Z]], %[[X]]
+// CHECK: %[[C:.*]] = lm.sub %[[Z]], %[[X]]
+// CHECK: return %[[A]], %[[B]], %[[C]]
+func.func @not_identities(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) {
+  %zero = lm.constant dense<0.0> : tensor<3xf32>
+  %0 = lm.add %x, %zero : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %1 = lm.add %zero, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %2 = lm.sub %zero, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0, %1, %2 : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
 }
 
 // -----

@@ -164,8 +164,35 @@ func.func @layer_norm_gamma(%x: tensor<4x8xf32>, %g: tensor<4xf32>, %b: tensor<8
 
 // Tests that layer_norm's epsilon must be positive.
 func.func @layer_norm_eps(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
-  // expected-error @below {{'lm.layer_norm' op epsilon must be > 0}}
+  // expected-error @below {{'lm.layer_norm' op epsilon must be finite and > 0, got 0.000000e+00}}
   %0 = lm.layer_norm %x, %g, %g {epsilon = 0.0 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that layer_norm's epsilon must not be NaN (which fails `<= 0` too).
+func.func @layer_norm_eps_nan(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @below {{'lm.layer_norm' op epsilon must be finite and > 0, got nan}}
+  %0 = lm.layer_norm %x, %g, %g {epsilon = 0x7FF8000000000000 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that layer_norm_grad's epsilon must be positive.
+func.func @layer_norm_grad_eps(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @below {{'lm.layer_norm_grad' op epsilon must be finite and > 0, got 0.000000e+00}}
+  %0:3 = lm.layer_norm_grad %x, %g, %x {epsilon = 0.0 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that layer_norm_grad's epsilon must not be NaN.
+func.func @layer_norm_grad_eps_nan(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @below {{'lm.layer_norm_grad' op epsilon must be finite and > 0, got nan}}
+  %0:3 = lm.layer_norm_grad %x, %g, %x {epsilon = 0x7FF8000000000000 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
   return
 }
 
@@ -333,9 +360,9 @@ func.func @embedding_grad(%ids: tensor<3xi32>, %dy: tensor<3x5xf32>) {
 
 // -----
 
-// Tests that embedding_grad returns a table.
+// Tests that embedding_grad returns a table (the result is the rule's table).
 func.func @embedding_grad_rank(%ids: tensor<3xi32>, %dy: tensor<3x4xf32>) {
-  // expected-error @below {{'lm.embedding_grad' op result type 'tensor<40xf32>' must be a rank-2 table [V, D]}}
+  // expected-error @below {{'lm.embedding_grad' op table [40] must have rank 2 [V, D]}}
   %0 = lm.embedding_grad %ids, %dy : (tensor<3xi32>, tensor<3x4xf32>) -> tensor<40xf32>
   return
 }
@@ -346,5 +373,77 @@ func.func @embedding_grad_rank(%ids: tensor<3xi32>, %dy: tensor<3x4xf32>) {
 func.func @slice_grad(%dy: tensor<4x3xf32>) {
   // expected-error @below {{'lm.slice_grad' op dy type 'tensor<4x3xf32>' does not match the expected shape [4, 4]}}
   %0 = lm.slice_grad %dy {start = array<i64: 0, 0>, limit = array<i64: 4, 8>, stride = array<i64: 1, 2>} : (tensor<4x3xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that softmax_grad needs a last dimension.
+func.func @softmax_grad_rank(%y: tensor<f32>) {
+  // expected-error @below {{'lm.softmax_grad' op y must have rank >= 1}}
+  %0 = lm.softmax_grad %y, %y : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+// Tests that cross_entropy_grad checks the targets like the forward op.
+func.func @cross_entropy_grad_targets(%l: tensor<4x16xf32>, %t: tensor<5xi32>, %d: tensor<f32>) {
+  // expected-error @below {{'lm.cross_entropy_grad' op targets [5] must be [4] (logits [4, 16] without the vocabulary dim)}}
+  %0 = lm.cross_entropy_grad %l, %t, %d : (tensor<4x16xf32>, tensor<5xi32>, tensor<f32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+// Tests that slice_grad needs one start, limit and stride per dim.
+func.func @slice_grad_count(%dy: tensor<4x4xf32>) {
+  // expected-error @below {{'lm.slice_grad' op start [0], limit [4, 8] and stride [1, 2] must each have one entry per dim of x [4, 8]}}
+  %0 = lm.slice_grad %dy {start = array<i64: 0>, limit = array<i64: 4, 8>, stride = array<i64: 1, 2>} : (tensor<4x4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that attention needs at least one head.
+func.func @attention_zero_heads(%q: tensor<2x8x32xf32>) {
+  // expected-error @below {{'lm.attention' op num_heads = 0 must be >= 1}}
+  %0 = lm.attention %q, %q, %q {num_heads = 0 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+// Tests that matmul's lhs must be at least a matrix.
+func.func @matmul_lhs_rank(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @below {{'lm.matmul' op lhs [8] must have rank >= 2}}
+  %0 = lm.matmul %a, %b : (tensor<8xf32>, tensor<8x4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that matmul's rhs is a shared matrix or batched like the lhs.
+func.func @matmul_rhs_rank(%a: tensor<2x3x4x8xf32>, %b: tensor<3x8x4xf32>) {
+  // expected-error @below {{'lm.matmul' op rhs [3, 8, 4] must have rank 2 or the rank of lhs [2, 3, 4, 8]}}
+  %0 = lm.matmul %a, %b : (tensor<2x3x4x8xf32>, tensor<3x8x4xf32>) -> tensor<2x3x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that sum_to cannot raise the rank.
+func.func @sum_to_rank(%x: tensor<8xf32>) {
+  // expected-error @below {{'lm.sum_to' op result [4, 8] has higher rank than operand [8]}}
+  %0 = lm.sum_to %x : (tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that a transpose permutation has one entry per dim.
+func.func @transpose_perm_length(%x: tensor<4x8xf32>) {
+  // expected-error @below {{'lm.transpose' op permutation [1, 0, 2] has 3 entries but x [4, 8] has rank 2}}
+  %0 = lm.transpose %x {permutation = array<i64: 1, 0, 2>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
   return
 }

@@ -1,9 +1,15 @@
 // RUN: lm-opt %s -split-input-file -verify-diagnostics -lm-autodiff | FileCheck %s
+// RUN: lm-opt %s -split-input-file -verify-diagnostics -lm-autodiff | FileCheck %s --check-prefix=NOTRANSPOSE
 
 // Tests that the train step keeps the arguments and their attributes, is
 // marked lm.train_step, returns the loss and then one gradient per lm.param
 // argument in order (tagged lm.grad_of), and that a matmul's gradients are
 // matmuls with transpose flags (no lm.transpose): dx = dy w^T, dw = x^T dy.
+// The NOTRANSPOSE run checks that no lm.transpose appears anywhere in the
+// train step, from its signature to its return.
+// NOTRANSPOSE-LABEL: func.func @matmul_loss_train_step(
+// NOTRANSPOSE-NOT: lm.transpose
+// NOTRANSPOSE: return
 // CHECK-LABEL: func.func @matmul_loss(
 // CHECK-LABEL: func.func @matmul_loss_train_step(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32> {lm.param = "x"}
@@ -16,7 +22,6 @@
 // CHECK: %[[DY:.*]] = lm.add %{{.*}}, %[[SEED]] : (tensor<4x3xf32>, tensor<f32>) -> tensor<4x3xf32>
 // CHECK: %[[DX:.*]] = lm.matmul %[[DY]], %[[W]] {transpose_rhs = true} : (tensor<4x3xf32>, tensor<8x3xf32>) -> tensor<4x8xf32>
 // CHECK: %[[DW:.*]] = lm.matmul %[[X]], %[[DY]] {transpose_lhs = true} : (tensor<4x8xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
-// CHECK-NOT: lm.transpose
 // CHECK: return %[[L]], %[[DX]], %[[DW]]
 func.func @matmul_loss(%x: tensor<4x8xf32> {lm.param = "x"},
                        %w: tensor<8x3xf32> {lm.param = "w", lm.init = {kind = "zeros"}}) -> tensor<f32>
@@ -177,4 +182,63 @@ func.func @taken_train_step() {
 // expected-error @below {{cannot add the train step '@taken_train_step': a symbol of that name already exists}}
 func.func @taken(%a: tensor<f32> {lm.param = "a"}) -> tensor<f32> attributes {lm.objective} {
   return %a : tensor<f32>
+}
+
+// -----
+
+// Tests that a shared rhs whose contracted dim is empty (K = 0) still gets its
+// gradient: flattening the lhs to 2-D must not divide by K.
+// CHECK-LABEL: func.func @shared_rhs_empty_k_train_step(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x0xf32>
+// CHECK-DAG: %[[X2:.*]] = lm.reshape %[[X]] : (tensor<2x4x0xf32>) -> tensor<8x0xf32>
+// CHECK-DAG: %[[DY2:.*]] = lm.reshape %{{.*}} : (tensor<2x4x3xf32>) -> tensor<8x3xf32>
+// CHECK: %[[DW:.*]] = lm.matmul %[[X2]], %[[DY2]] {transpose_lhs = true} : (tensor<8x0xf32>, tensor<8x3xf32>) -> tensor<0x3xf32>
+// CHECK: return %{{.*}}, %[[DW]]
+func.func @shared_rhs_empty_k(%x: tensor<2x4x0xf32> {lm.input = "x"}, %w: tensor<0x3xf32> {lm.param = "w"}) -> tensor<f32>
+    attributes {lm.objective} {
+  %0 = lm.matmul %x, %w : (tensor<2x4x0xf32>, tensor<0x3xf32>) -> tensor<2x4x3xf32>
+  %1 = lm.sum_to %0 : (tensor<2x4x3xf32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// Tests that an objective without a body is refused.
+// expected-error @below {{objective '@declared' must have a body of a single block}}
+func.func private @declared(%a: tensor<3xf32> {lm.param = "a"}) -> tensor<f32> attributes {lm.objective}
+
+// -----
+
+// Tests that a parameter name must be a string.
+// expected-error @below {{argument #0 of '@int_name': lm.param must be a string (the parameter name), got 1 : i64}}
+func.func @int_name(%a: tensor<f32> {lm.param = 1 : i64}) -> tensor<f32> attributes {lm.objective} {
+  return %a : tensor<f32>
+}
+
+// -----
+
+// Tests that a parameter that is not a tensor is refused (its gradient would
+// be a tensor constant of a scalar type).
+// expected-error @below {{argument #0 of '@scalar_param' (parameter "p") must be a statically shaped float tensor to be differentiated, got 'f32'}}
+func.func @scalar_param(%p: f32 {lm.param = "p"}, %x: tensor<f32> {lm.input = "x"}) -> tensor<f32>
+    attributes {lm.objective} {
+  return %x : tensor<f32>
+}
+
+// -----
+
+// Tests that a dynamically shaped parameter is refused.
+// expected-error @below {{argument #1 of '@dynamic_param' (parameter "d") must be a statically shaped float tensor to be differentiated, got 'tensor<?x3xf32>'}}
+func.func @dynamic_param(%x: tensor<f32> {lm.input = "x"}, %d: tensor<?x3xf32> {lm.param = "d"}) -> tensor<f32>
+    attributes {lm.objective} {
+  return %x : tensor<f32>
+}
+
+// -----
+
+// Tests that an integer parameter is refused (it has no gradient).
+// expected-error @below {{argument #0 of '@int_param' (parameter "n") must be a statically shaped float tensor to be differentiated, got 'tensor<3xi32>'}}
+func.func @int_param(%n: tensor<3xi32> {lm.param = "n"}, %x: tensor<f32> {lm.input = "x"}) -> tensor<f32>
+    attributes {lm.objective} {
+  return %x : tensor<f32>
 }

@@ -9,12 +9,9 @@ using namespace mlir;
 using namespace mlir::lm;
 
 Value mlir::lm::buildSplat(OpBuilder &builder, Location loc, Type type, double value) {
-  auto shaped = llvm::cast<ShapedType>(type);
-  Type element = shaped.getElementType();
-  Attribute scalar = llvm::isa<FloatType>(element)
-                         ? Attribute(builder.getFloatAttr(element, value))
-                         : Attribute(builder.getIntegerAttr(element, static_cast<int64_t>(value)));
-  return builder.create<ConstantOp>(loc, type, DenseElementsAttr::get(shaped, scalar));
+  auto tensor = llvm::cast<RankedTensorType>(type);
+  Attribute scalar = builder.getFloatAttr(tensor.getElementType(), value);
+  return builder.create<ConstantOp>(loc, type, DenseElementsAttr::get(tensor, scalar));
 }
 
 Value mlir::lm::reduceGradTo(OpBuilder &builder, Location loc, Value grad, Type type) {

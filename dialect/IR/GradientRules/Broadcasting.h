@@ -13,7 +13,9 @@
 
 namespace mlir::lm {
 
-/// Returns a splat lm.constant of `type` (a float or i32 tensor) holding `value`.
+/// Returns a splat lm.constant of `type` (a statically shaped float tensor:
+/// gradients are float, and -lm-autodiff rejects any other parameter type)
+/// holding `value`.
 Value buildSplat(OpBuilder &builder, Location loc, Type type, double value);
 
 /// Returns `grad` summed down to `type` with lm.sum_to, or `grad` itself when it

@@ -37,11 +37,15 @@ Value matmul(OpBuilder &b, Location loc, Value lhs, Value rhs, bool tl, bool tr)
   return b.create<MatmulOp>(loc, type, lhs, rhs, tl, tr);
 }
 
-/// Reshapes [..., R, C] to [prod(...) * R, C].
+/// Reshapes [..., R, C] to [prod(...) * R, C]. The rows are the product of
+/// the leading dims, not elements / C, which C = 0 would divide by zero.
 Value flattenTo2D(OpBuilder &b, Location loc, Value v) {
   auto type = llvm::cast<RankedTensorType>(v.getType());
-  int64_t rows = type.getNumElements() / type.getShape().back();
-  auto flat = RankedTensorType::get({rows, type.getShape().back()}, type.getElementType());
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t rows = 1;
+  for (int64_t d : shape.drop_back())
+    rows *= d;
+  auto flat = RankedTensorType::get({rows, shape.back()}, type.getElementType());
   return b.create<ReshapeOp>(loc, flat, v);
 }
 

@@ -12,10 +12,14 @@
 #include "codegen/PlanWriter.h"
 
 #include "codegen/CostModel.h"
+#include "codegen/KernelEmitter.h"
 #include "codegen/MemoryPlanner.h"
 #include "codegen/ModuleConfig.h"
 #include "codegen/PlanConvert.h"
 #include "codegen/RuntimeOps.h"
+
+#include "dialect/IR/LMOps.h"
+#include "runtime/lmrt/hash.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -37,6 +41,45 @@ static constexpr llvm::StringLiteral kCompilerVersion = "lmc 0.1";
 
 namespace {
 
+/// The generated kernels of a plan, shared by its programs: one per distinct
+/// body (the train step and eval fuse the forward alike).
+class KernelTable {
+public:
+  /// The index of `body`'s kernel for `dtype` in Plan.kernels, adding it.
+  int add(KernelBody body, StringRef dtype, plan::Plan &result) {
+    std::string name = kernelName(body) + "_" + dtype.str();
+    auto [it, inserted] = index.try_emplace(name, static_cast<int>(bodies.size()));
+    if (!inserted)
+      return it->second;
+    bodies.push_back(std::make_unique<KernelBody>(std::move(body)));
+    const KernelBody &b = *bodies.back();
+    instances.push_back({kernelName(b), dtype.str(), &b});
+    plan::Kernel *k = result.add_kernels();
+    k->set_name(name);
+    k->set_schedule(b.schedule == KernelSchedule::Elementwise    ? plan::Kernel::ELEMENTWISE
+                    : b.schedule == KernelSchedule::ColumnReduce ? plan::Kernel::COLUMN_REDUCE
+                                                                 : plan::Kernel::MATMUL_EPILOGUE);
+    k->set_rows(b.rows);
+    k->set_cols(b.cols);
+    for (const plan::TensorType &t : b.args)
+      *k->add_args() = t;
+    k->set_num_inputs(b.numInputs);
+    if (b.schedule == KernelSchedule::MatmulEpilogue) {
+      k->set_product_arg(b.productArg);
+      k->set_lhs_arg(b.lhsInput);
+      k->set_rhs_arg(b.rhsInput);
+      k->set_transpose_rhs(b.transposeRhs);
+    }
+    return it->second;
+  }
+  const std::vector<KernelInstance> &all() const { return instances; }
+
+private:
+  llvm::StringMap<int> index;
+  std::vector<std::unique_ptr<KernelBody>> bodies;
+  std::vector<KernelInstance> instances;
+};
+
 /// Which function a program comes from; decides its outputs.
 enum class ProgramKind { TrainStep, Eval, Forward };
 
@@ -44,8 +87,8 @@ enum class ProgramKind { TrainStep, Eval, Forward };
 class ProgramBuilder {
 public:
   ProgramBuilder(func::FuncOp func, ProgramKind kind, plan::Plan &result,
-                 llvm::StringMap<plan::TensorType> &paramTypes)
-      : func(func), kind(kind), result(result), paramTypes(paramTypes) {}
+                 llvm::StringMap<plan::TensorType> &paramTypes, KernelTable &kernels)
+      : func(func), kind(kind), result(result), paramTypes(paramTypes), kernels(kernels) {}
 
   FailureOr<plan::Program> build(StringRef name);
 
@@ -54,6 +97,10 @@ private:
   void collectGradients(func::ReturnOp ret);
   LogicalResult addConstant(Operation *op);
   LogicalResult addStep(Operation *op);
+  LogicalResult addFusedStep(FusionOp op);
+  /// The step reading `op`'s operands and writing a buffer per result (plus
+  /// `extraOutputs` arena scratch buffers), without attributes.
+  FailureOr<plan::Step> stepWithBuffers(Operation *op, StringRef opName, ArrayRef<plan::TensorType> extraOutputs);
   LogicalResult addOutputs(func::ReturnOp ret);
   LogicalResult addGradientOutput(func::ReturnOp ret, unsigned index, StringRef param);
 
@@ -72,6 +119,7 @@ private:
   plan::Plan &result;
   /// Parameter name -> type, filled by the train step and checked by the others.
   llvm::StringMap<plan::TensorType> &paramTypes;
+  KernelTable &kernels;
   plan::Program program;
   llvm::DenseMap<Value, int> bufferOf;
   /// Train step: op results returned as a gradient, written straight into the
@@ -94,7 +142,9 @@ FailureOr<plan::Program> ProgramBuilder::build(StringRef name) {
     collectGradients(ret);
 
   for (Operation &op : func.getBody().front().without_terminator()) {
-    LogicalResult ok = op.getName().getStringRef() == "lm.constant" ? addConstant(&op) : addStep(&op);
+    LogicalResult ok = isa<ConstantOp>(op)  ? addConstant(&op)
+                       : isa<FusionOp>(op) ? addFusedStep(cast<FusionOp>(op))
+                                           : addStep(&op);
     if (failed(ok))
       return failure();
   }
@@ -222,26 +272,11 @@ LogicalResult ProgramBuilder::addStep(Operation *op) {
   if (op->getNumRegions() != 0)
     return op->emitError("plan contract: '") << opName << "' has regions, which a plan step cannot hold";
 
-  plan::Step step;
+  FailureOr<plan::Step> built = stepWithBuffers(op, opName, {});
+  if (failed(built))
+    return failure();
+  plan::Step step = std::move(*built);
   step.set_op(kernel.str());
-  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-    auto it = bufferOf.find(operand);
-    if (it == bufferOf.end())
-      return op->emitError("plan contract: operand #") << i << " of '" << opName
-             << "' is not defined in @" << func.getSymName();
-    step.add_inputs(it->second);
-  }
-  for (OpResult res : op->getResults()) {
-    auto emit = [&] { return op->emitError("plan contract: result #") << res.getResultNumber() << " of '" << opName << "' "; };
-    FailureOr<plan::TensorType> type = convertType(res.getType(), emit);
-    if (failed(type))
-      return failure();
-    auto grad = gradientOf.find(res);
-    int id = grad == gradientOf.end() ? addBuffer(plan::Buffer::ARENA, *type)
-                                      : addBuffer(plan::Buffer::GRAD, *type, grad->second);
-    bufferOf[res] = id;
-    step.add_outputs(id);
-  }
   // The op's inherent attributes only, with its declared defaults filled in, so
   // the kernel sees the same values the dialect's verifier did. Discardable
   // attributes (notes, pass markers) are not the op's semantics: they stay out.
@@ -259,6 +294,56 @@ LogicalResult ProgramBuilder::addStep(Operation *op) {
   }
   step.set_loc(formatLoc(op->getLoc()));
   step.set_flops(estimateFlops(op, kernel));
+  *program.add_steps() = std::move(step);
+  return success();
+}
+
+FailureOr<plan::Step> ProgramBuilder::stepWithBuffers(Operation *op, StringRef opName,
+                                                     ArrayRef<plan::TensorType> extraOutputs) {
+  plan::Step step;
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    auto it = bufferOf.find(operand);
+    if (it == bufferOf.end())
+      return op->emitError("plan contract: operand #") << i << " of '" << opName
+             << "' is not defined in @" << func.getSymName(), failure();
+    step.add_inputs(it->second);
+  }
+  for (OpResult res : op->getResults()) {
+    auto emit = [&] { return op->emitError("plan contract: result #") << res.getResultNumber() << " of '" << opName << "' "; };
+    FailureOr<plan::TensorType> type = convertType(res.getType(), emit);
+    if (failed(type))
+      return failure();
+    auto grad = gradientOf.find(res);
+    int id = grad == gradientOf.end() ? addBuffer(plan::Buffer::ARENA, *type)
+                                      : addBuffer(plan::Buffer::GRAD, *type, grad->second);
+    bufferOf[res] = id;
+    step.add_outputs(id);
+  }
+  for (const plan::TensorType &type : extraOutputs)
+    step.add_outputs(addBuffer(plan::Buffer::ARENA, type));
+  return step;
+}
+
+LogicalResult ProgramBuilder::addFusedStep(FusionOp op) {
+  FailureOr<KernelBody> body = emitKernelBody(op);
+  if (failed(body))
+    return failure();
+  // An epilogue whose product is not a result writes it into a scratch buffer.
+  SmallVector<plan::TensorType> scratch;
+  size_t declared = op->getNumOperands() + op->getNumResults();
+  for (size_t a = declared; a < body->args.size(); ++a)
+    scratch.push_back(body->args[a]);
+  FailureOr<plan::Step> built = stepWithBuffers(op, "lm.fusion", scratch);
+  if (failed(built))
+    return failure();
+  plan::Step step = std::move(*built);
+  step.set_op(kFusedOpName.str());
+  step.set_flops(body->flops);
+  std::string dtype = body->args[body->numInputs].dtype() == plan::F64 ? "f64" : "f32";
+  plan::Attr kernel;
+  kernel.set_i(kernels.add(std::move(*body), dtype, result));
+  (*step.mutable_attrs())["kernel"] = kernel;
+  step.set_loc(formatLoc(op->getLoc()));
   *program.add_steps() = std::move(step);
   return success();
 }
@@ -382,6 +467,33 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
   return success();
 }
 
+/// Compiles the generated kernels for every requested target into the plan.
+static LogicalResult compilePlanKernels(ModuleOp module, const std::vector<KernelInstance> &kernels,
+                                        const PlanOptions &options, plan::Plan &result) {
+  if (kernels.empty())
+    return success();
+  SmallVector<KernelTarget> targets;
+  if (options.targetCpu)
+    targets.push_back(KernelTarget::Cpu);
+  if (options.targetCuda)
+    targets.push_back(KernelTarget::Cuda);
+  if (targets.empty())
+    return module.emitError("codegen: the plan has generated kernels but no target to compile them for"), failure();
+  for (KernelTarget target : targets) {
+    std::string source = writeKernelSource(kernels, target == KernelTarget::Cuda);
+    llvm::Expected<CompiledKernels> compiled = compileKernels(source, target, options.compile);
+    if (!compiled)
+      return module.emitError("codegen: ") << llvm::toString(compiled.takeError()), failure();
+    plan::KernelLibrary *lib = result.add_kernel_libraries();
+    lib->set_target(compiled->target);
+    lib->set_image_fnv1a(lmrt::fnv1a64(compiled->image.data(), compiled->image.size()));
+    lib->set_image(std::move(compiled->image));
+    lib->set_source(std::move(source));
+    lib->set_compiler(compiled->compiler);
+  }
+  return success();
+}
+
 FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &options) {
   FailureOr<func::FuncOp> trainStep = findFunc(module, "lm.train_step");
   FailureOr<func::FuncOp> objective = findFunc(module, "lm.objective", "lm.train_step");
@@ -405,6 +517,7 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
     return failure();
 
   llvm::StringMap<plan::TensorType> paramTypes;
+  KernelTable kernels;
   struct Job {
     func::FuncOp func;
     ProgramKind kind;
@@ -415,11 +528,14 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
   if (*model)
     jobs.push_back({*model, ProgramKind::Forward, "forward"});
   for (const Job &job : jobs) {
-    FailureOr<plan::Program> program = ProgramBuilder(job.func, job.kind, result, paramTypes).build(job.name);
+    FailureOr<plan::Program> program = ProgramBuilder(job.func, job.kind, result, paramTypes, kernels).build(job.name);
     if (failed(program) || (result.has_data() && failed(checkDataInput(job.func, *program, result.data()))))
       return failure();
     *result.add_programs() = std::move(*program);
   }
+
+  if (failed(compilePlanKernels(module, kernels.all(), options, result)))
+    return failure();
 
   // Plan-level facts, all from the train step (what `lmrt run` executes).
   const plan::Program &train = result.programs(0);

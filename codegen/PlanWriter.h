@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "codegen/KernelCompiler.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
 #include "plan.pb.h"
@@ -17,11 +19,17 @@ namespace mlir::lm {
 
 struct PlanOptions {
   std::string sourcePath; ///< recorded in Plan.source
+  /// Targets the generated kernels (lm.fusion regions) are compiled for; each
+  /// becomes one Plan.kernel_libraries entry.
+  bool targetCpu = true, targetCuda = false;
+  KernelCompileOptions compile;
 };
 
 /// Builds the plan. Reports a diagnostic (at the offending op) and fails when the
 /// module breaks the plan contract (missing objective or train step, an op the
-/// runtime has no kernel for, a dynamic shape, ...).
+/// runtime has no kernel for, a dynamic shape, ...). Every lm.fusion region
+/// becomes a "fused" step running a generated kernel (identical bodies share
+/// one), compiled for the requested targets and embedded in the plan.
 FailureOr<lmrt::plan::Plan> buildPlan(ModuleOp module, const PlanOptions &options);
 
 } // namespace mlir::lm

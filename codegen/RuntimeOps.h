@@ -27,4 +27,8 @@ const RuntimeOpInfo *lookupRuntimeOp(llvm::StringRef name);
 /// value (see PlanWriter.cpp).
 inline constexpr llvm::StringLiteral kCopyOpName = "copy";
 
+/// The step that runs a generated kernel (Plan.kernels[attr "kernel"]) on its
+/// inputs then outputs; see docs/fusion.md.
+inline constexpr llvm::StringLiteral kFusedOpName = "fused";
+
 } // namespace mlir::lm

@@ -18,6 +18,13 @@ namespace mlir::lm {
 /// the objective cannot be differentiated.
 FailureOr<func::FuncOp> buildTrainStep(func::FuncOp objective);
 
+/// The fusion rules of -lm-fuse (docs/fusion.md), shared with codegen, which
+/// lowers what they admit: an elementwise op a kernel computes per element; a
+/// sum_to over leading dimensions; a matmul whose product an epilogue reads.
+bool isFusibleElementwise(Operation *op);
+bool isFusibleReduction(Operation *op);
+bool isEpilogueMatmul(Operation *op);
+
 #define GEN_PASS_DECL
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"

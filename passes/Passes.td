@@ -31,4 +31,28 @@ def LMAutodiffPass : Pass<"lm-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def LMFusePass : Pass<"lm-fuse", "mlir::ModuleOp"> {
+  let summary = "Groups elementwise chains, bias reductions and GEMM epilogues into lm.fusion regions";
+  let description = [{
+    In every function body, forms `lm.fusion` regions (one generated kernel
+    each) greedily from the end backwards: elementwise ops (add, sub, mul,
+    div, neg, gelu, gelu_grad) over one iteration space with their
+    broadcast operands; an `lm.sum_to` over leading dimensions with the
+    elementwise producers of its operand; or the elementwise consumers of one
+    `lm.matmul` (rank-2 rhs, lhs not transposed) as its epilogue. Values
+    used outside a group become extra results. Layer norm, softmax,
+    attention and cross-entropy are single kernels already and are left
+    alone. See docs/fusion.md.
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "unsigned", "64",
+           "Largest number of ops in one fused region">,
+  ];
+  let dependentDialects = ["::mlir::lm::LMDialect"];
+}
+
 #endif // LM_PASSES_TD

@@ -282,3 +282,44 @@ LogicalResult SliceGradOp::verify() {
 #include "dialect/IR/LMOps.cpp.inc"
 
 #include "dialect/IR/LMInterfaces.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+void FusionOp::build(OpBuilder &builder, OperationState &state, TypeRange resultTypes, ValueRange inputs) {
+  state.addOperands(inputs);
+  state.addTypes(resultTypes);
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  body->push_back(block);
+  for (Value input : inputs)
+    block->addArgument(input.getType(), input.getLoc());
+}
+
+LogicalResult FusionOp::verify() {
+  if (getResults().empty())
+    return emitOpError("must have at least one result");
+  return success();
+}
+
+LogicalResult FusionOp::verifyRegions() {
+  Block &block = getBody().front();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError("region has ") << block.getNumArguments() << " arguments for " << getInputs().size()
+                                      << " inputs";
+  for (auto [i, arg, input] : llvm::enumerate(block.getArguments(), getInputs()))
+    if (arg.getType() != input.getType())
+      return emitOpError("region argument ") << i << " has type " << arg.getType() << ", but input " << i
+                                              << " has type " << input.getType();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return emitOpError("region must end in lm.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("lm.yield returns ") << yield.getValues().getTypes() << " but the results are "
+                                            << getResultTypes();
+  for (Operation &op : block.without_terminator())
+    if (op.getDialect() != (*this)->getDialect() || isa<FusionOp>(op))
+      return op.emitOpError("cannot be inside an lm.fusion region (only lm ops, not nested fusions)");
+  return success();
+}

@@ -356,4 +356,52 @@ def LM_SliceGradOp : LM_GradOp<"slice_grad"> {
   let hasFolder = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Fusion (formed by -lm-fuse; each region becomes one generated kernel)
+//===----------------------------------------------------------------------===//
+
+def LM_FusionOp : LM_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
+  let summary = "a fused region: one kernel";
+  let description = [{
+    Marks a kernel boundary. The region's block arguments are the `inputs`
+    (one per operand, same types); its ops compute the values `lm.yield`
+    returns, which become the results. Formed by `-lm-fuse` after autodiff and
+    lowered by codegen to one generated kernel (docs/fusion.md): elementwise
+    ops over one iteration space, optionally reduced by `lm.sum_to` over
+    leading dimensions, or applied as the epilogue of one `lm.matmul` whose
+    product feeds them.
+
+    ```mlir
+    %h, %a = lm.fusion %x, %w, %b : (tensor<8x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> (tensor<8x256xf32>, tensor<8x256xf32>) {
+    ^bb0(%x0: tensor<8x64xf32>, %w0: tensor<64x256xf32>, %b0: tensor<256xf32>):
+      %p = lm.matmul %x0, %w0 : (tensor<8x64xf32>, tensor<64x256xf32>) -> tensor<8x256xf32>
+      %y = lm.add %p, %b0 : (tensor<8x256xf32>, tensor<256xf32>) -> tensor<8x256xf32>
+      %g = lm.gelu %y : (tensor<8x256xf32>) -> tensor<8x256xf32>
+      lm.yield %y, %g : tensor<8x256xf32>, tensor<8x256xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<LM_AnyTensor>:$inputs);
+  let results = (outs Variadic<LM_FloatTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results) $body";
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::mlir::TypeRange":$resultTypes, "::mlir::ValueRange":$inputs)>];
+}
+
+def LM_YieldOp : LM_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">]> {
+  let summary = "the values a fused region returns";
+  let description = [{
+    Terminates an `lm.fusion` region; its operands are the region's results.
+
+    ```mlir
+    lm.yield %y, %g : tensor<8x256xf32>, tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<LM_AnyTensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
 #endif // LM_OPS_TD

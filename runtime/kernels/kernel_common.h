@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,13 @@ template <typename F> void dispatchFloat(DType t, F &&f) {
   else
     f(float{});
 }
+
+/* c[rows, n] = a[rows, k] b, with b [k, n] (or [n, k] when transposeB), as library
+   GEMMs on blocks of rows spread over the OpenMP threads; after each block's GEMM,
+   the same thread calls after(r0, r1) on its rows while they are still in cache
+   (a generated epilogue). f32 or f64 by a's element type. */
+void gemmRowBlocks(const TensorRef &a, const TensorRef &b, bool transposeB, const TensorRef &c, int64_t rows,
+                   int64_t k, int64_t n, const std::function<void(int64_t r0, int64_t r1)> &after);
 
 /* Each family's kernels, gathered by registry.cpp. */
 void addMatmulKernels(std::vector<KernelDef> &k);

@@ -91,6 +91,28 @@ void runMatmul(const KernelCall &call) {
 
 }  // namespace
 
+void gemmRowBlocks(const TensorRef &a, const TensorRef &b, bool transposeB, const TensorRef &c, int64_t rows,
+                   int64_t k, int64_t n, const std::function<void(int64_t r0, int64_t r1)> &after) {
+  singleThreadedBlas();
+  dispatchFloat(a.type.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T *pa = a.as<T>(), *pb = b.as<T>();
+    T *pc = c.as<T>();
+    int nt = rows * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
+    int64_t per = (rows + nt - 1) / nt;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int ti = 0; ti < nt; ++ti) {
+      int64_t r0 = std::min<int64_t>(rows, ti * per), r1 = std::min<int64_t>(rows, r0 + per);
+      if (r0 >= r1) continue;
+      if (k == 0)
+        std::memset(pc + r0 * n, 0, sizeof(T) * (r1 - r0) * n);
+      else
+        gemm(false, transposeB, r1 - r0, n, k, pa + r0 * k, k, pb, transposeB ? k : n, pc + r0 * n, n);
+      after(r0, r1);
+    }
+  });
+}
+
 void addMatmulKernels(std::vector<KernelDef> &k) { k.push_back({"matmul", 2, 1, checkMatmul, runMatmul}); }
 
 }  // namespace lmrt::kernels::detail

@@ -15,7 +15,7 @@ namespace lmrt {
 
 constexpr char kPlanMagic[8] = {'L', 'M', 'C', 'P', 'L', 'A', 'N', '\0'};
 /* Bump when plan.proto changes in a way old readers cannot handle. */
-constexpr uint32_t kPlanFormatVersion = 1;
+constexpr uint32_t kPlanFormatVersion = 2;
 /* magic + version + payload length, and the trailing checksum. */
 constexpr size_t kPlanHeaderBytes = 8 + 4 + 8;
 constexpr size_t kPlanTrailerBytes = 8;

@@ -8,6 +8,7 @@
 
 #include "runtime/kernels/registry.h"
 #include "runtime/lmrt/init.h"
+#include "runtime/lmrt/kernel_library.h"
 #include "runtime/lmrt/plan_file.h"
 #include "runtime/lmrt/plan_types.h"
 #include "runtime/lmrt/validate.h"
@@ -22,7 +23,8 @@ TensorRef ParamState::gradRef() { return TensorRef{grad.data(), type}; }
 namespace {
 
 struct ExecStep {
-  const kernels::KernelDef *def;
+  const kernels::KernelDef *def;           // a library kernel, or
+  const kernels::GeneratedKernel *gen;     // a generated one ("fused" steps)
   kernels::Attrs attrs;
   std::vector<int> in, out;
   std::string where;  // "program 'train_step', step 17 (matmul, from gpt_tiny.lm:12:5)"
@@ -49,6 +51,7 @@ struct Session::Impl {
   std::map<std::string, ExecProgram> programs;
   std::map<std::string, size_t> paramIndex;
   std::string lastRun;  // outputs in the arena belong to this program's last run
+  std::unique_ptr<KernelLibrary> generated;
 
   [[noreturn]] void error(const std::string &msg) const {
     throw Error("plan '" + origin + "': " + msg);
@@ -75,6 +78,9 @@ std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &o
   std::unique_ptr<Session> s(new Session(std::move(plan)));
   Impl &impl = *s->impl_;
   impl.origin = origin;
+  // The generated kernels first: a plan this CPU cannot run fails before any
+  // memory is allocated for it.
+  impl.generated = KernelLibrary::load(s->plan_, origin);
 
   for (const plan::Param &p : s->plan_.params()) {
     ParamState st;
@@ -108,7 +114,9 @@ std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &o
     }
     for (int si = 0; si < prog.steps_size(); ++si) {
       const plan::Step &st = prog.steps(si);
-      ExecStep es{kernels::findKernel(st.op()), decodeAttrs(st),
+      const kernels::GeneratedKernel *gen = nullptr;
+      if (st.op() == "fused") gen = &impl.generated->kernel((int)st.attrs().at("kernel").i());
+      ExecStep es{gen ? nullptr : kernels::findKernel(st.op()), gen, decodeAttrs(st),
                   std::vector<int>(st.inputs().begin(), st.inputs().end()),
                   std::vector<int>(st.outputs().begin(), st.outputs().end()),
                   "program '" + prog.name() + "', step " + std::to_string(si) + " (" + st.op() +
@@ -214,7 +222,13 @@ void Session::run(const std::string &program, const std::map<std::string, Tensor
     for (int id : st.in) call.in.push_back(ref(id));
     for (int id : st.out) call.out.push_back(ref(id));
     try {
-      st.def->run(call);
+      if (st.gen) {
+        std::vector<TensorRef> args(call.in);
+        args.insert(args.end(), call.out.begin(), call.out.end());
+        kernels::runGenerated(*st.gen, args);
+      } else {
+        st.def->run(call);
+      }
     } catch (const Error &e) {
       throw Error("plan '" + impl.origin + "': " + st.where + ": " + e.what());
     } catch (const std::exception &e) {

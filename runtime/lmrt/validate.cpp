@@ -8,6 +8,8 @@
 #include <set>
 
 #include "runtime/kernels/registry.h"
+#include "runtime/kernels/shape_rules.h"
+#include "runtime/lmrt/hash.h"
 #include "runtime/lmrt/plan_types.h"
 #include "runtime/lmrt/tensor.h"
 
@@ -28,6 +30,7 @@ public:
 
   void run() {
     checkParams();
+    checkKernels();
     checkDeclaredInputs("plan", plan_.inputs());
     std::set<std::string> seen;
     for (const plan::Program &prog : plan_.programs()) {
@@ -217,12 +220,16 @@ private:
     std::string where = "program '" + prog.name() + "', step " + std::to_string(s) + " (" +
                         (step.op().empty() ? "<no op>" : step.op()) +
                         (step.loc().empty() ? "" : ", from " + step.loc()) + "): ";
-    const kernels::KernelDef *def = kernels::findKernel(step.op());
-    if (!def) error(where + "no kernel for op '" + step.op() + "'");
-    if (step.inputs_size() != def->numInputs || step.outputs_size() != def->numOutputs)
-      error(where + "takes " + std::to_string(def->numInputs) + " inputs and " +
-            std::to_string(def->numOutputs) + " outputs, the step has " +
-            std::to_string(step.inputs_size()) + " and " + std::to_string(step.outputs_size()));
+    const bool fused = step.op() == kFusedOp;
+    const kernels::KernelDef *def = fused ? nullptr : kernels::findKernel(step.op());
+    if (!fused && !def) error(where + "no kernel for op '" + step.op() + "'");
+    const plan::Kernel *gen = fused ? &fusedKernel(step, where) : nullptr;
+    int wantIn = fused ? gen->num_inputs() : def->numInputs;
+    int wantOut = fused ? gen->args_size() - gen->num_inputs() : def->numOutputs;
+    if (step.inputs_size() != wantIn || step.outputs_size() != wantOut)
+      error(where + "takes " + std::to_string(wantIn) + " inputs and " + std::to_string(wantOut) +
+            " outputs, the step has " + std::to_string(step.inputs_size()) + " and " +
+            std::to_string(step.outputs_size()));
     if (step.flops() < 0) error(where + "negative flops");
     const int n = prog.buffers_size();
     auto checkId = [&](int id, const char *role, int k) {
@@ -275,7 +282,7 @@ private:
     }
     std::string msg;
     try {
-      msg = def->check(in, out, attrs);
+      msg = fused ? checkFusedArgs(*gen, in, out) : def->check(in, out, attrs);
     } catch (const Error &e) {  // attribute getters throw on a missing attribute
       msg = e.what();
     }
@@ -288,6 +295,89 @@ private:
             live[c] = false;
     }
     for (int o : step.outputs()) live[o] = true;
+  }
+
+  // --- generated kernels ---------------------------------------------------------
+
+  static constexpr const char *kFusedOp = "fused";
+
+  /* Each kernel's declared signature and schedule, and each library's image against
+     its checksum: a plan whose kernel bytes were altered is refused here, before
+     anything of it is loaded or run. */
+  void checkKernels() {
+    if (plan_.kernels_size() > 0 && plan_.kernel_libraries_size() == 0)
+      error("has " + std::to_string(plan_.kernels_size()) + " generated kernels but no compiled kernel library");
+    std::set<std::string> names;
+    for (int i = 0; i < plan_.kernels_size(); ++i) {
+      const plan::Kernel &k = plan_.kernels(i);
+      std::string where = "kernel " + std::to_string(i) + " '" + k.name() + "': ";
+      if (k.name().empty() || k.name().find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+        error(where + "the entry symbol must be a non-empty [a-z0-9_] name");
+      if (!names.insert(k.name()).second) error(where + "declared twice");
+      if (k.rows() <= 0 || k.cols() <= 0 || k.rows() > kMaxArenaBytes / k.cols())
+        error(where + "iteration space [" + std::to_string(k.rows()) + ", " + std::to_string(k.cols()) +
+              "] must be positive and bounded");
+      if (k.num_inputs() < 0 || k.num_inputs() >= k.args_size())
+        error(where + "num_inputs " + std::to_string(k.num_inputs()) + " must leave at least one of its " +
+              std::to_string(k.args_size()) + " args as an output");
+      for (int a = 0; a < k.args_size(); ++a) {
+        std::string bad = checkPlanType(k.args(a));
+        if (!bad.empty()) error(where + "arg " + std::to_string(a) + ": " + bad);
+      }
+      if (k.schedule() == plan::Kernel::MATMUL_EPILOGUE) checkEpilogue(k, where);
+    }
+    for (int i = 0; i < plan_.kernel_libraries_size(); ++i) {
+      const plan::KernelLibrary &l = plan_.kernel_libraries(i);
+      std::string where = "kernel library " + std::to_string(i) + " (" + l.target() + "): ";
+      if (l.target() != "cuda" && l.target().rfind("cpu-", 0) != 0)
+        error(where + "unknown target (expected cpu-<isa> or cuda)");
+      uint64_t h = fnv1a64(l.image().data(), l.image().size());
+      if (h != l.image_fnv1a())
+        error(where + "its compiled image does not match its checksum (the kernel bytes were altered); "
+                      "refusing to load it");
+    }
+  }
+
+  void checkEpilogue(const plan::Kernel &k, const std::string &where) {
+    int n = k.args_size(), nin = k.num_inputs();
+    if (k.product_arg() < nin || k.product_arg() >= n) error(where + "product_arg must be an output");
+    if (k.lhs_arg() < 0 || k.lhs_arg() >= nin || k.rhs_arg() < 0 || k.rhs_arg() >= nin)
+      error(where + "lhs_arg and rhs_arg must be inputs");
+    TensorType lhs = toTensorType(k.args(k.lhs_arg())), rhs = toTensorType(k.args(k.rhs_arg()));
+    TensorType prod = toTensorType(k.args(k.product_arg()));
+    std::string err;
+    auto shape = shapes::matmul(lhs.shape, rhs.shape, false, k.transpose_rhs(), err);
+    if (!shape) error(where + err);
+    if (rhs.shape.size() != 2 || *shape != prod.shape || prod.shape.empty() || prod.shape.back() != k.cols() ||
+        prod.numel() != k.rows() * k.cols() || lhs.dtype != prod.dtype || rhs.dtype != prod.dtype ||
+        prod.dtype == DType::I32)
+      error(where + "product " + prod.str() + " is not the [rows, cols] product of lhs " + lhs.str() + " and rhs " +
+            rhs.str());
+  }
+
+  const plan::Kernel &fusedKernel(const plan::Step &step, const std::string &where) {
+    auto it = step.attrs().find("kernel");
+    if (it == step.attrs().end() || it->second.value_case() != plan::Attr::kI)
+      error(where + "a fused step needs an integer attribute 'kernel'");
+    if (step.attrs_size() != 1) error(where + "a fused step has only the attribute 'kernel'");
+    int64_t k = it->second.i();
+    if (k < 0 || k >= plan_.kernels_size())
+      error(where + "kernel " + std::to_string(k) + " is out of range (the plan has " +
+            std::to_string(plan_.kernels_size()) + ")");
+    return plan_.kernels((int)k);
+  }
+
+  /* "" when the step's buffers have exactly the types the kernel was compiled for. */
+  static std::string checkFusedArgs(const plan::Kernel &k, const std::vector<TensorType> &in,
+                                    const std::vector<TensorType> &out) {
+    for (int a = 0; a < k.args_size(); ++a) {
+      const TensorType &got = a < k.num_inputs() ? in[a] : out[a - k.num_inputs()];
+      TensorType want = toTensorType(k.args(a));
+      if (got.dtype != want.dtype || got.shape != want.shape)
+        return "kernel '" + k.name() + "' was compiled for arg " + std::to_string(a) + " of type " + want.str() +
+               ", the step passes " + got.str();
+    }
+    return "";
   }
 
   const plan::Output *findOutput(const plan::Program &prog, const std::string &name) {

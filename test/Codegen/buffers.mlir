@@ -6,7 +6,7 @@
 // numbers (parameter count, FLOPs per step, predicted peak) follow the
 // documented formulas for this tiny module. (No lm.data: the inputs x and
 // targets are not the causal pipeline's single token input, see plan-bounds.mlir.)
-// RUN: lmc compile %s --emit=plan-text -o %t.plan 2>%t.err | FileCheck %s
+// RUN: lmc compile %s --fusion=none --emit=plan-text -o %t.plan 2>%t.err | FileCheck %s
 // RUN: FileCheck %s --check-prefix=SUMMARY < %t.err
 
 module attributes {

@@ -2,7 +2,7 @@
 // is one lmrt validates: an objective using the forward ops not exercised by
 // gpt_tiny goes through -lm-autodiff (which adds their backward ops) and the
 // resulting plan must pass `lmrt inspect`.
-// RUN: lmc compile %s -o %t.plan --emit=plan-text | FileCheck %s
+// RUN: lmc compile %s --fusion=none -o %t.plan --emit=plan-text | FileCheck %s
 // RUN: lmrt inspect %t.plan | FileCheck %s --check-prefix=INSPECT
 
 module attributes {lm.data = {batch = 2 : i64, seq = 4 : i64, transform = "causal", vocab = 8 : i64}} {

@@ -2,7 +2,7 @@
 // dead, a step's output never shares memory with its inputs, outputs live to
 // the end of the program, and the built-in check confirms that no two
 // simultaneously-live buffers overlap.
-// RUN: lmc compile %s --emit=memory-plan | FileCheck %s
+// RUN: lmc compile %s --fusion=none --emit=memory-plan | FileCheck %s
 
 module {
   func.func @chain(%p: tensor<16xf32> {lm.param = "p", lm.init = {kind = "zeros"}},

@@ -31,7 +31,7 @@
 // A valid module: discardable attributes on its steps stay out of the plan
 // (a dictionary would have no plan form at all), the data config is complete,
 // and lmrt accepts the plan.
-// RUN: lmc compile %t/valid.mlir -o %t/valid.bin --emit=plan-text | FileCheck %s --check-prefix=VALID
+// RUN: lmc compile %t/valid.mlir --fusion=none -o %t/valid.bin --emit=plan-text | FileCheck %s --check-prefix=VALID
 // RUN: lmrt inspect %t/valid.bin | FileCheck %s --check-prefix=INSPECT
 // VALID:     op: "neg"
 // VALID-NOT: note
@@ -45,10 +45,11 @@
 // VALID-NEXT: }
 // INSPECT: train_step
 
-// --print-ir-after-all has nothing to print for a module with a train step.
+// A module with a train step skips autodiff but still goes through fusion.
 // RUN: lmc compile %t/valid.mlir -o %t/valid.plan --print-ir-after-all 2>&1 | FileCheck %s --check-prefix=PRINTIR
-// PRINTIR: lmc: warning: --print-ir-after-all prints nothing: '{{.*}}valid.mlir' already has a train step, so the train pipeline does not run
-// PRINTIR-NOT: IR Dump
+// PRINTIR-NOT: LMAutodiffPass
+// PRINTIR: IR Dump After LMFusePass (lm-fuse)
+// PRINTIR: lm.fusion
 
 // `lmc memory-plan` reads a plan file by its magic whatever its name, and
 // protobuf text even when it is named .plan.

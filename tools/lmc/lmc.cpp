@@ -12,6 +12,7 @@
 #include "codegen/MemoryPlanner.h"
 #include "codegen/PlanWriter.h"
 #include "frontend/Frontend.h"
+#include "passes/Passes.h"
 #include "passes/Pipelines.h"
 #include "runtime/lmrt/plan_file.h"
 #include "runtime/lmrt/tensor.h"
@@ -46,6 +47,8 @@ struct CompileOptions {
   std::string emit;
   std::string dumpDir;
   bool printIRAfterAll = false;
+  std::string fusion = "auto";
+  std::string target = "cpu";
 };
 
 int fail(const llvm::Twine &message) {
@@ -189,19 +192,19 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
       return 0;
   }
 
-  // Stage 1: the train step. A module that already has one (a hand-written
-  // test, or lmc's own --emit=train-mlir output) is taken as it is.
-  if (hasTrainStep(*module)) {
-    if (opts.printIRAfterAll)
-      llvm::errs() << "lmc: warning: --print-ir-after-all prints nothing: '" << opts.input
-                   << "' already has a train step, so the train pipeline does not run\n";
-  } else {
+  // Stage 1: the train step, then fusion. A module that already has a train
+  // step (a hand-written test, or lmc's own --emit=train-mlir output) skips
+  // autodiff, never fusion.
+  {
     PassManager pm(&context);
     if (opts.printIRAfterAll) {
       context.disableMultithreading();
       pm.enableIRPrinting();
     }
-    mlir::lm::buildLMTrainPipeline(pm);
+    if (!hasTrainStep(*module))
+      mlir::lm::buildLMTrainPipeline(pm);
+    if (opts.fusion != "none")
+      pm.addPass(mlir::lm::createLMFusePass());
     if (failed(pm.run(*module)))
       return 1;
   }
@@ -217,9 +220,15 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   // Stage 2: the plan.
   mlir::lm::PlanOptions planOptions;
   planOptions.sourcePath = opts.input;
+  planOptions.targetCpu = llvm::StringRef(opts.target).contains("cpu");
+  planOptions.targetCuda = llvm::StringRef(opts.target).contains("cuda");
   FailureOr<lmrt::plan::Plan> plan = mlir::lm::buildPlan(*module, planOptions);
   if (failed(plan))
     return 1;
+  for (const lmrt::plan::KernelLibrary &lib : plan->kernel_libraries())
+    if (!opts.dumpDir.empty() &&
+        failed(writeDump(opts.dumpDir, lib.target() == "cuda" ? "kernels.cu" : "kernels.cpp", lib.source())))
+      return 1;
   std::string planText = planToText(*plan);
   if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, "02-plan.txt", planText)))
     return 1;
@@ -291,6 +300,10 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"mlir", "train-mlir", "plan-text", "memory-plan"}));
   compile->add_option("--dump-dir", opts.dumpDir,
                       "write every stage: 00-frontend.mlir, 01-train.mlir, 02-plan.txt");
+  compile->add_option("--fusion", opts.fusion, "fuse ops into generated kernels (auto), or run one library kernel per op (none)")
+      ->check(CLI::IsMember({"auto", "none"}));
+  compile->add_option("--target", opts.target, "what the generated kernels are compiled for: cpu, cuda, or cpu,cuda")
+      ->check(CLI::IsMember({"cpu", "cuda", "cpu,cuda", "cuda,cpu"}));
   compile->add_flag("--print-ir-after-all", opts.printIRAfterAll, "print the IR after every pass (stderr)");
 
   std::string planPath;

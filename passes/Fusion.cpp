@@ -1,0 +1,249 @@
+//===- Fusion.cpp - Group ops into lm.fusion regions (one kernel each) ----===//
+//
+// -lm-fuse: forms lm.fusion regions greedily, from the end of each function
+// body backwards (producer fusion, as XLA's loop fusion). A group has one
+// iteration space, the shape of its elementwise values; it holds
+//   - elementwise ops (add, sub, mul, div, neg, gelu, gelu_grad) whose result
+//     has the group's shape (their other operands may broadcast into it);
+//   - lm.sum_to ops reducing a group value over its leading dimensions (a bias
+//     gradient), so a producer's result is summed while it is in registers;
+//   - or, instead of reductions, one lm.matmul whose product the elementwise
+//     ops consume: the GEMM runs in a library and the rest is its epilogue.
+// A value of the group used outside it becomes a result of the fusion (multi-
+// output fusion), so a producer with other users still fuses. The region is
+// placed where every input is already defined and before every outside user;
+// a group that has no such point is not grown. The rules are in docs/fusion.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialect/IR/LMOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::lm {
+#define GEN_PASS_DEF_LMFUSEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::lm
+
+using namespace mlir;
+using namespace mlir::lm;
+
+bool mlir::lm::isFusibleElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, GeluOp, GeluGradOp>(op) &&
+         llvm::isa<FloatType>(llvm::cast<ShapedType>(op->getResult(0).getType()).getElementType());
+}
+
+bool mlir::lm::isFusibleReduction(Operation *op) {
+  auto sum = dyn_cast<SumToOp>(op);
+  if (!sum)
+    return false;
+  // Only a reduction over a leading prefix of dimensions (the result is the
+  // operand's trailing dimensions, as a bias is); others stay library kernels.
+  ArrayRef<int64_t> in = sum.getX().getType().getShape();
+  ArrayRef<int64_t> out = sum.getType().getShape();
+  if (out.size() > in.size() || out.empty() || in.size() == out.size())
+    return false;
+  return in.take_back(out.size()) == out;
+}
+
+bool mlir::lm::isEpilogueMatmul(Operation *op) {
+  auto mm = dyn_cast<MatmulOp>(op);
+  // The rows of the product are the flattened leading dims of lhs only when
+  // rhs is one shared matrix and lhs is not transposed (one GEMM, row blocks).
+  return mm && !mm.getTransposeLhs() && mm.getRhs().getType().getRank() == 2;
+}
+
+namespace {
+
+/// The shape elementwise values of a group share.
+ArrayRef<int64_t> shapeOf(Value v) { return llvm::cast<ShapedType>(v.getType()).getShape(); }
+
+class GroupBuilder {
+public:
+  GroupBuilder(Block &block, unsigned maxOps) : block(block), maxOps(maxOps) { renumber(); }
+
+  /// Forms a group seeded at `root`; false when nothing was fused.
+  bool fuseFrom(Operation *root);
+
+private:
+  void renumber() {
+    position.clear();
+    unsigned i = 0;
+    for (Operation &op : block)
+      position[&op] = i++;
+  }
+  /// The open interval (lo, hi) of block positions where `ops` could be placed
+  /// as one op: after every input's definition, before every outside user.
+  std::pair<int64_t, int64_t> placement(const llvm::SetVector<Operation *> &ops) const;
+  bool canAdd(Operation *candidate);
+  void materialize();
+
+  Block &block;
+  unsigned maxOps;
+  llvm::DenseMap<Operation *, unsigned> position;
+  llvm::SetVector<Operation *> group;
+  SmallVector<int64_t> space;
+  bool hasMatmul = false, hasReduction = false;
+};
+
+std::pair<int64_t, int64_t> GroupBuilder::placement(const llvm::SetVector<Operation *> &ops) const {
+  int64_t lo = -1, hi = static_cast<int64_t>(block.getOperations().size());
+  for (Operation *op : ops) {
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && def->getBlock() == &block && !ops.contains(def))
+        lo = std::max<int64_t>(lo, position.lookup(def));
+    }
+    for (Operation *user : op->getUsers())
+      if (!ops.contains(user))
+        hi = std::min<int64_t>(hi, position.lookup(block.findAncestorOpInBlock(*user)));
+  }
+  return {lo, hi};
+}
+
+bool GroupBuilder::canAdd(Operation *candidate) {
+  if (group.contains(candidate) || group.size() >= maxOps || candidate->getBlock() != &block)
+    return false;
+  if (isFusibleElementwise(candidate)) {
+    if (shapeOf(candidate->getResult(0)) != ArrayRef<int64_t>(space))
+      return false;
+  } else if (isEpilogueMatmul(candidate)) {
+    if (hasMatmul || hasReduction || shapeOf(candidate->getResult(0)) != ArrayRef<int64_t>(space))
+      return false;
+  } else {
+    return false;
+  }
+  llvm::SetVector<Operation *> grown = group;
+  grown.insert(candidate);
+  auto [lo, hi] = placement(grown);
+  return lo < hi;
+}
+
+bool GroupBuilder::fuseFrom(Operation *root) {
+  group.clear();
+  hasMatmul = hasReduction = false;
+  if (isFusibleReduction(root)) {
+    auto sum = cast<SumToOp>(root);
+    space.assign(sum.getX().getType().getShape().begin(), sum.getX().getType().getShape().end());
+    hasReduction = true;
+  } else if (isFusibleElementwise(root)) {
+    ArrayRef<int64_t> s = shapeOf(root->getResult(0));
+    space.assign(s.begin(), s.end());
+  } else {
+    return false;
+  }
+  group.insert(root);
+  // Grow by producers, breadth first; a reduction root's producers are the
+  // elementwise values it sums.
+  for (unsigned next = 0; next < group.size(); ++next) {
+    Operation *op = group[next];
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && canAdd(def)) {
+        group.insert(def);
+        hasMatmul |= isa<MatmulOp>(def);
+      }
+    }
+  }
+  // A lone reduction is the library's column sum already; a lone matmul never
+  // starts a group. Anything else becomes a kernel.
+  if (group.size() == 1 && hasReduction)
+    return false;
+  materialize();
+  return true;
+}
+
+void GroupBuilder::materialize() {
+  // Program order inside the region, so every value is defined before its use.
+  SmallVector<Operation *> ops(group.begin(), group.end());
+  llvm::sort(ops, [&](Operation *a, Operation *b) { return position.lookup(a) < position.lookup(b); });
+  llvm::SetVector<Operation *> members(ops.begin(), ops.end());
+
+  llvm::SetVector<Value> inputs;
+  SmallVector<Value> outputs;
+  for (Operation *op : ops) {
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def || !members.contains(def))
+        inputs.insert(operand);
+    }
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *u) { return !members.contains(u); }))
+        outputs.push_back(result);
+  }
+
+  // Insert right after the last member that precedes the first outside user
+  // (inputs are all defined by then).
+  auto [lo, hi] = placement(members);
+  Operation *last = ops.back();
+  OpBuilder builder(block.getParentOp()->getContext());
+  if (static_cast<int64_t>(position.lookup(last)) < hi) {
+    builder.setInsertionPointAfter(last);
+  } else {
+    Operation *firstUser = nullptr;
+    for (Operation &op : block)
+      if (static_cast<int64_t>(position.lookup(&op)) == hi)
+        firstUser = &op;
+    builder.setInsertionPoint(firstUser);
+  }
+  (void)lo;
+
+  SmallVector<Type> resultTypes;
+  SmallVector<Location> locs;
+  for (Value v : outputs)
+    resultTypes.push_back(v.getType());
+  for (Operation *op : ops)
+    locs.push_back(op->getLoc());
+  auto fusion = builder.create<FusionOp>(builder.getFusedLoc(locs), resultTypes, inputs.getArrayRef());
+  Block &body = fusion.getBody().front();
+  IRMapping mapping;
+  for (auto [input, arg] : llvm::zip(inputs, body.getArguments()))
+    mapping.map(input, arg);
+  OpBuilder inner = OpBuilder::atBlockEnd(&body);
+  for (Operation *op : ops)
+    inner.clone(*op, mapping);
+  SmallVector<Value> yielded;
+  for (Value v : outputs)
+    yielded.push_back(mapping.lookup(v));
+  inner.create<YieldOp>(fusion.getLoc(), yielded);
+
+  for (auto [v, r] : llvm::zip(outputs, fusion.getResults()))
+    v.replaceUsesWithIf(r, [&](OpOperand &use) { return !members.contains(use.getOwner()); });
+  for (Operation *op : llvm::reverse(ops))
+    op->erase();
+  renumber();
+}
+
+struct LMFusePass : public lm::impl::LMFusePassBase<LMFusePass> {
+  using LMFusePassBase::LMFusePassBase;
+
+  void runOnOperation() override {
+    getOperation().walk([&](func::FuncOp func) {
+      if (func.isExternal())
+        return;
+      for (Block &block : func.getBody()) {
+        GroupBuilder builder(block, maxOps);
+        // Seeds from the end backwards; each formed group is one op, never
+        // a seed again.
+        for (Operation *op = block.empty() ? nullptr : &block.back(); op;) {
+          Operation *prev = op->getPrevNode();
+          if (!isa<FusionOp, MatmulOp>(op)) {
+            // The group erases the seed and may erase `prev`; the op after the
+            // seed survives, and what precedes it now is the next candidate.
+            Operation *anchor = op->getNextNode();
+            if (builder.fuseFrom(op))
+              prev = anchor ? anchor->getPrevNode() : &block.back();
+          }
+          op = prev;
+        }
+      }
+    });
+  }
+};
+
+} // namespace

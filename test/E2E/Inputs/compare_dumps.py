@@ -1,0 +1,70 @@
+"""Compares two `lmrt run --dump-dir` records step by step: the loss and every
+parameter's raw gradient (and, with --params, the updated parameters).
+
+Used to check that a fused plan computes what the unfused one does. Errors are
+relative to the largest magnitude of the reference tensor, so a tensor whose
+entries are all tiny is still held to the same relative accuracy.
+Exit status 1 when any value is off by more than its tolerance."""
+import argparse
+import json
+import struct
+import sys
+
+import numpy as np
+
+DTYPES = {"F32": np.float32, "F64": np.float64, "I32": np.int32}
+
+
+def load(path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8 : 8 + n])
+    data = blob[8 + n :]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        out[name] = np.frombuffer(data[b:e], dtype=DTYPES[info["dtype"]]).reshape(info["shape"])
+    return out
+
+
+def rel_err(ref, got):
+    scale = max(float(np.abs(ref).max()), 1e-30)
+    return float(np.abs(ref.astype(np.float64) - got.astype(np.float64)).max()) / scale
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("reference")
+    p.add_argument("candidate")
+    p.add_argument("--steps", type=int, default=1)
+    p.add_argument("--loss-rtol", type=float, default=1e-6)
+    p.add_argument("--grad-rtol", type=float, default=1e-5)
+    args = p.parse_args()
+    ok = True
+    for step in range(1, args.steps + 1):
+        ref = load(f"{args.reference}/step{step}.safetensors")
+        got = load(f"{args.candidate}/step{step}.safetensors")
+        if not np.array_equal(ref["tokens"], got["tokens"]):
+            print(f"step {step}: the two runs saw different batches")
+            return 1
+        err = rel_err(ref["loss"], got["loss"])
+        verdict = "ok" if err <= args.loss_rtol else "FAIL"
+        ok &= verdict == "ok"
+        print(f"step {step}: loss {float(ref['loss']):.8f} vs {float(got['loss']):.8f}, rel err {err:.2e} {verdict}")
+        grads = sorted(k for k in ref if k.startswith("grad."))
+        if set(grads) != {k for k in got if k.startswith("grad.")}:
+            print(f"step {step}: the runs have different parameters")
+            return 1
+        worst, worst_name = max((rel_err(ref[k], got[k]), k) for k in grads)
+        verdict = "ok" if worst <= args.grad_rtol else "FAIL"
+        ok &= verdict == "ok"
+        print(f"step {step}: {len(grads)} gradients, max rel err {worst:.2e} ({worst_name}) {verdict}")
+    print("compare: ok" if ok else "compare: FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -469,7 +469,8 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
 
 /// Compiles the generated kernels for every requested target into the plan.
 static LogicalResult compilePlanKernels(ModuleOp module, const std::vector<KernelInstance> &kernels,
-                                        const PlanOptions &options, plan::Plan &result) {
+                                        const PlanOptions &options, plan::Plan &result, PlanReport &report) {
+  report.kernels = kernels.size();
   if (kernels.empty())
     return success();
   SmallVector<KernelTarget> targets;
@@ -484,6 +485,7 @@ static LogicalResult compilePlanKernels(ModuleOp module, const std::vector<Kerne
     llvm::Expected<CompiledKernels> compiled = compileKernels(source, target, options.compile);
     if (!compiled)
       return module.emitError("codegen: ") << llvm::toString(compiled.takeError()), failure();
+    (compiled->cached ? report.cachedLibraries : report.compiledLibraries)++;
     plan::KernelLibrary *lib = result.add_kernel_libraries();
     lib->set_target(compiled->target);
     lib->set_image_fnv1a(lmrt::fnv1a64(compiled->image.data(), compiled->image.size()));
@@ -494,7 +496,10 @@ static LogicalResult compilePlanKernels(ModuleOp module, const std::vector<Kerne
   return success();
 }
 
-FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &options) {
+FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &options, PlanReport *report) {
+  PlanReport ignored;
+  if (!report)
+    report = &ignored;
   FailureOr<func::FuncOp> trainStep = findFunc(module, "lm.train_step");
   FailureOr<func::FuncOp> objective = findFunc(module, "lm.objective", "lm.train_step");
   FailureOr<func::FuncOp> model = findFunc(module, "lm.model");
@@ -534,7 +539,7 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
     *result.add_programs() = std::move(*program);
   }
 
-  if (failed(compilePlanKernels(module, kernels.all(), options, result)))
+  if (failed(compilePlanKernels(module, kernels.all(), options, result, *report)))
     return failure();
 
   // Plan-level facts, all from the train step (what `lmrt run` executes).

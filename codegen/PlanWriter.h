@@ -25,11 +25,19 @@ struct PlanOptions {
   KernelCompileOptions compile;
 };
 
+/// What codegen did besides the plan, for lmc's summary line.
+struct PlanReport {
+  unsigned kernels = 0;          ///< generated kernels in the plan
+  unsigned cachedLibraries = 0;  ///< libraries taken from the kernel cache
+  unsigned compiledLibraries = 0;
+};
+
 /// Builds the plan. Reports a diagnostic (at the offending op) and fails when the
 /// module breaks the plan contract (missing objective or train step, an op the
 /// runtime has no kernel for, a dynamic shape, ...). Every lm.fusion region
 /// becomes a "fused" step running a generated kernel (identical bodies share
 /// one), compiled for the requested targets and embedded in the plan.
-FailureOr<lmrt::plan::Plan> buildPlan(ModuleOp module, const PlanOptions &options);
+FailureOr<lmrt::plan::Plan> buildPlan(ModuleOp module, const PlanOptions &options,
+                                      PlanReport *report = nullptr);
 
 } // namespace mlir::lm

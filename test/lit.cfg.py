@@ -14,12 +14,23 @@ config.test_exec_root = os.path.join(config.lmc_obj_root, "test")
 # (append_path puts the new folder in front of the existing PATH.)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.lmc_tools_dir, append_path=True)
-llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS", "LMC_REQUIRE_REFERENCE"])
+llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS", "LMC_REQUIRE_REFERENCE", "LMC_CACHE_DIR"])
 config.substitutions.append(("%models", os.path.join(config.lmc_src_root, "models")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%fortunes", "/usr/share/games/fortunes"))  # scripts/setup.sh installs it
 config.substitutions.append(("%lmc_src", config.lmc_src_root))
 llvm_config.add_tool_substitutions(["lm-opt", "lmc", "lmrt"], [config.lmc_tools_dir])
+
+# nvcc compiles every generated CUDA kernel (test/Codegen/kernels-cuda.test).
+import shutil
+nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+if nvcc:
+    config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", nvcc))
+elif os.environ.get("LMC_REQUIRE_NVCC"):
+    lit_config.fatal("no nvcc on PATH or in /usr/local/cuda/bin, and LMC_REQUIRE_NVCC is set")
+else:
+    lit_config.warning("generated CUDA kernels are not compiled: no nvcc on PATH or in /usr/local/cuda/bin")
 
 if os.path.exists(config.python) and os.system(config.python + " -c 'import torch' 2>/dev/null") == 0:
     config.available_features.add("torch")

@@ -1,5 +1,7 @@
 // RUN: lmc compile %s -o %t.plan
 // RUN: lmrt gradcheck %t.plan | FileCheck %s
+// RUN: lmc compile %s --fusion=none -o %t.ref.plan
+// RUN: lmrt gradcheck %t.ref.plan | FileCheck %s
 // CHECK: gradcheck: ok
 
 // Tests the VJP of lm.transpose (a non-self-inverse permutation).

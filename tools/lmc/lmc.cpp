@@ -132,6 +132,19 @@ bool printMemoryPlans(const lmrt::plan::Plan &plan, llvm::raw_ostream &os) {
   return ok;
 }
 
+/// "12 generated kernels (cpu-x86-64-v3: compiled)" or "no generated kernels".
+std::string kernelSummary(const lmrt::plan::Plan &plan, const mlir::lm::PlanReport &report) {
+  if (report.kernels == 0)
+    return "no generated kernels";
+  std::string targets;
+  for (const lmrt::plan::KernelLibrary &lib : plan.kernel_libraries())
+    targets += (targets.empty() ? "" : ", ") + lib.target();
+  const char *how = report.compiledLibraries == 0 ? "from the kernel cache"
+                    : report.cachedLibraries == 0 ? "compiled"
+                                                  : "compiled and cached";
+  return std::to_string(report.kernels) + " generated kernels (" + targets + ": " + how + ")";
+}
+
 /// Parses -D name=value flags.
 LogicalResult parseDefines(const std::vector<std::string> &defines, mlir::lm::FrontendOptions &options) {
   for (const std::string &d : defines) {
@@ -222,7 +235,8 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   planOptions.sourcePath = opts.input;
   planOptions.targetCpu = llvm::StringRef(opts.target).contains("cpu");
   planOptions.targetCuda = llvm::StringRef(opts.target).contains("cuda");
-  FailureOr<lmrt::plan::Plan> plan = mlir::lm::buildPlan(*module, planOptions);
+  mlir::lm::PlanReport report;
+  FailureOr<lmrt::plan::Plan> plan = mlir::lm::buildPlan(*module, planOptions, &report);
   if (failed(plan))
     return 1;
   for (const lmrt::plan::KernelLibrary &lib : plan->kernel_libraries())
@@ -250,7 +264,8 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   llvm::errs() << "lmc: " << (writePlan ? "wrote " + outPath : std::string("compiled ") + opts.input) << ": "
                << withThousands(plan->param_count()) << " parameters, " << humanFlops(plan->flops_per_step())
                << "/step, predicted peak memory " << humanBytes(plan->predicted_peak_bytes()) << " ("
-               << withThousands(plan->predicted_peak_bytes()) << " bytes), compiled in "
+               << withThousands(plan->predicted_peak_bytes()) << " bytes), " << kernelSummary(*plan, report)
+               << ", compiled in "
                << llvm::formatv("{0:f2}", seconds) << " s\n";
   return 0;
 }

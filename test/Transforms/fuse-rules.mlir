@@ -1,0 +1,73 @@
+// RUN: lm-opt %s -lm-fuse -split-input-file | FileCheck %s
+// RUN: lm-opt %s -lm-fuse=max-ops=1 -split-input-file | FileCheck %s --check-prefix=MAX1
+
+// Tests what -lm-fuse leaves apart: a reduction over an inner dimension stays
+// the library's lm.sum_to (its producer is fused alone).
+// CHECK-LABEL: func.func @inner_reduction
+// CHECK:       lm.fusion
+// CHECK-NEXT:  ^bb0(
+// CHECK-NEXT:    lm.mul
+// CHECK-NEXT:    lm.yield
+// CHECK:       lm.sum_to
+// CHECK-SAME:  -> tensor<2x1x4xf32>
+// MAX1-LABEL:  func.func @inner_reduction
+// MAX1-COUNT-1: lm.fusion
+func.func @inner_reduction(%x: tensor<2x3x4xf32>, %y: tensor<2x3x4xf32>) -> tensor<2x1x4xf32> {
+  %m = lm.mul %x, %y : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %s = lm.sum_to %m : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+  return %s : tensor<2x1x4xf32>
+}
+
+// -----
+
+// Tests that a GEMM with a transposed lhs (a weight gradient) gets no epilogue.
+// CHECK-LABEL: func.func @transposed_lhs
+// CHECK:       lm.matmul
+// CHECK-SAME:  transpose_lhs = true
+// CHECK-NEXT:  lm.fusion
+// CHECK-NEXT:  ^bb0(
+// CHECK-NEXT:    lm.add
+func.func @transposed_lhs(%x: tensor<8x4xf32>, %dy: tensor<8x6xf32>, %acc: tensor<4x6xf32>) -> tensor<4x6xf32> {
+  %g = lm.matmul %x, %dy {transpose_lhs = true} : (tensor<8x4xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+  %s = lm.add %g, %acc : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  return %s : tensor<4x6xf32>
+}
+
+// -----
+
+// Tests the placement rule: %a is read by a library op (layer_norm) whose
+// result the add needs, so no single point comes after every input and
+// before every outside user of the group {add, neg}: each is fused alone.
+// CHECK-LABEL: func.func @no_placement
+// CHECK:       %[[A:.*]] = lm.fusion
+// CHECK-NEXT:  ^bb0(
+// CHECK-NEXT:    lm.neg
+// CHECK:       %[[L:.*]] = lm.layer_norm %[[A]]
+// CHECK:       lm.fusion %[[A]], %[[L]]
+// CHECK-NEXT:  ^bb0(
+// CHECK-NEXT:    lm.add
+// CHECK-NEXT:    lm.yield
+func.func @no_placement(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
+  %a = lm.neg %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %l = lm.layer_norm %a, %g, %b : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %s = lm.add %a, %l : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %s : tensor<2x4xf32>
+}
+
+// -----
+
+// Tests multi-output fusion: %a is used by the group and after it, so it is
+// both computed inside and returned.
+// CHECK-LABEL: func.func @multi_output
+// CHECK:       %[[F:.*]]:2 = lm.fusion
+// CHECK-NEXT:  ^bb0(
+// CHECK-NEXT:    %[[N:.*]] = lm.neg
+// CHECK-NEXT:    %[[G:.*]] = lm.gelu %[[N]]
+// CHECK-NEXT:    lm.yield %[[N]], %[[G]]
+// CHECK:       lm.layer_norm %[[F]]#0
+func.func @multi_output(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %a = lm.neg %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %y = lm.gelu %a : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %l = lm.layer_norm %a, %g, %b : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %y, %l : tensor<2x4xf32>, tensor<2x4xf32>
+}

@@ -447,3 +447,52 @@ func.func @transpose_perm_length(%x: tensor<4x8xf32>) {
   %0 = lm.transpose %x {permutation = array<i64: 1, 0, 2>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
   return
 }
+
+// -----
+
+// Tests that a fused region's arguments have the types of the fusion's inputs.
+func.func @fusion_arg_type(%x: tensor<4xf32>) {
+  // expected-error @below {{'lm.fusion' op region argument 0 has type 'tensor<8xf32>', but input 0 has type 'tensor<4xf32>'}}
+  %0 = lm.fusion %x : (tensor<4xf32>) -> tensor<8xf32> {
+  ^bb0(%a: tensor<8xf32>):
+    lm.yield %a : tensor<8xf32>
+  }
+  return
+}
+
+// -----
+
+// Tests that lm.yield returns the fusion's result types.
+func.func @fusion_yield_types(%x: tensor<4xf32>) {
+  // expected-error @below {{'lm.fusion' op lm.yield returns 'tensor<4xf32>' but the results are 'tensor<2x2xf32>'}}
+  %0 = lm.fusion %x : (tensor<4xf32>) -> tensor<2x2xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %n = lm.neg %a : (tensor<4xf32>) -> tensor<4xf32>
+    lm.yield %n : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+// Tests that a fused region holds lm ops only, never another fusion.
+func.func @fusion_nested(%x: tensor<4xf32>) {
+  %0 = lm.fusion %x : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    // expected-error @below {{'lm.fusion' op cannot be inside an lm.fusion region (only lm ops, not nested fusions)}}
+    %n = lm.fusion %a : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%b: tensor<4xf32>):
+      lm.yield %b : tensor<4xf32>
+    }
+    lm.yield %n : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+// Tests that lm.yield lives only in a fused region.
+func.func @yield_outside(%x: tensor<4xf32>) {
+  // expected-error @below {{'lm.yield' op expects parent op 'lm.fusion'}}
+  lm.yield %x : tensor<4xf32>
+}

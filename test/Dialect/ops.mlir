@@ -112,3 +112,18 @@ func.func @backward_ops(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %ids: tensor
   %6 = lm.slice_grad %s {start = array<i64: 0, 1, 0>, limit = array<i64: 2, 8, 32>, stride = array<i64: 1, 2, 1>} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
   return
 }
+
+// CHECK-LABEL: func.func @fusion
+// CHECK: %{{.*}}:2 = lm.fusion %{{.*}}, %{{.*}}, %{{.*}} : (tensor<8x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> (tensor<8x256xf32>, tensor<8x256xf32>) {
+// CHECK-NEXT: ^bb0(%{{.*}}: tensor<8x64xf32>, %{{.*}}: tensor<64x256xf32>, %{{.*}}: tensor<256xf32>):
+// CHECK: lm.yield %{{.*}}, %{{.*}} : tensor<8x256xf32>, tensor<8x256xf32>
+func.func @fusion(%x: tensor<8x64xf32>, %w: tensor<64x256xf32>, %b: tensor<256xf32>) -> (tensor<8x256xf32>, tensor<8x256xf32>) {
+  %h, %a = lm.fusion %x, %w, %b : (tensor<8x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> (tensor<8x256xf32>, tensor<8x256xf32>) {
+  ^bb0(%x0: tensor<8x64xf32>, %w0: tensor<64x256xf32>, %b0: tensor<256xf32>):
+    %p = lm.matmul %x0, %w0 : (tensor<8x64xf32>, tensor<64x256xf32>) -> tensor<8x256xf32>
+    %y = lm.add %p, %b0 : (tensor<8x256xf32>, tensor<256xf32>) -> tensor<8x256xf32>
+    %g = lm.gelu %y : (tensor<8x256xf32>) -> tensor<8x256xf32>
+    lm.yield %y, %g : tensor<8x256xf32>, tensor<8x256xf32>
+  }
+  return %h, %a : tensor<8x256xf32>, tensor<8x256xf32>
+}

@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "runtime/lmrt/hash.h"
 #include "runtime/lmrt/tensor.h"
 #include "runtime/lmrt/validate.h"
 #include "test/Unit/runtime/TinyPlan.h"
@@ -181,6 +182,86 @@ TEST(Validate, MissingAttributeIsAnError) {
   std::string msg = errorAfter([](plan::Plan &p) { program(p, "eval")->mutable_steps(0)->mutable_attrs()->erase("stride"); });
   EXPECT_HAS(msg, "step 0 (slice, from tiny.lm:9:22)");
   EXPECT_HAS(msg, "stride");
+}
+
+// --- generated kernels -----------------------------------------------------------
+
+/* The tiny plan plus, at the end of eval, a "fused" step running a generated
+   elementwise kernel on the logits (validation never loads the image, so any
+   bytes with a matching checksum do). */
+plan::Plan withFusedStep() {
+  plan::Plan p = test::tinyPlan();
+  test::ProgramBuilder b{program(p, "eval")};
+  b.next = b.prog->arena_bytes();
+  int logits = b.prog->steps(2).outputs(0);
+  plan::TensorType t = b.prog->buffers(logits).type();
+  int out = b.arena(t);
+  (*b.step("fused", {logits}, {out}, "tiny.lm:7:1")->mutable_attrs())["kernel"].set_i(0);
+  plan::Kernel *k = p.add_kernels();
+  k->set_name("lmc_k0123456789abcdef_f64");
+  k->set_schedule(plan::Kernel::ELEMENTWISE);
+  k->set_rows(6);
+  k->set_cols(5);
+  *k->add_args() = t;
+  *k->add_args() = t;
+  k->set_num_inputs(1);
+  plan::KernelLibrary *lib = p.add_kernel_libraries();
+  lib->set_target("cpu-x86-64");
+  lib->set_image("\x7f" "ELF stand-in");
+  lib->set_image_fnv1a(fnv1a64(lib->image()));
+  return p;
+}
+
+std::string fusedErrorAfter(const std::function<void(plan::Plan &)> &mutate) {
+  plan::Plan p = withFusedStep();
+  mutate(p);
+  try {
+    validatePlan(p, "tiny.plan");
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "(valid)";
+}
+
+TEST(Validate, FusedStepIsValid) { EXPECT_EQ(fusedErrorAfter([](plan::Plan &) {}), "(valid)"); }
+
+TEST(Validate, AlteredKernelImage) {
+  std::string msg = fusedErrorAfter([](plan::Plan &p) { (*p.mutable_kernel_libraries(0)->mutable_image())[3] ^= 1; });
+  EXPECT_HAS(msg, "kernel library 0 (cpu-x86-64): its compiled image does not match its checksum");
+}
+
+TEST(Validate, KernelsWithoutLibrary) {
+  std::string msg = fusedErrorAfter([](plan::Plan &p) { p.clear_kernel_libraries(); });
+  EXPECT_HAS(msg, "has 1 generated kernels but no compiled kernel library");
+}
+
+TEST(Validate, FusedKernelOutOfRange) {
+  std::string msg = fusedErrorAfter(
+      [](plan::Plan &p) { (*program(p, "eval")->mutable_steps(5)->mutable_attrs())["kernel"].set_i(1); });
+  EXPECT_HAS(msg, "program 'eval', step 5 (fused, from tiny.lm:7:1): kernel 1 is out of range (the plan has 1)");
+}
+
+TEST(Validate, FusedArgTypeMismatch) {
+  std::string msg = fusedErrorAfter([](plan::Plan &p) { p.mutable_kernels(0)->mutable_args(1)->set_shape(2, 7); });
+  EXPECT_HAS(msg, "kernel 'lmc_k0123456789abcdef_f64' was compiled for arg 1 of type f64[2, 3, 7], the step passes "
+                  "f64[2, 3, 5]");
+}
+
+TEST(Validate, FusedStepExtraAttribute) {
+  std::string msg = fusedErrorAfter(
+      [](plan::Plan &p) { (*program(p, "eval")->mutable_steps(5)->mutable_attrs())["transpose_rhs"].set_b(true); });
+  EXPECT_HAS(msg, "a fused step has only the attribute 'kernel'");
+}
+
+TEST(Validate, EpilogueProductMustBeTheMatmul) {
+  std::string msg = fusedErrorAfter([](plan::Plan &p) {
+    plan::Kernel *k = p.mutable_kernels(0);
+    k->set_schedule(plan::Kernel::MATMUL_EPILOGUE);
+    k->set_lhs_arg(0);
+    k->set_rhs_arg(0);
+    k->set_product_arg(1);
+  });
+  EXPECT_HAS(msg, "kernel 0 'lmc_k0123456789abcdef_f64': ");
 }
 
 }  // namespace

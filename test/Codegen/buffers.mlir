@@ -242,4 +242,4 @@ module attributes {
 // CHECK-NEXT: predicted_peak_bytes: 472
 // CHECK-NEXT: compiler_version: "lmc {{.*}}"
 
-// SUMMARY: lmc: wrote {{.*}}.plan: 15 parameters, 174.00 FLOP/step, predicted peak memory 472.0 B (472 bytes), compiled in {{.*}} s
+// SUMMARY: lmc: wrote {{.*}}.plan: 15 parameters, 174.00 FLOP/step, predicted peak memory 472.0 B (472 bytes), no generated kernels, compiled in {{.*}} s

@@ -142,7 +142,8 @@ std::string kernelSummary(const lmrt::plan::Plan &plan, const mlir::lm::PlanRepo
   const char *how = report.compiledLibraries == 0 ? "from the kernel cache"
                     : report.cachedLibraries == 0 ? "compiled"
                                                   : "compiled and cached";
-  return std::to_string(report.kernels) + " generated kernels (" + targets + ": " + how + ")";
+  return std::to_string(report.kernels) + (report.kernels == 1 ? " generated kernel (" : " generated kernels (") +
+         targets + ": " + how + ")";
 }
 
 /// Parses -D name=value flags.

@@ -75,14 +75,6 @@ std::string compilerStamp(const std::string &path) {
       .str();
 }
 
-bool hostHasX86_64_v3() {
-#if defined(__x86_64__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
-#else
-  return false;
-#endif
-}
-
 llvm::Expected<std::string> readFile(llvm::StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer)
@@ -114,12 +106,10 @@ llvm::Expected<CompiledKernels> mlir::lm::compileKernels(llvm::StringRef source,
     if (!cxx)
       return cxx.takeError();
     compiler = *cxx;
-    // x86-64-v3 (AVX2 + FMA) when the compiling machine has it; lmrt refuses
-    // the plan on a CPU without it rather than dying of SIGILL.
-    bool v3 = hostHasX86_64_v3();
-    out.target = v3 ? "cpu-x86-64-v3" : "cpu-x86-64";
-    flags = {"-std=c++17", "-O3", "-fPIC", "-shared", "-fopenmp-simd", "-fno-math-errno", "-w",
-             v3 ? "-march=x86-64-v3" : "-march=x86-64"};
+    // Baseline x86-64: the entry points carry target clones (AVX-512, AVX2),
+    // so the library runs on any x86-64 machine at that machine's width.
+    out.target = "cpu-x86-64";
+    flags = {"-std=c++17", "-O3", "-fPIC", "-shared", "-fopenmp-simd", "-fno-math-errno", "-w", "-march=x86-64"};
     ext = ".cpp";
   } else {
     llvm::Expected<std::string> nvcc = findCompiler(options.nvcc, "LMC_NVCC", "nvcc", {"/usr/local/cuda/bin"});

@@ -26,7 +26,7 @@ struct KernelCompileOptions {
 };
 
 struct CompiledKernels {
-  std::string target;   ///< "cpu-x86-64-v3", "cpu-x86-64" or "cuda"
+  std::string target;   ///< "cpu-x86-64" or "cuda"
   std::string image;    ///< the shared object or fatbin bytes
   std::string compiler; ///< the command line, for the plan's record
   bool cached = false;  ///< taken from the cache, no compiler ran

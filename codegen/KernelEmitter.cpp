@@ -318,7 +318,7 @@ std::string cpuEntry(const KernelInstance &k, StringRef dtype, StringRef body) {
   if (b.schedule != KernelSchedule::ColumnReduce) {
     // Flat points [begin, end) walked as row segments: the inner loop runs
     // over columns, so bias operands index by the column and it vectorises.
-    s += llvm::formatv("extern \"C\" void {0}(void *const *p, int64_t begin, int64_t end) {{\n"
+    s += llvm::formatv("LMC_CPU_ENTRY void {0}(void *const *p, int64_t begin, int64_t end) {{\n"
                        "  for (int64_t i = begin; i < end;) {{\n"
                        "    const int64_t r = i / {1}, c0 = i - r * {1};\n"
                        "    const int64_t c1 = c0 + (end - i) < {1} ? c0 + (end - i) : {1};\n"
@@ -333,7 +333,7 @@ std::string cpuEntry(const KernelInstance &k, StringRef dtype, StringRef body) {
   // Columns [begin, end): every column is summed over all rows in row order
   // by one thread, so the result does not depend on the thread count.
   size_t nr = b.reduceArgs.size();
-  s += llvm::formatv("extern \"C\" void {0}(void *const *p, int64_t begin, int64_t end) {{\n"
+  s += llvm::formatv("LMC_CPU_ENTRY void {0}(void *const *p, int64_t begin, int64_t end) {{\n"
                      "  typedef lmc::acc_t<{1}> A;\n"
                      "  for (int64_t c0 = begin; c0 < end; c0 += {2}) {{\n"
                      "    const int64_t c1 = c0 + {2} < end ? c0 + {2} : end;\n"

@@ -21,6 +21,15 @@
 #define LMC_HD inline __attribute__((always_inline))
 #endif
 
+/* A generated CPU entry point. GCC compiles it for AVX-512, AVX2+FMA and baseline
+   x86-64 and picks one when the library is loaded, so one plan runs on any x86-64
+   machine at the width the machine has. */
+#if !defined(__CUDACC__) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define LMC_CPU_ENTRY extern "C" __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define LMC_CPU_ENTRY extern "C"
+#endif
+
 namespace lmc {
 
 #if defined(__CUDACC__)

@@ -12,11 +12,10 @@ namespace lmrt {
 
 bool cpuSupportsTarget(const std::string &target) {
 #if defined(__x86_64__)
-  if (target == "cpu-x86-64") return true;
-  if (target == "cpu-x86-64-v3")
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
-#endif
+  return target == "cpu-x86-64";
+#else
   return false;
+#endif
 }
 
 std::unique_ptr<KernelLibrary> KernelLibrary::load(const plan::Plan &plan, const std::string &origin) {

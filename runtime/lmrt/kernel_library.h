@@ -22,7 +22,7 @@ public:
   ~KernelLibrary();
 
   const kernels::GeneratedKernel &kernel(int index) const { return kernels_[index]; }
-  /* The target of the loaded library ("cpu-x86-64-v3"), "" when none was needed. */
+  /* The target of the loaded library ("cpu-x86-64"), "" when none was needed. */
   const std::string &target() const { return target_; }
 
 private:
@@ -33,7 +33,8 @@ private:
   std::vector<kernels::GeneratedKernel> kernels_;
 };
 
-/* True when this CPU can run code built for `target` ("cpu-x86-64", "cpu-x86-64-v3"). */
+/* True when this CPU can run code built for `target` ("cpu-x86-64": baseline code
+   whose entry points dispatch to AVX2 or AVX-512 clones themselves). */
 bool cpuSupportsTarget(const std::string &target);
 
 }  // namespace lmrt

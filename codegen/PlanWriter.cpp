@@ -215,7 +215,8 @@ LogicalResult ProgramBuilder::addStep(Operation *op) {
   const RuntimeOpInfo *info = lookupRuntimeOp(kernel);
   if (!info)
     return op->emitError("plan contract: '") << opName << "' has no runtime kernel '" << kernel << "'";
-  if (op->getNumOperands() != info->numInputs || op->getNumResults() != info->numOutputs)
+  if (op->getNumOperands() != static_cast<unsigned>(info->numInputs) ||
+      op->getNumResults() != static_cast<unsigned>(info->numOutputs))
     return op->emitError("plan contract: '") << opName << "' has " << op->getNumOperands() << " operands and "
            << op->getNumResults() << " results, but the runtime kernel '" << kernel << "' takes " << info->numInputs
            << " and produces " << info->numOutputs;
@@ -284,7 +285,7 @@ LogicalResult ProgramBuilder::addGradientOutput(func::ReturnOp ret, unsigned ind
     // parameter's gradient): copy it into this parameter's GRAD buffer.
     id = addBuffer(plan::Buffer::GRAD, known->second, param);
     plan::Step *copy = program.add_steps();
-    copy->set_op(kCopyOpName.str());
+    copy->set_op(lmrt::ops::kCopyOpName);
     copy->add_inputs(source);
     copy->add_outputs(id);
     copy->set_loc(formatLoc(ret.getLoc()));

@@ -1,6 +1,8 @@
 /* Implements: plan message -> runtime type conversions (see plan_types.h). */
 #include "runtime/lmrt/plan_types.h"
 
+#include "runtime/plan/op_table.h"
+
 namespace lmrt {
 
 std::string checkPlanType(const plan::TensorType &t) {
@@ -64,6 +66,19 @@ kernels::Attrs decodeAttrs(const plan::Step &step) {
     default: throw Error("attribute '" + name + "' has no value");
     }
   }
+  // Attributes the step leaves out take the op's ODS default, so a kernel
+  // never falls back on a default of its own.
+  if (const ops::OpInfo *op = ops::findOp(step.op()))
+    for (int i = 0; i < op->numAttrs; ++i) {
+      const ops::AttrInfo &a = op->attrs[i];
+      if (!a.hasDefault || attrs.has(a.name)) continue;
+      switch (a.kind) {
+      case ops::AttrKind::Int: attrs.set(a.name, a.defaultInt); break;
+      case ops::AttrKind::Float: attrs.set(a.name, a.defaultFloat); break;
+      case ops::AttrKind::Bool: attrs.set(a.name, a.defaultBool); break;
+      case ops::AttrKind::IntList: break;  // lm-tblgen admits no list defaults
+      }
+    }
   return attrs;
 }
 

@@ -18,7 +18,8 @@ plan::TensorType toPlanType(const TensorType &t);
 std::string planTypeStr(const plan::TensorType &t);
 const char *bufferKindName(plan::Buffer::Kind k);
 
-/* Decodes a step's attributes; throws Error naming the attribute if one has no value. */
+/* Decodes a step's attributes, adding the op's defaults (runtime/plan/op_table.h)
+   for those it leaves out; throws Error naming the attribute if one has no value. */
 kernels::Attrs decodeAttrs(const plan::Step &step);
 
 }  // namespace lmrt

@@ -10,6 +10,7 @@
 #include "runtime/kernels/registry.h"
 #include "runtime/lmrt/plan_types.h"
 #include "runtime/lmrt/tensor.h"
+#include "runtime/plan/op_table.h"
 
 namespace lmrt {
 namespace {
@@ -217,8 +218,10 @@ private:
     std::string where = "program '" + prog.name() + "', step " + std::to_string(s) + " (" +
                         (step.op().empty() ? "<no op>" : step.op()) +
                         (step.loc().empty() ? "" : ", from " + step.loc()) + "): ";
+    const ops::OpInfo *info = ops::findOp(step.op());
     const kernels::KernelDef *def = kernels::findKernel(step.op());
-    if (!def) error(where + "no kernel for op '" + step.op() + "'");
+    if (!info || !def) error(where + "no kernel for op '" + step.op() + "'");
+    checkStepAttrs(step, *info, where);
     if (step.inputs_size() != def->numInputs || step.outputs_size() != def->numOutputs)
       error(where + "takes " + std::to_string(def->numInputs) + " inputs and " +
             std::to_string(def->numOutputs) + " outputs, the step has " +
@@ -288,6 +291,37 @@ private:
             live[c] = false;
     }
     for (int o : step.outputs()) live[o] = true;
+  }
+
+  // The step's attributes are the op's (runtime/plan/op_table.h, from the ODS):
+  // a misspelt one would be ignored by the kernel, which would run with the
+  // default instead (a renamed transpose_rhs trains with wrong gradients).
+  void checkStepAttrs(const plan::Step &step, const ops::OpInfo &op, const std::string &where) {
+    auto listed = [&] {
+      if (op.numAttrs == 0) return std::string("it has none");
+      std::string names;
+      for (int i = 0; i < op.numAttrs; ++i) names += std::string(i ? ", " : "") + op.attrs[i].name;
+      return "it has " + names;
+    };
+    // Sorted, so the first problem reported does not depend on the map's order.
+    std::map<std::string, const plan::Attr *> attrs;
+    for (const auto &[name, value] : step.attrs()) attrs[name] = &value;
+    for (const auto &[name, value] : attrs) {
+      const ops::AttrInfo *attr = op.findAttr(name);
+      if (!attr)
+        error(where + "unknown attribute '" + name + "' for op '" + op.name + "' (" + listed() + ")");
+      auto c = value->value_case();
+      bool ok = attr->kind == ops::AttrKind::Int     ? c == plan::Attr::kI
+                : attr->kind == ops::AttrKind::Float ? c == plan::Attr::kF || c == plan::Attr::kI
+                : attr->kind == ops::AttrKind::Bool  ? c == plan::Attr::kB
+                                                     : c == plan::Attr::kInts;
+      if (!ok)
+        error(where + "attribute '" + name + "' must be " + ops::attrKindName(attr->kind));
+    }
+    for (int i = 0; i < op.numAttrs; ++i)
+      if (!op.attrs[i].hasDefault && !attrs.count(op.attrs[i].name))
+        error(where + "missing attribute '" + op.attrs[i].name + "' (" + ops::attrKindName(op.attrs[i].kind) +
+              ", no default)");
   }
 
   const plan::Output *findOutput(const plan::Program &prog, const std::string &name) {

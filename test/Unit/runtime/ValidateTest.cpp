@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "runtime/lmrt/plan_types.h"
 #include "runtime/lmrt/tensor.h"
 #include "runtime/lmrt/validate.h"
 #include "test/Unit/runtime/TinyPlan.h"
@@ -12,6 +13,7 @@ namespace lmrt {
 namespace {
 
 using test::program;
+using test::TinyDims;
 
 /* The validation message after `mutate`, or "(valid)". */
 std::string errorAfter(const std::function<void(plan::Plan &)> &mutate) {
@@ -56,6 +58,54 @@ TEST(Validate, ShapeMismatchCaughtByKernelCheck) {
   });
   EXPECT_HAS(msg, "program 'train_step', step 2 (matmul, from tiny.lm:6:5): ");
   EXPECT_HAS(msg, "matmul");
+}
+
+// With D == V the weight is square, so a plan whose backward matmul spells
+// transpose_rhs differently passes every shape check; its kernel would run with
+// the default (false) and compute dh = dlogits @ w instead of dlogits @ w^T.
+TEST(Validate, RenamedTransposeRhs) {
+  TinyDims square{2, 3, 4, 4};
+  plan::Plan p = test::tinyPlan(plan::F64, square);
+  ASSERT_NO_THROW(validatePlan(p, "tiny.plan"));
+  auto &attrs = *program(p, "train_step")->mutable_steps(9)->mutable_attrs();
+  ASSERT_EQ(attrs.count("transpose_rhs"), 1u);
+  attrs["transposeRhs"] = attrs["transpose_rhs"];
+  attrs.erase("transpose_rhs");
+  try {
+    validatePlan(p, "tiny.plan");
+    FAIL() << "a misspelt attribute was accepted";
+  } catch (const Error &e) {
+    EXPECT_HAS(std::string(e.what()),
+               "program 'train_step', step 9 (matmul, from tiny.lm:6:5): unknown attribute 'transposeRhs' for op "
+               "'matmul' (it has transpose_lhs, transpose_rhs)");
+  }
+}
+
+TEST(Validate, AttributeOfTheWrongKind) {
+  std::string msg = errorAfter([](plan::Plan &p) {
+    (*program(p, "train_step")->mutable_steps(9)->mutable_attrs())["transpose_rhs"].set_i(1);
+  });
+  EXPECT_HAS(msg, "step 9 (matmul, from tiny.lm:6:5): attribute 'transpose_rhs' must be a bool");
+}
+
+TEST(Validate, AttributesOfAnOpWithoutAny) {
+  std::string msg = errorAfter([](plan::Plan &p) {
+    (*program(p, "eval")->mutable_steps(1)->mutable_attrs())["causal"].set_b(true);
+  });
+  EXPECT_HAS(msg, "step 1 (embedding, from tiny.lm:5:3): unknown attribute 'causal' for op 'embedding' (it has none)");
+}
+
+// A step that leaves out an attribute with a default gets the ODS default.
+TEST(Validate, DecodedAttributesCarryTheOpDefaults) {
+  plan::Step step;
+  step.set_op("layer_norm");
+  kernels::Attrs attrs = decodeAttrs(step);
+  EXPECT_EQ(attrs.getFloat("epsilon"), 1e-5);
+  (*step.mutable_attrs())["epsilon"].set_f(0.5);
+  EXPECT_EQ(decodeAttrs(step).getFloat("epsilon"), 0.5);
+  step.set_op("cross_entropy");
+  step.clear_attrs();
+  EXPECT_EQ(decodeAttrs(step).getInt("ignore_index"), -100);
 }
 
 TEST(Validate, ArenaOverflow) {
@@ -179,8 +229,7 @@ TEST(Validate, ParamCountAndConfigs) {
 
 TEST(Validate, MissingAttributeIsAnError) {
   std::string msg = errorAfter([](plan::Plan &p) { program(p, "eval")->mutable_steps(0)->mutable_attrs()->erase("stride"); });
-  EXPECT_HAS(msg, "step 0 (slice, from tiny.lm:9:22)");
-  EXPECT_HAS(msg, "stride");
+  EXPECT_HAS(msg, "step 0 (slice, from tiny.lm:9:22): missing attribute 'stride' (an integer list, no default)");
 }
 
 }  // namespace

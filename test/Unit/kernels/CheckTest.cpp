@@ -139,7 +139,11 @@ TEST(Check, LayerNormAttentionSoftmax) {
                       "layer_norm: gamma [7] must be [8]"));
   EXPECT_TRUE(rejects(checkMsg("layer_norm", {{F32, {2, 8}}, {F32, {8}}, {F32, {8}}}, {{F32, {2, 8}}},
                                attrs({{"epsilon", -1.0}})),
-                      "layer_norm: epsilon = -1.000000 must be a finite value >= 0"));
+                      "layer_norm: epsilon must be finite and > 0, got -1"));
+  // 0 passed the kernel's own rule once while the verifier rejected it: one rule now.
+  EXPECT_TRUE(rejects(checkMsg("layer_norm_grad", {{F32, {2, 8}}, {F32, {8}}, {F32, {2, 8}}},
+                               {{F32, {2, 8}}, {F32, {8}}, {F32, {8}}}, attrs({{"epsilon", 0.0}})),
+                      "layer_norm_grad: epsilon must be finite and > 0, got 0"));
   EXPECT_TRUE(rejects(checkMsg("layer_norm_grad", {{F32, {2, 8}}, {F32, {8}}, {F32, {2, 8}}},
                                {{F32, {2, 8}}, {F32, {8}}, {F32, {2, 8}}}),
                       "layer_norm_grad: result dbeta must be f32[8], got f32[2, 8]"));

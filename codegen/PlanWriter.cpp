@@ -11,11 +11,11 @@
 
 #include "codegen/PlanWriter.h"
 
-#include "codegen/CostModel.h"
 #include "codegen/MemoryPlanner.h"
 #include "codegen/ModuleConfig.h"
 #include "codegen/PlanConvert.h"
 #include "codegen/RuntimeOps.h"
+#include "dialect/IR/LMOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -259,7 +259,9 @@ LogicalResult ProgramBuilder::addStep(Operation *op) {
     (*step.mutable_attrs())[attr.getName().str()] = std::move(*converted);
   }
   step.set_loc(formatLoc(op->getLoc()));
-  step.set_flops(estimateFlops(op, kernel));
+  // Every lm op that is a plan step states its cost (LMOpCosts.cpp).
+  if (auto cost = dyn_cast<CostOpInterface>(op))
+    step.set_flops(cost.getFlops());
   *program.add_steps() = std::move(step);
   return success();
 }

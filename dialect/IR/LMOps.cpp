@@ -121,8 +121,25 @@ public:
     return type ? type.getElementType() : Type();
   }
 
+  /// A required attribute, as given. A builder may have been given none: the
+  /// first missing one is remembered for result() to report, and the caller
+  /// goes on with a neutral value.
+  template <typename AttrT> AttrT require(AttrT attr, StringRef name) {
+    if (!attr && missing.empty())
+      missing = name.str();
+    return attr;
+  }
+  Dims listOf(DenseI64ArrayAttr attr, StringRef name) {
+    return require(attr, name) ? ::dimsOf(attr.asArrayRef()) : Dims{};
+  }
+  int64_t intOf(IntegerAttr attr, StringRef name) {
+    return require(attr, name) ? attr.getValue().getSExtValue() : 0;
+  }
+
   /// Adds one result of shape `shape` (a rule's outcome) and element type `elem`.
   LogicalResult result(const std::optional<Dims> &shape, const std::string &err, Type elem) {
+    if (!missing.empty())
+      return emitOptionalError(loc, "'", opName, "' op requires attribute '", missing, "'");
     if (!ok)
       return emitOptionalError(loc, "'", opName, "' op operands must be statically shaped tensors");
     if (!shape)
@@ -139,7 +156,18 @@ private:
   std::optional<Location> loc;
   SmallVectorImpl<Type> &types;
   bool ok = true;
+  std::string missing;
 };
+
+/// The op's properties with the ODS defaults of absent attributes filled in:
+/// a builder infers result types before the op exists (an op gets its
+/// defaults when it is created), and adaptors do not fall back on them.
+template <typename OpTy>
+typename OpTy::Properties withDefaults(MLIRContext *context, typename OpTy::Adaptor &adaptor) {
+  typename OpTy::Properties properties = adaptor.getProperties();
+  OpTy::populateDefaultProperties(OperationName(OpTy::getOperationName(), context), properties);
+  return properties;
+}
 
 } // namespace
 
@@ -185,14 +213,15 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return infer.result(shapes::embedding(table, ids, err), err, infer.elementType(adaptor.getTable()));
 }
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
   Dims lhs = infer.dims(adaptor.getLhs()), rhs = infer.dims(adaptor.getRhs());
-  return infer.result(
-      shapes::matmul(lhs, rhs, adaptor.getTransposeLhs(), adaptor.getTransposeRhs(), err), err,
-      infer.elementType(adaptor.getLhs()));
+  Properties attrs = withDefaults<MatmulOp>(context, adaptor);
+  bool tl = llvm::cast<BoolAttr>(attrs.transpose_lhs).getValue();
+  bool tr = llvm::cast<BoolAttr>(attrs.transpose_rhs).getValue();
+  return infer.result(shapes::matmul(lhs, rhs, tl, tr, err), err, infer.elementType(adaptor.getLhs()));
 }
 
 /// Broadcasting binary ops share one rule; `name` is the mnemonic.
@@ -254,8 +283,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   Inference infer(getOperationName(), loc, types);
   std::string err;
   Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
-  return infer.result(shapes::attention(q, k, v, adaptor.getNumHeads(), err), err,
-                      infer.elementType(adaptor.getQ()));
+  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
+  return infer.result(shapes::attention(q, k, v, heads, err), err, infer.elementType(adaptor.getQ()));
 }
 
 LogicalResult ReshapeOp::verify() {
@@ -269,8 +298,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   Inference infer(getOperationName(), loc, types);
   std::string err;
   Dims x = infer.dims(adaptor.getX());
-  return infer.result(shapes::transpose(x, dimsOf(adaptor.getPermutation()), err), err,
-                      infer.elementType(adaptor.getX()));
+  Dims permutation = infer.listOf(adaptor.getPermutationAttr(), "permutation");
+  return infer.result(shapes::transpose(x, permutation, err), err, infer.elementType(adaptor.getX()));
 }
 
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
@@ -278,9 +307,10 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   Inference infer(getOperationName(), loc, types);
   std::string err;
   Dims x = infer.dims(adaptor.getX());
-  return infer.result(shapes::slice(x, dimsOf(adaptor.getStart()), dimsOf(adaptor.getLimit()),
-                                    dimsOf(adaptor.getStride()), err),
-                      err, infer.elementType(adaptor.getX()));
+  Dims start = infer.listOf(adaptor.getStartAttr(), "start"),
+       limit = infer.listOf(adaptor.getLimitAttr(), "limit"),
+       stride = infer.listOf(adaptor.getStrideAttr(), "stride");
+  return infer.result(shapes::slice(x, start, limit, stride, err), err, infer.elementType(adaptor.getX()));
 }
 
 LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
@@ -333,7 +363,8 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Loc
   Inference infer(getOperationName(), loc, types);
   std::string err;
   Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
-  std::optional<Dims> shape = shapes::attention(q, k, v, adaptor.getNumHeads(), err);
+  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
+  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err);
   Type elem = infer.elementType(adaptor.getQ());
   for (int i = 0; i < 3; ++i) // dq, dk, dv
     if (failed(infer.result(shape, err, elem)))

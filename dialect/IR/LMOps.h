@@ -45,6 +45,12 @@ public:
 };
 } // namespace mlir::OpTrait::lm
 
+namespace mlir::lm::detail {
+/// Bytes of all operands and results of `op` (the default of
+/// CostOpInterface::getBytesAccessed).
+int64_t operandAndResultBytes(Operation *op);
+} // namespace mlir::lm::detail
+
 #include "dialect/IR/LMInterfaces.h.inc"
 
 #define GET_OP_CLASSES

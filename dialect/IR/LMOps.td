@@ -28,12 +28,16 @@ def LM_ResultsMatchInferred : NativeOpTrait<"ResultsMatchInferred"> {
 }
 defvar LM_InferredResultTypes = [LM_ResultsMatchInferred, InferTypeOpAdaptor];
 
-class LM_DiffOp<string mnemonic, list<Trait> traits = []>
+/// Every op but lm.constant becomes a plan step, so it states its cost
+/// (getFlops; `costMethods` lists the defaults it overrides too).
+class LM_DiffOp<string mnemonic, list<Trait> traits = [], list<string> costMethods = []>
     : LM_Op<mnemonic, !listconcat(traits,
-          [Pure, DeclareOpInterfaceMethods<LM_GradientOpInterface>])>;
+          [Pure, DeclareOpInterfaceMethods<LM_GradientOpInterface>,
+           DeclareOpInterfaceMethods<LM_CostOpInterface, costMethods>])>;
 
 class LM_GradOp<string mnemonic, list<Trait> traits = []>
-    : LM_Op<mnemonic, !listconcat(traits, [Pure])>;
+    : LM_Op<mnemonic, !listconcat(traits,
+          [Pure, DeclareOpInterfaceMethods<LM_CostOpInterface>])>;
 
 //===----------------------------------------------------------------------===//
 // Forward ops
@@ -57,7 +61,7 @@ def LM_ConstantOp : LM_Op<"constant",
   let hasFolder = 1;
 }
 
-def LM_EmbeddingOp : LM_DiffOp<"embedding", LM_InferredResultTypes> {
+def LM_EmbeddingOp : LM_DiffOp<"embedding", LM_InferredResultTypes, ["getBytesAccessed"]> {
   let summary = "table lookup";
   let description = [{
     `out[s] = table[ids[s]]` for every position `s` of `ids`; the result is

@@ -27,6 +27,8 @@
 using namespace mlir;
 using namespace mlir::lm;
 namespace plan = lmrt::plan;
+using lmrt::numElements;
+using lmrt::typeBytes;
 
 /// Recorded in Plan.compiler_version.
 static constexpr llvm::StringLiteral kCompilerVersion = "lmc 0.1";
@@ -441,5 +443,13 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
   // Values + gradients + AdamW m and v (4x the parameters), one batch of
   // inputs, and the largest program arena.
   result.set_predicted_peak_bytes(4 * paramBytes + inputBytes + maxArena);
+
+  // The whole plan against the contract lmrt loads it with. Every check above
+  // reports at the source; this one catches a writer bug before a plan leaves
+  // lmc (steps' shapes were checked by the dialect's verifiers).
+  std::string broken = lmrt::contract::checkPlan(result);
+  if (!broken.empty())
+    return module.emitError("internal error: lmc wrote a plan that breaks the plan contract: ") << broken,
+           failure();
   return result;
 }

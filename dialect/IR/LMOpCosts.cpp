@@ -12,6 +12,7 @@
 
 using namespace mlir;
 using namespace mlir::lm;
+using mlir::lm::detail::sweptElements;
 
 static int64_t numElements(Type type) { return llvm::cast<ShapedType>(type).getNumElements(); }
 
@@ -28,10 +29,7 @@ int64_t mlir::lm::detail::operandAndResultBytes(Operation *op) {
   return total;
 }
 
-/// The tensor a per-element kernel sweeps: the larger of the first operand and
-/// the first result (sum_to and the losses read more than they write;
-/// broadcasting ops write more).
-static int64_t sweptElements(Operation *op) {
+int64_t mlir::lm::detail::sweptElements(Operation *op) {
   return std::max(numElements(op->getResult(0).getType()), numElements(op->getOperand(0).getType()));
 }
 
@@ -46,18 +44,12 @@ int64_t MatmulOp::getFlops() {
 }
 
 //===----------------------------------------------------------------------===//
-// Elementwise and broadcasting: one flop per element swept.
+// Elementwise. The forward unary and binary ops state their per-element cost
+// in LMOps.td (LM_ElementwiseCost); these are the others.
 //===----------------------------------------------------------------------===//
 
-int64_t AddOp::getFlops() { return sweptElements(*this); }
-int64_t SubOp::getFlops() { return sweptElements(*this); }
-int64_t MulOp::getFlops() { return sweptElements(*this); }
-int64_t DivOp::getFlops() { return sweptElements(*this); }
-int64_t NegOp::getFlops() { return sweptElements(*this); }
 /// One add per input element.
 int64_t SumToOp::getFlops() { return sweptElements(*this); }
-/// Cube, fma, tanh, 3 muls.
-int64_t GeluOp::getFlops() { return 8 * sweptElements(*this); }
 /// tanh, sech², the chain rule.
 int64_t GeluGradOp::getFlops() { return 16 * sweptElements(*this); }
 
@@ -68,8 +60,6 @@ int64_t GeluGradOp::getFlops() { return 16 * sweptElements(*this); }
 /// Mean, var, normalise, scale, shift.
 int64_t LayerNormOp::getFlops() { return 8 * sweptElements(*this); }
 int64_t LayerNormGradOp::getFlops() { return 16 * sweptElements(*this); }
-/// Max, sub, exp, sum, div.
-int64_t SoftmaxOp::getFlops() { return 5 * sweptElements(*this); }
 /// Dot, sub, mul.
 int64_t SoftmaxGradOp::getFlops() { return 4 * sweptElements(*this); }
 /// Max, sub, exp, sum over the logits.

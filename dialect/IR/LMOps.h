@@ -49,6 +49,10 @@ namespace mlir::lm::detail {
 /// Bytes of all operands and results of `op` (the default of
 /// CostOpInterface::getBytesAccessed).
 int64_t operandAndResultBytes(Operation *op);
+/// Elements of the tensor a per-element kernel sweeps: the larger of the first
+/// operand and the first result (sum_to and the losses read more than they
+/// write; broadcasting ops write more).
+int64_t sweptElements(Operation *op);
 } // namespace mlir::lm::detail
 
 #include "dialect/IR/LMInterfaces.h.inc"

@@ -96,6 +96,16 @@ def LM_MatmulOp : LM_DiffOp<"matmul", LM_InferredResultTypes> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
+/// An elementwise op costs `flops` per element of the tensor it sweeps
+/// (CostOpInterface::getFlops, stated here with the op).
+class LM_ElementwiseCost<int flops> {
+  code extraClassDefinition = [{
+    int64_t $cppClass::getFlops() {
+      return }] # !cast<string>(flops) # [{ * ::mlir::lm::detail::sweptElements(*this);
+    }
+  }];
+}
+
 class LM_BinaryOp<string mnemonic, string what>
     : LM_DiffOp<mnemonic, LM_InferredResultTypes> {
   let summary = "elementwise " # what # " with broadcasting";
@@ -111,6 +121,8 @@ class LM_BinaryOp<string mnemonic, string what>
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasFolder = 1;
+  // One flop per element of the broadcast result.
+  let extraClassDefinition = LM_ElementwiseCost<1>.extraClassDefinition;
 }
 
 def LM_AddOp : LM_BinaryOp<"add", "addition">;
@@ -118,7 +130,7 @@ def LM_SubOp : LM_BinaryOp<"sub", "subtraction">;
 def LM_MulOp : LM_BinaryOp<"mul", "multiplication">;
 def LM_DivOp : LM_BinaryOp<"div", "division">;
 
-class LM_UnaryOp<string mnemonic, string summ, string semantics>
+class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops>
     : LM_DiffOp<mnemonic, LM_InferredResultTypes> {
   let summary = summ;
   let description = semantics # [{
@@ -130,15 +142,18 @@ class LM_UnaryOp<string mnemonic, string summ, string semantics>
   let arguments = (ins LM_FloatTensor:$x);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = LM_ElementwiseCost<flops>.extraClassDefinition;
 }
 
-def LM_NegOp : LM_UnaryOp<"neg", "elementwise negation", "`-x`."> {
+def LM_NegOp : LM_UnaryOp<"neg", "elementwise negation", "`-x`.", 1> {
   let hasFolder = 1;
 }
+// Cube, fma, tanh, 3 muls.
 def LM_GeluOp : LM_UnaryOp<"gelu", "GELU, tanh approximation",
-    "`0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, elementwise.">;
+    "`0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, elementwise.", 8>;
+// Max, sub, exp, sum, div.
 def LM_SoftmaxOp : LM_UnaryOp<"softmax", "softmax over the last dimension",
-    "`exp(x - max) / sum(exp(x - max))` along the last dimension (rank >= 1).">;
+    "`exp(x - max) / sum(exp(x - max))` along the last dimension (rank >= 1).", 5>;
 
 def LM_LayerNormOp : LM_DiffOp<"layer_norm", LM_InferredResultTypes> {
   let summary = "layer normalization over the last dimension";

@@ -224,48 +224,25 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
   return infer.result(shapes::matmul(lhs, rhs, tl, tr, err), err, infer.elementType(adaptor.getLhs()));
 }
 
-/// Broadcasting binary ops share one rule; `name` is the mnemonic.
-static LogicalResult inferBroadcast(StringRef opName, std::optional<Location> loc, Value lhs, Value rhs,
-                                    SmallVectorImpl<Type> &types) {
+// The elementwise classes of LMOps.td (LM_BinaryOp, LM_UnaryOp) define their
+// ops' inferReturnTypes with these two.
+
+LogicalResult mlir::lm::detail::inferBroadcast(StringRef opName, std::optional<Location> loc, Value lhs,
+                                               Value rhs, SmallVectorImpl<Type> &types) {
   Inference infer(opName, loc, types);
   std::string err;
   std::string name = opName.drop_front(strlen("lm.")).str();
   Dims l = infer.dims(lhs), r = infer.dims(rhs);
   return infer.result(shapes::broadcast(l, r, err, name.c_str()), err, infer.elementType(lhs));
 }
-#define LM_BROADCAST_INFERENCE(Op)                                                                  \
-  LogicalResult Op::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,   \
-                                     SmallVectorImpl<Type> &types) {                                \
-    return inferBroadcast(getOperationName(), loc, adaptor.getLhs(), adaptor.getRhs(), types);      \
-  }
-LM_BROADCAST_INFERENCE(AddOp)
-LM_BROADCAST_INFERENCE(SubOp)
-LM_BROADCAST_INFERENCE(MulOp)
-LM_BROADCAST_INFERENCE(DivOp)
-#undef LM_BROADCAST_INFERENCE
 
-/// Elementwise ops: the result is the operand's type. `minRank` 1 for the ops
-/// that work along the last dimension.
-static LogicalResult inferSameAs(StringRef opName, std::optional<Location> loc, Value x, StringRef what,
-                                 int64_t minRank, SmallVectorImpl<Type> &types) {
+LogicalResult mlir::lm::detail::inferElementwise(StringRef opName, std::optional<Location> loc, Value x,
+                                                 StringRef what, int64_t minRank, SmallVectorImpl<Type> &types) {
   Inference infer(opName, loc, types);
   Dims dims = infer.dims(x);
   if (x && llvm::isa<RankedTensorType>(x.getType()) && static_cast<int64_t>(dims.size()) < minRank)
     return infer.error((what + " must have rank >= 1 (softmax runs over the last dimension)").str());
   return infer.result(dims, "", infer.elementType(x));
-}
-
-LogicalResult NegOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-                                      SmallVectorImpl<Type> &types) {
-  return inferSameAs(getOperationName(), loc, adaptor.getX(), "operand", 0, types);
-}
-LogicalResult GeluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-                                       SmallVectorImpl<Type> &types) {
-  return inferSameAs(getOperationName(), loc, adaptor.getX(), "operand", 0, types);
-}
-LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-                                          SmallVectorImpl<Type> &types) {
-  return inferSameAs(getOperationName(), loc, adaptor.getX(), "operand", 1, types);
 }
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
@@ -334,7 +311,7 @@ LogicalResult SumToOp::verify() {
 
 LogicalResult GeluGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                            SmallVectorImpl<Type> &types) {
-  return inferSameAs(getOperationName(), loc, adaptor.getX(), "x", 0, types);
+  return detail::inferElementwise(getOperationName(), loc, adaptor.getX(), "x", 0, types);
 }
 LogicalResult GeluGradOp::verify() { return checkShape(*this, "dy", getDy().getType(), dimsOf(getX())); }
 
@@ -377,7 +354,7 @@ LogicalResult AttentionGradOp::verify() {
 
 LogicalResult SoftmaxGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
-  return inferSameAs(getOperationName(), loc, adaptor.getY(), "y", 1, types);
+  return detail::inferElementwise(getOperationName(), loc, adaptor.getY(), "y", 1, types);
 }
 LogicalResult SoftmaxGradOp::verify() { return checkShape(*this, "dy", getDy().getType(), dimsOf(getY())); }
 

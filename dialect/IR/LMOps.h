@@ -53,6 +53,13 @@ int64_t operandAndResultBytes(Operation *op);
 /// operand and the first result (sum_to and the losses read more than they
 /// write; broadcasting ops write more).
 int64_t sweptElements(Operation *op);
+/// inferReturnTypes of a broadcasting binary op (shapes::broadcast).
+LogicalResult inferBroadcast(StringRef opName, std::optional<Location> loc, Value lhs, Value rhs,
+                             SmallVectorImpl<Type> &types);
+/// inferReturnTypes of an elementwise op: `x`'s type, which needs rank >=
+/// `minRank` (1 for the ops working along the last dimension; `what` names x).
+LogicalResult inferElementwise(StringRef opName, std::optional<Location> loc, Value x, StringRef what,
+                               int64_t minRank, SmallVectorImpl<Type> &types);
 } // namespace mlir::lm::detail
 
 #include "dialect/IR/LMInterfaces.h.inc"

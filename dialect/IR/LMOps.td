@@ -96,12 +96,18 @@ def LM_MatmulOp : LM_DiffOp<"matmul", LM_InferredResultTypes> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-/// An elementwise op costs `flops` per element of the tensor it sweeps
-/// (CostOpInterface::getFlops, stated here with the op).
-class LM_ElementwiseCost<int flops> {
-  code extraClassDefinition = [{
+/// The C++ the elementwise classes give each op: its cost, `flops` per element
+/// of the tensor it sweeps (CostOpInterface::getFlops), and its result type,
+/// inferred by the C++ expression `infer` (LMOps.cpp's detail helpers).
+class LM_ElementwiseDefs<int flops, string infer> {
+  code defs = [{
     int64_t $cppClass::getFlops() {
       return }] # !cast<string>(flops) # [{ * ::mlir::lm::detail::sweptElements(*this);
+    }
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return }] # infer # [{;
     }
   }];
 }
@@ -121,8 +127,10 @@ class LM_BinaryOp<string mnemonic, string what>
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasFolder = 1;
-  // One flop per element of the broadcast result.
-  let extraClassDefinition = LM_ElementwiseCost<1>.extraClassDefinition;
+  // One flop per element of the broadcast result; shapes::broadcast.
+  let extraClassDefinition = LM_ElementwiseDefs<1,
+      "::mlir::lm::detail::inferBroadcast(getOperationName(), loc, adaptor.getLhs(), "
+      # "adaptor.getRhs(), types)">.defs;
 }
 
 def LM_AddOp : LM_BinaryOp<"add", "addition">;
@@ -130,7 +138,8 @@ def LM_SubOp : LM_BinaryOp<"sub", "subtraction">;
 def LM_MulOp : LM_BinaryOp<"mul", "multiplication">;
 def LM_DivOp : LM_BinaryOp<"div", "division">;
 
-class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops>
+/// `flops` per element; `minRank` 1 for ops working along the last dimension.
+class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops, int minRank = 0>
     : LM_DiffOp<mnemonic, LM_InferredResultTypes> {
   let summary = summ;
   let description = semantics # [{
@@ -142,7 +151,9 @@ class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops>
   let arguments = (ins LM_FloatTensor:$x);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
-  let extraClassDefinition = LM_ElementwiseCost<flops>.extraClassDefinition;
+  let extraClassDefinition = LM_ElementwiseDefs<flops,
+      "::mlir::lm::detail::inferElementwise(getOperationName(), loc, adaptor.getX(), \"operand\", "
+      # !cast<string>(minRank) # ", types)">.defs;
 }
 
 def LM_NegOp : LM_UnaryOp<"neg", "elementwise negation", "`-x`.", 1> {
@@ -153,7 +164,7 @@ def LM_GeluOp : LM_UnaryOp<"gelu", "GELU, tanh approximation",
     "`0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, elementwise.", 8>;
 // Max, sub, exp, sum, div.
 def LM_SoftmaxOp : LM_UnaryOp<"softmax", "softmax over the last dimension",
-    "`exp(x - max) / sum(exp(x - max))` along the last dimension (rank >= 1).", 5>;
+    "`exp(x - max) / sum(exp(x - max))` along the last dimension (rank >= 1).", 5, 1>;
 
 def LM_LayerNormOp : LM_DiffOp<"layer_norm", LM_InferredResultTypes> {
   let summary = "layer normalization over the last dimension";

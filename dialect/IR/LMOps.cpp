@@ -107,7 +107,8 @@ public:
   Inference(StringRef opName, std::optional<Location> loc, SmallVectorImpl<Type> &types)
       : opName(opName), loc(loc), types(types) {}
 
-  /// The static shape of `value`, or nullopt (with `ok` cleared) when it has none.
+  /// The static shape of `value`; when it has none, an empty shape, and `ok`
+  /// cleared so that result() reports it.
   Dims dims(Value value) {
     auto type = llvm::dyn_cast_or_null<RankedTensorType>(value ? value.getType() : Type());
     if (!type || !type.hasStaticShape()) {

@@ -357,10 +357,9 @@ static FailureOr<func::FuncOp> findFunc(ModuleOp module, StringRef attr, StringR
   return found;
 }
 
-/// With lm.data, the causal data pipeline feeds each program one token input:
-/// i32[batch, seq + 1] to train_step and eval (inputs and next-token targets),
-/// i32[batch, T] with 1 <= T <= seq to forward. The runtime's plan validation
-/// checks the same; here the error points at the argument.
+/// With lm.data, the causal data pipeline feeds each program one token input
+/// (the plan contract's expectedTokenInput and tokenVocabFits); here the error
+/// points at the argument.
 static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &program, const plan::DataConfig &data) {
   if (program.inputs_size() != 1)
     return func.emitError("plan contract: with lm.data, @") << func.getSymName()
@@ -370,17 +369,13 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
     return func.getArgAttr(a.getArgNumber(), "lm.input") != nullptr;
   });
   const plan::Input &in = program.inputs(0);
-  const plan::TensorType &t = in.type();
-  bool forward = program.name() == "forward";
-  bool ok = t.dtype() == plan::I32 && t.shape_size() == 2 && t.shape(0) == data.batch() &&
-            (forward ? t.shape(1) >= 1 && t.shape(1) <= data.seq() : t.shape(1) == data.seq() + 1);
-  if (!ok)
+  std::string want = lmrt::contract::expectedTokenInput(program.name(), in.type(), data);
+  if (!want.empty())
     return emitError(arg.getLoc()) << "plan contract: token input '" << in.name() << "' of @" << func.getSymName()
            << " has type " << arg.getType() << ", but lm.data (batch " << data.batch() << ", seq " << data.seq()
-           << ") feeds it i32[" << data.batch() << ", "
-           << (forward ? "T <= " + std::to_string(data.seq()) : std::to_string(data.seq() + 1)) << "]",
+           << ") feeds it " << want,
            failure();
-  if (in.vocab() > 0 && data.vocab() > in.vocab())
+  if (!lmrt::contract::tokenVocabFits(in, data))
     return emitError(arg.getLoc()) << "plan contract: token input '" << in.name() << "' of @" << func.getSymName()
            << " accepts ids below lm.vocab = " << in.vocab() << ", but lm.data has vocab " << data.vocab(),
            failure();

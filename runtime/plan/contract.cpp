@@ -127,6 +127,21 @@ std::optional<InitViolation> checkInit(const plan::Init &init) {
   }
 }
 
+std::string expectedTokenInput(const std::string &program, const plan::TensorType &t, const plan::DataConfig &d) {
+  // train_step and eval read one window of seq + 1 ids per row (inputs and
+  // next-token targets); forward (sampling) reads the ids themselves.
+  bool forward = program == "forward";
+  bool ok = t.dtype() == plan::I32 && t.shape_size() == 2 && t.shape(0) == d.batch() &&
+            (forward ? t.shape(1) >= 1 && t.shape(1) <= d.seq() : t.shape(1) == d.seq() + 1);
+  if (ok) return "";
+  return "i32[" + std::to_string(d.batch()) + ", " +
+         (forward ? "T <= " + std::to_string(d.seq()) : std::to_string(d.seq() + 1)) + "]";
+}
+
+bool tokenVocabFits(const plan::Input &in, const plan::DataConfig &d) {
+  return in.vocab() <= 0 || d.vocab() <= in.vocab();
+}
+
 // --- the whole plan ------------------------------------------------------------
 
 namespace {
@@ -472,16 +487,10 @@ private:
         error(where + "must read exactly one token input, it declares " +
               std::to_string(prog.inputs_size()));
       const plan::Input &in = prog.inputs(0);
-      const plan::TensorType &t = in.type();
-      bool ok = t.dtype() == plan::I32 && t.shape_size() == 2 && t.shape(0) == d.batch();
-      if (prog.name() != "forward") ok = ok && t.shape(1) == d.seq() + 1;
-      else ok = ok && t.shape(1) >= 1 && t.shape(1) <= d.seq();
-      if (!ok)
-        error(where + "input '" + in.name() + "' is " + planTypeStr(t) + ", expected i32[" +
-              std::to_string(d.batch()) + ", " +
-              (prog.name() == "forward" ? "T <= " + std::to_string(d.seq())
-                                        : std::to_string(d.seq() + 1)) + "]");
-      if (in.vocab() > 0 && d.vocab() > in.vocab())
+      std::string want = expectedTokenInput(prog.name(), in.type(), d);
+      if (!want.empty())
+        error(where + "input '" + in.name() + "' is " + planTypeStr(in.type()) + ", expected " + want);
+      if (!tokenVocabFits(in, d))
         error(where + "input '" + in.name() + "' accepts ids below " + std::to_string(in.vocab()) +
               " but the data vocab is " + std::to_string(d.vocab()));
     }

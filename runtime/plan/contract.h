@@ -53,6 +53,15 @@ std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train);
 bool hasDataConfig(const plan::DataConfig &data);
 std::optional<Violation> checkDataConfig(const plan::DataConfig &data);
 
+/* "" when the causal data pipeline of `data` feeds program `program` a token
+   input of type `t`, else the type it feeds: "i32[2, 5]" (train_step and eval:
+   seq + 1 ids a row) or "i32[2, T <= 4]" (forward). */
+std::string expectedTokenInput(const std::string &program, const plan::TensorType &t,
+                               const plan::DataConfig &data);
+/* False when the input's vocab bound (if any) is below the data's vocabulary:
+   the pipeline would feed it ids it rejects. */
+bool tokenVocabFits(const plan::Input &in, const plan::DataConfig &data);
+
 /* A parameter initialiser outside its bounds: a `kind` ("normal") initialiser
    with `values` ("mean 0 and std -1"); `rule` ("both must be finite and std >= 0"). */
 struct InitViolation {

@@ -11,7 +11,6 @@
 
 #include "codegen/KernelEmitter.h"
 
-#include "codegen/CostModel.h"
 #include "codegen/PlanConvert.h"
 #include "dialect/IR/LMOps.h"
 #include "runtime/lmrt/hash.h"
@@ -208,7 +207,8 @@ FailureOr<KernelBody> mlir::lm::emitKernelBody(FusionOp op) {
       ArrayRef<int64_t> s = shapeOf(inner.getResult(0));
       space.assign(s.begin(), s.end());
     }
-    kernel.flops += estimateFlops(&inner, inner.getName().stripDialect());
+    if (auto cost = dyn_cast<CostOpInterface>(inner))
+      kernel.flops += cost.getFlops();
   }
   if (matmul && !sums.empty())
     return op.emitError("codegen: a matmul epilogue cannot also reduce"), failure();

@@ -1,14 +1,18 @@
 //===- ModuleConfig.cpp - lm.config, lm.train and lm.data in plan form ----===//
+//
+// Reads the module's configuration dictionaries into the plan (with the
+// defaults of absent keys) and holds the values to the plan contract's bounds
+// (runtime/plan/contract.h), reporting a violation at the module.
+//
+//===----------------------------------------------------------------------===//
 
 #include "codegen/ModuleConfig.h"
 #include "codegen/PlanConvert.h"
+#include "runtime/plan/contract.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
-#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
-
-#include <cmath>
 
 using namespace mlir;
 using namespace mlir::lm;
@@ -47,22 +51,13 @@ public:
       return s.str();
     return bad(key, "a string"), fallback.str();
   }
-  /// Reports `key` (read as `value`) unless `ok`: the runtime's plan validation
-  /// (runtime/lmrt/validate.cpp) would reject it.
-  void require(bool ok, StringRef key, double value, StringRef want) {
-    if (ok)
-      return;
-    emitError(module.getLoc()) << "plan contract: " << dictName << "." << key << " = " << formatNumber(value) << " "
-                               << want;
-    hadError = true;
-  }
-  void requireOneOf(StringRef key, StringRef value, ArrayRef<StringRef> allowed) {
-    if (llvm::is_contained(allowed, value))
-      return;
-    InFlightDiagnostic diag = emitError(module.getLoc());
-    diag << "plan contract: " << dictName << "." << key << " = \"" << value << "\" is not supported (expected ";
-    llvm::interleave(allowed, [&](StringRef a) { diag << "\"" << a << "\""; }, [&] { diag << " or "; });
-    diag << ")";
+  /// Reports a value of this dictionary outside the plan contract's bounds
+  /// (runtime/plan/contract.h): lmrt would reject the plan.
+  void report(const lmrt::contract::Violation &bad) {
+    // The plan's field names are the dictionary's keys, except warmup.
+    StringRef key = bad.field == "warmup_steps" ? StringRef("warmup") : StringRef(bad.field);
+    emitError(module.getLoc()) << "plan contract: " << dictName << "." << key << " = " << bad.value << " "
+                               << bad.rule;
     hadError = true;
   }
   /// Warns about every key not read so far; returns failure if any read failed.
@@ -107,39 +102,27 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
 
   // Absent keys take AdamW's usual defaults; a module without lm.train (a
   // hand-written test module) trains with constant lr 1e-3 and no clipping.
-  // Every value is held to the bounds the runtime's plan validation enforces,
-  // so a plan lmc writes is one lmrt loads.
+  // The values are held to the plan contract, so a plan lmc writes is one lmrt
+  // loads.
   DictReader train(module, "lm.train");
   plan::TrainConfig *tc = result.mutable_train();
   plan::Optimizer *opt = tc->mutable_optimizer();
   opt->set_kind(train.getString("optimizer", "adamw"));
-  train.requireOneOf("optimizer", opt->kind(), {"adamw"});
   opt->set_lr(train.getFloat("lr", 1e-3));
-  train.require(std::isfinite(opt->lr()) && opt->lr() >= 0, "lr", opt->lr(), "must be finite and >= 0");
   opt->set_beta1(train.getFloat("beta1", 0.9));
-  train.require(opt->beta1() >= 0 && opt->beta1() < 1, "beta1", opt->beta1(), "must be in [0, 1)");
   opt->set_beta2(train.getFloat("beta2", 0.999));
-  train.require(opt->beta2() >= 0 && opt->beta2() < 1, "beta2", opt->beta2(), "must be in [0, 1)");
   opt->set_eps(train.getFloat("eps", 1e-8));
-  train.require(std::isfinite(opt->eps()) && opt->eps() > 0, "eps", opt->eps(), "must be finite and > 0");
   opt->set_weight_decay(train.getFloat("weight_decay", 0.0));
-  train.require(std::isfinite(opt->weight_decay()) && opt->weight_decay() >= 0, "weight_decay",
-                opt->weight_decay(), "must be finite and >= 0");
   plan::Schedule *schedule = tc->mutable_schedule();
   schedule->set_kind(train.getString("schedule", "constant"));
-  train.requireOneOf("schedule", schedule->kind(), {"constant", "cosine"});
   schedule->set_warmup_steps(train.getInt("warmup", 0));
-  train.require(schedule->warmup_steps() >= 0, "warmup", schedule->warmup_steps(), "must be >= 0");
   schedule->set_min_lr(train.getFloat("min_lr", 0.0));
-  train.require(schedule->min_lr() >= 0 && schedule->min_lr() <= opt->lr(), "min_lr", schedule->min_lr(),
-                "must be in [0, lr]");
   schedule->set_decay_steps(train.getInt("decay_steps", 0));
-  train.require(schedule->decay_steps() >= 0, "decay_steps", schedule->decay_steps(), "must be >= 0");
   tc->set_clip_grad_norm(train.getFloat("clip_grad_norm", 0.0));
-  train.require(std::isfinite(tc->clip_grad_norm()) && tc->clip_grad_norm() >= 0, "clip_grad_norm",
-                tc->clip_grad_norm(), "must be finite and >= 0 (0: off)");
   if (failed(train.finish()))
     return failure();
+  if (std::optional<lmrt::contract::Violation> bad = lmrt::contract::checkTrainConfig(*tc))
+    return train.report(*bad), failure();
 
   // No lm.data: the objective is not fed by a data pipeline (an op-level gradient
   // check); the plan then has no data config and `lmrt run` refuses it. When
@@ -149,12 +132,12 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   DictReader data(module, "lm.data");
   plan::DataConfig *dc = result.mutable_data();
   dc->set_transform(data.getString("transform", "causal"));
-  data.requireOneOf("transform", dc->transform(), {"causal"});
   dc->set_batch(data.getInt("batch", 0));
-  data.require(dc->batch() > 0, "batch", dc->batch(), "must be given and > 0");
   dc->set_seq(data.getInt("seq", 0));
-  data.require(dc->seq() > 0, "seq", dc->seq(), "must be given and > 0");
   dc->set_vocab(data.getInt("vocab", 0));
-  data.require(dc->vocab() > 0, "vocab", dc->vocab(), "must be given and > 0");
-  return data.finish();
+  if (failed(data.finish()))
+    return failure();
+  if (std::optional<lmrt::contract::Violation> bad = lmrt::contract::checkDataConfig(*dc))
+    return data.report(*bad), failure();
+  return success();
 }

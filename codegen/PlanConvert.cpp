@@ -4,7 +4,6 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
-#include "runtime/lmrt/validate.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
@@ -13,17 +12,6 @@
 using namespace mlir;
 using namespace mlir::lm;
 namespace plan = lmrt::plan;
-
-int64_t mlir::lm::dtypeBytes(plan::DType dtype) { return dtype == plan::F64 ? 8 : 4; }
-
-int64_t mlir::lm::numElements(const plan::TensorType &type) {
-  int64_t n = 1;
-  for (int64_t d : type.shape())
-    n *= d;
-  return n;
-}
-
-int64_t mlir::lm::typeBytes(const plan::TensorType &type) { return numElements(type) * dtypeBytes(type.dtype()); }
 
 FailureOr<plan::TensorType> mlir::lm::convertType(Type type, function_ref<InFlightDiagnostic()> emit) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -43,9 +31,10 @@ FailureOr<plan::TensorType> mlir::lm::convertType(Type type, function_ref<InFlig
     result.set_dtype(plan::I32);
   else
     return emit() << "has element type " << elt << "; the runtime supports f32, f64 and i32", failure();
-  // The runtime rejects a type of more than 2^50 bytes at 8 bytes an element
-  // (plan_types.cpp, checkPlanType); checking the element count here also keeps
-  // typeBytes and every size sum in the writer far from int64 overflow.
+  // The contract rejects a type of more than 2^50 bytes at 8 bytes an element
+  // (checkPlanType); checking the element count here, before the dims reach a
+  // plan type, also keeps typeBytes and every size sum in the writer far from
+  // int64 overflow.
   int64_t numel = 1;
   for (int64_t d : tensor.getShape()) {
     if (llvm::MulOverflow(numel, d, numel) || numel > lmrt::kMaxArenaBytes / 8)
@@ -162,9 +151,6 @@ LogicalResult mlir::lm::convertInit(DictionaryAttr init, plan::Init &out, functi
     FailureOr<double> mean = number("mean", 0.0), std = number("std", 1.0);
     if (failed(mean) || failed(std))
       return failure();
-    if (!std::isfinite(*mean) || !std::isfinite(*std) || *std < 0)
-      return emit() << "has a normal lm.init with mean " << formatNumber(*mean) << " and std " << formatNumber(*std)
-                    << "; both must be finite and std >= 0";
     out.set_kind(plan::Init::NORMAL);
     out.set_mean(*mean);
     out.set_std(*std);
@@ -172,14 +158,13 @@ LogicalResult mlir::lm::convertInit(DictionaryAttr init, plan::Init &out, functi
     FailureOr<double> low = number("low", 0.0), high = number("high", 1.0);
     if (failed(low) || failed(high))
       return failure();
-    if (!std::isfinite(*low) || !std::isfinite(*high) || *low > *high)
-      return emit() << "has a uniform lm.init with low " << formatNumber(*low) << " and high " << formatNumber(*high)
-                    << "; both must be finite and low <= high";
     out.set_kind(plan::Init::UNIFORM);
     out.set_low(*low);
     out.set_high(*high);
   } else {
     return emit() << "has unknown initialiser kind '" << k << "' (expected zeros, ones, normal or uniform)";
   }
+  if (std::optional<lmrt::contract::InitViolation> bad = lmrt::contract::checkInit(out))
+    return emit() << "has a " << bad->kind << " lm.init with " << bad->values << "; " << bad->rule;
   return success();
 }

@@ -2,7 +2,8 @@
 //
 // The leaf conversions of the plan writer: tensor types, constant payloads,
 // step attributes, source locations and parameter initialisers, each from its
-// MLIR form to its plan.proto form. Failures that break the plan contract are
+// MLIR form to its plan.proto form (sizes of plan types: lmrt::typeBytes and
+// friends of runtime/plan/contract.h). Failures that break the plan contract are
 // reported through the caller's `emit`, which names the value concerned.
 //
 //===----------------------------------------------------------------------===//
@@ -15,17 +16,11 @@
 #include "mlir/IR/Types.h"
 #include "mlir/Support/LogicalResult.h"
 #include "plan.pb.h"
+#include "runtime/plan/contract.h"
 #include <optional>
 #include <string>
 
 namespace mlir::lm {
-
-/// Bytes per element of `dtype` (f64: 8, f32 and i32: 4).
-int64_t dtypeBytes(lmrt::plan::DType dtype);
-/// Elements of a tensor of `type`.
-int64_t numElements(const lmrt::plan::TensorType &type);
-/// Bytes of a whole tensor of `type` (one from convertType: no overflow).
-int64_t typeBytes(const lmrt::plan::TensorType &type);
 
 /// A statically shaped f32/f64/i32 ranked tensor type in plan form, small enough
 /// for the runtime; anything else is reported through `emit` ("<value> has type ...").
@@ -51,8 +46,8 @@ std::string formatNumber(double value);
 std::string formatLoc(Location loc);
 
 /// The parameter initialiser from `lm.init = {kind = "normal", mean = .., std = ..}`
-/// (kinds zeros, ones, normal, uniform), with the bounds the runtime's plan
-/// validation enforces (finite values, std >= 0, low <= high); errors go through `emit`.
+/// (kinds zeros, ones, normal, uniform), held to the plan contract's bounds
+/// (runtime/plan/contract.h, checkInit); errors go through `emit`.
 LogicalResult convertInit(DictionaryAttr init, lmrt::plan::Init &out, function_ref<InFlightDiagnostic()> emit);
 
 } // namespace mlir::lm

@@ -11,13 +11,11 @@
 
 #include "codegen/PlanWriter.h"
 
-#include "codegen/CostModel.h"
 #include "codegen/KernelEmitter.h"
 #include "codegen/MemoryPlanner.h"
 #include "codegen/ModuleConfig.h"
 #include "codegen/PlanConvert.h"
 #include "codegen/RuntimeOps.h"
-
 #include "dialect/IR/LMOps.h"
 #include "runtime/lmrt/hash.h"
 
@@ -31,6 +29,8 @@
 using namespace mlir;
 using namespace mlir::lm;
 namespace plan = lmrt::plan;
+using lmrt::numElements;
+using lmrt::typeBytes;
 
 /// Recorded in Plan.compiler_version.
 static constexpr llvm::StringLiteral kCompilerVersion = "lmc 0.1";
@@ -265,7 +265,8 @@ LogicalResult ProgramBuilder::addStep(Operation *op) {
   const RuntimeOpInfo *info = lookupRuntimeOp(kernel);
   if (!info)
     return op->emitError("plan contract: '") << opName << "' has no runtime kernel '" << kernel << "'";
-  if (op->getNumOperands() != info->numInputs || op->getNumResults() != info->numOutputs)
+  if (op->getNumOperands() != static_cast<unsigned>(info->numInputs) ||
+      op->getNumResults() != static_cast<unsigned>(info->numOutputs))
     return op->emitError("plan contract: '") << opName << "' has " << op->getNumOperands() << " operands and "
            << op->getNumResults() << " results, but the runtime kernel '" << kernel << "' takes " << info->numInputs
            << " and produces " << info->numOutputs;
@@ -293,7 +294,9 @@ LogicalResult ProgramBuilder::addStep(Operation *op) {
     (*step.mutable_attrs())[attr.getName().str()] = std::move(*converted);
   }
   step.set_loc(formatLoc(op->getLoc()));
-  step.set_flops(estimateFlops(op, kernel));
+  // Every lm op that is a plan step states its cost (LMOpCosts.cpp).
+  if (auto cost = dyn_cast<CostOpInterface>(op))
+    step.set_flops(cost.getFlops());
   *program.add_steps() = std::move(step);
   return success();
 }
@@ -337,7 +340,7 @@ LogicalResult ProgramBuilder::addFusedStep(FusionOp op) {
   if (failed(built))
     return failure();
   plan::Step step = std::move(*built);
-  step.set_op(kFusedOpName.str());
+  step.set_op(lmrt::ops::kFusedOpName);
   step.set_flops(body->flops);
   std::string dtype = body->args[body->numInputs].dtype() == plan::F64 ? "f64" : "f32";
   plan::Attr kernel;
@@ -369,7 +372,7 @@ LogicalResult ProgramBuilder::addGradientOutput(func::ReturnOp ret, unsigned ind
     // parameter's gradient): copy it into this parameter's GRAD buffer.
     id = addBuffer(plan::Buffer::GRAD, known->second, param);
     plan::Step *copy = program.add_steps();
-    copy->set_op(kCopyOpName.str());
+    copy->set_op(lmrt::ops::kCopyOpName);
     copy->add_inputs(source);
     copy->add_outputs(id);
     copy->set_loc(formatLoc(ret.getLoc()));
@@ -437,10 +440,9 @@ static FailureOr<func::FuncOp> findFunc(ModuleOp module, StringRef attr, StringR
   return found;
 }
 
-/// With lm.data, the causal data pipeline feeds each program one token input:
-/// i32[batch, seq + 1] to train_step and eval (inputs and next-token targets),
-/// i32[batch, T] with 1 <= T <= seq to forward. The runtime's plan validation
-/// checks the same; here the error points at the argument.
+/// With lm.data, the causal data pipeline feeds each program one token input
+/// (the plan contract's expectedTokenInput and tokenVocabFits); here the error
+/// points at the argument.
 static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &program, const plan::DataConfig &data) {
   if (program.inputs_size() != 1)
     return func.emitError("plan contract: with lm.data, @") << func.getSymName()
@@ -450,17 +452,13 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
     return func.getArgAttr(a.getArgNumber(), "lm.input") != nullptr;
   });
   const plan::Input &in = program.inputs(0);
-  const plan::TensorType &t = in.type();
-  bool forward = program.name() == "forward";
-  bool ok = t.dtype() == plan::I32 && t.shape_size() == 2 && t.shape(0) == data.batch() &&
-            (forward ? t.shape(1) >= 1 && t.shape(1) <= data.seq() : t.shape(1) == data.seq() + 1);
-  if (!ok)
+  std::string want = lmrt::contract::expectedTokenInput(program.name(), in.type(), data);
+  if (!want.empty())
     return emitError(arg.getLoc()) << "plan contract: token input '" << in.name() << "' of @" << func.getSymName()
            << " has type " << arg.getType() << ", but lm.data (batch " << data.batch() << ", seq " << data.seq()
-           << ") feeds it i32[" << data.batch() << ", "
-           << (forward ? "T <= " + std::to_string(data.seq()) : std::to_string(data.seq() + 1)) << "]",
+           << ") feeds it " << want,
            failure();
-  if (in.vocab() > 0 && data.vocab() > in.vocab())
+  if (!lmrt::contract::tokenVocabFits(in, data))
     return emitError(arg.getLoc()) << "plan contract: token input '" << in.name() << "' of @" << func.getSymName()
            << " accepts ids below lm.vocab = " << in.vocab() << ", but lm.data has vocab " << data.vocab(),
            failure();
@@ -559,5 +557,13 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
   // Values + gradients + AdamW m and v (4x the parameters), one batch of
   // inputs, and the largest program arena.
   result.set_predicted_peak_bytes(4 * paramBytes + inputBytes + maxArena);
+
+  // The whole plan against the contract lmrt loads it with. Every check above
+  // reports at the source; this one catches a writer bug before a plan leaves
+  // lmc (steps' shapes were checked by the dialect's verifiers).
+  std::string broken = lmrt::contract::checkPlan(result);
+  if (!broken.empty())
+    return module.emitError("internal error: lmc wrote a plan that breaks the plan contract: ") << broken,
+           failure();
   return result;
 }

@@ -151,8 +151,8 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
       return failure();
     if (name == "softmax" && t0.getRank() == 0)
       return error(call.loc) << "softmax needs a tensor of rank >= 1, got " << describe(t0);
-    Value r = name == "gelu" ? builder.create<GeluOp>(l, t0, *x).getResult()
-                             : builder.create<SoftmaxOp>(l, t0, *x).getResult();
+    Value r = name == "gelu" ? builder.create<GeluOp>(l, *x).getResult()
+                             : builder.create<SoftmaxOp>(l, *x).getResult();
     return LMValue::ofTensor(r);
   }
 
@@ -167,8 +167,8 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
       FailureOr<double> v = evalNumber(*arg[1], env, "eps");
       if (failed(v))
         return failure();
-      if (*v <= 0)
-        return error(arg[1]->loc) << "layernorm eps must be > 0, got " << *v;
+      if (std::string bad = shapes::layerNormEpsilon(*v); !bad.empty())
+        return error(arg[1]->loc) << bad;
       eps = *v;
     }
     // Its parameters live in a scope of their own: layernorm.gamma, layernorm_1.gamma, ...
@@ -180,9 +180,7 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     FailureOr<Value> beta = createParam(env, scope + ".beta", pt, initAttr("zeros", {}), call.loc);
     if (failed(beta))
       return failure();
-    Value r = builder.create<LayerNormOp>(
-        l, TypeRange{t0}, ValueRange{*x, *gamma, *beta},
-        ArrayRef<NamedAttribute>{builder.getNamedAttr("epsilon", builder.getF64FloatAttr(eps))});
+    Value r = builder.create<LayerNormOp>(l, *x, *gamma, *beta, builder.getF64FloatAttr(eps));
     return LMValue::ofTensor(r);
   }
 
@@ -199,10 +197,9 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     std::optional<shapes::Dims> out = shapes::embedding(d0, ids->dims(), err);
     if (!out)
       return error(call.loc) << err;
-    FailureOr<RankedTensorType> type = checkedType(*out, floatType, call.loc);
-    if (failed(type))
+    if (failed(checkElementCount(*out, call.loc)))
       return failure();
-    return LMValue::ofTensor(builder.create<EmbeddingOp>(l, *type, *table, ids->tensor));
+    return LMValue::ofTensor(builder.create<EmbeddingOp>(l, *table, ids->tensor));
   }
 
   if (name == "attention") {
@@ -233,14 +230,9 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
         return error(arg[4]->loc) << "causal must be true or false, got " << describe(*c);
       causal = c->boolValue;
     }
-    std::optional<shapes::Dims> out = shapes::attention(dims[0], dims[1], dims[2], *heads, err);
-    if (!out)
+    if (!shapes::attention(dims[0], dims[1], dims[2], *heads, err))
       return error(call.loc) << err;
-    Value r = builder.create<AttentionOp>(
-        l, TypeRange{tensorType(*out, floatType)}, ValueRange{qkv[0], qkv[1], qkv[2]},
-        ArrayRef<NamedAttribute>{
-            builder.getNamedAttr("num_heads", builder.getI64IntegerAttr(*heads)),
-            builder.getNamedAttr("causal", builder.getBoolAttr(causal))});
+    Value r = builder.create<AttentionOp>(l, qkv[0], qkv[1], qkv[2], *heads, causal);
     return LMValue::ofTensor(r);
   }
 
@@ -269,13 +261,9 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
         perm.push_back(i);
       std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
     }
-    std::optional<shapes::Dims> out = shapes::transpose(d0, perm, err);
-    if (!out)
+    if (!shapes::transpose(d0, perm, err))
       return error(call.loc) << err;
-    Value r = builder.create<TransposeOp>(
-        l, TypeRange{tensorType(*out, floatType)}, ValueRange{*x},
-        ArrayRef<NamedAttribute>{
-            builder.getNamedAttr("permutation", builder.getDenseI64ArrayAttr(perm))});
+    Value r = builder.create<TransposeOp>(l, *x, perm);
     return LMValue::ofTensor(r);
   }
 
@@ -342,13 +330,9 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
         return failure();
       ignore = *v;
     }
-    std::optional<shapes::Dims> out = shapes::crossEntropy(d0, targets->dims(), err);
-    if (!out)
+    if (!shapes::crossEntropy(d0, targets->dims(), err))
       return error(call.loc) << err;
-    Value r = builder.create<CrossEntropyOp>(
-        l, TypeRange{tensorType({}, floatType)}, ValueRange{*logits, targets->tensor},
-        ArrayRef<NamedAttribute>{
-            builder.getNamedAttr("ignore_index", builder.getI64IntegerAttr(ignore))});
+    Value r = builder.create<CrossEntropyOp>(l, *logits, targets->tensor, ignore);
     return LMValue::ofTensor(r);
   }
   return error(call.loc) << "builtin '" << name << "' has no emitter";

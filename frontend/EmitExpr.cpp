@@ -104,8 +104,7 @@ FailureOr<int64_t> MLIRGen::evalDim(const ast::Expr &e, Env &env, const std::str
   return *v;
 }
 
-FailureOr<RankedTensorType> MLIRGen::checkedType(ArrayRef<int64_t> dims, Type elem,
-                                                 ast::Loc l) {
+LogicalResult MLIRGen::checkElementCount(ArrayRef<int64_t> dims, ast::Loc l) {
   int64_t count = 1;
   for (int64_t d : dims)
     if (__builtin_mul_overflow(count, d, &count) || count > kMaxElements) {
@@ -114,6 +113,13 @@ FailureOr<RankedTensorType> MLIRGen::checkedType(ArrayRef<int64_t> dims, Type el
         shape += (shape.empty() ? "" : ", ") + std::to_string(x);
       return error(l) << "a tensor of shape [" << shape << "] has more than 2^40 elements";
     }
+  return success();
+}
+
+FailureOr<RankedTensorType> MLIRGen::checkedType(ArrayRef<int64_t> dims, Type elem,
+                                                 ast::Loc l) {
+  if (failed(checkElementCount(dims, l)))
+    return failure();
   return tensorType(dims, elem);
 }
 
@@ -203,7 +209,7 @@ FailureOr<LMValue> MLIRGen::evalUnary(const ast::Expr &e, Env &env) {
     return failure();
   if (e.op == '+')
     return *v;
-  return LMValue::ofTensor(builder.create<NegOp>(loc(e.loc), x->getType(), *x));
+  return LMValue::ofTensor(builder.create<NegOp>(loc(e.loc), *x));
 }
 
 /// Folds arithmetic on two compile-time numbers. Integers stay integers
@@ -266,23 +272,22 @@ FailureOr<LMValue> MLIRGen::evalBinary(const ast::Expr &e, Env &env) {
   if (!dims)
     return error(e.loc) << "cannot apply '" << opText << "' to " << describe(tx) << " and "
                         << describe(ty) << ": " << err;
-  FailureOr<RankedTensorType> type = checkedType(*dims, floatType, e.loc);
-  if (failed(type))
+  if (failed(checkElementCount(*dims, e.loc)))
     return failure();
   Location l = loc(e.loc);
   Value r;
   switch (e.op) {
   case '+':
-    r = builder.create<AddOp>(l, *type, *x, *y);
+    r = builder.create<AddOp>(l, *x, *y);
     break;
   case '-':
-    r = builder.create<SubOp>(l, *type, *x, *y);
+    r = builder.create<SubOp>(l, *x, *y);
     break;
   case '*':
-    r = builder.create<MulOp>(l, *type, *x, *y);
+    r = builder.create<MulOp>(l, *x, *y);
     break;
   default:
-    r = builder.create<DivOp>(l, *type, *x, *y);
+    r = builder.create<DivOp>(l, *x, *y);
     break;
   }
   return LMValue::ofTensor(r);
@@ -325,14 +330,9 @@ FailureOr<LMValue> MLIRGen::evalMatmul(const ast::Expr &e, Env &env) {
     return error(e.loc) << "cannot apply '@' to " << (transposed[0] ? "transpose of " : "")
                         << describe(tl) << " and " << (transposed[1] ? "transpose of " : "")
                         << describe(tr) << ": " << err;
-  FailureOr<RankedTensorType> type = checkedType(*dims, floatType, e.loc);
-  if (failed(type))
+  if (failed(checkElementCount(*dims, e.loc)))
     return failure();
-  Value r = builder.create<MatmulOp>(
-      loc(e.loc), TypeRange{*type}, ValueRange{operand[0], operand[1]},
-      ArrayRef<NamedAttribute>{
-          builder.getNamedAttr("transpose_lhs", builder.getBoolAttr(transposed[0])),
-          builder.getNamedAttr("transpose_rhs", builder.getBoolAttr(transposed[1]))});
+  Value r = builder.create<MatmulOp>(loc(e.loc), operand[0], operand[1], transposed[0], transposed[1]);
   return LMValue::ofTensor(r);
 }
 
@@ -404,12 +404,7 @@ FailureOr<LMValue> MLIRGen::evalIndex(const ast::Expr &e, Env &env) {
   Value v = base->tensor;
   Type elem = base->type().getElementType();
   if (*out != dims) {
-    v = builder.create<SliceOp>(
-        loc(e.loc), TypeRange{tensorType(*out, elem)}, ValueRange{v},
-        ArrayRef<NamedAttribute>{
-            builder.getNamedAttr("start", builder.getDenseI64ArrayAttr(start)),
-            builder.getNamedAttr("limit", builder.getDenseI64ArrayAttr(limit)),
-            builder.getNamedAttr("stride", builder.getDenseI64ArrayAttr(stride))});
+    v = builder.create<SliceOp>(loc(e.loc), v, start, limit, stride);
   }
   for (int64_t i = 0; i < rank; ++i)
     if (!dropped[i])

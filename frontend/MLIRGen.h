@@ -155,8 +155,12 @@ public:
   /// The most elements a tensor may have (2^40): no machine holds more, and
   /// the products of such counts stay far from int64 overflow.
   static constexpr int64_t kMaxElements = int64_t(1) << 40;
-  /// tensorType for a shape that can grow (a signature, a parameter, the
-  /// result of broadcast, matmul or embed): an error at `l` past kMaxElements.
+  /// An error at `l` when a shape that can grow (the result of broadcast,
+  /// matmul or embed, checked before the op, whose result type is inferred,
+  /// is built) has more than kMaxElements elements.
+  LogicalResult checkElementCount(ArrayRef<int64_t> dims, ast::Loc l);
+  /// tensorType for a shape the program states (a signature, a parameter),
+  /// bounded by checkElementCount.
   FailureOr<RankedTensorType> checkedType(ArrayRef<int64_t> dims, Type elem, ast::Loc l);
 
 private:

@@ -45,7 +45,7 @@ public:
   void accumulate(Value primal, Value grad, Location loc) {
     auto [it, inserted] = adjoints.try_emplace(primal, grad);
     if (!inserted)
-      it->second = builder.create<AddOp>(loc, primal.getType(), it->second, grad);
+      it->second = builder.create<AddOp>(loc, it->second, grad);
   }
 
   /// The accumulated adjoint, or null when no use contributed one.

@@ -19,7 +19,8 @@ config.substitutions.append(("%models", os.path.join(config.lmc_src_root, "model
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%fortunes", "/usr/share/games/fortunes"))  # scripts/setup.sh installs it
 config.substitutions.append(("%lmc_src", config.lmc_src_root))
-llvm_config.add_tool_substitutions(["lm-opt", "lmc", "lmrt"], [config.lmc_tools_dir])
+config.substitutions.append(("%mlir_include", config.mlir_include_dir))
+llvm_config.add_tool_substitutions(["lm-opt", "lm-tblgen", "lmc", "lmrt"], [config.lmc_tools_dir])
 
 # nvcc compiles every generated CUDA kernel (test/Codegen/kernels-cuda.test).
 import shutil

@@ -56,7 +56,9 @@ def LM_SameFloatElementType : NativeOpTrait<"SameFloatElementType"> {
   let cppNamespace = "::mlir::OpTrait::lm";
 }
 
+/// LM_SameFloatElementType comes first, so a mix of f32 and f64 is reported as
+/// such before any shape or inferred-type check looks at the operands.
 class LM_Op<string mnemonic, list<Trait> traits = []>
-    : Op<LM_Dialect, mnemonic, !listconcat(traits, [LM_SameFloatElementType])>;
+    : Op<LM_Dialect, mnemonic, !listconcat([LM_SameFloatElementType], traits)>;
 
 #endif // LM_BASE_TD

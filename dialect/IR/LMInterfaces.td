@@ -4,7 +4,8 @@
 // contract between an op and `-lm-autodiff`: the pass stays generic, each
 // differentiable op states its vector-Jacobian product (VJP). The rules are
 // implemented apart from the ops, one file per op family, in
-// dialect/IR/GradientRules/.
+// dialect/IR/GradientRules/. The cost interface is what the plan writer asks
+// each step for (FLOPs, bytes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +36,33 @@ def LM_GradientOpInterface : OpInterface<"GradientOpInterface"> {
       (ins "::mlir::OpBuilder &":$builder,
            "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
            "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>
+  ];
+}
+
+def LM_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::mlir::lm";
+  let description = [{
+    The predicted cost of running the op's kernel once, for the plan's FLOP
+    prediction (Step.flops, docs/compilation.md) and memory-traffic estimates.
+    Every op that becomes a plan step states its FLOPs next to its other facts
+    (dialect/IR/LMOpCosts.cpp, one section per op family): GEMMs and attention
+    exactly (2 per multiply-add), elementwise, normalisation and loss ops as a
+    small constant per element of the tensor they sweep, data movement as 0.
+    Operand and result types are statically shaped (the verifiers ensure it).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Floating-point operations of one run of the op's kernel.
+      }],
+      "int64_t", "getFlops", (ins)>,
+    InterfaceMethod<[{
+        Bytes the kernel reads and writes: by default every operand read once
+        and every result written once (the ideal traffic; caches and the
+        kernels' re-reads are not modelled).
+      }],
+      "int64_t", "getBytesAccessed", (ins), [{}], [{
+        return ::mlir::lm::detail::operandAndResultBytes($_op);
+      }]>
   ];
 }
 

@@ -1,10 +1,13 @@
-//===- LMOps.cpp - lm dialect op verifiers ----------------------*- C++ -*-===//
+//===- LMOps.cpp - lm op type inference and verifiers ----------*- C++ -*-===//
 //
-// Verifiers of the lm ops. Every shape rule comes from
-// runtime/kernels/shape_rules.h, so the dialect, the frontend and the runtime
-// accept exactly the same programs; this file only adapts types and
-// diagnostics. Element types are checked by the ODS constraints and the
-// dialect-wide SameFloatElementType trait.
+// Result type inference and verifiers of the lm ops. Every shape rule comes
+// from runtime/kernels/shape_rules.h, so the dialect, the frontend and the
+// runtime accept exactly the same programs; this file only adapts types and
+// diagnostics. An op with inferred result types (InferTypeOpInterface) is
+// verified by comparing its results with the inferred ones
+// (ResultsMatchInferred); the rest of its verifier checks operands only.
+// Element types are checked by the ODS constraints and the dialect-wide
+// SameFloatElementType trait.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +17,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 
-#include <cmath>
+#include <cstring>
 
 using namespace mlir;
 using namespace mlir::lm;
@@ -88,109 +91,212 @@ FailureOr<Dims> inferShape(Operation *op, std::optional<Dims> inferred, const st
   return std::move(*inferred);
 }
 
-/// inferShape, then checks the op's first result against the inferred shape.
-LogicalResult checkRule(Operation *op, std::optional<Dims> inferred, const std::string &err) {
-  FailureOr<Dims> shape = inferShape(op, std::move(inferred), err);
-  if (failed(shape))
-    return failure();
-  return checkShape(op, "result", op->getResult(0).getType(), *shape);
+LogicalResult checkEpsilon(Operation *op, const APFloat &epsilon) {
+  std::string bad = shapes::layerNormEpsilon(epsilon.convertToDouble());
+  if (bad.empty())
+    return success();
+  return op->emitOpError() << ruleMessage(bad);
 }
 
-/// Checks layer_norm's epsilon, which sits under a square root: it must be a
-/// finite number > 0 (written so that NaN, which fails every comparison, is
-/// rejected too).
-LogicalResult checkEpsilon(Operation *op, const APFloat &epsilon) {
-  double value = epsilon.convertToDouble();
-  if (std::isfinite(value) && value > 0.0)
+/// Reads operand shapes and element types for inferReturnTypes, and reports
+/// its failures as the verifier would ("'lm.matmul' op ..."). inferReturnTypes
+/// also runs inside builders, before any verifier, so an operand that is not a
+/// statically shaped tensor is an error here rather than a crash.
+class Inference {
+public:
+  Inference(StringRef opName, std::optional<Location> loc, SmallVectorImpl<Type> &types)
+      : opName(opName), loc(loc), types(types) {}
+
+  /// The static shape of `value`; when it has none, an empty shape, and `ok`
+  /// cleared so that result() reports it.
+  Dims dims(Value value) {
+    auto type = llvm::dyn_cast_or_null<RankedTensorType>(value ? value.getType() : Type());
+    if (!type || !type.hasStaticShape()) {
+      ok = false;
+      return {};
+    }
+    return dimsOf(type);
+  }
+  Type elementType(Value value) {
+    auto type = llvm::dyn_cast_or_null<ShapedType>(value ? value.getType() : Type());
+    return type ? type.getElementType() : Type();
+  }
+
+  /// A required attribute, as given. A builder may have been given none: the
+  /// first missing one is remembered for result() to report, and the caller
+  /// goes on with a neutral value.
+  template <typename AttrT> AttrT require(AttrT attr, StringRef name) {
+    if (!attr && missing.empty())
+      missing = name.str();
+    return attr;
+  }
+  Dims listOf(DenseI64ArrayAttr attr, StringRef name) {
+    return require(attr, name) ? ::dimsOf(attr.asArrayRef()) : Dims{};
+  }
+  int64_t intOf(IntegerAttr attr, StringRef name) {
+    return require(attr, name) ? attr.getValue().getSExtValue() : 0;
+  }
+
+  /// Adds one result of shape `shape` (a rule's outcome) and element type `elem`.
+  LogicalResult result(const std::optional<Dims> &shape, const std::string &err, Type elem) {
+    if (!missing.empty())
+      return emitOptionalError(loc, "'", opName, "' op requires attribute '", missing, "'");
+    if (!ok)
+      return emitOptionalError(loc, "'", opName, "' op operands must be statically shaped tensors");
+    if (!shape)
+      return emitOptionalError(loc, "'", opName, "' op ", ruleMessage(err));
+    types.push_back(RankedTensorType::get(*shape, elem));
     return success();
-  return op->emitOpError("epsilon must be finite and > 0, got ") << value;
+  }
+  LogicalResult error(const std::string &message) {
+    return emitOptionalError(loc, "'", opName, "' op ", message);
+  }
+
+private:
+  StringRef opName;
+  std::optional<Location> loc;
+  SmallVectorImpl<Type> &types;
+  bool ok = true;
+  std::string missing;
+};
+
+/// The op's properties with the ODS defaults of absent attributes filled in:
+/// a builder infers result types before the op exists (an op gets its
+/// defaults when it is created), and adaptors do not fall back on them.
+template <typename OpTy>
+typename OpTy::Properties withDefaults(MLIRContext *context, typename OpTy::Adaptor &adaptor) {
+  typename OpTy::Properties properties = adaptor.getProperties();
+  OpTy::populateDefaultProperties(OperationName(OpTy::getOperationName(), context), properties);
+  return properties;
 }
 
 } // namespace
 
 //===----------------------------------------------------------------------===//
+// Inferred result types
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::OpTrait::lm::impl::verifyResultsMatchInferred(Operation *op) {
+  auto inferable = llvm::cast<InferTypeOpInterface>(op);
+  SmallVector<Type> inferred;
+  if (failed(inferable.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
+                                        op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+                                        op->getRegions(), inferred)))
+    return failure();
+  // Multi-result ops name the result (dgamma); single results read "result".
+  SmallVector<std::string> names(op->getNumResults(), "result");
+  if (op->getNumResults() > 1)
+    if (auto asmOp = llvm::dyn_cast<OpAsmOpInterface>(op))
+      asmOp.getAsmResultNames([&](Value v, StringRef name) {
+        names[llvm::cast<OpResult>(v).getResultNumber()] = name.str();
+      });
+  for (auto [i, result] : llvm::enumerate(op->getResults())) {
+    auto want = llvm::cast<ShapedType>(inferred[i]);
+    auto got = llvm::cast<ShapedType>(result.getType());
+    if (got.getElementType() != want.getElementType())
+      return op->emitOpError() << names[i] << " element type " << got.getElementType()
+                               << " differs from the operand's " << want.getElementType();
+    if (failed(checkShape(op, names[i], got, dimsOf(want))))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Forward ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult EmbeddingOp::verify() {
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
   std::string err;
-  return checkRule(*this, shapes::embedding(dimsOf(getTable()), dimsOf(getIds()), err), err);
+  Dims table = infer.dims(adaptor.getTable()), ids = infer.dims(adaptor.getIds());
+  return infer.result(shapes::embedding(table, ids, err), err, infer.elementType(adaptor.getTable()));
 }
 
-LogicalResult MatmulOp::verify() {
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
   std::string err;
-  return checkRule(*this,
-                   shapes::matmul(dimsOf(getLhs()), dimsOf(getRhs()), getTransposeLhs(),
-                                  getTransposeRhs(), err),
-                   err);
+  Dims lhs = infer.dims(adaptor.getLhs()), rhs = infer.dims(adaptor.getRhs());
+  Properties attrs = withDefaults<MatmulOp>(context, adaptor);
+  bool tl = llvm::cast<BoolAttr>(attrs.transpose_lhs).getValue();
+  bool tr = llvm::cast<BoolAttr>(attrs.transpose_rhs).getValue();
+  return infer.result(shapes::matmul(lhs, rhs, tl, tr, err), err, infer.elementType(adaptor.getLhs()));
 }
 
-/// Broadcasting binary ops share one rule; `name` is the mnemonic.
-static LogicalResult verifyBroadcast(Operation *op, Value lhs, Value rhs) {
-  std::string err;
-  std::string name = op->getName().stripDialect().str();
-  return checkRule(op, shapes::broadcast(dimsOf(lhs), dimsOf(rhs), err, name.c_str()), err);
-}
-LogicalResult AddOp::verify() { return verifyBroadcast(*this, getLhs(), getRhs()); }
-LogicalResult SubOp::verify() { return verifyBroadcast(*this, getLhs(), getRhs()); }
-LogicalResult MulOp::verify() { return verifyBroadcast(*this, getLhs(), getRhs()); }
-LogicalResult DivOp::verify() { return verifyBroadcast(*this, getLhs(), getRhs()); }
+// The elementwise classes of LMOps.td (LM_BinaryOp, LM_UnaryOp) define their
+// ops' inferReturnTypes with these two.
 
-LogicalResult NegOp::verify() {
-  return checkShape(*this, "result", getType(), dimsOf(getX()));
-}
-LogicalResult GeluOp::verify() {
-  return checkShape(*this, "result", getType(), dimsOf(getX()));
-}
-LogicalResult SoftmaxOp::verify() {
-  if (getX().getType().getRank() < 1)
-    return emitOpError("operand must have rank >= 1 (softmax runs over the last dimension)");
-  return checkShape(*this, "result", getType(), dimsOf(getX()));
+LogicalResult mlir::lm::detail::inferBroadcast(StringRef opName, std::optional<Location> loc, Value lhs,
+                                               Value rhs, SmallVectorImpl<Type> &types) {
+  Inference infer(opName, loc, types);
+  std::string err;
+  std::string name = opName.drop_front(strlen("lm.")).str();
+  Dims l = infer.dims(lhs), r = infer.dims(rhs);
+  return infer.result(shapes::broadcast(l, r, err, name.c_str()), err, infer.elementType(lhs));
 }
 
-LogicalResult LayerNormOp::verify() {
-  if (failed(checkEpsilon(*this, getEpsilon())))
-    return failure();
-  std::string err;
-  return checkRule(
-      *this, shapes::layerNorm(dimsOf(getX()), dimsOf(getGamma()), dimsOf(getBeta()), err), err);
+LogicalResult mlir::lm::detail::inferElementwise(StringRef opName, std::optional<Location> loc, Value x,
+                                                 StringRef what, int64_t minRank, SmallVectorImpl<Type> &types) {
+  Inference infer(opName, loc, types);
+  Dims dims = infer.dims(x);
+  if (x && llvm::isa<RankedTensorType>(x.getType()) && static_cast<int64_t>(dims.size()) < minRank)
+    return infer.error((what + " must have rank >= 1 (softmax runs over the last dimension)").str());
+  return infer.result(dims, "", infer.elementType(x));
 }
 
-LogicalResult AttentionOp::verify() {
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
   std::string err;
-  return checkRule(*this,
-                   shapes::attention(dimsOf(getQ()), dimsOf(getK()), dimsOf(getV()),
-                                     getNumHeads(), err),
-                   err);
+  Dims x = infer.dims(adaptor.getX()), gamma = infer.dims(adaptor.getGamma()),
+       beta = infer.dims(adaptor.getBeta());
+  return infer.result(shapes::layerNorm(x, gamma, beta, err), err, infer.elementType(adaptor.getX()));
+}
+LogicalResult LayerNormOp::verify() { return checkEpsilon(*this, getEpsilon()); }
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
+  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
+  return infer.result(shapes::attention(q, k, v, heads, err), err, infer.elementType(adaptor.getQ()));
 }
 
 LogicalResult ReshapeOp::verify() {
   std::string err;
-  return checkRule(*this, shapes::reshape(dimsOf(getX()), dimsOf(getType()), err), err);
+  FailureOr<Dims> shape = inferShape(*this, shapes::reshape(dimsOf(getX()), dimsOf(getType()), err), err);
+  return success(succeeded(shape));
 }
 
-LogicalResult TransposeOp::verify() {
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
   std::string err;
-  return checkRule(*this,
-                   shapes::transpose(dimsOf(getX()), dimsOf(getPermutation()), err), err);
+  Dims x = infer.dims(adaptor.getX());
+  Dims permutation = infer.listOf(adaptor.getPermutationAttr(), "permutation");
+  return infer.result(shapes::transpose(x, permutation, err), err, infer.elementType(adaptor.getX()));
 }
 
-LogicalResult SliceOp::verify() {
-  if (getX().getType().getElementType() != getType().getElementType())
-    return emitOpError("result element type ")
-           << getType().getElementType() << " differs from the operand's "
-           << getX().getType().getElementType();
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
   std::string err;
-  return checkRule(*this,
-                   shapes::slice(dimsOf(getX()), dimsOf(getStart()), dimsOf(getLimit()),
-                                 dimsOf(getStride()), err),
-                   err);
+  Dims x = infer.dims(adaptor.getX());
+  Dims start = infer.listOf(adaptor.getStartAttr(), "start"),
+       limit = infer.listOf(adaptor.getLimitAttr(), "limit"),
+       stride = infer.listOf(adaptor.getStrideAttr(), "stride");
+  return infer.result(shapes::slice(x, start, limit, stride, err), err, infer.elementType(adaptor.getX()));
 }
 
-LogicalResult CrossEntropyOp::verify() {
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
   std::string err;
-  return checkRule(*this,
-                   shapes::crossEntropy(dimsOf(getLogits()), dimsOf(getTargets()), err), err);
+  Dims logits = infer.dims(adaptor.getLogits()), targets = infer.dims(adaptor.getTargets());
+  return infer.result(shapes::crossEntropy(logits, targets, err), err, infer.elementType(adaptor.getLogits()));
 }
 
 LogicalResult SumToOp::verify() {
@@ -204,58 +310,64 @@ LogicalResult SumToOp::verify() {
 // Backward ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult GeluGradOp::verify() {
-  Dims x = dimsOf(getX());
-  if (failed(checkShape(*this, "dy", getDy().getType(), x)))
-    return failure();
-  return checkShape(*this, "result", getType(), x);
+LogicalResult GeluGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  return detail::inferElementwise(getOperationName(), loc, adaptor.getX(), "x", 0, types);
 }
+LogicalResult GeluGradOp::verify() { return checkShape(*this, "dy", getDy().getType(), dimsOf(getX())); }
 
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims x = infer.dims(adaptor.getX()), gamma = infer.dims(adaptor.getGamma());
+  Type elem = infer.elementType(adaptor.getX());
+  std::optional<Dims> ok = shapes::layerNorm(x, gamma, gamma, err);
+  if (failed(infer.result(ok, err, elem)))
+    return failure();
+  // dgamma and dbeta have gamma's shape [D].
+  if (failed(infer.result(gamma, err, elem)))
+    return failure();
+  return infer.result(gamma, err, elem);
+}
 LogicalResult LayerNormGradOp::verify() {
   if (failed(checkEpsilon(*this, getEpsilon())))
     return failure();
-  std::string err;
-  Dims x = dimsOf(getX()), gamma = dimsOf(getGamma());
-  if (failed(inferShape(*this, shapes::layerNorm(x, gamma, gamma, err), err)))
-    return failure();
-  if (failed(checkShape(*this, "dy", getDy().getType(), x)) ||
-      failed(checkShape(*this, "dx", getDx().getType(), x)) ||
-      failed(checkShape(*this, "dgamma", getDgamma().getType(), gamma)) ||
-      failed(checkShape(*this, "dbeta", getDbeta().getType(), gamma)))
-    return failure();
-  return success();
+  return checkShape(*this, "dy", getDy().getType(), dimsOf(getX()));
 }
 
+LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
+  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
+  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err);
+  Type elem = infer.elementType(adaptor.getQ());
+  for (int i = 0; i < 3; ++i) // dq, dk, dv
+    if (failed(infer.result(shape, err, elem)))
+      return failure();
+  return success();
+}
 LogicalResult AttentionGradOp::verify() {
-  std::string err;
-  FailureOr<Dims> shape = inferShape(
-      *this, shapes::attention(dimsOf(getQ()), dimsOf(getK()), dimsOf(getV()), getNumHeads(), err),
-      err);
-  if (failed(shape))
-    return failure();
-  if (failed(checkShape(*this, "dy", getDy().getType(), *shape)) ||
-      failed(checkShape(*this, "dq", getDq().getType(), *shape)) ||
-      failed(checkShape(*this, "dk", getDk().getType(), *shape)) ||
-      failed(checkShape(*this, "dv", getDv().getType(), *shape)))
-    return failure();
-  return success();
+  return checkShape(*this, "dy", getDy().getType(), dimsOf(getQ()));
 }
 
-LogicalResult SoftmaxGradOp::verify() {
-  if (getY().getType().getRank() < 1)
-    return emitOpError("y must have rank >= 1 (softmax runs over the last dimension)");
-  Dims y = dimsOf(getY());
-  if (failed(checkShape(*this, "dy", getDy().getType(), y)))
-    return failure();
-  return checkShape(*this, "result", getType(), y);
+LogicalResult SoftmaxGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  return detail::inferElementwise(getOperationName(), loc, adaptor.getY(), "y", 1, types);
 }
+LogicalResult SoftmaxGradOp::verify() { return checkShape(*this, "dy", getDy().getType(), dimsOf(getY())); }
 
-LogicalResult CrossEntropyGradOp::verify() {
+LogicalResult CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                   SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
   std::string err;
-  if (failed(inferShape(*this, shapes::crossEntropy(dimsOf(getLogits()), dimsOf(getTargets()), err),
-                        err)))
-    return failure();
-  return checkShape(*this, "result", getType(), dimsOf(getLogits()));
+  Dims logits = infer.dims(adaptor.getLogits()), targets = infer.dims(adaptor.getTargets());
+  // The rule checks logits against targets; dlogits has the logits' shape.
+  std::optional<Dims> ok = shapes::crossEntropy(logits, targets, err);
+  return infer.result(ok ? std::optional<Dims>(logits) : std::nullopt, err,
+                      infer.elementType(adaptor.getLogits()));
 }
 
 LogicalResult EmbeddingGradOp::verify() {

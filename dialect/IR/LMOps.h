@@ -1,7 +1,8 @@
 //===- LMOps.h - lm dialect ops ---------------------------------*- C++ -*-===//
 //
-// The ops of the `lm` dialect (docs/dialect.md), their gradient interface and
-// the dialect-wide SameFloatElementType trait.
+// The ops of the `lm` dialect (docs/dialect.md), their gradient interface,
+// the dialect-wide SameFloatElementType trait and the ResultsMatchInferred
+// trait of ops whose result types are inferred.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -12,6 +13,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::OpTrait::lm {
@@ -19,6 +21,10 @@ namespace impl {
 /// Fails, naming both types, when two float operands or results of `op` have
 /// different element types.
 LogicalResult verifySameFloatElementType(Operation *op);
+/// Fails, naming the result and the expected shape or element type, when a
+/// result of `op` (an InferTypeOpInterface op) differs from its inferred type;
+/// fails with the shape rule's message when inference does.
+LogicalResult verifyResultsMatchInferred(Operation *op);
 } // namespace impl
 
 /// Dialect-wide invariant: an op never mixes f32 and f64 tensors.
@@ -29,7 +35,32 @@ public:
     return impl::verifySameFloatElementType(op);
   }
 };
+
+/// The results of an op with inferred result types are exactly those types
+/// (listed before InferTypeOpInterface, so its messages come first).
+template <typename ConcreteType>
+class ResultsMatchInferred : public TraitBase<ConcreteType, ResultsMatchInferred> {
+public:
+  static LogicalResult verifyTrait(Operation *op) { return impl::verifyResultsMatchInferred(op); }
+};
 } // namespace mlir::OpTrait::lm
+
+namespace mlir::lm::detail {
+/// Bytes of all operands and results of `op` (the default of
+/// CostOpInterface::getBytesAccessed).
+int64_t operandAndResultBytes(Operation *op);
+/// Elements of the tensor a per-element kernel sweeps: the larger of the first
+/// operand and the first result (sum_to and the losses read more than they
+/// write; broadcasting ops write more).
+int64_t sweptElements(Operation *op);
+/// inferReturnTypes of a broadcasting binary op (shapes::broadcast).
+LogicalResult inferBroadcast(StringRef opName, std::optional<Location> loc, Value lhs, Value rhs,
+                             SmallVectorImpl<Type> &types);
+/// inferReturnTypes of an elementwise op: `x`'s type, which needs rank >=
+/// `minRank` (1 for the ops working along the last dimension; `what` names x).
+LogicalResult inferElementwise(StringRef opName, std::optional<Location> loc, Value x, StringRef what,
+                               int64_t minRank, SmallVectorImpl<Type> &types);
+} // namespace mlir::lm::detail
 
 #include "dialect/IR/LMInterfaces.h.inc"
 

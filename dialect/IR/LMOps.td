@@ -13,18 +13,31 @@
 
 include "dialect/IR/LMBase.td"
 include "dialect/IR/LMInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-class LM_DiffOp<string mnemonic, list<Trait> traits = []>
-    : LM_Op<mnemonic, !listconcat(traits,
-          [Pure, DeclareOpInterfaceMethods<LM_GradientOpInterface>])> {
-  let hasVerifier = 1;
+/// The result types of an op follow from its operands and attributes through
+/// the shared shape rules (runtime/kernels/shape_rules.h): inferReturnTypes
+/// (LMOps.cpp) calls the rule, so ODS generates builders without result types
+/// and no caller computes them. LM_ResultsMatchInferred, verified before the
+/// interface's generic check, compares each result with the inferred type and
+/// says which dimension is off. Ops whose result shape is chosen by the caller
+/// (reshape, sum_to, embedding_grad, slice_grad) keep explicit result types.
+def LM_ResultsMatchInferred : NativeOpTrait<"ResultsMatchInferred"> {
+  let cppNamespace = "::mlir::OpTrait::lm";
 }
+defvar LM_InferredResultTypes = [LM_ResultsMatchInferred, InferTypeOpAdaptor];
+
+/// Every op but lm.constant becomes a plan step, so it states its cost
+/// (getFlops; `costMethods` lists the defaults it overrides too).
+class LM_DiffOp<string mnemonic, list<Trait> traits = [], list<string> costMethods = []>
+    : LM_Op<mnemonic, !listconcat(traits,
+          [Pure, DeclareOpInterfaceMethods<LM_GradientOpInterface>,
+           DeclareOpInterfaceMethods<LM_CostOpInterface, costMethods>])>;
 
 class LM_GradOp<string mnemonic, list<Trait> traits = []>
-    : LM_Op<mnemonic, !listconcat(traits, [Pure])> {
-  let hasVerifier = 1;
-}
+    : LM_Op<mnemonic, !listconcat(traits,
+          [Pure, DeclareOpInterfaceMethods<LM_CostOpInterface>])>;
 
 //===----------------------------------------------------------------------===//
 // Forward ops
@@ -48,7 +61,7 @@ def LM_ConstantOp : LM_Op<"constant",
   let hasFolder = 1;
 }
 
-def LM_EmbeddingOp : LM_DiffOp<"embedding"> {
+def LM_EmbeddingOp : LM_DiffOp<"embedding", LM_InferredResultTypes, ["getBytesAccessed"]> {
   let summary = "table lookup";
   let description = [{
     `out[s] = table[ids[s]]` for every position `s` of `ids`; the result is
@@ -63,7 +76,7 @@ def LM_EmbeddingOp : LM_DiffOp<"embedding"> {
   let assemblyFormat = "$table `,` $ids attr-dict `:` functional-type(operands, results)";
 }
 
-def LM_MatmulOp : LM_DiffOp<"matmul"> {
+def LM_MatmulOp : LM_DiffOp<"matmul", LM_InferredResultTypes> {
   let summary = "batched matrix product";
   let description = [{
     `lhs: [...batch, M, K]` times `rhs: [...batch, K, N]` (or a rank-2
@@ -83,7 +96,24 @@ def LM_MatmulOp : LM_DiffOp<"matmul"> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-class LM_BinaryOp<string mnemonic, string what> : LM_DiffOp<mnemonic> {
+/// The C++ the elementwise classes give each op: its cost, `flops` per element
+/// of the tensor it sweeps (CostOpInterface::getFlops), and its result type,
+/// inferred by the C++ expression `infer` (LMOps.cpp's detail helpers).
+class LM_ElementwiseDefs<int flops, string infer> {
+  code defs = [{
+    int64_t $cppClass::getFlops() {
+      return }] # !cast<string>(flops) # [{ * ::mlir::lm::detail::sweptElements(*this);
+    }
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return }] # infer # [{;
+    }
+  }];
+}
+
+class LM_BinaryOp<string mnemonic, string what>
+    : LM_DiffOp<mnemonic, LM_InferredResultTypes> {
   let summary = "elementwise " # what # " with broadcasting";
   let description = [{
     Elementwise }] # what # [{ with NumPy broadcasting: trailing dimensions
@@ -97,6 +127,10 @@ class LM_BinaryOp<string mnemonic, string what> : LM_DiffOp<mnemonic> {
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasFolder = 1;
+  // One flop per element of the broadcast result; shapes::broadcast.
+  let extraClassDefinition = LM_ElementwiseDefs<1,
+      "::mlir::lm::detail::inferBroadcast(getOperationName(), loc, adaptor.getLhs(), "
+      # "adaptor.getRhs(), types)">.defs;
 }
 
 def LM_AddOp : LM_BinaryOp<"add", "addition">;
@@ -104,7 +138,9 @@ def LM_SubOp : LM_BinaryOp<"sub", "subtraction">;
 def LM_MulOp : LM_BinaryOp<"mul", "multiplication">;
 def LM_DivOp : LM_BinaryOp<"div", "division">;
 
-class LM_UnaryOp<string mnemonic, string summ, string semantics> : LM_DiffOp<mnemonic> {
+/// `flops` per element; `minRank` 1 for ops working along the last dimension.
+class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops, int minRank = 0>
+    : LM_DiffOp<mnemonic, LM_InferredResultTypes> {
   let summary = summ;
   let description = semantics # [{
 
@@ -115,17 +151,22 @@ class LM_UnaryOp<string mnemonic, string summ, string semantics> : LM_DiffOp<mne
   let arguments = (ins LM_FloatTensor:$x);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = LM_ElementwiseDefs<flops,
+      "::mlir::lm::detail::inferElementwise(getOperationName(), loc, adaptor.getX(), \"operand\", "
+      # !cast<string>(minRank) # ", types)">.defs;
 }
 
-def LM_NegOp : LM_UnaryOp<"neg", "elementwise negation", "`-x`."> {
+def LM_NegOp : LM_UnaryOp<"neg", "elementwise negation", "`-x`.", 1> {
   let hasFolder = 1;
 }
+// Cube, fma, tanh, 3 muls.
 def LM_GeluOp : LM_UnaryOp<"gelu", "GELU, tanh approximation",
-    "`0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, elementwise.">;
+    "`0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, elementwise.", 8>;
+// Max, sub, exp, sum, div.
 def LM_SoftmaxOp : LM_UnaryOp<"softmax", "softmax over the last dimension",
-    "`exp(x - max) / sum(exp(x - max))` along the last dimension (rank >= 1).">;
+    "`exp(x - max) / sum(exp(x - max))` along the last dimension (rank >= 1).", 5, 1>;
 
-def LM_LayerNormOp : LM_DiffOp<"layer_norm"> {
+def LM_LayerNormOp : LM_DiffOp<"layer_norm", LM_InferredResultTypes> {
   let summary = "layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * gamma + beta` over the last dimension
@@ -139,9 +180,10 @@ def LM_LayerNormOp : LM_DiffOp<"layer_norm"> {
                        DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$x `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
-def LM_AttentionOp : LM_DiffOp<"attention"> {
+def LM_AttentionOp : LM_DiffOp<"attention", LM_InferredResultTypes> {
   let summary = "multi-head scaled dot-product attention";
   let description = [{
     `q, k, v: [B, T, H*Dh]`; head `h` is the column block `h*Dh ... (h+1)*Dh-1`
@@ -172,10 +214,11 @@ def LM_ReshapeOp : LM_DiffOp<"reshape"> {
   let arguments = (ins LM_FloatTensor:$x);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
   let hasFolder = 1;
 }
 
-def LM_TransposeOp : LM_DiffOp<"transpose"> {
+def LM_TransposeOp : LM_DiffOp<"transpose", LM_InferredResultTypes> {
   let summary = "dimension permutation";
   let description = [{
     `out.shape[i] = x.shape[permutation[i]]`.
@@ -190,7 +233,7 @@ def LM_TransposeOp : LM_DiffOp<"transpose"> {
   let hasFolder = 1;
 }
 
-def LM_SliceOp : LM_DiffOp<"slice"> {
+def LM_SliceOp : LM_DiffOp<"slice", LM_InferredResultTypes> {
   let summary = "strided static slice";
   let description = [{
     Takes indices `start[d], start[d] + stride[d], ... < limit[d]` along every
@@ -209,7 +252,7 @@ def LM_SliceOp : LM_DiffOp<"slice"> {
   let hasFolder = 1;
 }
 
-def LM_CrossEntropyOp : LM_DiffOp<"cross_entropy"> {
+def LM_CrossEntropyOp : LM_DiffOp<"cross_entropy", LM_InferredResultTypes> {
   let summary = "mean softmax cross-entropy";
   let description = [{
     `logits: [...S, V]`, `targets: i32[...S]`: the mean, over the positions
@@ -240,13 +283,14 @@ def LM_SumToOp : LM_DiffOp<"sum_to"> {
   let arguments = (ins LM_FloatTensor:$x);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Backward ops (emitted by -lm-autodiff)
 //===----------------------------------------------------------------------===//
 
-def LM_GeluGradOp : LM_GradOp<"gelu_grad"> {
+def LM_GeluGradOp : LM_GradOp<"gelu_grad", LM_InferredResultTypes> {
   let summary = "adjoint of lm.gelu";
   let description = [{
     `dx = dy * gelu'(x)` for the tanh form of GELU.
@@ -258,9 +302,10 @@ def LM_GeluGradOp : LM_GradOp<"gelu_grad"> {
   let arguments = (ins LM_FloatTensor:$x, LM_FloatTensor:$dy);
   let results = (outs LM_FloatTensor:$dx);
   let assemblyFormat = "$x `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
-def LM_LayerNormGradOp : LM_GradOp<"layer_norm_grad"> {
+def LM_LayerNormGradOp : LM_GradOp<"layer_norm_grad", LM_InferredResultTypes> {
   let summary = "adjoint of lm.layer_norm";
   let description = [{
     Returns `dx`, `dgamma: [D]` and `dbeta: [D]`; recomputes the mean and the
@@ -274,9 +319,10 @@ def LM_LayerNormGradOp : LM_GradOp<"layer_norm_grad"> {
                        DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
   let results = (outs LM_FloatTensor:$dx, LM_FloatTensor:$dgamma, LM_FloatTensor:$dbeta);
   let assemblyFormat = "$x `,` $gamma `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
-def LM_AttentionGradOp : LM_GradOp<"attention_grad"> {
+def LM_AttentionGradOp : LM_GradOp<"attention_grad", LM_InferredResultTypes> {
   let summary = "adjoint of lm.attention";
   let description = [{
     Returns `dq`, `dk`, `dv`; recomputes the attention probabilities.
@@ -290,9 +336,10 @@ def LM_AttentionGradOp : LM_GradOp<"attention_grad"> {
                        DefaultValuedAttr<BoolAttr, "false">:$causal);
   let results = (outs LM_FloatTensor:$dq, LM_FloatTensor:$dk, LM_FloatTensor:$dv);
   let assemblyFormat = "$q `,` $k `,` $v `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
-def LM_SoftmaxGradOp : LM_GradOp<"softmax_grad"> {
+def LM_SoftmaxGradOp : LM_GradOp<"softmax_grad", LM_InferredResultTypes> {
   let summary = "adjoint of lm.softmax";
   let description = [{
     `dx = y * (dy - sum(dy * y))` along the last dimension, where `y` is the
@@ -305,9 +352,10 @@ def LM_SoftmaxGradOp : LM_GradOp<"softmax_grad"> {
   let arguments = (ins LM_FloatTensor:$y, LM_FloatTensor:$dy);
   let results = (outs LM_FloatTensor:$dx);
   let assemblyFormat = "$y `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
-def LM_CrossEntropyGradOp : LM_GradOp<"cross_entropy_grad"> {
+def LM_CrossEntropyGradOp : LM_GradOp<"cross_entropy_grad", LM_InferredResultTypes> {
   let summary = "adjoint of lm.cross_entropy";
   let description = [{
     `dlogits = dloss * (softmax(logits) - onehot(target)) / n_valid`, with zero
@@ -337,6 +385,7 @@ def LM_EmbeddingGradOp : LM_GradOp<"embedding_grad"> {
   let arguments = (ins LM_IntTensor:$ids, LM_FloatTensor:$dy);
   let results = (outs LM_FloatTensor:$dtable);
   let assemblyFormat = "$ids `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def LM_SliceGradOp : LM_GradOp<"slice_grad"> {
@@ -353,6 +402,7 @@ def LM_SliceGradOp : LM_GradOp<"slice_grad"> {
                        DenseI64ArrayAttr:$limit, DenseI64ArrayAttr:$stride);
   let results = (outs LM_FloatTensor:$dx);
   let assemblyFormat = "$dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
   let hasFolder = 1;
 }
 

@@ -13,10 +13,7 @@ namespace lmrt::kernels::detail {
 namespace {
 
 std::string checkEpsilon(const char *op, const Attrs &attrs) {
-  double eps = attrs.getFloat("epsilon", 1e-5);
-  if (!(eps >= 0) || !std::isfinite(eps))
-    return std::string(op) + ": epsilon = " + std::to_string(eps) + " must be a finite value >= 0";
-  return "";
+  return shapes::layerNormEpsilon(attrs.getFloat("epsilon", 1e-5), op);
 }
 
 std::string checkLayerNorm(const std::vector<TensorType> &in, const std::vector<TensorType> &out,

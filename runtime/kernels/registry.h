@@ -55,6 +55,12 @@ struct KernelDef {
   void (*run)(const KernelCall &call);
 };
 
+/* "" when `kernels` and the plan's op table (runtime/plan/op_table.h, generated
+   from the ODS) agree: one kernel per listed op with the op's operand and result
+   counts, and no kernel that is not listed (or listed twice). Else every
+   disagreement, one per line. The unit tests run it on allKernels(). */
+std::string compareWithOpTable(const std::vector<KernelDef> &kernels);
+
 /* nullptr when no kernel has that name. */
 const KernelDef *findKernel(std::string_view op);
 /* All kernels, for listing and tests. */

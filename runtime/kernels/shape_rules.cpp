@@ -4,6 +4,8 @@
 #include "runtime/kernels/shape_rules.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <initializer_list>
 
 namespace lmrt::shapes {
@@ -127,6 +129,14 @@ std::optional<Dims> layerNorm(const Dims &x, const Dims &gamma, const Dims &beta
   if (beta != d)
     return bad(err, "layer_norm: beta " + S(beta) + " must be " + S(d) + " (the last dim of x " + S(x) + ")");
   return x;
+}
+
+std::string layerNormEpsilon(double epsilon, const char *op) {
+  // Written so that NaN, which fails every comparison, is rejected too.
+  if (std::isfinite(epsilon) && epsilon > 0) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", epsilon);
+  return std::string(op) + ": epsilon must be finite and > 0, got " + buf;
 }
 
 std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64_t numHeads,

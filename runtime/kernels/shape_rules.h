@@ -33,6 +33,11 @@ std::optional<Dims> transpose(const Dims &x, const Dims &permutation, std::strin
 std::optional<Dims> reshape(const Dims &x, const Dims &to, std::string &err);
 std::optional<Dims> slice(const Dims &x, const Dims &start, const Dims &limit, const Dims &stride,
                           std::string &err);
+/* "" when layer_norm's epsilon, which sits under a square root next to a
+   variance that may be 0, is finite and > 0; else "layer_norm: epsilon must be
+   finite and > 0, got <eps>" (`op` names layer_norm or layer_norm_grad). The one
+   rule of the verifiers, the frontend and the kernel checks. */
+std::string layerNormEpsilon(double epsilon, const char *op = "layer_norm");
 /* Returns the scalar shape {} when logits [...S, V] and targets [...S] agree. */
 std::optional<Dims> crossEntropy(const Dims &logits, const Dims &targets, std::string &err);
 

@@ -1,19 +1,9 @@
 /* Implements: plan message -> runtime type conversions (see plan_types.h). */
 #include "runtime/lmrt/plan_types.h"
 
-namespace lmrt {
+#include "runtime/plan/op_table.h"
 
-std::string checkPlanType(const plan::TensorType &t) {
-  if (t.dtype() != plan::F32 && t.dtype() != plan::F64 && t.dtype() != plan::I32)
-    return "invalid dtype " + std::to_string((int)t.dtype()) + " (expected F32, F64 or I32)";
-  for (int64_t d : t.shape())
-    if (d < 0) return "negative dimension " + std::to_string(d) + " in shape";
-  // Guard numel()*8 against overflow: nothing real comes near 2^50 bytes.
-  long double n = 1;
-  for (int64_t d : t.shape()) n *= (long double)d;
-  if (n * 8 > (long double)(1ll << 50)) return "shape is absurdly large";
-  return "";
-}
+namespace lmrt {
 
 TensorType toTensorType(const plan::TensorType &t) {
   TensorType r;
@@ -27,26 +17,6 @@ plan::TensorType toPlanType(const TensorType &t) {
   r.set_dtype(t.dtype == DType::F64 ? plan::F64 : t.dtype == DType::I32 ? plan::I32 : plan::F32);
   for (int64_t d : t.shape) r.add_shape(d);
   return r;
-}
-
-std::string planTypeStr(const plan::TensorType &t) {
-  if (!checkPlanType(t).empty()) {
-    std::string s = "invalid[";
-    for (int i = 0; i < t.shape_size(); ++i) s += (i ? ", " : "") + std::to_string(t.shape(i));
-    return s + "]";
-  }
-  return toTensorType(t).str();
-}
-
-const char *bufferKindName(plan::Buffer::Kind k) {
-  switch (k) {
-  case plan::Buffer::ARENA: return "ARENA";
-  case plan::Buffer::PARAM: return "PARAM";
-  case plan::Buffer::GRAD: return "GRAD";
-  case plan::Buffer::INPUT: return "INPUT";
-  case plan::Buffer::CONSTANT: return "CONSTANT";
-  default: return "invalid";
-  }
 }
 
 kernels::Attrs decodeAttrs(const plan::Step &step) {
@@ -64,6 +34,19 @@ kernels::Attrs decodeAttrs(const plan::Step &step) {
     default: throw Error("attribute '" + name + "' has no value");
     }
   }
+  // Attributes the step leaves out take the op's ODS default, so a kernel
+  // never falls back on a default of its own.
+  if (const ops::OpInfo *op = ops::findOp(step.op()))
+    for (int i = 0; i < op->numAttrs; ++i) {
+      const ops::AttrInfo &a = op->attrs[i];
+      if (!a.hasDefault || attrs.has(a.name)) continue;
+      switch (a.kind) {
+      case ops::AttrKind::Int: attrs.set(a.name, a.defaultInt); break;
+      case ops::AttrKind::Float: attrs.set(a.name, a.defaultFloat); break;
+      case ops::AttrKind::Bool: attrs.set(a.name, a.defaultBool); break;
+      case ops::AttrKind::IntList: break;  // lm-tblgen admits no list defaults
+      }
+    }
   return attrs;
 }
 

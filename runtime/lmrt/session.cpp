@@ -12,6 +12,7 @@
 #include "runtime/lmrt/plan_file.h"
 #include "runtime/lmrt/plan_types.h"
 #include "runtime/lmrt/validate.h"
+#include "runtime/plan/op_table.h"
 
 namespace lmrt {
 
@@ -115,7 +116,7 @@ std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &o
     for (int si = 0; si < prog.steps_size(); ++si) {
       const plan::Step &st = prog.steps(si);
       const kernels::GeneratedKernel *gen = nullptr;
-      if (st.op() == "fused") gen = &impl.generated->kernel((int)st.attrs().at("kernel").i());
+      if (st.op() == ops::kFusedOpName) gen = &impl.generated->kernel((int)st.attrs().at("kernel").i());
       ExecStep es{gen ? nullptr : kernels::findKernel(st.op()), gen, decodeAttrs(st),
                   std::vector<int>(st.inputs().begin(), st.inputs().end()),
                   std::vector<int>(st.outputs().begin(), st.outputs().end()),

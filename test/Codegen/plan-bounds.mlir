@@ -214,7 +214,7 @@ module attributes {lm.train = {optimizer = "sgd"}} {
 }
 
 //--- min-lr.mlir
-// MINLR: min-lr.mlir:[[@LINE+1]]:1: error: plan contract: lm.train.min_lr = 0.01 must be in [0, lr]
+// MINLR: min-lr.mlir:[[@LINE+1]]:1: error: plan contract: lm.train.min_lr = 0.01 must be in [0, lr = 0.001]
 module attributes {lm.train = {lr = 1.0e-3 : f64, min_lr = 1.0e-2 : f64}} {
   func.func @f_train_step(%p: tensor<2xf32> {lm.param = "p", lm.init = {kind = "zeros"}})
       -> (tensor<f32>, tensor<2xf32> {lm.grad_of = "p"}) attributes {lm.train_step} {

@@ -12,9 +12,8 @@ using namespace mlir::lm;
 
 LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
-  Type type = getType();
-  auto grad = b.create<AttentionGradOp>(getLoc(), type, type, type, getQ(), getK(), getV(),
-                                        resultGrads[0], getNumHeads(), getCausal());
+  auto grad = b.create<AttentionGradOp>(getLoc(), getQ(), getK(), getV(), resultGrads[0],
+                                        getNumHeads(), getCausal());
   operandGrads.append({grad.getDq(), grad.getDk(), grad.getDv()});
   return success();
 }

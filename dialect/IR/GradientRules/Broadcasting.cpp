@@ -23,5 +23,6 @@ Value mlir::lm::reduceGradTo(OpBuilder &builder, Location loc, Value grad, Type 
 Value mlir::lm::broadcastGradTo(OpBuilder &builder, Location loc, Value grad, Type type) {
   if (grad.getType() == type)
     return grad;
-  return builder.create<AddOp>(loc, type, buildSplat(builder, loc, type, 0.0), grad);
+  // zeros(type) + grad: grad broadcasts to `type`, so that is the inferred type.
+  return builder.create<AddOp>(loc, buildSplat(builder, loc, type, 0.0), grad);
 }

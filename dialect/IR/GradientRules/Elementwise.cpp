@@ -23,11 +23,9 @@ LogicalResult AddOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
 LogicalResult SubOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  Type rhsType = getRhs().getType();
   operandGrads.push_back(reduceGradTo(b, getLoc(), dy, getLhs().getType()));
   // Negate after reducing: the sum is over fewer elements then.
-  operandGrads.push_back(
-      b.create<NegOp>(getLoc(), rhsType, reduceGradTo(b, getLoc(), dy, rhsType)));
+  operandGrads.push_back(b.create<NegOp>(getLoc(), reduceGradTo(b, getLoc(), dy, getRhs().getType())));
   return success();
 }
 
@@ -36,8 +34,8 @@ LogicalResult MulOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
   Value dy = resultGrads[0];
   Location loc = getLoc();
   // dy has the broadcast shape, so dy * operand keeps it.
-  Value dl = b.create<MulOp>(loc, dy.getType(), dy, getRhs());
-  Value dr = b.create<MulOp>(loc, dy.getType(), dy, getLhs());
+  Value dl = b.create<MulOp>(loc, dy, getRhs());
+  Value dr = b.create<MulOp>(loc, dy, getLhs());
   operandGrads.push_back(reduceGradTo(b, loc, dl, getLhs().getType()));
   operandGrads.push_back(reduceGradTo(b, loc, dr, getRhs().getType()));
   return success();
@@ -47,11 +45,10 @@ LogicalResult DivOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
   Location loc = getLoc();
-  Type type = dy.getType();
   // y = l / r:  dl = dy / r,  dr = -dy * l / r^2 = -(dy * (y / r)).
-  Value dl = b.create<DivOp>(loc, type, dy, getRhs());
-  Value yOverR = b.create<DivOp>(loc, type, getResult(), getRhs());
-  Value dr = b.create<NegOp>(loc, type, b.create<MulOp>(loc, type, dy, yOverR));
+  Value dl = b.create<DivOp>(loc, dy, getRhs());
+  Value yOverR = b.create<DivOp>(loc, getResult(), getRhs());
+  Value dr = b.create<NegOp>(loc, b.create<MulOp>(loc, dy, yOverR));
   operandGrads.push_back(reduceGradTo(b, loc, dl, getLhs().getType()));
   operandGrads.push_back(reduceGradTo(b, loc, dr, getRhs().getType()));
   return success();
@@ -59,14 +56,14 @@ LogicalResult DivOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
 
 LogicalResult NegOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(b.create<NegOp>(getLoc(), getX().getType(), resultGrads[0]));
+  operandGrads.push_back(b.create<NegOp>(getLoc(), resultGrads[0]));
   return success();
 }
 
 LogicalResult GeluOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                    SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(
-      b.create<GeluGradOp>(getLoc(), getX().getType(), getX(), resultGrads[0]));
+      b.create<GeluGradOp>(getLoc(), getX(), resultGrads[0]));
   return success();
 }
 

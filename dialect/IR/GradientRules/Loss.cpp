@@ -12,8 +12,7 @@ using namespace mlir::lm;
 
 LogicalResult CrossEntropyOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                            SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(b.create<CrossEntropyGradOp>(getLoc(), getLogits().getType(),
-                                                      getLogits(), getTargets(),
+  operandGrads.push_back(b.create<CrossEntropyGradOp>(getLoc(), getLogits(), getTargets(),
                                                       resultGrads[0], getIgnoreIndex()));
   operandGrads.push_back(Value());
   return success();

@@ -18,23 +18,16 @@
 
 #include "dialect/IR/GradientRules/Broadcasting.h"
 #include "dialect/IR/LMOps.h"
-#include "runtime/kernels/shape_rules.h"
 
 using namespace mlir;
 using namespace mlir::lm;
 
 namespace {
 
-/// Builds lm.matmul with its result type inferred by the shared shape rule.
+/// lm.matmul, its result type inferred (the gradient shapes follow from a
+/// verified forward matmul).
 Value matmul(OpBuilder &b, Location loc, Value lhs, Value rhs, bool tl, bool tr) {
-  auto lt = llvm::cast<RankedTensorType>(lhs.getType());
-  auto rt = llvm::cast<RankedTensorType>(rhs.getType());
-  std::string err;
-  auto shape = lmrt::shapes::matmul({lt.getShape().begin(), lt.getShape().end()},
-                                    {rt.getShape().begin(), rt.getShape().end()}, tl, tr, err);
-  assert(shape && "gradient matmul shapes follow from a verified forward matmul");
-  auto type = RankedTensorType::get(*shape, lt.getElementType());
-  return b.create<MatmulOp>(loc, type, lhs, rhs, tl, tr);
+  return b.create<MatmulOp>(loc, lhs, rhs, tl, tr);
 }
 
 /// Reshapes [..., R, C] to [prod(...) * R, C]. The rows are the product of
@@ -51,14 +44,12 @@ Value flattenTo2D(OpBuilder &b, Location loc, Value v) {
 
 /// Swaps the last two dims.
 Value transposeLast2(OpBuilder &b, Location loc, Value v) {
-  auto type = llvm::cast<RankedTensorType>(v.getType());
-  int64_t rank = type.getRank();
-  SmallVector<int64_t> perm, shape(type.getShape());
+  int64_t rank = llvm::cast<RankedTensorType>(v.getType()).getRank();
+  SmallVector<int64_t> perm;
   for (int64_t i = 0; i < rank; ++i)
     perm.push_back(i);
   std::swap(perm[rank - 1], perm[rank - 2]);
-  std::swap(shape[rank - 1], shape[rank - 2]);
-  return b.create<TransposeOp>(loc, RankedTensorType::get(shape, type.getElementType()), v, perm);
+  return b.create<TransposeOp>(loc, v, perm);
 }
 
 } // namespace

@@ -13,9 +13,7 @@ using namespace mlir::lm;
 
 LogicalResult LayerNormOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
-  Type gammaType = getGamma().getType();
-  auto grad = b.create<LayerNormGradOp>(getLoc(), getX().getType(), gammaType, gammaType,
-                                        getX(), getGamma(), resultGrads[0], getEpsilon());
+  auto grad = b.create<LayerNormGradOp>(getLoc(), getX(), getGamma(), resultGrads[0], getEpsilon());
   operandGrads.append({grad.getDx(), grad.getDgamma(), grad.getDbeta()});
   return success();
 }
@@ -23,6 +21,6 @@ LogicalResult LayerNormOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrad
 LogicalResult SoftmaxOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(
-      b.create<SoftmaxGradOp>(getLoc(), getType(), getResult(), resultGrads[0]));
+      b.create<SoftmaxGradOp>(getLoc(), getResult(), resultGrads[0]));
   return success();
 }

@@ -25,7 +25,7 @@ LogicalResult TransposeOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrad
   for (auto [i, p] : llvm::enumerate(perm))
     inverse[p] = static_cast<int64_t>(i);
   operandGrads.push_back(
-      b.create<TransposeOp>(getLoc(), getX().getType(), resultGrads[0], inverse));
+      b.create<TransposeOp>(getLoc(), resultGrads[0], inverse));
   return success();
 }
 

@@ -4,6 +4,10 @@
    that f32 kernels agree with f64 ones on every op in the table. */
 #include "KernelTestUtil.h"
 
+#include <algorithm>
+
+#include "runtime/plan/op_table.h"
+
 namespace lmrt::kernels::test {
 namespace {
 
@@ -41,18 +45,65 @@ TEST(Check, AttrsGetters) {
 TEST(Check, Registry) {
   EXPECT_EQ(findKernel("no_such_op"), nullptr);
   EXPECT_EQ(findKernel("constant"), nullptr);  // constants are CONSTANT buffers, not steps
-  const char *ops[] = {"embedding", "embedding_grad", "matmul", "add", "sub", "mul", "div", "neg", "gelu",
-                       "gelu_grad", "layer_norm", "layer_norm_grad", "attention", "attention_grad", "softmax",
-                       "softmax_grad", "reshape", "transpose", "slice", "slice_grad", "cross_entropy",
-                       "cross_entropy_grad", "sum_to", "copy"};
-  for (const char *op : ops) {
-    const KernelDef *k = findKernel(op);
-    ASSERT_NE(k, nullptr) << op;
-    EXPECT_STREQ(k->op, op);
+  // One kernel per op of the generated table (RegistryMatchesOpTable), found by name.
+  for (const ops::OpInfo &op : ops::allOps()) {
+    const KernelDef *k = findKernel(op.name);
+    ASSERT_NE(k, nullptr) << op.name;
+    EXPECT_STREQ(k->op, op.name);
   }
-  EXPECT_EQ(allKernels().size(), sizeof(ops) / sizeof(ops[0]));
+  EXPECT_EQ(allKernels().size(), ops::allOps().size());
   // Wrong operand counts are reported before anything else.
   EXPECT_TRUE(rejects(checkMsg("add", {{F32, {2}}}, {{F32, {2}}}), "add: expected 2 operands and 1 results, got 1 and 1"));
+}
+
+// The kernel table and the op table generated from the ODS agree: one kernel per
+// op, same arity, nothing unlisted ("copy" is listed as the runtime-only op).
+TEST(Check, RegistryMatchesOpTable) {
+  EXPECT_EQ(compareWithOpTable(allKernels()), "");
+  std::vector<KernelDef> k = allKernels();
+  auto gelu = std::find_if(k.begin(), k.end(), [](const KernelDef &d) { return std::string(d.op) == "gelu"; });
+  ASSERT_NE(gelu, k.end());
+  KernelDef geluDef = *gelu;
+  k.erase(gelu);
+  EXPECT_EQ(compareWithOpTable(k), "op 'gelu' has no kernel\n");
+  k.push_back(geluDef);
+  k.push_back(geluDef);
+  EXPECT_EQ(compareWithOpTable(k), "op 'gelu' has 2 kernels\n");
+  k.pop_back();
+  k.back().numInputs = 2;
+  EXPECT_EQ(compareWithOpTable(k), "kernel 'gelu' takes 2 inputs and 1 outputs, the op takes 1 and 1\n");
+  k.back().numInputs = 1;
+  k.push_back({"frobnicate", 1, 1, geluDef.check, geluDef.run});
+  EXPECT_EQ(compareWithOpTable(k), "kernel 'frobnicate' is not an op of the plan's op table\n");
+}
+
+// What lm-tblgen writes for a few ops of LMOps.td.
+TEST(Check, GeneratedOpTable) {
+  EXPECT_EQ(ops::findOp("constant"), nullptr);  // ConstantLike: a CONSTANT buffer, never a step
+  const ops::OpInfo *matmul = ops::findOp("matmul");
+  ASSERT_NE(matmul, nullptr);
+  EXPECT_EQ(matmul->numInputs, 2);
+  EXPECT_EQ(matmul->numOutputs, 1);
+  ASSERT_EQ(matmul->numAttrs, 2);
+  const ops::AttrInfo *rhs = matmul->findAttr("transpose_rhs");
+  ASSERT_NE(rhs, nullptr);
+  EXPECT_EQ(rhs->kind, ops::AttrKind::Bool);
+  EXPECT_TRUE(rhs->hasDefault);
+  EXPECT_FALSE(rhs->defaultBool);
+  EXPECT_EQ(matmul->findAttr("transposeRhs"), nullptr);
+  const ops::AttrInfo *eps = ops::findOp("layer_norm_grad")->findAttr("epsilon");
+  ASSERT_NE(eps, nullptr);
+  EXPECT_EQ(eps->kind, ops::AttrKind::Float);
+  EXPECT_EQ(eps->defaultFloat, 1e-5);
+  const ops::AttrInfo *heads = ops::findOp("attention_grad")->findAttr("num_heads");
+  ASSERT_NE(heads, nullptr);
+  EXPECT_EQ(heads->kind, ops::AttrKind::Int);
+  EXPECT_FALSE(heads->hasDefault);
+  EXPECT_EQ(ops::findOp("cross_entropy")->findAttr("ignore_index")->defaultInt, -100);
+  EXPECT_EQ(ops::findOp("slice_grad")->findAttr("stride")->kind, ops::AttrKind::IntList);
+  EXPECT_EQ(ops::findOp("attention_grad")->numInputs, 4);
+  EXPECT_EQ(ops::findOp("attention_grad")->numOutputs, 3);
+  EXPECT_EQ(ops::findOp(ops::kCopyOpName)->numInputs, 1);
 }
 
 TEST(Check, Matmul) {
@@ -85,7 +136,11 @@ TEST(Check, LayerNormAttentionSoftmax) {
                       "layer_norm: gamma [7] must be [8]"));
   EXPECT_TRUE(rejects(checkMsg("layer_norm", {{F32, {2, 8}}, {F32, {8}}, {F32, {8}}}, {{F32, {2, 8}}},
                                attrs({{"epsilon", -1.0}})),
-                      "layer_norm: epsilon = -1.000000 must be a finite value >= 0"));
+                      "layer_norm: epsilon must be finite and > 0, got -1"));
+  // 0 passed the kernel's own rule once while the verifier rejected it: one rule now.
+  EXPECT_TRUE(rejects(checkMsg("layer_norm_grad", {{F32, {2, 8}}, {F32, {8}}, {F32, {2, 8}}},
+                               {{F32, {2, 8}}, {F32, {8}}, {F32, {8}}}, attrs({{"epsilon", 0.0}})),
+                      "layer_norm_grad: epsilon must be finite and > 0, got 0"));
   EXPECT_TRUE(rejects(checkMsg("layer_norm_grad", {{F32, {2, 8}}, {F32, {8}}, {F32, {2, 8}}},
                                {{F32, {2, 8}}, {F32, {8}}, {F32, {2, 8}}}),
                       "layer_norm_grad: result dbeta must be f32[8], got f32[2, 8]"));

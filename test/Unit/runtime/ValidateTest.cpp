@@ -2,9 +2,11 @@
    it is rejected with a message that says what and where. */
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 #include "runtime/lmrt/hash.h"
+#include "runtime/lmrt/plan_types.h"
 #include "runtime/lmrt/tensor.h"
 #include "runtime/lmrt/validate.h"
 #include "test/Unit/runtime/TinyPlan.h"
@@ -13,6 +15,7 @@ namespace lmrt {
 namespace {
 
 using test::program;
+using test::TinyDims;
 
 /* The validation message after `mutate`, or "(valid)". */
 std::string errorAfter(const std::function<void(plan::Plan &)> &mutate) {
@@ -57,6 +60,54 @@ TEST(Validate, ShapeMismatchCaughtByKernelCheck) {
   });
   EXPECT_HAS(msg, "program 'train_step', step 2 (matmul, from tiny.lm:6:5): ");
   EXPECT_HAS(msg, "matmul");
+}
+
+// With D == V the weight is square, so a plan whose backward matmul spells
+// transpose_rhs differently passes every shape check; its kernel would run with
+// the default (false) and compute dh = dlogits @ w instead of dlogits @ w^T.
+TEST(Validate, RenamedTransposeRhs) {
+  TinyDims square{2, 3, 4, 4};
+  plan::Plan p = test::tinyPlan(plan::F64, square);
+  ASSERT_NO_THROW(validatePlan(p, "tiny.plan"));
+  auto &attrs = *program(p, "train_step")->mutable_steps(9)->mutable_attrs();
+  ASSERT_EQ(attrs.count("transpose_rhs"), 1u);
+  attrs["transposeRhs"] = attrs["transpose_rhs"];
+  attrs.erase("transpose_rhs");
+  try {
+    validatePlan(p, "tiny.plan");
+    FAIL() << "a misspelt attribute was accepted";
+  } catch (const Error &e) {
+    EXPECT_HAS(std::string(e.what()),
+               "program 'train_step', step 9 (matmul, from tiny.lm:6:5): unknown attribute 'transposeRhs' for op "
+               "'matmul' (it has transpose_lhs, transpose_rhs)");
+  }
+}
+
+TEST(Validate, AttributeOfTheWrongKind) {
+  std::string msg = errorAfter([](plan::Plan &p) {
+    (*program(p, "train_step")->mutable_steps(9)->mutable_attrs())["transpose_rhs"].set_i(1);
+  });
+  EXPECT_HAS(msg, "step 9 (matmul, from tiny.lm:6:5): attribute 'transpose_rhs' must be a bool");
+}
+
+TEST(Validate, AttributesOfAnOpWithoutAny) {
+  std::string msg = errorAfter([](plan::Plan &p) {
+    (*program(p, "eval")->mutable_steps(1)->mutable_attrs())["causal"].set_b(true);
+  });
+  EXPECT_HAS(msg, "step 1 (embedding, from tiny.lm:5:3): unknown attribute 'causal' for op 'embedding' (it has none)");
+}
+
+// A step that leaves out an attribute with a default gets the ODS default.
+TEST(Validate, DecodedAttributesCarryTheOpDefaults) {
+  plan::Step step;
+  step.set_op("layer_norm");
+  kernels::Attrs attrs = decodeAttrs(step);
+  EXPECT_EQ(attrs.getFloat("epsilon"), 1e-5);
+  (*step.mutable_attrs())["epsilon"].set_f(0.5);
+  EXPECT_EQ(decodeAttrs(step).getFloat("epsilon"), 0.5);
+  step.set_op("cross_entropy");
+  step.clear_attrs();
+  EXPECT_EQ(decodeAttrs(step).getInt("ignore_index"), -100);
 }
 
 TEST(Validate, ArenaOverflow) {
@@ -165,23 +216,60 @@ TEST(Validate, ParamCountAndConfigs) {
   EXPECT_HAS(errorAfter([](plan::Plan &p) { p.set_param_count(3); }),
              "param_count says 3 but the parameters hold 40 elements");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_train()->mutable_optimizer()->set_beta1(1.0); }),
-             "train config: beta1 = 1 (must be in [0, 1))");
+             "train config: beta1 = 1 must be in [0, 1)");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_train()->mutable_optimizer()->set_lr(-1); }),
              "train config: lr = -1");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_train()->mutable_schedule()->set_kind("step"); }),
-             "schedule 'step' is not supported");
+             "train config: schedule = \"step\" is not supported (expected \"constant\" or \"cosine\")");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_data()->set_batch(0); }),
-             "data config: batch, seq and vocab must be > 0");
+             "data config: batch = 0 must be given and > 0");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_data()->set_seq(4); }),
              "input 'tokens' is i32[2, 4], expected i32[2, 5]");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_params(0)->mutable_init()->set_std(-1); }),
-             "parameter 0 'wte': normal init needs a finite mean and std >= 0");
+             "parameter 0 'wte': has a normal init with mean 0 and std -1; both must be finite and std >= 0");
+}
+
+// lmc (codegen/ModuleConfig.cpp, PlanConvert.cpp) and lmrt state these bounds
+// once, in runtime/plan/contract.cpp; the lit tests of test/Codegen pin lmc's side.
+TEST(Validate, ContractBounds) {
+  plan::TrainConfig train = test::tinyPlan().train();
+  EXPECT_FALSE(contract::checkTrainConfig(train).has_value());
+  train.mutable_schedule()->set_min_lr(0.5);
+  std::optional<contract::Violation> v = contract::checkTrainConfig(train);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->str(), "min_lr = 0.5 must be in [0, lr = 0.001]");
+  train.mutable_schedule()->set_min_lr(0);
+  train.mutable_optimizer()->set_eps(std::nan(""));
+  EXPECT_EQ(contract::checkTrainConfig(train)->str(), "eps = nan must be finite and > 0");
+  plan::DataConfig data;
+  EXPECT_FALSE(contract::hasDataConfig(data));
+  data.set_transform("causal");
+  EXPECT_TRUE(contract::hasDataConfig(data));
+  EXPECT_EQ(contract::checkDataConfig(data)->str(), "batch = 0 must be given and > 0");
+  plan::Init init;
+  init.set_kind(plan::Init::UNIFORM);
+  init.set_low(1);
+  init.set_high(-1);
+  std::optional<contract::InitViolation> bad = contract::checkInit(init);
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->kind + " with " + bad->values + "; " + bad->rule,
+            "uniform with low 1 and high -1; both must be finite and low <= high");
+}
+
+// Without the kernels' checks (as lmc runs it) the contract still holds the
+// plan to the op table, buffers and dataflow.
+TEST(Validate, ContractWithoutKernelChecks) {
+  plan::Plan p = test::tinyPlan();
+  EXPECT_EQ(contract::checkPlan(p), "");
+  (*program(p, "eval")->mutable_steps(2)->mutable_attrs())["transpose_rhs"].set_b(true);
+  EXPECT_EQ(contract::checkPlan(p), "");  // a shape error only the matmul kernel's check sees
+  program(p, "eval")->mutable_steps(2)->set_op("matmull");
+  EXPECT_EQ(contract::checkPlan(p), "program 'eval', step 2 (matmull, from tiny.lm:6:5): no kernel for op 'matmull'");
 }
 
 TEST(Validate, MissingAttributeIsAnError) {
   std::string msg = errorAfter([](plan::Plan &p) { program(p, "eval")->mutable_steps(0)->mutable_attrs()->erase("stride"); });
-  EXPECT_HAS(msg, "step 0 (slice, from tiny.lm:9:22)");
-  EXPECT_HAS(msg, "stride");
+  EXPECT_HAS(msg, "step 0 (slice, from tiny.lm:9:22): missing attribute 'stride' (an integer list, no default)");
 }
 
 // --- generated kernels -----------------------------------------------------------

@@ -1,0 +1,106 @@
+//===- LMOpCosts.cpp - FLOPs and bytes of the lm ops ------------*- C++ -*-===//
+//
+// CostOpInterface for every op that becomes a plan step, one section per op
+// family (docs/compilation.md states the model): the plan writer fills
+// Step.flops from getFlops. GEMMs and attention are counted exactly (2 per
+// multiply-add); elementwise, normalisation and loss ops get a small constant
+// per element of the tensor they sweep; data movement counts zero.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/IR/LMOps.h"
+
+using namespace mlir;
+using namespace mlir::lm;
+using mlir::lm::detail::sweptElements;
+
+static int64_t numElements(Type type) { return llvm::cast<ShapedType>(type).getNumElements(); }
+
+int64_t mlir::lm::detail::operandAndResultBytes(Operation *op) {
+  auto bytes = [](Type type) {
+    auto shaped = llvm::cast<ShapedType>(type);
+    return shaped.getNumElements() * static_cast<int64_t>(shaped.getElementTypeBitWidth() / 8);
+  };
+  int64_t total = 0;
+  for (Type t : op->getOperandTypes())
+    total += bytes(t);
+  for (Type t : op->getResultTypes())
+    total += bytes(t);
+  return total;
+}
+
+int64_t mlir::lm::detail::sweptElements(Operation *op) {
+  return std::max(numElements(op->getResult(0).getType()), numElements(op->getOperand(0).getType()));
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul: 2 flops per multiply-add, 2·batch·M·N·K = 2·numel(out)·K.
+//===----------------------------------------------------------------------===//
+
+int64_t MatmulOp::getFlops() {
+  ArrayRef<int64_t> lhs = getLhs().getType().getShape();
+  int64_t k = getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
+  return 2 * numElements(getType()) * k;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise. The forward unary and binary ops state their per-element cost
+// in LMOps.td (LM_ElementwiseCost); these are the others.
+//===----------------------------------------------------------------------===//
+
+/// One add per input element.
+int64_t SumToOp::getFlops() { return sweptElements(*this); }
+/// tanh, sech², the chain rule.
+int64_t GeluGradOp::getFlops() { return 16 * sweptElements(*this); }
+
+//===----------------------------------------------------------------------===//
+// Normalisation and losses, per element of the row-wise input.
+//===----------------------------------------------------------------------===//
+
+/// Mean, var, normalise, scale, shift.
+int64_t LayerNormOp::getFlops() { return 8 * sweptElements(*this); }
+int64_t LayerNormGradOp::getFlops() { return 16 * sweptElements(*this); }
+/// Dot, sub, mul.
+int64_t SoftmaxGradOp::getFlops() { return 4 * sweptElements(*this); }
+/// Max, sub, exp, sum over the logits.
+int64_t CrossEntropyOp::getFlops() { return 5 * sweptElements(*this); }
+int64_t CrossEntropyGradOp::getFlops() { return 6 * sweptElements(*this); }
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// q·kᵀ and p·v are each 2·B·H·T²·Dh, so 4·B·T²·(H·Dh); the causal mask skips
+/// half of both products. Softmax is not counted (it is O(T²) against the
+/// O(T²·Dh) products).
+static int64_t attentionFlops(ShapedType q, bool causal) {
+  ArrayRef<int64_t> s = q.getShape();
+  int64_t flops = 4 * s[0] * s[1] * s[1] * s[2];
+  return causal ? flops / 2 : flops;
+}
+
+int64_t AttentionOp::getFlops() { return attentionFlops(getQ().getType(), getCausal()); }
+/// Recomputes the probabilities (q·kᵀ) and forms dv, dp, dq and dk: five
+/// T²-sized products against the forward's two, 2.5×.
+int64_t AttentionGradOp::getFlops() { return attentionFlops(getQ().getType(), getCausal()) * 5 / 2; }
+
+//===----------------------------------------------------------------------===//
+// Embeddings and data movement
+//===----------------------------------------------------------------------===//
+
+int64_t EmbeddingOp::getFlops() { return 0; }
+/// The lookup reads the ids and only the table rows it gathers (as many bytes
+/// as it writes), not the whole table.
+int64_t EmbeddingOp::getBytesAccessed() {
+  auto bytes = [](Value v) {
+    auto t = llvm::cast<ShapedType>(v.getType());
+    return t.getNumElements() * static_cast<int64_t>(t.getElementTypeBitWidth() / 8);
+  };
+  return bytes(getIds()) + 2 * bytes(getResult());
+}
+/// One scatter-add per element of dy.
+int64_t EmbeddingGradOp::getFlops() { return numElements(getDy().getType()); }
+int64_t ReshapeOp::getFlops() { return 0; }
+int64_t TransposeOp::getFlops() { return 0; }
+int64_t SliceOp::getFlops() { return 0; }
+int64_t SliceGradOp::getFlops() { return 0; }

@@ -1,0 +1,602 @@
+/* Implements: the plan contract (see contract.h): plan types, the bounds of the
+   train and data configs and of parameter initialisers, and the whole-plan check
+   (declarations, buffers, steps against the generated op table, dataflow,
+   outputs and program conventions). */
+#include "runtime/plan/contract.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "runtime/kernels/shape_rules.h"
+#include "runtime/lmrt/hash.h"
+#include "runtime/plan/op_table.h"
+
+namespace lmrt {
+
+// --- plan tensor types ---------------------------------------------------------
+
+int64_t dtypeBytes(plan::DType dtype) { return dtype == plan::F64 ? 8 : 4; }
+
+int64_t numElements(const plan::TensorType &t) {
+  int64_t n = 1;
+  for (int64_t d : t.shape()) n *= d;
+  return n;
+}
+
+int64_t typeBytes(const plan::TensorType &t) { return numElements(t) * dtypeBytes(t.dtype()); }
+
+std::string checkPlanType(const plan::TensorType &t) {
+  if (t.dtype() != plan::F32 && t.dtype() != plan::F64 && t.dtype() != plan::I32)
+    return "invalid dtype " + std::to_string((int)t.dtype()) + " (expected F32, F64 or I32)";
+  for (int64_t d : t.shape())
+    if (d < 0) return "negative dimension " + std::to_string(d) + " in shape";
+  // Guard numel()*8 against overflow: nothing real comes near 2^50 bytes.
+  long double n = 1;
+  for (int64_t d : t.shape()) n *= (long double)d;
+  if (n * 8 > (long double)kMaxArenaBytes) return "shape is absurdly large";
+  return "";
+}
+
+std::string planTypeStr(const plan::TensorType &t) {
+  std::string dims;
+  for (int i = 0; i < t.shape_size(); ++i) dims += (i ? ", " : "") + std::to_string(t.shape(i));
+  if (!checkPlanType(t).empty()) return "invalid[" + dims + "]";
+  const char *dtype = t.dtype() == plan::F64 ? "f64" : t.dtype() == plan::I32 ? "i32" : "f32";
+  return std::string(dtype) + "[" + dims + "]";
+}
+
+const char *bufferKindName(plan::Buffer::Kind k) {
+  switch (k) {
+  case plan::Buffer::ARENA: return "ARENA";
+  case plan::Buffer::PARAM: return "PARAM";
+  case plan::Buffer::GRAD: return "GRAD";
+  case plan::Buffer::INPUT: return "INPUT";
+  case plan::Buffer::CONSTANT: return "CONSTANT";
+  default: return "invalid";
+  }
+}
+
+namespace contract {
+namespace {
+
+std::string fmtNum(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string quoted(const std::string &s) { return "\"" + s + "\""; }
+
+}  // namespace
+
+// --- configuration bounds ------------------------------------------------------
+
+std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train) {
+  const plan::Optimizer &o = train.optimizer();
+  auto bad = [](const char *field, double v, std::string rule) {
+    return Violation{field, fmtNum(v), std::move(rule)};
+  };
+  // Written so that NaN, which fails every comparison, is out of bounds too.
+  if (o.kind() != "adamw") return Violation{"optimizer", quoted(o.kind()), "is not supported (expected \"adamw\")"};
+  if (!(o.lr() >= 0) || !std::isfinite(o.lr())) return bad("lr", o.lr(), "must be finite and >= 0");
+  if (!(o.beta1() >= 0 && o.beta1() < 1)) return bad("beta1", o.beta1(), "must be in [0, 1)");
+  if (!(o.beta2() >= 0 && o.beta2() < 1)) return bad("beta2", o.beta2(), "must be in [0, 1)");
+  if (!(o.eps() > 0) || !std::isfinite(o.eps())) return bad("eps", o.eps(), "must be finite and > 0");
+  if (!(o.weight_decay() >= 0) || !std::isfinite(o.weight_decay()))
+    return bad("weight_decay", o.weight_decay(), "must be finite and >= 0");
+  const plan::Schedule &s = train.schedule();
+  if (s.kind() != "constant" && s.kind() != "cosine")
+    return Violation{"schedule", quoted(s.kind()), "is not supported (expected \"constant\" or \"cosine\")"};
+  if (s.warmup_steps() < 0) return Violation{"warmup_steps", std::to_string(s.warmup_steps()), "must be >= 0"};
+  if (s.decay_steps() < 0) return Violation{"decay_steps", std::to_string(s.decay_steps()), "must be >= 0"};
+  if (!(s.min_lr() >= 0 && s.min_lr() <= o.lr()))
+    return bad("min_lr", s.min_lr(), "must be in [0, lr = " + fmtNum(o.lr()) + "]");
+  double clip = train.clip_grad_norm();
+  if (!(clip >= 0) || !std::isfinite(clip)) return bad("clip_grad_norm", clip, "must be finite and >= 0 (0: off)");
+  return std::nullopt;
+}
+
+bool hasDataConfig(const plan::DataConfig &d) {
+  return !d.transform().empty() || d.batch() != 0 || d.seq() != 0 || d.vocab() != 0;
+}
+
+std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
+  if (d.transform() != "causal")
+    return Violation{"transform", quoted(d.transform()), "is not supported (expected \"causal\")"};
+  if (d.batch() <= 0) return Violation{"batch", std::to_string(d.batch()), "must be given and > 0"};
+  if (d.seq() <= 0) return Violation{"seq", std::to_string(d.seq()), "must be given and > 0"};
+  if (d.vocab() <= 0) return Violation{"vocab", std::to_string(d.vocab()), "must be given and > 0"};
+  return std::nullopt;
+}
+
+std::optional<InitViolation> checkInit(const plan::Init &init) {
+  switch (init.kind()) {
+  case plan::Init::ZEROS:
+  case plan::Init::ONES: return std::nullopt;
+  case plan::Init::NORMAL:
+    if (!std::isfinite(init.mean()) || !std::isfinite(init.std()) || init.std() < 0)
+      return InitViolation{"normal", "mean " + fmtNum(init.mean()) + " and std " + fmtNum(init.std()),
+                           "both must be finite and std >= 0"};
+    return std::nullopt;
+  case plan::Init::UNIFORM:
+    if (!std::isfinite(init.low()) || !std::isfinite(init.high()) || init.low() > init.high())
+      return InitViolation{"uniform", "low " + fmtNum(init.low()) + " and high " + fmtNum(init.high()),
+                           "both must be finite and low <= high"};
+    return std::nullopt;
+  default: return InitViolation{"", "", "unknown init kind " + std::to_string((int)init.kind())};
+  }
+}
+
+std::string expectedTokenInput(const std::string &program, const plan::TensorType &t, const plan::DataConfig &d) {
+  // train_step and eval read one window of seq + 1 ids per row (inputs and
+  // next-token targets); forward (sampling) reads the ids themselves.
+  bool forward = program == "forward";
+  bool ok = t.dtype() == plan::I32 && t.shape_size() == 2 && t.shape(0) == d.batch() &&
+            (forward ? t.shape(1) >= 1 && t.shape(1) <= d.seq() : t.shape(1) == d.seq() + 1);
+  if (ok) return "";
+  return "i32[" + std::to_string(d.batch()) + ", " +
+         (forward ? "T <= " + std::to_string(d.seq()) : std::to_string(d.seq() + 1)) + "]";
+}
+
+bool tokenVocabFits(const plan::Input &in, const plan::DataConfig &d) {
+  return in.vocab() <= 0 || d.vocab() <= in.vocab();
+}
+
+// --- the whole plan ------------------------------------------------------------
+
+namespace {
+
+const char *const kGradPrefix = "grad:";
+
+/* Thrown by Validator::error and caught by checkPlan: the first problem ends
+   the check. */
+struct Broken {
+  std::string message;
+};
+
+class Validator {
+public:
+  Validator(const plan::Plan &plan, const StepCheck &stepCheck) : plan_(plan), stepCheck_(stepCheck) {}
+
+  void run() {
+    checkParams();
+    checkKernels();
+    checkDeclaredInputs("plan", plan_.inputs());
+    std::set<std::string> seen;
+    for (const plan::Program &prog : plan_.programs()) {
+      if (prog.name() != "train_step" && prog.name() != "eval" && prog.name() != "forward")
+        error("unknown program '" + prog.name() + "' (expected train_step, eval or forward)");
+      if (!seen.insert(prog.name()).second) error("program '" + prog.name() + "' appears twice");
+      checkProgram(prog);
+    }
+    for (const char *required : {"train_step", "eval"})
+      if (!seen.count(required)) error(std::string("has no '") + required + "' program");
+    checkTrain();
+    checkData();
+    if (plan_.flops_per_step() < 0) error("negative flops_per_step");
+    if (plan_.predicted_peak_bytes() < 0) error("negative predicted_peak_bytes");
+  }
+
+private:
+  const plan::Plan &plan_;
+  const StepCheck &stepCheck_;
+  std::map<std::string, const plan::Param *> params_;
+
+  [[noreturn]] void error(const std::string &msg) const { throw Broken{msg}; }
+
+  // --- parameters and inputs -------------------------------------------------
+
+  void checkParams() {
+    int64_t count = 0;
+    for (int i = 0; i < plan_.params_size(); ++i) {
+      const plan::Param &p = plan_.params(i);
+      std::string where = "parameter " + std::to_string(i) + " '" + p.name() + "': ";
+      if (p.name().empty()) error("parameter " + std::to_string(i) + " has an empty name");
+      if (!params_.emplace(p.name(), &p).second) error(where + "declared twice");
+      std::string bad = checkPlanType(p.type());
+      if (!bad.empty()) error(where + bad);
+      if (p.type().dtype() == plan::I32) error(where + "parameters must be f32 or f64, not i32");
+      if (std::optional<InitViolation> v = checkInit(p.init()))
+        error(where + (v->kind.empty() ? v->rule : "has a " + v->kind + " init with " + v->values + "; " + v->rule));
+      count += numElements(p.type());
+    }
+    if (plan_.param_count() != count)
+      error("param_count says " + std::to_string(plan_.param_count()) +
+            " but the parameters hold " + std::to_string(count) + " elements");
+  }
+
+  template <typename Inputs> void checkDeclaredInputs(const std::string &owner, const Inputs &ins) {
+    std::set<std::string> seen;
+    for (const plan::Input &in : ins) {
+      std::string where = owner + " input '" + in.name() + "': ";
+      if (in.name().empty()) error(owner + " has an input with an empty name");
+      if (!seen.insert(in.name()).second) error(where + "declared twice");
+      std::string bad = checkPlanType(in.type());
+      if (!bad.empty()) error(where + bad);
+      if (in.vocab() < 0) error(where + "negative vocab " + std::to_string(in.vocab()));
+      if (in.vocab() > 0 && in.type().dtype() != plan::I32)
+        error(where + "has a vocab bound but is " + planTypeStr(in.type()) + ", not i32");
+    }
+  }
+
+  // --- programs ----------------------------------------------------------------
+
+  struct Range {
+    int64_t begin = 0, end = 0;
+    bool overlaps(const Range &o) const { return begin < o.end && o.begin < end; }
+  };
+
+  void checkProgram(const plan::Program &prog) {
+    std::string where = "program '" + prog.name() + "'";
+    if (prog.arena_bytes() < 0 || prog.arena_bytes() > kMaxArenaBytes)
+      error(where + ": arena_bytes " + std::to_string(prog.arena_bytes()) + " is outside [0, 2^50]");
+    if (prog.flops() < 0) error(where + ": negative flops");
+    checkDeclaredInputs(where, prog.inputs());
+    std::map<std::string, const plan::Input *> inputs;
+    for (const plan::Input &in : prog.inputs()) inputs[in.name()] = &in;
+
+    const int n = prog.buffers_size();
+    std::vector<Range> ranges(n);
+    std::map<std::string, int> gradBuffers;
+    for (int i = 0; i < n; ++i)
+      checkBuffer(prog, i, inputs, ranges[i], gradBuffers);
+
+    // Dataflow: PARAM, INPUT and CONSTANT buffers hold values from the start;
+    // ARENA and GRAD buffers only once a step writes them, and an ARENA value dies
+    // when a step writes an overlapping buffer (the memory planner reused it).
+    std::vector<bool> live(n, false);
+    for (int i = 0; i < n; ++i) {
+      auto k = prog.buffers(i).kind();
+      live[i] = k == plan::Buffer::PARAM || k == plan::Buffer::INPUT || k == plan::Buffer::CONSTANT;
+    }
+    for (int s = 0; s < prog.steps_size(); ++s) checkStep(prog, s, ranges, live);
+
+    std::set<std::string> names;
+    for (const plan::Output &out : prog.outputs()) {
+      std::string ow = where + ", output '" + out.name() + "': ";
+      if (!names.insert(out.name()).second) error(ow + "declared twice");
+      if (out.buffer() < 0 || out.buffer() >= n)
+        error(ow + "buffer id " + std::to_string(out.buffer()) + " out of range (program has " +
+              std::to_string(n) + " buffers)");
+      if (!live[out.buffer()])
+        error(ow + "buffer " + std::to_string(out.buffer()) +
+              (prog.buffers(out.buffer()).kind() == plan::Buffer::ARENA
+                   ? " does not hold a value at the end of the program (never written, or "
+                     "overwritten by an aliasing arena buffer)"
+                   : " is never written"));
+    }
+    checkConventions(prog);
+  }
+
+  void checkBuffer(const plan::Program &prog, int i,
+                   const std::map<std::string, const plan::Input *> &inputs, Range &range,
+                   std::map<std::string, int> &gradBuffers) {
+    const plan::Buffer &b = prog.buffers(i);
+    std::string where = "program '" + prog.name() + "', buffer " + std::to_string(i) + " (" +
+                        bufferKindName(b.kind()) + (b.name().empty() ? "" : " '" + b.name() + "'") +
+                        "): ";
+    std::string bad = checkPlanType(b.type());
+    if (!bad.empty()) error(where + bad);
+    std::string t = planTypeStr(b.type());
+    if (b.size_bytes() != typeBytes(b.type()))
+      error(where + "size_bytes " + std::to_string(b.size_bytes()) + " but " + t + " needs " +
+            std::to_string(typeBytes(b.type())));
+    if (b.kind() != plan::Buffer::CONSTANT && !b.data().empty())
+      error(where + "only CONSTANT buffers carry data");
+    switch (b.kind()) {
+    case plan::Buffer::ARENA:
+      if (b.offset() < 0 || b.offset() % kArenaAlignment != 0)
+        error(where + "offset " + std::to_string(b.offset()) + " is not a non-negative multiple of " +
+              std::to_string(kArenaAlignment));
+      // Written as a subtraction: offset + size could overflow on a hostile plan.
+      if (b.offset() > prog.arena_bytes() - b.size_bytes())
+        error(where + "bytes [" + std::to_string(b.offset()) + ", " +
+              std::to_string(b.offset() + b.size_bytes()) + ") overflow the arena of " +
+              std::to_string(prog.arena_bytes()) + " bytes");
+      range = {b.offset(), b.offset() + b.size_bytes()};
+      return;
+    case plan::Buffer::PARAM:
+    case plan::Buffer::GRAD: {
+      auto it = params_.find(b.name());
+      if (it == params_.end()) error(where + "no parameter named '" + b.name() + "'");
+      const plan::TensorType &pt = it->second->type();
+      if (planTypeStr(pt) != t) error(where + "type " + t + " differs from the parameter's " + planTypeStr(pt));
+      if (b.kind() == plan::Buffer::GRAD) {
+        auto [prev, fresh] = gradBuffers.emplace(b.name(), i);
+        if (!fresh)
+          error(where + "the gradient of '" + b.name() + "' is already buffer " +
+                std::to_string(prev->second));
+      }
+      return;
+    }
+    case plan::Buffer::INPUT: {
+      auto it = inputs.find(b.name());
+      if (it == inputs.end())
+        error(where + "'" + b.name() + "' is not among the program's declared inputs");
+      std::string declared = planTypeStr(it->second->type());
+      if (declared != t) error(where + "type " + t + " differs from the declared input " + declared);
+      return;
+    }
+    case plan::Buffer::CONSTANT:
+      if ((int64_t)b.data().size() != b.size_bytes())
+        error(where + "holds " + std::to_string(b.data().size()) + " data bytes, " + t + " needs " +
+              std::to_string(b.size_bytes()));
+      return;
+    default: error(where + "unknown buffer kind " + std::to_string((int)b.kind()));
+    }
+  }
+
+  void checkStep(const plan::Program &prog, int s, const std::vector<Range> &ranges,
+                 std::vector<bool> &live) {
+    const plan::Step &step = prog.steps(s);
+    std::string where = "program '" + prog.name() + "', step " + std::to_string(s) + " (" +
+                        (step.op().empty() ? "<no op>" : step.op()) +
+                        (step.loc().empty() ? "" : ", from " + step.loc()) + "): ";
+    // A fused step's arity and types are those of its generated kernel.
+    const bool fused = step.op() == ops::kFusedOpName;
+    const ops::OpInfo *info = fused ? nullptr : ops::findOp(step.op());
+    if (!fused && !info) error(where + "no kernel for op '" + step.op() + "'");
+    const plan::Kernel *gen = fused ? &fusedKernel(step, where) : nullptr;
+    int wantIn = fused ? gen->num_inputs() : info->numInputs;
+    int wantOut = fused ? gen->args_size() - gen->num_inputs() : info->numOutputs;
+    if (step.inputs_size() != wantIn || step.outputs_size() != wantOut)
+      error(where + "takes " + std::to_string(wantIn) + " inputs and " + std::to_string(wantOut) +
+            " outputs, the step has " + std::to_string(step.inputs_size()) + " and " +
+            std::to_string(step.outputs_size()));
+    if (!fused) checkStepAttrs(step, *info, where);
+    if (step.flops() < 0) error(where + "negative flops");
+    const int n = prog.buffers_size();
+    auto checkId = [&](int id, const char *role, int k) {
+      if (id < 0 || id >= n)
+        error(where + role + " " + std::to_string(k) + " is buffer " + std::to_string(id) +
+              ", out of range (program has " + std::to_string(n) + " buffers)");
+    };
+    std::vector<plan::TensorType> in, out;
+    for (int k = 0; k < step.inputs_size(); ++k) {
+      int id = step.inputs(k);
+      checkId(id, "input", k);
+      if (!live[id])
+        error(where + "input " + std::to_string(k) + " reads buffer " + std::to_string(id) +
+              " before any step writes it" +
+              (prog.buffers(id).kind() == plan::Buffer::ARENA
+                   ? " (or after an aliasing arena buffer overwrote it)"
+                   : ""));
+      in.push_back(prog.buffers(id).type());
+    }
+    for (int k = 0; k < step.outputs_size(); ++k) {
+      int id = step.outputs(k);
+      checkId(id, "output", k);
+      auto kind = prog.buffers(id).kind();
+      if (kind != plan::Buffer::ARENA && kind != plan::Buffer::GRAD)
+        error(where + "output " + std::to_string(k) + " writes buffer " + std::to_string(id) +
+              ", a " + bufferKindName(kind) + " buffer (steps write only ARENA and GRAD buffers)");
+      if (kind == plan::Buffer::GRAD && prog.name() != "train_step")
+        error(where + "output " + std::to_string(k) + " writes a GRAD buffer outside train_step");
+      out.push_back(prog.buffers(id).type());
+    }
+    // Kernels never run in place: an output must not share bytes with an input or
+    // with another output of the same step.
+    for (int k = 0; k < step.outputs_size(); ++k) {
+      int o = step.outputs(k);
+      auto clash = [&](int other, const char *role) {
+        if (other == o || (prog.buffers(o).kind() == plan::Buffer::ARENA &&
+                           prog.buffers(other).kind() == plan::Buffer::ARENA &&
+                           ranges[o].overlaps(ranges[other])))
+          error(where + "output buffer " + std::to_string(o) + " overlaps " + role + " buffer " +
+                std::to_string(other) + " in the arena (kernels do not run in place)");
+      };
+      for (int id : step.inputs()) clash(id, "input");
+      for (int j = 0; j < k; ++j) clash(step.outputs(j), "output");
+    }
+    if (fused) {
+      std::string msg = checkFusedArgs(*gen, in, out);
+      if (!msg.empty()) error(where + msg);
+    } else if (stepCheck_) {
+      std::string msg = stepCheck_(step, in, out);
+      if (!msg.empty()) error(where + msg);
+    }
+    // Writes kill every other arena value sharing bytes with the output.
+    for (int o : step.outputs()) {
+      if (prog.buffers(o).kind() == plan::Buffer::ARENA && ranges[o].begin < ranges[o].end)
+        for (int c = 0; c < n; ++c)
+          if (c != o && prog.buffers(c).kind() == plan::Buffer::ARENA && ranges[c].overlaps(ranges[o]))
+            live[c] = false;
+    }
+    for (int o : step.outputs()) live[o] = true;
+  }
+
+  // --- generated kernels ---------------------------------------------------------
+
+  /* Each kernel's declared signature and schedule, and each library's image against
+     its checksum: a plan whose kernel bytes were altered is refused here, before
+     anything of it is loaded or run. */
+  void checkKernels() {
+    if (plan_.kernels_size() > 0 && plan_.kernel_libraries_size() == 0)
+      error("has " + std::to_string(plan_.kernels_size()) + " generated kernels but no compiled kernel library");
+    std::set<std::string> names;
+    for (int i = 0; i < plan_.kernels_size(); ++i) {
+      const plan::Kernel &k = plan_.kernels(i);
+      std::string where = "kernel " + std::to_string(i) + " '" + k.name() + "': ";
+      if (k.name().empty() || k.name().find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+        error(where + "the entry symbol must be a non-empty [a-z0-9_] name");
+      if (!names.insert(k.name()).second) error(where + "declared twice");
+      if (k.rows() <= 0 || k.cols() <= 0 || k.rows() > kMaxArenaBytes / k.cols())
+        error(where + "iteration space [" + std::to_string(k.rows()) + ", " + std::to_string(k.cols()) +
+              "] must be positive and bounded");
+      if (k.num_inputs() < 0 || k.num_inputs() >= k.args_size())
+        error(where + "num_inputs " + std::to_string(k.num_inputs()) + " must leave at least one of its " +
+              std::to_string(k.args_size()) + " args as an output");
+      for (int a = 0; a < k.args_size(); ++a) {
+        std::string bad = checkPlanType(k.args(a));
+        if (!bad.empty()) error(where + "arg " + std::to_string(a) + ": " + bad);
+      }
+      if (k.schedule() == plan::Kernel::MATMUL_EPILOGUE) checkEpilogue(k, where);
+    }
+    for (int i = 0; i < plan_.kernel_libraries_size(); ++i) {
+      const plan::KernelLibrary &l = plan_.kernel_libraries(i);
+      std::string where = "kernel library " + std::to_string(i) + " (" + l.target() + "): ";
+      if (l.target() != "cuda" && l.target().rfind("cpu-", 0) != 0)
+        error(where + "unknown target (expected cpu-<isa> or cuda)");
+      if (fnv1a64(l.image().data(), l.image().size()) != l.image_fnv1a())
+        error(where + "its compiled image does not match its checksum (the kernel bytes were altered); "
+                      "refusing to load it");
+    }
+  }
+
+  void checkEpilogue(const plan::Kernel &k, const std::string &where) {
+    int n = k.args_size(), nin = k.num_inputs();
+    if (k.product_arg() < nin || k.product_arg() >= n) error(where + "product_arg must be an output");
+    if (k.lhs_arg() < 0 || k.lhs_arg() >= nin || k.rhs_arg() < 0 || k.rhs_arg() >= nin)
+      error(where + "lhs_arg and rhs_arg must be inputs");
+    const plan::TensorType &lhs = k.args(k.lhs_arg()), &rhs = k.args(k.rhs_arg()), &prod = k.args(k.product_arg());
+    auto dims = [](const plan::TensorType &t) { return shapes::Dims(t.shape().begin(), t.shape().end()); };
+    std::string err;
+    auto shape = shapes::matmul(dims(lhs), dims(rhs), false, k.transpose_rhs(), err);
+    if (!shape) error(where + err);
+    if (rhs.shape_size() != 2 || *shape != dims(prod) || prod.shape_size() == 0 ||
+        prod.shape(prod.shape_size() - 1) != k.cols() || numElements(prod) != k.rows() * k.cols() ||
+        lhs.dtype() != prod.dtype() || rhs.dtype() != prod.dtype() || prod.dtype() == plan::I32)
+      error(where + "product " + planTypeStr(prod) + " is not the [rows, cols] product of lhs " + planTypeStr(lhs) +
+            " and rhs " + planTypeStr(rhs));
+  }
+
+  const plan::Kernel &fusedKernel(const plan::Step &step, const std::string &where) {
+    auto it = step.attrs().find("kernel");
+    if (it == step.attrs().end() || it->second.value_case() != plan::Attr::kI)
+      error(where + "a fused step needs an integer attribute 'kernel'");
+    if (step.attrs_size() != 1) error(where + "a fused step has only the attribute 'kernel'");
+    int64_t k = it->second.i();
+    if (k < 0 || k >= plan_.kernels_size())
+      error(where + "kernel " + std::to_string(k) + " is out of range (the plan has " +
+            std::to_string(plan_.kernels_size()) + ")");
+    return plan_.kernels((int)k);
+  }
+
+  /* "" when the step's buffers have exactly the types the kernel was compiled for. */
+  static std::string checkFusedArgs(const plan::Kernel &k, const std::vector<plan::TensorType> &in,
+                                    const std::vector<plan::TensorType> &out) {
+    for (int a = 0; a < k.args_size(); ++a) {
+      const plan::TensorType &got = a < k.num_inputs() ? in[a] : out[a - k.num_inputs()];
+      if (got.SerializeAsString() != k.args(a).SerializeAsString())
+        return "kernel '" + k.name() + "' was compiled for arg " + std::to_string(a) + " of type " +
+               planTypeStr(k.args(a)) + ", the step passes " + planTypeStr(got);
+    }
+    return "";
+  }
+
+  // The step's attributes are the op's (runtime/plan/op_table.h, from the ODS):
+  // a misspelt one would be ignored by the kernel, which would run with the
+  // default instead (a renamed transpose_rhs trains with wrong gradients).
+  void checkStepAttrs(const plan::Step &step, const ops::OpInfo &op, const std::string &where) {
+    auto listed = [&] {
+      if (op.numAttrs == 0) return std::string("it has none");
+      std::string names;
+      for (int i = 0; i < op.numAttrs; ++i) names += std::string(i ? ", " : "") + op.attrs[i].name;
+      return "it has " + names;
+    };
+    // Sorted, so the first problem reported does not depend on the map's order.
+    std::map<std::string, const plan::Attr *> attrs;
+    for (const auto &[name, value] : step.attrs()) attrs[name] = &value;
+    for (const auto &[name, value] : attrs) {
+      const ops::AttrInfo *attr = op.findAttr(name);
+      if (!attr)
+        error(where + "unknown attribute '" + name + "' for op '" + op.name + "' (" + listed() + ")");
+      auto c = value->value_case();
+      bool ok = attr->kind == ops::AttrKind::Int     ? c == plan::Attr::kI
+                : attr->kind == ops::AttrKind::Float ? c == plan::Attr::kF || c == plan::Attr::kI
+                : attr->kind == ops::AttrKind::Bool  ? c == plan::Attr::kB
+                                                     : c == plan::Attr::kInts;
+      if (!ok)
+        error(where + "attribute '" + name + "' must be " + ops::attrKindName(attr->kind));
+    }
+    for (int i = 0; i < op.numAttrs; ++i)
+      if (!op.attrs[i].hasDefault && !attrs.count(op.attrs[i].name))
+        error(where + "missing attribute '" + op.attrs[i].name + "' (" + ops::attrKindName(op.attrs[i].kind) +
+              ", no default)");
+  }
+
+  const plan::Output *findOutput(const plan::Program &prog, const std::string &name) {
+    for (const plan::Output &o : prog.outputs())
+      if (o.name() == name) return &o;
+    return nullptr;
+  }
+
+  void requireOutput(const plan::Program &prog, const std::string &name, bool scalar) {
+    const plan::Output *o = findOutput(prog, name);
+    std::string where = "program '" + prog.name() + "'";
+    if (!o) error(where + " has no '" + name + "' output");
+    const plan::TensorType &t = prog.buffers(o->buffer()).type();
+    if (t.dtype() == plan::I32 || (scalar && t.shape_size() != 0))
+      error(where + ", output '" + name + "': must be a " + (scalar ? "float scalar" : "float tensor") +
+            ", is " + planTypeStr(t));
+  }
+
+  void checkConventions(const plan::Program &prog) {
+    if (prog.name() == "forward") {
+      requireOutput(prog, "logits", false);
+      return;
+    }
+    requireOutput(prog, "loss", true);
+    std::string where = "program '" + prog.name() + "'";
+    for (const plan::Output &o : prog.outputs()) {
+      if (o.name().rfind(kGradPrefix, 0) != 0) continue;
+      std::string p = o.name().substr(std::string(kGradPrefix).size());
+      if (prog.name() != "train_step") error(where + " has a gradient output '" + o.name() + "'");
+      const plan::Buffer &b = prog.buffers(o.buffer());
+      if (!params_.count(p)) error(where + ", output '" + o.name() + "': no parameter named '" + p + "'");
+      if (b.kind() != plan::Buffer::GRAD || b.name() != p)
+        error(where + ", output '" + o.name() + "': must be the GRAD buffer of '" + p + "', is buffer " +
+              std::to_string(o.buffer()) + " (" + bufferKindName(b.kind()) + " '" + b.name() + "')");
+    }
+    if (prog.name() == "train_step")
+      for (const plan::Param &p : plan_.params())
+        if (!findOutput(prog, kGradPrefix + p.name()))
+          error(where + " has no output 'grad:" + p.name() + "' (every parameter needs its gradient)");
+  }
+
+  // --- training and data configuration (bounds below, shared with lmc) -------
+
+  void checkTrain() {
+    if (std::optional<Violation> v = checkTrainConfig(plan_.train())) error("train config: " + v->str());
+  }
+
+  void checkData() {
+    const plan::DataConfig &d = plan_.data();
+    // A plan whose objective is not fed by a data pipeline (an op-level gradient
+    // check, say) has none: it can be inspected and gradchecked, and `lmrt run`
+    // refuses it with its own message.
+    if (!hasDataConfig(d)) return;
+    if (std::optional<Violation> v = checkDataConfig(d)) error("data config: " + v->str());
+    // The causal pipeline feeds each of train_step and eval one window of seq + 1
+    // token ids per row; forward (sampling) takes the ids themselves.
+    for (const plan::Program &prog : plan_.programs()) {
+      std::string where = "data config (causal): program '" + prog.name() + "' ";
+      if (prog.inputs_size() != 1)
+        error(where + "must read exactly one token input, it declares " +
+              std::to_string(prog.inputs_size()));
+      const plan::Input &in = prog.inputs(0);
+      std::string want = expectedTokenInput(prog.name(), in.type(), d);
+      if (!want.empty())
+        error(where + "input '" + in.name() + "' is " + planTypeStr(in.type()) + ", expected " + want);
+      if (!tokenVocabFits(in, d))
+        error(where + "input '" + in.name() + "' accepts ids below " + std::to_string(in.vocab()) +
+              " but the data vocab is " + std::to_string(d.vocab()));
+    }
+  }
+};
+
+}  // namespace
+
+std::string checkPlan(const plan::Plan &plan, const StepCheck &stepCheck) {
+  try {
+    Validator(plan, stepCheck).run();
+  } catch (const Broken &broken) {
+    return broken.message;
+  }
+  return "";
+}
+
+}  // namespace contract
+}  // namespace lmrt

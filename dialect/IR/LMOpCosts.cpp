@@ -1,7 +1,8 @@
 //===- LMOpCosts.cpp - FLOPs and bytes of the lm ops ------------*- C++ -*-===//
 //
-// CostOpInterface for every op that becomes a plan step, one section per op
-// family (docs/compilation.md states the model): the plan writer fills
+// CostOpInterface of the plan step ops, one section per op family (the
+// elementwise unary and binary ops state theirs in LMOps.td; the model is in
+// docs/compilation.md): the plan writer fills
 // Step.flops from getFlops. GEMMs and attention are counted exactly (2 per
 // multiply-add); elementwise, normalisation and loss ops get a small constant
 // per element of the tensor they sweep; data movement counts zero.
@@ -45,7 +46,7 @@ int64_t MatmulOp::getFlops() {
 
 //===----------------------------------------------------------------------===//
 // Elementwise. The forward unary and binary ops state their per-element cost
-// in LMOps.td (LM_ElementwiseCost); these are the others.
+// in LMOps.td (LM_ElementwiseDefs); these are the others.
 //===----------------------------------------------------------------------===//
 
 /// One add per input element.

@@ -17,7 +17,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -123,18 +123,25 @@ FailureOr<std::string> BodyWriter::expression(Operation *inner) {
       return failure();
     a.push_back(*n);
   }
-  return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(inner)
-      .Case([&](AddOp) { return a[0] + " + " + a[1]; })
-      .Case([&](SubOp) { return a[0] + " - " + a[1]; })
-      .Case([&](MulOp) { return a[0] + " * " + a[1]; })
-      .Case([&](DivOp) { return a[0] + " / " + a[1]; })
-      .Case([&](NegOp) { return "-" + a[0]; })
-      .Case([&](GeluOp) { return "lmc::gelu(" + a[0] + ")"; })
-      .Case([&](GeluGradOp) { return "lmc::geluGrad(" + a[0] + ", " + a[1] + ")"; })
-      .Default([&](Operation *other) -> FailureOr<std::string> {
-        return other->emitError("codegen: '") << other->getName() << "' has no scalar form in a fused kernel",
+  auto elementwise = dyn_cast<ElementwiseOpInterface>(inner);
+  if (!elementwise)
+    return inner->emitError("codegen: '") << inner->getName() << "' has no scalar form in a fused kernel",
+           failure();
+  // Substitute $0, $1, ... in the op's scalar form (from its ODS definition).
+  StringRef form = elementwise.getScalarForm();
+  std::string expr;
+  for (size_t k = 0; k < form.size(); ++k) {
+    if (form[k] == '$' && k + 1 < form.size() && llvm::isDigit(form[k + 1])) {
+      unsigned index = form[++k] - '0';
+      if (index >= a.size())
+        return inner->emitError("internal error: the scalar form '") << form << "' names operand $" << index,
                failure();
-      });
+      expr += a[index];
+    } else {
+      expr += form[k];
+    }
+  }
+  return expr;
 }
 
 LogicalResult BodyWriter::write() {

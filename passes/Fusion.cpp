@@ -3,7 +3,8 @@
 // -lm-fuse: forms lm.fusion regions greedily, from the end of each function
 // body backwards (producer fusion, as XLA's loop fusion). A group has one
 // iteration space, the shape of its elementwise values; it holds
-//   - elementwise ops (add, sub, mul, div, neg, gelu, gelu_grad) whose result
+//   - elementwise ops (ElementwiseOpInterface: add, sub, mul, div, neg, gelu,
+//     gelu_grad) whose result
 //     has the group's shape (their other operands may broadcast into it);
 //   - lm.sum_to ops reducing a group value over its leading dimensions (a bias
 //     gradient), so a producer's result is summed while it is in registers;
@@ -34,7 +35,7 @@ using namespace mlir;
 using namespace mlir::lm;
 
 bool mlir::lm::isFusibleElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, GeluOp, GeluGradOp>(op) &&
+  return isa<ElementwiseOpInterface>(op) && op->getNumResults() == 1 &&
          llvm::isa<FloatType>(llvm::cast<ShapedType>(op->getResult(0).getType()).getElementType());
 }
 

@@ -66,4 +66,22 @@ def LM_CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def LM_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
+  let cppNamespace = "::mlir::lm";
+  let description = [{
+    An op computed point by point (its operands broadcast into its result):
+    `-lm-fuse` may put it in a fused region, and codegen writes it into the
+    generated kernel as the op's scalar form (docs/fusion.md). Ops state the
+    form in their ODS definition (`scalar` of LM_BinaryOp / LM_UnaryOp).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The C++ expression of one point of the result, over the operands'
+        values `$0`, `$1`, ... (of the accumulation type `A`), using the
+        scalar math of runtime/kernels/scalar_math.h: `$0 + $1`, `lmc::gelu($0)`.
+      }],
+      "::llvm::StringRef", "getScalarForm", (ins)>
+  ];
+}
+
 #endif // LM_INTERFACES_TD

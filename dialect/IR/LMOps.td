@@ -112,8 +112,14 @@ class LM_ElementwiseDefs<int flops, string infer> {
   }];
 }
 
-class LM_BinaryOp<string mnemonic, string what>
-    : LM_DiffOp<mnemonic, LM_InferredResultTypes> {
+/// The scalar form of a point of an elementwise op, for generated kernels
+/// (LM_ElementwiseOpInterface): a C++ expression over `$0`, `$1`, ...
+class LM_ScalarForm<string expr> {
+  code decl = "::llvm::StringRef getScalarForm() { return \"" # expr # "\"; }";
+}
+
+class LM_BinaryOp<string mnemonic, string what, string scalar>
+    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])> {
   let summary = "elementwise " # what # " with broadcasting";
   let description = [{
     Elementwise }] # what # [{ with NumPy broadcasting: trailing dimensions
@@ -127,20 +133,24 @@ class LM_BinaryOp<string mnemonic, string what>
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasFolder = 1;
+  let extraClassDeclaration = LM_ScalarForm<scalar>.decl;
   // One flop per element of the broadcast result; shapes::broadcast.
   let extraClassDefinition = LM_ElementwiseDefs<1,
       "::mlir::lm::detail::inferBroadcast(getOperationName(), loc, adaptor.getLhs(), "
       # "adaptor.getRhs(), types)">.defs;
 }
 
-def LM_AddOp : LM_BinaryOp<"add", "addition">;
-def LM_SubOp : LM_BinaryOp<"sub", "subtraction">;
-def LM_MulOp : LM_BinaryOp<"mul", "multiplication">;
-def LM_DivOp : LM_BinaryOp<"div", "division">;
+def LM_AddOp : LM_BinaryOp<"add", "addition", "$0 + $1">;
+def LM_SubOp : LM_BinaryOp<"sub", "subtraction", "$0 - $1">;
+def LM_MulOp : LM_BinaryOp<"mul", "multiplication", "$0 * $1">;
+def LM_DivOp : LM_BinaryOp<"div", "division", "$0 / $1">;
 
-/// `flops` per element; `minRank` 1 for ops working along the last dimension.
-class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops, int minRank = 0>
-    : LM_DiffOp<mnemonic, LM_InferredResultTypes> {
+/// `flops` per element; `minRank` 1 for ops working along the last dimension;
+/// `scalar` the scalar form of an elementwise op ("" for one that is not).
+class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops, int minRank = 0,
+                 string scalar = "">
+    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes,
+          !if(!empty(scalar), []<Trait>, [LM_ElementwiseOpInterface]))> {
   let summary = summ;
   let description = semantics # [{
 
@@ -151,17 +161,18 @@ class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops, int 
   let arguments = (ins LM_FloatTensor:$x);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = !if(!empty(scalar), "", LM_ScalarForm<scalar>.decl);
   let extraClassDefinition = LM_ElementwiseDefs<flops,
       "::mlir::lm::detail::inferElementwise(getOperationName(), loc, adaptor.getX(), \"operand\", "
       # !cast<string>(minRank) # ", types)">.defs;
 }
 
-def LM_NegOp : LM_UnaryOp<"neg", "elementwise negation", "`-x`.", 1> {
+def LM_NegOp : LM_UnaryOp<"neg", "elementwise negation", "`-x`.", 1, 0, "-$0"> {
   let hasFolder = 1;
 }
 // Cube, fma, tanh, 3 muls.
 def LM_GeluOp : LM_UnaryOp<"gelu", "GELU, tanh approximation",
-    "`0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, elementwise.", 8>;
+    "`0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, elementwise.", 8, 0, "lmc::gelu($0)">;
 // Max, sub, exp, sum, div.
 def LM_SoftmaxOp : LM_UnaryOp<"softmax", "softmax over the last dimension",
     "`exp(x - max) / sum(exp(x - max))` along the last dimension (rank >= 1).", 5, 1>;
@@ -290,7 +301,8 @@ def LM_SumToOp : LM_DiffOp<"sum_to"> {
 // Backward ops (emitted by -lm-autodiff)
 //===----------------------------------------------------------------------===//
 
-def LM_GeluGradOp : LM_GradOp<"gelu_grad", LM_InferredResultTypes> {
+def LM_GeluGradOp : LM_GradOp<"gelu_grad",
+    !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])> {
   let summary = "adjoint of lm.gelu";
   let description = [{
     `dx = dy * gelu'(x)` for the tanh form of GELU.
@@ -303,6 +315,7 @@ def LM_GeluGradOp : LM_GradOp<"gelu_grad", LM_InferredResultTypes> {
   let results = (outs LM_FloatTensor:$dx);
   let assemblyFormat = "$x `,` $dy attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = LM_ScalarForm<"lmc::geluGrad($0, $1)">.decl;
 }
 
 def LM_LayerNormGradOp : LM_GradOp<"layer_norm_grad", LM_InferredResultTypes> {

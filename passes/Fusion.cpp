@@ -119,6 +119,15 @@ bool GroupBuilder::canAdd(Operation *candidate) {
   } else {
     return false;
   }
+  // A GEMM reads whole rows of its operands before its epilogue runs: they
+  // are never computed by the same group.
+  for (Operation *user : candidate->getUsers())
+    if (isa<MatmulOp>(user) && group.contains(user))
+      return false;
+  if (isa<MatmulOp>(candidate))
+    for (Value operand : candidate->getOperands())
+      if (operand.getDefiningOp() && group.contains(operand.getDefiningOp()))
+        return false;
   llvm::SetVector<Operation *> grown = group;
   grown.insert(candidate);
   auto [lo, hi] = placement(grown);
@@ -143,6 +152,8 @@ bool GroupBuilder::fuseFrom(Operation *root) {
   // elementwise values it sums.
   for (unsigned next = 0; next < group.size(); ++next) {
     Operation *op = group[next];
+    if (isa<MatmulOp>(op))
+      continue;  // its operands stay outside (canAdd)
     for (Value operand : op->getOperands()) {
       Operation *def = operand.getDefiningOp();
       if (def && canAdd(def)) {

@@ -7,7 +7,7 @@ want_test=0
 [[ "${1:-}" == "--test" ]] && want_test=1
 
 pkgs=(
-  cmake ninja-build ccache g++ pkg-config
+  cmake ninja-build ccache g++ pkg-config lld                # lld: links the MLIR-side tools several times faster
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools   # MLIR 19 (Debian bookworm: 19.1.7)
   libprotobuf-dev protobuf-compiler                         # the plan format
   libcli11-dev                                              # command lines

@@ -20,6 +20,7 @@ config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%fortunes", "/usr/share/games/fortunes"))  # scripts/setup.sh installs it
 config.substitutions.append(("%lmc_src", config.lmc_src_root))
 config.substitutions.append(("%mlir_include", config.mlir_include_dir))
+config.substitutions.append(("%lmc_lib", os.path.join(config.lmc_obj_root, "lib")))  # LMC's shared libraries
 llvm_config.add_tool_substitutions(["lm-opt", "lm-tblgen", "lmc", "lmrt"], [config.lmc_tools_dir])
 
 # nvcc compiles every generated CUDA kernel (test/Codegen/kernels-cuda.test).

@@ -71,3 +71,46 @@ func.func @multi_output(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32
   %l = lm.layer_norm %a, %g, %b : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   return %y, %l : tensor<2x4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// Tests that the operands of an epilogue's GEMM are never fused into its
+// group, even when their shape is the group's (a square weight): the GEMM
+// reads them whole before the epilogue runs.
+// CHECK-LABEL: func.func @square_gemm_operand
+// CHECK:       %[[A:.*]] = lm.fusion %arg0
+// CHECK-NEXT:  ^bb0(
+// CHECK-NEXT:    lm.neg
+// CHECK-NEXT:    lm.yield
+// CHECK:       lm.fusion %[[A]], %arg1
+// CHECK-NEXT:  ^bb0(
+// CHECK-NEXT:    lm.matmul
+// CHECK-NEXT:    lm.add
+// CHECK-NEXT:    lm.yield
+func.func @square_gemm_operand(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %h = lm.neg %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p = lm.matmul %h, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %y = lm.add %h, %p : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// The same with the add's operands swapped, so the GEMM joins the group before
+// its operand's producer is considered.
+// CHECK-LABEL: func.func @square_gemm_operand_swapped
+// CHECK:       %[[A:.*]] = lm.fusion %arg0
+// CHECK-NEXT:  ^bb0(
+// CHECK-NEXT:    lm.neg
+// CHECK-NEXT:    lm.yield
+// CHECK:       lm.fusion %[[A]], %arg1
+// CHECK-NEXT:  ^bb0(
+// CHECK-NEXT:    lm.matmul
+// CHECK-NEXT:    lm.add
+// CHECK-NEXT:    lm.yield
+func.func @square_gemm_operand_swapped(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %h = lm.neg %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p = lm.matmul %h, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %y = lm.add %p, %h : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

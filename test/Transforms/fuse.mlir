@@ -1,6 +1,6 @@
-// RUN: lm-opt %s -lm-train-pipeline -lm-fuse | FileCheck %s
-// RUN: lm-opt %s -lm-train-pipeline -lm-fuse -lm-fuse | FileCheck %s
-// RUN: lm-opt %s -lm-train-pipeline -lm-fuse | lm-opt | FileCheck %s --check-prefix=ROUNDTRIP
+// RUN: lm-opt %s --lm-train-pipeline='fusion=none' -lm-fuse | FileCheck %s
+// RUN: lm-opt %s --lm-train-pipeline='fusion=none' -lm-fuse -lm-fuse | FileCheck %s
+// RUN: lm-opt %s --lm-train-pipeline='fusion=none' -lm-fuse | lm-opt | FileCheck %s --check-prefix=ROUNDTRIP
 
 // Tests the fusion decisions for a pre-norm GPT MLP block with a residual and
 // an output head, forward and backward (docs/fusion.md):

@@ -1,5 +1,5 @@
-// RUN: lm-opt %s -lm-train-pipeline | FileCheck %s
-// RUN: lm-opt %s -lm-train-pipeline | FileCheck %s --check-prefix=CONST
+// RUN: lm-opt %s --lm-train-pipeline='fusion=none' | FileCheck %s
+// RUN: lm-opt %s --lm-train-pipeline='fusion=none' | FileCheck %s --check-prefix=CONST
 
 // Tests that the train pipeline (autodiff, canonicalize, cse) differentiates
 // a small pre-norm transformer with tied embeddings into a clean train step:

@@ -11,9 +11,10 @@ namespace lmrt::kernels {
 namespace {
 
 /* Splits [0, n) into one range per thread, each a multiple of `grain` long
-   (but the last), and calls f(begin, end) on each. */
-template <typename F> void parallelRanges(int64_t n, int64_t grain, F &&f) {
-  int nt = n >= detail::kParallelMin ? omp_get_max_threads() : 1;
+   (but the last), and calls f(begin, end) on each; one thread when `work`
+   (the elements the whole call touches) is too little to share. */
+template <typename F> void parallelRanges(int64_t n, int64_t grain, int64_t work, F &&f) {
+  int nt = work >= detail::kParallelMin && n >= 2 * grain ? omp_get_max_threads() : 1;
   if (nt <= 1) {
     f(int64_t{0}, n);
     return;
@@ -35,16 +36,11 @@ void runGenerated(const GeneratedKernel &k, const std::vector<TensorRef> &args) 
   void *const *argv = p.data();
   switch (k.schedule) {
   case GeneratedKernel::Schedule::Elementwise:
-    parallelRanges(k.rows * k.cols, 16, [&](int64_t b, int64_t e) { k.fn(argv, b, e); });
+    parallelRanges(k.rows * k.cols, 16, k.rows * k.cols, [&](int64_t b, int64_t e) { k.fn(argv, b, e); });
     return;
   case GeneratedKernel::Schedule::ColumnReduce:
     // Parallel over columns only: a column is summed by one thread, in row order.
-    if (k.rows * k.cols < detail::kParallelMin)
-      k.fn(argv, 0, k.cols);
-    else
-      parallelRanges(std::max<int64_t>(k.cols, detail::kParallelMin), 16, [&](int64_t b, int64_t e) {
-        if (b < k.cols) k.fn(argv, b, std::min(e, k.cols));
-      });
+    parallelRanges(k.cols, 16, k.rows * k.cols, [&](int64_t b, int64_t e) { k.fn(argv, b, e); });
     return;
   case GeneratedKernel::Schedule::MatmulEpilogue: {
     const TensorRef &a = args[k.lhs], &w = args[k.rhs], &c = args[k.product];

@@ -9,21 +9,11 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include "runtime/kernels/blas.h"
 #include "runtime/kernels/kernel_common.h"
 
 namespace lmrt::kernels::detail {
 namespace {
-
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
-          int64_t ldb, float *c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
-              1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
-}
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda, const double *b,
-          int64_t ldb, double *c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
-              1.0, a, (int)lda, b, (int)ldb, 0.0, c, (int)ldc);
-}
 
 std::string checkMatmul(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &attrs) {
   return guardCheck("matmul", in, out, 2, 1, [&]() -> std::string {
@@ -39,14 +29,6 @@ std::string checkMatmul(const std::vector<TensorType> &in, const std::vector<Ten
 
 /* Below this many multiply-adds a GEMM runs on one thread. */
 constexpr int64_t kParallelFlops = 1 << 18;
-
-void singleThreadedBlas() {
-  static const bool once = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)once;
-}
 
 template <typename T> void matmulT(const KernelCall &call) {
   singleThreadedBlas();
@@ -81,7 +63,7 @@ template <typename T> void matmulT(const KernelCall &call) {
     if (r0 >= r1) continue;
     const T *ab = a + bi * m * k, *bb = sharedRhs ? b : b + bi * k * n;
     // Row r of op(A) starts at row r of A, or at column r when A is stored transposed.
-    gemm(ta, tb, r1 - r0, n, k, ab + (ta ? r0 : r0 * lda), lda, bb, ldb, c + bi * m * n + r0 * n, n);
+    gemm(ta, tb, r1 - r0, n, k, (T)1, ab + (ta ? r0 : r0 * lda), lda, bb, ldb, (T)0, c + bi * m * n + r0 * n, n);
   }
 }
 

@@ -73,8 +73,8 @@ inline int64_t visibleKeys(bool causal, int64_t query, int64_t k0, int64_t nk) {
    first column, row stride C): writes the rows of y (stride ldy) and, when lse is not
    null, each row's logsumexp of the scaled scores. */
 template <typename T>
-void forwardBlock(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, int64_t q0, int64_t nq, T *y,
-                  int64_t ldy, T *lse, FwdScratch<T> &w) {
+LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, int64_t q0,
+                                   int64_t nq, T *y, int64_t ldy, T *lse, FwdScratch<T> &w) {
   const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
   const int64_t Dh = d.Dh, C = d.C;
   T *S = w.s.data(), *O = w.o.data(), *m = w.m.data(), *l = w.l.data();
@@ -175,8 +175,8 @@ template <typename T> struct BwdScratch {
 /* The backward of one (batch, head); q .. dv point at the head's first column (row
    stride C). dk and dv are accumulated in place and must start at zero. */
 template <typename T>
-void backwardHead(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, const T *dy, T *dq, T *dk, T *dv,
-                  BwdScratch<T> &w) {
+LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, const T *dy,
+                                   T *dq, T *dk, T *dv, BwdScratch<T> &w) {
   const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
   const int64_t Dh = d.Dh, C = d.C;
   // Output and logsumexp of every row; delta_i = dy_i . y_i = sum_j P_ij dP_ij.

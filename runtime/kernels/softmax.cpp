@@ -34,7 +34,7 @@ std::string checkSoftmax(const std::vector<TensorType> &in, const std::vector<Te
   });
 }
 
-template <typename T> void softmaxT(const TensorRef &xr, const TensorRef &yr) {
+template <typename T> LMRT_SIMD_CLONES void softmaxT(const TensorRef &xr, const TensorRef &yr) {
   const T *x = xr.as<T>();
   T *y = yr.as<T>();
   int64_t v = xr.shape().back(), rows = v ? xr.numel() / v : 0;
@@ -68,7 +68,7 @@ std::string checkSoftmaxGrad(const std::vector<TensorType> &in, const std::vecto
   });
 }
 
-template <typename T> void softmaxGradT(const KernelCall &call) {
+template <typename T> LMRT_SIMD_CLONES void softmaxGradT(const KernelCall &call) {
   const T *y = call.in[0].as<T>(), *dy = call.in[1].as<T>();
   T *dx = call.out[0].as<T>();
   int64_t v = call.in[0].shape().back(), rows = v ? call.in[0].numel() / v : 0;
@@ -121,7 +121,7 @@ int64_t validateTargets(const char *op, const int32_t *t, int64_t n, int64_t v, 
   return valid;
 }
 
-template <typename T> void crossEntropyT(const KernelCall &call) {
+template <typename T> LMRT_SIMD_CLONES void crossEntropyT(const KernelCall &call) {
   const T *x = call.in[0].as<T>();
   const int32_t *tg = call.in[1].as<int32_t>();
   int64_t ignore = call.attrs.getInt("ignore_index", -100);
@@ -155,7 +155,7 @@ std::string checkCrossEntropyGrad(const std::vector<TensorType> &in, const std::
   });
 }
 
-template <typename T> void crossEntropyGradT(const KernelCall &call) {
+template <typename T> LMRT_SIMD_CLONES void crossEntropyGradT(const KernelCall &call) {
   const T *x = call.in[0].as<T>();
   const int32_t *tg = call.in[1].as<int32_t>();
   T dloss = call.in[2].as<T>()[0];

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "runtime/kernels/kernel_math.h"
+
 namespace lmrt {
 
 AdamW::AdamW(const AdamWConfig &c) : config_(c) {
@@ -19,7 +21,7 @@ namespace {
    p, g, m, v and writes p, m, v: the step is bound by memory bandwidth (GPT-2 small:
    3.5 GB a step), so clipping is folded in rather than given a pass of its own. */
 template <typename T>
-void update(T *p, const T *g, T *m, T *v, int64_t n, double lr, double decay, const AdamWConfig &c,
+LMRT_SIMD_CLONES void update(T *p, const T *g, T *m, T *v, int64_t n, double lr, double decay, const AdamWConfig &c,
             int64_t t, double gradScale) {
   const double bc1 = 1.0 - std::pow(c.beta1, (double)t);
   const double bc2 = 1.0 - std::pow(c.beta2, (double)t);
@@ -50,7 +52,8 @@ void update(T *p, const T *g, T *m, T *v, int64_t n, double lr, double decay, co
 
 void AdamW::step(const std::vector<ParamView> &params, double lr, double gradScale) {
   if (!(lr >= 0) || !std::isfinite(lr)) fail("adamw: learning rate %g is not a finite non-negative number", lr);
-  if (!(gradScale > 0) || !std::isfinite(gradScale)) fail("adamw: gradient scale %g is not finite and positive", gradScale);
+  if (!(gradScale > 0) || !std::isfinite(gradScale))
+    fail("adamw: gradient scale %g is not finite and positive", gradScale);
   if (state_.empty()) {
     for (const ParamView &p : params) {
       if (p.dtype != DType::F32 && p.dtype != DType::F64)

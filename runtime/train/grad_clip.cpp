@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "runtime/kernels/kernel_math.h"
+
 namespace lmrt {
 
 namespace {
@@ -15,7 +17,7 @@ namespace {
    Inside a block the simd reduction keeps one partial sum per vector lane (an order
    fixed at compile time): one serial chain of dependent additions ran at a quarter
    of the memory bandwidth. */
-template <typename T> double sumSquares(const T *g, int64_t n) {
+template <typename T> LMRT_SIMD_CLONES double sumSquares(const T *g, int64_t n) {
   constexpr int64_t kBlock = 16384;
   int64_t blocks = (n + kBlock - 1) / kBlock;
   std::vector<double> partial((size_t)blocks, 0.0);

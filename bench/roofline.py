@@ -6,7 +6,8 @@ matrices right before, and prints one JSON line per (config, implementation):
   config, impl, step_time_s (mean over the steps after the warmup), tokens_per_s,
   plan_gflop_per_step (the plan's predicted FLOPs of one train step), achieved_gflops
   (plan FLOPs / step time, for PyTorch too: same model, same FLOPs), sgemm_gflops,
-  fraction_of_sgemm, timed_steps, threads.
+  fraction_of_sgemm, timed_steps, threads, load_avg_1m (the machine's 1-minute load average
+  after the config: on a shared machine, compare lines taken under similar load).
 
 Logs (lmrt --profile tables, PyTorch output) go to runs/roofline/."""
 import argparse
@@ -97,13 +98,14 @@ def main():
                        *[f"--{k}={v}" for k, v in shape.items()]], log=os.path.join(workdir, f"{name}.torch.log"))
             t = json.loads(out.strip().splitlines()[-1])
             results.append(("pytorch-eager", t["step_time_s"], t["timed_steps"]))
+        load = round(os.getloadavg()[0], 2)
         for impl, step_s, timed in results:
             achieved = gflop / step_s
             print(json.dumps({"config": name, "impl": impl, "step_time_s": round(step_s, 6),
                               "tokens_per_s": round(shape["batch"] * shape["seq"] / step_s, 1),
                               "plan_gflop_per_step": gflop, "achieved_gflops": round(achieved, 2),
                               "sgemm_gflops": rate, "fraction_of_sgemm": round(achieved / rate, 3),
-                              "timed_steps": timed, "threads": a.threads}), flush=True)
+                              "timed_steps": timed, "threads": a.threads, "load_avg_1m": load}), flush=True)
 
 
 if __name__ == "__main__":

@@ -171,12 +171,17 @@ template <typename T> LMRT_SIMD_CLONES void crossEntropyGradT(const KernelCall &
       for (int64_t j = 0; j < v; ++j) dxi[j] = 0;
       continue;
     }
+    // softmax(x) * scale with one exp per element: the exps are stored, then scaled by
+    // scale / sum (the row is still in L2); rowLse and a second exp pass cost twice the exps.
     const T *xi = x + r * v;
-    T mx, lse;
-    rowLse(xi, v, mx, lse);
-    const T shift = mx + lse;
+    T mx = -INFINITY, sum = 0;
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 0; j < v; ++j) mx = std::max(mx, xi[j]);
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < v; ++j) sum += (dxi[j] = expT(xi[j] - mx));
+    const T k = scale / sum;
 #pragma omp simd
-    for (int64_t j = 0; j < v; ++j) dxi[j] = expT(xi[j] - shift) * scale;
+    for (int64_t j = 0; j < v; ++j) dxi[j] *= k;
     dxi[tg[r]] -= scale;
   }
 }

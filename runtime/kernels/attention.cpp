@@ -88,6 +88,7 @@ LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, cons
       T *row = S + i * nk, *oi = O + i * Dh;
       const int64_t vis = visibleKeys(causal, q0 + i, k0, nk);
       T mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
       for (int64_t j = 0; j < vis; ++j) mx = std::max(mx, row[j]);
       if (vis == 0 || mx == -INFINITY) {  // nothing visible (yet): the row contributes nothing
         std::fill(row, row + nk, (T)0);

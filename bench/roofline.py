@@ -86,8 +86,8 @@ def main():
         results = []
         for impl, flags in LMRT_VARIANTS:
             plan = os.path.join(workdir, f"{name}.{impl}.plan")
-            run([f"{build}/bin/lmc", "compile", model, *[x for k, v in defines.items() for x in ("-D", f"{k}={v}")], *flags,
-                 "-o", plan])
+            overrides = [x for k, v in defines.items() for x in ("-D", f"{k}={v}")]
+            run([f"{build}/bin/lmc", "compile", model, *overrides, *flags, "-o", plan])
             rows, gflop = lmrt_step(build, plan, a.data, steps, warmup, a.threads, workdir, f"{name}.{impl}")
             tokens = shape["batch"] * shape["seq"]
             step_s = sum(tokens / r["tokens_per_s"] for r in rows) / len(rows)

@@ -97,7 +97,7 @@ double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>
 
 /* The loop's own phases, summed over the profiled steps. */
 struct PhaseTimes {
-  double data = 0, trainStep = 0, norm = 0, clip = 0, adamw = 0, total = 0;
+  double data = 0, trainStep = 0, norm = 0, adamw = 0, total = 0;
   int64_t steps = 0;
 };
 
@@ -115,7 +115,8 @@ void printProfile(FILE *log, const OpProfile &ops, const PhaseTimes &ph, int64_t
   std::vector<std::pair<std::string, OpProfile::Entry>> rows;
   for (const auto &[key, e] : ops.ops)
     if (key.rfind("train_step/", 0) == 0) rows.push_back({key.substr(11), e});
-  std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return a.second.seconds > b.second.seconds; });
+  std::sort(rows.begin(), rows.end(),
+            [](const auto &a, const auto &b) { return a.second.seconds > b.second.seconds; });
   for (const auto &[name, e] : rows) {
     std::fprintf(log, "  %-40s %7lld %10.3f %6.1f%% ", name.c_str(), (long long)(e.calls / ph.steps),
                  e.seconds / n * 1e3, 100 * e.seconds / ph.total);
@@ -131,9 +132,8 @@ void printProfile(FILE *log, const OpProfile &ops, const PhaseTimes &ph, int64_t
       {"train_step (outside kernels)", ph.trainStep - kernels},
       {"data (batch)", ph.data},
       {"gradient norm", ph.norm},
-      {"clipping (scale only)", ph.clip},
-      {"adamw (with clipping)", ph.adamw},
-      {"other (loss read, bookkeeping)", ph.total - ph.trainStep - ph.data - ph.norm - ph.clip - ph.adamw}};
+      {"clipping + adamw (one pass)", ph.adamw},
+      {"other (loss read, bookkeeping)", ph.total - ph.trainStep - ph.data - ph.norm - ph.adamw}};
   std::fprintf(log, "  %-40s %7s %10s %7s\n", "phase", "", "ms/step", "share");
   for (const auto &[name, sec] : phases)
     std::fprintf(log, "  %-40s %7s %10.3f %6.1f%%\n", name, "", sec / n * 1e3, 100 * sec / ph.total);
@@ -199,7 +199,6 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
            (long long)step, loss, norm);
     auto t5 = Clock::now();
     double clip = clipScale(norm, tc.clip_grad_norm());
-    auto t6 = Clock::now();
     double lr = learningRate(sched, step - 1);
     adamw.step(views, lr, clip);  // clipping happens inside AdamW's pass
     double seconds = secondsSince(t0);
@@ -207,8 +206,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
       phases.data += std::chrono::duration<double>(t1 - t0).count();
       phases.trainStep += std::chrono::duration<double>(t2 - t1).count();
       phases.norm += std::chrono::duration<double>(t4 - t3).count();
-      phases.clip += std::chrono::duration<double>(t6 - t5).count();
-      phases.adamw += secondsSince(t6);
+      phases.adamw += secondsSince(t5);
       phases.total += seconds;
       phases.steps += 1;
     }

@@ -6,7 +6,7 @@
    with the output path and a "memory: peak RSS ... plan predicted ..." line.
    With `dumpDir` it also writes the PyTorch parity dump (see docs/runtime.md).
    With `profile` it ends with the time per kernel of train_step and per loop phase
-   (data, gradient norm, clipping, AdamW), averaged over the steps after the first. */
+   (data, gradient norm, clipping + AdamW), averaged over the steps after the first. */
 #pragma once
 #include <cstdint>
 #include <cstdio>

@@ -1,7 +1,10 @@
-"""PyTorch eager baseline for bench/gpt_tiny.sh: trains the same GPT (test/E2E/Inputs/torch_gpt.py,
-LMC's parameter names and math) with the same recipe on the same byte shards, and reports
-tokens/s and the validation loss. The batch order differs from lmrt's; the recipe does not."""
+"""PyTorch eager baseline for bench/gpt_tiny.sh and bench/roofline.sh: trains the same GPT
+(test/E2E/Inputs/torch_gpt.py, LMC's parameter names and math) with the same recipe on the same
+byte shards, and reports tokens/s and the validation loss. The batch order differs from lmrt's;
+the recipe does not. With --timing-json it instead prints one JSON object with the mean step
+time over the steps after --warmup-steps (no validation)."""
 import argparse
+import json
 import math
 import os
 import sys
@@ -32,16 +35,21 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--ctx", type=int, default=64)
+    ap.add_argument("--seq", type=int, default=0, help="tokens per row (default: --ctx)")
+    ap.add_argument("--vocab", type=int, default=256)
     ap.add_argument("--batch", type=int, default=12)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--min-lr", type=float, default=3e-4)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--timing-json", action="store_true")
+    ap.add_argument("--warmup-steps", type=int, default=1, help="untimed steps with --timing-json")
     a = ap.parse_args()
+    seq = a.seq or a.ctx
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     train, val = read_shard(os.path.join(a.data, "train.bin")), read_shard(os.path.join(a.data, "val.bin"))
-    V, D, L = 256, a.d, a.layers
+    V, D, L = a.vocab, a.d, a.layers
     def normal(*s, std=0.02):
         return (torch.randn(*s) * std).requires_grad_()
     p = {"wte": normal(V, D), "wpe": normal(a.ctx, D, std=0.01),
@@ -62,12 +70,15 @@ def main():
     rng = np.random.default_rng(1)
 
     def batch(src):
-        ix = rng.integers(0, len(src) - a.ctx - 1, a.batch)
-        return torch.from_numpy(np.stack([src[i:i + a.ctx + 1] for i in ix]))
+        ix = rng.integers(0, len(src) - seq - 1, a.batch)
+        return torch.from_numpy(np.stack([src[i:i + seq + 1] for i in ix]))
 
     tokens = 0
     t0 = time.time()
+    timed_from = None
     for step in range(a.steps):
+        if step == a.warmup_steps:
+            timed_from = time.perf_counter()
         lr = a.lr * (step + 1) / (a.warmup + 1) if step < a.warmup else \
             a.min_lr + 0.5 * (a.lr - a.min_lr) * (1 + math.cos(math.pi * (step - a.warmup) / max(1, a.steps - a.warmup)))
         for g in opt.param_groups:
@@ -77,10 +88,19 @@ def main():
         loss.backward()
         torch.nn.utils.clip_grad_norm_(list(p.values()), 1.0)
         opt.step()
-        tokens += a.batch * a.ctx
+        tokens += a.batch * seq
+        if a.timing_json:
+            continue
         if step % 100 == 0 or step == a.steps - 1:
             print(f"torch step {step + 1}/{a.steps} | loss {loss.item():.4f} | {tokens / (time.time() - t0):.0f} tok/s", flush=True)
     elapsed = time.time() - t0
+    if a.timing_json:
+        if timed_from is None:
+            sys.exit("--timing-json needs more --steps than --warmup-steps")
+        step_s = (time.perf_counter() - timed_from) / (a.steps - a.warmup_steps)
+        print(json.dumps({"step_time_s": step_s, "tokens_per_s": a.batch * seq / step_s,
+                          "timed_steps": a.steps - a.warmup_steps, "threads": a.threads}))
+        return
     with torch.no_grad():
         vl = sum(causal_lm_loss(p, batch(val), L, a.heads).item() for _ in range(20)) / 20
     print(f"torch: {a.steps} steps in {elapsed:.1f} s, {tokens / elapsed:.0f} tok/s, val_loss {vl:.4f}")

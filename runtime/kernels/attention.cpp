@@ -1,18 +1,30 @@
 /* Implements: lm.attention and lm.attention_grad (multi-head scaled dot-product
    attention, optional causal mask). q, k, v are [B, T, H*Dh] with head h in
    columns h*Dh .. (h+1)*Dh-1, read in place with row stride H*Dh.
-   Work is split over (batch, head) pairs with OpenMP; each pair walks its query
-   rows one at a time holding a single row of scores (O(T) scratch, never T x T),
-   and a causal row i only visits keys 0..i. The backward recomputes each row's
-   probabilities; a (b, h) pair owns its slices of dq, dk, dv, so no two threads
-   write the same element. */
+   Flash-attention style: a head is cut into blocks of kBlock queries x kBlock keys;
+   the scores of a block are one small GEMM (CBLAS, whose kernels use the widest
+   vector unit of the machine), the softmax is online (running row max and sum, the
+   output rescaled when the max grows), so nothing of size T x T is ever stored, and
+   causal blocks above the diagonal are never computed.
+   Forward: parallel over (batch, head, query block); every item writes its own rows.
+   Backward (flash-attention-2): each (batch, head) first recomputes its output and
+   row logsumexp with the forward sweep (the op has no saved statistics), then walks
+   query blocks x key blocks recomputing the probabilities; it owns its slices of
+   dq, dk, dv, so GEMMs accumulate into them directly and no two threads write the
+   same element. Work items never depend on the thread count, so results are
+   bit-identical for any --threads. */
 #include <cmath>
 
+#include "runtime/kernels/blas.h"
 #include "runtime/kernels/kernel_common.h"
 #include "runtime/kernels/kernel_math.h"
 
 namespace lmrt::kernels::detail {
 namespace {
+
+/* Queries and keys per tile: a 64 x 64 score tile (16 KiB in f32) and the q, k, v
+   rows it reads stay in L1/L2, and the GEMMs are big enough for BLAS to run near peak. */
+constexpr int64_t kBlock = 64;
 
 struct Dims3 {
   int64_t B, T, C, H, Dh;
@@ -23,7 +35,6 @@ Dims3 dimsOf(const KernelCall &call) {
   int64_t h = call.attrs.getInt("num_heads");
   return {s[0], s[1], s[2], h, s[2] / h};
 }
-
 std::string checkAttentionCommon(const char *op, const std::vector<TensorType> &in, const Attrs &attrs,
                                  Shape &shape) {
   LMRT_CHECK(expectFloat(op, "q", in[0]));
@@ -46,57 +57,89 @@ std::string checkAttention(const std::vector<TensorType> &in, const std::vector<
   });
 }
 
-template <typename T> inline T dot(const T *a, const T *b, int64_t n) {
-  T s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
+/* Scratch of one thread for one query block. */
+template <typename T> struct FwdScratch {
+  std::vector<T> s, o, m, l;
+  explicit FwdScratch(int64_t Dh) : s(kBlock * kBlock), o(kBlock * Dh), m(kBlock), l(kBlock) {}
+};
+
+/* Keys a query row may see in the key tile starting at k0: all nk of them, or under a
+   causal mask those with index <= the query's (possibly none). */
+inline int64_t visibleKeys(bool causal, int64_t query, int64_t k0, int64_t nk) {
+  return causal ? std::max<int64_t>(0, std::min(nk, query - k0 + 1)) : nk;
 }
 
-/* Fills p[0..n) with softmax(scale * q.k_j) over keys j < n (p sums to one). */
+/* Softmax attention of queries q0 .. q0+nq-1 of one head (q, k, v point at the head's
+   first column, row stride C): writes the rows of y (stride ldy) and, when lse is not
+   null, each row's logsumexp of the scaled scores. */
 template <typename T>
-inline void rowProbs(const T *qi, const T *kh, int64_t n, int64_t C, int64_t Dh, T scale, T *p) {
-  T mx = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) {
-    p[j] = dot(qi, kh + j * C, Dh) * scale;
-    mx = std::max(mx, p[j]);
-  }
-  T sum = 0;
+LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, int64_t q0,
+                                   int64_t nq, T *y, int64_t ldy, T *lse, FwdScratch<T> &w) {
+  const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
+  const int64_t Dh = d.Dh, C = d.C;
+  T *S = w.s.data(), *O = w.o.data(), *m = w.m.data(), *l = w.l.data();
+  for (int64_t i = 0; i < nq; ++i) m[i] = -INFINITY, l[i] = 0;
+  std::fill(O, O + nq * Dh, (T)0);
+  const int64_t kEnd = causal ? q0 + nq : d.T;
+  for (int64_t k0 = 0; k0 < kEnd; k0 += kBlock) {
+    const int64_t nk = std::min(kBlock, kEnd - k0);
+    gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * C, C, (T)0, S, nk);
+    for (int64_t i = 0; i < nq; ++i) {
+      T *row = S + i * nk, *oi = O + i * Dh;
+      const int64_t vis = visibleKeys(causal, q0 + i, k0, nk);
+      T mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+      for (int64_t j = 0; j < vis; ++j) mx = std::max(mx, row[j]);
+      if (vis == 0 || mx == -INFINITY) {  // nothing visible (yet): the row contributes nothing
+        std::fill(row, row + nk, (T)0);
+        continue;
+      }
+      const T mNew = std::max(m[i], mx), corr = expT(m[i] - mNew);
+      T sum = 0;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; ++j) sum += (p[j] = expT(p[j] - mx));
-  T inv = (T)1 / sum;
+      for (int64_t j = 0; j < vis; ++j) sum += (row[j] = expT(row[j] - mNew));
+      for (int64_t j = vis; j < nk; ++j) row[j] = 0;
+      l[i] = l[i] * corr + sum;
+      m[i] = mNew;
+      if (corr != (T)1)
 #pragma omp simd
-  for (int64_t j = 0; j < n; ++j) p[j] *= inv;
+        for (int64_t e = 0; e < Dh; ++e) oi[e] *= corr;
+    }
+    gemm(false, false, nq, Dh, nk, (T)1, S, nk, v + k0 * C, C, (T)1, O, Dh);
+  }
+  for (int64_t i = 0; i < nq; ++i) {
+    const T inv = (T)1 / l[i];
+    T *yi = y + (q0 + i) * ldy;
+    const T *oi = O + i * Dh;
+#pragma omp simd
+    for (int64_t e = 0; e < Dh; ++e) yi[e] = oi[e] * inv;
+    if (lse) lse[q0 + i] = m[i] + std::log(l[i]);
+  }
 }
+
+/* Below this many multiply-adds (B*H*T*T*Dh) attention runs on one thread. */
+constexpr int64_t kParallelWork = 1 << 15;
 
 template <typename T> void attentionT(const KernelCall &call) {
   Dims3 d = dimsOf(call);
   bool causal = call.attrs.getBool("causal");
   const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>();
   T *y = call.out[0].as<T>();
-  const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
-  int64_t pairs = d.B * d.H;
-  bool par = pairs > 1 && d.T * d.T * d.Dh >= 1024;
+  if (call.out[0].numel() == 0) return;
+  singleThreadedBlas();
+  const int64_t qBlocks = (d.T + kBlock - 1) / kBlock, items = d.B * d.H * qBlocks;
+  bool par = items > 1 && d.B * d.H * d.T * d.T * d.Dh >= kParallelWork;
 #pragma omp parallel if (par)
   {
-    std::vector<T> p(d.T);
-#pragma omp for schedule(static)
-    for (int64_t bh = 0; bh < pairs; ++bh) {
-      int64_t b = bh / d.H, h = bh % d.H;
-      int64_t base = b * d.T * d.C + h * d.Dh;
-      const T *qh = q + base, *kh = k + base, *vh = v + base;
-      T *yh = y + base;
-      for (int64_t i = 0; i < d.T; ++i) {
-        int64_t n = causal ? i + 1 : d.T;
-        rowProbs(qh + i * d.C, kh, n, d.C, d.Dh, scale, p.data());
-        T *yi = yh + i * d.C;
-        for (int64_t e = 0; e < d.Dh; ++e) yi[e] = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          const T pj = p[j], *vj = vh + j * d.C;
-#pragma omp simd
-          for (int64_t e = 0; e < d.Dh; ++e) yi[e] += pj * vj[e];
-        }
-      }
+    FwdScratch<T> w(d.Dh);
+    // Causal query blocks grow in cost along the sequence: hand them out dynamically.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t item = 0; item < items; ++item) {
+      int64_t bh = item / qBlocks, qb = item % qBlocks;
+      int64_t base = (bh / d.H) * d.T * d.C + (bh % d.H) * d.Dh;
+      int64_t q0 = qb * kBlock;
+      forwardBlock(d, causal, q + base, k + base, v + base, q0, std::min(kBlock, d.T - q0), y + base, d.C,
+                   (T *)nullptr, w);
     }
   }
 }
@@ -122,53 +165,79 @@ std::string checkAttentionGrad(const std::vector<TensorType> &in, const std::vec
   });
 }
 
+/* Scratch of one thread for the backward of one head. */
+template <typename T> struct BwdScratch {
+  FwdScratch<T> fwd;
+  std::vector<T> o, lse, delta, p, dp, dq;
+  explicit BwdScratch(const Dims3 &d)
+      : fwd(d.Dh), o(d.T * d.Dh), lse(d.T), delta(d.T), p(kBlock * kBlock), dp(kBlock * kBlock), dq(kBlock * d.Dh) {}
+};
+
+/* The backward of one (batch, head); q .. dv point at the head's first column (row
+   stride C). dk and dv are accumulated in place and must start at zero. */
+template <typename T>
+LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, const T *dy,
+                                   T *dq, T *dk, T *dv, BwdScratch<T> &w) {
+  const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
+  const int64_t Dh = d.Dh, C = d.C;
+  // Output and logsumexp of every row; delta_i = dy_i . y_i = sum_j P_ij dP_ij.
+  for (int64_t q0 = 0; q0 < d.T; q0 += kBlock)
+    forwardBlock(d, causal, q, k, v, q0, std::min(kBlock, d.T - q0), w.o.data(), Dh, w.lse.data(), w.fwd);
+  for (int64_t i = 0; i < d.T; ++i) {
+    const T *dyi = dy + i * C, *oi = w.o.data() + i * Dh;
+    T s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t e = 0; e < Dh; ++e) s += dyi[e] * oi[e];
+    w.delta[i] = s;
+  }
+  T *P = w.p.data(), *dP = w.dp.data(), *dQ = w.dq.data();
+  for (int64_t q0 = 0; q0 < d.T; q0 += kBlock) {
+    const int64_t nq = std::min(kBlock, d.T - q0), kEnd = causal ? q0 + nq : d.T;
+    std::fill(dQ, dQ + nq * Dh, (T)0);
+    for (int64_t k0 = 0; k0 < kEnd; k0 += kBlock) {
+      const int64_t nk = std::min(kBlock, kEnd - k0);
+      gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * C, C, (T)0, P, nk);
+      gemm(false, true, nq, nk, Dh, (T)1, dy + q0 * C, C, v + k0 * C, C, (T)0, dP, nk);
+      // P_ij = exp(s_ij - lse_i); dS_ij = P_ij (dP_ij - delta_i), times the score scale.
+      for (int64_t i = 0; i < nq; ++i) {
+        T *pi = P + i * nk, *dpi = dP + i * nk;
+        const int64_t vis = visibleKeys(causal, q0 + i, k0, nk);
+        const T lse = w.lse[q0 + i], delta = w.delta[q0 + i];
+#pragma omp simd
+        for (int64_t j = 0; j < vis; ++j) {
+          pi[j] = expT(pi[j] - lse);
+          dpi[j] = pi[j] * (dpi[j] - delta) * scale;
+        }
+        for (int64_t j = vis; j < nk; ++j) pi[j] = dpi[j] = 0;
+      }
+      gemm(true, false, nk, Dh, nq, (T)1, P, nk, dy + q0 * C, C, (T)1, dv + k0 * C, C);  // dV += P^T dY
+      gemm(true, false, nk, Dh, nq, (T)1, dP, nk, q + q0 * C, C, (T)1, dk + k0 * C, C);  // dK += dS^T Q
+      gemm(false, false, nq, Dh, nk, (T)1, dP, nk, k + k0 * C, C, (T)1, dQ, Dh);         // dQ += dS K
+    }
+    for (int64_t i = 0; i < nq; ++i) std::copy(dQ + i * Dh, dQ + (i + 1) * Dh, dq + (q0 + i) * C);
+  }
+}
+
 template <typename T> void attentionGradT(const KernelCall &call) {
   Dims3 d = dimsOf(call);
   bool causal = call.attrs.getBool("causal");
   const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(), *dy = call.in[3].as<T>();
   T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(), *dv = call.out[2].as<T>();
-  const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
+  if (call.out[0].numel() == 0) return;
+  singleThreadedBlas();
   int64_t pairs = d.B * d.H;
-  bool par = pairs > 1 && d.T * d.T * d.Dh >= 1024;
+  bool par = pairs > 1 && pairs * d.T * d.T * d.Dh >= kParallelWork;
 #pragma omp parallel if (par)
   {
-    std::vector<T> p(d.T), dp(d.T);
-#pragma omp for schedule(static)
+    BwdScratch<T> w(d);
+#pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < pairs; ++bh) {
-      int64_t b = bh / d.H, h = bh % d.H;
-      int64_t base = b * d.T * d.C + h * d.Dh;
-      const T *qh = q + base, *kh = k + base, *vh = v + base, *dyh = dy + base;
-      T *dqh = dq + base, *dkh = dk + base, *dvh = dv + base;
-      for (int64_t t = 0; t < d.T; ++t)
-        for (int64_t e = 0; e < d.Dh; ++e) dkh[t * d.C + e] = dvh[t * d.C + e] = 0;
-      for (int64_t i = 0; i < d.T; ++i) {
-        int64_t n = causal ? i + 1 : d.T;
-        const T *qi = qh + i * d.C, *dyi = dyh + i * d.C;
-        rowProbs(qi, kh, n, d.C, d.Dh, scale, p.data());
-        // dP_j = dy_i . v_j ; dv_j += p_j dy_i
-        T sumPdp = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          dp[j] = dot(dyi, vh + j * d.C, d.Dh);
-          sumPdp += p[j] * dp[j];
-          T *dvj = dvh + j * d.C;
-          const T pj = p[j];
-#pragma omp simd
-          for (int64_t e = 0; e < d.Dh; ++e) dvj[e] += pj * dyi[e];
-        }
-        // dS_j = p_j (dP_j - sum p dP) ; dq_i = scale sum dS_j k_j ; dk_j += scale dS_j q_i
-        T *dqi = dqh + i * d.C;
-        for (int64_t e = 0; e < d.Dh; ++e) dqi[e] = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          const T ds = p[j] * (dp[j] - sumPdp) * scale;
-          const T *kj = kh + j * d.C;
-          T *dkj = dkh + j * d.C;
-#pragma omp simd
-          for (int64_t e = 0; e < d.Dh; ++e) {
-            dqi[e] += ds * kj[e];
-            dkj[e] += ds * qi[e];
-          }
-        }
+      int64_t base = (bh / d.H) * d.T * d.C + (bh % d.H) * d.Dh;
+      for (int64_t t = 0; t < d.T; ++t) {
+        std::fill(dk + base + t * d.C, dk + base + t * d.C + d.Dh, (T)0);
+        std::fill(dv + base + t * d.C, dv + base + t * d.C + d.Dh, (T)0);
       }
+      backwardHead(d, causal, q + base, k + base, v + base, dy + base, dq + base, dk + base, dv + base, w);
     }
   }
 }

@@ -4,6 +4,7 @@
    size) and, for sum_to, reducing leading dims (column sums). Anything else goes
    through a strided walk whose innermost dim is a plain loop. */
 #include "runtime/kernels/kernel_common.h"
+#include "runtime/kernels/kernel_math.h"
 
 namespace lmrt::kernels::detail {
 namespace {
@@ -53,7 +54,7 @@ std::string checkBinary(const char *op, const std::vector<TensorType> &in, const
 }
 
 template <typename Op, typename T>
-void binaryT(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out) {
+LMRT_SIMD_CLONES void binaryT(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out) {
   const T *a = lhs.as<T>(), *b = rhs.as<T>();
   T *c = out.as<T>();
   const Shape &os = out.shape();
@@ -154,7 +155,7 @@ std::string checkSumTo(const std::vector<TensorType> &in, const std::vector<Tens
   });
 }
 
-template <typename T> void sumToT(const TensorRef &x, const TensorRef &out) {
+template <typename T> LMRT_SIMD_CLONES void sumToT(const TensorRef &x, const TensorRef &out) {
   const T *xs = x.as<T>();
   T *o = out.as<T>();
   int64_t n = x.numel(), m = out.numel();

@@ -4,6 +4,7 @@
    splits the D columns between threads, so every thread visits all ids but
    writes disjoint columns: no atomics, same result for any thread count. */
 #include "runtime/kernels/kernel_common.h"
+#include "runtime/kernels/kernel_math.h"
 
 namespace lmrt::kernels::detail {
 namespace {
@@ -56,7 +57,7 @@ std::string checkEmbeddingGrad(const std::vector<TensorType> &in, const std::vec
   });
 }
 
-template <typename T> void embeddingGradT(const KernelCall &call) {
+template <typename T> LMRT_SIMD_CLONES void embeddingGradT(const KernelCall &call) {
   const int32_t *ids = call.in[0].as<int32_t>();
   const T *dy = call.in[1].as<T>();
   T *dt = call.out[0].as<T>();

@@ -18,7 +18,7 @@ std::string checkGelu(const std::vector<TensorType> &in, const std::vector<Tenso
   });
 }
 
-template <typename T> void geluT(const T *x, T *y, int64_t n) {
+template <typename T> LMRT_SIMD_CLONES void geluT(const T *x, T *y, int64_t n) {
   const T s = (T)kSqrt2OverPi, c = (T)kCubic;
 #pragma omp parallel for simd if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
@@ -44,7 +44,7 @@ std::string checkGeluGrad(const std::vector<TensorType> &in, const std::vector<T
   });
 }
 
-template <typename T> void geluGradT(const T *x, const T *dy, T *dx, int64_t n) {
+template <typename T> LMRT_SIMD_CLONES void geluGradT(const T *x, const T *dy, T *dx, int64_t n) {
   const T s = (T)kSqrt2OverPi, c = (T)kCubic;
 #pragma omp parallel for simd if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {

@@ -1,4 +1,4 @@
-/* Implements: expT, an exp the compiler can vectorise for f32 (glibc's expf is a
+/* Implements: LMRT_SIMD_CLONES, and expT, an exp the compiler can vectorise for f32 (glibc's expf is a
    scalar call without -ffast-math, and softmax, cross-entropy, attention and
    GELU spend most of their time in exp). f64 keeps std::exp: the double path is
    the accuracy reference for the gradient checks.
@@ -9,6 +9,17 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+
+/* On a function with vectorisable loops: GCC compiles it for AVX-512, AVX2+FMA and the
+   baseline x86-64 and picks one at load time, so a portable build still runs the
+   elementwise, exp and reduction loops 8 or 16 floats wide (BLAS does the same for the
+   GEMMs). Results may differ in the last bits between machines (FMA contraction), never
+   between runs or thread counts on one machine. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define LMRT_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define LMRT_SIMD_CLONES
+#endif
 
 namespace lmrt::kernels::detail {
 

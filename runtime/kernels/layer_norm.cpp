@@ -1,9 +1,9 @@
 /* Implements: lm.layer_norm and lm.layer_norm_grad over the last dim, one fused
    pass per row (mean, biased variance, normalise, scale, shift). The backward
-   recomputes mean and rstd; dgamma/dbeta are reduced through per-thread partial
-   sums added in thread order, so results do not vary between runs.
+   recomputes mean and rstd; dgamma/dbeta are reduced through partial sums of
+   fixed 32-row chunks added in chunk order, so results vary neither between runs
+   nor with the thread count.
    Row statistics are accumulated in double; the per-element math runs in T. */
-#include <omp.h>
 
 #include <cmath>
 
@@ -92,14 +92,16 @@ template <typename T> void layerNormGradT(const KernelCall &call) {
   double eps = call.attrs.getFloat("epsilon", 1e-5);
   int64_t d = xr.shape().back(), rows = d ? xr.numel() / d : 0;
   bool par = rows * d >= kParallelMin;
-  int nt = par ? omp_get_max_threads() : 1;
-  // Per-thread partial dgamma | dbeta, summed in thread order afterwards.
-  std::vector<T> partial((size_t)nt * 2 * d, (T)0);
-#pragma omp parallel num_threads(nt) if (par)
-  {
-    T *pg = partial.data() + (size_t)omp_get_thread_num() * 2 * d, *pb = pg + d;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+  // dgamma | dbeta partials per fixed chunk of rows, summed in chunk order afterwards:
+  // per-thread partials made the parameter gradients (and so every later step)
+  // depend on the thread count.
+  constexpr int64_t kChunk = 32;
+  const int64_t chunks = (rows + kChunk - 1) / kChunk;
+  std::vector<T> partial((size_t)chunks * 2 * d, (T)0);
+#pragma omp parallel for schedule(static) if (par)
+  for (int64_t c = 0; c < chunks; ++c) {
+    T *pg = partial.data() + (size_t)c * 2 * d, *pb = pg + d;
+    for (int64_t r = c * kChunk, rEnd = std::min(rows, r + kChunk); r < rEnd; ++r) {
       const T *xi = x + r * d, *dyi = dy + r * d;
       T *dxi = dx + r * d;
       double mean, rstd;
@@ -126,9 +128,9 @@ template <typename T> void layerNormGradT(const KernelCall &call) {
   }
   for (int64_t j = 0; j < d; ++j) {
     T sg = 0, sb = 0;
-    for (int t = 0; t < nt; ++t) {
-      sg += partial[(size_t)t * 2 * d + j];
-      sb += partial[(size_t)t * 2 * d + d + j];
+    for (int64_t c = 0; c < chunks; ++c) {
+      sg += partial[(size_t)c * 2 * d + j];
+      sb += partial[(size_t)c * 2 * d + d + j];
     }
     dg[j] = sg;
     db[j] = sb;

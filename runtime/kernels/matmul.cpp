@@ -3,27 +3,19 @@
    (lhs flattened to [batch*M, K]) unless lhs is transposed; otherwise one GEMM
    per batch element.
    Threading: all runtime parallelism belongs to OpenMP. OpenBLAS is told to run
-   single-threaded and the kernel splits the work (batch elements x row blocks)
-   across OpenMP threads itself: two thread pools that both spin-wait would
-   fight over the cores (on 2 cores a step ran several times slower). */
+   single-threaded and the kernel splits the work (batch elements x blocks of the
+   longer output side) across OpenMP threads itself: two thread pools that both
+   spin-wait would fight over the cores (on 2 cores a step ran several times slower),
+   and OpenBLAS's own 2-thread split measured no faster than this one on the GPT-2
+   shapes. */
 #include <cblas.h>
 #include <omp.h>
 
+#include "runtime/kernels/blas.h"
 #include "runtime/kernels/kernel_common.h"
 
 namespace lmrt::kernels::detail {
 namespace {
-
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
-          int64_t ldb, float *c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
-              1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
-}
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda, const double *b,
-          int64_t ldb, double *c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
-              1.0, a, (int)lda, b, (int)ldb, 0.0, c, (int)ldc);
-}
 
 std::string checkMatmul(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &attrs) {
   return guardCheck("matmul", in, out, 2, 1, [&]() -> std::string {
@@ -39,14 +31,6 @@ std::string checkMatmul(const std::vector<TensorType> &in, const std::vector<Ten
 
 /* Below this many multiply-adds a GEMM runs on one thread. */
 constexpr int64_t kParallelFlops = 1 << 18;
-
-void singleThreadedBlas() {
-  static const bool once = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)once;
-}
 
 template <typename T> void matmulT(const KernelCall &call) {
   singleThreadedBlas();
@@ -70,18 +54,28 @@ template <typename T> void matmulT(const KernelCall &call) {
     m *= batch;
     batch = 1;
   }
-  // Work items: (batch element, block of output rows). Enough row blocks that
-  // every thread gets work even when the batch is smaller than the thread count.
+  // Work items: (batch element, block of output rows or columns). Enough blocks that
+  // every thread gets work even when the batch is smaller than the thread count. A
+  // block re-packs the whole operand it does not split, so the longer side of the
+  // output is split: the logits GEMM ([B*T, d] x [d, 50257]) split by rows had each
+  // thread pack all of wte. Every output element is one dot product over the full K
+  // in BLAS's own order, so the bits do not depend on the split or the thread count.
   int nt = batch * m * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
-  int64_t blocks = batch >= nt ? 1 : std::min<int64_t>(m, (nt + batch - 1) / batch);
-  int64_t rowsPer = (m + blocks - 1) / blocks;
+  const bool byCols = n > m;
+  const int64_t side = byCols ? n : m;
+  int64_t blocks = batch >= nt ? 1 : std::min<int64_t>(side, (nt + batch - 1) / batch);
+  int64_t per = (side + blocks - 1) / blocks;
+  if (byCols && blocks > 1) per = std::min(side, (per + 15) / 16 * 16);  // whole 16-column panels
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t item = 0; item < batch * blocks; ++item) {
-    int64_t bi = item / blocks, r0 = (item % blocks) * rowsPer, r1 = std::min(m, r0 + rowsPer);
-    if (r0 >= r1) continue;
+    int64_t bi = item / blocks, i0 = (item % blocks) * per, i1 = std::min(side, i0 + per);
+    if (i0 >= i1) continue;
     const T *ab = a + bi * m * k, *bb = sharedRhs ? b : b + bi * k * n;
-    // Row r of op(A) starts at row r of A, or at column r when A is stored transposed.
-    gemm(ta, tb, r1 - r0, n, k, ab + (ta ? r0 : r0 * lda), lda, bb, ldb, c + bi * m * n + r0 * n, n);
+    T *cb = c + bi * m * n;
+    if (byCols)  // columns j of op(B) start at column j of B, or at row j when B is stored transposed
+      gemm(ta, tb, m, i1 - i0, k, (T)1, ab, lda, bb + (tb ? i0 * ldb : i0), ldb, (T)0, cb + i0, n);
+    else  // rows r of op(A) start at row r of A, or at column r when A is stored transposed
+      gemm(ta, tb, i1 - i0, n, k, (T)1, ab + (ta ? i0 : i0 * lda), lda, bb, ldb, (T)0, cb + i0 * n, n);
   }
 }
 

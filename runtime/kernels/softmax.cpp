@@ -34,7 +34,7 @@ std::string checkSoftmax(const std::vector<TensorType> &in, const std::vector<Te
   });
 }
 
-template <typename T> void softmaxT(const TensorRef &xr, const TensorRef &yr) {
+template <typename T> LMRT_SIMD_CLONES void softmaxT(const TensorRef &xr, const TensorRef &yr) {
   const T *x = xr.as<T>();
   T *y = yr.as<T>();
   int64_t v = xr.shape().back(), rows = v ? xr.numel() / v : 0;
@@ -68,7 +68,7 @@ std::string checkSoftmaxGrad(const std::vector<TensorType> &in, const std::vecto
   });
 }
 
-template <typename T> void softmaxGradT(const KernelCall &call) {
+template <typename T> LMRT_SIMD_CLONES void softmaxGradT(const KernelCall &call) {
   const T *y = call.in[0].as<T>(), *dy = call.in[1].as<T>();
   T *dx = call.out[0].as<T>();
   int64_t v = call.in[0].shape().back(), rows = v ? call.in[0].numel() / v : 0;
@@ -121,7 +121,7 @@ int64_t validateTargets(const char *op, const int32_t *t, int64_t n, int64_t v, 
   return valid;
 }
 
-template <typename T> void crossEntropyT(const KernelCall &call) {
+template <typename T> LMRT_SIMD_CLONES void crossEntropyT(const KernelCall &call) {
   const T *x = call.in[0].as<T>();
   const int32_t *tg = call.in[1].as<int32_t>();
   int64_t ignore = call.attrs.getInt("ignore_index", -100);
@@ -155,7 +155,7 @@ std::string checkCrossEntropyGrad(const std::vector<TensorType> &in, const std::
   });
 }
 
-template <typename T> void crossEntropyGradT(const KernelCall &call) {
+template <typename T> LMRT_SIMD_CLONES void crossEntropyGradT(const KernelCall &call) {
   const T *x = call.in[0].as<T>();
   const int32_t *tg = call.in[1].as<int32_t>();
   T dloss = call.in[2].as<T>()[0];
@@ -171,12 +171,17 @@ template <typename T> void crossEntropyGradT(const KernelCall &call) {
       for (int64_t j = 0; j < v; ++j) dxi[j] = 0;
       continue;
     }
+    // softmax(x) * scale with one exp per element: the exps are stored, then scaled by
+    // scale / sum (the row is still in L2); rowLse and a second exp pass cost twice the exps.
     const T *xi = x + r * v;
-    T mx, lse;
-    rowLse(xi, v, mx, lse);
-    const T shift = mx + lse;
+    T mx = -INFINITY, sum = 0;
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 0; j < v; ++j) mx = std::max(mx, xi[j]);
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < v; ++j) sum += (dxi[j] = expT(xi[j] - mx));
+    const T k = scale / sum;
 #pragma omp simd
-    for (int64_t j = 0; j < v; ++j) dxi[j] = expT(xi[j] - shift) * scale;
+    for (int64_t j = 0; j < v; ++j) dxi[j] *= k;
     dxi[tg[r]] -= scale;
   }
 }

@@ -3,6 +3,7 @@
    programs, and running a program step by step through the kernel table. */
 #include "runtime/lmrt/session.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -218,7 +219,9 @@ void Session::run(const std::string &program, const std::map<std::string, Tensor
     default: impl.error("buffer " + std::to_string(id) + " has an unknown kind");
     }
   };
-  for (const ExecStep &st : ep.steps) {
+  for (size_t si = 0; si < ep.steps.size(); ++si) {
+    const ExecStep &st = ep.steps[si];
+    auto t0 = std::chrono::steady_clock::now();
     kernels::KernelCall call{{}, {}, st.attrs};
     for (int id : st.in) call.in.push_back(ref(id));
     for (int id : st.out) call.out.push_back(ref(id));
@@ -234,6 +237,18 @@ void Session::run(const std::string &program, const std::map<std::string, Tensor
       throw Error("plan '" + impl.origin + "': " + st.where + ": " + e.what());
     } catch (const std::exception &e) {
       throw Error("plan '" + impl.origin + "': " + st.where + ": " + e.what());
+    }
+    if (profile_) {
+      // Matmuls are keyed by their transposes: weight gradients (lhs^T) have their own speed.
+      std::string key = program + "/" + st.def->op;
+      if (std::strcmp(st.def->op, "matmul") == 0) {
+        if (st.attrs.getBool("transpose_lhs", false)) key += "(lhs^T)";
+        if (st.attrs.getBool("transpose_rhs", false)) key += "(rhs^T)";
+      }
+      OpProfile::Entry &e = profile_->ops[key];
+      e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      e.calls += 1;
+      e.flops += prog.steps((int)si).flops();
     }
   }
   impl.lastRun = program;

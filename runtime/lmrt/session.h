@@ -12,6 +12,16 @@
 
 namespace lmrt {
 
+/* Wall time of run()'s steps summed per program and kernel (`lmrt run --profile`). */
+struct OpProfile {
+  struct Entry {
+    double seconds = 0;
+    int64_t calls = 0;
+    int64_t flops = 0;  // the plan's predicted FLOPs of those calls
+  };
+  std::map<std::string, Entry> ops;  // "train_step/matmul", "train_step/matmul(lhs^T)", ...
+};
+
 struct ParamState {
   std::string name;
   TensorType type;
@@ -46,6 +56,8 @@ public:
   void run(const std::string &program, const std::map<std::string, TensorRef> &inputs);
   /* An output of the last run of `program`: "loss", "logits", ... (throws if absent). */
   TensorRef output(const std::string &program, const std::string &name);
+  /* While set (not owned), every run() adds each step's time to it; nullptr turns it off. */
+  void setProfile(OpProfile *profile) { profile_ = profile; }
 
 private:
   explicit Session(plan::Plan plan);
@@ -53,6 +65,7 @@ private:
   std::vector<ParamState> params_;
   struct Impl;
   std::shared_ptr<Impl> impl_;
+  OpProfile *profile_ = nullptr;
 };
 
 }  // namespace lmrt

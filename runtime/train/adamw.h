@@ -27,8 +27,10 @@ public:
   explicit AdamW(const AdamWConfig &config);
 
   /* One update of every parameter with learning rate `lr`. The parameter list
-     must be the same (order, types, sizes) at every call; checked. */
-  void step(const std::vector<ParamView> &params, double lr);
+     must be the same (order, types, sizes) at every call; checked. Each gradient
+     element is first multiplied by gradScale rounded to its precision (clipping,
+     grad_clip.h's clipScale) unless gradScale is 1; the gradients are not written. */
+  void step(const std::vector<ParamView> &params, double lr, double gradScale = 1.0);
   int64_t stepCount() const { return t_; }
   const AdamWConfig &config() const { return config_; }
 

@@ -1,6 +1,7 @@
 /* Implements: the training loop of `lmrt run` (see train_loop.h). */
 #include "runtime/train/train_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -92,6 +93,52 @@ double evaluate(Session &s, const CausalBatcher &data, const std::string &input,
 
 int digits(int64_t n) { return (int)std::to_string(n).size(); }
 
+double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/* The loop's own phases, summed over the profiled steps. */
+struct PhaseTimes {
+  double data = 0, trainStep = 0, norm = 0, adamw = 0, total = 0;
+  int64_t steps = 0;
+};
+
+/* The --profile report: kernels of train_step by time, then the loop phases; shares are
+   of the whole step (steps 2..N: step 1 pays for first touches of the arena and moments). */
+void printProfile(FILE *log, const OpProfile &ops, const PhaseTimes &ph, int64_t planFlops) {
+  if (ph.steps == 0) {
+    std::fprintf(log, "profile: needs at least 2 steps (the first is not timed)\n");
+    return;
+  }
+  const double n = double(ph.steps), step = ph.total / n;
+  std::fprintf(log, "profile: %lld steps, %.2f ms/step, plan %.3f GFLOP/step, %.1f GFLOP/s\n",
+               (long long)ph.steps, step * 1e3, planFlops * 1e-9, planFlops * 1e-9 / step);
+  std::fprintf(log, "  %-40s %7s %10s %7s %9s\n", "train_step kernel", "calls", "ms/step", "share", "GFLOP/s");
+  std::vector<std::pair<std::string, OpProfile::Entry>> rows;
+  for (const auto &[key, e] : ops.ops)
+    if (key.rfind("train_step/", 0) == 0) rows.push_back({key.substr(11), e});
+  std::sort(rows.begin(), rows.end(),
+            [](const auto &a, const auto &b) { return a.second.seconds > b.second.seconds; });
+  for (const auto &[name, e] : rows) {
+    std::fprintf(log, "  %-40s %7lld %10.3f %6.1f%% ", name.c_str(), (long long)(e.calls / ph.steps),
+                 e.seconds / n * 1e3, 100 * e.seconds / ph.total);
+    if (e.flops > 0)
+      std::fprintf(log, "%9.1f\n", e.flops * 1e-9 / e.seconds);
+    else
+      std::fprintf(log, "%9s\n", "-");
+  }
+  double kernels = 0;
+  for (const auto &r : rows) kernels += r.second.seconds;
+  const std::pair<const char *, double> phases[] = {
+      {"train_step (all kernels)", kernels},
+      {"train_step (outside kernels)", ph.trainStep - kernels},
+      {"data (batch)", ph.data},
+      {"gradient norm", ph.norm},
+      {"clipping + adamw (one pass)", ph.adamw},
+      {"other (loss read, bookkeeping)", ph.total - ph.trainStep - ph.data - ph.norm - ph.adamw}};
+  std::fprintf(log, "  %-40s %7s %10s %7s\n", "phase", "", "ms/step", "share");
+  for (const auto &[name, sec] : phases)
+    std::fprintf(log, "  %-40s %7s %10.3f %6.1f%%\n", name, "", sec / n * 1e3, 100 * sec / ph.total);
+}
+
 }  // namespace
 
 TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
@@ -129,22 +176,40 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   TrainResult result;
   result.lastValLoss = NAN;
 
+  OpProfile ops;
+  PhaseTimes phases;
   for (int64_t step = 1; step <= o.steps; ++step) {
+    const bool profiled = o.profile && step > 1;
+    s.setProfile(profiled ? &ops : nullptr);
     auto t0 = Clock::now();
     data.trainBatch(step - 1, batch.data());
+    auto t1 = Clock::now();
     TensorRef tokens{batch.data(), shape.type};
     s.run("train_step", {{shape.inputName, tokens}});
+    auto t2 = Clock::now();
+    s.setProfile(nullptr);
     TensorRef lossRef = s.output("train_step", "loss");
     double loss = scalarValue(lossRef, "train_step loss");
+    auto t3 = Clock::now();
     double norm = globalGradNorm(views);
+    auto t4 = Clock::now();
     if (dump) dump->captureGradients(s);
     if (!std::isfinite(loss) || !std::isfinite(norm))
       fail("step %lld: loss %g, gradient norm %g; training diverged (try a lower learning rate)",
            (long long)step, loss, norm);
-    clipGradients(views, norm, tc.clip_grad_norm());
+    auto t5 = Clock::now();
+    double clip = clipScale(norm, tc.clip_grad_norm());
     double lr = learningRate(sched, step - 1);
-    adamw.step(views, lr);
-    double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    adamw.step(views, lr, clip);  // clipping happens inside AdamW's pass
+    double seconds = secondsSince(t0);
+    if (profiled) {
+      phases.data += std::chrono::duration<double>(t1 - t0).count();
+      phases.trainStep += std::chrono::duration<double>(t2 - t1).count();
+      phases.norm += std::chrono::duration<double>(t4 - t3).count();
+      phases.adamw += secondsSince(t5);
+      phases.total += seconds;
+      phases.steps += 1;
+    }
     if (dump) dump->writeStep(step, s, tokens, lossRef, lr);
 
     StepMetrics m;
@@ -166,6 +231,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     result.lastLoss = loss;
   }
 
+  if (o.profile) printProfile(log, ops, phases, plan.flops_per_step());
   saveWeights(s, outPath);
   result.weightsPath = outPath;
   std::fprintf(log, "wrote %s\n", outPath.c_str());

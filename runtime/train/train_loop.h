@@ -4,7 +4,9 @@
      -> "eval" every eval_interval steps and at the end -> write weights.
    Prints a progress line per step and a val_loss line per evaluation, and ends
    with the output path and a "memory: peak RSS ... plan predicted ..." line.
-   With `dumpDir` it also writes the PyTorch parity dump (see docs/runtime.md). */
+   With `dumpDir` it also writes the PyTorch parity dump (see docs/runtime.md).
+   With `profile` it ends with the time per kernel of train_step and per loop phase
+   (data, gradient norm, clipping + AdamW), averaged over the steps after the first. */
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -24,6 +26,7 @@ struct TrainOptions {
   std::string metricsPath;     // "" = none
   std::string outPath;         // "" = <plan path without .plan>.safetensors
   std::string dumpDir;         // "" = none
+  bool profile = false;        // print time per kernel and per loop phase at the end
 };
 
 struct TrainResult {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "runtime/train/adamw.h"
 
@@ -91,4 +92,34 @@ TEST(AdamW, RejectsBadConfigAndChangedParameters) {
   EXPECT_THROW(opt.step({{DType::F32, p, g, 1, false}}, 1e-3), Error);
   EXPECT_THROW(opt.step({}, 1e-3), Error);
   EXPECT_THROW(opt.step({{DType::F32, p, g, 2, false}}, NAN), Error);
+}
+
+/* The training loop folds clipping into AdamW's pass: stepping with a gradient scale
+   must give the bits of clipping the gradients in place and stepping with scale 1, in
+   both precisions and past the parallel threshold, and must leave the gradients alone. */
+TEST(AdamW, GradScaleEqualsClippingFirst) {
+  const int64_t n = 70000;
+  std::vector<float> pf(n), gf(n);
+  std::vector<double> pd(n), gd(n);
+  for (int64_t i = 0; i < n; ++i) {
+    pd[i] = pf[i] = 0.01f * std::cos(0.1f * float(i));
+    gd[i] = gf[i] = std::sin(0.37f * float(i));
+  }
+  std::vector<float> pf2 = pf, gf2 = gf, gfKeep = gf;
+  std::vector<double> pd2 = pd, gd2 = gd;
+  AdamW fused({0.9, 0.99, 1e-8, 0.1}), byHand({0.9, 0.99, 1e-8, 0.1});
+  const double c = 0.3183;
+  for (int k = 0; k < 3; ++k) {
+    fused.step({{DType::F32, pf.data(), gf.data(), n, true}, {DType::F64, pd.data(), gd.data(), n, false}}, 1e-3, c);
+    std::vector<ParamView> v2 = {{DType::F32, pf2.data(), gf2.data(), n, true},
+                                 {DType::F64, pd2.data(), gd2.data(), n, false}};
+    for (int64_t i = 0; i < n; ++i) gf2[i] = gfKeep[i] * float(c), gd2[i] = double(gfKeep[i]) * c;
+    byHand.step(v2, 1e-3);
+  }
+  EXPECT_EQ(std::memcmp(pf.data(), pf2.data(), n * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(pd.data(), pd2.data(), n * sizeof(double)), 0);
+  EXPECT_EQ(std::memcmp(gf.data(), gfKeep.data(), n * sizeof(float)), 0);
+  EXPECT_THROW(fused.step({{DType::F32, pf.data(), gf.data(), n, true}, {DType::F64, pd.data(), gd.data(), n, false}},
+                          1e-3, 0.0),
+               Error);
 }

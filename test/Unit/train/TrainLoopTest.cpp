@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <sys/stat.h>
 
 #include "TempDir.h"
@@ -100,6 +101,49 @@ TEST(TrainLoop, LossFallsAndOutputsAreWritten) {
   SafetensorsFile w = readSafetensors(d.file("tiny.safetensors"));
   EXPECT_EQ(w.tensors.size(), 2u);
   EXPECT_EQ(w.tensors.at("wte").type.shape, (Shape{256, 16}));
+}
+
+/* --profile: every train_step kernel of the plan appears once with its calls per step,
+   and the loop phases follow; profiling changes no number of the run. */
+TEST(TrainLoop, ProfileListsKernelsAndPhasesWithoutChangingTheRun) {
+  TempDir d;
+  std::string data = makeByteData(d);
+  std::vector<std::string> metrics;
+  for (bool profile : {false, true}) {
+    auto s = byteSession();
+    TrainOptions o = options(d, data, 5);
+    o.profile = profile;
+    FILE *log = std::fopen(d.file("log").c_str(), "w");
+    train(*s, o, log);
+    std::fclose(log);
+    std::string losses;  // every metrics line up to its timing
+    for (const std::string &line : lines(readFile(d.file("m.jsonl"))))
+      losses += line.substr(0, line.find("\"tokens_per_s\"")) + "\n";
+    metrics.push_back(losses);
+    std::string text = readFile(d.file("log"));
+    if (!profile) {
+      EXPECT_EQ(text.find("profile:"), std::string::npos);
+      continue;
+    }
+    ASSERT_NE(text.find("profile: 4 steps, "), std::string::npos) << text;
+    const plan::Program *step = nullptr;
+    for (const plan::Program &p : s->plan().programs())
+      if (p.name() == "train_step") step = &p;
+    ASSERT_NE(step, nullptr);
+    std::map<std::string, int> calls;
+    for (const plan::Step &st : step->steps()) calls[st.op()] += 1;
+    for (const auto &[op, n] : calls) {
+      // Only matmuls get a transpose suffix; the tiny plan's are plain or transposed.
+      if (op == "matmul") continue;
+      size_t at = text.find("\n  " + op + " ");
+      ASSERT_NE(at, std::string::npos) << op << " missing from\n" << text;
+      std::string row = text.substr(at + 3, text.find('\n', at + 1) - at - 3);
+      EXPECT_EQ(std::stoi(row.substr(op.size())), n) << row;
+    }
+    for (const char *phase : {"gradient norm", "clipping + adamw (one pass)", "data (batch)"})
+      EXPECT_NE(text.find(phase), std::string::npos) << phase;
+  }
+  EXPECT_EQ(metrics[0], metrics[1]);
 }
 
 TEST(TrainLoop, SameSeedSameWeightsOtherSeedOtherWeights) {

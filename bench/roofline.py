@@ -1,0 +1,112 @@
+"""The CPU roofline benchmark (driven by bench/roofline.sh): for each model configuration,
+compiles the plan with lmc, trains N steps with lmrt (every variant of LMRT_VARIANTS) and
+with PyTorch eager (bench/torch_train_gpt.py, the same GPT), times OpenBLAS sgemm on square
+matrices right before, and prints one JSON line per (config, implementation):
+
+  config, impl, step_time_s (mean over the steps after the warmup), tokens_per_s,
+  plan_gflop_per_step (the plan's predicted FLOPs of one train step), achieved_gflops
+  (plan FLOPs / step time, for PyTorch too: same model, same FLOPs), sgemm_gflops,
+  fraction_of_sgemm, timed_steps, threads, load_avg_1m (the machine's 1-minute load average
+  after the config: on a shared machine, compare lines taken under similar load).
+
+Logs (lmrt --profile tables, PyTorch output) go to runs/roofline/."""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+# lmrt variants: (impl name, extra `lmc compile` flags).
+LMRT_VARIANTS = [
+    ("lmrt", []),
+]
+
+# name, model file, lmc -D overrides, model shape for PyTorch, steps (full, quick)
+CONFIGS = [
+    ("nano", "models/gpt_tiny.lm", {},
+     dict(layers=4, d=128, heads=4, vocab=256, seq=64, ctx=64, batch=12), (40, 12)),
+    ("tiny", "models/gpt_tiny.lm", dict(d=256, vocab=4096, seq=128, ctx=128, batch=8),
+     dict(layers=4, d=256, heads=4, vocab=4096, seq=128, ctx=128, batch=8), (20, 8)),
+    ("gpt2_b4t64", "models/gpt2_small.lm", dict(batch=4, seq=64),
+     dict(layers=12, d=768, heads=12, vocab=50257, seq=64, ctx=1024, batch=4), (8, 4)),
+    ("gpt2_b1t1024", "models/gpt2_small.lm", dict(batch=1, seq=1024),
+     dict(layers=12, d=768, heads=12, vocab=50257, seq=1024, ctx=1024, batch=1), (5, 3)),
+]
+
+
+def run(cmd, log=None):
+    res = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if log:
+        with open(log, "w") as f:
+            f.write(" ".join(cmd) + "\n" + res.stdout)
+    if res.returncode != 0:
+        sys.exit(f"roofline: command failed ({res.returncode}): {' '.join(cmd)}\n{res.stdout[-3000:]}")
+    return res.stdout
+
+
+def sgemm_rate(build, threads, seconds):
+    out = run([f"{build}/bin/lmrt_sgemm_rate", "--threads", str(threads), "--seconds", str(seconds)])
+    return json.loads(out.strip().splitlines()[-1])["sgemm_gflops"]
+
+
+def lmrt_step(build, plan, data, steps, warmup, threads, workdir, tag):
+    metrics = os.path.join(workdir, f"{tag}.metrics.jsonl")
+    out = run([f"{build}/bin/lmrt", "run", plan, "--data", data, "--steps", str(steps), "--eval-batches", "0",
+               "--metrics", metrics, "--out", os.path.join(workdir, f"{tag}.safetensors"), "--threads", str(threads),
+               "--profile"], log=os.path.join(workdir, f"{tag}.log"))
+    rows = [json.loads(line) for line in open(metrics)]
+    gflop = float(re.search(r"plan ([0-9.]+) GFLOP/step", out).group(1))
+    return rows[warmup:], gflop
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--data", default="runs/fortunes")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--quick", action="store_true", help="fewer steps (about 3 minutes in all)")
+    ap.add_argument("--configs", default=",".join(c[0] for c in CONFIGS))
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--warmup", type=int, default=2, help="untimed steps at the start of each run")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    workdir = os.path.join(ROOT, "runs", "roofline")
+    os.makedirs(workdir, exist_ok=True)
+    wanted = a.configs.split(",")
+    for name, model, defines, shape, (full, quick) in CONFIGS:
+        if name not in wanted:
+            continue
+        steps = (quick if a.quick else full)
+        warmup = min(a.warmup, steps - 1)
+        rate = sgemm_rate(build, a.threads, 0.3 if a.quick else 0.6)
+        results = []
+        for impl, flags in LMRT_VARIANTS:
+            plan = os.path.join(workdir, f"{name}.{impl}.plan")
+            overrides = [x for k, v in defines.items() for x in ("-D", f"{k}={v}")]
+            run([f"{build}/bin/lmc", "compile", model, *overrides, *flags, "-o", plan])
+            rows, gflop = lmrt_step(build, plan, a.data, steps, warmup, a.threads, workdir, f"{name}.{impl}")
+            tokens = shape["batch"] * shape["seq"]
+            step_s = sum(tokens / r["tokens_per_s"] for r in rows) / len(rows)
+            results.append((impl, step_s, len(rows)))
+        if not a.no_torch:
+            out = run([sys.executable, "bench/torch_train_gpt.py", "--data", a.data, "--steps", str(steps),
+                       "--warmup-steps", str(warmup), "--timing-json", "--threads", str(a.threads),
+                       *[f"--{k}={v}" for k, v in shape.items()]], log=os.path.join(workdir, f"{name}.torch.log"))
+            t = json.loads(out.strip().splitlines()[-1])
+            results.append(("pytorch-eager", t["step_time_s"], t["timed_steps"]))
+        load = round(os.getloadavg()[0], 2)
+        for impl, step_s, timed in results:
+            achieved = gflop / step_s
+            print(json.dumps({"config": name, "impl": impl, "step_time_s": round(step_s, 6),
+                              "tokens_per_s": round(shape["batch"] * shape["seq"] / step_s, 1),
+                              "plan_gflop_per_step": gflop, "achieved_gflops": round(achieved, 2),
+                              "sgemm_gflops": rate, "fraction_of_sgemm": round(achieved / rate, 3),
+                              "timed_steps": timed, "threads": a.threads, "load_avg_1m": load}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

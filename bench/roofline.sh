@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The CPU roofline benchmark: nano, tiny, GPT-2 small at (batch 4, seq 64) and (batch 1, seq 1024),
+# each trained by lmrt and by PyTorch eager, next to the OpenBLAS sgemm rate measured in the same run.
+# Prints one JSON line per (config, implementation); see bench/roofline.py.
+# Usage: bench/roofline.sh [--quick] [--threads N] [--configs nano,tiny] [--no-torch]
+# Needs a build (scripts/build.sh) and python3-torch; about 5 minutes on 2 cores (--quick: about 3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[[ -x build/bin/lmrt && -x build/bin/lmc && -x build/bin/lmrt_sgemm_rate ]] || {
+  echo "roofline: build first (scripts/build.sh)" >&2
+  exit 1
+}
+[[ -f runs/fortunes/train.bin ]] || build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes >&2
+exec /usr/bin/python3 bench/roofline.py "$@"

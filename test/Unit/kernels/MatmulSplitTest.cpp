@@ -1,0 +1,80 @@
+/* Tests the threaded split of lm.matmul: shapes big enough to be cut into row blocks
+   (tall outputs) or column blocks (wide outputs, such as the logits GEMM), with every
+   transpose, a shared and a batched rhs and a batch smaller than the thread count,
+   against a naive reference; and the same bits for 1, 2 and 3 threads. */
+#include <omp.h>
+
+#include "KernelTestUtil.h"
+
+namespace lmrt::kernels::test {
+namespace {
+
+/* out[.., i, j] = sum_k op(a)[.., i, k] op(b)[.., k, j], with a rank-2 b shared by the batch. */
+Buf naiveMatmul(const Buf &a, const Buf &b, bool ta, bool tb, const Shape &outShape) {
+  const Shape &as = a.type.shape, &bs = b.type.shape;
+  size_t r = as.size();
+  int64_t m = outShape[r - 2], n = outShape[r - 1], k = ta ? as[r - 2] : as[r - 1];
+  int64_t batch = a.numel() / (m * k);
+  bool shared = bs.size() == 2;
+  Buf out(DType::F64, outShape);
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          double x = a.get(bi * m * k + (ta ? p * m + i : i * k + p));
+          double y = b.get((shared ? 0 : bi * k * n) + (tb ? j * k + p : p * n + j));
+          s += x * y;
+        }
+        out.set((bi * m + i) * n + j, s);
+      }
+  return out;
+}
+
+struct Case {
+  Shape a, b;
+  bool ta, tb;
+  Shape out;
+};
+
+const std::vector<Case> kCases = {
+    {{3, 40, 70}, {70, 90}, false, false, {3, 40, 90}},      // tall after flattening: row blocks
+    {{20, 64}, {64, 301}, false, false, {20, 301}},          // wide: column blocks, ragged last panel
+    {{20, 64}, {301, 64}, false, true, {20, 301}},           // wide, rhs transposed (logits)
+    {{64, 300}, {64, 40}, true, false, {300, 40}},           // tall, lhs transposed (weight gradient)
+    {{64, 20}, {64, 300}, true, false, {20, 300}},           // wide, lhs transposed
+    {{1, 30, 50}, {1, 50, 400}, false, false, {1, 30, 400}},  // batch 1 < threads, batched rhs
+    {{3, 50, 30}, {3, 400, 50}, true, true, {3, 30, 400}},   // batch 3, both transposed
+};
+
+TEST(MatmulSplit, MatchesNaive) {
+  for (DType dt : {DType::F64, DType::F32})
+    for (const Case &c : kCases) {
+      Buf a = randn(c.a), b = randn(c.b);
+      auto out = runKernel("matmul", {a.as(dt), b.as(dt)}, {{dt, c.out}},
+                           attrs({{"transpose_lhs", c.ta}, {"transpose_rhs", c.tb}}));
+      double tol = dt == DType::F64 ? 1e-12 : 1e-4;
+      EXPECT_TRUE(allClose(out[0], naiveMatmul(a, b, c.ta, c.tb, c.out), tol, tol))
+          << dtypeName(dt) << " " << shapeStr(c.a) << " x " << shapeStr(c.b) << " ta=" << c.ta << " tb=" << c.tb;
+    }
+}
+
+TEST(MatmulSplit, SameBitsForAnyThreadCount) {
+  const int saved = omp_get_max_threads();
+  for (const Case &c : kCases) {
+    Buf a = randn(c.a, DType::F32), b = randn(c.b, DType::F32);
+    Attrs at = attrs({{"transpose_lhs", c.ta}, {"transpose_rhs", c.tb}});
+    omp_set_num_threads(1);
+    Buf one = runKernel("matmul", {a, b}, {{DType::F32, c.out}}, at)[0];
+    for (int t : {2, 3}) {
+      omp_set_num_threads(t);
+      Buf many = runKernel("matmul", {a, b}, {{DType::F32, c.out}}, at)[0];
+      EXPECT_EQ(std::memcmp(one.data(), many.data(), one.type.bytes()), 0)
+          << shapeStr(c.a) << " x " << shapeStr(c.b) << " with " << t << " threads";
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+}  // namespace
+}  // namespace lmrt::kernels::test

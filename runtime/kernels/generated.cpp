@@ -45,8 +45,15 @@ void runGenerated(const GeneratedKernel &k, const std::vector<TensorRef> &args) 
   case GeneratedKernel::Schedule::MatmulEpilogue: {
     const TensorRef &a = args[k.lhs], &w = args[k.rhs], &c = args[k.product];
     int64_t kdim = a.shape().back();
-    detail::gemmRowBlocks(a, w, k.transposeRhs, c, k.rows, kdim, k.cols,
-                          [&](int64_t r0, int64_t r1) { k.fn(argv, r0 * k.cols, r1 * k.cols); });
+    // The kernel's points are flat indices r * cols + c: a block of whole rows is
+    // one range, a block of columns one range per row.
+    detail::gemmWithEpilogue(a, w, k.transposeRhs, c, k.rows, kdim, k.cols,
+                             [&](int64_t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+                               if (c0 == 0 && c1 == k.cols)
+                                 k.fn(argv, r0 * k.cols, r1 * k.cols);
+                               else
+                                 for (int64_t r = r0; r < r1; ++r) k.fn(argv, r * k.cols + c0, r * k.cols + c1);
+                             });
     return;
   }
   }

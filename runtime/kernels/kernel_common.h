@@ -73,12 +73,16 @@ template <typename F> void dispatchFloat(DType t, F &&f) {
     f(float{});
 }
 
+/* Called on each block of a GEMM's output right after the block is computed, on the
+   thread that computed it: batch element bi, rows [r0, r1) x columns [c0, c1). */
+using BlockFn = std::function<void(int64_t bi, int64_t r0, int64_t r1, int64_t c0, int64_t c1)>;
+
 /* c[rows, n] = a[rows, k] b, with b [k, n] (or [n, k] when transposeB), as library
-   GEMMs on blocks of rows spread over the OpenMP threads; after each block's GEMM,
-   the same thread calls after(r0, r1) on its rows while they are still in cache
-   (a generated epilogue). f32 or f64 by a's element type. */
-void gemmRowBlocks(const TensorRef &a, const TensorRef &b, bool transposeB, const TensorRef &c, int64_t rows,
-                   int64_t k, int64_t n, const std::function<void(int64_t r0, int64_t r1)> &after);
+   GEMMs on blocks spread over the OpenMP threads like lm.matmul's; after each
+   block's GEMM, the same thread calls after() on the block while it is still in
+   cache (a generated epilogue). f32 or f64 by a's element type. */
+void gemmWithEpilogue(const TensorRef &a, const TensorRef &b, bool transposeB, const TensorRef &c, int64_t rows,
+                      int64_t k, int64_t n, const BlockFn &after);
 
 /* Each family's kernels, gathered by registry.cpp. */
 void addMatmulKernels(std::vector<KernelDef> &k);

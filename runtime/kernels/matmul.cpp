@@ -32,34 +32,19 @@ std::string checkMatmul(const std::vector<TensorType> &in, const std::vector<Ten
 /* Below this many multiply-adds a GEMM runs on one thread. */
 constexpr int64_t kParallelFlops = 1 << 18;
 
-template <typename T> void matmulT(const KernelCall &call) {
-  singleThreadedBlas();
-  const Shape &ls = call.in[0].shape(), &rs = call.in[1].shape();
-  bool ta = call.attrs.getBool("transpose_lhs", false), tb = call.attrs.getBool("transpose_rhs", false);
-  size_t r = ls.size();
-  int64_t m = ta ? ls[r - 1] : ls[r - 2], k = ta ? ls[r - 2] : ls[r - 1];
-  int64_t n = tb ? rs[rs.size() - 2] : rs[rs.size() - 1];
-  int64_t batch = 1;
-  for (size_t i = 0; i + 2 < r; ++i) batch *= ls[i];
-  const T *a = call.in[0].as<T>(), *b = call.in[1].as<T>();
-  T *c = call.out[0].as<T>();
-  if (batch * m * n == 0) return;
-  if (k == 0) {  // BLAS rejects lda = 0; the empty sum is zero.
-    std::memset(c, 0, sizeof(T) * batch * m * n);
-    return;
-  }
+/* c = op(a) op(b) for `batch` GEMMs of [m, k] x [k, n] (b shared when sharedRhs),
+   spread over the OpenMP threads. Work items: (batch element, block of output rows
+   or columns), enough that every thread gets work even when the batch is smaller
+   than the thread count. A block re-packs the whole operand it does not split, so
+   the longer side of the output is split: the logits GEMM ([B*T, d] x [d, 50257])
+   split by rows had each thread pack all of wte. Every output element is one dot
+   product over the full K in BLAS's own order, so the bits do not depend on the
+   split or the thread count. After each block, the same thread calls
+   after(bi, r0, r1, c0, c1) on it, while it is in cache (a generated epilogue). */
+template <typename T>
+void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k, const T *a, const T *b,
+                bool sharedRhs, T *c, const BlockFn &after) {
   int64_t lda = ta ? m : k, ldb = tb ? k : n;
-  bool sharedRhs = rs.size() == 2;
-  if (sharedRhs && !ta) {  // one [batch*M, K] x [K, N] GEMM
-    m *= batch;
-    batch = 1;
-  }
-  // Work items: (batch element, block of output rows or columns). Enough blocks that
-  // every thread gets work even when the batch is smaller than the thread count. A
-  // block re-packs the whole operand it does not split, so the longer side of the
-  // output is split: the logits GEMM ([B*T, d] x [d, 50257]) split by rows had each
-  // thread pack all of wte. Every output element is one dot product over the full K
-  // in BLAS's own order, so the bits do not depend on the split or the thread count.
   int nt = batch * m * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
   const bool byCols = n > m;
   const int64_t side = byCols ? n : m;
@@ -72,11 +57,41 @@ template <typename T> void matmulT(const KernelCall &call) {
     if (i0 >= i1) continue;
     const T *ab = a + bi * m * k, *bb = sharedRhs ? b : b + bi * k * n;
     T *cb = c + bi * m * n;
-    if (byCols)  // columns j of op(B) start at column j of B, or at row j when B is stored transposed
+    if (k == 0) {  // BLAS rejects lda = 0; the empty sum is zero.
+      for (int64_t r = byCols ? 0 : i0; r < (byCols ? m : i1); ++r)
+        std::memset(cb + r * n + (byCols ? i0 : 0), 0, sizeof(T) * (byCols ? i1 - i0 : n));
+    } else if (byCols) {  // columns j of op(B) start at column j of B, or at row j when B is stored transposed
       gemm(ta, tb, m, i1 - i0, k, (T)1, ab, lda, bb + (tb ? i0 * ldb : i0), ldb, (T)0, cb + i0, n);
-    else  // rows r of op(A) start at row r of A, or at column r when A is stored transposed
+    } else {  // rows r of op(A) start at row r of A, or at column r when A is stored transposed
       gemm(ta, tb, i1 - i0, n, k, (T)1, ab + (ta ? i0 : i0 * lda), lda, bb, ldb, (T)0, cb + i0 * n, n);
+    }
+    if (after) {
+      if (byCols)
+        after(bi, 0, m, i0, i1);
+      else
+        after(bi, i0, i1, 0, n);
+    }
   }
+}
+
+template <typename T> void matmulT(const KernelCall &call) {
+  singleThreadedBlas();
+  const Shape &ls = call.in[0].shape(), &rs = call.in[1].shape();
+  bool ta = call.attrs.getBool("transpose_lhs", false), tb = call.attrs.getBool("transpose_rhs", false);
+  size_t r = ls.size();
+  int64_t m = ta ? ls[r - 1] : ls[r - 2], k = ta ? ls[r - 2] : ls[r - 1];
+  int64_t n = tb ? rs[rs.size() - 2] : rs[rs.size() - 1];
+  int64_t batch = 1;
+  for (size_t i = 0; i + 2 < r; ++i) batch *= ls[i];
+  const T *a = call.in[0].as<T>(), *b = call.in[1].as<T>();
+  T *c = call.out[0].as<T>();
+  if (batch * m * n == 0) return;
+  bool sharedRhs = rs.size() == 2;
+  if (sharedRhs && !ta) {  // one [batch*M, K] x [K, N] GEMM
+    m *= batch;
+    batch = 1;
+  }
+  gemmBlocks<T>(ta, tb, batch, m, n, k, a, b, sharedRhs, c, nullptr);
 }
 
 void runMatmul(const KernelCall &call) {
@@ -85,25 +100,13 @@ void runMatmul(const KernelCall &call) {
 
 }  // namespace
 
-void gemmRowBlocks(const TensorRef &a, const TensorRef &b, bool transposeB, const TensorRef &c, int64_t rows,
-                   int64_t k, int64_t n, const std::function<void(int64_t r0, int64_t r1)> &after) {
+void gemmWithEpilogue(const TensorRef &a, const TensorRef &b, bool transposeB, const TensorRef &c, int64_t rows,
+                      int64_t k, int64_t n, const BlockFn &after) {
   singleThreadedBlas();
+  if (rows * n == 0) return;
   dispatchFloat(a.type.dtype, [&](auto t) {
     using T = decltype(t);
-    const T *pa = a.as<T>(), *pb = b.as<T>();
-    T *pc = c.as<T>();
-    int nt = rows * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
-    int64_t per = (rows + nt - 1) / nt;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (int ti = 0; ti < nt; ++ti) {
-      int64_t r0 = std::min<int64_t>(rows, ti * per), r1 = std::min<int64_t>(rows, r0 + per);
-      if (r0 >= r1) continue;
-      if (k == 0)
-        std::memset(pc + r0 * n, 0, sizeof(T) * (r1 - r0) * n);
-      else
-        gemm(false, transposeB, r1 - r0, n, k, pa + r0 * k, k, pb, transposeB ? k : n, pc + r0 * n, n);
-      after(r0, r1);
-    }
+    gemmBlocks<T>(false, transposeB, 1, rows, n, k, a.as<T>(), b.as<T>(), true, c.as<T>(), after);
   });
 }
 

@@ -109,7 +109,9 @@ llvm::Expected<CompiledKernels> mlir::lm::compileKernels(llvm::StringRef source,
     // Baseline x86-64: the entry points carry target clones (AVX-512, AVX2),
     // so the library runs on any x86-64 machine at that machine's width.
     out.target = "cpu-x86-64";
-    flags = {"-std=c++17", "-O3", "-fPIC", "-shared", "-fopenmp-simd", "-fno-math-errno", "-w", "-march=x86-64"};
+    flags = {"-std=c++17", "-O3", "-fPIC", "-shared", "-fopenmp-simd", "-fno-math-errno",
+             // Without it GCC keeps the exp's selects as branches and the loops scalar.
+             "-fno-trapping-math", "-w", "-march=x86-64"};
     ext = ".cpp";
   } else {
     llvm::Expected<std::string> nvcc = findCompiler(options.nvcc, "LMC_NVCC", "nvcc", {"/usr/local/cuda/bin"});

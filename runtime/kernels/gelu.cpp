@@ -1,5 +1,5 @@
 /* Implements: lm.gelu (tanh form, as GPT-2) and lm.gelu_grad, one flat parallel
-   loop each. */
+   loop each over the scalar forms of scalar_math.h (the generated kernels' too). */
 #include <cmath>
 
 #include "runtime/kernels/kernel_common.h"
@@ -7,9 +7,6 @@
 
 namespace lmrt::kernels::detail {
 namespace {
-
-constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
-constexpr double kCubic = 0.044715;
 
 std::string checkGelu(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &) {
   return guardCheck("gelu", in, out, 1, 1, [&]() -> std::string {
@@ -19,12 +16,8 @@ std::string checkGelu(const std::vector<TensorType> &in, const std::vector<Tenso
 }
 
 template <typename T> LMRT_SIMD_CLONES void geluT(const T *x, T *y, int64_t n) {
-  const T s = (T)kSqrt2OverPi, c = (T)kCubic;
 #pragma omp parallel for simd if (n >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
-    T v = x[i];
-    y[i] = (T)0.5 * v * ((T)1 + tanhT(s * (v + c * v * v * v)));
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = lmc::gelu(x[i]);
 }
 
 void runGelu(const KernelCall &call) {
@@ -45,14 +38,8 @@ std::string checkGeluGrad(const std::vector<TensorType> &in, const std::vector<T
 }
 
 template <typename T> LMRT_SIMD_CLONES void geluGradT(const T *x, const T *dy, T *dx, int64_t n) {
-  const T s = (T)kSqrt2OverPi, c = (T)kCubic;
 #pragma omp parallel for simd if (n >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
-    T v = x[i];
-    T th = tanhT(s * (v + c * v * v * v));
-    T du = s * ((T)1 + (T)3 * c * v * v);  // d/dx of the tanh argument
-    dx[i] = dy[i] * ((T)0.5 * ((T)1 + th) + (T)0.5 * v * ((T)1 - th * th) * du);
-  }
+  for (int64_t i = 0; i < n; ++i) dx[i] = lmc::geluGrad(x[i], dy[i]);
 }
 
 void runGeluGrad(const KernelCall &call) {

@@ -22,7 +22,8 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 # lmrt variants: (impl name, extra `lmc compile` flags).
 LMRT_VARIANTS = [
-    ("lmrt", []),
+    ("lmrt", []),                              # fusion on: generated kernels (docs/fusion.md)
+    ("lmrt-unfused", ["--fusion=none"]),       # one library kernel per op, the reference mode
 ]
 
 # name, model file, lmc -D overrides, model shape for PyTorch, steps (full, quick)

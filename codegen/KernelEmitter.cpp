@@ -160,7 +160,7 @@ LogicalResult BodyWriter::write() {
       FailureOr<std::string> x = valueName(sum.getX());
       if (failed(x))
         return failure();
-      lines += llvm::formatv("  red[{0}] = {1};\n", kernel.reduceArgs.size(), *x).str();
+      lines += llvm::formatv("  red[{0} * stride] += {1};\n", kernel.reduceArgs.size(), *x).str();
       auto uses = llvm::make_filter_range(yield->getOpOperands(),
                                           [&](OpOperand &u) { return u.get() == sum.getResult(); });
       if (std::distance(uses.begin(), uses.end()) != 1)
@@ -187,7 +187,8 @@ LogicalResult BodyWriter::write() {
                  .str();
   }
   std::string head = "template <typename T>\nLMC_HD void LMC_BODY(void *const *p, int64_t r, int64_t c";
-  head += kernel.schedule == KernelSchedule::ColumnReduce ? ", lmc::acc_t<T> *red) {\n" : ") {\n";
+  head += kernel.schedule == KernelSchedule::ColumnReduce ? ", lmc::acc_t<T> *red, int64_t stride) {\n"
+                                                          : ") {\n";
   head += "  using A = lmc::acc_t<T>;\n";
   head += needsFlatIndex ? llvm::formatv("  const int64_t i = r * {0} + c;\n", kernel.cols).str()
                          : "  (void)r;\n";
@@ -349,11 +350,8 @@ std::string cpuEntry(const KernelInstance &k, StringRef dtype, StringRef body) {
                      "      for (int64_t c = 0; c < c1 - c0; ++c) acc[j][c] = 0;\n"
                      "    for (int64_t r = 0; r < {4}; ++r) {{\n"
                      "#pragma omp simd\n"
-                     "      for (int64_t c = c0; c < c1; ++c) {{\n"
-                     "        A red[{3}];\n"
-                     "        {5}<{1}>(p, r, c, red);\n"
-                     "        for (int64_t j = 0; j < {3}; ++j) acc[j][c - c0] += red[j];\n"
-                     "      }\n    }\n",
+                     "      for (int64_t c = c0; c < c1; ++c) {5}<{1}>(p, r, c, &acc[0][c - c0], {2});\n"
+                     "    }\n",
                      sym, T, kColumnChunk, nr, b.rows, body)
            .str();
   for (size_t j = 0; j < nr; ++j)
@@ -384,11 +382,7 @@ std::string cudaEntry(const KernelInstance &k, StringRef dtype, StringRef body) 
                                 "  for (int64_t c = begin + blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < end;\n"
                                 "       c += (int64_t)gridDim.x * blockDim.x) {{\n"
                                 "    A acc[{3}] = {{};\n"
-                                "    for (int64_t r = 0; r < {4}; ++r) {{\n"
-                                "      A red[{3}];\n"
-                                "      {5}<{2}>(a.p, r, c, red);\n"
-                                "      for (int j = 0; j < {3}; ++j) acc[j] += red[j];\n"
-                                "    }\n",
+                                "    for (int64_t r = 0; r < {4}; ++r) {5}<{2}>(a.p, r, c, acc, 1);\n",
                                 sym, nargs, T, nr, b.rows, body)
                       .str();
   for (size_t j = 0; j < nr; ++j)

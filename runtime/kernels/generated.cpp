@@ -30,6 +30,15 @@ template <typename F> void parallelRanges(int64_t n, int64_t grain, int64_t work
 
 }  // namespace
 
+const char *scheduleName(GeneratedKernel::Schedule schedule) {
+  switch (schedule) {
+  case GeneratedKernel::Schedule::Elementwise: return "elementwise";
+  case GeneratedKernel::Schedule::ColumnReduce: return "column_reduce";
+  case GeneratedKernel::Schedule::MatmulEpilogue: return "matmul_epilogue";
+  }
+  return "?";
+}
+
 void runGenerated(const GeneratedKernel &k, const std::vector<TensorRef> &args) {
   std::vector<void *> p(args.size());
   for (size_t i = 0; i < args.size(); ++i) p[i] = args[i].data;

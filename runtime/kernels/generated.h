@@ -25,6 +25,9 @@ struct GeneratedKernel {
   GeneratedFn fn = nullptr;
 };
 
+/* "elementwise", "column_reduce", "matmul_epilogue" (profiles and messages). */
+const char *scheduleName(GeneratedKernel::Schedule schedule);
+
 /* Runs `k` on `args` (inputs then outputs, the types the kernel was compiled for). */
 void runGenerated(const GeneratedKernel &k, const std::vector<TensorRef> &args);
 

@@ -239,9 +239,11 @@ void Session::run(const std::string &program, const std::map<std::string, Tensor
       throw Error("plan '" + impl.origin + "': " + st.where + ": " + e.what());
     }
     if (profile_) {
-      // Matmuls are keyed by their transposes: weight gradients (lhs^T) have their own speed.
-      std::string key = program + "/" + st.def->op;
-      if (std::strcmp(st.def->op, "matmul") == 0) {
+      // Matmuls are keyed by their transposes: weight gradients (lhs^T) have their own speed;
+      // generated kernels by their schedule (a GEMM with an epilogue, elementwise, reduce).
+      std::string key = program + "/" + (st.gen ? std::string("fused:") + kernels::scheduleName(st.gen->schedule)
+                                                : std::string(st.def->op));
+      if (st.def && std::strcmp(st.def->op, "matmul") == 0) {
         if (st.attrs.getBool("transpose_lhs", false)) key += "(lhs^T)";
         if (st.attrs.getBool("transpose_rhs", false)) key += "(rhs^T)";
       }

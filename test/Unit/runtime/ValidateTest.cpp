@@ -17,9 +17,8 @@ namespace {
 using test::program;
 using test::TinyDims;
 
-/* The validation message after `mutate`, or "(valid)". */
-std::string errorAfter(const std::function<void(plan::Plan &)> &mutate) {
-  plan::Plan p = test::tinyPlan();
+/* The validation message of `base` after `mutate`, or "(valid)". */
+std::string errorAfter(const std::function<void(plan::Plan &)> &mutate, plan::Plan p = test::tinyPlan()) {
   mutate(p);
   try {
     validatePlan(p, "tiny.plan");
@@ -301,14 +300,7 @@ plan::Plan withFusedStep() {
 }
 
 std::string fusedErrorAfter(const std::function<void(plan::Plan &)> &mutate) {
-  plan::Plan p = withFusedStep();
-  mutate(p);
-  try {
-    validatePlan(p, "tiny.plan");
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "(valid)";
+  return errorAfter(mutate, withFusedStep());
 }
 
 TEST(Validate, FusedStepIsValid) { EXPECT_EQ(fusedErrorAfter([](plan::Plan &) {}), "(valid)"); }

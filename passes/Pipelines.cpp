@@ -1,22 +1,263 @@
-//===- Pipelines.cpp - lm pass pipelines ------------------------*- C++ -*-===//
+//===- Pipelines.cpp - The lm compile pipeline ----------------------------===//
+//
+// buildLMCompilePipeline (stages and extension points), the
+// -lm-check-plan-contract pass that runs the plan writer's checks as the last
+// stage, and the registration lmc and lm-opt share.
+//
+//===----------------------------------------------------------------------===//
 
 #include "passes/Pipelines.h"
+
+#include "codegen/PlanWriter.h"
 #include "passes/Passes.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+
+#include <algorithm>
+#include <mutex>
 
 using namespace mlir;
+using namespace mlir::lm;
 
-void mlir::lm::buildLMTrainPipeline(OpPassManager &pm) {
-  pm.addPass(createLMAutodiffPass());
+//===----------------------------------------------------------------------===//
+// Stages and extension points
+//===----------------------------------------------------------------------===//
+
+StringRef mlir::lm::getStageName(CompileStage stage) {
+  switch (stage) {
+  case CompileStage::Autodiff:
+    return "autodiff";
+  case CompileStage::Optimize:
+    return "optimize";
+  case CompileStage::Contract:
+    return "contract";
+  }
+  llvm_unreachable("unknown compile stage");
+}
+
+static constexpr StringRef kExtensionPoints[] = {"before-autodiff", "after-autodiff", "after-optimize"};
+
+ArrayRef<StringRef> mlir::lm::getExtensionPointNames() { return kExtensionPoints; }
+
+CompilePipelineOptions::Option<std::string> *CompilePipelineOptions::getExtensionPoint(StringRef name) {
+  if (name == "before-autodiff")
+    return &beforeAutodiff;
+  if (name == "after-autodiff")
+    return &afterAutodiff;
+  if (name == "after-optimize")
+    return &afterOptimize;
+  return nullptr;
+}
+
+std::vector<std::string> mlir::lm::getRegisteredPassNames() {
+  // MLIR keeps its pass registry private. A pass-name parser without an
+  // argument string registers every registered pass and pipeline as a
+  // command-line literal, so the literals that map to that one option are
+  // exactly the names. lm-opt already has such a parser (MlirOptMain's, built
+  // after lm-opt loaded the plugins); lmc has none and gets one here, built on
+  // first use, after its plugins are loaded.
+  auto collect = [](llvm::cl::Option *list) {
+    std::vector<std::string> names;
+    for (auto &entry : llvm::cl::getRegisteredOptions())
+      if (entry.second == list)
+        names.push_back(entry.first().str());
+    llvm::sort(names);
+    return names;
+  };
+  llvm::StringMap<llvm::cl::Option *> &options = llvm::cl::getRegisteredOptions();
+  auto it = options.find("canonicalize");
+  if (it == options.end()) {
+    static std::once_flag once;
+    std::call_once(once, [] { new PassNameCLParser("", "registered passes"); }); // lives as long as the registry
+    it = options.find("canonicalize");
+    if (it == options.end())
+      return {};
+  }
+  return collect(it->second);
+}
+
+/// Writes "the registered passes: a, b, c" (one line).
+static void listRegisteredPasses(raw_ostream &os) {
+  std::vector<std::string> names = getRegisteredPassNames();
+  os << "the registered passes and pipelines are: " << llvm::join(names, ", ") << "\n";
+}
+
+/// Adds the passes of one extension point. Accepts the pipeline wrapped in
+/// braces, as lm-opt's option syntax needs when it holds commas.
+static LogicalResult addExtensionPoint(OpPassManager &pm, StringRef point, StringRef text,
+                                       raw_ostream &errorStream) {
+  text = text.trim();
+  if (text.size() >= 2 && text.front() == '{' && text.back() == '}')
+    text = text.drop_front().drop_back().trim();
+  if (text.empty())
+    return success();
+  std::string message;
+  llvm::raw_string_ostream messageStream(message);
+  if (succeeded(parsePassPipeline(text, pm, messageStream)))
+    return success();
+  errorStream << "in the passes of extension point '" << point << "' ('" << text << "'):\n" << message;
+  if (message.find("does not refer to a registered pass") != std::string::npos)
+    listRegisteredPasses(errorStream);
+  return failure();
+}
+
+LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompilePipelineOptions &opts,
+                                               raw_ostream &errorStream, const StageHook &afterStage) {
+  auto stageDone = [&](CompileStage stage) {
+    if (afterStage)
+      afterStage(stage, pm);
+  };
+
+  if (failed(addExtensionPoint(pm, "before-autodiff", opts.beforeAutodiff.getValue(), errorStream)))
+    return failure();
+
+  // Stage 1: autodiff.
+  if (opts.autodiff)
+    pm.addPass(createLMAutodiffPass());
+  if (failed(addExtensionPoint(pm, "after-autodiff", opts.afterAutodiff.getValue(), errorStream)))
+    return failure();
+  stageDone(CompileStage::Autodiff);
+
+  // Stage 2: optimize. Canonicalize and CSE fold the backward graph (dead
+  // adjoints, chained reshapes and transposes, duplicate constants).
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (opts.fusion == FusionMode::Auto) {
+    // Fusion goes here, after the graph is folded and before the contract:
+    // pm.addPass(createLMFusePass());
+  }
+  if (failed(addExtensionPoint(pm, "after-optimize", opts.afterOptimize.getValue(), errorStream)))
+    return failure();
+  stageDone(CompileStage::Optimize);
+
+  // Stage 3: contract. The plan writer's own checks, so that a module that
+  // passes this stage is one lmc can write as a plan.
+  if (opts.checkContract)
+    pm.addPass(createLMCheckPlanContractPass(opts.sourcePath, opts.planOut));
+  stageDone(CompileStage::Contract);
+  return success();
+}
+
+LogicalResult mlir::lm::parseExtensionPasses(StringRef spec, CompilePipelineOptions &opts,
+                                             raw_ostream &errorStream) {
+  SmallVector<StringRef> entries;
+  spec.split(entries, ';', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (StringRef entry : entries) {
+    entry = entry.trim();
+    if (entry.empty())
+      continue;
+    auto [point, pipeline] = entry.split(':');
+    point = point.trim();
+    CompilePipelineOptions::Option<std::string> *slot = opts.getExtensionPoint(point);
+    if (!slot || !entry.contains(':')) {
+      errorStream << "--passes expects 'point:pass,pass;point:...', got '" << entry << "'";
+      if (!slot)
+        errorStream << ": unknown extension point '" << point << "'";
+      errorStream << "; the extension points are: " << llvm::join(getExtensionPointNames(), ", ") << "\n";
+      return failure();
+    }
+    std::string text = slot->getValue();
+    if (!text.empty())
+      text += ",";
+    text += pipeline.trim().str();
+    *slot = text;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// -lm-check-plan-contract
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Builds the plan and throws it away (or hands it to lmc): the checks are the
+/// plan writer's, so they cannot drift from what lmc writes.
+struct CheckPlanContractPass : public PassWrapper<CheckPlanContractPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckPlanContractPass)
+
+  CheckPlanContractPass() = default;
+  CheckPlanContractPass(std::string sourcePath, lmrt::plan::Plan *planOut)
+      : sourcePath(std::move(sourcePath)), planOut(planOut) {}
+  CheckPlanContractPass(const CheckPlanContractPass &other)
+      : PassWrapper(other), sourcePath(other.sourcePath), planOut(other.planOut) {}
+
+  StringRef getName() const override { return "LMCheckPlanContractPass"; }
+  StringRef getArgument() const final { return "lm-check-plan-contract"; }
+  StringRef getDescription() const final {
+    return "Fails, at the offending op, if the module breaks the plan contract (the plan writer's checks)";
+  }
+
+  void runOnOperation() override {
+    PlanOptions options;
+    options.sourcePath = sourcePath;
+    FailureOr<lmrt::plan::Plan> plan = buildPlan(getOperation(), options);
+    if (failed(plan))
+      return signalPassFailure();
+    if (planOut)
+      *planOut = std::move(*plan);
+    markAllAnalysesPreserved();
+  }
+
+  std::string sourcePath;
+  lmrt::plan::Plan *planOut = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<Pass> mlir::lm::createLMCheckPlanContractPass(std::string sourcePath, lmrt::plan::Plan *planOut) {
+  return std::make_unique<CheckPlanContractPass>(std::move(sourcePath), planOut);
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+/// lm-opt's pipeline builder: parses the options, then builds; a bad option
+/// or extension pipeline fails pipeline construction with the message.
+static LogicalResult buildFromOptionString(OpPassManager &pm, StringRef optionString,
+                                           function_ref<LogicalResult(const Twine &)> errorHandler,
+                                           bool trainOnly) {
+  CompilePipelineOptions opts;
+  std::string message;
+  llvm::raw_string_ostream messageStream(message);
+  if (failed(opts.parseFromString(optionString, messageStream)))
+    return errorHandler("invalid options '" + optionString + "': " + message);
+  if (trainOnly)
+    opts.checkContract = false;
+  if (failed(buildLMCompilePipeline(pm, opts, messageStream)))
+    return errorHandler(StringRef(message).rtrim());
+  return success();
 }
 
 void mlir::lm::registerLMPasses() {
-  registerLMTransformsPasses();
-  PassPipelineRegistration<>("lm-train-pipeline",
-                             "Autodiff every objective, then canonicalize and CSE",
-                             [](OpPassManager &pm) { buildLMTrainPipeline(pm); });
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerLMTransformsPasses();
+    registerTransformsPasses();
+    PassRegistration<CheckPlanContractPass>();
+    auto printOptions = [](function_ref<void(const detail::PassOptions &)> print) {
+      print(CompilePipelineOptions());
+    };
+    registerPassPipeline("lm-compile-pipeline",
+                         "The whole compile pipeline: autodiff, optimize, contract, with extension points",
+                         [](OpPassManager &pm, StringRef options,
+                            function_ref<LogicalResult(const Twine &)> errorHandler) {
+                           return buildFromOptionString(pm, options, errorHandler, /*trainOnly=*/false);
+                         },
+                         printOptions);
+    registerPassPipeline("lm-train-pipeline",
+                         "lm-compile-pipeline without the contract stage (autodiff, then canonicalize and CSE)",
+                         [](OpPassManager &pm, StringRef options,
+                            function_ref<LogicalResult(const Twine &)> errorHandler) {
+                           return buildFromOptionString(pm, options, errorHandler, /*trainOnly=*/true);
+                         },
+                         printOptions);
+  });
 }

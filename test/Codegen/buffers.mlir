@@ -29,10 +29,10 @@ module attributes {
                              %x: tensor<2x4xf32> {lm.input = "x"},
                              %t: tensor<2xi32> {lm.input = "targets", lm.vocab = 3 : i64})
       -> (tensor<f32>, tensor<4x3xf32> {lm.grad_of = "w"}, tensor<3xf32> {lm.grad_of = "b"}) attributes {lm.train_step} {
+    %one = lm.constant dense<1.0> : tensor<f32>
     %y = lm.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
     %z = lm.add %y, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
     %l = lm.cross_entropy %z, %t : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
-    %one = lm.constant dense<1.0> : tensor<f32>
     %dz = lm.cross_entropy_grad %z, %t, %one : (tensor<2x3xf32>, tensor<2xi32>, tensor<f32>) -> tensor<2x3xf32>
     %db = lm.sum_to %dz : (tensor<2x3xf32>) -> tensor<3xf32>
     %dw = lm.matmul %x, %dz {transpose_lhs = true} : (tensor<2x4xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
@@ -99,8 +99,15 @@ module attributes {
 // CHECK:        buffers {
 // CHECK-NEXT:     kind: INPUT
 // CHECK:          name: "targets"
-// Buffers 4-6: y, z, loss (ARENA, the default kind, so the text omits it).
+// Buffer 4: the constant 1.0f, little-endian (first: the optimize stage puts
+// constants at the top of the function).
 // CHECK:        buffers {
+// CHECK-NEXT:     kind: CONSTANT
+// CHECK:          size_bytes: 4
+// CHECK-NEXT:     data: "\000\000\200?"
+// CHECK-NEXT:   }
+// Buffers 5-7: y, z, loss (ARENA, the default kind, so the text omits it).
+// CHECK-NEXT:   buffers {
 // CHECK-NEXT:     type {
 // CHECK-NEXT:       dtype: F32
 // CHECK-NEXT:       shape: [2, 3]
@@ -117,12 +124,6 @@ module attributes {
 // CHECK-NEXT:     }
 // CHECK-NEXT:     offset: 128
 // CHECK-NEXT:     size_bytes: 4
-// CHECK-NEXT:   }
-// Buffer 7: the constant 1.0f, little-endian.
-// CHECK-NEXT:   buffers {
-// CHECK-NEXT:     kind: CONSTANT
-// CHECK:          size_bytes: 4
-// CHECK-NEXT:     data: "\000\000\200?"
 // CHECK-NEXT:   }
 // Buffer 8: dz in the arena; 9 and 10: the GRAD buffers of b and w.
 // CHECK-NEXT:   buffers {
@@ -144,7 +145,7 @@ module attributes {
 // CHECK-NEXT:   steps {
 // CHECK-NEXT:     op: "matmul"
 // CHECK-NEXT:     inputs: [2, 0]
-// CHECK-NEXT:     outputs: [4]
+// CHECK-NEXT:     outputs: [5]
 // CHECK-NEXT:     attrs {
 // CHECK-NEXT:       key: "transpose_lhs"
 // CHECK-NEXT:       value {
@@ -154,17 +155,17 @@ module attributes {
 // CHECK-NEXT:     attrs {
 // CHECK-NEXT:       key: "transpose_rhs"
 // CHECK:          flops: 48
-// CHECK-NEXT:     loc: "{{.*}}buffers.mlir:32:10"
+// CHECK-NEXT:     loc: "{{.*}}buffers.mlir:33:10"
 // CHECK-NEXT:   }
 // CHECK-NEXT:   steps {
 // CHECK-NEXT:     op: "add"
-// CHECK-NEXT:     inputs: [4, 1]
-// CHECK-NEXT:     outputs: [5]
+// CHECK-NEXT:     inputs: [5, 1]
+// CHECK-NEXT:     outputs: [6]
 // CHECK-NEXT:     flops: 6
 // CHECK:        steps {
 // CHECK-NEXT:     op: "cross_entropy"
-// CHECK-NEXT:     inputs: [5, 3]
-// CHECK-NEXT:     outputs: [6]
+// CHECK-NEXT:     inputs: [6, 3]
+// CHECK-NEXT:     outputs: [7]
 // CHECK-NEXT:     attrs {
 // CHECK-NEXT:       key: "ignore_index"
 // CHECK-NEXT:       value {
@@ -172,7 +173,7 @@ module attributes {
 // CHECK:          flops: 30
 // CHECK:        steps {
 // CHECK-NEXT:     op: "cross_entropy_grad"
-// CHECK-NEXT:     inputs: [5, 3, 7]
+// CHECK-NEXT:     inputs: [6, 3, 4]
 // CHECK-NEXT:     outputs: [8]
 // CHECK:          flops: 36
 // CHECK:        steps {
@@ -192,7 +193,7 @@ module attributes {
 // CHECK-NOT:    op: "copy"
 // CHECK:        outputs {
 // CHECK-NEXT:     name: "loss"
-// CHECK-NEXT:     buffer: 6
+// CHECK-NEXT:     buffer: 7
 // CHECK-NEXT:   }
 // CHECK-NEXT:   outputs {
 // CHECK-NEXT:     name: "grad:w"

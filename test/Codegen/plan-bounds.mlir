@@ -3,8 +3,9 @@
 // an error at the argument or module it comes from, with the same bounds
 // (parameter dtype and initialiser, lm.vocab, lm.train, a complete lm.data
 // whose token inputs match it, float logits, tensor sizes); that a step carries
-// only its op's inherent attributes, not discardable ones; that
-// --print-ir-after-all warns when the train pipeline does not run; and that
+// only its op's inherent attributes, not discardable ones; that a module with
+// a train step still goes through the optimize and contract stages (which
+// --print-ir-after-all shows); and that
 // `lmc memory-plan` tells a plan file from protobuf text by its magic, not by
 // its name.
 // RUN: split-file --leading-lines %s %t
@@ -33,9 +34,9 @@
 // and lmrt accepts the plan.
 // RUN: lmc compile %t/valid.mlir -o %t/valid.bin --emit=plan-text | FileCheck %s --check-prefix=VALID
 // RUN: lmrt inspect %t/valid.bin | FileCheck %s --check-prefix=INSPECT
-// VALID:     op: "neg"
+// VALID:     op: "gelu"
 // VALID-NOT: note
-// VALID:     op: "neg"
+// VALID:     op: "gelu"
 // VALID-NOT: note
 // VALID:     data {
 // VALID-NEXT:  transform: "causal"
@@ -45,10 +46,14 @@
 // VALID-NEXT: }
 // INSPECT: train_step
 
-// --print-ir-after-all has nothing to print for a module with a train step.
-// RUN: lmc compile %t/valid.mlir -o %t/valid.plan --print-ir-after-all 2>&1 | FileCheck %s --check-prefix=PRINTIR
-// PRINTIR: lmc: warning: --print-ir-after-all prints nothing: '{{.*}}valid.mlir' already has a train step, so the train pipeline does not run
-// PRINTIR-NOT: IR Dump
+// A module with a train step skips autodiff only: --print-ir-after-all shows
+// the optimize and contract stages running.
+// RUN: lmc compile %t/valid.mlir -o %t/valid.plan --print-ir-after-all 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PRINTIR --implicit-check-not=LMAutodiff --implicit-check-not=warning
+// PRINTIR: IR Dump Before Canonicalizer
+// PRINTIR: IR Dump Before CSE
+// PRINTIR: IR Dump Before LMCheckPlanContractPass (lm-check-plan-contract)
+// PRINTIR: lmc: wrote {{.*}}valid.plan
 
 // `lmc memory-plan` reads a plan file by its magic whatever its name, and
 // protobuf text even when it is named .plan.
@@ -317,9 +322,9 @@ module {
 module attributes {lm.data = {batch = 2 : i64, seq = 1 : i64, transform = "causal", vocab = 3 : i64}} {
   func.func @f_train_step(%p: tensor<2xf32> {lm.param = "p", lm.init = {kind = "zeros"}}, %tokens: tensor<2x2xi32> {lm.input = "tokens", lm.vocab = 3 : i64})
       -> (tensor<f32>, tensor<2xf32> {lm.grad_of = "p"}) attributes {lm.train_step} {
-    %n = lm.neg %p {note = 3} : (tensor<2xf32>) -> tensor<2xf32>
-    %g = lm.neg %n {note = {nested = 1 : i64}} : (tensor<2xf32>) -> tensor<2xf32>
     %l = lm.constant dense<0.0> : tensor<f32>
+    %n = lm.gelu %p {note = 3} : (tensor<2xf32>) -> tensor<2xf32>
+    %g = lm.gelu %n {note = {nested = 1 : i64}} : (tensor<2xf32>) -> tensor<2xf32>
     return %l, %g : tensor<f32>, tensor<2xf32>
   }
   func.func @f(%p: tensor<2xf32> {lm.param = "p", lm.init = {kind = "zeros"}}, %tokens: tensor<2x2xi32> {lm.input = "tokens", lm.vocab = 3 : i64}) -> tensor<f32> attributes {lm.objective} {

@@ -1,11 +1,13 @@
 //===- lmc.cpp - The LMC compiler driver ----------------------------------===//
 //
 // `lmc compile FILE.lm|FILE.mlir` runs the whole compiler: the frontend (or the
-// MLIR parser), the train pipeline shared with lm-opt, the plan writer, and the
-// plan file writer. Each stage can be printed (--emit) or dumped (--dump-dir);
-// see docs/compilation.md. `lmc memory-plan PLAN` re-checks the memory plan of
-// an existing plan (binary or protobuf text). Errors are printed as
-// file:line:col with the source line and a caret; every failure exits 1.
+// MLIR parser), the compile pipeline shared with lm-opt (autodiff, optimize,
+// contract, with user passes from --load-pass-plugin at its extension points),
+// the plan writer, and the plan file writer. Each stage can be printed (--emit)
+// or dumped (--dump-dir); see docs/compilation.md. `lmc memory-plan PLAN`
+// re-checks the memory plan of an existing plan (binary or protobuf text).
+// Errors are printed as file:line:col with the source line and a caret; every
+// failure exits 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,12 +18,16 @@
 #include "runtime/lmrt/plan_file.h"
 #include "runtime/lmrt/tensor.h"
 #include "tools/RegisterLMDialects.h"
+#include "tools/lmc/DumpDir.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Tools/Plugins/PassPlugin.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -46,6 +52,9 @@ struct CompileOptions {
   std::string emit;
   std::string dumpDir;
   bool printIRAfterAll = false;
+  std::string fusion = "auto";
+  std::vector<std::string> passPlugins;
+  std::vector<std::string> passes;
 };
 
 int fail(const llvm::Twine &message) {
@@ -95,15 +104,12 @@ std::string planToText(const lmrt::plan::Plan &plan) {
   return text;
 }
 
-/// Writes `text` to `dir/name`; reports and fails on I/O errors.
+/// Writes `text` to `dir/name` (lmc::writeDumpFile); reports and fails on I/O errors.
 LogicalResult writeDump(const std::string &dir, StringRef name, StringRef text) {
-  llvm::SmallString<256> path(dir);
-  llvm::sys::path::append(path, name);
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
-  if (ec)
-    return fail("cannot write '" + path + "': " + ec.message()), failure();
-  os << text;
+  std::string error;
+  llvm::raw_string_ostream errors(error);
+  if (failed(lmc::writeDumpFile(dir, name, text, errors)))
+    return fail(error), failure();
   return success();
 }
 
@@ -113,6 +119,26 @@ std::string printModule(ModuleOp module) {
   module->print(os);
   return text;
 }
+
+/// Added by lmc after each stage of the compile pipeline when --dump-dir is
+/// given: writes the module to `NN-<stage>.mlir`. A pass, so that the file holds
+/// the IR exactly where the stage ends in the one pipeline run.
+struct DumpStagePass : public PassWrapper<DumpStagePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DumpStagePass)
+
+  DumpStagePass(std::string dir, std::string name) : dir(std::move(dir)), name(std::move(name)) {}
+  StringRef getName() const override { return "LMCDumpStagePass"; }
+  StringRef getArgument() const final { return "lmc-dump-stage"; }
+  StringRef getDescription() const final { return "Writes the module to a file of lmc's --dump-dir"; }
+
+  void runOnOperation() override {
+    if (failed(writeDump(dir, name, printModule(getOperation()))))
+      signalPassFailure();
+    markAllAnalysesPreserved();
+  }
+
+  std::string dir, name;
+};
 
 bool hasTrainStep(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>())
@@ -150,6 +176,23 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   if (!opts.dumpDir.empty())
     if (std::error_code ec = llvm::sys::fs::create_directories(opts.dumpDir))
       return fail("cannot create --dump-dir '" + opts.dumpDir + "': " + ec.message());
+
+  // Plugins first: their passes must be registered before --passes names them.
+  mlir::lm::registerLMPasses();
+  for (const std::string &path : opts.passPlugins) {
+    llvm::Expected<PassPlugin> plugin = PassPlugin::load(path);
+    if (!plugin)
+      return fail("cannot load pass plugin '" + path + "': " + llvm::toString(plugin.takeError()));
+    plugin->registerPassRegistryCallbacks();
+  }
+  mlir::lm::CompilePipelineOptions pipelineOptions;
+  pipelineOptions.fusion = opts.fusion == "none" ? mlir::lm::FusionMode::None : mlir::lm::FusionMode::Auto;
+  for (const std::string &spec : opts.passes) {
+    std::string error;
+    llvm::raw_string_ostream errors(error);
+    if (failed(mlir::lm::parseExtensionPasses(spec, pipelineOptions, errors)))
+      return fail(StringRef(error).rtrim());
+  }
 
   DialectRegistry registry;
   mlir::lm::registerLMDialects(registry);
@@ -189,43 +232,46 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
       return 0;
   }
 
-  // Stage 1: the train step. A module that already has one (a hand-written
-  // test, or lmc's own --emit=train-mlir output) is taken as it is.
-  if (hasTrainStep(*module)) {
-    if (opts.printIRAfterAll)
-      llvm::errs() << "lmc: warning: --print-ir-after-all prints nothing: '" << opts.input
-                   << "' already has a train step, so the train pipeline does not run\n";
-  } else {
-    PassManager pm(&context);
-    if (opts.printIRAfterAll) {
-      context.disableMultithreading();
-      pm.enableIRPrinting();
-    }
-    mlir::lm::buildLMTrainPipeline(pm);
-    if (failed(pm.run(*module)))
-      return 1;
+  // Stages 1-3: the compile pipeline. A module that already has its train
+  // step (a hand-written test, or lmc's own --emit=train-mlir output) skips
+  // autodiff only; optimize and the contract always run. The contract stage
+  // builds the plan while checking it and hands it over.
+  lmrt::plan::Plan plan;
+  pipelineOptions.autodiff = !hasTrainStep(*module);
+  pipelineOptions.sourcePath = opts.input;
+  pipelineOptions.planOut = &plan;
+  PassManager pm(&context);
+  if (opts.printIRAfterAll) {
+    context.disableMultithreading();
+    auto notDump = [](Pass *pass, Operation *) { return pass->getTypeID() != TypeID::get<DumpStagePass>(); };
+    pm.enableIRPrinting(notDump, notDump);
   }
-  std::string trainText = printModule(*module);
-  if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, "01-train.mlir", trainText)))
+  std::string pipelineError;
+  llvm::raw_string_ostream pipelineErrors(pipelineError);
+  auto dumpStage = [&](mlir::lm::CompileStage stage, OpPassManager &stagePm) {
+    if (opts.dumpDir.empty())
+      return;
+    std::string name = llvm::formatv("{0:d2}-{1}.mlir", static_cast<int>(stage) + 1,
+                                     mlir::lm::getStageName(stage)).str();
+    stagePm.addPass(std::make_unique<DumpStagePass>(opts.dumpDir, name));
+  };
+  if (failed(mlir::lm::buildLMCompilePipeline(pm, pipelineOptions, pipelineErrors, dumpStage)))
+    return fail(StringRef(pipelineError).rtrim());
+  if (failed(pm.run(*module)))
     return 1;
   if (opts.emit == "train-mlir") {
-    llvm::outs() << trainText;
+    llvm::outs() << printModule(*module);
     if (!writePlan && opts.dumpDir.empty())
       return 0;
   }
 
-  // Stage 2: the plan.
-  mlir::lm::PlanOptions planOptions;
-  planOptions.sourcePath = opts.input;
-  FailureOr<lmrt::plan::Plan> plan = mlir::lm::buildPlan(*module, planOptions);
-  if (failed(plan))
-    return 1;
-  std::string planText = planToText(*plan);
-  if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, "02-plan.txt", planText)))
+  // Stage 4: the plan.
+  std::string planText = planToText(plan);
+  if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, "04-plan.txt", planText)))
     return 1;
   if (opts.emit == "plan-text")
     llvm::outs() << planText;
-  if (opts.emit == "memory-plan" && !printMemoryPlans(*plan, llvm::outs()))
+  if (opts.emit == "memory-plan" && !printMemoryPlans(plan, llvm::outs()))
     return fail("the memory plan check failed");
 
   std::string outPath = opts.output;
@@ -233,15 +279,15 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     if (outPath.empty())
       outPath = (llvm::sys::path::stem(opts.input) + ".plan").str();
     std::string error;
-    if (!lmrt::writePlanFile(outPath, *plan, error))
+    if (!lmrt::writePlanFile(outPath, plan, error))
       return fail(error);
   }
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   llvm::errs() << "lmc: " << (writePlan ? "wrote " + outPath : std::string("compiled ") + opts.input) << ": "
-               << withThousands(plan->param_count()) << " parameters, " << humanFlops(plan->flops_per_step())
-               << "/step, predicted peak memory " << humanBytes(plan->predicted_peak_bytes()) << " ("
-               << withThousands(plan->predicted_peak_bytes()) << " bytes), compiled in "
+               << withThousands(plan.param_count()) << " parameters, " << humanFlops(plan.flops_per_step())
+               << "/step, predicted peak memory " << humanBytes(plan.predicted_peak_bytes()) << " ("
+               << withThousands(plan.predicted_peak_bytes()) << " bytes), compiled in "
                << llvm::formatv("{0:f2}", seconds) << " s\n";
   return 0;
 }
@@ -287,11 +333,19 @@ int main(int argc, char **argv) {
   compile
       ->add_option("--emit", opts.emit,
                    "print a stage to stdout instead of writing the plan (also writes it with -o): "
-                   "mlir (frontend), train-mlir (after the train pipeline), plan-text, memory-plan")
+                   "mlir (frontend), train-mlir (after the compile pipeline), plan-text, memory-plan")
       ->check(CLI::IsMember({"mlir", "train-mlir", "plan-text", "memory-plan"}));
   compile->add_option("--dump-dir", opts.dumpDir,
-                      "write every stage: 00-frontend.mlir, 01-train.mlir, 02-plan.txt");
+                      "write every stage: 00-frontend.mlir, 01-autodiff.mlir, 02-optimize.mlir, 03-contract.mlir, "
+                      "04-plan.txt");
   compile->add_flag("--print-ir-after-all", opts.printIRAfterAll, "print the IR after every pass (stderr)");
+  compile->add_option("--fusion", opts.fusion, "fusion in the optimize stage: auto (default) or none")
+      ->check(CLI::IsMember({"auto", "none"}));
+  compile->add_option("--load-pass-plugin", opts.passPlugins,
+                      "load an MLIR pass plugin (a .so with mlirGetPassPluginInfo); repeatable");
+  compile->add_option("--passes", opts.passes,
+                      "run passes at extension points: 'POINT:PASS,PASS;POINT:...' with POINT one of "
+                      "before-autodiff, after-autodiff, after-optimize; repeatable");
 
   std::string planPath;
   CLI::App *memoryPlan =

@@ -19,6 +19,7 @@ config.substitutions.append(("%models", os.path.join(config.lmc_src_root, "model
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%fortunes", "/usr/share/games/fortunes"))  # scripts/setup.sh installs it
 config.substitutions.append(("%lmc_src", config.lmc_src_root))
+config.substitutions.append(("%lmc_lib", os.path.join(config.lmc_obj_root, "lib")))  # LMC's shared libraries
 llvm_config.add_tool_substitutions(["lm-opt", "lmc", "lmrt"], [config.lmc_tools_dir])
 
 if os.path.exists(config.python) and os.system(config.python + " -c 'import torch' 2>/dev/null") == 0:

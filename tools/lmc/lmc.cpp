@@ -117,6 +117,7 @@ std::string printModule(ModuleOp module) {
   std::string text;
   llvm::raw_string_ostream os(text);
   module->print(os);
+  os << "\n"; // a text file (and lm-opt's output) ends with a newline
   return text;
 }
 

@@ -342,11 +342,17 @@ int main(int argc, char **argv) {
   compile->add_flag("--print-ir-after-all", opts.printIRAfterAll, "print the IR after every pass (stderr)");
   compile->add_option("--fusion", opts.fusion, "fusion in the optimize stage: auto (default) or none")
       ->check(CLI::IsMember({"auto", "none"}));
-  compile->add_option("--load-pass-plugin", opts.passPlugins,
-                      "load an MLIR pass plugin (a .so with mlirGetPassPluginInfo); repeatable");
-  compile->add_option("--passes", opts.passes,
-                      "run passes at extension points: 'POINT:PASS,PASS;POINT:...' with POINT one of "
-                      "before-autodiff, after-autodiff, after-optimize; repeatable");
+  // One value per occurrence (repeat the flag for more), so that the input
+  // file after `--passes SPEC` is not taken for a second SPEC.
+  compile
+      ->add_option("--load-pass-plugin", opts.passPlugins,
+                   "load an MLIR pass plugin (a .so with mlirGetPassPluginInfo); repeatable")
+      ->allow_extra_args(false);
+  compile
+      ->add_option("--passes", opts.passes,
+                   "run passes at extension points: 'POINT:PASS,PASS;POINT:...' with POINT one of "
+                   "before-autodiff, after-autodiff, after-optimize; repeatable")
+      ->allow_extra_args(false);
 
   std::string planPath;
   CLI::App *memoryPlan =

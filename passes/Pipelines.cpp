@@ -19,7 +19,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 
-#include <algorithm>
 #include <mutex>
 
 using namespace mlir;

@@ -1,6 +1,6 @@
 /* Implements: `lmrt inspect X.plan`: reads and validates a plan and prints what
-   it holds: parameters, inputs, programs (steps, arena, FLOPs), predicted peak
-   memory and the training/data config. `--steps` also lists every step. */
+   it holds: parameters, inputs, programs (steps, arena, FLOPs), generated kernels
+   and their compiled libraries, predicted peak memory and the training/data config. `--steps` also lists every step. */
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -111,6 +111,20 @@ void inspect(const std::string &path, bool steps) {
                 prog.steps_size(), prog.buffers_size(), human((double)prog.arena_bytes()).c_str(),
                 flops((double)prog.flops()).c_str(), ins.c_str());
     if (steps) printSteps(prog);
+  }
+  if (p.kernels_size() > 0) {
+    std::printf("generated kernels: %d (docs/fusion.md)\n", p.kernels_size());
+    const char *schedules[] = {"elementwise", "column_reduce", "matmul_epilogue"};
+    for (const plan::Kernel &k : p.kernels()) {
+      int sched = (int)k.schedule();
+      std::printf("  %-28s %-15s [%lld, %lld], %d inputs, %d outputs\n", k.name().c_str(),
+                  sched >= 0 && sched < 3 ? schedules[sched] : "?", (long long)k.rows(), (long long)k.cols(),
+                  k.num_inputs(), k.args_size() - k.num_inputs());
+    }
+    for (const plan::KernelLibrary &l : p.kernel_libraries())
+      std::printf("  library %-10s %s, fnv1a %016llx, compiled by %s\n", l.target().c_str(),
+                  human((double)l.image().size()).c_str(), (unsigned long long)l.image_fnv1a(),
+                  l.compiler().c_str());
   }
   // What lmrt itself will hold: values + grads + AdamW m and v, the shared arena,
   // and one batch of inputs.

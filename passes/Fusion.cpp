@@ -189,21 +189,16 @@ void GroupBuilder::materialize() {
         outputs.push_back(result);
   }
 
-  // Insert right after the last member that precedes the first outside user
-  // (inputs are all defined by then).
-  auto [lo, hi] = placement(members);
+  // After the last member when that precedes every outside user; else right
+  // before the first outside user (every input is defined by then: the group
+  // grew only while placement() left a point between the two).
+  int64_t hi = placement(members).second;
   Operation *last = ops.back();
   OpBuilder builder(block.getParentOp()->getContext());
-  if (static_cast<int64_t>(position.lookup(last)) < hi) {
+  if (static_cast<int64_t>(position.lookup(last)) < hi)
     builder.setInsertionPointAfter(last);
-  } else {
-    Operation *firstUser = nullptr;
-    for (Operation &op : block)
-      if (static_cast<int64_t>(position.lookup(&op)) == hi)
-        firstUser = &op;
-    builder.setInsertionPoint(firstUser);
-  }
-  (void)lo;
+  else
+    builder.setInsertionPoint(&*std::next(block.begin(), hi));
 
   SmallVector<Type> resultTypes;
   SmallVector<Location> locs;

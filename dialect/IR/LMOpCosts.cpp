@@ -53,6 +53,10 @@ int64_t MatmulOp::getFlops() {
 int64_t SumToOp::getFlops() { return sweptElements(*this); }
 /// tanh, sech², the chain rule.
 int64_t GeluGradOp::getFlops() { return 16 * sweptElements(*this); }
+/// One select per element of the result.
+int64_t WhereOp::getFlops() { return numElements(getType()); }
+/// One comparison per element of x.
+int64_t ReduceMaxOp::getFlops() { return sweptElements(*this); }
 
 //===----------------------------------------------------------------------===//
 // Normalisation and losses, per element of the row-wise input.
@@ -61,6 +65,9 @@ int64_t GeluGradOp::getFlops() { return 16 * sweptElements(*this); }
 /// Mean, var, normalise, scale, shift.
 int64_t LayerNormOp::getFlops() { return 8 * sweptElements(*this); }
 int64_t LayerNormGradOp::getFlops() { return 16 * sweptElements(*this); }
+/// Square, sum, rsqrt, scale.
+int64_t RmsNormOp::getFlops() { return 4 * sweptElements(*this); }
+int64_t RmsNormGradOp::getFlops() { return 10 * sweptElements(*this); }
 /// Dot, sub, mul.
 int64_t SoftmaxGradOp::getFlops() { return 4 * sweptElements(*this); }
 /// Max, sub, exp, sum over the logits.
@@ -105,3 +112,4 @@ int64_t ReshapeOp::getFlops() { return 0; }
 int64_t TransposeOp::getFlops() { return 0; }
 int64_t SliceOp::getFlops() { return 0; }
 int64_t SliceGradOp::getFlops() { return 0; }
+int64_t ConcatOp::getFlops() { return 0; }

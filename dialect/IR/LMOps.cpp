@@ -256,13 +256,49 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 }
 LogicalResult LayerNormOp::verify() { return checkEpsilon(*this, getEpsilon()); }
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
   Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
   int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
-  return infer.result(shapes::attention(q, k, v, heads, err), err, infer.elementType(adaptor.getQ()));
+  int64_t kvHeads = infer.intOf(withDefaults<AttentionOp>(context, adaptor).num_kv_heads, "num_kv_heads");
+  return infer.result(shapes::attention(q, k, v, heads, err, kvHeads), err, infer.elementType(adaptor.getQ()));
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims x = infer.dims(adaptor.getX()), gamma = infer.dims(adaptor.getGamma());
+  return infer.result(shapes::rmsNorm(x, gamma, err), err, infer.elementType(adaptor.getX()));
+}
+LogicalResult RmsNormOp::verify() { return checkEpsilon(*this, getEpsilon()); }
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims c = infer.dims(adaptor.getCond()), a = infer.dims(adaptor.getLhs()), b = infer.dims(adaptor.getRhs());
+  return infer.result(shapes::where(c, a, b, err), err, infer.elementType(adaptor.getLhs()));
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims a = infer.dims(adaptor.getLhs()), b = infer.dims(adaptor.getRhs());
+  int64_t axis = infer.intOf(adaptor.getAxisAttr(), "axis");
+  return infer.result(shapes::concat(a, b, axis, err), err, infer.elementType(adaptor.getLhs()));
+}
+
+LogicalResult ReduceMaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims x = infer.dims(adaptor.getX());
+  Dims axes = infer.listOf(adaptor.getAxesAttr(), "axes");
+  return infer.result(shapes::reduceAxes(x, axes, err), err, infer.elementType(adaptor.getX()));
 }
 
 LogicalResult ReshapeOp::verify() {
@@ -336,18 +372,38 @@ LogicalResult LayerNormGradOp::verify() {
   return checkShape(*this, "dy", getDy().getType(), dimsOf(getX()));
 }
 
-LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-                                                SmallVectorImpl<Type> &types) {
+LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                                Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
   Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
   int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
-  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err);
+  int64_t kvHeads = infer.intOf(withDefaults<AttentionGradOp>(context, adaptor).num_kv_heads, "num_kv_heads");
+  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err, kvHeads);
   Type elem = infer.elementType(adaptor.getQ());
-  for (int i = 0; i < 3; ++i) // dq, dk, dv
-    if (failed(infer.result(shape, err, elem)))
+  // dq has q's shape; dk and dv the key/value shape.
+  if (failed(infer.result(shape, err, elem)))
+    return failure();
+  for (int i = 0; i < 2; ++i)
+    if (failed(infer.result(shape ? std::optional<Dims>(k) : std::nullopt, err, elem)))
       return failure();
   return success();
+}
+
+LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims x = infer.dims(adaptor.getX()), gamma = infer.dims(adaptor.getGamma());
+  Type elem = infer.elementType(adaptor.getX());
+  if (failed(infer.result(shapes::rmsNorm(x, gamma, err), err, elem)))
+    return failure();
+  return infer.result(gamma, err, elem); // dgamma: [D]
+}
+LogicalResult RmsNormGradOp::verify() {
+  if (failed(checkEpsilon(*this, getEpsilon())))
+    return failure();
+  return checkShape(*this, "dy", getDy().getType(), dimsOf(getX()));
 }
 LogicalResult AttentionGradOp::verify() {
   return checkShape(*this, "dy", getDy().getType(), dimsOf(getQ()));

@@ -145,6 +145,54 @@ def LM_SubOp : LM_BinaryOp<"sub", "subtraction", "$0 - $1">;
 def LM_MulOp : LM_BinaryOp<"mul", "multiplication", "$0 * $1">;
 def LM_DivOp : LM_BinaryOp<"div", "division", "$0 / $1">;
 
+/// A comparison: 1 where it holds and 0 elsewhere, in the operands' float type
+/// (a mask that multiplies or selects). Broadcasting as the arithmetic ops; no
+/// gradient flows through it (its VJP gives both operands none).
+class LM_CompareOp<string mnemonic, string what, string cmp>
+    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])> {
+  let summary = "elementwise comparison `" # what # "` as a 0/1 mask";
+  let description = [{
+    `1` where `lhs }] # what # [{ rhs`, else `0`, with NumPy broadcasting; the
+    result has the operands' float type.
+
+    ```mlir
+    %m = lm.}] # mnemonic # [{ %x, %zero : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$lhs, LM_FloatTensor:$rhs);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = LM_ScalarForm<"lmc::mask<A>($0 " # cmp # " $1)">.decl;
+  let extraClassDefinition = LM_ElementwiseDefs<1,
+      "::mlir::lm::detail::inferBroadcast(getOperationName(), loc, adaptor.getLhs(), "
+      # "adaptor.getRhs(), types)">.defs;
+}
+
+def LM_GtOp : LM_CompareOp<"gt", ">", ">">;
+def LM_GeOp : LM_CompareOp<"ge", ">=", ">=">;
+def LM_LtOp : LM_CompareOp<"lt", "<", "<">;
+def LM_LeOp : LM_CompareOp<"le", "<=", "<=">;
+def LM_EqOp : LM_CompareOp<"eq", "==", "==">;
+def LM_NeOp : LM_CompareOp<"ne", "!=", "!=">;
+
+def LM_WhereOp : LM_DiffOp<"where", [LM_ResultsMatchInferred, InferTypeOpAdaptor,
+                                     LM_ElementwiseOpInterface]> {
+  let summary = "elementwise selection by a mask";
+  let description = [{
+    `lhs` where `cond` is not 0, else `rhs`; the three operands broadcast
+    together (NumPy rules). `cond` is a float mask (a comparison's result) and
+    gets no gradient.
+
+    ```mlir
+    %y = lm.where %m, %x, %ninf : (tensor<4x16x16xf32>, tensor<4x16x16xf32>, tensor<f32>) -> tensor<4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$cond, LM_FloatTensor:$lhs, LM_FloatTensor:$rhs);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$cond `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = LM_ScalarForm<"lmc::select($0, $1, $2)">.decl;
+}
+
 /// `flops` per element; `minRank` 1 for ops working along the last dimension;
 /// `scalar` the scalar form of an elementwise op ("" for one that is not).
 class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops, int minRank = 0,
@@ -173,6 +221,29 @@ def LM_NegOp : LM_UnaryOp<"neg", "elementwise negation", "`-x`.", 1, 0, "-$0"> {
 // Cube, fma, tanh, 3 muls.
 def LM_GeluOp : LM_UnaryOp<"gelu", "GELU, tanh approximation",
     "`0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, elementwise.", 8, 0, "lmc::gelu($0)">;
+// The zoo's math: flops per element are rough (a transcendental counts 4).
+def LM_TanhOp : LM_UnaryOp<"tanh", "hyperbolic tangent", "`tanh(x)`, elementwise.", 4, 0,
+                           "lmc::tanh($0)">;
+def LM_SigmoidOp : LM_UnaryOp<"sigmoid", "logistic sigmoid", "`1 / (1 + exp(-x))`, elementwise.", 4, 0,
+                              "lmc::sigmoid($0)">;
+def LM_LogSigmoidOp : LM_UnaryOp<"log_sigmoid", "log of the logistic sigmoid",
+    "`log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|))`, elementwise (no overflow).", 8, 0,
+    "lmc::logSigmoid($0)">;
+def LM_ReluOp : LM_UnaryOp<"relu", "rectified linear unit", "`max(x, 0)`, elementwise.", 1, 0,
+                           "lmc::relu($0)">;
+def LM_SiluOp : LM_UnaryOp<"silu", "SiLU (swish)", "`x * sigmoid(x)`, elementwise.", 5, 0,
+                           "lmc::silu($0)">;
+def LM_ExpOp : LM_UnaryOp<"exp", "exponential", "`exp(x)`, elementwise.", 4, 0, "lmc::exp($0)">;
+def LM_LogOp : LM_UnaryOp<"log", "natural logarithm", "`log(x)`, elementwise.", 4, 0, "lmc::log($0)">;
+def LM_SqrtOp : LM_UnaryOp<"sqrt", "square root", "`sqrt(x)`, elementwise.", 4, 0, "lmc::sqrt($0)">;
+def LM_RsqrtOp : LM_UnaryOp<"rsqrt", "reciprocal square root", "`1 / sqrt(x)`, elementwise.", 5, 0,
+                            "lmc::rsqrt($0)">;
+def LM_SinOp : LM_UnaryOp<"sin", "sine", "`sin(x)`, elementwise.", 4, 0, "lmc::sin($0)">;
+def LM_CosOp : LM_UnaryOp<"cos", "cosine", "`cos(x)`, elementwise.", 4, 0, "lmc::cos($0)">;
+// The identity whose VJP is zero: gradients do not flow into x.
+def LM_StopGradientOp : LM_UnaryOp<"stop_gradient", "identity without gradient",
+    "`x`; the VJP gives x no gradient (a frozen value, a sampled target).", 0, 0, "$0">;
+
 // Max, sub, exp, sum, div.
 def LM_SoftmaxOp : LM_UnaryOp<"softmax", "softmax over the last dimension",
     "`exp(x - max) / sum(exp(x - max))` along the last dimension (rank >= 1).", 5, 1>;
@@ -194,12 +265,64 @@ def LM_LayerNormOp : LM_DiffOp<"layer_norm", LM_InferredResultTypes> {
   let hasVerifier = 1;
 }
 
+def LM_RmsNormOp : LM_DiffOp<"rms_norm", LM_InferredResultTypes> {
+  let summary = "RMS normalization over the last dimension";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * gamma` over the last dimension `D` of `x`
+    (LLaMA's RMSNorm, no centring, no bias); `gamma` is `[D]`.
+
+    ```mlir
+    %y = lm.rms_norm %x, %g {epsilon = 1.0e-06 : f64} : (tensor<4x16x64xf32>, tensor<64xf32>) -> tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, LM_FloatTensor:$gamma,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$epsilon);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $gamma attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def LM_ConcatOp : LM_DiffOp<"concat", LM_InferredResultTypes> {
+  let summary = "concatenation of two tensors along one dimension";
+  let description = [{
+    `lhs` then `rhs` along dimension `axis`; every other dimension agrees.
+    (Binary, since a plan step has a fixed arity: the frontend chains it.)
+
+    ```mlir
+    %y = lm.concat %a, %b {axis = 2 : i64} : (tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$lhs, LM_FloatTensor:$rhs, I64Attr:$axis);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_ReduceMaxOp : LM_DiffOp<"reduce_max", LM_InferredResultTypes> {
+  let summary = "maximum over dimensions, kept as size 1";
+  let description = [{
+    The maximum of `x` over the dimensions listed in `axes` (sorted, distinct);
+    those dimensions become 1 in the result, which therefore broadcasts back
+    to `x`. The gradient is split evenly between tied maxima (as
+    `torch.amax`).
+
+    ```mlir
+    %m = lm.reduce_max %x {axes = array<i64: 2>} : (tensor<4x16x64xf32>) -> tensor<4x16x1xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, DenseI64ArrayAttr:$axes);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
 def LM_AttentionOp : LM_DiffOp<"attention", LM_InferredResultTypes> {
   let summary = "multi-head scaled dot-product attention";
   let description = [{
-    `q, k, v: [B, T, H*Dh]`; head `h` is the column block `h*Dh ... (h+1)*Dh-1`
-    of the last dimension. Per head: `softmax(q k^T / sqrt(Dh) + mask) v`,
-    where a causal mask hides keys `j > i`.
+    `q: [B, T, H*Dh]`, `k, v: [B, T, Hkv*Dh]`; head `h` is the column block
+    `h*Dh ... (h+1)*Dh-1` of the last dimension. Per head:
+    `softmax(q k^T / sqrt(Dh) + mask) v`, where a causal mask hides keys
+    `j > i`. Grouped-query attention: with `num_kv_heads` = Hkv (which
+    divides H; 0, the default, means H) query head `h` reads key/value head
+    `h / (H / Hkv)`.
 
     ```mlir
     %y = lm.attention %q, %k, %v {causal = true, num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
@@ -207,7 +330,8 @@ def LM_AttentionOp : LM_DiffOp<"attention", LM_InferredResultTypes> {
   }];
   let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v,
                        I64Attr:$num_heads,
-                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$q `,` $k `,` $v attr-dict `:` functional-type(operands, results)";
 }
@@ -335,10 +459,27 @@ def LM_LayerNormGradOp : LM_GradOp<"layer_norm_grad", LM_InferredResultTypes> {
   let hasVerifier = 1;
 }
 
+def LM_RmsNormGradOp : LM_GradOp<"rms_norm_grad", LM_InferredResultTypes> {
+  let summary = "adjoint of lm.rms_norm";
+  let description = [{
+    Returns `dx` and `dgamma: [D]`; recomputes the reciprocal RMS from `x`.
+
+    ```mlir
+    %dx, %dg = lm.rms_norm_grad %x, %g, %dy {epsilon = 1.0e-06 : f64} : (tensor<8x64xf32>, tensor<64xf32>, tensor<8x64xf32>) -> (tensor<8x64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, LM_FloatTensor:$gamma, LM_FloatTensor:$dy,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$epsilon);
+  let results = (outs LM_FloatTensor:$dx, LM_FloatTensor:$dgamma);
+  let assemblyFormat = "$x `,` $gamma `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def LM_AttentionGradOp : LM_GradOp<"attention_grad", LM_InferredResultTypes> {
   let summary = "adjoint of lm.attention";
   let description = [{
-    Returns `dq`, `dk`, `dv`; recomputes the attention probabilities.
+    Returns `dq`, `dk`, `dv` (`dk`, `dv` of the key/value shape, summed over
+    the query heads of a group); recomputes the attention probabilities.
 
     ```mlir
     %dq, %dk, %dv = lm.attention_grad %q, %k, %v, %dy {causal = true, num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>)
@@ -346,7 +487,8 @@ def LM_AttentionGradOp : LM_GradOp<"attention_grad", LM_InferredResultTypes> {
   }];
   let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v,
                        LM_FloatTensor:$dy, I64Attr:$num_heads,
-                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
   let results = (outs LM_FloatTensor:$dq, LM_FloatTensor:$dk, LM_FloatTensor:$dv);
   let assemblyFormat = "$q `,` $k `,` $v `,` $dy attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -1,17 +1,18 @@
 /* Implements: lm.attention and lm.attention_grad (multi-head scaled dot-product
-   attention, optional causal mask). q, k, v are [B, T, H*Dh] with head h in
-   columns h*Dh .. (h+1)*Dh-1, read in place with row stride H*Dh.
+   attention, optional causal mask, grouped-query heads). q is [B, T, H*Dh] with head
+   h in columns h*Dh .. (h+1)*Dh-1, read in place with row stride H*Dh; k and v are
+   [B, T, Hkv*Dh], and query head h reads key/value head h / (H / Hkv).
    Flash-attention style: a head is cut into blocks of kBlock queries x kBlock keys;
    the scores of a block are one small GEMM (CBLAS, whose kernels use the widest
    vector unit of the machine), the softmax is online (running row max and sum, the
    output rescaled when the max grows), so nothing of size T x T is ever stored, and
    causal blocks above the diagonal are never computed.
    Forward: parallel over (batch, head, query block); every item writes its own rows.
-   Backward (flash-attention-2): each (batch, head) first recomputes its output and
-   row logsumexp with the forward sweep (the op has no saved statistics), then walks
-   query blocks x key blocks recomputing the probabilities; it owns its slices of
-   dq, dk, dv, so GEMMs accumulate into them directly and no two threads write the
-   same element. Work items never depend on the thread count, so results are
+   Backward (flash-attention-2): each (batch, key/value head) takes its query heads in
+   order; each first recomputes its output and row logsumexp with the forward sweep
+   (the op has no saved statistics), then walks query blocks x key blocks recomputing
+   the probabilities; the item owns its slices of dq, dk, dv, so GEMMs accumulate
+   into them directly and no two threads write the same element. Work items never depend on the thread count, so results are
    bit-identical for any --threads. */
 #include <cmath>
 
@@ -26,14 +27,19 @@ namespace {
    rows it reads stay in L1/L2, and the GEMMs are big enough for BLAS to run near peak. */
 constexpr int64_t kBlock = 64;
 
+/* C: the row stride of q (H*Dh); Ck: that of k and v (Hkv*Dh). Query head h reads
+   key/value head h / (H / Hkv) (grouped-query attention; Hkv = H is plain MHA). */
 struct Dims3 {
-  int64_t B, T, C, H, Dh;
+  int64_t B, T, C, H, Dh, Ck, Hkv;
+  int64_t group() const { return H / Hkv; }
 };
 
 Dims3 dimsOf(const KernelCall &call) {
   const Shape &s = call.in[0].shape();
   int64_t h = call.attrs.getInt("num_heads");
-  return {s[0], s[1], s[2], h, s[2] / h};
+  int64_t hkv = call.attrs.getInt("num_kv_heads", 0);
+  if (hkv == 0) hkv = h;
+  return {s[0], s[1], s[2], h, s[2] / h, call.in[1].shape()[2], hkv};
 }
 std::string checkAttentionCommon(const char *op, const std::vector<TensorType> &in, const Attrs &attrs,
                                  Shape &shape) {
@@ -42,7 +48,8 @@ std::string checkAttentionCommon(const char *op, const std::vector<TensorType> &
   LMRT_CHECK(expectSameDType(op, "v", in[2], "q", in[0]));
   attrs.getBool("causal");  // required, throws when missing
   std::string err;
-  auto s = shapes::attention(in[0].shape, in[1].shape, in[2].shape, attrs.getInt("num_heads"), err);
+  auto s = shapes::attention(in[0].shape, in[1].shape, in[2].shape, attrs.getInt("num_heads"), err,
+                             attrs.getInt("num_kv_heads", 0));
   if (!s) return std::string(op) + err.substr(err.find(':'));
   shape = *s;
   return "";
@@ -70,20 +77,20 @@ inline int64_t visibleKeys(bool causal, int64_t query, int64_t k0, int64_t nk) {
 }
 
 /* Softmax attention of queries q0 .. q0+nq-1 of one head (q, k, v point at the head's
-   first column, row stride C): writes the rows of y (stride ldy) and, when lse is not
+   first column, row strides C for q, Ck for k and v): writes the rows of y (stride ldy) and, when lse is not
    null, each row's logsumexp of the scaled scores. */
 template <typename T>
 LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, int64_t q0,
                                    int64_t nq, T *y, int64_t ldy, T *lse, FwdScratch<T> &w) {
   const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
-  const int64_t Dh = d.Dh, C = d.C;
+  const int64_t Dh = d.Dh, C = d.C, Ck = d.Ck;
   T *S = w.s.data(), *O = w.o.data(), *m = w.m.data(), *l = w.l.data();
   for (int64_t i = 0; i < nq; ++i) m[i] = -INFINITY, l[i] = 0;
   std::fill(O, O + nq * Dh, (T)0);
   const int64_t kEnd = causal ? q0 + nq : d.T;
   for (int64_t k0 = 0; k0 < kEnd; k0 += kBlock) {
     const int64_t nk = std::min(kBlock, kEnd - k0);
-    gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * C, C, (T)0, S, nk);
+    gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * Ck, Ck, (T)0, S, nk);
     for (int64_t i = 0; i < nq; ++i) {
       T *row = S + i * nk, *oi = O + i * Dh;
       const int64_t vis = visibleKeys(causal, q0 + i, k0, nk);
@@ -105,7 +112,7 @@ LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, cons
 #pragma omp simd
         for (int64_t e = 0; e < Dh; ++e) oi[e] *= corr;
     }
-    gemm(false, false, nq, Dh, nk, (T)1, S, nk, v + k0 * C, C, (T)1, O, Dh);
+    gemm(false, false, nq, Dh, nk, (T)1, S, nk, v + k0 * Ck, Ck, (T)1, O, Dh);
   }
   for (int64_t i = 0; i < nq; ++i) {
     const T inv = (T)1 / l[i];
@@ -136,9 +143,10 @@ template <typename T> void attentionT(const KernelCall &call) {
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < items; ++item) {
       int64_t bh = item / qBlocks, qb = item % qBlocks;
-      int64_t base = (bh / d.H) * d.T * d.C + (bh % d.H) * d.Dh;
+      int64_t b = bh / d.H, h = bh % d.H;
+      int64_t base = b * d.T * d.C + h * d.Dh, kvBase = b * d.T * d.Ck + (h / d.group()) * d.Dh;
       int64_t q0 = qb * kBlock;
-      forwardBlock(d, causal, q + base, k + base, v + base, q0, std::min(kBlock, d.T - q0), y + base, d.C,
+      forwardBlock(d, causal, q + base, k + kvBase, v + kvBase, q0, std::min(kBlock, d.T - q0), y + base, d.C,
                    (T *)nullptr, w);
     }
   }
@@ -160,8 +168,8 @@ std::string checkAttentionGrad(const std::vector<TensorType> &in, const std::vec
     LMRT_CHECK(expectSameDType(op, "dy", in[3], "q", in[0]));
     if (in[3].shape != s) return std::string(op) + ": dy " + in[3].str() + " must have the shape of q " + in[0].str();
     LMRT_CHECK(expectType(op, "dq", out[0], in[0].dtype, s));
-    LMRT_CHECK(expectType(op, "dk", out[1], in[0].dtype, s));
-    return expectType(op, "dv", out[2], in[0].dtype, s);
+    LMRT_CHECK(expectType(op, "dk", out[1], in[0].dtype, in[1].shape));
+    return expectType(op, "dv", out[2], in[0].dtype, in[1].shape);
   });
 }
 
@@ -174,12 +182,13 @@ template <typename T> struct BwdScratch {
 };
 
 /* The backward of one (batch, head); q .. dv point at the head's first column (row
-   stride C). dk and dv are accumulated in place and must start at zero. */
+   stride C for q, dy, dq; Ck for k, v, dk, dv). dk and dv are accumulated in place
+   (the query heads of a group add into one key/value head) and must start at zero. */
 template <typename T>
 LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, const T *dy,
                                    T *dq, T *dk, T *dv, BwdScratch<T> &w) {
   const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
-  const int64_t Dh = d.Dh, C = d.C;
+  const int64_t Dh = d.Dh, C = d.C, Ck = d.Ck;
   // Output and logsumexp of every row; delta_i = dy_i . y_i = sum_j P_ij dP_ij.
   for (int64_t q0 = 0; q0 < d.T; q0 += kBlock)
     forwardBlock(d, causal, q, k, v, q0, std::min(kBlock, d.T - q0), w.o.data(), Dh, w.lse.data(), w.fwd);
@@ -196,8 +205,8 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
     std::fill(dQ, dQ + nq * Dh, (T)0);
     for (int64_t k0 = 0; k0 < kEnd; k0 += kBlock) {
       const int64_t nk = std::min(kBlock, kEnd - k0);
-      gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * C, C, (T)0, P, nk);
-      gemm(false, true, nq, nk, Dh, (T)1, dy + q0 * C, C, v + k0 * C, C, (T)0, dP, nk);
+      gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * Ck, Ck, (T)0, P, nk);
+      gemm(false, true, nq, nk, Dh, (T)1, dy + q0 * C, C, v + k0 * Ck, Ck, (T)0, dP, nk);
       // P_ij = exp(s_ij - lse_i); dS_ij = P_ij (dP_ij - delta_i), times the score scale.
       for (int64_t i = 0; i < nq; ++i) {
         T *pi = P + i * nk, *dpi = dP + i * nk;
@@ -210,9 +219,9 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
         }
         for (int64_t j = vis; j < nk; ++j) pi[j] = dpi[j] = 0;
       }
-      gemm(true, false, nk, Dh, nq, (T)1, P, nk, dy + q0 * C, C, (T)1, dv + k0 * C, C);  // dV += P^T dY
-      gemm(true, false, nk, Dh, nq, (T)1, dP, nk, q + q0 * C, C, (T)1, dk + k0 * C, C);  // dK += dS^T Q
-      gemm(false, false, nq, Dh, nk, (T)1, dP, nk, k + k0 * C, C, (T)1, dQ, Dh);         // dQ += dS K
+      gemm(true, false, nk, Dh, nq, (T)1, P, nk, dy + q0 * C, C, (T)1, dv + k0 * Ck, Ck);  // dV += P^T dY
+      gemm(true, false, nk, Dh, nq, (T)1, dP, nk, q + q0 * C, C, (T)1, dk + k0 * Ck, Ck);  // dK += dS^T Q
+      gemm(false, false, nq, Dh, nk, (T)1, dP, nk, k + k0 * Ck, Ck, (T)1, dQ, Dh);         // dQ += dS K
     }
     for (int64_t i = 0; i < nq; ++i) std::copy(dQ + i * Dh, dQ + (i + 1) * Dh, dq + (q0 + i) * C);
   }
@@ -225,19 +234,25 @@ template <typename T> void attentionGradT(const KernelCall &call) {
   T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(), *dv = call.out[2].as<T>();
   if (call.out[0].numel() == 0) return;
   singleThreadedBlas();
-  int64_t pairs = d.B * d.H;
-  bool par = pairs > 1 && pairs * d.T * d.T * d.Dh >= kParallelWork;
+  // One work item per (batch, key/value head): it owns that head's dk and dv, and its
+  // query heads add into them in head order, so no two threads write one element.
+  int64_t pairs = d.B * d.Hkv;
+  bool par = pairs > 1 && d.B * d.H * d.T * d.T * d.Dh >= kParallelWork;
 #pragma omp parallel if (par)
   {
     BwdScratch<T> w(d);
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t bh = 0; bh < pairs; ++bh) {
-      int64_t base = (bh / d.H) * d.T * d.C + (bh % d.H) * d.Dh;
+    for (int64_t bg = 0; bg < pairs; ++bg) {
+      int64_t b = bg / d.Hkv, g = bg % d.Hkv;
+      int64_t kvBase = b * d.T * d.Ck + g * d.Dh;
       for (int64_t t = 0; t < d.T; ++t) {
-        std::fill(dk + base + t * d.C, dk + base + t * d.C + d.Dh, (T)0);
-        std::fill(dv + base + t * d.C, dv + base + t * d.C + d.Dh, (T)0);
+        std::fill(dk + kvBase + t * d.Ck, dk + kvBase + t * d.Ck + d.Dh, (T)0);
+        std::fill(dv + kvBase + t * d.Ck, dv + kvBase + t * d.Ck + d.Dh, (T)0);
       }
-      backwardHead(d, causal, q + base, k + base, v + base, dy + base, dq + base, dk + base, dv + base, w);
+      for (int64_t h = g * d.group(); h < (g + 1) * d.group(); ++h) {
+        int64_t base = b * d.T * d.C + h * d.Dh;
+        backwardHead(d, causal, q + base, k + kvBase, v + kvBase, dy + base, dq + base, dk + kvBase, dv + kvBase, w);
+      }
     }
   }
 }

@@ -1,4 +1,5 @@
-/* Implements: lm.add/sub/mul/div with NumPy broadcasting, lm.neg, and lm.sum_to
+/* Implements: lm.add/sub/mul/div and the comparisons lm.gt/ge/lt/le/eq/ne with
+   NumPy broadcasting, lm.where, lm.neg, and lm.sum_to
    (the adjoint of broadcasting). Fast paths: equal shapes (one flat loop), an
    operand that broadcasts along leading dims only (a bias: indexed modulo its
    size) and, for sum_to, reducing leading dims (column sums). Anything else goes
@@ -13,6 +14,13 @@ struct Add { template <typename T> static T f(T a, T b) { return a + b; } };
 struct Sub { template <typename T> static T f(T a, T b) { return a - b; } };
 struct Mul { template <typename T> static T f(T a, T b) { return a * b; } };
 struct Div { template <typename T> static T f(T a, T b) { return a / b; } };
+// Comparisons: 1 or 0 in the operands' type, as their scalar forms (lmc::mask).
+struct Gt { template <typename T> static T f(T a, T b) { return lmc::mask<T>(a > b); } };
+struct Ge { template <typename T> static T f(T a, T b) { return lmc::mask<T>(a >= b); } };
+struct Lt { template <typename T> static T f(T a, T b) { return lmc::mask<T>(a < b); } };
+struct Le { template <typename T> static T f(T a, T b) { return lmc::mask<T>(a <= b); } };
+struct Eq { template <typename T> static T f(T a, T b) { return lmc::mask<T>(a == b); } };
+struct Ne { template <typename T> static T f(T a, T b) { return lmc::mask<T>(a != b); } };
 
 /* Drops leading 1s: [1, 1, 3, 4] -> [3, 4]. */
 Shape stripLeadingOnes(const Shape &s) {
@@ -121,6 +129,53 @@ template <> const char *Binary<Add>::name = "add";
 template <> const char *Binary<Sub>::name = "sub";
 template <> const char *Binary<Mul>::name = "mul";
 template <> const char *Binary<Div>::name = "div";
+template <> const char *Binary<Gt>::name = "gt";
+template <> const char *Binary<Ge>::name = "ge";
+template <> const char *Binary<Lt>::name = "lt";
+template <> const char *Binary<Le>::name = "le";
+template <> const char *Binary<Eq>::name = "eq";
+template <> const char *Binary<Ne>::name = "ne";
+
+// ----------------------------------------------------------------------------
+// where(cond, lhs, rhs): three operands broadcast together; a strided walk (the
+// zoo's uses are masks, not hot loops).
+
+std::string checkWhere(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &) {
+  return guardCheck("where", in, out, 3, 1, [&]() -> std::string {
+    LMRT_CHECK(expectFloat("where", "cond", in[0]));
+    LMRT_CHECK(expectSameDType("where", "lhs", in[1], "cond", in[0]));
+    LMRT_CHECK(expectSameDType("where", "rhs", in[2], "cond", in[0]));
+    std::string err;
+    auto shape = shapes::where(in[0].shape, in[1].shape, in[2].shape, err);
+    if (!shape) return err;
+    return expectType("where", "out", out[0], in[0].dtype, *shape);
+  });
+}
+
+template <typename T> void whereT(const KernelCall &call) {
+  const TensorRef &c = call.in[0], &a = call.in[1], &b = call.in[2], &o = call.out[0];
+  const Shape &os = o.shape();
+  auto sc = broadcastStrides(c.shape(), os), sa = broadcastStrides(a.shape(), os), sb = broadcastStrides(b.shape(), os);
+  const T *cp = c.as<T>(), *ap = a.as<T>(), *bp = b.as<T>();
+  T *op = o.as<T>();
+  int64_t n = o.numel();
+#pragma omp parallel for if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, ic = 0, ia = 0, ib = 0;
+    for (size_t d = os.size(); d-- > 0;) {
+      int64_t idx = rem % os[d];
+      rem /= os[d];
+      ic += idx * sc[d];
+      ia += idx * sa[d];
+      ib += idx * sb[d];
+    }
+    op[i] = lmc::select(cp[ic], ap[ia], bp[ib]);
+  }
+}
+
+void runWhere(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { whereT<decltype(t)>(call); });
+}
 
 // ----------------------------------------------------------------------------
 // neg
@@ -214,6 +269,13 @@ void addElementwiseKernels(std::vector<KernelDef> &k) {
   k.push_back({"sub", 2, 1, Binary<Sub>::check, Binary<Sub>::run});
   k.push_back({"mul", 2, 1, Binary<Mul>::check, Binary<Mul>::run});
   k.push_back({"div", 2, 1, Binary<Div>::check, Binary<Div>::run});
+  k.push_back({"gt", 2, 1, Binary<Gt>::check, Binary<Gt>::run});
+  k.push_back({"ge", 2, 1, Binary<Ge>::check, Binary<Ge>::run});
+  k.push_back({"lt", 2, 1, Binary<Lt>::check, Binary<Lt>::run});
+  k.push_back({"le", 2, 1, Binary<Le>::check, Binary<Le>::run});
+  k.push_back({"eq", 2, 1, Binary<Eq>::check, Binary<Eq>::run});
+  k.push_back({"ne", 2, 1, Binary<Ne>::check, Binary<Ne>::run});
+  k.push_back({"where", 3, 1, checkWhere, runWhere});
   k.push_back({"neg", 1, 1, checkNeg, runNeg});
   k.push_back({"sum_to", 1, 1, checkSumTo, runSumTo});
 }

@@ -88,6 +88,8 @@ void gemmWithEpilogue(const TensorRef &a, const TensorRef &b, bool transposeB, c
 void addMatmulKernels(std::vector<KernelDef> &k);
 void addElementwiseKernels(std::vector<KernelDef> &k);
 void addGeluKernels(std::vector<KernelDef> &k);
+void addUnaryKernels(std::vector<KernelDef> &k);
+void addReduceKernels(std::vector<KernelDef> &k);
 void addLayerNormKernels(std::vector<KernelDef> &k);
 void addAttentionKernels(std::vector<KernelDef> &k);
 void addSoftmaxKernels(std::vector<KernelDef> &k);

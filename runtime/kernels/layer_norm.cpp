@@ -1,4 +1,5 @@
-/* Implements: lm.layer_norm and lm.layer_norm_grad over the last dim, one fused
+/* Implements: lm.layer_norm and lm.layer_norm_grad (and lm.rms_norm, lm.rms_norm_grad)
+   over the last dim, one fused
    pass per row (mean, biased variance, normalise, scale, shift). The backward
    recomputes mean and rstd; dgamma/dbeta are reduced through partial sums of
    fixed 32-row chunks added in chunk order, so results vary neither between runs
@@ -141,11 +142,114 @@ void runLayerNormGrad(const KernelCall &call) {
   dispatchFloat(call.in[0].type.dtype, [&](auto t) { layerNormGradT<decltype(t)>(call); });
 }
 
+// ----------------------------------------------------------------------------
+// rms_norm: y = x * rstd * gamma, rstd = 1 / sqrt(mean(x^2) + eps) (LLaMA's RMSNorm)
+
+std::string checkRmsNorm(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                         const Attrs &attrs) {
+  return guardCheck("rms_norm", in, out, 2, 1, [&]() -> std::string {
+    LMRT_CHECK(expectFloat("rms_norm", "x", in[0]));
+    LMRT_CHECK(expectSameDType("rms_norm", "gamma", in[1], "x", in[0]));
+    LMRT_CHECK(shapes::layerNormEpsilon(attrs.getFloat("epsilon", 1e-6), "rms_norm"));
+    std::string err;
+    auto shape = shapes::rmsNorm(in[0].shape, in[1].shape, err);
+    if (!shape) return err;
+    return expectType("rms_norm", "out", out[0], in[0].dtype, *shape);
+  });
+}
+
+/* 1/sqrt(mean(x^2) + eps) of one row, accumulated in double. */
+template <typename T> double rowRstd(const T *x, int64_t d, double eps) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t j = 0; j < d; ++j) s += (double)x[j] * x[j];
+  return 1.0 / std::sqrt((d ? s / d : 0.0) + eps);
+}
+
+template <typename T> void rmsNormT(const KernelCall &call) {
+  const TensorRef &xr = call.in[0];
+  const T *x = xr.as<T>(), *g = call.in[1].as<T>();
+  T *y = call.out[0].as<T>();
+  double eps = call.attrs.getFloat("epsilon", 1e-6);
+  int64_t d = xr.shape().back(), rows = d ? xr.numel() / d : 0;
+#pragma omp parallel for if (rows * d >= kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *xi = x + r * d;
+    T *yi = y + r * d;
+    const T rs = (T)rowRstd(xi, d, eps);
+#pragma omp simd
+    for (int64_t j = 0; j < d; ++j) yi[j] = xi[j] * rs * g[j];
+  }
+}
+
+void runRmsNorm(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { rmsNormT<decltype(t)>(call); });
+}
+
+std::string checkRmsNormGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                             const Attrs &attrs) {
+  return guardCheck("rms_norm_grad", in, out, 3, 2, [&]() -> std::string {
+    const char *op = "rms_norm_grad";
+    LMRT_CHECK(expectFloat(op, "x", in[0]));
+    LMRT_CHECK(expectSameDType(op, "gamma", in[1], "x", in[0]));
+    LMRT_CHECK(expectSameDType(op, "dy", in[2], "x", in[0]));
+    LMRT_CHECK(shapes::layerNormEpsilon(attrs.getFloat("epsilon", 1e-6), op));
+    std::string err;
+    if (!shapes::rmsNorm(in[0].shape, in[1].shape, err)) return std::string(op) + err.substr(err.find(':'));
+    if (in[2].shape != in[0].shape) return std::string(op) + ": dy " + in[2].str() + " must have the shape of x " + in[0].str();
+    LMRT_CHECK(expectType(op, "dx", out[0], in[0].dtype, in[0].shape));
+    return expectType(op, "dgamma", out[1], in[0].dtype, in[1].shape);
+  });
+}
+
+/* dx = rstd * (dn - xhat * mean(dn * xhat)), dn = dy * gamma, xhat = x * rstd;
+   dgamma = sum over rows of dy * xhat, through fixed 32-row chunks as layer_norm_grad. */
+template <typename T> void rmsNormGradT(const KernelCall &call) {
+  const TensorRef &xr = call.in[0];
+  const T *x = xr.as<T>(), *g = call.in[1].as<T>(), *dy = call.in[2].as<T>();
+  T *dx = call.out[0].as<T>(), *dg = call.out[1].as<T>();
+  double eps = call.attrs.getFloat("epsilon", 1e-6);
+  int64_t d = xr.shape().back(), rows = d ? xr.numel() / d : 0;
+  constexpr int64_t kChunk = 32;
+  const int64_t chunks = (rows + kChunk - 1) / kChunk;
+  std::vector<T> partial((size_t)chunks * d, (T)0);
+#pragma omp parallel for schedule(static) if (rows * d >= kParallelMin)
+  for (int64_t c = 0; c < chunks; ++c) {
+    T *pg = partial.data() + (size_t)c * d;
+    for (int64_t r = c * kChunk, rEnd = std::min(rows, r + kChunk); r < rEnd; ++r) {
+      const T *xi = x + r * d, *dyi = dy + r * d;
+      T *dxi = dx + r * d;
+      const T rs = (T)rowRstd(xi, d, eps);
+      T sdnx = 0;
+#pragma omp simd reduction(+ : sdnx)
+      for (int64_t j = 0; j < d; ++j) {
+        T xhat = xi[j] * rs;
+        sdnx += dyi[j] * g[j] * xhat;
+        pg[j] += dyi[j] * xhat;
+      }
+      sdnx /= (T)d;
+#pragma omp simd
+      for (int64_t j = 0; j < d; ++j) dxi[j] = rs * (dyi[j] * g[j] - xi[j] * rs * sdnx);
+    }
+  }
+  for (int64_t j = 0; j < d; ++j) {
+    T sg = 0;
+    for (int64_t c = 0; c < chunks; ++c) sg += partial[(size_t)c * d + j];
+    dg[j] = sg;
+  }
+}
+
+void runRmsNormGrad(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { rmsNormGradT<decltype(t)>(call); });
+}
+
 }  // namespace
 
 void addLayerNormKernels(std::vector<KernelDef> &k) {
   k.push_back({"layer_norm", 3, 1, checkLayerNorm, runLayerNorm});
   k.push_back({"layer_norm_grad", 3, 3, checkLayerNormGrad, runLayerNormGrad});
+  k.push_back({"rms_norm", 2, 1, checkRmsNorm, runRmsNorm});
+  k.push_back({"rms_norm_grad", 3, 2, checkRmsNormGrad, runRmsNormGrad});
 }
 
 }  // namespace lmrt::kernels::detail

@@ -60,6 +60,8 @@ const std::vector<KernelDef> &allKernels() {
     detail::addMatmulKernels(k);
     detail::addElementwiseKernels(k);
     detail::addGeluKernels(k);
+    detail::addUnaryKernels(k);
+    detail::addReduceKernels(k);
     detail::addLayerNormKernels(k);
     detail::addAttentionKernels(k);
     detail::addSoftmaxKernels(k);

@@ -151,6 +151,34 @@ template <typename A> LMC_HD A geluGrad(A x, A dy) {
   return dy * ((A)0.5 * ((A)1 + th) + (A)0.5 * x * ((A)1 - th * th) * du);
 }
 
+
+/* The math of the zoo's elementwise ops (lm.sigmoid, lm.silu, ...), each for the
+   accumulation types float and double. The library calls (logf, sinf, ...) exist
+   on the host and on CUDA devices alike. */
+LMC_HD float log(float x) { return ::logf(x); }
+LMC_HD double log(double x) { return ::log(x); }
+LMC_HD float sqrt(float x) { return ::sqrtf(x); }
+LMC_HD double sqrt(double x) { return ::sqrt(x); }
+LMC_HD float sin(float x) { return ::sinf(x); }
+LMC_HD double sin(double x) { return ::sin(x); }
+LMC_HD float cos(float x) { return ::cosf(x); }
+LMC_HD double cos(double x) { return ::cos(x); }
+template <typename A> LMC_HD A rsqrt(A x) { return (A)1 / lmc::sqrt(x); }
+template <typename A> LMC_HD A relu(A x) { return x > (A)0 ? x : (A)0; }
+/* 1 / (1 + exp(-x)); exp(-x) overflows to inf for x < -88, which gives 0. */
+template <typename A> LMC_HD A sigmoid(A x) { return (A)1 / ((A)1 + lmc::exp(-x)); }
+/* log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|)): no overflow, no log(0). */
+template <typename A> LMC_HD A logSigmoid(A x) {
+  A ax = x < (A)0 ? -x : x;
+  return (x < (A)0 ? x : (A)0) - lmc::log((A)1 + lmc::exp(-ax));
+}
+/* x * sigmoid(x) (SiLU, the gate of SwiGLU). */
+template <typename A> LMC_HD A silu(A x) { return x * lmc::sigmoid(x); }
+/* where(c, a, b): c is a float mask, true where it is not 0. */
+template <typename A> LMC_HD A select(A c, A a, A b) { return c != (A)0 ? a : b; }
+/* Comparisons give 1 or 0 in the float type (masks that multiply or select). */
+template <typename A> LMC_HD A mask(bool b) { return b ? (A)1 : (A)0; }
+
 }  // namespace lmc
 
 #endif  // LMC_SCALAR_MATH_H

@@ -140,16 +140,71 @@ std::string layerNormEpsilon(double epsilon, const char *op) {
 }
 
 std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64_t numHeads,
-                              std::string &err) {
+                              std::string &err, int64_t numKvHeads) {
   if (!dimsOk(err, "attention", {{"q", &q}, {"k", &k}, {"v", &v}})) return std::nullopt;
   if (q.size() != 3) return bad(err, "attention: q " + S(q) + " must have rank 3 [B, T, H*Dh]");
-  if (k != q) return bad(err, "attention: k " + S(k) + " must have the shape of q " + S(q));
-  if (v != q) return bad(err, "attention: v " + S(v) + " must have the shape of q " + S(q));
   if (numHeads < 1) return bad(err, "attention: num_heads = " + I(numHeads) + " must be >= 1");
   if (q[2] % numHeads != 0)
     return bad(err, "attention: last dim of q " + S(q) + " (" + I(q[2]) + ") is not divisible by num_heads = " +
                         I(numHeads));
+  if (numKvHeads < 0) return bad(err, "attention: num_kv_heads = " + I(numKvHeads) + " must be >= 0");
+  int64_t kvHeads = numKvHeads == 0 ? numHeads : numKvHeads;
+  if (numHeads % kvHeads != 0)
+    return bad(err, "attention: num_kv_heads = " + I(kvHeads) + " does not divide num_heads = " + I(numHeads));
+  Dims kv{q[0], q[1], q[2] / numHeads * kvHeads};
+  if (k != kv)
+    return bad(err, "attention: k " + S(k) + " must be " + S(kv) + " (" + I(kvHeads) + " key/value heads of q " +
+                        S(q) + ")");
+  if (v != k) return bad(err, "attention: v " + S(v) + " must have the shape of k " + S(k));
   return q;
+}
+
+std::optional<Dims> rmsNorm(const Dims &x, const Dims &gamma, std::string &err) {
+  if (!dimsOk(err, "rms_norm", {{"x", &x}, {"gamma", &gamma}})) return std::nullopt;
+  if (x.empty()) return bad(err, "rms_norm: x " + S(x) + " must have rank >= 1");
+  Dims d{x.back()};
+  if (gamma != d)
+    return bad(err, "rms_norm: gamma " + S(gamma) + " must be " + S(d) + " (the last dim of x " + S(x) + ")");
+  return x;
+}
+
+std::optional<Dims> where(const Dims &cond, const Dims &a, const Dims &b, std::string &err) {
+  auto ab = broadcast(a, b, err, "where");
+  if (!ab) return std::nullopt;
+  auto all = broadcast(cond, *ab, err, "where");
+  if (!all) err = "where: cond " + S(cond) + " does not broadcast with the values " + S(*ab);
+  return all;
+}
+
+std::optional<Dims> concat(const Dims &a, const Dims &b, int64_t axis, std::string &err) {
+  if (!dimsOk(err, "concat", {{"lhs", &a}, {"rhs", &b}})) return std::nullopt;
+  if (a.size() != b.size())
+    return bad(err, "concat: lhs " + S(a) + " and rhs " + S(b) + " have different ranks");
+  if (axis < 0 || axis >= (int64_t)a.size())
+    return bad(err, "concat: axis " + I(axis) + " is outside the rank " + I((int64_t)a.size()) + " of " + S(a));
+  Dims out = a;
+  for (size_t i = 0; i < a.size(); ++i)
+    if ((int64_t)i != axis && a[i] != b[i])
+      return bad(err, "concat: lhs " + S(a) + " and rhs " + S(b) + " differ in dimension " + I((int64_t)i) +
+                          " (only axis " + I(axis) + " may differ)");
+  out[axis] = a[axis] + b[axis];
+  return out;
+}
+
+std::optional<Dims> reduceAxes(const Dims &x, const Dims &axes, std::string &err, const char *op) {
+  if (!dimsOk(err, op, {{"x", &x}})) return std::nullopt;
+  if (axes.empty()) return bad(err, std::string(op) + ": axes must list at least one dimension");
+  Dims out = x;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= (int64_t)x.size())
+      return bad(err, std::string(op) + ": axis " + I(axes[i]) + " is outside the rank " + I((int64_t)x.size()) +
+                          " of x " + S(x));
+    if (i && axes[i] <= axes[i - 1])
+      return bad(err, std::string(op) + ": axes " + S(axes) + " must be sorted and distinct");
+    if (x[axes[i]] == 0) return bad(err, std::string(op) + ": cannot reduce the empty dimension " + I(axes[i]) + " of x " + S(x));
+    out[axes[i]] = 1;
+  }
+  return out;
 }
 
 std::optional<Dims> transpose(const Dims &x, const Dims &permutation, std::string &err) {

@@ -27,8 +27,17 @@ std::optional<Dims> matmul(const Dims &lhs, const Dims &rhs, bool transposeLhs, 
                            std::string &err);
 std::optional<Dims> embedding(const Dims &table, const Dims &ids, std::string &err);
 std::optional<Dims> layerNorm(const Dims &x, const Dims &gamma, const Dims &beta, std::string &err);
+/* q [B, T, H*Dh], k and v [B, T, Hkv*Dh] with Hkv = numKvHeads (0: H) dividing H. */
 std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64_t numHeads,
-                              std::string &err);
+                              std::string &err, int64_t numKvHeads = 0);
+/* x [..., D] and gamma [D]. */
+std::optional<Dims> rmsNorm(const Dims &x, const Dims &gamma, std::string &err);
+/* The broadcast of cond, a and b (lm.where). */
+std::optional<Dims> where(const Dims &cond, const Dims &a, const Dims &b, std::string &err);
+/* a and b agreeing but along `axis`, which adds up. */
+std::optional<Dims> concat(const Dims &a, const Dims &b, int64_t axis, std::string &err);
+/* x with the sorted, distinct `axes` set to 1 (lm.reduce_max; `op` names it). */
+std::optional<Dims> reduceAxes(const Dims &x, const Dims &axes, std::string &err, const char *op = "reduce_max");
 std::optional<Dims> transpose(const Dims &x, const Dims &permutation, std::string &err);
 std::optional<Dims> reshape(const Dims &x, const Dims &to, std::string &err);
 std::optional<Dims> slice(const Dims &x, const Dims &start, const Dims &limit, const Dims &stride,

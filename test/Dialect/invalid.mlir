@@ -209,7 +209,7 @@ func.func @attention_heads(%q: tensor<2x8x30xf32>) {
 
 // Tests that attention's q, k and v must have one shape.
 func.func @attention_k(%q: tensor<2x8x32xf32>, %k: tensor<2x4x32xf32>) {
-  // expected-error @below {{k [2, 4, 32] must have the shape of q [2, 8, 32]}}
+  // expected-error @below {{k [2, 4, 32] must be [2, 8, 32] (4 key/value heads of q [2, 8, 32])}}
   %0 = lm.attention %q, %k, %k {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x4x32xf32>, tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
   return
 }
@@ -495,4 +495,40 @@ func.func @fusion_nested(%x: tensor<4xf32>) {
 func.func @yield_outside(%x: tensor<4xf32>) {
   // expected-error @below {{'lm.yield' op expects parent op 'lm.fusion'}}
   lm.yield %x : tensor<4xf32>
+}
+
+// -----
+
+// Tests that grouped-query attention needs kv heads that divide the query heads.
+func.func @attention_kv_heads(%q: tensor<2x4x6xf32>, %kv: tensor<2x4x4xf32>) {
+  // expected-error @below {{'lm.attention' op num_kv_heads = 2 does not divide num_heads = 3}}
+  %0 = lm.attention %q, %kv, %kv {num_heads = 3 : i64, num_kv_heads = 2 : i64} : (tensor<2x4x6xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x6xf32>
+  return
+}
+
+// -----
+
+// Tests that concat's operands agree off its axis.
+func.func @concat_mismatch(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) {
+  // expected-error @below {{'lm.concat' op lhs [2, 3] and rhs [3, 3] differ in dimension 0 (only axis 1 may differ)}}
+  %0 = lm.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+// Tests that reduce_max's axes are sorted and in range.
+func.func @reduce_max_axes(%x: tensor<2x3xf32>) {
+  // expected-error @below {{'lm.reduce_max' op axis 2 is outside the rank 2 of x [2, 3]}}
+  %0 = lm.reduce_max %x {axes = array<i64: 2>} : (tensor<2x3xf32>) -> tensor<2x1xf32>
+  return
+}
+
+// -----
+
+// Tests that rms_norm's epsilon is positive.
+func.func @rms_norm_eps(%x: tensor<2x3xf32>, %g: tensor<3xf32>) {
+  // expected-error @below {{'lm.rms_norm' op epsilon must be finite and > 0, got 0}}
+  %0 = lm.rms_norm %x, %g {epsilon = 0.0 : f64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return
 }

@@ -127,3 +127,55 @@ func.func @fusion(%x: tensor<8x64xf32>, %w: tensor<64x256xf32>, %b: tensor<256xf
   }
   return %h, %a : tensor<8x256xf32>, tensor<8x256xf32>
 }
+
+// CHECK-LABEL: func.func @zoo_math
+func.func @zoo_math(%x: tensor<2x8xf32>, %b: tensor<8xf32>, %c: tensor<f32>) -> tensor<2x8xf32> {
+  // CHECK: lm.tanh %{{.*}} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %0 = lm.tanh %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.sigmoid
+  %1 = lm.sigmoid %0 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.log_sigmoid
+  %2 = lm.log_sigmoid %1 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.relu
+  %3 = lm.relu %2 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.silu
+  %4 = lm.silu %3 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.exp
+  %5 = lm.exp %4 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.log
+  %6 = lm.log %5 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.sqrt
+  %7 = lm.sqrt %6 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.rsqrt
+  %8 = lm.rsqrt %7 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.sin
+  %9 = lm.sin %8 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.cos
+  %10 = lm.cos %9 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.stop_gradient
+  %11 = lm.stop_gradient %10 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.gt %{{.*}}, %{{.*}} : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %12 = lm.gt %11, %c : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  // CHECK: lm.ne
+  %13 = lm.ne %12, %b : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.where %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %14 = lm.where %13, %x, %c : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  return %14 : tensor<2x8xf32>
+}
+
+// CHECK-LABEL: func.func @zoo_shapes
+func.func @zoo_shapes(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %kv: tensor<2x4x4xf32>) -> (tensor<2x4x16xf32>, tensor<2x1x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+  // CHECK: lm.concat %{{.*}}, %{{.*}} {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x16xf32>
+  %0 = lm.concat %x, %x {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x16xf32>
+  // CHECK: lm.reduce_max %{{.*}} {axes = array<i64: 1>} : (tensor<2x4x8xf32>) -> tensor<2x1x8xf32>
+  %1 = lm.reduce_max %x {axes = array<i64: 1>} : (tensor<2x4x8xf32>) -> tensor<2x1x8xf32>
+  // CHECK: lm.rms_norm %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64}
+  %2 = lm.rms_norm %x, %g {epsilon = 1.0e-05 : f64} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: lm.rms_norm_grad
+  %3, %4 = lm.rms_norm_grad %x, %g, %2 : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>)
+  // CHECK: lm.attention %{{.*}} {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x8xf32>
+  %5 = lm.attention %x, %kv, %kv {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x8xf32>
+  // CHECK: lm.attention_grad {{.*}} -> (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>)
+  %6, %7, %8 = lm.attention_grad %x, %kv, %kv, %5 {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>)
+  return %0, %1, %2, %6 : tensor<2x4x16xf32>, tensor<2x1x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+}

@@ -13,7 +13,7 @@ using namespace mlir::lm;
 LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
   auto grad = b.create<AttentionGradOp>(getLoc(), getQ(), getK(), getV(), resultGrads[0],
-                                        getNumHeads(), getCausal());
+                                        getNumHeads(), getCausal(), getNumKvHeads());
   operandGrads.append({grad.getDq(), grad.getDk(), grad.getDv()});
   return success();
 }

@@ -24,3 +24,10 @@ LogicalResult SoftmaxOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
       b.create<SoftmaxGradOp>(getLoc(), getResult(), resultGrads[0]));
   return success();
 }
+
+LogicalResult RmsNormOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  auto grad = b.create<RmsNormGradOp>(getLoc(), getX(), getGamma(), resultGrads[0], getEpsilon());
+  operandGrads.append({grad.getDx(), grad.getDgamma()});
+  return success();
+}

@@ -39,3 +39,18 @@ LogicalResult SliceOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                                getStart(), getLimit(), getStride()));
   return success();
 }
+
+LogicalResult ConcatOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  // Each operand's gradient is its slice of dy along the axis.
+  Value dy = resultGrads[0];
+  ArrayRef<int64_t> shape = getType().getShape();
+  int64_t axis = getAxis(), split = getLhs().getType().getShape()[axis];
+  SmallVector<int64_t> start(shape.size(), 0), limit(shape), stride(shape.size(), 1);
+  limit[axis] = split;
+  operandGrads.push_back(b.create<SliceOp>(getLoc(), dy, start, limit, stride));
+  start[axis] = split;
+  limit[axis] = shape[axis];
+  operandGrads.push_back(b.create<SliceOp>(getLoc(), dy, start, limit, stride));
+  return success();
+}

@@ -83,7 +83,20 @@ TEST(ShapeRules, EmbeddingLayerNormAttention) {
   EXPECT_TRUE(failsWith(attention({2, 4, 12}, {2, 4, 12}, {2, 4, 12}, 5, err), err,
                         "attention: last dim of q [2, 4, 12] (12) is not divisible by num_heads = 5"));
   EXPECT_TRUE(failsWith(attention({2, 4, 12}, {2, 5, 12}, {2, 4, 12}, 3, err), err,
-                        "attention: k [2, 5, 12] must have the shape of q [2, 4, 12]"));
+                        "attention: k [2, 5, 12] must be [2, 4, 12] (3 key/value heads of q [2, 4, 12])"));
+  // Grouped-query heads: k and v carry Hkv heads of q's head size.
+  EXPECT_EQ(*attention({2, 4, 12}, {2, 4, 6}, {2, 4, 6}, 4, err, 2), (Dims{2, 4, 12}));
+  EXPECT_TRUE(failsWith(attention({2, 4, 12}, {2, 4, 6}, {2, 4, 6}, 4, err, 3), err,
+                        "attention: num_kv_heads = 3 does not divide num_heads = 4"));
+  EXPECT_TRUE(failsWith(attention({2, 4, 12}, {2, 4, 6}, {2, 4, 3}, 4, err, 2), err,
+                        "attention: v [2, 4, 3] must have the shape of k [2, 4, 6]"));
+  EXPECT_EQ(*rmsNorm({2, 8}, {8}, err), (Dims{2, 8}));
+  EXPECT_TRUE(failsWith(rmsNorm({2, 8}, {7}, err), err, "rms_norm: gamma [7] must be [8]"));
+  EXPECT_EQ(*concat({2, 3}, {2, 5}, 1, err), (Dims{2, 8}));
+  EXPECT_TRUE(failsWith(concat({2, 3}, {2, 5}, 2, err), err, "concat: axis 2 is outside the rank 2"));
+  EXPECT_EQ(*reduceAxes({2, 3, 4}, {0, 2}, err), (Dims{1, 3, 1}));
+  EXPECT_TRUE(failsWith(reduceAxes({2, 3, 4}, {2, 0}, err), err, "reduce_max: axes [2, 0] must be sorted and distinct"));
+  EXPECT_EQ(*where({2, 1}, {3}, {}, err), (Dims{2, 3}));
   EXPECT_TRUE(failsWith(attention({4, 12}, {4, 12}, {4, 12}, 3, err), err, "attention: q [4, 12] must have rank 3"));
 }
 

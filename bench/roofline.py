@@ -26,15 +26,15 @@ LMRT_VARIANTS = [
     ("lmrt-unfused", ["--fusion=none"]),       # one library kernel per op, the reference mode
 ]
 
-# name, model file, lmc -D overrides, model shape for PyTorch, steps (full, quick)
+# name, model file, its preset (models/gpt2.lm), model shape for PyTorch, steps (full, quick)
 CONFIGS = [
-    ("nano", "models/gpt_tiny.lm", {},
+    ("nano", "models/gpt2.lm", "tiny",
      dict(layers=4, d=128, heads=4, vocab=256, seq=64, ctx=64, batch=12), (40, 12)),
-    ("tiny", "models/gpt_tiny.lm", dict(d=256, vocab=4096, seq=128, ctx=128, batch=8),
+    ("tiny", "models/gpt2.lm", "bench_tiny",
      dict(layers=4, d=256, heads=4, vocab=4096, seq=128, ctx=128, batch=8), (20, 8)),
-    ("gpt2_b4t64", "models/gpt2_small.lm", dict(batch=4, seq=64),
+    ("gpt2_b4t64", "models/gpt2.lm", "gpt2_b4t64",
      dict(layers=12, d=768, heads=12, vocab=50257, seq=64, ctx=1024, batch=4), (8, 4)),
-    ("gpt2_b1t1024", "models/gpt2_small.lm", dict(batch=1, seq=1024),
+    ("gpt2_b1t1024", "models/gpt2.lm", "gpt2_b1t1024",
      dict(layers=12, d=768, heads=12, vocab=50257, seq=1024, ctx=1024, batch=1), (5, 3)),
 ]
 
@@ -78,7 +78,7 @@ def main():
     workdir = os.path.join(ROOT, "runs", "roofline")
     os.makedirs(workdir, exist_ok=True)
     wanted = a.configs.split(",")
-    for name, model, defines, shape, (full, quick) in CONFIGS:
+    for name, model, preset, shape, (full, quick) in CONFIGS:
         if name not in wanted:
             continue
         steps = (quick if a.quick else full)
@@ -87,8 +87,7 @@ def main():
         results = []
         for impl, flags in LMRT_VARIANTS:
             plan = os.path.join(workdir, f"{name}.{impl}.plan")
-            overrides = [x for k, v in defines.items() for x in ("-D", f"{k}={v}")]
-            run([f"{build}/bin/lmc", "compile", model, *overrides, *flags, "-o", plan])
+            run([f"{build}/bin/lmc", "compile", model, "--preset", preset, *flags, "-o", plan])
             rows, gflop = lmrt_step(build, plan, a.data, steps, warmup, a.threads, workdir, f"{name}.{impl}")
             tokens = shape["batch"] * shape["seq"]
             step_s = sum(tokens / r["tokens_per_s"] for r in rows) / len(rows)

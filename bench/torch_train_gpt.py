@@ -53,10 +53,10 @@ def main():
     def normal(*s, std=0.02):
         return (torch.randn(*s) * std).requires_grad_()
     p = {"wte": normal(V, D), "wpe": normal(a.ctx, D, std=0.01),
-         "layernorm.gamma": torch.ones(D, requires_grad=True), "layernorm.beta": torch.zeros(D, requires_grad=True)}
+         "ln_f.gamma": torch.ones(D, requires_grad=True), "ln_f.beta": torch.zeros(D, requires_grad=True)}
     for i in range(L):
         s = f"layer.{i}"
-        for ln in ("layernorm", "layernorm_1"):
+        for ln in ("ln_1", "ln_2"):
             p[f"{s}.{ln}.gamma"] = torch.ones(D, requires_grad=True)
             p[f"{s}.{ln}.beta"] = torch.zeros(D, requires_grad=True)
         p[s + ".attn.wqkv"], p[s + ".attn.bqkv"] = normal(D, 3 * D), torch.zeros(3 * D, requires_grad=True)

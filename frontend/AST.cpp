@@ -34,6 +34,9 @@ static void print(std::ostringstream &os, const Expr &e) {
   case Expr::Kind::Name:
     os << e.name;
     return;
+  case Expr::Kind::String:
+    os << '"' << e.name << '"';
+    return;
   case Expr::Kind::Unary:
     os << e.op;
     print(os, *e.lhs);

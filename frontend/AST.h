@@ -19,6 +19,7 @@ namespace mlir::lm::ast {
 struct Loc {
   int line = 0;
   int col = 0;
+  int file = 0; ///< which source: 0 the main file, else an imported one
 };
 
 /// `line:col`, for messages that point at a second position.
@@ -65,6 +66,7 @@ struct Expr {
     Index,   ///< x[:, 1:], x[0]
     List,    ///< [0, 2, 1]
     Tuple,   ///< (0.9, 0.95)
+    String,  ///< "ln_1" (the value in `name`)
   };
   Kind kind;
   Loc loc;
@@ -117,6 +119,10 @@ struct Stmt {
   Loc loc;
   std::string name;     ///< Assign, Param
   Loc nameLoc;          ///< Assign, Param
+  /// Assign of several names (`q, k = split(x)`): every name and its
+  /// position; empty for a single name.
+  std::vector<std::string> names;
+  std::vector<Loc> nameLocs;
   TypeExpr paramShape;  ///< Param (elementType empty when written `[dims]`)
   ExprPtr value;        ///< Assign value, Param initializer, Return value
 
@@ -143,8 +149,23 @@ struct Function {
   Loc closeLoc; ///< The closing `}` (where "missing return" points).
 };
 
+/// `import "path.lm"`: the blocks and models of another file.
+struct Import {
+  Loc loc;
+  std::string path; ///< as written, relative to the importing file
+};
+
+/// `preset name { setting* }`: config values selected by `--preset name`.
+struct Preset {
+  Loc loc;
+  std::string name;
+  std::vector<Setting> settings;
+};
+
 /// A whole `.lm` file.
 struct Module {
+  std::vector<Import> imports;
+  std::vector<Preset> presets;
   /// The `config { }` settings in order (empty when there is no config).
   std::vector<Setting> config;
   std::optional<Loc> configLoc;

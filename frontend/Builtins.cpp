@@ -1,7 +1,9 @@
 //===- Builtins.cpp - Builtin functions of the .lm language ---------------===//
 //
 // embed, layernorm, gelu, softmax, attention, transpose, reshape,
-// cross_entropy, repeat, and the compile-time sqrt/exp/log. Each builtin has
+// cross_entropy, repeat (with extra arguments for the block), and the
+// compile-time sqrt/exp/log/floor/ceil; the zoo's math builtins are in
+// BuiltinsMath.cpp (their signatures are in the one table here). Each builtin has
 // a signature (ordered parameter names, how many are required) so that
 // arity and keyword errors read the same for all of them.
 //
@@ -28,10 +30,10 @@ struct Signature {
 const std::vector<Signature> &signatures() {
   static const std::vector<Signature> table = {
       {"embed", {"table", "ids"}, 2},
-      {"layernorm", {"x", "eps"}, 1},
+      {"layernorm", {"x", "eps", "bias"}, 1},
       {"gelu", {"x"}, 1},
       {"softmax", {"x"}, 1},
-      {"attention", {"q", "k", "v", "heads", "causal"}, 4},
+      {"attention", {"q", "k", "v", "heads", "causal", "kv_heads"}, 4},
       {"transpose", {"x", "perm"}, 1},
       {"reshape", {"x", "shape"}, 2},
       {"cross_entropy", {"logits", "targets", "ignore_index"}, 2},
@@ -39,6 +41,31 @@ const std::vector<Signature> &signatures() {
       {"sqrt", {"x"}, 1},
       {"exp", {"x"}, 1},
       {"log", {"x"}, 1},
+      {"floor", {"x"}, 1},
+      {"ceil", {"x"}, 1},
+      // The zoo's math (BuiltinsMath.cpp).
+      {"tanh", {"x"}, 1},
+      {"sigmoid", {"x"}, 1},
+      {"log_sigmoid", {"x"}, 1},
+      {"relu", {"x"}, 1},
+      {"silu", {"x"}, 1},
+      {"rsqrt", {"x"}, 1},
+      {"sin", {"x"}, 1},
+      {"cos", {"x"}, 1},
+      {"stop_gradient", {"x"}, 1},
+      {"gt", {"a", "b"}, 2},
+      {"ge", {"a", "b"}, 2},
+      {"lt", {"a", "b"}, 2},
+      {"le", {"a", "b"}, 2},
+      {"eq", {"a", "b"}, 2},
+      {"ne", {"a", "b"}, 2},
+      {"where", {"cond", "a", "b"}, 3},
+      {"sum", {"x", "axis", "keepdim"}, 1},
+      {"mean", {"x", "axis", "keepdim"}, 1},
+      {"max", {"x", "axis", "keepdim"}, 1},
+      {"concat", {"xs", "axis"}, 1},
+      {"rmsnorm", {"x", "eps"}, 1},
+      {"arange", {"n"}, 1},
   };
   return table;
 }
@@ -82,7 +109,12 @@ bool MLIRGen::isPlainTranspose(const ast::Expr &e) {
 
 FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
   const Signature &sig = *findSignature(call.name);
-  size_t given = call.args.size() + call.kwargs.size();
+  // repeat takes extra arguments for the block; it matches them itself.
+  if (call.name == "repeat")
+    return emitRepeat(call, env);
+  // `name = "..."` names the parameters of the builtins that declare some.
+  const bool takesName = call.name == "layernorm" || call.name == "rmsnorm";
+  size_t given = call.args.size() + call.kwargs.size() - (takesName && nameArg(call) ? 1 : 0);
   if (call.args.size() > sig.params.size())
     return error(call.loc) << "'" << sig.name << "' takes at most " << sig.params.size()
                            << (sig.params.size() == 1 ? " argument" : " arguments") << ", got "
@@ -92,6 +124,8 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
   for (size_t i = 0; i < call.args.size(); ++i)
     arg[i] = call.args[i].get();
   for (const ast::KeywordArg &kw : call.kwargs) {
+    if (takesName && kw.name == "name")
+      continue;
     size_t i = 0;
     while (i < sig.params.size() && kw.name != sig.params[i])
       ++i;
@@ -113,14 +147,24 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
 
   const std::string name = call.name;
   Location l = loc(call.loc);
-  if (name == "repeat")
-    return emitRepeat(call, env);
 
-  // Compile-time math on numbers.
-  if (name == "sqrt" || name == "exp" || name == "log") {
+  // Compile-time math on numbers; on tensors sqrt, exp and log are ops (emitMath).
+  if (name == "sqrt" || name == "exp" || name == "log" || name == "floor" || name == "ceil") {
+    FailureOr<LMValue> v = eval(*arg[0], env);
+    if (failed(v))
+      return failure();
+    if (v->isTensor() && name != "floor" && name != "ceil")
+      return emitMath(call, arg, *v, env);
     FailureOr<double> x = evalNumber(*arg[0], env, "the argument of '" + name + "'");
     if (failed(x))
       return failure();
+    // floor and ceil give integers: LLaMA's d_ff = multiple_of * ceil(...).
+    if (name == "floor" || name == "ceil") {
+      double r = name == "floor" ? std::floor(*x) : std::ceil(*x);
+      if (!(std::fabs(r) < 9.0e15))
+        return error(call.loc) << "'" << ast::toString(call) << "' is too large for an integer";
+      return LMValue::ofInt(static_cast<int64_t>(r));
+    }
     if (name == "sqrt" && *x < 0)
       return error(call.loc) << "sqrt of a negative number (" << *x << ")";
     if (name == "log" && *x <= 0)
@@ -131,10 +175,14 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     return LMValue::ofFloat(r);
   }
 
+  if (name == "concat" || name == "arange")
+    return emitMath(call, arg, LMValue(), env);
   // The first argument of every other builtin is a tensor.
   FailureOr<LMValue> first = eval(*arg[0], env);
   if (failed(first))
     return failure();
+  if (isMathBuiltin(name))
+    return emitMath(call, arg, *first, env);
   if (!first->isTensor())
     return error(arg[0]->loc) << "argument '" << sig.params[0] << "' of '" << name
                               << "' must be a tensor, got " << describe(*first);
@@ -171,13 +219,31 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
         return error(arg[1]->loc) << bad;
       eps = *v;
     }
-    // Its parameters live in a scope of their own: layernorm.gamma, layernorm_1.gamma, ...
-    std::string scope = uniqueScope(env, "layernorm");
+    bool bias = true;
+    if (arg[2]) {
+      FailureOr<LMValue> c = eval(*arg[2], env);
+      if (failed(c))
+        return failure();
+      if (c->kind != LMValue::Kind::Bool)
+        return error(arg[2]->loc) << "bias must be true or false, got " << describe(*c);
+      bias = c->boolValue;
+    }
+    // Its parameters live in a scope of their own: layernorm.gamma, or the call's name.
+    FailureOr<std::string> scopeOr = callScope(env, call, "layernorm");
+    if (failed(scopeOr))
+      return failure();
+    std::string scope = *scopeOr;
     auto pt = tensorType({d0.back()}, floatType);
     FailureOr<Value> gamma = createParam(env, scope + ".gamma", pt, initAttr("ones", {}), call.loc);
     if (failed(gamma))
       return failure();
-    FailureOr<Value> beta = createParam(env, scope + ".beta", pt, initAttr("zeros", {}), call.loc);
+    // Without a bias, beta is a constant 0 (no parameter): the kernel is the same.
+    FailureOr<Value> beta =
+        bias ? createParam(env, scope + ".beta", pt, initAttr("zeros", {}), call.loc)
+             : FailureOr<Value>(Value(builder.create<ConstantOp>(
+                   l, TypeRange{pt}, ValueRange{},
+                   ArrayRef<NamedAttribute>{builder.getNamedAttr(
+                       "value", DenseElementsAttr::get(pt, FloatAttr::get(floatType, 0.0)))})));
     if (failed(beta))
       return failure();
     Value r = builder.create<LayerNormOp>(l, *x, *gamma, *beta, builder.getF64FloatAttr(eps));
@@ -230,9 +296,18 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
         return error(arg[4]->loc) << "causal must be true or false, got " << describe(*c);
       causal = c->boolValue;
     }
-    if (!shapes::attention(dims[0], dims[1], dims[2], *heads, err))
+    int64_t kvHeads = 0;
+    if (arg[5]) {
+      FailureOr<int64_t> v = evalInt(*arg[5], env, "kv_heads");
+      if (failed(v))
+        return failure();
+      if (*v < 1)
+        return error(arg[5]->loc) << "kv_heads must be >= 1, got " << *v;
+      kvHeads = *v == *heads ? 0 : *v;
+    }
+    if (!shapes::attention(dims[0], dims[1], dims[2], *heads, err, kvHeads))
       return error(call.loc) << err;
-    Value r = builder.create<AttentionOp>(l, qkv[0], qkv[1], qkv[2], *heads, causal);
+    Value r = builder.create<AttentionOp>(l, qkv[0], qkv[1], qkv[2], *heads, causal, kvHeads);
     return LMValue::ofTensor(r);
   }
 
@@ -338,19 +413,33 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
   return error(call.loc) << "builtin '" << name << "' has no emitter";
 }
 
-/// `repeat(n, block, x)` = block(block(...block(x))), n copies, the i-th with
-/// its parameters under `<block>.<i>`. The block must map a value to one of
-/// the same type, or the copies could not chain.
+/// `repeat(n, block, x, extra...)` = block(block(...block(x, extra...), extra...)),
+/// n copies, the i-th with its parameters under `<name>.<i>` (`name` the
+/// call's `name = "..."`, else the block's name). The block must map x to a
+/// value of the same type, or the copies could not chain; the extra arguments
+/// (RoPE tables, masks, numbers) reach every copy unchanged.
 FailureOr<LMValue> MLIRGen::emitRepeat(const ast::Expr &call, Env &env) {
-  auto argOf = [&](size_t i, const char *name) -> const ast::Expr * {
-    if (i < call.args.size())
-      return call.args[i].get();
-    for (const ast::KeywordArg &kw : call.kwargs)
-      if (kw.name == name)
-        return kw.value.get();
-    return nullptr;
-  };
-  const ast::Expr *nExpr = argOf(0, "n"), *blockExpr = argOf(1, "block"), *xExpr = argOf(2, "x");
+  const char *usage = "repeat(n, block, x, extra arguments... [, name = \"...\"])";
+  const ast::Expr *pos[3] = {nullptr, nullptr, nullptr};
+  const char *names[3] = {"n", "block", "x"};
+  for (size_t i = 0; i < 3 && i < call.args.size(); ++i)
+    pos[i] = call.args[i].get();
+  for (const ast::KeywordArg &kw : call.kwargs) {
+    if (kw.name == "name")
+      continue;
+    size_t i = 0;
+    while (i < 3 && kw.name != names[i])
+      ++i;
+    if (i == 3)
+      return error(kw.loc) << "'repeat' has no argument '" << kw.name << "'; usage: " << usage;
+    if (pos[i])
+      return error(kw.loc) << "argument '" << kw.name << "' of 'repeat' is given twice";
+    pos[i] = kw.value.get();
+  }
+  for (size_t i = 0; i < 3; ++i)
+    if (!pos[i])
+      return error(call.loc) << "'repeat' needs '" << names[i] << "'; usage: " << usage;
+  const ast::Expr *nExpr = pos[0], *blockExpr = pos[1], *xExpr = pos[2];
   FailureOr<int64_t> n = evalInt(*nExpr, env, "the repeat count");
   if (failed(n))
     return failure();
@@ -364,19 +453,40 @@ FailureOr<LMValue> MLIRGen::emitRepeat(const ast::Expr &call, Env &env) {
   if (!fn || fn->kind != ast::Function::Kind::Block)
     return error(blockExpr->loc) << "the second argument of 'repeat' must name a block, got '"
                                  << ast::toString(*blockExpr) << "'";
-  if (fn->params.size() != 1)
-    return error(blockExpr->loc) << "repeat needs a block of one argument; '" << fn->name
-                                 << "' takes " << fn->params.size();
+  size_t extras = call.args.size() > 3 ? call.args.size() - 3 : 0;
+  if (fn->params.size() != 1 + extras)
+    return error(blockExpr->loc) << "repeat passes block '" << fn->name << "' " << 1 + extras
+                                 << (extras ? " arguments (x and " + std::to_string(extras) +
+                                                  " extra)"
+                                            : std::string(" argument"))
+                                 << ", but it takes " << fn->params.size();
   FailureOr<LMValue> x = eval(*xExpr, env);
   if (failed(x))
     return failure();
+  std::vector<LMValue> extra;
+  std::vector<ast::Loc> argLocs{xExpr->loc};
+  for (size_t i = 3; i < call.args.size(); ++i) {
+    FailureOr<LMValue> v = eval(*call.args[i], env);
+    if (failed(v))
+      return failure();
+    extra.push_back(*v);
+    argLocs.push_back(call.args[i]->loc);
+  }
 
-  std::string scope = uniqueScope(env, fn->name);
+  Env proto; // what every copy inherits
+  FailureOr<std::string> scope = callScope(env, call, fn->name, &proto);
+  if (failed(scope))
+    return failure();
+  if (env.unnamedRepeat)
+    proto.unnamedRepeat = env.unnamedRepeat;
   for (int64_t i = 0; i < *n; ++i) {
     Env callee;
-    callee.scope = scope + "." + std::to_string(i);
+    callee.scope = *scope + "." + std::to_string(i);
     callee.reuseParams = env.reuseParams;
-    FailureOr<LMValue> y = inlineFunction(*fn, {*x}, {xExpr->loc}, call.loc, std::move(callee));
+    callee.unnamedRepeat = proto.unnamedRepeat;
+    std::vector<LMValue> args{*x};
+    args.insert(args.end(), extra.begin(), extra.end());
+    FailureOr<LMValue> y = inlineFunction(*fn, std::move(args), argLocs, call.loc, std::move(callee));
     if (failed(y))
       return failure();
     bool same = y->kind == x->kind &&

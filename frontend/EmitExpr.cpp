@@ -47,6 +47,8 @@ std::string describe(const LMValue &v) {
   case LMValue::Kind::List:
     os << "list of " << v.items.size();
     return os.str();
+  case LMValue::Kind::String:
+    return "string \"" + v.str + "\"";
   }
   return "value";
 }
@@ -131,6 +133,8 @@ FailureOr<LMValue> MLIRGen::eval(const ast::Expr &e, Env &env) {
     return LMValue::ofFloat(e.floatValue);
   case ast::Expr::Kind::Bool:
     return LMValue::ofBool(e.boolValue);
+  case ast::Expr::Kind::String:
+    return LMValue::ofString(e.name);
   case ast::Expr::Kind::Name:
     return evalName(e, env);
   case ast::Expr::Kind::Unary:
@@ -422,7 +426,8 @@ FailureOr<LMValue> MLIRGen::evalCall(const ast::Expr &e, Env &env) {
   // config and train are evaluated before any function exists: only the
   // compile-time math builtins can run there (a block or model would need a
   // function to declare its parameters and ops in).
-  bool compileTimeMath = e.name == "sqrt" || e.name == "exp" || e.name == "log";
+  bool compileTimeMath = e.name == "sqrt" || e.name == "exp" || e.name == "log" || e.name == "floor" ||
+                         e.name == "ceil";
   if (!cur && !compileTimeMath && (isBuiltin(e.name) || ast.lookup(e.name)))
     return error(e.loc) << "config/train values must be compile-time numbers; cannot call '"
                         << e.name << "' here";

@@ -1,9 +1,10 @@
 //===- Frontend.cpp - .lm source to lm dialect ----------------------------===//
 //
-// emitModuleFromSource: parse (LMCFrontendSyntax), then MLIRGen, then the
-// verifier. Syntax errors come out of the plain-C++ parser as (line, col,
-// message) and are re-emitted here as MLIR diagnostics at FileLineColLocs of
-// the main buffer, so a SourceMgrDiagnosticHandler shows them with a caret.
+// emitModuleFromSource: parse (LMCFrontendSyntax), resolve `import`s, then
+// MLIRGen, then the verifier. Syntax errors come out of the plain-C++ parser
+// as (line, col, message) and are re-emitted here as MLIR diagnostics at
+// FileLineColLocs of their file, so a SourceMgrDiagnosticHandler shows them
+// with a caret; imported files are added to the SourceMgr for that.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/Frontend.h"
@@ -15,25 +16,115 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <set>
 
 namespace mlir::lm {
+
+namespace {
+
+/// Parses the main file and every file it imports (transitively), merging the
+/// imported blocks and models into the main module.
+class Importer {
+public:
+  Importer(llvm::SourceMgr &sourceMgr, MLIRContext &context) : sourceMgr(sourceMgr), context(context) {}
+
+  std::optional<ast::Module> run() {
+    const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+    files.push_back(buffer->getBufferIdentifier().str());
+    std::optional<ast::Module> main = parse(*buffer, 0);
+    if (!main)
+      return std::nullopt;
+    llvm::SmallString<256> real;
+    if (!llvm::sys::fs::real_path(files[0], real))
+      active.push_back(real.str().str());
+    if (failed(resolve(*main, *main, 0)))
+      return std::nullopt;
+    return main;
+  }
+
+  std::vector<std::string> files;
+
+private:
+  llvm::SourceMgr &sourceMgr;
+  MLIRContext &context;
+  std::set<std::string> done;       ///< files imported already (by real path)
+  std::vector<std::string> active;  ///< the chain of files being imported
+
+  Location loc(ast::Loc l) { return FileLineColLoc::get(&context, files[l.file], l.line, l.col); }
+
+  std::optional<ast::Module> parse(const llvm::MemoryBuffer &buffer, int file) {
+    return parseModule(std::string_view(buffer.getBufferStart(), buffer.getBufferSize()),
+                       [&](ast::Loc l, const std::string &message) { emitError(loc(l)) << message; },
+                       file);
+  }
+
+  /// Imports the files `from` names into `into`.
+  LogicalResult resolve(const ast::Module &from, ast::Module &into, int fromFile) {
+    for (const ast::Import &imp : from.imports) {
+      llvm::SmallString<256> path(imp.path);
+      if (!llvm::sys::path::is_absolute(path)) {
+        path = llvm::sys::path::parent_path(files[fromFile]);
+        llvm::sys::path::append(path, imp.path);
+      }
+      llvm::SmallString<256> real;
+      if (std::error_code ec = llvm::sys::fs::real_path(path, real))
+        return emitError(loc(imp.loc)) << "cannot import \"" << imp.path << "\": " << path << ": "
+                                       << ec.message();
+      std::string key = real.str().str();
+      if (std::find(active.begin(), active.end(), key) != active.end())
+        return emitError(loc(imp.loc)) << "\"" << imp.path
+                                       << "\" is already being imported: imports cannot form a cycle";
+      if (!done.insert(key).second)
+        continue; // imported already: its definitions are in
+      auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+      if (!buffer)
+        return emitError(loc(imp.loc)) << "cannot import \"" << imp.path << "\": "
+                                       << buffer.getError().message();
+      int file = files.size();
+      files.push_back(path.str().str());
+      const llvm::MemoryBuffer *raw = buffer->get();
+      sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+      std::optional<ast::Module> mod = parse(*raw, file);
+      if (!mod)
+        return failure();
+      // Shared files hold reusable definitions; the importing file decides
+      // the config, the objective and the training.
+      if (mod->configLoc)
+        return emitError(loc(*mod->configLoc)) << "an imported file defines blocks and models only, not 'config'";
+      if (mod->trainLoc)
+        return emitError(loc(*mod->trainLoc)) << "an imported file defines blocks and models only, not 'train'";
+      if (!mod->presets.empty())
+        return emitError(loc(mod->presets[0].loc)) << "an imported file defines blocks and models only, not 'preset'";
+      for (const ast::Function &fn : mod->functions)
+        if (fn.kind == ast::Function::Kind::Objective)
+          return emitError(loc(fn.loc)) << "an imported file defines blocks and models only, not objective '"
+                                        << fn.name << "'";
+      active.push_back(key);
+      if (failed(resolve(*mod, into, file)))
+        return failure();
+      active.pop_back();
+      for (ast::Function &fn : mod->functions)
+        into.functions.push_back(std::move(fn));
+    }
+    return success();
+  }
+};
+
+} // namespace
 
 OwningOpRef<ModuleOp> emitModuleFromSource(llvm::SourceMgr &sourceMgr, MLIRContext &context,
                                            const FrontendOptions &options) {
   context.loadDialect<LMDialect, func::FuncDialect>();
-  const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-  // The diagnostic handler finds the buffer to quote by this identifier.
-  StringRef filename = buffer->getBufferIdentifier();
-
-  std::optional<ast::Module> ast = parseModule(
-      std::string_view(buffer->getBufferStart(), buffer->getBufferSize()),
-      [&](ast::Loc loc, const std::string &message) {
-        emitError(FileLineColLoc::get(&context, filename, loc.line, loc.col)) << message;
-      });
+  Importer importer(sourceMgr, context);
+  std::optional<ast::Module> ast = importer.run();
   if (!ast)
     return nullptr;
 
-  OwningOpRef<ModuleOp> module = MLIRGen(context, *ast, filename, options).run();
+  OwningOpRef<ModuleOp> module = MLIRGen(context, *ast, importer.files, options).run();
   if (!module)
     return nullptr;
   // The generator checks shapes before it builds each op, so a verifier

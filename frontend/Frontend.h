@@ -18,6 +18,8 @@ namespace mlir::lm {
 struct FrontendOptions {
   /// `-D name=value` overrides of config constants, in command-line order.
   std::vector<std::pair<std::string, std::string>> defines;
+  /// `--preset NAME`: the config values of `preset NAME { ... }` (empty: none).
+  std::string preset;
   /// Element type of every float tensor: "f32" (default) or "f64" (gradient checks).
   std::string floatType = "f32";
 };

@@ -20,13 +20,14 @@
 namespace mlir::lm {
 
 struct LMValue {
-  enum class Kind { Tensor, Int, Float, Bool, List };
+  enum class Kind { Tensor, Int, Float, Bool, List, String };
   Kind kind = Kind::Int;
   Value tensor;              ///< Tensor
   int64_t intValue = 0;      ///< Int
   double floatValue = 0.0;   ///< Float
   bool boolValue = false;    ///< Bool
-  std::vector<LMValue> items; ///< List (also tuples)
+  std::vector<LMValue> items; ///< List (also tuples and several returned values)
+  std::string str;            ///< String
 
   static LMValue ofTensor(Value v) {
     LMValue r;
@@ -44,6 +45,12 @@ struct LMValue {
     LMValue r;
     r.kind = Kind::Float;
     r.floatValue = v;
+    return r;
+  }
+  static LMValue ofString(std::string v) {
+    LMValue r;
+    r.kind = Kind::String;
+    r.str = std::move(v);
     return r;
   }
   static LMValue ofBool(bool v) {

@@ -25,6 +25,8 @@ std::string describe(const Token &tok) {
   case Token::Kind::Int:
   case Token::Kind::Float:
     return "number " + tok.text;
+  case Token::Kind::String:
+    return "string \"" + tok.text + "\"";
   default:
     return "'" + tok.text + "'";
   }
@@ -34,7 +36,8 @@ namespace {
 
 class Lexer {
 public:
-  Lexer(std::string_view src, const SyntaxErrorHandler &onError) : src(src), onError(onError) {}
+  Lexer(std::string_view src, const SyntaxErrorHandler &onError, int file)
+      : src(src), onError(onError), file(file) {}
 
   std::vector<Token> run() {
     std::vector<Token> out;
@@ -54,6 +57,7 @@ public:
 private:
   std::string_view src;
   const SyntaxErrorHandler &onError;
+  int file;
   size_t pos = 0;
   int line = 1, col = 1;
   int depth = 0; ///< open `(` and `[` (newlines inside them are skipped)
@@ -99,7 +103,7 @@ private:
         break;
       }
     }
-    ast::Loc loc{line, col};
+    ast::Loc loc{line, col, file};
     if (pos >= src.size())
       return make(Token::Kind::Eof, loc, "");
 
@@ -110,6 +114,8 @@ private:
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_')
       return identifier(loc);
+    if (c == '"')
+      return string(loc);
     if (std::isdigit(static_cast<unsigned char>(c)) ||
         (c == '.' && std::isdigit(static_cast<unsigned char>(peek(1)))))
       return number(loc);
@@ -172,10 +178,36 @@ private:
         {"model", Token::Kind::KwModel},         {"objective", Token::Kind::KwObjective},
         {"train", Token::Kind::KwTrain},         {"param", Token::Kind::KwParam},
         {"return", Token::Kind::KwReturn},       {"true", Token::Kind::KwTrue},
-        {"false", Token::Kind::KwFalse},
+        {"false", Token::Kind::KwFalse},         {"import", Token::Kind::KwImport},
+        {"preset", Token::Kind::KwPreset},
     };
     auto it = keywords.find(text);
     return make(it == keywords.end() ? Token::Kind::Ident : it->second, loc, text);
+  }
+
+  /// `"..."` on one line; `\"` and `\\` are the only escapes.
+  Token string(ast::Loc loc) {
+    advance(); // the opening quote
+    std::string value;
+    while (true) {
+      char c = peek();
+      if (pos >= src.size() || c == '\n')
+        return error(loc, "unterminated string: '\"' is never closed on its line");
+      advance();
+      if (c == '"')
+        break;
+      if (c == '\\') {
+        char e = peek();
+        if (e != '"' && e != '\\')
+          return error(ast::Loc{line, col - 1, file},
+                       "unknown escape in a string (only \\\" and \\\\ are escapes)");
+        advance();
+        c = e;
+      }
+      value += c;
+    }
+    Token t = make(Token::Kind::String, loc, value);
+    return t;
   }
 
   Token number(ast::Loc loc) {
@@ -218,8 +250,8 @@ private:
 
 } // namespace
 
-std::vector<Token> lex(std::string_view source, const SyntaxErrorHandler &onError) {
-  return Lexer(source, onError).run();
+std::vector<Token> lex(std::string_view source, const SyntaxErrorHandler &onError, int file) {
+  return Lexer(source, onError, file).run();
 }
 
 } // namespace mlir::lm

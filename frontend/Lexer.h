@@ -26,8 +26,10 @@ struct Token {
     Ident,
     Int,
     Float,
+    String,    ///< "text"; `text` holds the value with escapes resolved
     // Keywords.
     KwConfig, KwBlock, KwModel, KwObjective, KwTrain, KwParam, KwReturn, KwTrue, KwFalse,
+    KwImport, KwPreset,
     // Punctuation.
     LParen, RParen, LBracket, RBracket, LBrace, RBrace,
     Comma, Colon, Equal, Arrow, Plus, Minus, Star, Slash, At,
@@ -45,6 +47,8 @@ std::string describe(const Token &tok);
 
 /// Lexes the whole buffer. On an unexpected character or malformed number,
 /// reports through `onError` and ends the token list with an Error token.
-std::vector<Token> lex(std::string_view source, const SyntaxErrorHandler &onError);
+/// Every location carries `file` (the index of the source among the imported
+/// files, 0 for the main one).
+std::vector<Token> lex(std::string_view source, const SyntaxErrorHandler &onError, int file = 0);
 
 } // namespace mlir::lm

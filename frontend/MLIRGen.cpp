@@ -22,21 +22,73 @@ namespace mlir::lm {
 using ast::Function;
 using ast::Stmt;
 
-MLIRGen::MLIRGen(MLIRContext &context, const ast::Module &module, StringRef filename,
+MLIRGen::MLIRGen(MLIRContext &context, const ast::Module &module, std::vector<std::string> files,
                  const FrontendOptions &options)
-    : ctx(context), ast(module), filename(filename.str()), options(options), builder(&context) {}
+    : ctx(context), ast(module), files(std::move(files)), options(options), builder(&context) {}
 
-Location MLIRGen::loc(ast::Loc l) { return FileLineColLoc::get(&ctx, filename, l.line, l.col); }
+Location MLIRGen::loc(ast::Loc l) {
+  const std::string &file = l.file >= 0 && size_t(l.file) < files.size() ? files[l.file] : files[0];
+  return FileLineColLoc::get(&ctx, file, l.line, l.col);
+}
 
-InFlightDiagnostic MLIRGen::error(ast::Loc l) { return emitError(loc(l)); }
+InFlightDiagnostic MLIRGen::error(ast::Loc l) {
+  InFlightDiagnostic diag = emitError(loc(l));
+  // The chain of calls that inlined this code, innermost first.
+  for (size_t i = callStack.size(); i-- > 0;)
+    diag.attachNote(loc(callLocs[i])) << "in " << kindName(callStack[i]->kind) << " '"
+                                      << callStack[i]->name << "' called from here";
+  return diag;
+}
 
 std::string MLIRGen::join(const std::string &scope, const std::string &name) {
   return scope.empty() ? name : scope + "." + name;
 }
 
-std::string MLIRGen::uniqueScope(Env &env, const std::string &callee) {
-  int n = env.callCounts[callee]++;
-  return join(env.scope, n == 0 ? callee : callee + "_" + std::to_string(n));
+const ast::KeywordArg *MLIRGen::nameArg(const ast::Expr &call) {
+  for (const ast::KeywordArg &kw : call.kwargs)
+    if (kw.name == "name")
+      return &kw;
+  return nullptr;
+}
+
+/// With `callee` (a block call), a second unnamed call is deferred to the
+/// block's first parameter (Env::unnamedRepeat); builtins that declare
+/// parameters fail at once.
+FailureOr<std::string> MLIRGen::callScope(Env &env, const ast::Expr &call, const std::string &dflt,
+                                          Env *callee) {
+  std::string local = dflt;
+  const ast::KeywordArg *named = nameArg(call);
+  if (named) {
+    FailureOr<LMValue> v = eval(*named->value, env);
+    if (failed(v))
+      return failure();
+    if (v->kind != LMValue::Kind::String)
+      return error(named->value->loc) << "name must be a string like name = \"ln_1\", got "
+                                      << describe(*v);
+    bool ok = !v->str.empty();
+    for (char c : v->str)
+      ok &= std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    if (!ok)
+      return error(named->value->loc) << "name \"" << v->str
+                                      << "\" must be letters, digits and '_' (it is one part of "
+                                         "a parameter path like layer.3.attn.q)";
+    local = v->str;
+  }
+  ast::Loc where = named ? named->value->loc : call.loc;
+  auto [it, inserted] = env.scopes.emplace(local, where);
+  if (!inserted) {
+    if (named)
+      return error(where) << "the name \"" << local << "\" is already used in this scope (at "
+                          << at(it->second) << "); parameter paths must be unique";
+    if (callee) {
+      callee->unnamedRepeat = Env::UnnamedRepeat{call.loc, it->second, dflt};
+      return join(env.scope, local);
+    }
+    return error(call.loc) << "'" << dflt << "' is called a second time in this scope (first at "
+                           << at(it->second) << "); name each call's parameters: " << dflt
+                           << "(..., name = \"...\")";
+  }
+  return join(env.scope, local);
 }
 
 DictionaryAttr MLIRGen::initAttr(StringRef kind, ArrayRef<std::pair<StringRef, double>> args) {
@@ -57,11 +109,11 @@ OwningOpRef<ModuleOp> MLIRGen::run() {
   } else if (options.floatType == "f64") {
     floatType = builder.getF64Type();
   } else {
-    emitError(FileLineColLoc::get(&ctx, filename, 1, 1))
+    emitError(FileLineColLoc::get(&ctx, files[0], 1, 1))
         << "unsupported float type '" << options.floatType << "' (expected f32 or f64)";
     return nullptr;
   }
-  OwningOpRef<ModuleOp> owned = ModuleOp::create(FileLineColLoc::get(&ctx, filename, 1, 1));
+  OwningOpRef<ModuleOp> owned = ModuleOp::create(FileLineColLoc::get(&ctx, files[0], 1, 1));
   module = *owned;
   if (failed(evalConfig()) || failed(checkDefinitions()))
     return nullptr;
@@ -116,10 +168,14 @@ LogicalResult MLIRGen::checkDefinitions() {
     if (isConst)
       return error(fn.nameLoc) << "'" << fn.name << "' is already a config constant";
     std::set<std::string> params;
-    for (const ast::Parameter &p : fn.params)
+    for (const ast::Parameter &p : fn.params) {
       if (!params.insert(p.name).second)
         return error(p.loc) << "duplicate parameter '" << p.name << "' in the signature of '"
                             << fn.name << "'";
+      if (p.name == "name")
+        return error(p.loc) << "a parameter cannot be called 'name': `name = \"...\"` names the "
+                               "parameter scope of a call";
+    }
   }
   return success();
 }
@@ -260,10 +316,10 @@ FailureOr<std::vector<LMValue>> MLIRGen::matchArguments(const Function &fn,
                                                         const ast::Expr &call, Env &env,
                                                         std::vector<ast::Loc> &argLocs) {
   size_t n = fn.params.size();
+  size_t given = call.args.size() + call.kwargs.size() - (nameArg(call) ? 1 : 0);
   if (call.args.size() > n)
     return error(call.loc) << kindName(fn.kind) << " '" << fn.name << "' takes " << n
-                           << (n == 1 ? " argument" : " arguments") << ", got "
-                           << call.args.size() + call.kwargs.size();
+                           << (n == 1 ? " argument" : " arguments") << ", got " << given;
   std::vector<std::optional<LMValue>> slots(n);
   argLocs.assign(n, call.loc);
   for (size_t i = 0; i < call.args.size(); ++i) {
@@ -274,6 +330,12 @@ FailureOr<std::vector<LMValue>> MLIRGen::matchArguments(const Function &fn,
     argLocs[i] = call.args[i]->loc;
   }
   for (const ast::KeywordArg &kw : call.kwargs) {
+    if (kw.name == "name") {
+      if (fn.kind != Function::Kind::Block)
+        return error(kw.loc) << "name = \"...\" names the parameters of a block call; a "
+                             << kindName(fn.kind) << "'s parameters are its own";
+      continue;
+    }
     auto it = std::find_if(fn.params.begin(), fn.params.end(),
                            [&](const ast::Parameter &p) { return p.name == kw.name; });
     if (it == fn.params.end())
@@ -293,9 +355,8 @@ FailureOr<std::vector<LMValue>> MLIRGen::matchArguments(const Function &fn,
   for (size_t i = 0; i < n; ++i) {
     if (!slots[i])
       return error(call.loc) << kindName(fn.kind) << " '" << fn.name << "' takes " << n
-                             << (n == 1 ? " argument" : " arguments") << ", got "
-                             << call.args.size() + call.kwargs.size() << " (missing '"
-                             << fn.params[i].name << "')";
+                             << (n == 1 ? " argument" : " arguments") << ", got " << given
+                             << " (missing '" << fn.params[i].name << "')";
     args.push_back(*slots[i]);
   }
   return args;
@@ -316,6 +377,8 @@ static bool sameConstant(const LMValue &a, const LMValue &b) {
     return a.floatValue == b.floatValue;
   case LMValue::Kind::Bool:
     return a.boolValue == b.boolValue;
+  case LMValue::Kind::String:
+    return a.str == b.str;
   case LMValue::Kind::List:
     return a.items.size() == b.items.size() &&
            std::equal(a.items.begin(), a.items.end(), b.items.begin(), sameConstant);
@@ -334,8 +397,13 @@ FailureOr<LMValue> MLIRGen::emitUserCall(const Function &fn, const ast::Expr &ca
 
   Env callee;
   if (fn.kind == Function::Kind::Block) {
-    callee.scope = uniqueScope(env, fn.name);
+    FailureOr<std::string> scope = callScope(env, call, fn.name, &callee);
+    if (failed(scope))
+      return failure();
+    callee.scope = *scope;
     callee.reuseParams = env.reuseParams;
+    if (env.unnamedRepeat)
+      callee.unnamedRepeat = env.unnamedRepeat;
   } else {
     // A model owns its weights: they live at the top level of the parameter
     // namespace, and every further call in the same function shares them.
@@ -373,16 +441,21 @@ FailureOr<LMValue> MLIRGen::inlineFunction(const Function &fn, std::vector<LMVal
     return error(callLoc) << kindName(fn.kind) << " '" << fn.name
                           << "' calls itself (recursion cannot be unrolled)";
   callStack.push_back(&fn);
+  callLocs.push_back(callLoc);
+  auto pop = [&]() {
+    callStack.pop_back();
+    callLocs.pop_back();
+  };
   env.fn = &fn;
   for (size_t i = 0; i < fn.params.size(); ++i)
     if (failed(bindParameter(fn, fn.params[i], args[i], argLocs[i], env))) {
-      callStack.pop_back();
+      pop();
       return failure();
     }
 
   std::optional<LMValue> returned;
   LogicalResult ok = emitStatements(fn, env, returned);
-  callStack.pop_back();
+  pop();
   if (failed(ok))
     return failure();
   if (!returned)
@@ -500,17 +573,29 @@ LogicalResult MLIRGen::emitStatements(const Function &fn, Env &env,
       break;
     }
     case Stmt::Kind::Assign: {
-      bool isConst = false;
-      lookupConfig(s.name, isConst);
-      if (isConst && !env.vars.count(s.name))
-        return error(s.nameLoc) << "cannot assign to config constant '" << s.name << "'";
-      if (env.dimVars.count(s.name))
-        return error(s.nameLoc) << "cannot assign to '" << s.name
-                                << "': it is a dimension bound by the arguments";
+      std::vector<std::string> names = s.names.empty() ? std::vector<std::string>{s.name} : s.names;
+      std::vector<ast::Loc> nameLocs = s.names.empty() ? std::vector<ast::Loc>{s.nameLoc} : s.nameLocs;
+      for (size_t i = 0; i < names.size(); ++i) {
+        bool isConst = false;
+        lookupConfig(names[i], isConst);
+        if (isConst && !env.vars.count(names[i]))
+          return error(nameLocs[i]) << "cannot assign to config constant '" << names[i] << "'";
+        if (env.dimVars.count(names[i]))
+          return error(nameLocs[i]) << "cannot assign to '" << names[i]
+                                    << "': it is a dimension bound by the arguments";
+      }
       FailureOr<LMValue> v = eval(*s.value, env);
       if (failed(v))
         return failure();
-      env.vars[s.name] = *v;
+      if (names.size() == 1) {
+        env.vars[s.name] = *v;
+        break;
+      }
+      if (v->kind != LMValue::Kind::List || v->items.size() != names.size())
+        return error(s.value->loc) << "cannot unpack " << describe(*v) << " into " << names.size()
+                                   << " names";
+      for (size_t i = 0; i < names.size(); ++i)
+        env.vars[names[i]] = v->items[i];
       break;
     }
     }
@@ -552,6 +637,13 @@ LogicalResult MLIRGen::emitParamStmt(const Stmt &stmt, Env &env) {
 
 FailureOr<Value> MLIRGen::createParam(Env &env, const std::string &fullName,
                                       RankedTensorType type, DictionaryAttr init, ast::Loc l) {
+  if (env.unnamedRepeat) {
+    const Env::UnnamedRepeat &u = *env.unnamedRepeat;
+    return error(u.call) << "'" << u.callee << "' is called a second time in this scope (first at "
+                         << at(u.first) << ") and declares parameters ('" << fullName
+                         << "' here); name each call's parameters: " << u.callee
+                         << "(..., name = \"...\")";
+  }
   auto it = cur->params.find(fullName);
   if (env.reuseParams) {
     if (it == cur->params.end() || it->second.arg.getType() != type)

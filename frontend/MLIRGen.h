@@ -8,7 +8,12 @@
 //   MLIRGen.cpp   functions, statements, calls, parameters and naming
 //   EmitExpr.cpp  expressions: arithmetic, matmul, indexing
 //   Builtins.cpp  embed, layernorm, attention, ... and repeat
-//   Settings.cpp  config (with -D overrides), train and data attributes
+//   BuiltinsMath.cpp  the zoo's math: tanh ... cos, comparisons, where,
+//                 sum/mean/max, concat, rmsnorm, arange
+//   Settings.cpp  config (with presets and -D overrides), train and data attributes
+// Calls that declare parameters open a scope named by `name = "..."` or after
+// the callee, once per scope (callScope), so parameter paths never depend on
+// call order; errors inside blocks carry the call chain as notes.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -39,9 +44,18 @@ struct Env {
   /// Hierarchical prefix of the parameters declared here ("" at top level,
   /// "layer.0.attn" inside the attn call of the first repeated layer).
   std::string scope;
-  /// Calls of each block or builtin so far in this scope; the n-th call
-  /// (from 0) of `mlp` opens the scope `mlp` or `mlp_<n>`.
-  std::map<std::string, int> callCounts;
+  /// The parameter scopes opened here so far (`attn`, `ln_1`) and where:
+  /// each call that declares parameters opens one, named by `name = "..."`
+  /// or after its callee, and a name is used once per scope.
+  std::map<std::string, ast::Loc> scopes;
+  /// Set inside a block called a second time in one scope without a name:
+  /// fine while it declares no parameters (a helper like `rope`), an error at
+  /// its first `param` (whose path would depend on call order).
+  struct UnnamedRepeat {
+    ast::Loc call, first;
+    std::string callee;
+  };
+  std::optional<UnnamedRepeat> unnamedRepeat;
   /// Set while inlining a model a second time into the same function: its
   /// parameters are looked up instead of declared (a model owns its weights).
   bool reuseParams = false;
@@ -57,7 +71,9 @@ struct ModelSpec {
 
 class MLIRGen {
 public:
-  MLIRGen(MLIRContext &context, const ast::Module &module, StringRef filename,
+  /// `files` names the sources by their index in ast::Loc::file (the main
+  /// file first, then the imported ones).
+  MLIRGen(MLIRContext &context, const ast::Module &module, std::vector<std::string> files,
           const FrontendOptions &options);
 
   /// Emits the whole module; nullptr after an error has been reported.
@@ -67,7 +83,7 @@ private:
   //--- State ------------------------------------------------------------------
   MLIRContext &ctx;
   const ast::Module &ast;
-  std::string filename;
+  std::vector<std::string> files;
   const FrontendOptions &options;
   OpBuilder builder;
   ModuleOp module;
@@ -92,6 +108,9 @@ private:
   FuncState *cur = nullptr;
   /// Blocks and models being inlined (to reject recursion).
   std::vector<const ast::Function *> callStack;
+  /// Where each entry of callStack was called (errors inside a block show
+  /// the chain of calls that led there as notes).
+  std::vector<ast::Loc> callLocs;
   std::map<std::string, ModelSpec> modelSpecs;
 
   //--- MLIRGen.cpp --------------------------------------------------------------
@@ -134,8 +153,13 @@ public:
   /// Creates (or, for a model called again, finds) parameter `fullName`.
   FailureOr<Value> createParam(Env &env, const std::string &fullName, RankedTensorType type,
                                DictionaryAttr init, ast::Loc l);
-  /// The scope a call of `callee` opens from `env`: `callee`, `callee_1`, ...
-  std::string uniqueScope(Env &env, const std::string &callee);
+  /// The parameter scope a call opens in `env`: `<env.scope>.<name>` with the
+  /// call's `name = "..."`, else the callee's name `dflt`. A name opened twice
+  /// in one scope is an error (parameter paths never depend on call order).
+  FailureOr<std::string> callScope(Env &env, const ast::Expr &call, const std::string &dflt,
+                                   Env *callee = nullptr);
+  /// The `name = "..."` keyword of a call, or null.
+  static const ast::KeywordArg *nameArg(const ast::Expr &call);
   static std::string join(const std::string &scope, const std::string &name);
   DictionaryAttr initAttr(StringRef kind, ArrayRef<std::pair<StringRef, double>> args);
 
@@ -183,6 +207,18 @@ public:
 private:
   FailureOr<LMValue> emitBuiltin(const ast::Expr &call, Env &env);
   FailureOr<LMValue> emitRepeat(const ast::Expr &call, Env &env);
+
+  //--- BuiltinsMath.cpp ---------------------------------------------------------
+  /// The builtins of BuiltinsMath.cpp that take a tensor first.
+  static bool isMathBuiltin(const std::string &name);
+  /// Emits math builtin `call` whose arguments are matched to its signature
+  /// in `arg` (null where omitted); `first` is the evaluated first argument
+  /// (unset for concat and arange, which evaluate their own).
+public:
+  FailureOr<LMValue> emitMath(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,
+                              const LMValue &first, Env &env);
+
+private:
 
   //--- Settings.cpp -------------------------------------------------------------
   LogicalResult evalConfig();

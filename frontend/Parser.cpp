@@ -50,8 +50,41 @@ public:
       case Token::Kind::KwObjective:
         function(m);
         break;
+      case Token::Kind::KwImport: {
+        Import imp;
+        imp.loc = take().loc;
+        if (!is(Token::Kind::String)) {
+          fail(cur().loc, "expected a file name in quotes after 'import', found " + describe(cur()));
+          break;
+        }
+        imp.path = take().text;
+        m.imports.push_back(std::move(imp));
+        endOfStatement();
+        break;
+      }
+      case Token::Kind::KwPreset: {
+        Preset p;
+        p.loc = cur().loc;
+        Token kw = take();
+        p.name = identifier("a preset name after 'preset'");
+        if (failed)
+          break;
+        for (const Preset &other : m.presets)
+          if (other.name == p.name) {
+            fail(p.loc, "a second preset '" + p.name + "' (the first is at " + at(other.loc) + ")");
+            break;
+          }
+        if (failed)
+          break;
+        --idx; // settings() consumes the keyword: step back onto the name
+        settings("preset " + p.name, p.settings);
+        m.presets.push_back(std::move(p));
+        (void)kw;
+        break;
+      }
       default:
-        fail(cur().loc, "expected 'config', 'block', 'model', 'objective' or 'train', found " +
+        fail(cur().loc, "expected 'config', 'preset', 'import', 'block', 'model', 'objective' or "
+                        "'train', found " +
                             describe(cur()));
         break;
       }
@@ -286,6 +319,39 @@ private:
     if (is(Token::Kind::KwReturn)) {
       Stmt s(Stmt::Kind::Return, take().loc);
       s.value = expr();
+      // `return a, b`: several values, as a tuple.
+      if (!failed && is(Token::Kind::Comma)) {
+        auto tuple = std::make_unique<Expr>(Expr::Kind::Tuple, s.value->loc);
+        tuple->args.push_back(std::move(s.value));
+        while (!failed && is(Token::Kind::Comma)) {
+          take();
+          tuple->args.push_back(expr());
+        }
+        s.value = failed ? nullptr : finish(std::move(tuple));
+      }
+      f.body.push_back(std::move(s));
+      return;
+    }
+    // `a, b = expr`: unpacks the values a block returns.
+    if (is(Token::Kind::Ident) && peekTok().kind == Token::Kind::Comma) {
+      Stmt s(Stmt::Kind::Assign, cur().loc);
+      while (!failed) {
+        Loc loc;
+        std::string name = identifier("a name to assign", &loc);
+        for (const std::string &n : s.names)
+          if (n == name)
+            fail(loc, "'" + name + "' is assigned twice in one statement");
+        s.names.push_back(name);
+        s.nameLocs.push_back(loc);
+        if (!is(Token::Kind::Comma))
+          break;
+        take();
+      }
+      if (!expect(Token::Kind::Equal, "'=' after the names to assign"))
+        return;
+      s.name = s.names[0];
+      s.nameLoc = s.nameLocs[0];
+      s.value = expr();
       f.body.push_back(std::move(s));
       return;
     }
@@ -507,6 +573,12 @@ private:
       e->name = t.text;
       return e;
     }
+    case Token::Kind::String: {
+      take();
+      auto e = std::make_unique<Expr>(Expr::Kind::String, t.loc);
+      e->name = t.text;
+      return e;
+    }
     case Token::Kind::LParen: {
       take();
       ExprPtr first = expr();
@@ -546,8 +618,9 @@ private:
 
 } // namespace
 
-std::optional<Module> parseModule(std::string_view source, const SyntaxErrorHandler &onError) {
-  return Parser(lex(source, onError), onError).module();
+std::optional<Module> parseModule(std::string_view source, const SyntaxErrorHandler &onError,
+                                  int file) {
+  return Parser(lex(source, onError, file), onError).module();
 }
 
 ExprPtr parseExpression(std::string_view source, const SyntaxErrorHandler &onError) {

@@ -2,19 +2,21 @@
 //
 // Builds an ast::Module from tokens. The grammar (docs/language.md):
 //
-//   file       := (config | train | function)*
+//   file       := (import | config | preset | train | function)*
+//   import     := 'import' string
 //   config     := 'config' '{' setting* '}'       setting := name '=' expr
+//   preset     := 'preset' name '{' setting* '}'
 //   train      := 'train' '{' setting* '}'
 //   function   := ('block' | 'model' | 'objective') name '(' params ')'
 //                 ['->' type] '{' stmt* '}'
 //   param      := name [':' type]                  type := name '[' exprs ']'
 //   stmt       := 'param' name ':' [name] '[' exprs ']' '=' expr
-//               | 'return' expr | name '=' expr
+//               | 'return' expr (',' expr)* | name (',' name)* '=' expr
 //   expr       := term (('+' | '-') term)*
 //   term       := unary (('*' | '/' | '@') unary)*      (Python: @ binds like *)
 //   unary      := ('-' | '+') unary | postfix
 //   postfix    := primary ('(' args ')' | '[' subscripts ']')*
-//   primary    := int | float | 'true' | 'false' | name | '(' expr ')'
+//   primary    := int | float | string | 'true' | 'false' | name | '(' expr ')'
 //               | '(' expr ',' ... ')' | '[' exprs ']'
 //
 // Statements end at a newline or `;`. The parser stops at the first error.
@@ -32,7 +34,8 @@ namespace mlir::lm {
 
 /// Parses a whole file. Reports the first syntax error through `onError` and
 /// returns std::nullopt after it.
-std::optional<ast::Module> parseModule(std::string_view source, const SyntaxErrorHandler &onError);
+std::optional<ast::Module> parseModule(std::string_view source, const SyntaxErrorHandler &onError,
+                                       int file = 0);
 
 /// Parses a single expression (the whole buffer). For tests.
 ast::ExprPtr parseExpression(std::string_view source, const SyntaxErrorHandler &onError);

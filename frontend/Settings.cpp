@@ -40,6 +40,28 @@ std::optional<LMValue> parseDefine(const std::string &text) {
 
 LogicalResult MLIRGen::evalConfig() {
   ast::Loc configLoc = ast.configLoc.value_or(ast::Loc{1, 1});
+  // The preset's values replace the config's expressions; -D then overrides both.
+  const ast::Preset *preset = nullptr;
+  for (const ast::Preset &p : ast.presets) {
+    if (p.name == options.preset)
+      preset = &p;
+    for (const ast::Setting &s : p.settings) {
+      bool known = false;
+      for (const ast::Setting &c : ast.config)
+        known |= c.name == s.name;
+      if (!known)
+        return error(s.loc) << "preset '" << p.name << "' sets '" << s.name
+                            << "', which is not a config constant";
+    }
+  }
+  if (!options.preset.empty() && !preset) {
+    std::string names;
+    for (const ast::Preset &p : ast.presets)
+      names += (names.empty() ? "" : ", ") + p.name;
+    return error(configLoc) << "--preset " << options.preset << ": no preset named '" << options.preset
+                            << "'" << (names.empty() ? std::string(" (the file has no presets)")
+                                                     : " (the file defines " + names + ")");
+  }
   std::map<std::string, std::string> defines;
   for (const auto &[name, value] : options.defines) {
     bool known = false;
@@ -63,12 +85,17 @@ LogicalResult MLIRGen::evalConfig() {
     lookupConfig(s.name, dup);
     if (dup)
       return error(s.loc) << "config constant '" << s.name << "' is defined twice";
-    FailureOr<LMValue> v = eval(*s.value, env);
+    const ast::Expr *valueExpr = s.value.get();
+    if (preset)
+      for (const ast::Setting &p : preset->settings)
+        if (p.name == s.name)
+          valueExpr = p.value.get(); // the last setting of a name wins
+    FailureOr<LMValue> v = eval(*valueExpr, env);
     if (failed(v))
       return failure();
     if (!v->isNumber())
-      return error(s.value->loc) << "config constant '" << s.name
-                                 << "' must be a number, got " << describe(*v);
+      return error(valueExpr->loc) << "config constant '" << s.name
+                                   << "' must be a number, got " << describe(*v);
     auto def = defines.find(s.name);
     if (def != defines.end()) {
       std::string shown = "-D " + s.name + "=" + def->second;

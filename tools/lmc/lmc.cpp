@@ -48,6 +48,7 @@ struct CompileOptions {
   std::string input;
   std::string output;
   std::vector<std::string> defines;
+  std::string preset;
   std::string floatType = "f32";
   std::string emit;
   std::string dumpDir;
@@ -188,7 +189,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   if (ext != ".lm" && ext != ".mlir")
     return fail("'" + opts.input + "' is neither a .lm source nor a .mlir module");
   if (ext == ".mlir" && frontendFlagsGiven)
-    return fail("-D and --float-type apply to .lm sources, not to '" + opts.input + "'");
+    return fail("-D, --preset and --float-type apply to .lm sources, not to '" + opts.input + "'");
   if (!opts.dumpDir.empty())
     if (std::error_code ec = llvm::sys::fs::create_directories(opts.dumpDir))
       return fail("cannot create --dump-dir '" + opts.dumpDir + "': " + ec.message());
@@ -230,6 +231,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   if (ext == ".lm") {
     mlir::lm::FrontendOptions feOptions;
     feOptions.floatType = opts.floatType;
+    feOptions.preset = opts.preset;
     if (failed(parseDefines(opts.defines, feOptions)))
       return 1;
     module = mlir::lm::emitModuleFromSource(sourceMgr, context, feOptions);
@@ -353,6 +355,8 @@ int main(int argc, char **argv) {
   compile->add_option("-o,--output", opts.output, "the plan to write (default: FILE's stem + .plan, here)");
   CLI::Option *defines =
       compile->add_option("-D", opts.defines, "override a config constant: -D name=value (repeatable)");
+  CLI::Option *preset =
+      compile->add_option("--preset", opts.preset, "start from the config values of a named preset (-D still overrides)");
   CLI::Option *floatType = compile->add_option("--float-type", opts.floatType, "float element type of every tensor")
                                ->check(CLI::IsMember({"f32", "f64"}));
   compile
@@ -391,6 +395,6 @@ int main(int argc, char **argv) {
     return app.exit(e) == 0 ? 0 : 1;
   }
   if (*compile)
-    return runCompile(opts, defines->count() > 0 || floatType->count() > 0);
+    return runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0);
   return runMemoryPlan(planPath);
 }

@@ -1,12 +1,15 @@
 """Compiles every model in models/ for the CPU and CUDA with lmc (nvcc builds each
-plan's fatbin: sm_80, sm_90 and compute_90 PTX), then compiles each dumped CUDA
-source again with every reduced-precision storage type (bf16, f16) enabled.
+plan's fatbin: sm_80, sm_90 and compute_90 PTX), at its default config and, when
+it has one, its `tiny` preset; then compiles each dumped CUDA source again with
+every reduced-precision storage type (bf16, f16) enabled.
 
 Usage: compile_models_cuda.py MODELS_DIR OUT_DIR NVCC
-Prints one line per model and "models: ok" when every step succeeded; exits 1
-at the first failure with the failing command's output."""
+Prints one line per model and config ("gpt2: ...", "gpt2-tiny: ...") and
+"models: ok" when every step succeeded; exits 1 at the first failure with the
+failing command's output."""
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -27,18 +30,21 @@ def main():
         print("no models in " + models_dir)
         return 1
     for path in models:
-        name = os.path.splitext(os.path.basename(path))[0]
-        dump = os.path.join(out_dir, name)
-        summary = run(["lmc", "compile", path, "--target", "cpu,cuda", "--dump-dir", dump,
-                       "-o", os.path.join(out_dir, name + ".plan")])
-        source = os.path.join(dump, "kernels.cu")
-        if not os.path.exists(source):
-            print(f"{name}: lmc wrote no kernels.cu")
-            return 1
-        run([nvcc, "-std=c++17", "-O1", "--fatbin", "-gencode", "arch=compute_80,code=sm_80",
-             "-DLMC_ALL_STORAGE_TYPES", "-o", os.path.join(out_dir, name + ".all.fatbin"), source])
-        kernels = summary.split("generated kernels")[0].rsplit(",", 1)[-1].strip()
-        print(f"{name}: {kernels} kernels, nvcc ok (f32, bf16, f16)")
+        model = os.path.splitext(os.path.basename(path))[0]
+        with open(path) as f:
+            has_tiny = re.search(r"^preset\s+tiny\b", f.read(), re.M) is not None
+        for name, flags in [(model, [])] + ([(model + "-tiny", ["--preset", "tiny"])] if has_tiny else []):
+            dump = os.path.join(out_dir, name)
+            summary = run(["lmc", "compile", path, *flags, "--target", "cpu,cuda", "--dump-dir", dump,
+                           "-o", os.path.join(out_dir, name + ".plan")])
+            source = os.path.join(dump, "kernels.cu")
+            if not os.path.exists(source):
+                print(f"{name}: lmc wrote no kernels.cu")
+                return 1
+            run([nvcc, "-std=c++17", "-O1", "--fatbin", "-gencode", "arch=compute_80,code=sm_80",
+                 "-DLMC_ALL_STORAGE_TYPES", "-o", os.path.join(out_dir, name + ".all.fatbin"), source])
+            kernels = summary.split("generated kernels")[0].rsplit(",", 1)[-1].strip()
+            print(f"{name}: {kernels} kernels, nvcc ok (f32, bf16, f16)")
     print("models: ok")
     return 0
 

@@ -1,5 +1,5 @@
 """A PyTorch GPT-2 that reads LMC's parameter names: the numerical oracle for
-models/gpt_tiny.lm and models/gpt2_small.lm (same math: pre-norm blocks, fused qkv,
+models/gpt2.lm, every preset (same math: pre-norm blocks, fused qkv,
 causal attention, tanh GELU, tied output projection; weights stored [in, out])."""
 import math
 
@@ -27,14 +27,14 @@ def gpt_logits(p, tokens, layers, heads):
     h = p["wte"][tokens.long()] + p["wpe"][:T]
     for i in range(layers):
         s = f"layer.{i}"
-        x = layer_norm(h, p, s + ".layernorm")
+        x = layer_norm(h, p, s + ".ln_1")
         qkv = x @ p[s + ".attn.wqkv"] + p[s + ".attn.bqkv"]
         y = attention(qkv[..., :D], qkv[..., D:2 * D], qkv[..., 2 * D:], heads)
         h = h + (y @ p[s + ".attn.wo"] + p[s + ".attn.bo"])
-        x = layer_norm(h, p, s + ".layernorm_1")
+        x = layer_norm(h, p, s + ".ln_2")
         m = F.gelu(x @ p[s + ".mlp.w1"] + p[s + ".mlp.b1"], approximate="tanh")
         h = h + (m @ p[s + ".mlp.w2"] + p[s + ".mlp.b2"])
-    return layer_norm(h, p, "layernorm") @ p["wte"].t()
+    return layer_norm(h, p, "ln_f") @ p["wte"].t()
 
 
 def causal_lm_loss(p, tokens, layers, heads):

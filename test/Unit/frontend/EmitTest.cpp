@@ -86,10 +86,12 @@ int count(func::FuncOp f) {
   return n;
 }
 
-// Tests the objective and model functions of gpt_tiny: inputs, parameter
+// Tests the objective and model functions of gpt2.lm's tiny preset: inputs, parameter
 // names in declaration order, shapes, initializers and unrolled layers.
 TEST(Emit, GptTiny) {
-  auto c = compile(readModel("gpt_tiny.lm"), {}, "gpt_tiny.lm");
+  lm::FrontendOptions tiny;
+  tiny.preset = "tiny";
+  auto c = compile(readModel("gpt2.lm"), tiny, "gpt2.lm");
   ASSERT_TRUE(c->module) << c->diagnostics;
   ModuleOp m = *c->module;
 
@@ -109,16 +111,16 @@ TEST(Emit, GptTiny) {
   EXPECT_EQ(ps[0].name, "wte");
   EXPECT_EQ(ps[0].shape, (std::vector<int64_t>{256, 128}));
   EXPECT_EQ(ps[1].name, "wpe");
-  EXPECT_EQ(ps[2].name, "layer.0.layernorm.gamma");
-  EXPECT_EQ(ps[3].name, "layer.0.layernorm.beta");
+  EXPECT_EQ(ps[2].name, "layer.0.ln_1.gamma");
+  EXPECT_EQ(ps[3].name, "layer.0.ln_1.beta");
   EXPECT_EQ(ps[4].name, "layer.0.attn.wqkv");
   EXPECT_EQ(ps[4].shape, (std::vector<int64_t>{128, 384}));
-  EXPECT_EQ(ps[8].name, "layer.0.layernorm_1.gamma");
+  EXPECT_EQ(ps[8].name, "layer.0.ln_2.gamma");
   EXPECT_EQ(ps[10].name, "layer.0.mlp.w1");
   EXPECT_EQ(ps[12].name, "layer.0.mlp.w2");
-  EXPECT_EQ(ps[14].name, "layer.1.layernorm.gamma");
-  EXPECT_EQ(ps[ps.size() - 2].name, "layernorm.gamma");
-  EXPECT_EQ(ps.back().name, "layernorm.beta");
+  EXPECT_EQ(ps[14].name, "layer.1.ln_1.gamma");
+  EXPECT_EQ(ps[ps.size() - 2].name, "ln_f.gamma");
+  EXPECT_EQ(ps.back().name, "ln_f.beta");
   EXPECT_EQ(paramCount(obj), 834304);
 
   // Initializers: normal(0.02), the scaled residual init, ones for gamma.
@@ -156,7 +158,9 @@ TEST(Emit, GptTiny) {
 
 // Tests the module attributes lm.config, lm.train and lm.data.
 TEST(Emit, ModuleAttributes) {
-  auto c = compile(readModel("gpt_tiny.lm"));
+  lm::FrontendOptions tiny;
+  tiny.preset = "tiny";
+  auto c = compile(readModel("gpt2.lm"), tiny);
   ASSERT_TRUE(c->module) << c->diagnostics;
   auto cfg = (*c->module)->getAttrOfType<DictionaryAttr>("lm.config");
   ASSERT_TRUE(cfg);
@@ -181,7 +185,7 @@ TEST(Emit, ModuleAttributes) {
 
 // Tests that GPT-2 small has exactly the 124,439,808 parameters of the original.
 TEST(Emit, Gpt2SmallParameterCount) {
-  auto c = compile(readModel("gpt2_small.lm"));
+  auto c = compile(readModel("gpt2.lm"));
   ASSERT_TRUE(c->module) << c->diagnostics;
   auto obj = c->module->lookupSymbol<func::FuncOp>("causal_lm");
   ASSERT_TRUE(obj);
@@ -194,7 +198,8 @@ TEST(Emit, DefinesAndFloatType) {
   lm::FrontendOptions options;
   options.defines = {{"layers", "2"}, {"seq", "32"}, {"batch", "3"}};
   options.floatType = "f64";
-  auto c = compile(readModel("gpt_tiny.lm"), options);
+  options.preset = "tiny";
+  auto c = compile(readModel("gpt2.lm"), options);
   ASSERT_TRUE(c->module) << c->diagnostics;
   auto obj = c->module->lookupSymbol<func::FuncOp>("causal_lm");
   EXPECT_EQ(cast<RankedTensorType>(obj.getArgument(0).getType()).getShape(),
@@ -218,7 +223,7 @@ block proj(x: f32[N, d]) -> f32[N, d] {
   return x @ w
 }
 model m(x: f32[N, d]) -> f32[N, d] {
-  return proj(proj(x))
+  return proj(proj(x), name = "out")
 }
 objective o(a: f32[2, d], b: f32[2, d], t: i32[2]) {
   loss = cross_entropy(m(a) - m(b), t)
@@ -229,7 +234,7 @@ objective o(a: f32[2, d], b: f32[2, d], t: i32[2]) {
   std::vector<ParamInfo> ps = params(obj);
   ASSERT_EQ(ps.size(), 2u);
   EXPECT_EQ(ps[0].name, "proj.w");
-  EXPECT_EQ(ps[1].name, "proj_1.w");
+  EXPECT_EQ(ps[1].name, "out.w");
   EXPECT_EQ(count<lm::MatmulOp>(obj), 4);
   EXPECT_FALSE((*ok->module)->getAttr("lm.data")); // three inputs: not a causal LM
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs every system package LMC needs to build, run and test (idempotent).
-# Usage: scripts/setup.sh [--test]   (--test adds the PyTorch reference for parity tests)
+# Usage: scripts/setup.sh [--test]   (--test adds the PyTorch reference for parity tests, and
+# Hugging Face transformers 4.46.3 in a venv over the system Python: $LMC_HF_VENV, by
+# default ~/.cache/lmc/venv-hf; PyPI must be reachable the first time)
 set -euo pipefail
 
 want_test=0
@@ -15,7 +17,7 @@ pkgs=(
   libgtest-dev                                              # unit tests
   fortunes-min fortunes                                     # the demo corpus (English quotations)
 )
-[[ $want_test == 1 ]] && pkgs+=(python3 python3-numpy python3-torch)
+[[ $want_test == 1 ]] && pkgs+=(python3 python3-numpy python3-torch python3-venv)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -31,4 +33,14 @@ fi
 # Debian's MLIR 19 is what the build is written against; fail early with a clear message otherwise.
 ver=$(/usr/lib/llvm-19/bin/llvm-config --version 2>/dev/null || true)
 [[ "$ver" == 19.* ]] || { echo "setup: expected LLVM/MLIR 19 under /usr/lib/llvm-19, found '${ver:-nothing}'" >&2; exit 1; }
+# The Hugging Face reference (test/E2E/llama-hf-parity.test): transformers 4.46.3 works
+# with Debian's PyTorch 1.13, in a venv that sees the system's torch and numpy.
+if [[ $want_test == 1 ]]; then
+  venv=${LMC_HF_VENV:-$HOME/.cache/lmc/venv-hf}
+  if ! "$venv/bin/python" -c 'import transformers, sys; sys.exit(transformers.__version__ != "4.46.3")' 2>/dev/null; then
+    echo "setup: installing transformers 4.46.3 into $venv"
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
+    "$venv/bin/pip" install -q transformers==4.46.3
+  fi
+fi
 echo "setup: ok (LLVM/MLIR $ver)"

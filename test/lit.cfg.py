@@ -14,7 +14,8 @@ config.test_exec_root = os.path.join(config.lmc_obj_root, "test")
 # (append_path puts the new folder in front of the existing PATH.)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.lmc_tools_dir, append_path=True)
-llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS", "LMC_REQUIRE_REFERENCE", "LMC_CACHE_DIR"])
+llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS", "LMC_REQUIRE_REFERENCE", "LMC_CACHE_DIR",
+                                     "LMC_HF_VENV", "LMC_HF_PYTHON"])
 config.substitutions.append(("%models", os.path.join(config.lmc_src_root, "models")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%fortunes", "/usr/share/games/fortunes"))  # scripts/setup.sh installs it
@@ -41,3 +42,27 @@ elif os.environ.get("LMC_REQUIRE_REFERENCE"):
     lit_config.fatal(config.python + " cannot import torch, and LMC_REQUIRE_REFERENCE is set")
 else:
     lit_config.warning("PyTorch reference tests are skipped: " + config.python + " cannot import torch")
+
+# The Hugging Face reference (transformers 4.46.3 over the system's torch), in the venv
+# scripts/setup.sh --test makes: $LMC_HF_PYTHON, else $LMC_HF_VENV/bin/python, else
+# ~/.cache/lmc/venv-hf/bin/python or /work/venv-hf/bin/python.
+hf_candidates = [os.environ.get("LMC_HF_PYTHON", "")]
+if os.environ.get("LMC_HF_VENV"):
+    hf_candidates.append(os.path.join(os.environ["LMC_HF_VENV"], "bin", "python"))
+hf_candidates += [os.path.expanduser("~/.cache/lmc/venv-hf/bin/python"), "/work/venv-hf/bin/python"]
+hf_python = None
+for candidate in hf_candidates:
+    if candidate and os.path.exists(candidate) and os.system(
+            candidate + " -c 'import transformers, sys; sys.exit(transformers.__version__ != \"4.46.3\")' 2>/dev/null") == 0:
+        hf_python = candidate
+        break
+if hf_python:
+    config.available_features.add("transformers")
+    config.substitutions.append(("%hf_python", hf_python))
+elif os.environ.get("LMC_REQUIRE_REFERENCE"):
+    # scripts/setup.sh --test installs transformers: the HF parity tests must run, not be skipped.
+    lit_config.fatal("no Python with transformers 4.46.3 (looked at " + ", ".join(c for c in hf_candidates if c) +
+                     "), and LMC_REQUIRE_REFERENCE is set; run scripts/setup.sh --test")
+else:
+    lit_config.warning("Hugging Face parity tests are skipped: no Python with transformers 4.46.3 "
+                       "(scripts/setup.sh --test makes one)")

@@ -109,7 +109,7 @@ TEST(Parser, ZooModelsParse) {
     const char *file, *model;
     size_t functions;
   };
-  for (const Zoo &z : {Zoo{"gpt2.lm", "gpt", 5}}) {
+  for (const Zoo &z : {Zoo{"gpt2.lm", "gpt", 5}, Zoo{"llama.lm", "llama", 6}}) {
     std::ifstream in(std::string(LMC_MODELS_DIR) + "/" + z.file);
     ASSERT_TRUE(in.good()) << z.file;
     std::stringstream ss;

@@ -44,12 +44,13 @@ else:
     lit_config.warning("PyTorch reference tests are skipped: " + config.python + " cannot import torch")
 
 # The Hugging Face reference (transformers 4.46.3 over the system's torch), in the venv
-# scripts/setup.sh --test makes: $LMC_HF_PYTHON, else $LMC_HF_VENV/bin/python, else
-# ~/.cache/lmc/venv-hf/bin/python or /work/venv-hf/bin/python.
+# scripts/setup.sh --test makes: $LMC_HF_PYTHON, else $LMC_HF_VENV/bin/python, else (with
+# neither set) ~/.cache/lmc/venv-hf/bin/python or /work/venv-hf/bin/python.
 hf_candidates = [os.environ.get("LMC_HF_PYTHON", "")]
 if os.environ.get("LMC_HF_VENV"):
     hf_candidates.append(os.path.join(os.environ["LMC_HF_VENV"], "bin", "python"))
-hf_candidates += [os.path.expanduser("~/.cache/lmc/venv-hf/bin/python"), "/work/venv-hf/bin/python"]
+elif not os.environ.get("LMC_HF_PYTHON"):
+    hf_candidates += [os.path.expanduser("~/.cache/lmc/venv-hf/bin/python"), "/work/venv-hf/bin/python"]
 hf_python = None
 for candidate in hf_candidates:
     if candidate and os.path.exists(candidate) and os.system(

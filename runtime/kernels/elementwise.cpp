@@ -2,7 +2,8 @@
    NumPy broadcasting, lm.where, lm.neg, and lm.sum_to
    (the adjoint of broadcasting). Fast paths: equal shapes (one flat loop), an
    operand that broadcasts along leading dims only (a bias: indexed modulo its
-   size) and, for sum_to, reducing leading dims (column sums). Anything else goes
+   size) and, for sum_to, reducing leading dims (column sums) or trailing dims
+   (row sums: sum and mean over the last axes). Anything else goes
    through a strided walk whose innermost dim is a plain loop. */
 #include "runtime/kernels/kernel_common.h"
 #include "runtime/kernels/kernel_math.h"
@@ -35,6 +36,15 @@ bool isSuffixOf(const Shape &s, const Shape &full) {
   Shape t = stripLeadingOnes(s);
   if (t.size() > full.size()) return false;
   return std::equal(t.begin(), t.end(), full.end() - t.size());
+}
+
+/* True when `s` is `full` with a trailing run of dims set to 1 ([B, T, 1] of
+   [B, T, D]), so element i of the reduction is the sum of row i of `full`. */
+bool isRowPrefixOf(const Shape &s, const Shape &full) {
+  if (s.size() != full.size()) return false;
+  size_t k = s.size();
+  while (k > 0 && s[k - 1] == 1) --k;
+  return std::equal(s.begin(), s.begin() + k, full.begin());
 }
 
 /* Strides of `s` viewed in the index space of `full` (rank-aligned on the right);
@@ -223,6 +233,20 @@ template <typename T> LMRT_SIMD_CLONES void sumToT(const TensorRef &x, const Ten
     double s = 0;
     for (int64_t i = 0; i < n; ++i) s += xs[i];
     o[0] = (T)s;
+    return;
+  }
+  if (isRowPrefixOf(out.shape(), x.shape())) {
+    // Row sums over the trailing dims (sum/mean over the last axes, as the
+    // frontend writes them): each row is contiguous and summed by one thread.
+    int64_t len = n / m;
+#pragma omp parallel for if (n >= kParallelMin)
+    for (int64_t r = 0; r < m; ++r) {
+      const T *xr = xs + r * len;
+      T acc = 0;
+#pragma omp simd reduction(+ : acc)
+      for (int64_t j = 0; j < len; ++j) acc += xr[j];
+      o[r] = acc;
+    }
     return;
   }
   if (isSuffixOf(out.shape(), x.shape())) {

@@ -125,7 +125,10 @@ TEST(Forward, SumTo) {
                                          {{2, 3, 4}, {}},
                                          {{2, 3, 4}, {1, 1, 1}},
                                          {{2, 3, 4}, {2, 3, 4}},
-                                         {{5, 130}, {130}}}) {
+                                         {{5, 130}, {130}},
+                                         {{2, 3, 4}, {2, 3, 1}},  // row sums (sum over the last axis)
+                                         {{2, 3, 4}, {2, 1, 1}},
+                                         {{64, 300}, {64, 1}}}) {
     Buf x = randn(c.from);
     auto out = runKernel("sum_to", {x}, {{DType::F64, c.to}});
     Buf ref(DType::F64, c.to);

@@ -45,7 +45,7 @@ static void print(std::ostringstream &os, const Expr &e) {
     // Fully parenthesised, so tests can see how the parser grouped operands.
     os << '(';
     print(os, *e.lhs);
-    os << ' ' << e.op << ' ';
+    os << ' ' << opSpelling(e.op) << ' ';
     print(os, *e.rhs);
     os << ')';
     return;
@@ -122,5 +122,17 @@ const char *kindName(Function::Kind kind) {
   }
   return "function";
 }
+
+std::string opSpelling(char op) {
+  switch (op) {
+  case 'l': return "<=";
+  case 'g': return ">=";
+  case 'e': return "==";
+  case 'n': return "!=";
+  default: return std::string(1, op);
+  }
+}
+
+bool isComparison(char op) { return std::string_view("<>lgen").find(op) != std::string_view::npos; }
 
 } // namespace mlir::lm::ast

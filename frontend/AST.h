@@ -75,7 +75,9 @@ struct Expr {
   double floatValue = 0.0; ///< Float
   bool boolValue = false;  ///< Bool
   std::string name;        ///< Name, and the callee of Call
-  char op = 0;             ///< Unary: '-' or '+'; Binary: + - * / @
+  /// Unary: '-' or '+'; Binary: + - * / @, and the comparisons < > and
+  /// 'l' (<=), 'g' (>=), 'e' (==), 'n' (!=) (see opSpelling).
+  char op = 0;
   ExprPtr lhs, rhs;        ///< Unary (lhs only), Binary; Index base in lhs
   std::vector<ExprPtr> args;     ///< Call positional args; List/Tuple items
   std::vector<KeywordArg> kwargs; ///< Call keyword args
@@ -89,6 +91,11 @@ struct Expr {
 
 /// Renders an expression back to source-like text (tests, error messages).
 std::string toString(const Expr &expr);
+
+/// The source spelling of a binary operator code of Expr::op ("<=" for 'l').
+std::string opSpelling(char op);
+/// True for the comparison codes < > l g e n.
+bool isComparison(char op);
 
 //===----------------------------------------------------------------------===//
 // Types, statements and definitions

@@ -253,6 +253,13 @@ FailureOr<LMValue> MLIRGen::evalBinary(const ast::Expr &e, Env &env) {
   FailureOr<LMValue> b = eval(*e.rhs, env);
   if (failed(b))
     return failure();
+  if (a->isNumber() && b->isNumber() && ast::isComparison(e.op)) {
+    // Compile-time comparison: a bool (for `causal = seq > 1` and the like).
+    double x = a->asDouble(), y = b->asDouble();
+    bool r = e.op == '<' ? x < y : e.op == '>' ? x > y : e.op == 'l' ? x <= y
+           : e.op == 'g' ? x >= y : e.op == 'e' ? x == y : x != y;
+    return LMValue::ofBool(r);
+  }
   if (a->isNumber() && b->isNumber()) {
     std::string err;
     std::optional<LMValue> r = foldNumbers(e.op, *a, *b, err);
@@ -260,7 +267,7 @@ FailureOr<LMValue> MLIRGen::evalBinary(const ast::Expr &e, Env &env) {
       return error(e.loc) << err << " in '" << ast::toString(e) << "'";
     return *r;
   }
-  std::string opText(1, e.op);
+  std::string opText = ast::opSpelling(e.op);
   FailureOr<Value> x = floatTensor(*a, e.lhs->loc, "the left operand of '" + opText + "'");
   if (failed(x))
     return failure();
@@ -268,7 +275,9 @@ FailureOr<LMValue> MLIRGen::evalBinary(const ast::Expr &e, Env &env) {
   if (failed(y))
     return failure();
   auto tx = cast<RankedTensorType>(x->getType()), ty = cast<RankedTensorType>(y->getType());
-  const char *name = e.op == '+' ? "add" : e.op == '-' ? "sub" : e.op == '*' ? "mul" : "div";
+  const char *name = e.op == '+' ? "add" : e.op == '-' ? "sub" : e.op == '*' ? "mul" : e.op == '/' ? "div"
+                   : e.op == '<' ? "lt" : e.op == '>' ? "gt" : e.op == 'l' ? "le" : e.op == 'g' ? "ge"
+                   : e.op == 'e' ? "eq" : "ne";
   std::string err;
   std::optional<shapes::Dims> dims =
       shapes::broadcast({tx.getShape().begin(), tx.getShape().end()},
@@ -290,8 +299,27 @@ FailureOr<LMValue> MLIRGen::evalBinary(const ast::Expr &e, Env &env) {
   case '*':
     r = builder.create<MulOp>(l, *x, *y);
     break;
-  default:
+  case '/':
     r = builder.create<DivOp>(l, *x, *y);
+    break;
+  // Comparisons give 0/1 masks (lm.lt ...), as the builtins gt(a, b) ... do.
+  case '<':
+    r = builder.create<LtOp>(l, *x, *y);
+    break;
+  case '>':
+    r = builder.create<GtOp>(l, *x, *y);
+    break;
+  case 'l':
+    r = builder.create<LeOp>(l, *x, *y);
+    break;
+  case 'g':
+    r = builder.create<GeOp>(l, *x, *y);
+    break;
+  case 'e':
+    r = builder.create<EqOp>(l, *x, *y);
+    break;
+  default:
+    r = builder.create<NeOp>(l, *x, *y);
     break;
   }
   return LMValue::ofTensor(r);

@@ -143,7 +143,29 @@ private:
     case ':':
       return make(Token::Kind::Colon, loc, ":");
     case '=':
+      if (peek() == '=') {
+        advance();
+        return make(Token::Kind::EqualEqual, loc, "==");
+      }
       return make(Token::Kind::Equal, loc, "=");
+    case '<':
+      if (peek() == '=') {
+        advance();
+        return make(Token::Kind::LessEqual, loc, "<=");
+      }
+      return make(Token::Kind::Less, loc, "<");
+    case '>':
+      if (peek() == '=') {
+        advance();
+        return make(Token::Kind::GreaterEqual, loc, ">=");
+      }
+      return make(Token::Kind::Greater, loc, ">");
+    case '!':
+      if (peek() == '=') {
+        advance();
+        return make(Token::Kind::NotEqual, loc, "!=");
+      }
+      break;
     case '+':
       return make(Token::Kind::Plus, loc, "+");
     case '*':

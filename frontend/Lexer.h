@@ -33,6 +33,7 @@ struct Token {
     // Punctuation.
     LParen, RParen, LBracket, RBracket, LBrace, RBrace,
     Comma, Colon, Equal, Arrow, Plus, Minus, Star, Slash, At,
+    Less, Greater, LessEqual, GreaterEqual, EqualEqual, NotEqual, ///< comparisons
     Error, ///< an unexpected character; the lexer has reported it
   };
   Kind kind = Kind::Eof;

@@ -418,13 +418,36 @@ private:
 
   ExprPtr binary(Token op, ExprPtr lhs, ExprPtr rhs) {
     auto e = std::make_unique<Expr>(Expr::Kind::Binary, op.loc);
-    e->op = op.text[0];
+    e->op = op.text == "<=" ? 'l' : op.text == ">=" ? 'g' : op.text == "==" ? 'e' : op.text == "!=" ? 'n'
+                                                                                                     : op.text[0];
     e->lhs = std::move(lhs);
     e->rhs = std::move(rhs);
     return finish(std::move(e));
   }
 
+  /// `arith (cmp arith)?`: comparisons bind loosest and do not chain
+  /// (`a < b < c` is an error, not Python's `a < b and b < c`).
   ExprPtr expr() {
+    ExprPtr lhs = arith();
+    if (failed || !isComparisonToken())
+      return lhs;
+    Token op = take();
+    ExprPtr rhs = arith();
+    if (failed)
+      return nullptr;
+    if (isComparisonToken()) {
+      fail(cur().loc, "comparisons do not chain: write gt(a, b) * lt(b, c) or parenthesise");
+      return nullptr;
+    }
+    return binary(op, std::move(lhs), std::move(rhs));
+  }
+
+  bool isComparisonToken() const {
+    return is(Token::Kind::Less) || is(Token::Kind::Greater) || is(Token::Kind::LessEqual) ||
+           is(Token::Kind::GreaterEqual) || is(Token::Kind::EqualEqual) || is(Token::Kind::NotEqual);
+  }
+
+  ExprPtr arith() {
     Nested level(*this);
     if (nesting > kMaxExprNesting) {
       nestedTooDeeply(cur().loc);

@@ -12,7 +12,8 @@
 //   param      := name [':' type]                  type := name '[' exprs ']'
 //   stmt       := 'param' name ':' [name] '[' exprs ']' '=' expr
 //               | 'return' expr (',' expr)* | name (',' name)* '=' expr
-//   expr       := term (('+' | '-') term)*
+//   expr       := arith [('<' | '>' | '<=' | '>=' | '==' | '!=') arith]
+//   arith      := term (('+' | '-') term)*
 //   term       := unary (('*' | '/' | '@') unary)*      (Python: @ binds like *)
 //   unary      := ('-' | '+') unary | postfix
 //   postfix    := primary ('(' args ')' | '[' subscripts ']')*

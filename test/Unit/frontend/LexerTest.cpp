@@ -98,4 +98,21 @@ TEST(Lexer, MalformedNumbers) {
             "1:1: number 99999999999999999999 is out of range");
 }
 
+// Tests strings (with their two escapes), the import/preset keywords, the
+// comparison operators next to '=' and '->', and the string errors.
+TEST(Lexer, StringsKeywordsAndComparisons) {
+  Lexed l = lexAll("import \"a \\\"b\\\\.lm\" preset p a < b <= c > d >= e == f != g = h -> i");
+  EXPECT_TRUE(l.errors.empty());
+  std::vector<K> want = {K::KwImport, K::String,     K::KwPreset, K::Ident,      K::Ident, K::Less,
+                         K::Ident,    K::LessEqual,  K::Ident,    K::Greater,    K::Ident, K::GreaterEqual,
+                         K::Ident,    K::EqualEqual, K::Ident,    K::NotEqual,   K::Ident, K::Equal,
+                         K::Ident,    K::Arrow,      K::Ident,    K::Eof};
+  EXPECT_EQ(kinds(l), want);
+  EXPECT_EQ(l.tokens[1].text, "a \"b\\.lm");
+  EXPECT_EQ(lexAll("x = \"ab\ny\"").errors.at(0), "1:5: unterminated string: '\"' is never closed on its line");
+  EXPECT_EQ(lexAll("x = \"a\\nb\"").errors.at(0),
+            "1:7: unknown escape in a string (only \\\" and \\\\ are escapes)");
+  EXPECT_EQ(lexAll("x = !y").errors.at(0), "1:5: unexpected character '!'");
+}
+
 } // namespace

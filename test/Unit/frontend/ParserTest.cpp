@@ -177,3 +177,42 @@ TEST(Parser, Errors) {
 }
 
 } // namespace
+
+namespace {
+
+// Tests the zoo's syntax: imports, presets, several returned values, unpacking,
+// named calls (a keyword with a string) and comparisons, which bind loosest.
+TEST(Parser, ZooSyntax) {
+  Errors errs;
+  std::optional<Module> m = parseModule(R"(import "blocks.lm"
+config { d = 4 }
+preset tiny { d = 2 }
+preset big { d = 8; }
+block two(x) {
+  return x, x * 2
+}
+objective o(x: f32[2, d]) {
+  a, b = two(x, name = "t")
+  loss = a + 1 < b * 2
+}
+)",
+                                        errs.handler());
+  ASSERT_TRUE(m.has_value()) << (errs.list.empty() ? "" : errs.list[0]);
+  ASSERT_EQ(m->imports.size(), 1u);
+  EXPECT_EQ(m->imports[0].path, "blocks.lm");
+  ASSERT_EQ(m->presets.size(), 2u);
+  EXPECT_EQ(m->presets[1].name, "big");
+  EXPECT_EQ(m->presets[1].settings[0].name, "d");
+  const Stmt &ret = m->functions[0].body[0];
+  ASSERT_EQ(ret.kind, Stmt::Kind::Return);
+  EXPECT_EQ(ret.value->kind, Expr::Kind::Tuple);
+  EXPECT_EQ(ret.value->args.size(), 2u);
+  const Stmt &unpack = m->functions[1].body[0];
+  EXPECT_EQ(unpack.names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(toString(*unpack.value), "two(x, name = \"t\")");
+  EXPECT_EQ(toString(*m->functions[1].body[1].value), "((a + 1) < (b * 2))");
+  EXPECT_EQ(firstError("preset p { d = 1 }\npreset p { d = 2 }"), "2:1: a second preset 'p' (the first is at 1:1)");
+  EXPECT_EQ(firstError("import blocks"), "1:8: expected a file name in quotes after 'import', found identifier 'blocks'");
+}
+
+} // namespace

@@ -135,7 +135,8 @@ CudaSession::CudaSession(Session &host, const std::string &origin, const DeviceO
     programs_[prog.name()] = std::move(p);
   }
   scratch_ = DeviceBuffer(std::max<size_t>(kAlign, alignUp(scratchBytes)), "kernel scratch");
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  // The memsets and copies above ran on the legacy stream, which our non-blocking stream does not wait for.
+  CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 CudaSession::~CudaSession() {
@@ -165,6 +166,7 @@ void CudaSession::uploadParams() {
                           cudaMemcpyHostToDevice));
   }
   for (DeviceBuffer *b : {&grads_, &m_, &v_}) CUDA_CHECK(cudaMemset(b->get(), 0, b->size()));
+  CUDA_CHECK(cudaDeviceSynchronize());  // cudaMemset may return before it is done
 }
 
 void CudaSession::downloadParams(bool grads) {

@@ -20,3 +20,31 @@ TEST(CudaTable, Built) { EXPECT_TRUE(built()); }
 
 }  // namespace
 }  // namespace lmrt::cuda
+
+#include "runtime/cuda/generated.h"
+
+namespace lmrt::cuda {
+namespace {
+
+/* Tests that a plan whose generated kernels were compiled only for the CPU is
+   refused by the CUDA backend with the way out, before any device work. */
+TEST(CudaGenerated, PlanWithoutCudaLibraryIsRefused) {
+  plan::Plan p;
+  p.add_kernels()->set_name("lmc_k0123456789abcdef_f32");
+  p.add_kernel_libraries()->set_target("cpu-x86-64");
+  try {
+    GeneratedModule::load(p, "x.plan", 1);
+    FAIL() << "expected an error";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "plan 'x.plan': its generated kernels were compiled for cpu-x86-64, not for CUDA; "
+                           "recompile it with `lmc compile --target cpu,cuda` to run it with --device cuda");
+  }
+}
+
+TEST(CudaGenerated, PlanWithoutKernelsLoadsNothing) {
+  plan::Plan p;
+  EXPECT_EQ(GeneratedModule::load(p, "x.plan", 1)->size(), 0u);
+}
+
+}  // namespace
+}  // namespace lmrt::cuda

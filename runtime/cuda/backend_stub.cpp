@@ -6,8 +6,8 @@
 namespace lmrt::cuda {
 namespace {
 [[noreturn]] void noBackend() {
-  fail("this lmrt was built without the CUDA backend (no CUDA toolkit with nvcc and cuBLASLt was found when it "
-       "was configured); rebuild it on a machine with the CUDA toolkit, or use --device cpu");
+  fail("this lmrt was built without the CUDA backend (CMake found no CUDA toolkit with nvcc and cuBLASLt, or "
+       "LMC_ENABLE_CUDA was OFF); rebuild it on a machine with the CUDA toolkit, or use --device cpu");
 }
 }  // namespace
 

@@ -87,14 +87,20 @@ std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train) {
   if (!(o.weight_decay() >= 0) || !std::isfinite(o.weight_decay()))
     return bad("weight_decay", o.weight_decay(), "must be finite and >= 0");
   const plan::Schedule &s = train.schedule();
-  if (s.kind() != "constant" && s.kind() != "cosine")
-    return Violation{"schedule", quoted(s.kind()), "is not supported (expected \"constant\" or \"cosine\")"};
+  if (s.kind() != "constant" && s.kind() != "linear" && s.kind() != "cosine" && s.kind() != "wsd")
+    return Violation{"schedule", quoted(s.kind()),
+                     "is not supported (expected \"constant\", \"linear\", \"cosine\" or \"wsd\")"};
+  if (s.kind() == "wsd" && !(s.cooldown_fraction() > 0 && s.cooldown_fraction() <= 1))
+    return bad("cooldown_fraction", s.cooldown_fraction(), "must be in (0, 1] for a wsd schedule");
   if (s.warmup_steps() < 0) return Violation{"warmup_steps", std::to_string(s.warmup_steps()), "must be >= 0"};
   if (s.decay_steps() < 0) return Violation{"decay_steps", std::to_string(s.decay_steps()), "must be >= 0"};
   if (!(s.min_lr() >= 0 && s.min_lr() <= o.lr()))
     return bad("min_lr", s.min_lr(), "must be in [0, lr = " + fmtNum(o.lr()) + "]");
   double clip = train.clip_grad_norm();
   if (!(clip >= 0) || !std::isfinite(clip)) return bad("clip_grad_norm", clip, "must be finite and >= 0 (0: off)");
+  // 0 is what plans from before accumulation say: one micro-batch.
+  if (train.accumulate() < 0 || train.accumulate() > (1 << 20))
+    return Violation{"accumulate", std::to_string(train.accumulate()), "must be in [1, 1048576]"};
   return std::nullopt;
 }
 

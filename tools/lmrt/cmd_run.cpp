@@ -1,25 +1,46 @@
 /* Implements: `lmrt run X.plan --data DIR --steps N`: trains a plan on token
-   shards (see runtime/train/train_loop.h and docs/runtime.md). */
+   shards, with checkpoints and exact resume (see runtime/train/train_loop.h and
+   docs/runtime.md). */
+#include <climits>
+#include <csignal>
+#include <cstdlib>
 #include <memory>
 
+#include "runtime/lmrt/paths.h"
 #include "runtime/lmrt/session.h"
 #include "runtime/train/threads.h"
 #include "runtime/train/train_loop.h"
 #include "tools/lmrt/commands.h"
+#include "tools/lmrt/flags.h"
 
 namespace lmrt {
 namespace {
 
 struct Options {
   TrainOptions train;
-  int threads = 0;
-  bool setThreads = false;  // --threads given (otherwise OpenMP's default)
+  std::string steps, seed, threads, evalInterval = "100", evalBatches = "10", checkpointEvery = "0", keep = "0",
+                                    accumulate = "0", stopAt = "0";
 };
 
-void run(const Options &o) {
-  if (o.setThreads) setThreadCount(o.threads);
-  std::unique_ptr<Session> session = Session::load(o.train.planPath);
-  train(*session, o.train);
+void run(Options &o) {
+  TrainOptions &t = o.train;
+  // Every flag is checked before the plan is loaded.
+  if (!o.steps.empty()) t.steps = parseIntFlag("--steps", o.steps, 1, kMaxSteps);
+  else if (t.resumePath.empty()) fail("--steps is required (it may be left out only with --resume)");
+  if (!o.seed.empty()) t.seed = parseU64Flag("--seed", o.seed);
+  t.seedGiven = !o.seed.empty();
+  t.evalInterval = parseIntFlag("--eval-interval", o.evalInterval, 0, kMaxSteps);
+  t.evalBatches = parseIntFlag("--eval-batches", o.evalBatches, 0, 1 << 30);
+  t.checkpointEvery = parseIntFlag("--checkpoint-every", o.checkpointEvery, 0, kMaxSteps);
+  t.keep = parseIntFlag("--keep", o.keep, 0, 1 << 30);
+  t.accumulate = parseIntFlag("--accumulate", o.accumulate, 0, kMaxAccumulate);
+  t.stopAt = parseIntFlag("--stop-at", o.stopAt, 0, kMaxSteps);
+  if (o.threads.size()) setThreadCount((int)parseIntFlag("--threads", o.threads, 1, kMaxThreads));
+  std::unique_ptr<Session> session = Session::load(t.planPath);
+  TrainResult r = train(*session, t);
+  // Stopped by a signal with nothing saved: say so in the exit status, as the
+  // signal itself would have.
+  if (r.stopSignal && r.checkpoint.empty()) std::exit(128 + r.stopSignal);
 }
 
 void add(CLI::App &app) {
@@ -29,21 +50,32 @@ void add(CLI::App &app) {
   cmd->add_option("plan", t.planPath, "Plan written by `lmc compile`")->required();
   cmd->add_option("--data", t.dataDir, "Directory with train.bin and val.bin (`lmrt data build`)")
       ->required();
-  cmd->add_option("--steps", t.steps, "Optimizer steps")->required();
-  cmd->add_option("--seed", t.seed, "Seed of parameter init and batch order");
-  cmd->add_option("--eval-interval", t.evalInterval, "Evaluate every N steps (0: only at the end)");
-  cmd->add_option("--eval-batches", t.evalBatches, "Validation batches per evaluation (0: none)");
+  cmd->add_option("--steps", o->steps, "Optimizer steps (with --resume: default the checkpoint's run's)");
+  cmd->add_option("--seed", o->seed, "Seed of parameter init and batch order (64 bits)");
+  cmd->add_option("--eval-interval", o->evalInterval, "Evaluate every N steps (0: only at the end)");
+  cmd->add_option("--eval-batches", o->evalBatches, "Validation batches per evaluation (0: none)");
   cmd->add_option("--metrics", t.metricsPath, "Write one JSON line per step to this file");
   cmd->add_option("--out", t.outPath, "Final weights (default: the plan path with .safetensors)");
-  CLI::Option *threads = cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads");
+  cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads (1 to 1024)");
   cmd->add_option("--dump-dir", t.dumpDir,
                   "Write init and per-step tensors here for the PyTorch parity test");
   cmd->add_flag("--profile", t.profile,
                 "At the end, print the time per train_step kernel and per loop phase (steps 2..N)");
-  cmd->callback([o, threads] {
-    o->setThreads = threads->count() > 0;
-    run(*o);
-  });
+  cmd->add_option("--checkpoint-dir", t.checkpointDir,
+                  "Write checkpoints (parameters, AdamW moments, step, RNG and data state) here");
+  cmd->add_option("--checkpoint-every", o->checkpointEvery,
+                  "Checkpoint every N steps (0: only at the end, at --stop-at and on SIGTERM/SIGINT)");
+  cmd->add_option("--keep", o->keep, "Keep the newest K checkpoints (0: all)");
+  cmd->add_option("--resume", t.resumePath,
+                  "Continue from a checkpoint, or from the newest valid one in a --checkpoint-dir");
+  cmd->add_option("--init", t.initPath, "Start from these weights (safetensors, plan names) instead of the init");
+  cmd->add_option("--accumulate", o->accumulate,
+                  "Micro-batches per optimizer step (gradient accumulation; default: the plan's train block)");
+  cmd->add_option("--stop-at", o->stopAt,
+                  "Stop after this step with a checkpoint, as SIGTERM would (the schedule still spans --steps)");
+  cmd->add_flag("--overwrite", t.overwrite,
+                "Replace an earlier run's --metrics file and the checkpoints in --checkpoint-dir");
+  cmd->callback([o] { run(*o); });
 }
 
 RegisterCommand reg("run", add);

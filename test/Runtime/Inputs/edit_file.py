@@ -1,0 +1,23 @@
+"""Damages a file the way a test needs: `flip PATH OFFSET` xors one byte (a negative
+offset counts from the end), `truncate PATH BYTES` cuts it, `json PATH KEY VALUE`
+sets a top-level JSON field (VALUE parsed as JSON) keeping the rest of the text."""
+import json
+import re
+import sys
+
+cmd, path = sys.argv[1], sys.argv[2]
+data = bytearray(open(path, "rb").read())
+if cmd == "flip":
+    data[int(sys.argv[3])] ^= 0x5A
+elif cmd == "truncate":
+    data = data[:int(sys.argv[3])]
+elif cmd == "json":
+    key, value = sys.argv[3], json.loads(sys.argv[4])
+    text, n = re.subn(r'("%s": )[^,\n]*' % re.escape(key), lambda m: m.group(1) + json.dumps(value),
+                      data.decode(), count=1)
+    if n != 1:
+        sys.exit(f"{path}: no top-level field {key}")
+    data = bytearray(text.encode())
+else:
+    sys.exit(f"unknown command {cmd}")
+open(path, "wb").write(data)

@@ -1,8 +1,11 @@
 """Damages a file the way a test needs: `flip PATH OFFSET` xors one byte (a negative
 offset counts from the end), `truncate PATH BYTES` cuts it, `json PATH KEY VALUE`
-sets a top-level JSON field (VALUE parsed as JSON) keeping the rest of the text."""
+sets a top-level JSON field (VALUE parsed as JSON) keeping the rest of the text,
+`nan PATH TENSOR INDEX` writes a NaN into element INDEX (flat) of an F32 tensor of
+a safetensors file."""
 import json
 import re
+import struct
 import sys
 
 cmd, path = sys.argv[1], sys.argv[2]
@@ -18,6 +21,12 @@ elif cmd == "json":
     if n != 1:
         sys.exit(f"{path}: no top-level field {key}")
     data = bytearray(text.encode())
+elif cmd == "nan":
+    (n,) = struct.unpack("<Q", data[:8])
+    info = json.loads(data[8:8 + n])[sys.argv[3]]
+    assert info["dtype"] == "F32"
+    at = 8 + n + info["data_offsets"][0] + 4 * int(sys.argv[4])
+    data[at:at + 4] = struct.pack("<f", float("nan"))
 else:
     sys.exit(f"unknown command {cmd}")
 open(path, "wb").write(data)

@@ -45,6 +45,9 @@ void refuseOverlappingPaths(const std::vector<NamedPath> &outputs, const std::ve
   for (size_t i = 0; i < outputs.size(); ++i) {
     const NamedPath &o = outputs[i];
     if (o.path.empty()) continue;
+    // A device or FIFO is written into, never replaced: /dev/null may take every output.
+    struct stat st;
+    if (::stat(o.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) continue;
     for (const NamedPath &in : inputs)
       if (samePath(o.path, in.path))
         fail("%s '%s' is the same file as %s '%s': refusing to overwrite an input", o.role.c_str(),

@@ -24,7 +24,8 @@ bool samePath(const std::string &a, const std::string &b);
 
 /* Throws Error "--out 'x.plan' is the plan 'x.plan': refusing to overwrite an input"
    if an output equals an input, or "--metrics 'a' and --out 'a' are the same file"
-   if two outputs coincide. Empty paths are skipped. */
+   if two outputs coincide. Empty paths, and outputs that are devices or FIFOs (which
+   are written into, not replaced: /dev/null may take every output), are skipped. */
 void refuseOverlappingPaths(const std::vector<NamedPath> &outputs, const std::vector<NamedPath> &inputs);
 
 /* Throws unless `out.path` can be written as a file: an existing directory, a

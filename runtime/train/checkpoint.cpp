@@ -124,7 +124,8 @@ std::string metaJson(const Session &s, const CheckpointMeta &m, uint64_t stateBy
        ", \"min_lr\": " + num(sc.minLr) + ", \"warmup_steps\": " + std::to_string(sc.warmupSteps) +
        ", \"decay_steps\": " + std::to_string(sc.decaySteps) + ", \"cooldown_fraction\": " +
        num(sc.cooldownFraction) + ", \"next_step\": " + std::to_string(m.step) + "},\n";
-  j += "  \"optimizer\": {\"kind\": \"adamw\", \"updates\": " + std::to_string(m.adamwUpdates) + "},\n";
+  j += "  \"optimizer\": {\"kind\": \"adamw\", \"updates\": " + std::to_string(m.adamwUpdates) +
+       ", \"skipped_steps\": " + std::to_string(m.nanSkips) + "},\n";
   // Every random stream is counter-based (docs/runtime.md, section 4): its whole state
   // is the seed plus the counters below.
   j += "  \"rng\": {\"seed\": \"" + std::to_string(m.seed) +
@@ -350,6 +351,7 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
   m.schedule.decaySteps = r.integer(sc, "decay_steps");
   m.schedule.cooldownFraction = r.number(sc, "cooldown_fraction");
   m.adamwUpdates = r.integer(r.field(root, "optimizer", json::Value::Object), "updates");
+  m.nanSkips = r.integer(r.field(root, "optimizer", json::Value::Object), "skipped_steps");
   m.seed = r.decimal(r.field(root, "rng", json::Value::Object), "seed");
   const json::Value &data = r.field(root, "data", json::Value::Object);
   m.trainTokens = (uint64_t)r.integer(data, "train_tokens");

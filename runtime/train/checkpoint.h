@@ -44,6 +44,7 @@ struct CheckpointMeta {
   uint64_t trainFingerprint = 0, valFingerprint = 0;
   std::string metricsPath;   // "" when the run wrote no metrics file
   int64_t metricsBytes = -1; // its length after the line of `step` (-1: not a regular file)
+  int64_t nanSkips = 0;      // steps skipped so far for non-finite values (--on-nan skip)
 };
 
 /* A checkpoint that cannot be used. `corrupt`: damaged or incomplete (a resume skips

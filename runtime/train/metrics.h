@@ -14,6 +14,7 @@ struct StepMetrics {
   int64_t step = 0;  // 1-based: the number of optimizer updates done
   double loss = 0, lr = 0, gradNorm = 0, tokensPerS = 0;
   bool hasValLoss = false;
+  bool skipped = false;  // --on-nan skip dropped this step's update
   double valLoss = 0;
 };
 

@@ -198,6 +198,12 @@ void checkScheduleMatches(const LrSchedule &now, const LrSchedule &was, int64_t 
   differ("cooldown_fraction", g(now.cooldownFraction), g(was.cooldownFraction));
 }
 
+std::string fmtG(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 /* Every micro-batch's gradients summed into `acc`, then their mean left in the
    gradient buffers (where the norm, clipping and AdamW read them). */
 template <typename T>
@@ -326,6 +332,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   meta.valTokens = data.val().size();
   meta.trainFingerprint = dataFingerprint(data.train());
   meta.valFingerprint = dataFingerprint(data.val());
+  if (run.resume) meta.nanSkips = run.resume->meta.nanSkips;
   if (run.resume) {
     const CheckpointMeta &m = run.resume->meta;
     if (m.trainTokens != meta.trainTokens || m.valTokens != meta.valTokens ||
@@ -404,6 +411,29 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
          result.checkpoint.empty() ? "" : (" (checkpoint " + result.checkpoint + ")").c_str());
   };
 
+  // NaN attribution: which kernel first produced a non-finite value in this step.
+  // The step is run again from its start (the parameters are untouched until AdamW),
+  // each kernel's outputs checked, from micro-batch `firstMicro` on.
+  auto attributeNonFinite = [&](int64_t step, int firstMicro) -> std::string {
+    NonFiniteValue v;
+    s.setNonFiniteCheck(&v);
+    for (int micro = firstMicro; micro < run.accumulate && !v.found; ++micro) {
+      data.trainBatch(step - 1, batch.data(), (uint64_t)micro * (uint64_t)rows);
+      s.run("train_step", {{shape.inputName, TensorRef{batch.data(), shape.type}}});
+    }
+    s.setNonFiniteCheck(nullptr);
+    if (!v.found)
+      return "re-running the step with every kernel's outputs checked found no non-finite value (the "
+             "gradient norm overflowed)";
+    std::string op = "op '" + v.op + "'" + (v.loc.empty() ? "" : " at " + v.loc) + " (" + v.program + " step " +
+                     std::to_string(v.step) + ")";
+    if (v.tensor.rfind("parameter", 0) == 0)
+      return "the " + v.tensor + " holds " + fmtG(v.value) + " at element " + std::to_string(v.element) +
+             " (an earlier update made it non-finite), first read by " + op;
+    return "the first non-finite value (" + fmtG(v.value) + " at element " + std::to_string(v.element) + " of " +
+           v.tensor + ") comes from " + op;
+  };
+
   StopSignals signals;
   OpProfile ops;
   PhaseTimes phases;
@@ -416,6 +446,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     double loss = 0, dataSeconds = 0, runSeconds = 0;
     TensorRef lossRef;
     TensorRef tokens{batch.data(), shape.type};
+    int badMicro = -1;  // the micro-batch whose loss was not finite
     for (int micro = 0; micro < run.accumulate; ++micro) {
       auto m0 = Clock::now();
       try {
@@ -434,10 +465,11 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
       runSeconds += std::chrono::duration<double>(m2 - m1).count();
       lossRef = s.output("train_step", "loss");
       double l = scalarValue(lossRef, "train_step loss");
-      if (!std::isfinite(l))
-        fail("step %lld: loss %g%s; training diverged (try a lower learning rate)", (long long)step, l,
-             run.accumulate > 1 ? (" in micro-batch " + std::to_string(micro)).c_str() : "");
       loss += l;
+      if (!std::isfinite(l)) {
+        badMicro = micro;
+        break;
+      }
       if (run.accumulate > 1)
         for (size_t i = 0; i < views.size(); ++i) {
           const ParamView &v = views[i];
@@ -449,16 +481,25 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     }
     loss /= double(run.accumulate);
     auto t3 = Clock::now();
-    double norm = globalGradNorm(views);
+    double norm = badMicro >= 0 ? NAN : globalGradNorm(views);
     auto t4 = Clock::now();
     if (dump) dump->captureGradients(s);
-    if (!std::isfinite(loss) || !std::isfinite(norm))
-      fail("step %lld: loss %g, gradient norm %g; training diverged (try a lower learning rate)",
-           (long long)step, loss, norm);
-    auto t5 = Clock::now();
-    double clip = clipScale(norm, tc.clip_grad_norm());
     double lr = learningRate(run.schedule, step - 1);
-    adamw.step(views, lr, clip);  // clipping happens inside AdamW's pass
+    bool skipped = false;
+    if (!std::isfinite(loss) || !std::isfinite(norm)) {
+      std::string why = "step " + std::to_string(step) + ": loss " + fmtG(loss) + ", gradient norm " + fmtG(norm) +
+                        (badMicro >= 0 && run.accumulate > 1 ? " (micro-batch " + std::to_string(badMicro) + ")" : "") +
+                        "; " + attributeNonFinite(step, std::max(badMicro, 0));
+      if (!o.skipNonFinite) fail("%s; training diverged (try a lower learning rate, or --on-nan skip)", why.c_str());
+      skipped = true;
+      ++meta.nanSkips;
+      std::fprintf(log, "%s; step skipped (--on-nan skip, %lld so far)\n", why.c_str(), (long long)meta.nanSkips);
+    }
+    auto t5 = Clock::now();
+    if (!skipped) {
+      double clip = clipScale(norm, tc.clip_grad_norm());
+      adamw.step(views, lr, clip);  // clipping happens inside AdamW's pass
+    }
     double seconds = secondsSince(t0);
     if (profiled) {
       phases.data += dataSeconds;
@@ -476,6 +517,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     m.lr = lr;
     m.gradNorm = norm;
     m.tokensPerS = tokensPerStep / std::max(seconds, 1e-9);
+    m.skipped = skipped;
     std::fprintf(log, "step %*lld/%lld | loss %.4f | lr %.2e | grad_norm %.4f | %.0f tok/s\n", w,
                  (long long)step, (long long)run.steps, loss, lr, norm, m.tokensPerS);
     if (evalOn && ((o.evalInterval > 0 && step % o.evalInterval == 0) || step == run.steps)) {
@@ -498,6 +540,9 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   }
 
   if (o.profile) printProfile(log, ops, phases, plan.flops_per_step());
+  if (meta.nanSkips > 0)
+    std::fprintf(log, "skipped %lld step%s with non-finite values (--on-nan skip)\n", (long long)meta.nanSkips,
+                 meta.nanSkips == 1 ? "" : "s");
   if (result.lastStep < run.steps) {  // a signal or --stop-at
     result.stoppedEarly = true;
     checkpoint(result.lastStep);

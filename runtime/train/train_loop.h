@@ -44,6 +44,8 @@ struct TrainOptions {
   int64_t accumulate = 0;      // micro-batches per update; 0 = the plan's train block
   int64_t stopAt = 0;          // stop after this step (checkpointed), as a signal would; 0 = off
   bool overwrite = false;      // replace an earlier run's metrics file and checkpoints
+  bool skipNonFinite = false;  // --on-nan skip: a step with a non-finite loss or gradient is
+                               // reported (with the op that caused it) and skipped, not fatal
 };
 
 struct TrainResult {

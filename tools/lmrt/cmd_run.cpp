@@ -19,7 +19,7 @@ namespace {
 struct Options {
   TrainOptions train;
   std::string steps, seed, threads, evalInterval = "100", evalBatches = "10", checkpointEvery = "0", keep = "0",
-                                    accumulate = "0", stopAt = "0";
+                                    accumulate = "0", stopAt = "0", onNan = "stop";
 };
 
 void run(Options &o) {
@@ -35,6 +35,7 @@ void run(Options &o) {
   t.keep = parseIntFlag("--keep", o.keep, 0, 1 << 30);
   t.accumulate = parseIntFlag("--accumulate", o.accumulate, 0, kMaxAccumulate);
   t.stopAt = parseIntFlag("--stop-at", o.stopAt, 0, kMaxSteps);
+  t.skipNonFinite = o.onNan == "skip";
   if (o.threads.size()) setThreadCount((int)parseIntFlag("--threads", o.threads, 1, kMaxThreads));
   std::unique_ptr<Session> session = Session::load(t.planPath);
   TrainResult r = train(*session, t);
@@ -73,6 +74,9 @@ void add(CLI::App &app) {
                   "Micro-batches per optimizer step (gradient accumulation; default: the plan's train block)");
   cmd->add_option("--stop-at", o->stopAt,
                   "Stop after this step with a checkpoint, as SIGTERM would (the schedule still spans --steps)");
+  cmd->add_option("--on-nan", o->onNan,
+                  "On a non-finite loss or gradient: name the op that made it, then stop (default) or skip the step")
+      ->check(CLI::IsMember({"stop", "skip"}));
   cmd->add_flag("--overwrite", t.overwrite,
                 "Replace an earlier run's --metrics file and the checkpoints in --checkpoint-dir");
   cmd->callback([o] { run(*o); });

@@ -2,7 +2,7 @@
 offset counts from the end), `truncate PATH BYTES` cuts it, `json PATH KEY VALUE`
 sets a top-level JSON field (VALUE parsed as JSON) keeping the rest of the text,
 `nan PATH TENSOR INDEX` writes a NaN into element INDEX (flat) of an F32 tensor of
-a safetensors file."""
+a safetensors file, `fill PATH TENSOR VALUE` sets every element of one to VALUE."""
 import json
 import re
 import struct
@@ -27,6 +27,12 @@ elif cmd == "nan":
     assert info["dtype"] == "F32"
     at = 8 + n + info["data_offsets"][0] + 4 * int(sys.argv[4])
     data[at:at + 4] = struct.pack("<f", float("nan"))
+elif cmd == "fill":
+    (n,) = struct.unpack("<Q", data[:8])
+    info = json.loads(data[8:8 + n])[sys.argv[3]]
+    assert info["dtype"] == "F32"
+    lo, hi = info["data_offsets"]
+    data[8 + n + lo:8 + n + hi] = struct.pack("<f", float(sys.argv[4])) * ((hi - lo) // 4)
 else:
     sys.exit(f"unknown command {cmd}")
 open(path, "wb").write(data)

@@ -54,6 +54,7 @@ public:
 
   const plan::Plan &plan() const { return plan_; }
   std::vector<ParamState> &params() { return params_; }
+  const std::vector<ParamState> &params() const { return params_; }
   ParamState &param(const std::string &name);  // throws Error if unknown
   bool hasProgram(const std::string &name) const;
   const plan::Input &input(const std::string &name) const;  // throws Error if unknown

@@ -4,6 +4,7 @@
    outputs and program conventions). */
 #include "runtime/plan/contract.h"
 
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -234,6 +235,47 @@ private:
     bool overlaps(const Range &o) const { return begin < o.end && o.begin < end; }
   };
 
+  /* Which buffer last wrote each byte of the arena, as disjoint segments
+     begin -> (end, buffer). A write of [b, e) reports every buffer whose bytes it
+     overwrites (they die) and takes the range over. Each write costs O(log n) plus
+     the segments it removes, so checking a program is O(steps log buffers); killing
+     by scanning every buffer at every write was quadratic (1000 layers: minutes).
+     Zero-size buffers own no bytes; one dies when a write strictly contains its
+     offset (what Range::overlaps says), kept in `empty`. */
+  class ArenaOwners {
+  public:
+    template <typename Kill> void write(int64_t b, int64_t e, int owner, Kill kill) {
+      if (b < e) {
+        split(b);
+        split(e);
+        for (auto it = segments_.lower_bound(b); it != segments_.end() && it->first < e;) {
+          if (it->second.second != owner) kill(it->second.second);
+          it = segments_.erase(it);
+        }
+        segments_[b] = {e, owner};
+      }
+      for (auto it = empty_.upper_bound({b, INT_MAX}); it != empty_.end() && it->first < e;) {
+        if (it->second != owner) kill(it->second);
+        it = empty_.erase(it);
+      }
+      if (b == e) empty_.insert({b, owner});
+    }
+
+  private:
+    void split(int64_t x) {
+      auto it = segments_.upper_bound(x);
+      if (it == segments_.begin()) return;
+      --it;
+      if (it->first < x && x < it->second.first) {
+        std::pair<int64_t, int> rest = it->second;
+        it->second.first = x;
+        segments_[x] = rest;
+      }
+    }
+    std::map<int64_t, std::pair<int64_t, int>> segments_;
+    std::set<std::pair<int64_t, int>> empty_;
+  };
+
   void checkProgram(const plan::Program &prog) {
     std::string where = "program '" + prog.name() + "'";
     if (prog.arena_bytes() < 0 || prog.arena_bytes() > kMaxArenaBytes)
@@ -257,7 +299,8 @@ private:
       auto k = prog.buffers(i).kind();
       live[i] = k == plan::Buffer::PARAM || k == plan::Buffer::INPUT || k == plan::Buffer::CONSTANT;
     }
-    for (int s = 0; s < prog.steps_size(); ++s) checkStep(prog, s, ranges, live);
+    ArenaOwners owners;
+    for (int s = 0; s < prog.steps_size(); ++s) checkStep(prog, s, ranges, live, owners);
 
     std::set<std::string> names;
     for (const plan::Output &out : prog.outputs()) {
@@ -335,7 +378,7 @@ private:
   }
 
   void checkStep(const plan::Program &prog, int s, const std::vector<Range> &ranges,
-                 std::vector<bool> &live) {
+                 std::vector<bool> &live, ArenaOwners &owners) {
     const plan::Step &step = prog.steps(s);
     std::string where = "program '" + prog.name() + "', step " + std::to_string(s) + " (" +
                         (step.op().empty() ? "<no op>" : step.op()) +
@@ -404,12 +447,9 @@ private:
       if (!msg.empty()) error(where + msg);
     }
     // Writes kill every other arena value sharing bytes with the output.
-    for (int o : step.outputs()) {
-      if (prog.buffers(o).kind() == plan::Buffer::ARENA && ranges[o].begin < ranges[o].end)
-        for (int c = 0; c < n; ++c)
-          if (c != o && prog.buffers(c).kind() == plan::Buffer::ARENA && ranges[c].overlaps(ranges[o]))
-            live[c] = false;
-    }
+    for (int o : step.outputs())
+      if (prog.buffers(o).kind() == plan::Buffer::ARENA)
+        owners.write(ranges[o].begin, ranges[o].end, o, [&](int c) { live[c] = false; });
     for (int o : step.outputs()) live[o] = true;
   }
 

@@ -136,7 +136,7 @@ std::string metaJson(const Session &s, const CheckpointMeta &m, uint64_t stateBy
        hex64(m.valFingerprint) + "\"},\n";
   j += "  \"metrics\": {\"path\": " + json::quote(m.metricsPath) + ", \"bytes\": " +
        std::to_string(m.metricsBytes) + "},\n";
-  j += "  \"plan\": " + planJson(s.plan(), const_cast<Session &>(s).params()) + ",\n";
+  j += "  \"plan\": " + planJson(s.plan(), s.params()) + ",\n";
   j += "  \"files\": {\"" + std::string(kStateFile) + "\": {\"bytes\": " + std::to_string(stateBytes) +
        ", \"fnv1a64\": \"" + hex64(stateFnv) + "\"}},\n  ";
   j += std::string(kMetaChecksumKey) + ": \"" + hex64(fnv1a64(j)) + "\"\n}\n";
@@ -188,7 +188,7 @@ struct MetaReader {
    when nothing does. */
 std::string planDifference(const MetaReader &r, const json::Value &rec, const Session &s) {
   const plan::Plan &plan = s.plan();
-  std::vector<ParamState> &params = const_cast<Session &>(s).params();
+  const std::vector<ParamState> &params = s.params();
   const json::Value &ps = r.field(rec, "params", json::Value::Array);
   for (size_t i = 0; i < std::max(ps.items.size(), params.size()); ++i) {
     std::string theirs = "(none)", ours = "(none)";
@@ -384,7 +384,7 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
   } catch (const Error &e) {
     r.corrupt(e.what());
   }
-  for (ParamState &p : const_cast<Session &>(s).params())
+  for (const ParamState &p : s.params())
     for (const std::string &name : {p.name, "adamw.m." + p.name, "adamw.v." + p.name}) {
       auto it = c.state.tensors.find(name);
       if (it == c.state.tensors.end()) r.corrupt(std::string(kStateFile) + " has no tensor '" + name + "'");

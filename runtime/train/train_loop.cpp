@@ -4,26 +4,26 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <memory>
 #include <csignal>
 #include <cstdlib>
+#include <memory>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "runtime/data/batches.h"
-#include "runtime/lmrt/session.h"
-#include "runtime/lmrt/weights.h"
 #include "runtime/lmrt/file_io.h"
 #include "runtime/lmrt/paths.h"
+#include "runtime/lmrt/session.h"
+#include "runtime/lmrt/weights.h"
 #include "runtime/train/adamw.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/data_meta.h"
-#include "runtime/train/signals.h"
 #include "runtime/train/grad_clip.h"
 #include "runtime/train/metrics.h"
 #include "runtime/train/parity_dump.h"
 #include "runtime/train/program_io.h"
 #include "runtime/train/schedule.h"
+#include "runtime/train/signals.h"
 
 namespace lmrt {
 
@@ -278,6 +278,8 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
          (long long)run.firstStep);
   if (run.stopAt > 0 && run.checkpointDir.empty())
     fail("--stop-at needs --checkpoint-dir: stopping early keeps the run in a checkpoint");
+  if ((o.checkpointEvery > 0 || o.keep > 0) && run.checkpointDir.empty())
+    fail("--checkpoint-every and --keep need --checkpoint-dir (where the checkpoints go)");
   if (!o.dumpDir.empty() && (run.resume || run.accumulate > 1))
     fail("--dump-dir records a whole run from its initial weights, one batch a step: it cannot be combined "
          "with --resume or accumulate > 1");

@@ -300,7 +300,10 @@ private:
       live[i] = k == plan::Buffer::PARAM || k == plan::Buffer::INPUT || k == plan::Buffer::CONSTANT;
     }
     ArenaOwners owners;
-    for (int s = 0; s < prog.steps_size(); ++s) checkStep(prog, s, ranges, live, owners);
+    std::vector<std::vector<int>> views(n);  // the views of each buffer (checked above: never of a view)
+    for (int i = 0; i < n; ++i)
+      if (prog.buffers(i).has_view_of()) views[prog.buffers(i).view_of()].push_back(i);
+    for (int s = 0; s < prog.steps_size(); ++s) checkStep(prog, s, ranges, live, owners, views);
 
     std::set<std::string> names;
     for (const plan::Output &out : prog.outputs()) {
@@ -334,8 +337,23 @@ private:
             std::to_string(typeBytes(b.type())));
     if (b.kind() != plan::Buffer::CONSTANT && !b.data().empty())
       error(where + "only CONSTANT buffers carry data");
+    if (b.kind() != plan::Buffer::ARENA && b.has_view_of())
+      error(where + "only ARENA buffers can be views");
     switch (b.kind()) {
     case plan::Buffer::ARENA:
+      if (b.has_view_of()) {
+        const int of = b.view_of();
+        if (of < 0 || of >= prog.buffers_size() || of == i)
+          error(where + "is a view of buffer " + std::to_string(of) + ", which is not another buffer of the program");
+        const plan::Buffer &base = prog.buffers(of);
+        if (base.kind() != plan::Buffer::ARENA || base.has_view_of())
+          error(where + "is a view of buffer " + std::to_string(of) + ", a " + bufferKindName(base.kind()) +
+                (base.has_view_of() ? " view" : "") + " buffer; a view names an ARENA buffer that is not a view");
+        if (base.offset() != b.offset() || base.size_bytes() != b.size_bytes())
+          error(where + "is a view of buffer " + std::to_string(of) + " but its bytes [" + std::to_string(b.offset()) +
+                ", " + std::to_string(b.offset() + b.size_bytes()) + ") are not that buffer's [" +
+                std::to_string(base.offset()) + ", " + std::to_string(base.offset() + base.size_bytes()) + ")");
+      }
       if (b.offset() < 0 || b.offset() % kArenaAlignment != 0)
         error(where + "offset " + std::to_string(b.offset()) + " is not a non-negative multiple of " +
               std::to_string(kArenaAlignment));
@@ -378,7 +396,7 @@ private:
   }
 
   void checkStep(const plan::Program &prog, int s, const std::vector<Range> &ranges,
-                 std::vector<bool> &live, ArenaOwners &owners) {
+                 std::vector<bool> &live, ArenaOwners &owners, const std::vector<std::vector<int>> &views) {
     const plan::Step &step = prog.steps(s);
     std::string where = "program '" + prog.name() + "', step " + std::to_string(s) + " (" +
                         (step.op().empty() ? "<no op>" : step.op()) +
@@ -421,6 +439,9 @@ private:
       if (kind != plan::Buffer::ARENA && kind != plan::Buffer::GRAD)
         error(where + "output " + std::to_string(k) + " writes buffer " + std::to_string(id) +
               ", a " + bufferKindName(kind) + " buffer (steps write only ARENA and GRAD buffers)");
+      if (prog.buffers(id).has_view_of())
+        error(where + "output " + std::to_string(k) + " writes buffer " + std::to_string(id) + ", a view of buffer " +
+              std::to_string(prog.buffers(id).view_of()) + " (views are never written)");
       if (kind == plan::Buffer::GRAD && prog.name() != "train_step")
         error(where + "output " + std::to_string(k) + " writes a GRAD buffer outside train_step");
       out.push_back(prog.buffers(id).type());
@@ -446,11 +467,18 @@ private:
       std::string msg = stepCheck_(step, in, out);
       if (!msg.empty()) error(where + msg);
     }
-    // Writes kill every other arena value sharing bytes with the output.
+    // Writes kill every other arena value sharing bytes with the output (and that
+    // value's views), and give the output's views their value.
+    auto kill = [&](int c) {
+      live[c] = false;
+      for (int v : views[c]) live[v] = false;
+    };
     for (int o : step.outputs())
-      if (prog.buffers(o).kind() == plan::Buffer::ARENA)
-        owners.write(ranges[o].begin, ranges[o].end, o, [&](int c) { live[c] = false; });
-    for (int o : step.outputs()) live[o] = true;
+      if (prog.buffers(o).kind() == plan::Buffer::ARENA) owners.write(ranges[o].begin, ranges[o].end, o, kill);
+    for (int o : step.outputs()) {
+      live[o] = true;
+      for (int v : views[o]) live[v] = true;
+    }
   }
 
   // --- generated kernels ---------------------------------------------------------

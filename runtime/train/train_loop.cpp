@@ -218,31 +218,10 @@ void accumulateInto(T *acc, T *grad, int64_t n, int micro, int k) {
   }
 }
 
-}  // namespace
-
-TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
-  if (o.evalInterval < 0) fail("--eval-interval must be >= 0 (got %lld)", (long long)o.evalInterval);
-  if (o.evalBatches < 0) fail("--eval-batches must be >= 0 (got %lld)", (long long)o.evalBatches);
-  if (o.checkpointEvery < 0) fail("--checkpoint-every must be >= 0 (got %lld)", (long long)o.checkpointEvery);
-  if (o.keep < 0) fail("--keep must be >= 0 (got %lld)", (long long)o.keep);
-  if (o.stopAt < 0) fail("--stop-at must be >= 0 (got %lld)", (long long)o.stopAt);
-  if (o.accumulate < 0 || o.accumulate > kMaxAccumulate)
-    fail("--accumulate must be in [1, %lld] (got %lld)", (long long)kMaxAccumulate, (long long)o.accumulate);
-  if (!o.resumePath.empty() && !o.initPath.empty())
-    fail("--init and --resume exclude each other: a resumed run continues from its checkpoint's weights");
-  const plan::Plan &plan = s.plan();
-  DataShape shape = dataShape(s);
-  const plan::TrainConfig &tc = plan.train();
-  AdamW adamw(adamwConfig(tc.optimizer()));
-  bool evalOn = o.evalBatches > 0;  // validatePlan guarantees an "eval" program
-  if (evalOn) {
-    const plan::Input &ein = tokenInput(findProgram(s, "eval"));
-    if (inputType(ein).shape != shape.type.shape)
-      fail("eval input %s differs from train_step input %s", inputType(ein).str().c_str(),
-           shape.type.str().c_str());
-  }
-
-  // --- where the run starts ---------------------------------------------------------
+/* Where the run starts (step 1, or after a checkpoint), how long it runs and with
+   which seed, micro-batches and schedule; every flag combination checked. */
+RunSetup planRun(Session &s, const TrainOptions &o, FILE *log) {
+  const plan::TrainConfig &tc = s.plan().train();
   RunSetup run;
   run.seed = o.seed;
   run.steps = o.steps;
@@ -288,9 +267,14 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
                               run.steps, ps.kind() == "wsd" ? ps.cooldown_fraction() : 0.2);
   if (run.resume)
     checkScheduleMatches(run.schedule, run.resume->meta.schedule, run.steps, run.resume->meta.totalSteps);
+  return run;
+}
 
-  // --- every path, before any work ----------------------------------------------------
-  std::string outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
+/* Every path the run names, before any work (docs/runtime.md §9): outputs may not be
+   inputs, must be writable, and an earlier run's checkpoints are not replaced
+   without --overwrite. Returns whether they are to be replaced (at this run's first
+   checkpoint). */
+bool checkRunPaths(const TrainOptions &o, const RunSetup &run, const std::string &outPath, FILE *log) {
   std::string dataDir = o.dataDir.empty() || o.dataDir.back() == '/' ? o.dataDir : o.dataDir + "/";
   std::vector<NamedPath> inputs = {{"the plan", o.planPath},
                                    {"--data's train.bin", dataDir + "train.bin"},
@@ -317,6 +301,36 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
       clearOldCheckpoints = true;  // only once this run has a checkpoint of its own
     }
   }
+  return clearOldCheckpoints;
+}
+
+}  // namespace
+
+TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
+  if (o.evalInterval < 0) fail("--eval-interval must be >= 0 (got %lld)", (long long)o.evalInterval);
+  if (o.evalBatches < 0) fail("--eval-batches must be >= 0 (got %lld)", (long long)o.evalBatches);
+  if (o.checkpointEvery < 0) fail("--checkpoint-every must be >= 0 (got %lld)", (long long)o.checkpointEvery);
+  if (o.keep < 0) fail("--keep must be >= 0 (got %lld)", (long long)o.keep);
+  if (o.stopAt < 0) fail("--stop-at must be >= 0 (got %lld)", (long long)o.stopAt);
+  if (o.accumulate < 0 || o.accumulate > kMaxAccumulate)
+    fail("--accumulate must be in [1, %lld] (got %lld)", (long long)kMaxAccumulate, (long long)o.accumulate);
+  if (!o.resumePath.empty() && !o.initPath.empty())
+    fail("--init and --resume exclude each other: a resumed run continues from its checkpoint's weights");
+  const plan::Plan &plan = s.plan();
+  DataShape shape = dataShape(s);
+  const plan::TrainConfig &tc = plan.train();
+  AdamW adamw(adamwConfig(tc.optimizer()));
+  bool evalOn = o.evalBatches > 0;  // validatePlan guarantees an "eval" program
+  if (evalOn) {
+    const plan::Input &ein = tokenInput(findProgram(s, "eval"));
+    if (inputType(ein).shape != shape.type.shape)
+      fail("eval input %s differs from train_step input %s", inputType(ein).str().c_str(),
+           shape.type.str().c_str());
+  }
+
+  RunSetup run = planRun(s, o, log);
+  std::string outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
+  bool clearOldCheckpoints = checkRunPaths(o, run, outPath, log);
 
   // --- data -----------------------------------------------------------------------------
   CausalBatcher data(o.dataDir, shape.type.shape[0], shape.type.shape[1], run.seed);

@@ -196,6 +196,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     std::string out = opts.output.empty() ? (llvm::sys::path::stem(opts.input) + ".plan").str() : opts.output;
     try {
       lmrt::refuseOverlappingPaths({{"-o", out}}, {{"the source", opts.input}});
+      lmrt::removeStaleTemp(out, stderr);  // what a killed lmc left (PLAN.tmp)
       lmrt::checkOutputFile({"-o", out});
     } catch (const lmrt::Error &e) {
       return fail(e.what());

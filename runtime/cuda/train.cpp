@@ -60,7 +60,12 @@ TrainResult train(const TrainOptions &o, const DeviceOptions &dopt, FILE *log) {
   if (tc.optimizer().kind() != "adamw")
     fail("plan optimizer '%s' is not supported by lmrt run (it implements \"adamw\")", tc.optimizer().kind().c_str());
   LrSchedule sched = makeSchedule(tc.schedule().kind(), tc.optimizer().lr(), tc.schedule().min_lr(),
-                                  tc.schedule().warmup_steps(), tc.schedule().decay_steps(), o.steps);
+                                  tc.schedule().warmup_steps(), tc.schedule().decay_steps(), o.steps,
+                                  tc.schedule().kind() == "wsd" ? tc.schedule().cooldown_fraction() : 0.2);
+  // Gradient accumulation is the CPU loop's (runtime/train/train_loop.cpp) for now.
+  if (o.accumulate != 1 && tc.accumulate() > 1)
+    fail("the plan accumulates %lld micro-batches per step, which --device cuda does not do yet; "
+         "run it on the CPU, or pass --accumulate 1", (long long)tc.accumulate());
   const bool evalOn = o.evalBatches > 0;
   if (evalOn && inputType(tokenInput(findProgram(*s, "eval"))).shape != shape.type.shape)
     fail("eval input differs from train_step input %s", shape.type.str().c_str());

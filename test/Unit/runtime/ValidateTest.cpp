@@ -275,7 +275,11 @@ TEST(Validate, ParamCountAndConfigs) {
   EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_train()->mutable_optimizer()->set_lr(-1); }),
              "train config: lr = -1");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_train()->mutable_schedule()->set_kind("step"); }),
-             "train config: schedule = \"step\" is not supported (expected \"constant\" or \"cosine\")");
+             "train config: schedule = \"step\" is not supported (expected \"constant\", \"linear\", \"cosine\" or \"wsd\")");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_train()->mutable_schedule()->set_kind("wsd"); }),
+             "train config: cooldown_fraction = 0 must be in (0, 1] for a wsd schedule");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_train()->set_accumulate(-2); }),
+             "train config: accumulate = -2 must be in [1, 1048576]");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_data()->set_batch(0); }),
              "data config: batch = 0 must be given and > 0");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { p.mutable_data()->set_seq(4); }),

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "runtime/kernels/kernel_common.h"
+#include "runtime/kernels/kernel_math.h"
 
 namespace lmrt::kernels::detail {
 namespace {
@@ -43,7 +44,7 @@ template <typename T> void rowStats(const T *x, int64_t d, double eps, double &m
   rstd = 1.0 / std::sqrt((d ? v / d : 0.0) + eps);
 }
 
-template <typename T> void layerNormT(const KernelCall &call) {
+template <typename T> LMRT_SIMD_CLONES void layerNormT(const KernelCall &call) {
   const TensorRef &xr = call.in[0];
   const T *x = xr.as<T>(), *g = call.in[1].as<T>(), *b = call.in[2].as<T>();
   T *y = call.out[0].as<T>();
@@ -86,7 +87,7 @@ std::string checkLayerNormGrad(const std::vector<TensorType> &in, const std::vec
   });
 }
 
-template <typename T> void layerNormGradT(const KernelCall &call) {
+template <typename T> LMRT_SIMD_CLONES void layerNormGradT(const KernelCall &call) {
   const TensorRef &xr = call.in[0];
   const T *x = xr.as<T>(), *g = call.in[1].as<T>(), *dy = call.in[2].as<T>();
   T *dx = call.out[0].as<T>(), *dg = call.out[1].as<T>(), *db = call.out[2].as<T>();
@@ -166,7 +167,7 @@ template <typename T> double rowRstd(const T *x, int64_t d, double eps) {
   return 1.0 / std::sqrt((d ? s / d : 0.0) + eps);
 }
 
-template <typename T> void rmsNormT(const KernelCall &call) {
+template <typename T> LMRT_SIMD_CLONES void rmsNormT(const KernelCall &call) {
   const TensorRef &xr = call.in[0];
   const T *x = xr.as<T>(), *g = call.in[1].as<T>();
   T *y = call.out[0].as<T>();
@@ -204,7 +205,7 @@ std::string checkRmsNormGrad(const std::vector<TensorType> &in, const std::vecto
 
 /* dx = rstd * (dn - xhat * mean(dn * xhat)), dn = dy * gamma, xhat = x * rstd;
    dgamma = sum over rows of dy * xhat, through fixed 32-row chunks as layer_norm_grad. */
-template <typename T> void rmsNormGradT(const KernelCall &call) {
+template <typename T> LMRT_SIMD_CLONES void rmsNormGradT(const KernelCall &call) {
   const TensorRef &xr = call.in[0];
   const T *x = xr.as<T>(), *g = call.in[1].as<T>(), *dy = call.in[2].as<T>();
   T *dx = call.out[0].as<T>(), *dg = call.out[1].as<T>();

@@ -10,7 +10,7 @@ mkdir -p runs
 build/bin/lmc compile models/gpt2.lm --preset tiny -o runs/bench_gpt_tiny.plan
 start=$(date +%s.%N)
 build/bin/lmrt run runs/bench_gpt_tiny.plan --data runs/fortunes --steps "$steps" --eval-interval "$steps" \
-  --metrics runs/bench_gpt_tiny.jsonl --out runs/bench_gpt_tiny.safetensors | tail -n 3
+  --metrics runs/bench_gpt_tiny.jsonl --overwrite --out runs/bench_gpt_tiny.safetensors | tail -n 3
 end=$(date +%s.%N)
 /usr/bin/python3 - "$steps" "$start" "$end" runs/bench_gpt_tiny.jsonl <<'PY'
 import json, sys

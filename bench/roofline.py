@@ -68,7 +68,7 @@ def sgemm_rate(build, threads, seconds):
 def lmrt_step(build, plan, data, steps, warmup, threads, workdir, tag):
     metrics = os.path.join(workdir, f"{tag}.metrics.jsonl")
     out = run([f"{build}/bin/lmrt", "run", plan, "--data", data, "--steps", str(steps), "--eval-batches", "0",
-               "--metrics", metrics, "--out", os.path.join(workdir, f"{tag}.safetensors"), "--threads", str(threads),
+               "--metrics", metrics, "--overwrite", "--out", os.path.join(workdir, f"{tag}.safetensors"), "--threads", str(threads),
                "--profile"], log=os.path.join(workdir, f"{tag}.log"))
     rows = [json.loads(line) for line in open(metrics)]
     gflop = float(re.search(r"plan ([0-9.]+) GFLOP/step", out).group(1))
@@ -94,7 +94,7 @@ def cuda_main(a, build, workdir):
         gflop = plan_gflop(build, plan)
         metrics = os.path.join(workdir, f"{name}.cuda.metrics.jsonl")
         run([f"{build}/bin/lmrt", "run", plan, "--device", "cuda", "--data", a.data, "--steps", str(steps),
-             "--eval-batches", "0", "--metrics", metrics, "--out", os.path.join(workdir, f"{name}.cuda.safetensors"),
+             "--eval-batches", "0", "--metrics", metrics, "--overwrite", "--out", os.path.join(workdir, f"{name}.cuda.safetensors"),
              *(["--tf32"] if a.tf32 else [])], log=os.path.join(workdir, f"{name}.cuda.log"))
         rows = [json.loads(line) for line in open(metrics)][warmup:]
         tokens = shape["batch"] * shape["seq"]

@@ -11,5 +11,5 @@ mkdir -p runs
 [[ -f runs/fortunes/train.bin ]] || $bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes
 $bin/lmc compile models/gpt2.lm --preset tiny -o runs/gpt_tiny.plan
 $bin/lmrt run runs/gpt_tiny.plan --data runs/fortunes --steps "$steps" --eval-interval 250 --eval-batches 40 \
-  --metrics runs/gpt_tiny.metrics.jsonl --out runs/gpt_tiny.safetensors
+  --metrics runs/gpt_tiny.metrics.jsonl --overwrite --out runs/gpt_tiny.safetensors
 $bin/lmrt sample runs/gpt_tiny.plan --weights runs/gpt_tiny.safetensors --prompt "The " --tokens 300

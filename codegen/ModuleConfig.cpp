@@ -118,7 +118,12 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   schedule->set_warmup_steps(train.getInt("warmup", 0));
   schedule->set_min_lr(train.getFloat("min_lr", 0.0));
   schedule->set_decay_steps(train.getInt("decay_steps", 0));
+  schedule->set_cooldown_fraction(train.getFloat("cooldown_fraction", schedule->kind() == "wsd" ? 0.2 : 0.0));
   tc->set_clip_grad_norm(train.getFloat("clip_grad_norm", 0.0));
+  // 0 in the plan means 1 (plans from before accumulation); writing nothing for 1
+  // keeps those plans byte-identical.
+  if (int64_t accumulate = train.getInt("accumulate", 1); accumulate != 1)
+    tc->set_accumulate(accumulate);
   if (failed(train.finish()))
     return failure();
   if (std::optional<lmrt::contract::Violation> bad = lmrt::contract::checkTrainConfig(*tc))

@@ -3,9 +3,10 @@
 // Walks the functions of a trained module generically (op name minus "lm.",
 // attribute dictionaries, tensor types) and produces the plan protobuf. Each
 // function becomes a program: its arguments become PARAM/INPUT buffers,
-// lm.constant ops CONSTANT buffers, every other op one step whose results live
-// in the program's arena (or, for the train step's gradients, directly in the
-// parameter's GRAD buffer). See docs/compilation.md.
+// lm.constant ops CONSTANT buffers, a reshape of an arena value a view of its
+// buffer, every other op one step whose results live in the program's arena (or,
+// for the train step's gradients, directly in the parameter's GRAD buffer).
+// See docs/compilation.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::lm;
@@ -98,6 +100,10 @@ private:
   LogicalResult addConstant(Operation *op);
   LogicalResult addStep(Operation *op);
   LogicalResult addFusedStep(FusionOp op);
+  /// A reshape of an arena value becomes a view of that value's buffer, with no
+  /// step; false when it must stay a step (its operand is a parameter, input or
+  /// constant, or its result is a gradient written into a GRAD buffer).
+  bool addView(ReshapeOp op);
   /// The step reading `op`'s operands and writing a buffer per result (plus
   /// `extraOutputs` arena scratch buffers), without attributes.
   FailureOr<plan::Step> stepWithBuffers(Operation *op, StringRef opName, ArrayRef<plan::TensorType> extraOutputs);
@@ -125,6 +131,8 @@ private:
   /// Train step: op results returned as a gradient, written straight into the
   /// GRAD buffer of this parameter.
   llvm::DenseMap<Value, std::string> gradientOf;
+  /// Train step: the parameters whose gradient is already an output.
+  llvm::StringSet<> gradientOutputs;
 };
 
 } // namespace
@@ -257,6 +265,8 @@ LogicalResult ProgramBuilder::addConstant(Operation *op) {
 }
 
 LogicalResult ProgramBuilder::addStep(Operation *op) {
+  if (auto reshape = dyn_cast<ReshapeOp>(op); reshape && addView(reshape))
+    return success();
   StringRef opName = op->getName().getStringRef();
   if (!opName.starts_with("lm."))
     return op->emitError("plan contract: '") << opName
@@ -299,6 +309,24 @@ LogicalResult ProgramBuilder::addStep(Operation *op) {
     step.set_flops(cost.getFlops());
   *program.add_steps() = std::move(step);
   return success();
+}
+
+bool ProgramBuilder::addView(ReshapeOp op) {
+  auto source = bufferOf.find(op.getOperand());
+  if (source == bufferOf.end() || gradientOf.count(op.getResult()))
+    return false;
+  const plan::Buffer &of = program.buffers(source->second);
+  if (of.kind() != plan::Buffer::ARENA)
+    return false;
+  auto emit = [&] { return op->emitError("plan contract: the reshape "); };
+  FailureOr<plan::TensorType> type = convertType(op.getResult().getType(), emit);
+  if (failed(type))
+    return false;
+  int root = of.has_view_of() ? of.view_of() : source->second;
+  int id = addBuffer(plan::Buffer::ARENA, *type);
+  program.mutable_buffers(id)->set_view_of(root);
+  bufferOf[op.getResult()] = id;
+  return true;
 }
 
 FailureOr<plan::Step> ProgramBuilder::stepWithBuffers(Operation *op, StringRef opName,
@@ -357,9 +385,10 @@ LogicalResult ProgramBuilder::addGradientOutput(func::ReturnOp ret, unsigned ind
   if (known == paramTypes.end())
     return ret.emitError("plan contract: result #") << index << " of @" << func.getSymName()
            << " is the gradient of '" << param << "', which is not a parameter";
-  for (const plan::Output &out : program.outputs())
-    if (out.name() == "grad:" + param.str())
-      return ret.emitError("plan contract: @") << func.getSymName() << " returns two gradients of '" << param << "'";
+  // A set, not a scan of the outputs: a scan per gradient made plan writing
+  // quadratic in the number of parameters (1000 layers: 16,000 of them).
+  if (!gradientOutputs.insert(param).second)
+    return ret.emitError("plan contract: @") << func.getSymName() << " returns two gradients of '" << param << "'";
   int source = bufferOf.lookup(value);
   const plan::Buffer &buffer = program.buffers(source);
   if (buffer.type().SerializeAsString() != known->second.SerializeAsString())
@@ -411,7 +440,7 @@ LogicalResult ProgramBuilder::addOutputs(func::ReturnOp ret) {
     return ret.emitError("plan contract: @") << func.getSymName() << " returns no " << valueName;
   if (kind == ProgramKind::TrainStep)
     for (const plan::Param &p : result.params())
-      if (llvm::none_of(program.outputs(), [&](const plan::Output &o) { return o.name() == "grad:" + p.name(); }))
+      if (!gradientOutputs.contains(p.name()))
         return ret.emitError("plan contract: @") << func.getSymName() << " returns no gradient for parameter '"
                << p.name() << "' (an lm.grad_of result)";
   return success();

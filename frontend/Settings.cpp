@@ -130,8 +130,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
   // whatever the train section leaves out.
   std::string optimizer = "adamw", schedule = "constant";
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
-  double minLr = 0.0, clip = 0.0;
-  int64_t warmup = 0, decaySteps = 0;
+  double minLr = 0.0, clip = 0.0, cooldown = 0.2;
+  int64_t warmup = 0, decaySteps = 0, accumulate = 1;
 
   Env env;
   std::set<std::string> seen;
@@ -209,20 +209,33 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
           })))
         return failure();
     } else if (s.name == "schedule") {
-      if (failed(call(s, {"cosine", "constant"}, "schedule", schedule,
+      // constant(warmup); linear and cosine(warmup, min_lr, decay_steps);
+      // wsd(warmup, min_lr, decay_steps, cooldown) - cooldown a fraction in (0, 1].
+      if (failed(call(s, {"cosine", "constant", "linear", "wsd"}, "schedule", schedule,
                       [&](const ast::KeywordArg &kw) {
+                        const std::string &kind = s.value->name;
+                        bool decays = kind != "constant";
                         if (kw.name == "warmup")
                           return integer(kw, warmup);
-                        if (s.value->name == "cosine" && kw.name == "min_lr")
+                        if (decays && kw.name == "min_lr")
                           return number(kw, minLr, 0.0, false);
-                        if (s.value->name == "cosine" && kw.name == "decay_steps")
+                        if (decays && kw.name == "decay_steps")
                           return integer(kw, decaySteps);
+                        if (kind == "wsd" && kw.name == "cooldown") {
+                          if (failed(number(kw, cooldown, 0.0, true)))
+                            return failure();
+                          if (cooldown > 1)
+                            return LogicalResult(error(kw.value->loc)
+                                                 << "cooldown is the fraction of the steps after warmup "
+                                                    "spent decaying: it must be in (0, 1], got "
+                                                 << cooldown);
+                          return success();
+                        }
                         return LogicalResult(error(kw.loc)
-                                       << s.value->name << " has no argument '" << kw.name
-                                       << "' (expected "
-                                       << (s.value->name == "cosine"
-                                               ? "warmup, min_lr, decay_steps"
-                                               : "warmup")
+                                       << kind << " has no argument '" << kw.name << "' (expected "
+                                       << (kind == "constant" ? "warmup"
+                                           : kind == "wsd"    ? "warmup, min_lr, decay_steps, cooldown"
+                                                              : "warmup, min_lr, decay_steps")
                                        << ")");
                       })))
         return failure();
@@ -233,18 +246,26 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
       if (*v < 0)
         return error(s.value->loc) << "clip_grad_norm must be >= 0 (0 turns it off), got " << *v;
       clip = *v;
+    } else if (s.name == "accumulate") {
+      // Gradient accumulation: micro-batches summed (mean) per optimizer step.
+      FailureOr<int64_t> v = evalInt(*s.value, env, "accumulate");
+      if (failed(v))
+        return failure();
+      if (*v < 1 || *v > (1 << 20))
+        return error(s.value->loc) << "accumulate must be in [1, 1048576], got " << *v;
+      accumulate = *v;
     } else {
       return error(s.loc) << "unknown train option '" << s.name
-                          << "' (expected optimizer, schedule or clip_grad_norm)";
+                          << "' (expected optimizer, schedule, clip_grad_norm or accumulate)";
     }
   }
-  if (schedule == "cosine" && minLr > lr)
+  if (schedule != "constant" && minLr > lr)
     return error(ast.trainLoc.value_or(ast::Loc{1, 1}))
-           << "cosine schedule: min_lr (" << minLr << ") is above lr (" << lr << ")";
+           << schedule << " schedule: min_lr (" << minLr << ") is above lr (" << lr << ")";
 
   auto f = [&](double v) { return builder.getF64FloatAttr(v); };
   auto i = [&](int64_t v) { return builder.getI64IntegerAttr(v); };
-  return builder.getDictionaryAttr({
+  SmallVector<NamedAttribute> attrs = {
       builder.getNamedAttr("optimizer", builder.getStringAttr(optimizer)),
       builder.getNamedAttr("lr", f(lr)),
       builder.getNamedAttr("beta1", f(beta1)),
@@ -256,7 +277,13 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
       builder.getNamedAttr("min_lr", f(minLr)),
       builder.getNamedAttr("decay_steps", i(decaySteps)),
       builder.getNamedAttr("clip_grad_norm", f(clip)),
-  });
+  };
+  // Only where they mean something, so plans without them keep their bytes.
+  if (schedule == "wsd")
+    attrs.push_back(builder.getNamedAttr("cooldown_fraction", f(cooldown)));
+  if (accumulate != 1)
+    attrs.push_back(builder.getNamedAttr("accumulate", i(accumulate)));
+  return builder.getDictionaryAttr(attrs);
 }
 
 /// An objective reading one i32[batch, seq + 1] input consumes windows of

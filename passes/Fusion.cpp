@@ -26,6 +26,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <limits>
+
 namespace mlir::lm {
 #define GEN_PASS_DEF_LMFUSEPASS
 #include "passes/Passes.h.inc"
@@ -72,39 +74,62 @@ public:
   bool fuseFrom(Operation *root);
 
 private:
+  /// Positions are spaced kGap apart, so a new fusion op takes a position
+  /// between its neighbours without renumbering the block: renumbering after
+  /// every group made fusion quadratic in the number of layers.
+  static constexpr int64_t kGap = int64_t(1) << 24;
   void renumber() {
     position.clear();
-    unsigned i = 0;
+    int64_t i = 0;
     for (Operation &op : block)
-      position[&op] = i++;
+      position[&op] = (i++) * kGap;
   }
-  /// The open interval (lo, hi) of block positions where `ops` could be placed
-  /// as one op: after every input's definition, before every outside user.
-  std::pair<int64_t, int64_t> placement(const llvm::SetVector<Operation *> &ops) const;
+  /// Gives `op`, just inserted, a position between its neighbours'.
+  void number(Operation *op) {
+    Operation *prev = op->getPrevNode(), *next = op->getNextNode();
+    int64_t a = prev ? position.lookup(prev) : (next ? position.lookup(next) - 2 * kGap : 0);
+    int64_t b = next ? position.lookup(next) : a + 2 * kGap;
+    if (b - a < 2)
+      return renumber();
+    position[op] = a + (b - a) / 2;
+  }
+  /// Where `ops` could be placed as one op: strictly after position lo (every
+  /// input's definition) and before position hi (every outside user; the first
+  /// such user is `firstUser`, or none).
+  struct Placement {
+    int64_t lo, hi;
+    Operation *firstUser;
+  };
+  Placement placement(const llvm::SetVector<Operation *> &ops) const;
   bool canAdd(Operation *candidate);
   void materialize();
 
   Block &block;
   unsigned maxOps;
-  llvm::DenseMap<Operation *, unsigned> position;
+  llvm::DenseMap<Operation *, int64_t> position;
   llvm::SetVector<Operation *> group;
   SmallVector<int64_t> space;
   bool hasMatmul = false, hasReduction = false;
 };
 
-std::pair<int64_t, int64_t> GroupBuilder::placement(const llvm::SetVector<Operation *> &ops) const {
-  int64_t lo = -1, hi = static_cast<int64_t>(block.getOperations().size());
+GroupBuilder::Placement GroupBuilder::placement(const llvm::SetVector<Operation *> &ops) const {
+  // (block.getOperations().size() would walk the whole list: this runs per candidate.)
+  Placement p{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), nullptr};
   for (Operation *op : ops) {
     for (Value operand : op->getOperands()) {
       Operation *def = operand.getDefiningOp();
       if (def && def->getBlock() == &block && !ops.contains(def))
-        lo = std::max<int64_t>(lo, position.lookup(def));
+        p.lo = std::max<int64_t>(p.lo, position.lookup(def));
     }
     for (Operation *user : op->getUsers())
-      if (!ops.contains(user))
-        hi = std::min<int64_t>(hi, position.lookup(block.findAncestorOpInBlock(*user)));
+      if (!ops.contains(user)) {
+        Operation *at = block.findAncestorOpInBlock(*user);
+        int64_t pos = position.lookup(at);
+        if (pos < p.hi)
+          p.hi = pos, p.firstUser = at;
+      }
   }
-  return {lo, hi};
+  return p;
 }
 
 bool GroupBuilder::canAdd(Operation *candidate) {
@@ -130,8 +155,8 @@ bool GroupBuilder::canAdd(Operation *candidate) {
         return false;
   llvm::SetVector<Operation *> grown = group;
   grown.insert(candidate);
-  auto [lo, hi] = placement(grown);
-  return lo < hi;
+  Placement p = placement(grown);
+  return p.lo < p.hi;
 }
 
 bool GroupBuilder::fuseFrom(Operation *root) {
@@ -192,13 +217,13 @@ void GroupBuilder::materialize() {
   // After the last member when that precedes every outside user; else right
   // before the first outside user (every input is defined by then: the group
   // grew only while placement() left a point between the two).
-  int64_t hi = placement(members).second;
+  Placement place = placement(members);
   Operation *last = ops.back();
   OpBuilder builder(block.getParentOp()->getContext());
-  if (static_cast<int64_t>(position.lookup(last)) < hi)
+  if (position.lookup(last) < place.hi)
     builder.setInsertionPointAfter(last);
   else
-    builder.setInsertionPoint(&*std::next(block.begin(), hi));
+    builder.setInsertionPoint(place.firstUser);
 
   SmallVector<Type> resultTypes;
   SmallVector<Location> locs;
@@ -221,9 +246,11 @@ void GroupBuilder::materialize() {
 
   for (auto [v, r] : llvm::zip(outputs, fusion.getResults()))
     v.replaceUsesWithIf(r, [&](OpOperand &use) { return !members.contains(use.getOwner()); });
-  for (Operation *op : llvm::reverse(ops))
+  for (Operation *op : llvm::reverse(ops)) {
+    position.erase(op);
     op->erase();
-  renumber();
+  }
+  number(fusion);
 }
 
 struct LMFusePass : public lm::impl::LMFusePassBase<LMFusePass> {

@@ -74,13 +74,18 @@ void writeShard(const std::string &path, const std::vector<uint32_t> &tokens,
 
 Shard::Shard(const std::string &path) : path_(path) {
   const char *p = path.c_str();
-  int fd = ::open(p, O_RDONLY);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+  int fd = ::open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) fail("cannot open shard '%s': %s", p, std::strerror(errno));
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
     fail("cannot stat shard '%s': %s", p, std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("shard '%s' is not a regular file (a FIFO or device cannot be memory-mapped and re-read)", p);
   }
   size_t fileBytes = static_cast<size_t>(st.st_size);
   if (fileBytes < kShardHeaderBytes) {

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "runtime/lmrt/file_io.h"
+#include "runtime/lmrt/hash.h"
 #include "runtime/lmrt/json.h"
 
 namespace lmrt {
@@ -71,13 +72,18 @@ std::string encodeSafetensors(const std::vector<std::pair<std::string, TensorRef
 
 void writeSafetensors(const std::string &path,
                       const std::vector<std::pair<std::string, TensorRef>> &tensors,
-                      const std::map<std::string, std::string> &metadata) {
+                      const std::map<std::string, std::string> &metadata, uint64_t *checksum) {
   // Streamed tensor by tensor: saving GPT-2's weights must not need a second copy in memory.
   std::string header = encodeHeader(tensors, metadata);
   writeFileAtomic(path, "safetensors", [&](std::ostream &f) {
+    Fnv1a64 sum;
+    if (checksum) sum.update(header.data(), header.size());
     f.write(header.data(), (std::streamsize)header.size());
-    for (const auto &[name, t] : tensors)
+    for (const auto &[name, t] : tensors) {
+      if (checksum) sum.update(t.data, (size_t)t.type.bytes());
       f.write(static_cast<const char *>(t.data), (std::streamsize)t.type.bytes());
+    }
+    if (checksum) *checksum = sum.h;
   });
 }
 

@@ -6,6 +6,7 @@
    `lmrt sample --weights` and the PyTorch-parity dumps. The reader trusts nothing:
    header length, JSON, dtypes, shapes and offsets are all checked. */
 #pragma once
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,10 +34,12 @@ struct SafetensorsFile {
 };
 
 /* Writes `tensors` (in the given order, data 8-byte aligned) atomically.
-   Throws Error on a duplicate or empty name, or an I/O failure. */
+   Throws Error on a duplicate or empty name, or an I/O failure. With `checksum`,
+   stores there the FNV-1a-64 of every byte written (checkpoints record it). */
 void writeSafetensors(const std::string &path,
                       const std::vector<std::pair<std::string, TensorRef>> &tensors,
-                      const std::map<std::string, std::string> &metadata = {});
+                      const std::map<std::string, std::string> &metadata = {},
+                      uint64_t *checksum = nullptr);
 /* The file's bytes (what writeSafetensors stores). */
 std::string encodeSafetensors(const std::vector<std::pair<std::string, TensorRef>> &tensors,
                               const std::map<std::string, std::string> &metadata = {});

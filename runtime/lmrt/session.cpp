@@ -4,6 +4,7 @@
 #include "runtime/lmrt/session.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -71,18 +72,18 @@ struct Session::Impl {
 
 Session::Session(plan::Plan plan) : plan_(std::move(plan)), impl_(std::make_shared<Impl>()) {}
 
-std::unique_ptr<Session> Session::load(const std::string &planPath) {
-  return fromPlan(readPlanFile(planPath), planPath);
+std::unique_ptr<Session> Session::load(const std::string &planPath, bool cpuKernels) {
+  return fromPlan(readPlanFile(planPath), planPath, cpuKernels);
 }
 
-std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &origin) {
+std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &origin, bool cpuKernels) {
   validatePlan(plan, origin);
   std::unique_ptr<Session> s(new Session(std::move(plan)));
   Impl &impl = *s->impl_;
   impl.origin = origin;
   // The generated kernels first: a plan this CPU cannot run fails before any
   // memory is allocated for it.
-  impl.generated = KernelLibrary::load(s->plan_, origin);
+  if (cpuKernels) impl.generated = KernelLibrary::load(s->plan_, origin);
 
   for (const plan::Param &p : s->plan_.params()) {
     ParamState st;
@@ -117,7 +118,8 @@ std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &o
     for (int si = 0; si < prog.steps_size(); ++si) {
       const plan::Step &st = prog.steps(si);
       const kernels::GeneratedKernel *gen = nullptr;
-      if (st.op() == ops::kFusedOpName) gen = &impl.generated->kernel((int)st.attrs().at("kernel").i());
+      if (st.op() == ops::kFusedOpName && impl.generated)
+        gen = &impl.generated->kernel((int)st.attrs().at("kernel").i());
       ExecStep es{gen ? nullptr : kernels::findKernel(st.op()), gen, decodeAttrs(st),
                   std::vector<int>(st.inputs().begin(), st.inputs().end()),
                   std::vector<int>(st.outputs().begin(), st.outputs().end()),
@@ -219,13 +221,41 @@ void Session::run(const std::string &program, const std::map<std::string, Tensor
     default: impl.error("buffer " + std::to_string(id) + " has an unknown kind");
     }
   };
+  // The index of the first non-finite element of a float tensor, or -1.
+  auto firstNonFinite = [](const TensorRef &t, double &value) -> int64_t {
+    int64_t n = t.numel();
+    if (t.type.dtype == DType::F32) {
+      const float *p = t.as<float>();
+      for (int64_t i = 0; i < n; ++i)
+        if (!std::isfinite(p[i])) return value = p[i], i;
+    } else if (t.type.dtype == DType::F64) {
+      const double *p = t.as<double>();
+      for (int64_t i = 0; i < n; ++i)
+        if (!std::isfinite(p[i])) return value = p[i], i;
+    }
+    return -1;
+  };
   for (size_t si = 0; si < ep.steps.size(); ++si) {
     const ExecStep &st = ep.steps[si];
     auto t0 = std::chrono::steady_clock::now();
     kernels::KernelCall call{{}, {}, st.attrs};
     for (int id : st.in) call.in.push_back(ref(id));
     for (int id : st.out) call.out.push_back(ref(id));
+    auto report = [&](const std::string &tensor, int64_t element, double value) {
+      const plan::Step &ps = prog.steps((int)si);
+      *nonFinite_ = NonFiniteValue{true, st.where, program, (int64_t)si, ps.op(), ps.loc(), tensor, element, value};
+    };
+    if (nonFinite_) {  // a parameter that is already non-finite is the cause, not this op
+      for (size_t k = 0; k < st.in.size(); ++k) {
+        const plan::Buffer &b = prog.buffers(st.in[k]);
+        double v;
+        int64_t at;
+        if (b.kind() == plan::Buffer::PARAM && (at = firstNonFinite(call.in[k], v)) >= 0)
+          return report("parameter '" + b.name() + "' " + call.in[k].type.str(), at, v);
+      }
+    }
     try {
+      if (!st.gen && !st.def) impl.error(st.where + ": the session was loaded without its CPU kernels");
       if (st.gen) {
         std::vector<TensorRef> args(call.in);
         args.insert(args.end(), call.out.begin(), call.out.end());
@@ -252,6 +282,12 @@ void Session::run(const std::string &program, const std::map<std::string, Tensor
       e.calls += 1;
       e.flops += prog.steps((int)si).flops();
     }
+    if (nonFinite_)
+      for (size_t k = 0; k < call.out.size(); ++k) {
+        double v;
+        int64_t at = firstNonFinite(call.out[k], v);
+        if (at >= 0) return report("output " + std::to_string(k) + " " + call.out[k].type.str(), at, v);
+      }
   }
   impl.lastRun = program;
 }

@@ -32,16 +32,33 @@ struct ParamState {
   TensorRef gradRef();
 };
 
+/* The first non-finite value a checked run() met (NaN attribution, docs/runtime.md §3). */
+struct NonFiniteValue {
+  bool found = false;
+  std::string where;    // "program 'train_step', step 17 (matmul, from gpt_tiny.lm:12:5)"
+  std::string program;  // "train_step"
+  int64_t step = 0;     // index of the step in the program
+  std::string op, loc;  // the step's op and its .lm location ("" when the plan has none)
+  std::string tensor;   // "output 0 f32[2, 16, 256]", or "parameter 'wte' f32[256, 32]"
+  int64_t element = 0;  // flat index of the first non-finite element
+  double value = 0;
+};
+
 class Session {
 public:
   /* Reads the plan file, checks magic/version/checksum and validates every program
-     (buffer ids, arena bounds, each step against its kernel's check). Throws Error. */
-  static std::unique_ptr<Session> load(const std::string &planPath);
+     (buffer ids, arena bounds, each step against its kernel's check). Throws Error.
+     With cpuKernels false the plan's generated CPU kernels are not loaded (a
+     plan compiled only for CUDA loads too), and run() refuses its fused steps:
+     the CUDA backend (runtime/cuda/) runs the programs and uses this session for
+     the plan, the parameters' host copies, init and checkpoints. */
+  static std::unique_ptr<Session> load(const std::string &planPath, bool cpuKernels = true);
   /* Same from an in-memory plan (tests). */
-  static std::unique_ptr<Session> fromPlan(plan::Plan plan, const std::string &origin);
+  static std::unique_ptr<Session> fromPlan(plan::Plan plan, const std::string &origin, bool cpuKernels = true);
 
   const plan::Plan &plan() const { return plan_; }
   std::vector<ParamState> &params() { return params_; }
+  const std::vector<ParamState> &params() const { return params_; }
   ParamState &param(const std::string &name);  // throws Error if unknown
   bool hasProgram(const std::string &name) const;
   const plan::Input &input(const std::string &name) const;  // throws Error if unknown
@@ -58,6 +75,11 @@ public:
   TensorRef output(const std::string &program, const std::string &name);
   /* While set (not owned), every run() adds each step's time to it; nullptr turns it off. */
   void setProfile(OpProfile *profile) { profile_ = profile; }
+  /* While set (not owned), run() checks every f32/f64 parameter a step reads and every
+     output it writes, and stops the program at the first non-finite value, described
+     in `*check` (found = true; the program's outputs are then not valid). Slow: for
+     re-running a step that diverged. nullptr turns it off. */
+  void setNonFiniteCheck(NonFiniteValue *check) { nonFinite_ = check; }
 
 private:
   explicit Session(plan::Plan plan);
@@ -66,6 +88,7 @@ private:
   struct Impl;
   std::shared_ptr<Impl> impl_;
   OpProfile *profile_ = nullptr;
+  NonFiniteValue *nonFinite_ = nullptr;
 };
 
 }  // namespace lmrt

@@ -1,6 +1,7 @@
 /* Implements: saving and loading a Session's parameters as safetensors. */
 #include "runtime/lmrt/weights.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "runtime/lmrt/safetensors.h"
@@ -17,7 +18,11 @@ void saveWeights(Session &session, const std::string &path,
 void loadWeights(Session &session, const std::string &path) {
   SafetensorsFile file = readSafetensors(path);
   // Check everything before copying anything: a bad file leaves the session as it was.
+  // A checkpoint's state file holds the AdamW moments too; --init takes its weights.
+  auto meta = file.metadata.find("format");
+  const bool checkpoint = meta != file.metadata.end() && meta->second == "lmc-checkpoint";
   for (const auto &[name, t] : file.tensors) {
+    if (checkpoint && name.rfind("adamw.", 0) == 0) continue;
     bool known = false;
     for (const ParamState &p : session.params()) known = known || p.name == name;
     if (!known) fail("weights '%s': tensor '%s' is not a parameter of this plan", path.c_str(), name.c_str());
@@ -31,6 +36,24 @@ void loadWeights(Session &session, const std::string &path) {
     if (t.type.shape != p.type.shape || t.type.dtype == DType::I32)
       fail("weights '%s': tensor '%s' is %s, the parameter is %s", path.c_str(), p.name.c_str(),
            t.type.str().c_str(), p.type.str().c_str());
+  }
+  // NaN or Inf weights would train or sample garbage without a word: refuse them.
+  for (const ParamState &p : session.params()) {
+    const SafetensorsTensor &t = file.tensors.at(p.name);
+    int64_t n = t.type.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      double x;
+      if (t.type.dtype == DType::F32) {
+        float f;
+        std::memcpy(&f, t.bytes.data() + 4 * i, 4);
+        x = f;
+      } else {
+        std::memcpy(&x, t.bytes.data() + 8 * i, 8);
+      }
+      if (!std::isfinite(x))
+        fail("weights '%s': tensor '%s' holds %g at element %lld (flat index): refusing non-finite weights",
+             path.c_str(), p.name.c_str(), x, (long long)i);
+    }
   }
   for (ParamState &p : session.params()) {
     const SafetensorsTensor &t = file.tensors.at(p.name);

@@ -4,6 +4,7 @@
    outputs and program conventions). */
 #include "runtime/plan/contract.h"
 
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -87,14 +88,20 @@ std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train) {
   if (!(o.weight_decay() >= 0) || !std::isfinite(o.weight_decay()))
     return bad("weight_decay", o.weight_decay(), "must be finite and >= 0");
   const plan::Schedule &s = train.schedule();
-  if (s.kind() != "constant" && s.kind() != "cosine")
-    return Violation{"schedule", quoted(s.kind()), "is not supported (expected \"constant\" or \"cosine\")"};
+  if (s.kind() != "constant" && s.kind() != "linear" && s.kind() != "cosine" && s.kind() != "wsd")
+    return Violation{"schedule", quoted(s.kind()),
+                     "is not supported (expected \"constant\", \"linear\", \"cosine\" or \"wsd\")"};
+  if (s.kind() == "wsd" && !(s.cooldown_fraction() > 0 && s.cooldown_fraction() <= 1))
+    return bad("cooldown_fraction", s.cooldown_fraction(), "must be in (0, 1] for a wsd schedule");
   if (s.warmup_steps() < 0) return Violation{"warmup_steps", std::to_string(s.warmup_steps()), "must be >= 0"};
   if (s.decay_steps() < 0) return Violation{"decay_steps", std::to_string(s.decay_steps()), "must be >= 0"};
   if (!(s.min_lr() >= 0 && s.min_lr() <= o.lr()))
     return bad("min_lr", s.min_lr(), "must be in [0, lr = " + fmtNum(o.lr()) + "]");
   double clip = train.clip_grad_norm();
   if (!(clip >= 0) || !std::isfinite(clip)) return bad("clip_grad_norm", clip, "must be finite and >= 0 (0: off)");
+  // 0 is what plans from before accumulation say: one micro-batch.
+  if (train.accumulate() < 0 || train.accumulate() > (1 << 20))
+    return Violation{"accumulate", std::to_string(train.accumulate()), "must be in [1, 1048576]"};
   return std::nullopt;
 }
 
@@ -228,6 +235,47 @@ private:
     bool overlaps(const Range &o) const { return begin < o.end && o.begin < end; }
   };
 
+  /* Which buffer last wrote each byte of the arena, as disjoint segments
+     begin -> (end, buffer). A write of [b, e) reports every buffer whose bytes it
+     overwrites (they die) and takes the range over. Each write costs O(log n) plus
+     the segments it removes, so checking a program is O(steps log buffers); killing
+     by scanning every buffer at every write was quadratic (1000 layers: minutes).
+     Zero-size buffers own no bytes; one dies when a write strictly contains its
+     offset (what Range::overlaps says), kept in `empty`. */
+  class ArenaOwners {
+  public:
+    template <typename Kill> void write(int64_t b, int64_t e, int owner, Kill kill) {
+      if (b < e) {
+        split(b);
+        split(e);
+        for (auto it = segments_.lower_bound(b); it != segments_.end() && it->first < e;) {
+          if (it->second.second != owner) kill(it->second.second);
+          it = segments_.erase(it);
+        }
+        segments_[b] = {e, owner};
+      }
+      for (auto it = empty_.upper_bound({b, INT_MAX}); it != empty_.end() && it->first < e;) {
+        if (it->second != owner) kill(it->second);
+        it = empty_.erase(it);
+      }
+      if (b == e) empty_.insert({b, owner});
+    }
+
+  private:
+    void split(int64_t x) {
+      auto it = segments_.upper_bound(x);
+      if (it == segments_.begin()) return;
+      --it;
+      if (it->first < x && x < it->second.first) {
+        std::pair<int64_t, int> rest = it->second;
+        it->second.first = x;
+        segments_[x] = rest;
+      }
+    }
+    std::map<int64_t, std::pair<int64_t, int>> segments_;
+    std::set<std::pair<int64_t, int>> empty_;
+  };
+
   void checkProgram(const plan::Program &prog) {
     std::string where = "program '" + prog.name() + "'";
     if (prog.arena_bytes() < 0 || prog.arena_bytes() > kMaxArenaBytes)
@@ -251,7 +299,11 @@ private:
       auto k = prog.buffers(i).kind();
       live[i] = k == plan::Buffer::PARAM || k == plan::Buffer::INPUT || k == plan::Buffer::CONSTANT;
     }
-    for (int s = 0; s < prog.steps_size(); ++s) checkStep(prog, s, ranges, live);
+    ArenaOwners owners;
+    std::vector<std::vector<int>> views(n);  // the views of each buffer (checked above: never of a view)
+    for (int i = 0; i < n; ++i)
+      if (prog.buffers(i).has_view_of()) views[prog.buffers(i).view_of()].push_back(i);
+    for (int s = 0; s < prog.steps_size(); ++s) checkStep(prog, s, ranges, live, owners, views);
 
     std::set<std::string> names;
     for (const plan::Output &out : prog.outputs()) {
@@ -285,8 +337,23 @@ private:
             std::to_string(typeBytes(b.type())));
     if (b.kind() != plan::Buffer::CONSTANT && !b.data().empty())
       error(where + "only CONSTANT buffers carry data");
+    if (b.kind() != plan::Buffer::ARENA && b.has_view_of())
+      error(where + "only ARENA buffers can be views");
     switch (b.kind()) {
     case plan::Buffer::ARENA:
+      if (b.has_view_of()) {
+        const int of = b.view_of();
+        if (of < 0 || of >= prog.buffers_size() || of == i)
+          error(where + "is a view of buffer " + std::to_string(of) + ", which is not another buffer of the program");
+        const plan::Buffer &base = prog.buffers(of);
+        if (base.kind() != plan::Buffer::ARENA || base.has_view_of())
+          error(where + "is a view of buffer " + std::to_string(of) + ", a " + bufferKindName(base.kind()) +
+                (base.has_view_of() ? " view" : "") + " buffer; a view names an ARENA buffer that is not a view");
+        if (base.offset() != b.offset() || base.size_bytes() != b.size_bytes())
+          error(where + "is a view of buffer " + std::to_string(of) + " but its bytes [" + std::to_string(b.offset()) +
+                ", " + std::to_string(b.offset() + b.size_bytes()) + ") are not that buffer's [" +
+                std::to_string(base.offset()) + ", " + std::to_string(base.offset() + base.size_bytes()) + ")");
+      }
       if (b.offset() < 0 || b.offset() % kArenaAlignment != 0)
         error(where + "offset " + std::to_string(b.offset()) + " is not a non-negative multiple of " +
               std::to_string(kArenaAlignment));
@@ -329,7 +396,7 @@ private:
   }
 
   void checkStep(const plan::Program &prog, int s, const std::vector<Range> &ranges,
-                 std::vector<bool> &live) {
+                 std::vector<bool> &live, ArenaOwners &owners, const std::vector<std::vector<int>> &views) {
     const plan::Step &step = prog.steps(s);
     std::string where = "program '" + prog.name() + "', step " + std::to_string(s) + " (" +
                         (step.op().empty() ? "<no op>" : step.op()) +
@@ -372,6 +439,9 @@ private:
       if (kind != plan::Buffer::ARENA && kind != plan::Buffer::GRAD)
         error(where + "output " + std::to_string(k) + " writes buffer " + std::to_string(id) +
               ", a " + bufferKindName(kind) + " buffer (steps write only ARENA and GRAD buffers)");
+      if (prog.buffers(id).has_view_of())
+        error(where + "output " + std::to_string(k) + " writes buffer " + std::to_string(id) + ", a view of buffer " +
+              std::to_string(prog.buffers(id).view_of()) + " (views are never written)");
       if (kind == plan::Buffer::GRAD && prog.name() != "train_step")
         error(where + "output " + std::to_string(k) + " writes a GRAD buffer outside train_step");
       out.push_back(prog.buffers(id).type());
@@ -397,14 +467,18 @@ private:
       std::string msg = stepCheck_(step, in, out);
       if (!msg.empty()) error(where + msg);
     }
-    // Writes kill every other arena value sharing bytes with the output.
+    // Writes kill every other arena value sharing bytes with the output (and that
+    // value's views), and give the output's views their value.
+    auto kill = [&](int c) {
+      live[c] = false;
+      for (int v : views[c]) live[v] = false;
+    };
+    for (int o : step.outputs())
+      if (prog.buffers(o).kind() == plan::Buffer::ARENA) owners.write(ranges[o].begin, ranges[o].end, o, kill);
     for (int o : step.outputs()) {
-      if (prog.buffers(o).kind() == plan::Buffer::ARENA && ranges[o].begin < ranges[o].end)
-        for (int c = 0; c < n; ++c)
-          if (c != o && prog.buffers(c).kind() == plan::Buffer::ARENA && ranges[c].overlaps(ranges[o]))
-            live[c] = false;
+      live[o] = true;
+      for (int v : views[o]) live[v] = true;
     }
-    for (int o : step.outputs()) live[o] = true;
   }
 
   // --- generated kernels ---------------------------------------------------------

@@ -52,18 +52,33 @@ LMRT_SIMD_CLONES void update(T *p, const T *g, T *m, T *v, int64_t n, double lr,
 
 }  // namespace
 
+void AdamW::allocate(const std::vector<ParamView> &params) {
+  state_.clear();
+  for (const ParamView &p : params) {
+    if (p.dtype != DType::F32 && p.dtype != DType::F64)
+      fail("adamw: parameter of type %s is not a float tensor", dtypeName(p.dtype));
+    size_t bytes = (size_t)p.numel * dtypeSize(p.dtype);
+    state_.push_back({p.dtype, p.numel, std::vector<char>(bytes, 0), std::vector<char>(bytes, 0)});
+  }
+}
+
+std::vector<AdamW::MomentView> AdamW::moments() {
+  std::vector<MomentView> out;
+  for (Moments &s : state_) out.push_back({s.dtype, s.numel, s.m.data(), s.v.data()});
+  return out;
+}
+
+void AdamW::restoreState(const std::vector<ParamView> &params, int64_t t) {
+  if (t < 0) fail("adamw: update count %lld is negative", (long long)t);
+  allocate(params);
+  t_ = t;
+}
+
 void AdamW::step(const std::vector<ParamView> &params, double lr, double gradScale) {
   if (!(lr >= 0) || !std::isfinite(lr)) fail("adamw: learning rate %g is not a finite non-negative number", lr);
   if (!(gradScale > 0) || !std::isfinite(gradScale))
     fail("adamw: gradient scale %g is not finite and positive", gradScale);
-  if (state_.empty()) {
-    for (const ParamView &p : params) {
-      if (p.dtype != DType::F32 && p.dtype != DType::F64)
-        fail("adamw: parameter of type %s is not a float tensor", dtypeName(p.dtype));
-      size_t bytes = (size_t)p.numel * dtypeSize(p.dtype);
-      state_.push_back({p.dtype, p.numel, std::vector<char>(bytes, 0), std::vector<char>(bytes, 0)});
-    }
-  }
+  if (state_.empty()) allocate(params);
   if (params.size() != state_.size())
     fail("adamw: called with %zu parameters, initialised with %zu", params.size(), state_.size());
   int64_t total = 0;

@@ -32,9 +32,22 @@ public:
      grad_clip.h's clipScale) unless gradScale is 1; the gradients are not written. */
   void step(const std::vector<ParamView> &params, double lr, double gradScale = 1.0);
   int64_t stepCount() const { return t_; }
+
+  /* The moments of parameter i, for checkpoints: m and v, `numel` elements of
+     `dtype` each. Empty before the first step() or restoreState(). */
+  struct MomentView {
+    DType dtype;
+    int64_t numel;
+    void *m, *v;
+  };
+  std::vector<MomentView> moments();
+  /* Sets up zeroed moments for `params` and the update count `t`, for a resumed
+     run to fill through moments() (its next step() is update t + 1). */
+  void restoreState(const std::vector<ParamView> &params, int64_t t);
   const AdamWConfig &config() const { return config_; }
 
 private:
+  void allocate(const std::vector<ParamView> &params);
   struct Moments {
     DType dtype;
     int64_t numel;

@@ -1,12 +1,17 @@
 /* Implements: the learning-rate schedule of a plan's TrainConfig.
 
-   For 0-based step s (the s-th optimizer update), peak lr, warmup W:
+   For 0-based step s (the s-th optimizer update), peak lr, warmup W, decay end D:
      s < W                    lr * (s + 1) / (W + 1)           linear warmup
      kind "constant", s >= W  lr
-     kind "cosine",   s >= W  min_lr + (lr - min_lr) * (1 + cos(pi * r)) / 2,
-                              r = (s - W) / (D - W), clamped to [0, 1]
-   D is decay_steps, or the run's total steps when decay_steps is 0, and counts
-   from step 0 (warmup included), as in nanoGPT; after D the rate stays min_lr. */
+     kind "linear",   s >= W  lr - (lr - min_lr) * r,          r = (s - W) / (D - W)
+     kind "cosine",   s >= W  min_lr + (lr - min_lr) * (1 + cos(pi * r)) / 2
+     kind "wsd",      s >= W  warmup-stable-decay (MiniCPM, Hu et al. 2024): lr until
+                              the cooldown starts at S = D - C, C = round(f * (D - W)),
+                              then lr - (lr - min_lr) * (s - S) / C (linear to min_lr)
+   r and the cooldown fraction are clamped to [0, 1]. D is decay_steps, or the
+   run's total steps when decay_steps is 0, and counts from step 0 (warmup
+   included), as in nanoGPT; from D on the rate stays min_lr. f is the plan's
+   cooldown_fraction (wsd only, in (0, 1]). */
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,16 +19,18 @@
 namespace lmrt {
 
 struct LrSchedule {
-  std::string kind = "constant";  // "constant" | "cosine"
+  std::string kind = "constant";  // "constant" | "linear" | "cosine" | "wsd"
   double lr = 1e-3;
   double minLr = 0.0;
   int64_t warmupSteps = 0;
-  int64_t decaySteps = 0;  // resolved: never 0 for "cosine"
+  int64_t decaySteps = 0;        // resolved: never 0 for a decaying kind
+  double cooldownFraction = 0;   // wsd
+  int64_t cooldownSteps = 0;     // wsd, resolved: C above
 };
 
 /* Checks the kind and the numbers; `runSteps` resolves decay_steps == 0. */
 LrSchedule makeSchedule(const std::string &kind, double lr, double minLr, int64_t warmup,
-                        int64_t decaySteps, int64_t runSteps);
+                        int64_t decaySteps, int64_t runSteps, double cooldownFraction = 0.2);
 
 double learningRate(const LrSchedule &s, int64_t step);
 

@@ -10,7 +10,7 @@ extern "C" void openblas_set_num_threads(int num_threads);
 namespace lmrt {
 
 void setThreadCount(int n) {
-  if (n < 1) fail("--threads must be at least 1 (got %d)", n);
+  if (n < 1 || n > kMaxThreads) fail("--threads must be in [1, %d] (got %d)", kMaxThreads, n);
   omp_set_num_threads(n);
   openblas_set_num_threads(n);
 }

@@ -4,7 +4,10 @@
 
 namespace lmrt {
 
-/* n >= 1; throws otherwise. */
+/* More threads than this is a typo (10^6 threads never finish starting). */
+constexpr int kMaxThreads = 1024;
+
+/* 1 <= n <= kMaxThreads; throws otherwise. */
 void setThreadCount(int n);
 
 }  // namespace lmrt

@@ -191,8 +191,8 @@ module attributes {lm.train = {lr = -1.0 : f64}} {
 }
 
 //--- linear.mlir
-// LINEAR: linear.mlir:[[@LINE+1]]:1: error: plan contract: lm.train.schedule = "linear" is not supported (expected "constant" or "cosine")
-module attributes {lm.train = {schedule = "linear"}} {
+// LINEAR: linear.mlir:[[@LINE+1]]:1: error: plan contract: lm.train.schedule = "step" is not supported (expected "constant", "linear", "cosine" or "wsd")
+module attributes {lm.train = {schedule = "step"}} {
   func.func @f_train_step(%p: tensor<2xf32> {lm.param = "p", lm.init = {kind = "zeros"}})
       -> (tensor<f32>, tensor<2xf32> {lm.grad_of = "p"}) attributes {lm.train_step} {
     %l = lm.constant dense<0.0> : tensor<f32>

@@ -15,6 +15,7 @@
 #include "codegen/PlanWriter.h"
 #include "frontend/Frontend.h"
 #include "passes/Pipelines.h"
+#include "runtime/lmrt/paths.h"
 #include "runtime/lmrt/plan_file.h"
 #include "runtime/lmrt/tensor.h"
 #include "tools/RegisterLMDialects.h"
@@ -190,6 +191,18 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     return fail("'" + opts.input + "' is neither a .lm source nor a .mlir module");
   if (ext == ".mlir" && frontendFlagsGiven)
     return fail("-D, --preset and --float-type apply to .lm sources, not to '" + opts.input + "'");
+  // The output may not be the source, and must be writable before any work is done.
+  bool writesPlan = opts.emit.empty() || !opts.output.empty();
+  if (writesPlan) {
+    std::string out = opts.output.empty() ? (llvm::sys::path::stem(opts.input) + ".plan").str() : opts.output;
+    try {
+      lmrt::refuseOverlappingPaths({{"-o", out}}, {{"the source", opts.input}});
+      lmrt::removeStaleTemp(out, stderr);  // what a killed lmc left (PLAN.tmp)
+      lmrt::checkOutputFile({"-o", out});
+    } catch (const lmrt::Error &e) {
+      return fail(e.what());
+    }
+  }
   if (!opts.dumpDir.empty())
     if (std::error_code ec = llvm::sys::fs::create_directories(opts.dumpDir))
       return fail("cannot create --dump-dir '" + opts.dumpDir + "': " + ec.message());
@@ -323,6 +336,10 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
 /// (what --emit=plan-text prints), so tests can hand-write broken plans. A file
 /// that starts with the plan magic is a plan file, whatever its name.
 int runMemoryPlan(const std::string &path) {
+  // A FIFO or device would block or never end: plans are regular files.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status) && status.type() != llvm::sys::fs::file_type::regular_file)
+    return fail("plan '" + path + "' is not a regular file");
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!file)
     return fail("cannot open plan '" + path + "': " + file.getError().message());

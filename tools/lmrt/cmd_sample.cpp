@@ -8,6 +8,7 @@
 #include "runtime/train/generate.h"
 #include "runtime/train/threads.h"
 #include "tools/lmrt/commands.h"
+#include "tools/lmrt/flags.h"
 
 namespace lmrt {
 namespace {
@@ -15,12 +16,12 @@ namespace {
 struct Options {
   std::string plan, weights;
   SampleOptions sample;
-  int threads = 0;
-  bool setThreads = false;  // --threads given (otherwise OpenMP's default)
+  std::string threads, seed;
 };
 
-void sample(const Options &o) {
-  if (o.setThreads) setThreadCount(o.threads);
+void sample(Options &o) {
+  if (!o.seed.empty()) o.sample.seed = parseU64Flag("--seed", o.seed);
+  if (!o.threads.empty()) setThreadCount((int)parseIntFlag("--threads", o.threads, 1, kMaxThreads));
   std::unique_ptr<Session> session = Session::load(o.plan);
   loadWeights(*session, o.weights);
   std::fwrite(o.sample.prompt.data(), 1, o.sample.prompt.size(), stdout);
@@ -43,12 +44,9 @@ void add(CLI::App &app) {
   cmd->add_option("--tokens", s.tokens, "Bytes to generate");
   cmd->add_option("--temperature", s.temperature, "Softmax temperature (0: greedy)");
   cmd->add_option("--top-k", s.topK, "Sample among the k most likely bytes (0: all)");
-  cmd->add_option("--seed", s.seed, "Seed of the sampling draws");
-  CLI::Option *threads = cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads");
-  cmd->callback([o, threads] {
-    o->setThreads = threads->count() > 0;
-    sample(*o);
-  });
+  cmd->add_option("--seed", o->seed, "Seed of the sampling draws (64 bits)");
+  cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads (1 to 1024)");
+  cmd->callback([o] { sample(*o); });
 }
 
 RegisterCommand reg("sample", add);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "runtime/lmrt/plan_file.h"
 #include "runtime/lmrt/session.h"
@@ -193,6 +194,40 @@ TEST(Session, GradientsAreOverwrittenNotAccumulated) {
   std::vector<char> first = s->param("w").grad;
   s->run("train_step", {{"tokens", tokensRef(tok, d.B, d.T + 1)}});
   EXPECT_EQ(first, s->param("w").grad);
+}
+
+TEST(Session, NonFiniteCheckNamesTheFirstOpOrParameter) {
+  test::TinyDims d;
+  auto s = Session::fromPlan(test::tinyPlan(plan::F32, d), "tiny.plan");
+  s->initParams(1);
+  std::vector<int32_t> tok = someTokens(d);
+  NonFiniteValue v;
+  s->setNonFiniteCheck(&v);
+  s->run("train_step", {{"tokens", tokensRef(tok, d.B, d.T + 1)}});
+  EXPECT_FALSE(v.found);  // a healthy step: nothing to report, outputs valid
+  EXPECT_NO_THROW(s->output("train_step", "loss"));
+
+  // A parameter that is already non-finite is the cause, named before any op runs on it.
+  float *w = reinterpret_cast<float *>(s->param("w").value.data());
+  w[3] = std::numeric_limits<float>::infinity();
+  s->run("train_step", {{"tokens", tokensRef(tok, d.B, d.T + 1)}});
+  ASSERT_TRUE(v.found);
+  EXPECT_EQ(v.program, "train_step");
+  EXPECT_HAS(v.tensor, "parameter 'w'");
+  EXPECT_EQ(v.element, 3);
+  EXPECT_TRUE(std::isinf(v.value));
+  EXPECT_THROW(s->output("train_step", "loss"), Error);  // the run stopped there
+
+  // A huge finite value: the first op whose output overflows is named instead.
+  w[3] = 3e38f;
+  float *wte = reinterpret_cast<float *>(s->param("wte").value.data());
+  for (int64_t i = 0; i < s->param("wte").type.numel(); ++i) wte[i] = 3e38f;
+  v = NonFiniteValue();
+  s->run("train_step", {{"tokens", tokensRef(tok, d.B, d.T + 1)}});
+  ASSERT_TRUE(v.found);
+  EXPECT_HAS(v.tensor, "output 0");
+  EXPECT_FALSE(v.op.empty());
+  s->setNonFiniteCheck(nullptr);
 }
 
 }  // namespace

@@ -34,8 +34,47 @@ TEST(Schedule, ExplicitDecayStepsAndConstant) {
 }
 
 TEST(Schedule, RejectsBadConfigs) {
-  EXPECT_THROW(makeSchedule("linear", 1e-3, 0, 0, 0, 10), Error);
+  EXPECT_THROW(makeSchedule("step", 1e-3, 0, 0, 0, 10), Error);
+  EXPECT_THROW(makeSchedule("wsd", 1e-3, 0, 0, 0, 10, 0.0), Error);
+  EXPECT_THROW(makeSchedule("wsd", 1e-3, 0, 0, 0, 10, 1.5), Error);
   EXPECT_THROW(makeSchedule("cosine", -1e-3, 0, 0, 0, 10), Error);
   EXPECT_THROW(makeSchedule("cosine", 1e-3, 1e-2, 0, 0, 10), Error);
   EXPECT_THROW(makeSchedule("cosine", 1e-3, 0, -1, 0, 10), Error);
+}
+
+TEST(Schedule, LinearDecayToMinLr) {
+  LrSchedule s = makeSchedule("linear", 1.0, 0.1, 10, 0, 110);  // decay over steps 10..110
+  EXPECT_DOUBLE_EQ(learningRate(s, 0), 1.0 / 11);
+  EXPECT_DOUBLE_EQ(learningRate(s, 10), 1.0);
+  EXPECT_NEAR(learningRate(s, 60), 0.55, 1e-15);  // halfway between 1 and 0.1
+  EXPECT_NEAR(learningRate(s, 110), 0.1, 1e-15);
+  EXPECT_DOUBLE_EQ(learningRate(s, 500), 0.1);
+  for (int k = 11; k <= 110; ++k) ASSERT_LT(learningRate(s, k), learningRate(s, k - 1));
+}
+
+TEST(Schedule, WarmupStableDecay) {
+  // Warmup 10, decay end 110, cooldown 20% of the 100 steps after warmup: stable on
+  // 10..89, linear from 1.0 at step 90 to 0.0 at step 110.
+  LrSchedule s = makeSchedule("wsd", 1.0, 0.0, 10, 0, 110, 0.2);
+  EXPECT_EQ(s.cooldownSteps, 20);
+  EXPECT_DOUBLE_EQ(learningRate(s, 9), 10.0 / 11);
+  EXPECT_DOUBLE_EQ(learningRate(s, 10), 1.0);
+  EXPECT_DOUBLE_EQ(learningRate(s, 89), 1.0);
+  EXPECT_DOUBLE_EQ(learningRate(s, 90), 1.0);
+  EXPECT_NEAR(learningRate(s, 100), 0.5, 1e-15);
+  EXPECT_NEAR(learningRate(s, 109), 0.05, 1e-15);
+  EXPECT_DOUBLE_EQ(learningRate(s, 110), 0.0);
+  EXPECT_DOUBLE_EQ(learningRate(s, 1000), 0.0);
+  // A floor, and an explicit decay_steps shorter than the run.
+  LrSchedule f = makeSchedule("wsd", 2.0, 0.5, 0, 40, 1000, 0.5);
+  EXPECT_DOUBLE_EQ(learningRate(f, 19), 2.0);
+  EXPECT_NEAR(learningRate(f, 30), 1.25, 1e-15);
+  EXPECT_DOUBLE_EQ(learningRate(f, 40), 0.5);
+  EXPECT_DOUBLE_EQ(learningRate(f, 999), 0.5);
+}
+
+TEST(Schedule, ConstantIgnoresDecay) {
+  LrSchedule c = makeSchedule("constant", 0.3, 0.0, 0, 5, 100);
+  EXPECT_DOUBLE_EQ(learningRate(c, 0), 0.3);
+  EXPECT_DOUBLE_EQ(learningRate(c, 50), 0.3);
 }

@@ -1,0 +1,473 @@
+/* Implements: writing, verifying, finding and pruning checkpoints (see checkpoint.h). */
+#include "runtime/train/checkpoint.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/data/shard.h"
+#include "runtime/lmrt/file_io.h"
+#include "runtime/lmrt/hash.h"
+#include "runtime/lmrt/json.h"
+#include "runtime/lmrt/plan_file.h"
+#include "runtime/lmrt/session.h"
+#include "runtime/train/adamw.h"
+
+namespace lmrt {
+namespace {
+
+const char *kFormat = "lmc-checkpoint";
+const char *kStateFile = "state.safetensors";
+const char *kMetaFile = "meta.json";
+const char *kMetaChecksumKey = "\"meta_fnv1a64\"";
+
+std::string hex64(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
+  return buf;
+}
+
+std::string num(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+bool isDirectory(const std::string &p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The step of "step-00000040" (exactly 8+ digits after "step-", nothing after), or -1. */
+int64_t stepOfName(const std::string &name) {
+  if (name.rfind("step-", 0) != 0 || name.size() < 6) return -1;
+  int64_t v = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10) return -1;
+    v = v * 10 + (name[i] - '0');
+  }
+  return v;
+}
+
+std::vector<std::string> directoryEntries(const std::string &dir) {
+  std::vector<std::string> names;
+  DIR *d = ::opendir(dir.c_str());
+  if (!d) return names;
+  while (struct dirent *e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/* Removes a checkpoint directory we wrote: only our files, then the directory. An
+   unexpected file makes it stay (nothing of the user's is deleted). */
+bool removeCheckpointDir(const std::string &path, FILE *log) {
+  for (const std::string &n : directoryEntries(path)) {
+    if (n != kStateFile && n != kMetaFile && n != std::string(kStateFile) + ".tmp" &&
+        n != std::string(kMetaFile) + ".tmp") {
+      if (log) std::fprintf(log, "kept '%s': it holds '%s', which lmrt did not write\n", path.c_str(), n.c_str());
+      return false;
+    }
+    ::unlink((path + "/" + n).c_str());
+  }
+  return ::rmdir(path.c_str()) == 0;
+}
+
+// --- meta.json -------------------------------------------------------------------
+
+std::string paramType(const ParamState &p) { return p.type.str(); }
+
+/* The plan's identity as meta.json records it. */
+std::string planJson(const plan::Plan &plan, const std::vector<ParamState> &params) {
+  std::string s = "{\n    \"fnv1a64\": \"" + hex64(fnv1a64(serializePlan(plan))) + "\",\n";
+  s += "    \"source\": " + json::quote(plan.source()) + ",\n";
+  s += "    \"model\": " + json::quote(plan.model()) + ",\n";
+  s += "    \"objective\": " + json::quote(plan.objective()) + ",\n";
+  std::vector<std::pair<std::string, double>> config(plan.config().begin(), plan.config().end());
+  std::sort(config.begin(), config.end());
+  s += "    \"config\": {";
+  for (size_t i = 0; i < config.size(); ++i)
+    s += (i ? ", " : "") + json::quote(config[i].first) + ": " + num(config[i].second);
+  s += "},\n";
+  const plan::TrainConfig &tc = plan.train();
+  const plan::Optimizer &o = tc.optimizer();
+  s += "    \"train\": {\"optimizer\": " + json::quote(o.kind()) + ", \"lr\": " + num(o.lr()) +
+       ", \"beta1\": " + num(o.beta1()) + ", \"beta2\": " + num(o.beta2()) + ", \"eps\": " + num(o.eps()) +
+       ", \"weight_decay\": " + num(o.weight_decay()) + ", \"clip_grad_norm\": " + num(tc.clip_grad_norm()) +
+       ", \"schedule\": " + json::quote(tc.schedule().kind()) + ", \"warmup_steps\": " +
+       std::to_string(tc.schedule().warmup_steps()) + ", \"min_lr\": " + num(tc.schedule().min_lr()) +
+       ", \"decay_steps\": " + std::to_string(tc.schedule().decay_steps()) + "},\n";
+  s += "    \"params\": [";
+  for (size_t i = 0; i < params.size(); ++i)
+    s += std::string(i ? ",\n      " : "\n      ") + "[" + json::quote(params[i].name) + ", " +
+         json::quote(paramType(params[i])) + "]";
+  s += "\n    ]\n  }";
+  return s;
+}
+
+std::string metaJson(const Session &s, const CheckpointMeta &m, uint64_t stateBytes, uint64_t stateFnv) {
+  const LrSchedule &sc = m.schedule;
+  std::string j = "{\n";
+  j += "  \"format\": \"" + std::string(kFormat) + "\",\n";
+  j += "  \"version\": " + std::to_string(kCheckpointFormatVersion) + ",\n";
+  j += "  \"step\": " + std::to_string(m.step) + ",\n";
+  j += "  \"total_steps\": " + std::to_string(m.totalSteps) + ",\n";
+  j += "  \"accumulate\": " + std::to_string(m.accumulate) + ",\n";
+  j += "  \"schedule\": {\"kind\": " + json::quote(sc.kind) + ", \"lr\": " + num(sc.lr) +
+       ", \"min_lr\": " + num(sc.minLr) + ", \"warmup_steps\": " + std::to_string(sc.warmupSteps) +
+       ", \"decay_steps\": " + std::to_string(sc.decaySteps) + ", \"cooldown_fraction\": " +
+       num(sc.cooldownFraction) + ", \"next_step\": " + std::to_string(m.step) + "},\n";
+  j += "  \"optimizer\": {\"kind\": \"adamw\", \"updates\": " + std::to_string(m.adamwUpdates) +
+       ", \"skipped_steps\": " + std::to_string(m.nanSkips) + "},\n";
+  // Every random stream is counter-based (docs/runtime.md, section 4): its whole state
+  // is the seed plus the counters below.
+  j += "  \"rng\": {\"seed\": \"" + std::to_string(m.seed) +
+       "\", \"streams\": [\"init(seed, parameter)\", \"train(seed, step, row)\", \"val(seed, batch, row)\"]},\n";
+  j += "  \"data\": {\"next_train_step\": " + std::to_string(m.step) + ", \"train_tokens\": " +
+       std::to_string(m.trainTokens) + ", \"val_tokens\": " + std::to_string(m.valTokens) +
+       ", \"train_fingerprint\": \"" + hex64(m.trainFingerprint) + "\", \"val_fingerprint\": \"" +
+       hex64(m.valFingerprint) + "\"},\n";
+  j += "  \"metrics\": {\"path\": " + json::quote(m.metricsPath) + ", \"bytes\": " +
+       std::to_string(m.metricsBytes) + "},\n";
+  j += "  \"plan\": " + planJson(s.plan(), s.params()) + ",\n";
+  j += "  \"files\": {\"" + std::string(kStateFile) + "\": {\"bytes\": " + std::to_string(stateBytes) +
+       ", \"fnv1a64\": \"" + hex64(stateFnv) + "\"}},\n  ";
+  j += std::string(kMetaChecksumKey) + ": \"" + hex64(fnv1a64(j)) + "\"\n}\n";
+  return j;
+}
+
+// Field readers for a parsed meta.json; a missing or mistyped field means corruption.
+struct MetaReader {
+  const std::string &path;
+  [[noreturn]] void corrupt(const std::string &msg) const {
+    throw CheckpointError("checkpoint '" + path + "' is corrupted: " + msg, true);
+  }
+  const json::Value &field(const json::Value &obj, const char *key, json::Value::Kind kind) const {
+    const json::Value *v = obj.find(key);
+    if (!v || v->kind != kind)
+      corrupt(std::string("meta.json: field '") + key + "' is missing or not a " + json::kindName(kind));
+    return *v;
+  }
+  int64_t integer(const json::Value &obj, const char *key) const {
+    int64_t x;
+    if (!field(obj, key, json::Value::Number).asInt(x))
+      corrupt(std::string("meta.json: field '") + key + "' is not an integer");
+    return x;
+  }
+  double number(const json::Value &obj, const char *key) const {
+    return std::strtod(field(obj, key, json::Value::Number).text.c_str(), nullptr);
+  }
+  std::string string(const json::Value &obj, const char *key) const {
+    return field(obj, key, json::Value::String).text;
+  }
+  uint64_t hex(const json::Value &obj, const char *key) const {
+    std::string t = string(obj, key);
+    char *end = nullptr;
+    uint64_t v = std::strtoull(t.c_str(), &end, 16);
+    if (t.size() != 16 || *end) corrupt(std::string("meta.json: field '") + key + "' is not 16 hex digits");
+    return v;
+  }
+  uint64_t decimal(const json::Value &obj, const char *key) const {
+    std::string t = string(obj, key);
+    char *end = nullptr;
+    errno = 0;
+    uint64_t v = std::strtoull(t.c_str(), &end, 10);
+    if (t.empty() || *end || errno || t[0] == '-') corrupt(std::string("meta.json: field '") + key + "' is not a number");
+    return v;
+  }
+};
+
+/* What differs between the checkpoint's plan record and this session's plan, or ""
+   when nothing does. */
+std::string planDifference(const MetaReader &r, const json::Value &rec, const Session &s) {
+  const plan::Plan &plan = s.plan();
+  const std::vector<ParamState> &params = s.params();
+  const json::Value &ps = r.field(rec, "params", json::Value::Array);
+  for (size_t i = 0; i < std::max(ps.items.size(), params.size()); ++i) {
+    std::string theirs = "(none)", ours = "(none)";
+    if (i < ps.items.size()) {
+      const json::Value &e = ps.items[i];
+      if (e.kind != json::Value::Array || e.items.size() != 2 || e.items[0].kind != json::Value::String ||
+          e.items[1].kind != json::Value::String)
+        r.corrupt("meta.json: plan parameter " + std::to_string(i) + " is not [name, type]");
+      theirs = "'" + e.items[0].text + "' " + e.items[1].text;
+    }
+    if (i < params.size()) ours = "'" + params[i].name + "' " + paramType(params[i]);
+    if (theirs != ours)
+      return "parameter " + std::to_string(i) + " is " + theirs + " in the checkpoint and " + ours +
+             " in the plan (the checkpoint has " + std::to_string(ps.items.size()) + " parameters, the plan " +
+             std::to_string(params.size()) + ")";
+  }
+  const json::Value &cfg = r.field(rec, "config", json::Value::Object);
+  for (const auto &[k, v] : cfg.members) {
+    auto it = plan.config().find(k);
+    std::string ours = it == plan.config().end() ? "absent" : num(it->second);
+    if (v.kind != json::Value::Number) r.corrupt("meta.json: config '" + k + "' is not a number");
+    if (ours != num(std::strtod(v.text.c_str(), nullptr)))
+      return "config '" + k + "' is " + v.text + " in the checkpoint and " + ours + " in the plan";
+  }
+  for (const auto &[k, v] : plan.config())
+    if (!cfg.find(k)) return "config '" + k + "' is absent in the checkpoint and " + num(v) + " in the plan";
+  for (const char *key : {"model", "objective"}) {
+    std::string theirs = r.string(rec, key), ours = key[0] == 'm' ? plan.model() : plan.objective();
+    if (theirs != ours) return std::string(key) + " is '" + theirs + "' in the checkpoint and '" + ours + "' in the plan";
+  }
+  const json::Value &tr = r.field(rec, "train", json::Value::Object);
+  const plan::TrainConfig &tc = plan.train();
+  const std::pair<const char *, double> nums[] = {
+      {"lr", tc.optimizer().lr()}, {"beta1", tc.optimizer().beta1()}, {"beta2", tc.optimizer().beta2()},
+      {"eps", tc.optimizer().eps()}, {"weight_decay", tc.optimizer().weight_decay()},
+      {"clip_grad_norm", tc.clip_grad_norm()}, {"min_lr", tc.schedule().min_lr()},
+      {"warmup_steps", (double)tc.schedule().warmup_steps()}, {"decay_steps", (double)tc.schedule().decay_steps()}};
+  for (const auto &[key, ours] : nums)
+    if (num(r.number(tr, key)) != num(ours))
+      return std::string("train '") + key + "' is " + num(r.number(tr, key)) + " in the checkpoint and " +
+             num(ours) + " in the plan";
+  if (r.string(tr, "schedule") != tc.schedule().kind())
+    return "train schedule is '" + r.string(tr, "schedule") + "' in the checkpoint and '" + tc.schedule().kind() +
+           "' in the plan";
+  uint64_t theirs = r.hex(rec, "fnv1a64"), ours = fnv1a64(serializePlan(plan));
+  if (theirs != ours)
+    return "the plan checksum is " + hex64(theirs) + " in the checkpoint and " + hex64(ours) +
+           " for this plan: same parameters, config and train settings, but compiled differently "
+           "(another lmc, --fusion, --target or kernels); a resumed run would not reproduce";
+  return "";
+}
+
+}  // namespace
+
+std::string checkpointName(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step-%08lld", (long long)step);
+  return buf;
+}
+
+uint64_t dataFingerprint(const Shard &shard) {
+  Fnv1a64 h;
+  uint64_t n = shard.size();
+  h.update(&n, 8);
+  const uint64_t samples = std::min<uint64_t>(n, 4096);
+  for (uint64_t i = 0; i < samples; ++i) {
+    uint32_t t = shard.token(samples == n ? i : (uint64_t)((unsigned __int128)i * n / samples));
+    h.update(&t, 4);
+  }
+  return h.h;
+}
+
+std::string writeCheckpoint(const std::string &dir, Session &s, AdamW &adamw, const CheckpointMeta &m) {
+  if (!isDirectory(dir) && ::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+    fail("cannot create checkpoint directory '%s': %s", dir.c_str(), std::strerror(errno));
+  const std::string final = dir + "/" + checkpointName(m.step), tmp = final + ".tmp", old = final + ".old";
+  if (isDirectory(tmp)) removeCheckpointDir(tmp, nullptr);
+  if (::mkdir(tmp.c_str(), 0777) != 0)
+    fail("cannot create checkpoint directory '%s': %s", tmp.c_str(), std::strerror(errno));
+
+  std::vector<std::pair<std::string, TensorRef>> tensors;
+  for (ParamState &p : s.params()) tensors.emplace_back(p.name, p.valueRef());
+  std::vector<AdamW::MomentView> mom = adamw.moments();
+  if (mom.size() != s.params().size())
+    fail("checkpoint: the optimizer holds %zu moments for %zu parameters", mom.size(), s.params().size());
+  for (size_t i = 0; i < mom.size(); ++i) {
+    TensorType t = s.params()[i].type;
+    tensors.emplace_back("adamw.m." + s.params()[i].name, TensorRef{mom[i].m, t});
+    tensors.emplace_back("adamw.v." + s.params()[i].name, TensorRef{mom[i].v, t});
+  }
+  uint64_t fnv = 0;
+  writeSafetensors(tmp + "/" + kStateFile, tensors, {{"format", kFormat}}, &fnv);
+  struct stat st;
+  if (::stat((tmp + "/" + kStateFile).c_str(), &st) != 0)
+    fail("checkpoint '%s': state file vanished: %s", tmp.c_str(), std::strerror(errno));
+  std::string meta = metaJson(s, m, (uint64_t)st.st_size, fnv);
+  writeFileAtomic(tmp + "/" + kMetaFile, "checkpoint metadata",
+                  [&](std::ostream &f) { f.write(meta.data(), (std::streamsize)meta.size()); });
+  fsyncPath(tmp, "checkpoint directory");
+  // A checkpoint of this step may exist (a corrupted one a resume skipped): move it
+  // aside, put the new one in place, then drop the old one.
+  if (isDirectory(final)) {
+    if (isDirectory(old)) removeCheckpointDir(old, nullptr);
+    if (std::rename(final.c_str(), old.c_str()) != 0)
+      fail("cannot replace checkpoint '%s': %s", final.c_str(), std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), final.c_str()) != 0)
+    fail("cannot rename checkpoint '%s' to '%s': %s", tmp.c_str(), final.c_str(), std::strerror(errno));
+  fsyncPath(dir, "checkpoint directory");
+  if (isDirectory(old)) removeCheckpointDir(old, nullptr);
+  return final;
+}
+
+Checkpoint readCheckpoint(const std::string &path, const Session &s) {
+  MetaReader r{path};
+  auto refuse = [&](const std::string &msg) -> CheckpointError {
+    return CheckpointError("checkpoint '" + path + "' " + msg, false);
+  };
+  std::string text;
+  try {
+    text = readWholeFile(path + "/" + kMetaFile, "checkpoint metadata");
+  } catch (const Error &e) {
+    r.corrupt(std::string("incomplete: ") + e.what());
+  }
+  json::Value root;
+  try {
+    root = json::parse(text);
+  } catch (const Error &e) {
+    r.corrupt(std::string("meta.json: ") + e.what());
+  }
+  if (root.kind != json::Value::Object) r.corrupt("meta.json is not a JSON object");
+  const json::Value *format = root.find("format");
+  if (!format || format->kind != json::Value::String || format->text != kFormat)
+    throw refuse("is not an LMC checkpoint (meta.json has no \"format\": \"lmc-checkpoint\")");
+  int64_t version = r.integer(root, "version");
+  if (version != kCheckpointFormatVersion)
+    throw refuse("has checkpoint format version " + std::to_string(version) + "; this lmrt reads version " +
+                 std::to_string(kCheckpointFormatVersion));
+  size_t at = text.rfind(kMetaChecksumKey);
+  if (at == std::string::npos) r.corrupt("meta.json has no meta_fnv1a64");
+  uint64_t storedMeta = r.hex(root, "meta_fnv1a64"), actualMeta = fnv1a64(std::string_view(text).substr(0, at));
+  if (storedMeta != actualMeta)
+    r.corrupt("meta.json checksum mismatch (stored " + hex64(storedMeta) + ", computed " + hex64(actualMeta) + ")");
+
+  std::string diff = planDifference(r, r.field(root, "plan", json::Value::Object), s);
+  if (!diff.empty()) throw refuse("belongs to another plan: " + diff);
+
+  Checkpoint c;
+  c.path = path;
+  CheckpointMeta &m = c.meta;
+  m.step = r.integer(root, "step");
+  m.totalSteps = r.integer(root, "total_steps");
+  m.accumulate = r.integer(root, "accumulate");
+  if (m.step < 1 || m.totalSteps < 1 || m.accumulate < 1) r.corrupt("meta.json: step, total_steps or accumulate < 1");
+  const json::Value &sc = r.field(root, "schedule", json::Value::Object);
+  m.schedule.kind = r.string(sc, "kind");
+  m.schedule.lr = r.number(sc, "lr");
+  m.schedule.minLr = r.number(sc, "min_lr");
+  m.schedule.warmupSteps = r.integer(sc, "warmup_steps");
+  m.schedule.decaySteps = r.integer(sc, "decay_steps");
+  m.schedule.cooldownFraction = r.number(sc, "cooldown_fraction");
+  m.adamwUpdates = r.integer(r.field(root, "optimizer", json::Value::Object), "updates");
+  m.nanSkips = r.integer(r.field(root, "optimizer", json::Value::Object), "skipped_steps");
+  m.seed = r.decimal(r.field(root, "rng", json::Value::Object), "seed");
+  const json::Value &data = r.field(root, "data", json::Value::Object);
+  m.trainTokens = (uint64_t)r.integer(data, "train_tokens");
+  m.valTokens = (uint64_t)r.integer(data, "val_tokens");
+  m.trainFingerprint = r.hex(data, "train_fingerprint");
+  m.valFingerprint = r.hex(data, "val_fingerprint");
+  const json::Value &metrics = r.field(root, "metrics", json::Value::Object);
+  m.metricsPath = r.string(metrics, "path");
+  m.metricsBytes = r.integer(metrics, "bytes");
+
+  const json::Value &files = r.field(root, "files", json::Value::Object);
+  const json::Value &state = r.field(files, kStateFile, json::Value::Object);
+  int64_t bytes = r.integer(state, "bytes");
+  uint64_t fnv = r.hex(state, "fnv1a64");
+  std::string statePath = path + "/" + kStateFile;
+  std::string stateBytes;
+  try {
+    stateBytes = readWholeFile(statePath, "checkpoint state");
+  } catch (const Error &e) {
+    r.corrupt(std::string("incomplete: ") + e.what());
+  }
+  if ((int64_t)stateBytes.size() != bytes)
+    r.corrupt(std::string(kStateFile) + " has " + std::to_string(stateBytes.size()) + " bytes, meta.json says " +
+              std::to_string(bytes) + " (truncated?)");
+  uint64_t actual = fnv1a64(stateBytes);
+  if (actual != fnv)
+    r.corrupt(std::string(kStateFile) + " checksum mismatch (stored " + hex64(fnv) + ", computed " + hex64(actual) + ")");
+  try {
+    c.state = decodeSafetensors(std::move(stateBytes), statePath);
+  } catch (const Error &e) {
+    r.corrupt(e.what());
+  }
+  for (const ParamState &p : s.params())
+    for (const std::string &name : {p.name, "adamw.m." + p.name, "adamw.v." + p.name}) {
+      auto it = c.state.tensors.find(name);
+      if (it == c.state.tensors.end()) r.corrupt(std::string(kStateFile) + " has no tensor '" + name + "'");
+      if (it->second.type.str() != p.type.str())
+        r.corrupt(std::string(kStateFile) + ": tensor '" + name + "' is " + it->second.type.str() + ", expected " +
+                  p.type.str());
+    }
+  if (c.state.tensors.size() != 3 * s.plan().params_size())
+    r.corrupt(std::string(kStateFile) + " has " + std::to_string(c.state.tensors.size()) + " tensors, expected " +
+              std::to_string(3 * s.plan().params_size()));
+  return c;
+}
+
+std::vector<std::pair<int64_t, std::string>> listCheckpoints(const std::string &dir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  for (const std::string &n : directoryEntries(dir)) {
+    int64_t step = stepOfName(n);
+    if (step >= 0 && isDirectory(dir + "/" + n)) out.emplace_back(step, dir + "/" + n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Checkpoint findResumeCheckpoint(const std::string &path, const Session &s, FILE *log) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw CheckpointError("--resume '" + path + "': " + std::strerror(errno), false);
+  if (!S_ISDIR(st.st_mode))
+    throw CheckpointError("--resume '" + path + "' is not a directory (expected a checkpoint directory, or "
+                          "the --checkpoint-dir that holds them)", false);
+  if (::access((path + "/" + kMetaFile).c_str(), F_OK) == 0) return readCheckpoint(path, s);
+  std::vector<std::pair<int64_t, std::string>> all = listCheckpoints(path);
+  std::string skipped;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    try {
+      return readCheckpoint(it->second, s);
+    } catch (const CheckpointError &e) {
+      if (!e.corrupt) throw;
+      std::fprintf(log, "skipping %s\n", e.what());
+      skipped += std::string("\n  ") + e.what();
+    }
+  }
+  if (all.empty())
+    throw CheckpointError("--resume '" + path + "' holds no checkpoint (no step-NNNNNNNN directory)", false);
+  throw CheckpointError("--resume '" + path + "': no valid checkpoint among " + std::to_string(all.size()) + ":" +
+                        skipped, false);
+}
+
+void restoreCheckpoint(const Checkpoint &c, Session &s, AdamW &adamw) {
+  std::vector<ParamView> views;
+  for (ParamState &p : s.params())
+    views.push_back({p.type.dtype, p.value.data(), p.grad.data(), p.type.numel(), p.weightDecay});
+  adamw.restoreState(views, c.meta.adamwUpdates);
+  std::vector<AdamW::MomentView> mom = adamw.moments();
+  for (size_t i = 0; i < s.params().size(); ++i) {
+    ParamState &p = s.params()[i];
+    const std::string_view value = c.state.tensors.at(p.name).bytes;
+    std::memcpy(p.value.data(), value.data(), value.size());
+    std::memcpy(mom[i].m, c.state.tensors.at("adamw.m." + p.name).bytes.data(), value.size());
+    std::memcpy(mom[i].v, c.state.tensors.at("adamw.v." + p.name).bytes.data(), value.size());
+  }
+}
+
+void pruneCheckpoints(const std::string &dir, int64_t keep, FILE *log) {
+  if (keep <= 0) return;
+  std::vector<std::pair<int64_t, std::string>> all = listCheckpoints(dir);
+  for (size_t i = 0; i + (size_t)keep < all.size(); ++i) removeCheckpointDir(all[i].second, log);
+}
+
+void removeStaleCheckpointTemps(const std::string &dir, FILE *log) {
+  for (const std::string &n : directoryEntries(dir)) {
+    for (const char *suffix : {".tmp", ".old"}) {
+      size_t k = std::strlen(suffix);
+      if (n.size() > k && n.compare(n.size() - k, k, suffix) == 0 && stepOfName(n.substr(0, n.size() - k)) >= 0 &&
+          isDirectory(dir + "/" + n) && removeCheckpointDir(dir + "/" + n, log) && log)
+        std::fprintf(log, "removed '%s/%s', left by an interrupted checkpoint write\n", dir.c_str(), n.c_str());
+    }
+  }
+}
+
+void removeAllCheckpoints(const std::string &dir, FILE *log) {
+  for (const auto &[step, path] : listCheckpoints(dir))
+    if (removeCheckpointDir(path, log) && log) std::fprintf(log, "removed '%s' (--overwrite)\n", path.c_str());
+}
+
+}  // namespace lmrt

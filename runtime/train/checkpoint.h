@@ -1,0 +1,100 @@
+/* Implements: training checkpoints, the state `lmrt run --resume` continues from.
+
+   A checkpoint is a directory DIR/step-00000040 holding two files:
+     state.safetensors  every parameter under its plan name, and the AdamW moments
+                        as "adamw.m.<name>" and "adamw.v.<name>", in the plan's dtypes
+     meta.json          the format and version, the plan's identity (checksum, config,
+                        parameters), the step, the resolved schedule, the AdamW update
+                        count, the seed of every counter-based RNG stream, the data
+                        cursor and fingerprint, the metrics file length, and the
+                        FNV-1a-64 of state.safetensors; it ends with its own checksum
+   It is written as DIR/step-00000040.tmp (each file fsynced), renamed into place, and
+   DIR fsynced, so a crash at any instant leaves the previous checkpoint intact and
+   at worst a .tmp directory that the next run removes. Readers check everything
+   (docs/runtime.md, "Checkpoints"): a corrupted checkpoint is reported and skipped,
+   one of another plan or format version is refused naming what differs. */
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/lmrt/safetensors.h"
+#include "runtime/lmrt/tensor.h"
+#include "runtime/train/schedule.h"
+
+namespace lmrt {
+
+class Session;
+class AdamW;
+class Shard;
+
+constexpr int64_t kCheckpointFormatVersion = 1;
+
+/* What identifies a training position besides the parameters and moments. */
+struct CheckpointMeta {
+  int64_t step = 0;        // optimizer updates done; the next step trains on batch `step`
+  int64_t totalSteps = 0;  // the run's --steps
+  uint64_t seed = 1;       // keys parameter init and every data stream (counter-based RNG)
+  int64_t accumulate = 1;  // micro-batches per update
+  LrSchedule schedule;     // resolved (decay_steps filled in)
+  int64_t adamwUpdates = 0;
+  uint64_t trainTokens = 0, valTokens = 0;            // data identity
+  uint64_t trainFingerprint = 0, valFingerprint = 0;
+  std::string metricsPath;   // "" when the run wrote no metrics file
+  int64_t metricsBytes = -1; // its length after the line of `step` (-1: not a regular file)
+  int64_t nanSkips = 0;      // steps skipped so far for non-finite values (--on-nan skip)
+};
+
+/* A checkpoint that cannot be used. `corrupt`: damaged or incomplete (a resume skips
+   it and tries an older one); otherwise it is intact but not for this run (another
+   plan, another format version), and a resume stops. */
+struct CheckpointError : Error {
+  CheckpointError(const std::string &msg, bool corrupt) : Error(msg), corrupt(corrupt) {}
+  bool corrupt;
+};
+
+struct Checkpoint {
+  std::string path;
+  CheckpointMeta meta;
+  SafetensorsFile state;
+};
+
+/* "step-00000040" */
+std::string checkpointName(int64_t step);
+
+/* A fingerprint of a shard's contents (its size and 4096 evenly spaced tokens):
+   cheap at every start, and enough to tell another data set. */
+uint64_t dataFingerprint(const Shard &shard);
+
+/* Writes DIR/step-<step> (see above) and returns its path. An existing checkpoint of
+   the same step (from a run that was resumed earlier) is replaced. */
+std::string writeCheckpoint(const std::string &dir, Session &session, AdamW &adamw,
+                            const CheckpointMeta &meta);
+
+/* Reads and verifies one checkpoint directory against the session's plan. Throws
+   CheckpointError. */
+Checkpoint readCheckpoint(const std::string &path, const Session &session);
+
+/* `path` is a checkpoint directory, or a directory of them: then the newest one
+   that verifies, skipping (and reporting on `log`) corrupted ones. Throws
+   CheckpointError if there is none, or if one is of another plan or version. */
+Checkpoint findResumeCheckpoint(const std::string &path, const Session &session, FILE *log);
+
+/* Copies the parameters and moments into the session and optimizer. */
+void restoreCheckpoint(const Checkpoint &ckpt, Session &session, AdamW &adamw);
+
+/* The checkpoints in `dir` (names step-NNNNNNNN, complete or not), oldest first. */
+std::vector<std::pair<int64_t, std::string>> listCheckpoints(const std::string &dir);
+
+/* Removes all but the newest `keep` checkpoints (keep 0: none removed). */
+void pruneCheckpoints(const std::string &dir, int64_t keep, FILE *log);
+
+/* Removes DIR/step-*.tmp directories left by a killed write. */
+void removeStaleCheckpointTemps(const std::string &dir, FILE *log);
+
+/* Removes every checkpoint in `dir` (`--overwrite` of an earlier run's). */
+void removeAllCheckpoints(const std::string &dir, FILE *log);
+
+}  // namespace lmrt

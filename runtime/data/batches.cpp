@@ -3,37 +3,61 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <vector>
 
 #include "runtime/data/counter_rng.h"
 #include "runtime/lmrt/tensor.h"
 
 namespace lmrt {
 
-void checkShardVocab(const Shard &shard, int64_t vocab) {
-  uint64_t n = shard.size();
-  for (uint64_t i = 0; i < n; ++i) {
-    uint32_t t = shard.token(i);
-    if ((int64_t)t >= vocab)
-      fail("data '%s': token %u at offset %llu is outside the plan's vocabulary (%lld)",
-           shard.path().c_str(), t, (unsigned long long)i, (long long)vocab);
-    if ((i & ((1u << 21) - 1)) == (1u << 21) - 1) shard.releasePages();  // keep the peak low
-  }
-  shard.releasePages();
-}
-
 namespace {
 
-std::unique_ptr<Shard> openShard(const std::string &dir, const char *name) {
-  std::string path = dir + name;
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    fail("data directory '%s' has no %s (%s); build it with `lmrt data build --input ... --out %s`",
-         dir.c_str(), name, std::strerror(errno), dir.c_str());
-  return std::make_unique<Shard>(path);
+/* Whether `name` has `word` as a whole word between '_', '-' and '.'. */
+bool hasWord(const std::string &name, const std::string &word) {
+  size_t at = 0;
+  while ((at = name.find(word, at)) != std::string::npos) {
+    auto sep = [](char c) { return c == '_' || c == '-' || c == '.'; };
+    bool left = at == 0 || sep(name[at - 1]);
+    size_t end = at + word.size();
+    bool right = end == name.size() || sep(name[end]);
+    if (left && right) return true;
+    at = end;
+  }
+  return false;
 }
 
 }  // namespace
+
+std::string findSplitFile(const std::string &dirIn, const std::string &split) {
+  std::string dir = dirIn.empty() || dirIn.back() == '/' ? dirIn : dirIn + "/";
+  std::string plain = dir + split + ".bin";
+  struct stat st;
+  if (::stat(plain.c_str(), &st) == 0) return plain;
+  std::vector<std::string> found;
+  if (DIR *d = ::opendir(dirIn.c_str())) {
+    while (struct dirent *e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".bin") == 0 &&
+          hasWord(name.substr(0, name.size() - 4), split))
+        found.push_back(name);
+    }
+    ::closedir(d);
+  }
+  std::sort(found.begin(), found.end());
+  if (found.size() == 1) return dir + found[0];
+  if (found.empty())
+    fail("data directory '%s' has no %s.bin (nor one *.bin named for '%s'); build it with `lmrt "
+         "data build --input ... --out %s`, or put an llm.c or Megatron file there as %s.bin",
+         dirIn.c_str(), split.c_str(), split.c_str(), dirIn.c_str(), split.c_str());
+  std::string list;
+  for (const std::string &f : found) list += (list.empty() ? "" : ", ") + f;
+  fail("data directory '%s' has %zu %s files (%s); lmrt reads one per split: link the one to use "
+       "as %s%s.bin", dirIn.c_str(), found.size(), split.c_str(), list.c_str(), dir.c_str(),
+       split.c_str());
+}
 
 CausalBatcher::CausalBatcher(const std::string &dirIn, int64_t rows, int64_t window, uint64_t seed)
     : rows_(rows), window_(window), seed_(seed) {
@@ -45,17 +69,16 @@ CausalBatcher::CausalBatcher(const std::string &dirIn, int64_t rows, int64_t win
     fail("data directory '%s' does not exist; build one with `lmrt data build --input ... --out %s`",
          dirIn.c_str(), dirIn.c_str());
   if (!S_ISDIR(st.st_mode)) fail("data '%s' is not a directory (expected train.bin and val.bin in it)", dirIn.c_str());
-  std::string dir = dirIn.back() == '/' ? dirIn : dirIn + "/";
-  train_ = openShard(dir, "train.bin");
-  val_ = openShard(dir, "val.bin");
+  train_ = TokenSource::open(findSplitFile(dirIn, "train"));
+  val_ = TokenSource::open(findSplitFile(dirIn, "val"));
   if ((int64_t)train_->size() < window)
     fail("data '%s' has %llu tokens, fewer than one window of seq + 1 = %lld", train_->path().c_str(),
          (unsigned long long)train_->size(), (long long)window);
 }
 
 void CausalBatcher::checkVocab(int64_t vocab) const {
-  checkShardVocab(*train_, vocab);
-  checkShardVocab(*val_, vocab);
+  checkTokenRange(*train_, vocab);
+  checkTokenRange(*val_, vocab);
 }
 
 uint64_t CausalBatcher::windowStart(uint64_t seed, bool validation, uint64_t index, uint64_t row,
@@ -64,7 +87,7 @@ uint64_t CausalBatcher::windowStart(uint64_t seed, bool validation, uint64_t ind
   return uniformBelow(h, tokens - window + 1);
 }
 
-void CausalBatcher::fill(const Shard &shard, bool validation, uint64_t index, int32_t *out) const {
+void CausalBatcher::fill(const TokenSource &shard, bool validation, uint64_t index, int32_t *out) const {
   for (int64_t r = 0; r < rows_; ++r) {
     uint64_t start = windowStart(seed_, validation, index, r, shard.size(), window_);
     shard.copyTokens(start, window_, out + r * window_);

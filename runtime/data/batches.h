@@ -7,31 +7,36 @@
    step sees depends on nothing but (seed, step), so resumed, re-threaded or
    re-evaluated runs see identical batches, and every evaluation scores the
    same validation windows. Windows may span document boundaries (as in GPT-2
-   and llm.c training). */
+   and llm.c training).
+
+   The data directory holds one token file per split, in any format
+   TokenSource reads (LMC, llm.c, Megatron): `train.bin` and `val.bin` (with
+   `train.idx`/`val.idx` beside them for Megatron), or failing that the one
+   `*.bin` whose name has the word "train" (or "val") between `_`, `-` or `.`,
+   such as llm.c's `tiny_shakespeare_train.bin`. */
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "runtime/data/shard.h"
+#include "runtime/data/token_source.h"
 
 namespace lmrt {
 
-/* Throws naming the shard, token and offset if some token is >= vocab:
-   "data 'DIR/train.bin': token 300 at offset 1234 is outside the plan's
-   vocabulary (256)". */
-void checkShardVocab(const Shard &shard, int64_t vocab);
+/* The token file of `split` ("train" or "val") in data directory `dir` (rules
+   above); throws naming the directory when there is none or several. */
+std::string findSplitFile(const std::string &dir, const std::string &split);
 
 class CausalBatcher {
 public:
-  /* Opens DIR/train.bin and DIR/val.bin, validating both (clear errors for a
-     missing directory or file). */
+  /* Opens the train and val files of DIR (rules above), validating both (clear
+     errors for a missing directory or file). */
   CausalBatcher(const std::string &dir, int64_t rows, int64_t window, uint64_t seed);
 
   int64_t rows() const { return rows_; }
   int64_t window() const { return window_; }
-  const Shard &train() const { return *train_; }
-  const Shard &val() const { return *val_; }
+  const TokenSource &train() const { return *train_; }
+  const TokenSource &val() const { return *val_; }
   void checkVocab(int64_t vocab) const;
 
   /* Fills out[rows * window] (row-major) with training batch `step` (0-based). */
@@ -49,8 +54,8 @@ public:
                               uint64_t tokens, uint64_t window);
 
 private:
-  void fill(const Shard &shard, bool validation, uint64_t index, int32_t *out) const;
-  std::unique_ptr<Shard> train_, val_;
+  void fill(const TokenSource &shard, bool validation, uint64_t index, int32_t *out) const;
+  std::unique_ptr<TokenSource> train_, val_;
   int64_t rows_, window_;
   uint64_t seed_;
 };

@@ -13,6 +13,7 @@ pkgs=(
   libcli11-dev                                              # command lines
   libopenblas-dev libomp-dev                                # CPU GEMMs + threads
   libgtest-dev                                              # unit tests
+  libsentencepiece-dev                                      # tokenizers (lmrt data tokenizer train)
   fortunes-min fortunes                                     # the demo corpus (English quotations)
 )
 [[ $want_test == 1 ]] && pkgs+=(python3 python3-numpy python3-torch)

@@ -71,12 +71,26 @@ CausalBatcher::CausalBatcher(const std::string &dirIn, int64_t rows, int64_t win
   if (!S_ISDIR(st.st_mode)) fail("data '%s' is not a directory (expected train.bin and val.bin in it)", dirIn.c_str());
   train_ = TokenSource::open(findSplitFile(dirIn, "train"));
   val_ = TokenSource::open(findSplitFile(dirIn, "val"));
+  meta_ = readDatasetMeta(dirIn);
+  if (meta_)
+    for (const auto &[src, split] : {std::pair{train_.get(), &meta_->train}, {val_.get(), &meta_->val}})
+      if (src->size() != split->tokens)
+        fail("%s says %s holds %llu tokens, but %s has %llu (rebuild the directory with lmrt data "
+             "build)", meta_->path.c_str(), split->file.c_str(), (unsigned long long)split->tokens,
+             src->path().c_str(), (unsigned long long)src->size());
   if ((int64_t)train_->size() < window)
     fail("data '%s' has %llu tokens, fewer than one window of seq + 1 = %lld", train_->path().c_str(),
          (unsigned long long)train_->size(), (long long)window);
 }
 
 void CausalBatcher::checkVocab(int64_t vocab) const {
+  // Named by the tokenizer rather than by the first token out of range (byte
+  // data keeps the token error, which says which byte).
+  if (meta_ && meta_->tokenizer != "bytes" && meta_->vocab > vocab)
+    fail("data '%s' was tokenized with a vocabulary of %lld (%s), larger than the plan's %lld; "
+         "compile the plan with -D vocab=%lld", meta_->path.c_str(), (long long)meta_->vocab,
+         meta_->tokenizerModel.c_str(), (long long)vocab,
+         (long long)meta_->vocab);
   checkTokenRange(*train_, vocab);
   checkTokenRange(*val_, vocab);
 }

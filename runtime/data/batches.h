@@ -17,8 +17,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "runtime/data/dataset_meta.h"
 #include "runtime/data/token_source.h"
 
 namespace lmrt {
@@ -37,6 +39,10 @@ public:
   int64_t window() const { return window_; }
   const TokenSource &train() const { return *train_; }
   const TokenSource &val() const { return *val_; }
+  /* DIR/meta.json when the directory has one (lmrt data build writes it). */
+  const std::optional<DatasetMeta> &meta() const { return meta_; }
+  /* Every token of both splits is in [0, vocab), and a tokenizer recorded in
+     meta.json has no more ids than the plan's vocabulary. */
   void checkVocab(int64_t vocab) const;
 
   /* Fills out[rows * window] (row-major) with training batch `step` (0-based). */
@@ -56,6 +62,7 @@ public:
 private:
   void fill(const TokenSource &shard, bool validation, uint64_t index, int32_t *out) const;
   std::unique_ptr<TokenSource> train_, val_;
+  std::optional<DatasetMeta> meta_;
   int64_t rows_, window_;
   uint64_t seed_;
 };

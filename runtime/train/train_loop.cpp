@@ -16,6 +16,8 @@
 #include "runtime/train/parity_dump.h"
 #include "runtime/train/program_io.h"
 #include "runtime/train/schedule.h"
+#include "runtime/train/eta.h"
+#include "runtime/train/tensorboard.h"
 
 namespace lmrt {
 
@@ -163,6 +165,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   data.checkVocab(shape.vocab);
   if (evalOn) data.checkValidationWindow();
   MetricsWriter metrics(o.metricsPath);
+  TensorBoardWriter tensorboard(o.tensorboardDir);
   std::unique_ptr<ParityDump> dump;
   if (!o.dumpDir.empty()) dump = std::make_unique<ParityDump>(o.dumpDir);
   std::string outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
@@ -178,6 +181,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
 
   OpProfile ops;
   PhaseTimes phases;
+  const auto loopStart = Clock::now();
   for (int64_t step = 1; step <= o.steps; ++step) {
     const bool profiled = o.profile && step > 1;
     s.setProfile(profiled ? &ops : nullptr);
@@ -218,8 +222,10 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     m.lr = lr;
     m.gradNorm = norm;
     m.tokensPerS = tokensPerStep / std::max(seconds, 1e-9);
-    std::fprintf(log, "step %*lld/%lld | loss %.4f | lr %.2e | grad_norm %.4f | %.0f tok/s\n", w,
-                 (long long)step, (long long)o.steps, loss, lr, norm, m.tokensPerS);
+    std::fprintf(log, "step %*lld/%lld | loss %.4f | lr %.2e | grad_norm %.4f | %.0f tok/s%s\n", w,
+                 (long long)step, (long long)o.steps, loss, lr, norm, m.tokensPerS,
+                 progressTail(plan.flops_per_step(), seconds, secondsSince(loopStart), step,
+                              o.steps).c_str());
     if (evalOn && ((o.evalInterval > 0 && step % o.evalInterval == 0) || step == o.steps)) {
       m.hasValLoss = true;
       m.valLoss = evaluate(s, data, shape.inputName, shape.type, o.evalBatches, valBuf);
@@ -228,6 +234,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     }
     std::fflush(log);
     metrics.write(m);
+    tensorboard.write(m, plan.flops_per_step() * 1e-9 / std::max(seconds, 1e-9));
     result.lastLoss = loss;
   }
 

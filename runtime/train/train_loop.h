@@ -27,6 +27,7 @@ struct TrainOptions {
   std::string outPath;         // "" = <plan path without .plan>.safetensors
   std::string dumpDir;         // "" = none
   bool profile = false;        // print time per kernel and per loop phase at the end
+  std::string tensorboardDir;  // "" = none; else TensorBoard event files (tensorboard.h)
 };
 
 struct TrainResult {

@@ -38,6 +38,8 @@ void add(CLI::App &app) {
   CLI::Option *threads = cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads");
   cmd->add_option("--dump-dir", t.dumpDir,
                   "Write init and per-step tensors here for the PyTorch parity test");
+  cmd->add_option("--tensorboard", t.tensorboardDir,
+                  "Write TensorBoard event files (loss, lr, grad norm, tokens/s, GFLOP/s, val loss) here");
   cmd->add_flag("--profile", t.profile,
                 "At the end, print the time per train_step kernel and per loop phase (steps 2..N)");
   cmd->callback([o, threads] {

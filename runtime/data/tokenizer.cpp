@@ -121,7 +121,7 @@ int64_t trainTokenizer(const TokenizerTrainOptions &o) {
       {"remove_extra_whitespaces", "false"},
       {"allow_whitespace_only_pieces", "true"},
       {"byte_fallback", "true"},
-      {"character_coverage", "1.0"},
+      {"character_coverage", "0.9995"},  // SentencePiece's default; rarer characters are spelled in bytes
       {"num_threads", std::to_string(std::max(1, o.threads))},
       {"minloglevel", "2"},
       {"unk_id", "0"}};

@@ -5,7 +5,8 @@
    Trained models are lossless on any UTF-8 text: no normalization, no dummy
    prefix, whitespace kept as written, and byte fallback (the 256 byte pieces
    <0x00>..<0xFF> are in every vocabulary, so characters never seen in
-   training are spelled in bytes instead of <unk>). Special tokens are declared
+   training, or too rare for the 0.9995 character coverage, are spelled in
+   bytes instead of <unk>). Special tokens are declared
    once, when the model is trained, and read back from the model by everything
    after it (`data build` records them in meta.json):
 

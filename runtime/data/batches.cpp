@@ -31,11 +31,8 @@ bool hasWord(const std::string &name, const std::string &word) {
 
 }  // namespace
 
-std::string findSplitFile(const std::string &dirIn, const std::string &split) {
+std::vector<std::string> findSplitFiles(const std::string &dirIn, const std::string &split) {
   std::string dir = dirIn.empty() || dirIn.back() == '/' ? dirIn : dirIn + "/";
-  std::string plain = dir + split + ".bin";
-  struct stat st;
-  if (::stat(plain.c_str(), &st) == 0) return plain;
   std::vector<std::string> found;
   if (DIR *d = ::opendir(dirIn.c_str())) {
     while (struct dirent *e = ::readdir(d)) {
@@ -46,17 +43,13 @@ std::string findSplitFile(const std::string &dirIn, const std::string &split) {
     }
     ::closedir(d);
   }
-  std::sort(found.begin(), found.end());
-  if (found.size() == 1) return dir + found[0];
   if (found.empty())
-    fail("data directory '%s' has no %s.bin (nor one *.bin named for '%s'); build it with `lmrt "
-         "data build --input ... --out %s`, or put an llm.c or Megatron file there as %s.bin",
-         dirIn.c_str(), split.c_str(), split.c_str(), dirIn.c_str(), split.c_str());
-  std::string list;
-  for (const std::string &f : found) list += (list.empty() ? "" : ", ") + f;
-  fail("data directory '%s' has %zu %s files (%s); lmrt reads one per split: link the one to use "
-       "as %s%s.bin", dirIn.c_str(), found.size(), split.c_str(), list.c_str(), dir.c_str(),
-       split.c_str());
+    fail("data directory '%s' has no %s.bin (nor any *.bin named for '%s'); build it with `lmrt "
+         "data build --input ... --out %s`, or put llm.c or Megatron files there",
+         dirIn.c_str(), split.c_str(), split.c_str(), dirIn.c_str());
+  std::sort(found.begin(), found.end());
+  for (std::string &f : found) f = dir + f;
+  return found;
 }
 
 CausalBatcher::CausalBatcher(const std::string &dirIn, int64_t rows, int64_t window, uint64_t seed)
@@ -69,8 +62,8 @@ CausalBatcher::CausalBatcher(const std::string &dirIn, int64_t rows, int64_t win
     fail("data directory '%s' does not exist; build one with `lmrt data build --input ... --out %s`",
          dirIn.c_str(), dirIn.c_str());
   if (!S_ISDIR(st.st_mode)) fail("data '%s' is not a directory (expected train.bin and val.bin in it)", dirIn.c_str());
-  train_ = TokenSource::open(findSplitFile(dirIn, "train"));
-  val_ = TokenSource::open(findSplitFile(dirIn, "val"));
+  train_ = TokenSource::open(findSplitFiles(dirIn, "train"));
+  val_ = TokenSource::open(findSplitFiles(dirIn, "val"));
   meta_ = readDatasetMeta(dirIn);
   if (meta_)
     for (const auto &[src, split] : {std::pair{train_.get(), &meta_->train}, {val_.get(), &meta_->val}})

@@ -9,25 +9,27 @@
    same validation windows. Windows may span document boundaries (as in GPT-2
    and llm.c training).
 
-   The data directory holds one token file per split, in any format
-   TokenSource reads (LMC, llm.c, Megatron): `train.bin` and `val.bin` (with
-   `train.idx`/`val.idx` beside them for Megatron), or failing that the one
-   `*.bin` whose name has the word "train" (or "val") between `_`, `-` or `.`,
-   such as llm.c's `tiny_shakespeare_train.bin`. */
+   The data directory holds the token files of each split, in any format
+   TokenSource reads (LMC, llm.c, Megatron): every `*.bin` whose name has the
+   word "train" (or "val") between `_`, `-` or `.` or at either end, in name
+   order, concatenated: `train.bin`, or llm.c's `tiny_shakespeare_train.bin`,
+   or `fineweb_train_000001.bin`, `fineweb_train_000002.bin`, ... (a Megatron
+   `.bin` with its `.idx` beside it). */
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/data/dataset_meta.h"
 #include "runtime/data/token_source.h"
 
 namespace lmrt {
 
-/* The token file of `split` ("train" or "val") in data directory `dir` (rules
-   above); throws naming the directory when there is none or several. */
-std::string findSplitFile(const std::string &dir, const std::string &split);
+/* The token files of `split` ("train" or "val") in data directory `dir` (rules
+   above), in order; throws naming the directory when there is none. */
+std::vector<std::string> findSplitFiles(const std::string &dir, const std::string &split);
 
 class CausalBatcher {
 public:

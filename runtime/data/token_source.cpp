@@ -2,6 +2,7 @@
    range check and MappedFile (see token_source.h). */
 #include "runtime/data/token_source.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -79,17 +80,40 @@ void MappedFile::releasePages() const {
 TokenSource::TokenSource(std::string path, std::string format, const unsigned char *tokens,
                          TokenDType dtype, uint64_t count, int64_t documents,
                          std::shared_ptr<void> owner, std::function<void()> release)
-    : path_(std::move(path)), format_(std::move(format)), tokens_(tokens), dtype_(dtype),
-      count_(count), documents_(documents), owner_(std::move(owner)),
-      release_(std::move(release)) {}
+    : count_(count) {
+  files_.push_back(TokenFile{std::move(path), std::move(format), tokens, dtype, count, documents, 0,
+                             std::move(owner), std::move(release)});
+}
 
-int64_t TokenSource::token(uint64_t i) const {
-  const unsigned char *at = tokens_ + i * tokenDTypeBytes(dtype_);
+void TokenSource::append(TokenSource &&next) {
+  for (TokenFile &f : next.files_) {
+    f.start = count_;
+    count_ += f.count;
+    files_.push_back(std::move(f));
+  }
+  next.files_.clear();
+  next.count_ = 0;
+}
+
+std::string TokenSource::path() const {
+  if (files_.size() == 1) return files_[0].path;
+  return files_[0].path + " (and " + std::to_string(files_.size() - 1) + " more files)";
+}
+
+std::string TokenSource::format() const {
+  if (files_.size() == 1) return files_[0].format;
+  for (const TokenFile &f : files_)
+    if (f.format != files_[0].format) return "mixed formats x " + std::to_string(files_.size()) + " files";
+  return files_[0].format + " x " + std::to_string(files_.size()) + " files";
+}
+
+int64_t TokenFile::token(uint64_t i) const {
+  const unsigned char *at = tokens + i * tokenDTypeBytes(dtype);
   auto load = [at](auto v) {
     std::memcpy(&v, at, sizeof v);
     return static_cast<int64_t>(v);
   };
-  switch (dtype_) {
+  switch (dtype) {
   case TokenDType::U8: return load(uint8_t{});
   case TokenDType::I8: return load(int8_t{});
   case TokenDType::U16: return load(uint16_t{});
@@ -101,23 +125,51 @@ int64_t TokenSource::token(uint64_t i) const {
   return 0;
 }
 
+const TokenFile &TokenSource::fileOf(uint64_t i) const {
+  if (files_.size() == 1) return files_[0];
+  // The last file starting at or before i (empty files are skipped over).
+  auto it = std::upper_bound(files_.begin(), files_.end(), i,
+                             [](uint64_t v, const TokenFile &f) { return v < f.start; });
+  const TokenFile *f = &*(it - 1);
+  while (i >= f->start + f->count && f + 1 < files_.data() + files_.size()) ++f;
+  return *f;
+}
+
+int64_t TokenSource::token(uint64_t i) const {
+  const TokenFile &f = fileOf(i);
+  return f.token(i - f.start);
+}
+
 void TokenSource::copyTokens(uint64_t start, uint64_t n, int32_t *out) const {
   if (start > count_ || n > count_ - start)
-    fail("%s: token range [%llu, %llu) is outside its %llu tokens", path_.c_str(),
+    fail("%s: token range [%llu, %llu) is outside its %llu tokens", path().c_str(),
          (unsigned long long)start, (unsigned long long)(start + n), (unsigned long long)count_);
-  for (uint64_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(token(start + i));
+  while (n > 0) {
+    const TokenFile &f = fileOf(start);
+    uint64_t off = start - f.start, take = std::min(n, f.count - off);
+    for (uint64_t i = 0; i < take; ++i) out[i] = static_cast<int32_t>(f.token(off + i));
+    out += take;
+    start += take;
+    n -= take;
+  }
+}
+
+void TokenSource::releasePages() const {
+  for (const TokenFile &f : files_)
+    if (f.release) f.release();
 }
 
 void checkTokenRange(const TokenSource &source, int64_t vocab) {
-  uint64_t n = source.size();
-  for (uint64_t i = 0; i < n; ++i) {
-    int64_t t = source.token(i);
-    if (t < 0 || t >= vocab)
-      fail("data '%s': token %lld at offset %llu is outside the plan's vocabulary (%lld)",
-           source.path().c_str(), (long long)t, (unsigned long long)i, (long long)vocab);
-    if ((i & ((1u << 21) - 1)) == (1u << 21) - 1) source.releasePages();  // keep the peak low
+  for (const TokenFile &f : source.files()) {
+    for (uint64_t i = 0; i < f.count; ++i) {
+      int64_t t = f.token(i);
+      if (t < 0 || t >= vocab)
+        fail("data '%s': token %lld at offset %llu is outside the plan's vocabulary (%lld)",
+             f.path.c_str(), (long long)t, (unsigned long long)i, (long long)vocab);
+      if ((i & ((1u << 21) - 1)) == (1u << 21) - 1 && f.release) f.release();  // keep the peak low
+    }
+    if (f.release) f.release();
   }
-  source.releasePages();
 }
 
 // --- detection ------------------------------------------------------------------
@@ -143,6 +195,13 @@ bool exists(const std::string &path) {
 }
 
 }  // namespace
+
+std::unique_ptr<TokenSource> TokenSource::open(const std::vector<std::string> &paths) {
+  if (paths.empty()) fail("no token files to open");
+  std::unique_ptr<TokenSource> s = open(paths[0]);
+  for (size_t i = 1; i < paths.size(); ++i) s->append(std::move(*open(paths[i])));
+  return s;
+}
 
 std::unique_ptr<TokenSource> TokenSource::open(const std::string &path) {
   // A Megatron .bin is raw tokens with no header: its .idx decides, and must be

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace lmrt {
 
@@ -26,47 +27,60 @@ enum class TokenDType { U8, I8, U16, I16, U32, I32, I64 };
 size_t tokenDTypeBytes(TokenDType t);
 const char *tokenDTypeName(TokenDType t);
 
+/* One file's tokens, mapped and validated. */
+struct TokenFile {
+  std::string path, format;
+  const unsigned char *tokens = nullptr;
+  TokenDType dtype = TokenDType::U16;
+  uint64_t count = 0;
+  int64_t documents = -1;        // recorded documents, -1 where the format records none
+  uint64_t start = 0;            // index of its first token in the stream
+  std::shared_ptr<void> owner;   // keeps the mapping alive
+  std::function<void()> release; // drops its pages (see releasePages)
+
+  int64_t token(uint64_t i) const;  // i-th token of this file
+};
+
+/* The token stream of one split: one file, or several concatenated in order
+   (llm.c's fineweb_train_000001.bin, ..._000002.bin, ...). */
 class TokenSource {
 public:
   /* Opens `path`, detecting its format: a `.bin` with a `.idx` beside it is a
      Megatron dataset (its `.bin` has no header of its own), otherwise the first
      bytes decide. Throws lmrt::Error naming the file on any problem. */
   static std::unique_ptr<TokenSource> open(const std::string &path);
+  /* Opens every path and concatenates them in the order given. */
+  static std::unique_ptr<TokenSource> open(const std::vector<std::string> &paths);
 
   /* A stream over `count` tokens of type `dtype` at `tokens`; `owner` keeps the
      mapping alive and `release` drops its pages (see releasePages). */
   TokenSource(std::string path, std::string format, const unsigned char *tokens, TokenDType dtype,
               uint64_t count, int64_t documents, std::shared_ptr<void> owner,
               std::function<void()> release);
+  /* Appends `next`'s files after this stream's. */
+  void append(TokenSource &&next);
 
-  const std::string &path() const { return path_; }
-  /* "LMC shard", "llm.c shard (GPT-2, uint16)", "Megatron indexed dataset (uint16)". */
-  const std::string &format() const { return format_; }
+  /* The file, or "FIRST (and N more files)". */
+  std::string path() const;
+  /* "LMC shard", "llm.c shard (GPT-2, uint16)", "Megatron indexed dataset
+     (uint16)", with " x N files" for several. */
+  std::string format() const;
   uint64_t size() const { return count_; }
-  /* The number of documents the format records, or -1 where it records none
-     (llm.c shards separate documents by an end-of-text token instead). */
-  int64_t documentCount() const { return documents_; }
-  TokenDType dtype() const { return dtype_; }
+  const std::vector<TokenFile> &files() const { return files_; }
 
   int64_t token(uint64_t i) const;
-  /* Copies tokens [start, start + n) into `out` as int32 (the plan's id type);
-     throws if the range leaves the stream. Tokens are range-checked once, by
-     checkTokenRange, before training. */
+  /* Copies tokens [start, start + n) into `out` as int32 (the plan's id type),
+     across files where the range spans them; throws if the range leaves the
+     stream. Tokens are range-checked once, by checkTokenRange, before training. */
   void copyTokens(uint64_t start, uint64_t n, int32_t *out) const;
   /* Lets the kernel drop the mapped pages (re-read from the file on the next
      access), so a full pass does not stay counted in resident memory. */
-  void releasePages() const {
-    if (release_) release_();
-  }
+  void releasePages() const;
 
 private:
-  std::string path_, format_;
-  const unsigned char *tokens_;
-  TokenDType dtype_;
-  uint64_t count_;
-  int64_t documents_;
-  std::shared_ptr<void> owner_;
-  std::function<void()> release_;
+  const TokenFile &fileOf(uint64_t i) const;
+  std::vector<TokenFile> files_;
+  uint64_t count_ = 0;
 };
 
 /* Throws naming the file, token and offset if a token is negative or >= vocab:

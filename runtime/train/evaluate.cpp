@@ -32,7 +32,7 @@ EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
   struct stat st;
   if (::stat(o.dataDir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     fail("data directory '%s' does not exist or is not a directory", o.dataDir.c_str());
-  std::unique_ptr<TokenSource> src = TokenSource::open(findSplitFile(o.dataDir, o.split));
+  std::unique_ptr<TokenSource> src = TokenSource::open(findSplitFiles(o.dataDir, o.split));
   std::optional<DatasetMeta> meta = readDatasetMeta(o.dataDir);
   const DatasetSplitMeta *splitMeta = meta ? (o.split == "val" ? &meta->val : &meta->train) : nullptr;
   if (splitMeta && splitMeta->tokens != src->size())

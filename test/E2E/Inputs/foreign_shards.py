@@ -14,8 +14,10 @@ The writers lay files out as those projects' own writers do:
 Usage:
   foreign_shards.py megatron LMC_DIR OUT_DIR [--dtype uint16|int32|...]
       LMC_DIR/{train,val}.bin (LMC shards) -> OUT_DIR/{train,val}.{bin,idx}
-  foreign_shards.py llmc LMC_DIR OUT_DIR [--name NAME] [--model gpt-2|llama-3]
-      -> OUT_DIR/NAME_train.bin and OUT_DIR/NAME_val.bin (llm.c's naming)
+  foreign_shards.py llmc LMC_DIR OUT_DIR [--name NAME] [--model gpt-2|llama-3] [--parts N]
+      -> OUT_DIR/NAME_train.bin and OUT_DIR/NAME_val.bin (llm.c's naming); with
+      --parts N the train tokens are cut into N shards NAME_train_000001.bin ...
+      and val is NAME_val_000000.bin, as llm.c's fineweb.py names them
   foreign_shards.py corrupt KIND SRC_DIR OUT_DIR
       copies a Megatron or llm.c data directory and damages it (KIND below)
   foreign_shards.py same-losses A.jsonl B.jsonl
@@ -157,10 +159,19 @@ def main(argv):
             write_megatron(os.path.join(argv[2], split), documents(tokens, starts), dtype)
     elif cmd == "llmc":
         name, model = flag(argv, "--name", "corpus"), flag(argv, "--model", "gpt-2")
+        parts = int(flag(argv, "--parts", "0"))
         os.makedirs(argv[2], exist_ok=True)
         for split in ("train", "val"):
             tokens, _ = read_lmc_shard(os.path.join(argv[1], split + ".bin"))
-            write_llmc(os.path.join(argv[2], "%s_%s.bin" % (name, split)), tokens, model)
+            if not parts:
+                write_llmc(os.path.join(argv[2], "%s_%s.bin" % (name, split)), tokens, model)
+            elif split == "val":
+                write_llmc(os.path.join(argv[2], "%s_val_000000.bin" % name), tokens, model)
+            else:
+                cuts = [len(tokens) * k // parts for k in range(parts + 1)]
+                for k in range(parts):
+                    write_llmc(os.path.join(argv[2], "%s_train_%06d.bin" % (name, k + 1)),
+                               tokens[cuts[k]:cuts[k + 1]], model)
     elif cmd == "corrupt":
         corrupt(argv[1], argv[2], argv[3])
     elif cmd == "same-losses":

@@ -88,6 +88,14 @@ void CausalBatcher::checkVocab(int64_t vocab) const {
   checkTokenRange(*val_, vocab);
 }
 
+std::string CausalBatcher::describe() const {
+  auto one = [](const char *name, const TokenSource &s) {
+    return std::string(name) + " " + s.path() + " (" + s.format() + "), " +
+           std::to_string(s.size()) + " tokens";
+  };
+  return "data: " + one("train", *train_) + "; " + one("val", *val_);
+}
+
 uint64_t CausalBatcher::windowStart(uint64_t seed, bool validation, uint64_t index, uint64_t row,
                                     uint64_t tokens, uint64_t window) {
   uint64_t h = counterRandom(seed, validation ? RngStream::Val : RngStream::Train, index, row);

@@ -46,6 +46,8 @@ public:
   /* Every token of both splits is in [0, vocab), and a tokenizer recorded in
      meta.json has no more ids than the plan's vocabulary. */
   void checkVocab(int64_t vocab) const;
+  /* "data: train DIR/train.bin (LMC shard), 2419795 tokens; val ..." for the log. */
+  std::string describe() const;
 
   /* Fills out[rows * window] (row-major) with training batch `step` (0-based). */
   void trainBatch(uint64_t step, int32_t *out) const;

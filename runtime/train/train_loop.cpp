@@ -163,6 +163,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
 
   CausalBatcher data(o.dataDir, shape.type.shape[0], shape.type.shape[1], o.seed);
   data.checkVocab(shape.vocab);
+  std::fprintf(log, "%s\n", data.describe().c_str());
   if (evalOn) data.checkValidationWindow();
   MetricsWriter metrics(o.metricsPath);
   TensorBoardWriter tensorboard(o.tensorboardDir);

@@ -11,7 +11,7 @@ pkgs=(
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools   # MLIR 19 (Debian bookworm: 19.1.7)
   libprotobuf-dev protobuf-compiler                         # the plan format
   libcli11-dev                                              # command lines
-  libopenblas-dev libomp-dev                                # CPU GEMMs + threads
+  libopenblas-dev libdnnl-dev libomp-dev                    # CPU GEMMs (f64, f32) + threads
   libgtest-dev                                              # unit tests
   libsentencepiece-dev                                      # tokenizers (lmrt data tokenizer train)
   fortunes-min fortunes                                     # the demo corpus (English quotations)

@@ -1,4 +1,4 @@
-/* Implements: lm.matmul, batched matrix multiply on CBLAS (sgemm/dgemm).
+/* Implements: lm.matmul, batched matrix multiply (f32 on oneDNN sgemm, f64 on OpenBLAS dgemm: blas.h).
    A rank-2 rhs shared by every batch element turns the whole op into one GEMM
    (lhs flattened to [batch*M, K]) unless lhs is transposed; otherwise one GEMM
    per batch element.
@@ -48,12 +48,18 @@ void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k
   int nt = batch * m * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
   const bool byCols = n > m;
   const int64_t side = byCols ? n : m;
-  int64_t blocks = batch >= nt ? 1 : std::min<int64_t>(side, (nt + batch - 1) / batch);
-  int64_t per = (side + blocks - 1) / blocks;
-  if (byCols && blocks > 1) per = std::min(side, (per + 15) / 16 * 16);  // whole 16-column panels
+  // Blocks of whole 16-column panels, or of at least kMinRows rows (the last takes the
+  // remainder): oneDNN computes a GEMM of fewer rows another way, and its bits would
+  // then depend on the thread count.
+  constexpr int64_t kMinRows = 16;
+  int64_t blocks = batch >= nt ? 1 : std::min<int64_t>(byCols ? side : side / kMinRows, (nt + batch - 1) / batch);
+  blocks = std::max<int64_t>(blocks, 1);
+  int64_t per = byCols ? (side + blocks - 1) / blocks : side / blocks;
+  if (byCols && blocks > 1) per = std::min(side, (per + 15) / 16 * 16);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t item = 0; item < batch * blocks; ++item) {
-    int64_t bi = item / blocks, i0 = (item % blocks) * per, i1 = std::min(side, i0 + per);
+    int64_t bi = item / blocks, i0 = (item % blocks) * per;
+    int64_t i1 = !byCols && item % blocks == blocks - 1 ? side : std::min(side, i0 + per);
     if (i0 >= i1) continue;
     const T *ab = a + bi * m * k, *bb = sharedRhs ? b : b + bi * k * n;
     T *cb = c + bi * m * n;

@@ -1,8 +1,12 @@
 /* Implements: a kernel lab benchmark (not in the default build): times each
    kernel of one GPT training step at a given size through the registry.
    Build: cmake -DLMRT_KERNEL_LAB=ON, ninja bench_kernels.
-   Usage: bench_kernels [B T C H V [reps]]  (default: gpt_tiny, 12 64 128 4 256) */
+   Usage: bench_kernels [B T C H V [reps]]  (default: gpt_tiny, 12 64 128 4 256);
+   BENCH_ONLY=attention times only kernels whose label contains that text.
+   CPU ms (process CPU time, with OMP_WAIT_POLICY=passive) stays meaningful on a loaded machine. */
 #include <chrono>
+#include <cstring>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -33,6 +37,7 @@ struct Owned {
 
 void bench(const char *label, const char *op, std::vector<TensorType> in, std::vector<TensorType> out, Attrs a,
            int64_t vocab = 1) {
+  if (const char *only = std::getenv("BENCH_ONLY"); only && !std::strstr(label, only)) return;
   const KernelDef *k = findKernel(op);
   std::string err = k->check(in, out, a);
   if (!err.empty()) {
@@ -47,9 +52,11 @@ void bench(const char *label, const char *op, std::vector<TensorType> in, std::v
   for (auto &o : outs) call.out.push_back(o.ref());
   k->run(call);  // warm up
   auto t0 = std::chrono::steady_clock::now();
+  std::clock_t c0 = std::clock();
   for (int i = 0; i < reps; ++i) k->run(call);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / reps;
-  std::printf("%-28s %9.3f ms\n", label, ms);
+  double cpuMs = 1e3 * double(std::clock() - c0) / CLOCKS_PER_SEC / reps;
+  std::printf("%-28s %9.3f ms  %9.3f CPU ms\n", label, ms, cpuMs);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ The writers lay files out as those projects' own writers do:
     as uint16 (uint32 for LLaMA 3).
 
 Usage:
-  foreign_shards.py megatron LMC_DIR OUT_DIR [--dtype uint16|int32|...]
+  foreign_shards.py megatron LMC_DIR OUT_DIR [--dtype uint16|int32|...] [--seqs-per-doc K]
       LMC_DIR/{train,val}.bin (LMC shards) -> OUT_DIR/{train,val}.{bin,idx}
   foreign_shards.py llmc LMC_DIR OUT_DIR [--name NAME] [--model gpt-2|llama-3] [--parts N]
       -> OUT_DIR/NAME_train.bin and OUT_DIR/NAME_val.bin (llm.c's naming); with
@@ -51,15 +51,18 @@ def documents(tokens, starts):
     return [tokens[s:e] for s, e in zip(starts, ends)]
 
 
-def write_megatron(prefix, docs, dtype):
-    """One sequence per document, as IndexedDatasetBuilder.add_item + end_document."""
+def write_megatron(prefix, docs, dtype, seqs_per_doc=1):
+    """One sequence per document, as IndexedDatasetBuilder.add_item + end_document;
+    with seqs_per_doc > 1, each document cut into that many sequences (sentences),
+    as IndexedDatasetBuilder.add_document(tensor, lengths)."""
     np_dtype = getattr(np, dtype)
     lengths, document_indices = [], [0]
     with open(prefix + ".bin", "wb") as data:
         for doc in docs:
             arr = np.array(doc, dtype=np_dtype)
             data.write(arr.tobytes(order="C"))
-            lengths.append(arr.size)
+            cuts = [arr.size * k // seqs_per_doc for k in range(seqs_per_doc + 1)]
+            lengths.extend(cuts[k + 1] - cuts[k] for k in range(seqs_per_doc))
             document_indices.append(len(lengths))
     itemsize = np.dtype(np_dtype).itemsize
     pointers, at = [], 0
@@ -156,7 +159,8 @@ def main(argv):
         os.makedirs(argv[2], exist_ok=True)
         for split in ("train", "val"):
             tokens, starts = read_lmc_shard(os.path.join(argv[1], split + ".bin"))
-            write_megatron(os.path.join(argv[2], split), documents(tokens, starts), dtype)
+            write_megatron(os.path.join(argv[2], split), documents(tokens, starts), dtype,
+                           int(flag(argv, "--seqs-per-doc", "1")))
     elif cmd == "llmc":
         name, model = flag(argv, "--name", "corpus"), flag(argv, "--model", "gpt-2")
         parts = int(flag(argv, "--parts", "0"))

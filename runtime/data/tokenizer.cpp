@@ -3,7 +3,11 @@
 #include "runtime/data/tokenizer.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -37,6 +41,34 @@ public:
   }
   std::vector<std::pair<std::string, int32_t>> specialTokens() const override { return {}; }
 };
+
+/* Creates the output's missing parent folders and checks that a file can be
+   created there (then removes the probe), so a bad --out fails before training. */
+void prepareOutput(const std::string &out) {
+  size_t slash = out.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    std::string dir = out.substr(0, slash);
+    for (size_t at = 1; at <= dir.size(); ++at) {
+      if (at < dir.size() && dir[at] != '/') continue;
+      std::string part = dir.substr(0, at);
+      struct stat st;
+      if (::stat(part.c_str(), &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) fail("--out '%s': '%s' is not a directory", out.c_str(), part.c_str());
+      } else if (::mkdir(part.c_str(), 0777) != 0 && errno != EEXIST) {
+        fail("--out '%s': cannot create directory '%s': %s", out.c_str(), part.c_str(),
+             std::strerror(errno));
+      }
+    }
+  }
+  std::string probe = out + ".tmp";
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0 && errno != EEXIST)
+    fail("cannot write tokenizer model '%s': %s", out.c_str(), std::strerror(errno));
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
+}
 
 }  // namespace
 
@@ -133,6 +165,7 @@ int64_t trainTokenizer(const TokenizerTrainOptions &o) {
     if (declared(n)) controls += (controls.empty() ? "<" : ",<") + std::string(n) + ">";
   if (!controls.empty()) args["control_symbols"] = controls;
 
+  prepareOutput(o.outPath);  // before minutes of training, not after
   std::string model, error;
   if (!plugin().train(args, o.texts, model, error)) fail("tokenizer train: %s", error.c_str());
   writeFileAtomic(o.outPath, "tokenizer model", [&](std::ostream &f) { f << model; });

@@ -9,7 +9,13 @@ matrices right before, and prints one JSON line per (config, implementation):
   fraction_of_sgemm, timed_steps, threads, load_avg_1m (the machine's 1-minute load average
   after the config: on a shared machine, compare lines taken under similar load).
 
-Logs (lmrt --profile tables, PyTorch output) go to runs/roofline/."""
+Logs (lmrt --profile tables, PyTorch output) go to runs/roofline/.
+
+With --device cuda it is the GPU benchmark instead: GPT-2 124M at batch 8 x seq 1024
+(config gpt2_b8t1024; --configs picks others), the plan compiled with --target cpu,cuda and
+trained by `lmrt run --device cuda`, beside PyTorch eager on the same GPU in the same run, in
+f32 (--tf32: both on TF32 tensor cores). Each line then has tokens_per_s and achieved_tflops
+(plan FLOPs / step time) instead of the sgemm columns."""
 import argparse
 import json
 import os
@@ -36,7 +42,12 @@ CONFIGS = [
      dict(layers=12, d=768, heads=12, vocab=50257, seq=64, ctx=1024, batch=4), (8, 4)),
     ("gpt2_b1t1024", "models/gpt2_small.lm", dict(batch=1, seq=1024),
      dict(layers=12, d=768, heads=12, vocab=50257, seq=1024, ctx=1024, batch=1), (5, 3)),
+    # --device cuda: GPT-2 124M at the shape of the GPU benchmark.
+    ("gpt2_b8t1024", "models/gpt2_small.lm", dict(batch=8, seq=1024),
+     dict(layers=12, d=768, heads=12, vocab=50257, seq=1024, ctx=1024, batch=8), (30, 10)),
 ]
+CPU_CONFIGS = "nano,tiny,gpt2_b4t64,gpt2_b1t1024"
+CUDA_CONFIGS = "gpt2_b8t1024"
 
 
 def run(cmd, log=None):
@@ -64,19 +75,64 @@ def lmrt_step(build, plan, data, steps, warmup, threads, workdir, tag):
     return rows[warmup:], gflop
 
 
+def plan_gflop(build, plan):
+    out = run([f"{build}/bin/lmrt", "inspect", plan])
+    m = re.search(r"flops per train step: ([0-9.]+) ([KMGT]?)FLOP", out)
+    return float(m.group(1)) * {"": 1e-9, "K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}[m.group(2)]
+
+
+def cuda_main(a, build, workdir):
+    """lmrt --device cuda and PyTorch eager on the same GPU, one JSON line each."""
+    precision = "tf32" if a.tf32 else "f32"
+    for name, model, defines, shape, (full, quick) in CONFIGS:
+        if name not in a.configs.split(","):
+            continue
+        steps = quick if a.quick else full
+        warmup = min(a.warmup, steps - 1)
+        plan = os.path.join(workdir, f"{name}.cuda.plan")
+        overrides = [x for k, v in defines.items() for x in ("-D", f"{k}={v}")]
+        run([f"{build}/bin/lmc", "compile", model, *overrides, "--target", "cpu,cuda", "-o", plan])
+        gflop = plan_gflop(build, plan)
+        metrics = os.path.join(workdir, f"{name}.cuda.metrics.jsonl")
+        run([f"{build}/bin/lmrt", "run", plan, "--device", "cuda", "--data", a.data, "--steps", str(steps),
+             "--eval-batches", "0", "--metrics", metrics, "--out", os.path.join(workdir, f"{name}.cuda.safetensors"),
+             *(["--tf32"] if a.tf32 else [])], log=os.path.join(workdir, f"{name}.cuda.log"))
+        rows = [json.loads(line) for line in open(metrics)][warmup:]
+        tokens = shape["batch"] * shape["seq"]
+        results = [("lmrt-cuda", sum(tokens / r["tokens_per_s"] for r in rows) / len(rows), len(rows))]
+        if not a.no_torch:
+            out = run([sys.executable, "bench/torch_train_gpt.py", "--data", a.data, "--steps", str(steps),
+                       "--warmup-steps", str(warmup), "--timing-json", "--device", "cuda",
+                       *(["--tf32"] if a.tf32 else []), *[f"--{k}={v}" for k, v in shape.items()]],
+                      log=os.path.join(workdir, f"{name}.torch-cuda.log"))
+            t = json.loads(out.strip().splitlines()[-1])
+            results.append(("pytorch-eager-cuda", t["step_time_s"], t["timed_steps"]))
+        for impl, step_s, timed in results:
+            print(json.dumps({"config": name, "impl": impl, "device": "cuda", "precision": precision,
+                              "step_time_s": round(step_s, 6), "tokens_per_s": round(tokens / step_s, 1),
+                              "plan_gflop_per_step": gflop, "achieved_tflops": round(gflop / step_s / 1e3, 2),
+                              "timed_steps": timed}), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--data", default="runs/fortunes")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--quick", action="store_true", help="fewer steps (about 3 minutes in all)")
-    ap.add_argument("--configs", default=",".join(c[0] for c in CONFIGS))
+    ap.add_argument("--configs", default=None, help=f"default: {CPU_CONFIGS} (cpu), {CUDA_CONFIGS} (cuda)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--tf32", action="store_true", help="--device cuda: f32 GEMMs on TF32 tensor cores")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps at the start of each run")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     workdir = os.path.join(ROOT, "runs", "roofline")
     os.makedirs(workdir, exist_ok=True)
+    if a.configs is None:
+        a.configs = CUDA_CONFIGS if a.device == "cuda" else CPU_CONFIGS
+    if a.device == "cuda":
+        return cuda_main(a, build, workdir)
     wanted = a.configs.split(",")
     for name, model, defines, shape, (full, quick) in CONFIGS:
         if name not in wanted:

@@ -44,14 +44,20 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--timing-json", action="store_true")
     ap.add_argument("--warmup-steps", type=int, default=1, help="untimed steps with --timing-json")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (the bench's --device cuda mode)")
+    ap.add_argument("--tf32", action="store_true", help="cuda: f32 matmuls on TF32 tensor cores")
     a = ap.parse_args()
+    dev = torch.device(a.device)
+    if dev.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = a.tf32
+        torch.backends.cudnn.allow_tf32 = a.tf32
     seq = a.seq or a.ctx
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     train, val = read_shard(os.path.join(a.data, "train.bin")), read_shard(os.path.join(a.data, "val.bin"))
     V, D, L = a.vocab, a.d, a.layers
     def normal(*s, std=0.02):
-        return (torch.randn(*s) * std).requires_grad_()
+        return (torch.randn(*s) * std).to(dev).requires_grad_()
     p = {"wte": normal(V, D), "wpe": normal(a.ctx, D, std=0.01),
          "layernorm.gamma": torch.ones(D, requires_grad=True), "layernorm.beta": torch.zeros(D, requires_grad=True)}
     for i in range(L):
@@ -63,6 +69,7 @@ def main():
         p[s + ".attn.wo"], p[s + ".attn.bo"] = normal(D, D, std=0.02 / math.sqrt(2 * L)), torch.zeros(D, requires_grad=True)
         p[s + ".mlp.w1"], p[s + ".mlp.b1"] = normal(D, 4 * D), torch.zeros(4 * D, requires_grad=True)
         p[s + ".mlp.w2"], p[s + ".mlp.b2"] = normal(4 * D, D, std=0.02 / math.sqrt(2 * L)), torch.zeros(D, requires_grad=True)
+    p = {k: (t if t.device == dev else t.detach().to(dev).requires_grad_()) for k, t in p.items()}
     decay = [t for t in p.values() if t.dim() >= 2]
     rest = [t for t in p.values() if t.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
@@ -71,13 +78,15 @@ def main():
 
     def batch(src):
         ix = rng.integers(0, len(src) - seq - 1, a.batch)
-        return torch.from_numpy(np.stack([src[i:i + seq + 1] for i in ix]))
+        return torch.from_numpy(np.stack([src[i:i + seq + 1] for i in ix])).to(dev)
 
     tokens = 0
     t0 = time.time()
     timed_from = None
     for step in range(a.steps):
         if step == a.warmup_steps:
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
             timed_from = time.perf_counter()
         lr = a.lr * (step + 1) / (a.warmup + 1) if step < a.warmup else \
             a.min_lr + 0.5 * (a.lr - a.min_lr) * (1 + math.cos(math.pi * (step - a.warmup) / max(1, a.steps - a.warmup)))
@@ -97,6 +106,8 @@ def main():
     if a.timing_json:
         if timed_from is None:
             sys.exit("--timing-json needs more --steps than --warmup-steps")
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
         step_s = (time.perf_counter() - timed_from) / (a.steps - a.warmup_steps)
         print(json.dumps({"step_time_s": step_s, "tokens_per_s": a.batch * seq / step_s,
                           "timed_steps": a.steps - a.warmup_steps, "threads": a.threads}))

@@ -26,6 +26,13 @@ static std::string bufferStr(const plan::Program &program, int id) {
   return "buffer " + std::to_string(id) + " (" + typeStr(program.buffers(id).type()) + ")";
 }
 
+/// The buffer whose bytes `id` names: itself, or the buffer it is a view of.
+static int storageOf(const plan::Program &program, int id) {
+  const plan::Buffer &b = program.buffers(id);
+  int of = b.has_view_of() ? b.view_of() : id;
+  return of >= 0 && of < program.buffers_size() ? of : id;
+}
+
 std::vector<LiveRange> mlir::lm::computeLiveRanges(const plan::Program &program) {
   std::vector<LiveRange> ranges(program.buffers_size());
   auto valid = [&](int id) { return id >= 0 && id < program.buffers_size(); };
@@ -38,15 +45,19 @@ std::vector<LiveRange> mlir::lm::computeLiveRanges(const plan::Program &program)
           r.first = step;
         r.last = std::max<int64_t>(r.last, step);
       }
+    // Reading a view reads its buffer's bytes: they must stay live.
     for (int id : s.inputs())
       if (valid(id))
-        ranges[id].last = std::max<int64_t>(ranges[id].last, step);
+        ranges[storageOf(program, id)].last = std::max<int64_t>(ranges[storageOf(program, id)].last, step);
   }
   // Outputs are read by the runtime after the last step.
   int64_t end = std::max(program.steps_size() - 1, 0);
   for (const plan::Output &out : program.outputs())
-    if (valid(out.buffer()) && ranges[out.buffer()].first >= 0)
-      ranges[out.buffer()].last = end;
+    if (valid(out.buffer()) && ranges[storageOf(program, out.buffer())].first >= 0)
+      ranges[storageOf(program, out.buffer())].last = end;
+  for (int id = 0; id < program.buffers_size(); ++id)
+    if (program.buffers(id).has_view_of())
+      ranges[id] = ranges[storageOf(program, id)];
   return ranges;
 }
 
@@ -54,7 +65,7 @@ void mlir::lm::assignArenaOffsets(plan::Program &program) {
   std::vector<LiveRange> ranges = computeLiveRanges(program);
   std::vector<int> order;
   for (int id = 0; id < program.buffers_size(); ++id) {
-    if (!isArena(program.buffers(id)))
+    if (!isArena(program.buffers(id)) || program.buffers(id).has_view_of())
       continue;
     assert(ranges[id].first >= 0 && "an arena buffer that no step writes has no live range");
     order.push_back(id);
@@ -88,6 +99,9 @@ void mlir::lm::assignArenaOffsets(plan::Program &program) {
     arenaBytes = std::max(arenaBytes, offset + size);
     placed.push_back(id);
   }
+  for (int id = 0; id < program.buffers_size(); ++id)
+    if (program.buffers(id).has_view_of())
+      program.mutable_buffers(id)->set_offset(program.buffers(storageOf(program, id)).offset());
   program.set_arena_bytes(arenaBytes);
 }
 
@@ -114,13 +128,29 @@ std::string mlir::lm::verifyMemoryPlan(const plan::Program &program) {
       return bufferStr(program, id) + " at [" + std::to_string(b.offset()) + ", " +
              std::to_string(b.offset() + b.size_bytes()) + ") ends past the arena (" +
              std::to_string(program.arena_bytes()) + " bytes)";
+    if (b.has_view_of()) {
+      int of = b.view_of();
+      if (of < 0 || of >= numBuffers || of == id || !isArena(program.buffers(of)) ||
+          program.buffers(of).has_view_of())
+        return bufferStr(program, id) + " is a view of buffer " + std::to_string(of) +
+               ", which is not an arena buffer of its own";
+      if (program.buffers(of).offset() != b.offset() || program.buffers(of).size_bytes() != b.size_bytes())
+        return bufferStr(program, id) + " is a view of " + bufferStr(program, of) + " but does not have its offset and size";
+      continue;  // its bytes are checked as those of the buffer it views
+    }
     if (ranges[id].first >= 0)
       arena.push_back(id);
   }
+  for (int step = 0; step < program.steps_size(); ++step)
+    for (int id : program.steps(step).outputs())
+      if (program.buffers(id).has_view_of())
+        return bufferStr(program, id) + " is a view, and step " + std::to_string(step) + " ('" +
+               program.steps(step).op() + "') writes it";
   // Every read of an arena buffer follows its first write.
   for (int step = 0; step < program.steps_size(); ++step)
     for (int id : program.steps(step).inputs())
-      if (isArena(program.buffers(id)) && (ranges[id].first < 0 || ranges[id].first >= step))
+      if (isArena(program.buffers(id)) && (ranges[storageOf(program, id)].first < 0 ||
+                                           ranges[storageOf(program, id)].first >= step))
         return bufferStr(program, id) + " is read by step " + std::to_string(step) + " ('" + program.steps(step).op() +
                "') before any earlier step writes it";
 
@@ -152,7 +182,10 @@ std::string mlir::lm::printMemoryPlan(const plan::Program &program, llvm::raw_os
     if (!isArena(b))
       continue;
     os << "  buffer " << id << " steps [" << ranges[id].first << ", " << ranges[id].last + 1 << ") offset "
-       << b.offset() << " size " << b.size_bytes() << " " << typeStr(b.type()) << "\n";
+       << b.offset() << " size " << b.size_bytes() << " " << typeStr(b.type());
+    if (b.has_view_of())
+      os << " view of buffer " << b.view_of();
+    os << "\n";
   }
   std::string verdict = verifyMemoryPlan(program);
   os << "check " << program.name() << ": "

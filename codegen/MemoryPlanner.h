@@ -7,7 +7,9 @@
 // are assigned greedy-by-size, first-fit, 64-byte aligned: the largest buffers
 // are placed first, each at the lowest offset that does not overlap a buffer
 // whose live range intersects its own. A step's outputs are live at the step
-// that reads its inputs, so they never share memory with those inputs.
+// that reads its inputs, so they never share memory with those inputs. A view
+// (a reshape of an arena value) gets the offset of the buffer it views, whose
+// live range extends over every read of the view.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

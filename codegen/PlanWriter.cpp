@@ -3,9 +3,10 @@
 // Walks the functions of a trained module generically (op name minus "lm.",
 // attribute dictionaries, tensor types) and produces the plan protobuf. Each
 // function becomes a program: its arguments become PARAM/INPUT buffers,
-// lm.constant ops CONSTANT buffers, every other op one step whose results live
-// in the program's arena (or, for the train step's gradients, directly in the
-// parameter's GRAD buffer). See docs/compilation.md.
+// lm.constant ops CONSTANT buffers, a reshape of an arena value a view of its
+// buffer, every other op one step whose results live in the program's arena (or,
+// for the train step's gradients, directly in the parameter's GRAD buffer).
+// See docs/compilation.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,6 +99,10 @@ private:
   LogicalResult addConstant(Operation *op);
   LogicalResult addStep(Operation *op);
   LogicalResult addFusedStep(FusionOp op);
+  /// A reshape of an arena value becomes a view of that value's buffer, with no
+  /// step; false when it must stay a step (its operand is a parameter, input or
+  /// constant, or its result is a gradient written into a GRAD buffer).
+  bool addView(ReshapeOp op);
   /// The step reading `op`'s operands and writing a buffer per result (plus
   /// `extraOutputs` arena scratch buffers), without attributes.
   FailureOr<plan::Step> stepWithBuffers(Operation *op, StringRef opName, ArrayRef<plan::TensorType> extraOutputs);
@@ -257,6 +262,8 @@ LogicalResult ProgramBuilder::addConstant(Operation *op) {
 }
 
 LogicalResult ProgramBuilder::addStep(Operation *op) {
+  if (auto reshape = dyn_cast<ReshapeOp>(op); reshape && addView(reshape))
+    return success();
   StringRef opName = op->getName().getStringRef();
   if (!opName.starts_with("lm."))
     return op->emitError("plan contract: '") << opName
@@ -299,6 +306,24 @@ LogicalResult ProgramBuilder::addStep(Operation *op) {
     step.set_flops(cost.getFlops());
   *program.add_steps() = std::move(step);
   return success();
+}
+
+bool ProgramBuilder::addView(ReshapeOp op) {
+  auto source = bufferOf.find(op.getOperand());
+  if (source == bufferOf.end() || gradientOf.count(op.getResult()))
+    return false;
+  const plan::Buffer &of = program.buffers(source->second);
+  if (of.kind() != plan::Buffer::ARENA)
+    return false;
+  auto emit = [&] { return op->emitError("plan contract: the reshape "); };
+  FailureOr<plan::TensorType> type = convertType(op.getResult().getType(), emit);
+  if (failed(type))
+    return false;
+  int root = of.has_view_of() ? of.view_of() : source->second;
+  int id = addBuffer(plan::Buffer::ARENA, *type);
+  program.mutable_buffers(id)->set_view_of(root);
+  bufferOf[op.getResult()] = id;
+  return true;
 }
 
 FailureOr<plan::Step> ProgramBuilder::stepWithBuffers(Operation *op, StringRef opName,

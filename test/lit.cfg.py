@@ -34,6 +34,20 @@ elif os.environ.get("LMC_REQUIRE_NVCC"):
 else:
     lit_config.warning("generated CUDA kernels are not compiled: no nvcc on PATH or in /usr/local/cuda/bin")
 
+# GPU tests (test/GPU/, `REQUIRES: cuda-gpu`) run where `lmrt devices` finds a CUDA
+# GPU; elsewhere lit reports them UNSUPPORTED and says why here.
+import subprocess
+try:
+    _devices = subprocess.run([os.path.join(config.lmc_tools_dir, "lmrt"), "devices"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    _gpu, _why = _devices.returncode == 0, _devices.stdout.strip()
+except OSError as e:
+    _gpu, _why = False, "cannot run lmrt devices: " + str(e)
+if _gpu:
+    config.available_features.add("cuda-gpu")
+else:
+    lit_config.note("GPU tests are unsupported here: " + _why)
+
 if os.path.exists(config.python) and os.system(config.python + " -c 'import torch' 2>/dev/null") == 0:
     config.available_features.add("torch")
 elif os.environ.get("LMC_REQUIRE_REFERENCE"):

@@ -15,7 +15,7 @@ namespace {
 template <typename T> inline void rowLse(const T *x, int64_t v, T &mx, T &lse) {
   T m = -INFINITY;
 #pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < v; ++j) m = std::max(m, x[j]);
+  for (int64_t j = 0; j < v; ++j) m = x[j] > m ? x[j] : m;  // a select vectorises; std::max stayed scalar
   T s = 0;
 #pragma omp simd reduction(+ : s)
   for (int64_t j = 0; j < v; ++j) s += expT(x[j] - m);
@@ -44,7 +44,7 @@ template <typename T> LMRT_SIMD_CLONES void softmaxT(const TensorRef &xr, const 
     T *yi = y + r * v;
     T mx = -INFINITY, s = 0;
 #pragma omp simd reduction(max : mx)
-    for (int64_t j = 0; j < v; ++j) mx = std::max(mx, xi[j]);
+    for (int64_t j = 0; j < v; ++j) mx = xi[j] > mx ? xi[j] : mx;
 #pragma omp simd reduction(+ : s)
     for (int64_t j = 0; j < v; ++j) s += (yi[j] = expT(xi[j] - mx));
     T inv = (T)1 / s;
@@ -176,7 +176,7 @@ template <typename T> LMRT_SIMD_CLONES void crossEntropyGradT(const KernelCall &
     const T *xi = x + r * v;
     T mx = -INFINITY, sum = 0;
 #pragma omp simd reduction(max : mx)
-    for (int64_t j = 0; j < v; ++j) mx = std::max(mx, xi[j]);
+    for (int64_t j = 0; j < v; ++j) mx = xi[j] > mx ? xi[j] : mx;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < v; ++j) sum += (dxi[j] = expT(xi[j] - mx));
     const T k = scale / sum;

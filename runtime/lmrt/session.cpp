@@ -71,18 +71,18 @@ struct Session::Impl {
 
 Session::Session(plan::Plan plan) : plan_(std::move(plan)), impl_(std::make_shared<Impl>()) {}
 
-std::unique_ptr<Session> Session::load(const std::string &planPath) {
-  return fromPlan(readPlanFile(planPath), planPath);
+std::unique_ptr<Session> Session::load(const std::string &planPath, bool cpuKernels) {
+  return fromPlan(readPlanFile(planPath), planPath, cpuKernels);
 }
 
-std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &origin) {
+std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &origin, bool cpuKernels) {
   validatePlan(plan, origin);
   std::unique_ptr<Session> s(new Session(std::move(plan)));
   Impl &impl = *s->impl_;
   impl.origin = origin;
   // The generated kernels first: a plan this CPU cannot run fails before any
   // memory is allocated for it.
-  impl.generated = KernelLibrary::load(s->plan_, origin);
+  if (cpuKernels) impl.generated = KernelLibrary::load(s->plan_, origin);
 
   for (const plan::Param &p : s->plan_.params()) {
     ParamState st;
@@ -117,7 +117,8 @@ std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &o
     for (int si = 0; si < prog.steps_size(); ++si) {
       const plan::Step &st = prog.steps(si);
       const kernels::GeneratedKernel *gen = nullptr;
-      if (st.op() == ops::kFusedOpName) gen = &impl.generated->kernel((int)st.attrs().at("kernel").i());
+      if (st.op() == ops::kFusedOpName && impl.generated)
+        gen = &impl.generated->kernel((int)st.attrs().at("kernel").i());
       ExecStep es{gen ? nullptr : kernels::findKernel(st.op()), gen, decodeAttrs(st),
                   std::vector<int>(st.inputs().begin(), st.inputs().end()),
                   std::vector<int>(st.outputs().begin(), st.outputs().end()),
@@ -226,6 +227,7 @@ void Session::run(const std::string &program, const std::map<std::string, Tensor
     for (int id : st.in) call.in.push_back(ref(id));
     for (int id : st.out) call.out.push_back(ref(id));
     try {
+      if (!st.gen && !st.def) impl.error(st.where + ": the session was loaded without its CPU kernels");
       if (st.gen) {
         std::vector<TensorRef> args(call.in);
         args.insert(args.end(), call.out.begin(), call.out.end());

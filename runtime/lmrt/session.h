@@ -35,10 +35,14 @@ struct ParamState {
 class Session {
 public:
   /* Reads the plan file, checks magic/version/checksum and validates every program
-     (buffer ids, arena bounds, each step against its kernel's check). Throws Error. */
-  static std::unique_ptr<Session> load(const std::string &planPath);
+     (buffer ids, arena bounds, each step against its kernel's check). Throws Error.
+     With cpuKernels false the plan's generated CPU kernels are not loaded (a
+     plan compiled only for CUDA loads too), and run() refuses its fused steps:
+     the CUDA backend (runtime/cuda/) runs the programs and uses this session for
+     the plan, the parameters' host copies, init and checkpoints. */
+  static std::unique_ptr<Session> load(const std::string &planPath, bool cpuKernels = true);
   /* Same from an in-memory plan (tests). */
-  static std::unique_ptr<Session> fromPlan(plan::Plan plan, const std::string &origin);
+  static std::unique_ptr<Session> fromPlan(plan::Plan plan, const std::string &origin, bool cpuKernels = true);
 
   const plan::Plan &plan() const { return plan_; }
   std::vector<ParamState> &params() { return params_; }

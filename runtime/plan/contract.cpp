@@ -285,8 +285,23 @@ private:
             std::to_string(typeBytes(b.type())));
     if (b.kind() != plan::Buffer::CONSTANT && !b.data().empty())
       error(where + "only CONSTANT buffers carry data");
+    if (b.kind() != plan::Buffer::ARENA && b.has_view_of())
+      error(where + "only ARENA buffers can be views");
     switch (b.kind()) {
     case plan::Buffer::ARENA:
+      if (b.has_view_of()) {
+        const int of = b.view_of();
+        if (of < 0 || of >= prog.buffers_size() || of == i)
+          error(where + "is a view of buffer " + std::to_string(of) + ", which is not another buffer of the program");
+        const plan::Buffer &base = prog.buffers(of);
+        if (base.kind() != plan::Buffer::ARENA || base.has_view_of())
+          error(where + "is a view of buffer " + std::to_string(of) + ", a " + bufferKindName(base.kind()) +
+                (base.has_view_of() ? " view" : "") + " buffer; a view names an ARENA buffer that is not a view");
+        if (base.offset() != b.offset() || base.size_bytes() != b.size_bytes())
+          error(where + "is a view of buffer " + std::to_string(of) + " but its bytes [" + std::to_string(b.offset()) +
+                ", " + std::to_string(b.offset() + b.size_bytes()) + ") are not that buffer's [" +
+                std::to_string(base.offset()) + ", " + std::to_string(base.offset() + base.size_bytes()) + ")");
+      }
       if (b.offset() < 0 || b.offset() % kArenaAlignment != 0)
         error(where + "offset " + std::to_string(b.offset()) + " is not a non-negative multiple of " +
               std::to_string(kArenaAlignment));
@@ -372,6 +387,9 @@ private:
       if (kind != plan::Buffer::ARENA && kind != plan::Buffer::GRAD)
         error(where + "output " + std::to_string(k) + " writes buffer " + std::to_string(id) +
               ", a " + bufferKindName(kind) + " buffer (steps write only ARENA and GRAD buffers)");
+      if (prog.buffers(id).has_view_of())
+        error(where + "output " + std::to_string(k) + " writes buffer " + std::to_string(id) + ", a view of buffer " +
+              std::to_string(prog.buffers(id).view_of()) + " (views are never written)");
       if (kind == plan::Buffer::GRAD && prog.name() != "train_step")
         error(where + "output " + std::to_string(k) + " writes a GRAD buffer outside train_step");
       out.push_back(prog.buffers(id).type());
@@ -397,14 +415,22 @@ private:
       std::string msg = stepCheck_(step, in, out);
       if (!msg.empty()) error(where + msg);
     }
-    // Writes kill every other arena value sharing bytes with the output.
+    // Writes kill every other arena value sharing bytes with the output, and give
+    // the output's views their value.
+    auto viewOf = [&](int c, int o) {
+      return prog.buffers(c).has_view_of() && prog.buffers(c).view_of() == o;
+    };
     for (int o : step.outputs()) {
       if (prog.buffers(o).kind() == plan::Buffer::ARENA && ranges[o].begin < ranges[o].end)
         for (int c = 0; c < n; ++c)
           if (c != o && prog.buffers(c).kind() == plan::Buffer::ARENA && ranges[c].overlaps(ranges[o]))
             live[c] = false;
     }
-    for (int o : step.outputs()) live[o] = true;
+    for (int o : step.outputs()) {
+      live[o] = true;
+      for (int c = 0; c < n; ++c)
+        if (viewOf(c, o)) live[c] = true;
+    }
   }
 
   // --- generated kernels ---------------------------------------------------------

@@ -14,7 +14,9 @@ module attributes {lm.data = {batch = 2 : i64, seq = 4 : i64, transform = "causa
     %h = lm.embedding %table, %ids : (tensor<8x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
     %p = lm.softmax %h : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
     %m = lm.mul %p, %s : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
-    %d = lm.div %m, %s : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    // A reshape of a parameter stays a step (one of an arena value is a view).
+    %s3 = lm.reshape %s : (tensor<8xf32>) -> tensor<1x1x8xf32>
+    %d = lm.div %m, %s3 : (tensor<2x4x8xf32>, tensor<1x1x8xf32>) -> tensor<2x4x8xf32>
     %n = lm.neg %d : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
     %u = lm.sub %h, %n : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
     %r = lm.reshape %u : (tensor<2x4x8xf32>) -> tensor<8x8xf32>

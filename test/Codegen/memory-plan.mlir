@@ -1,7 +1,8 @@
 // Tests the memory plan: a value's arena memory is reused once the value is
 // dead, a step's output never shares memory with its inputs, outputs live to
 // the end of the program, and the built-in check confirms that no two
-// simultaneously-live buffers overlap.
+// simultaneously-live buffers overlap; a reshape of an arena value is a view
+// of its buffer (no step), which lives as long as the view is read.
 // The functions are written as lmc's optimize stage (canonicalize, CSE)
 // leaves them: the seed constant first, no chain that folds (neg(neg(x))).
 // RUN: lmc compile %s --fusion=none --emit=memory-plan | FileCheck %s
@@ -35,29 +36,30 @@ module {
   }
 }
 
-// Train step: live ranges x [0,2), big [1,3), s [2,4), w [3,6), l [4,7) (an
-// output: to the end), dw [5,7); dp goes straight to the GRAD buffer. The
-// largest value, big (1 KiB), is placed first at 0; x and s are live with it
-// and go above it; w reuses big's memory once big is dead; dw and l are live
-// with w (dw is computed from w): dw, larger, takes the next free slot and the
-// loss the one after.
-// CHECK-LABEL: program train_step: 7 steps, 6 arena buffers, arena 1088 bytes
+// Train step: live ranges x [0,2) (a reshape of the parameter: a step), big
+// [1,3), s [2,5): w is a view of s (no step), so s lives until w's last read;
+// l [3,6) (an output: to the end), dw [4,6); dp goes straight to the GRAD
+// buffer. The largest value, big (1 KiB), is placed first at 0; x and s are
+// live with it and go above it; w takes s's offset; the loss is live with s and
+// goes above big's slot; dw reuses big's memory once big is dead.
+// CHECK-LABEL: program train_step: 6 steps, 6 arena buffers, arena 1088 bytes
 // CHECK-NEXT:   buffer 3 steps [0, 2) offset 1024 size 64 f32[1, 16]
 // CHECK-NEXT:   buffer 4 steps [1, 3) offset 0 size 1024 f32[16, 16]
-// CHECK-NEXT:   buffer 5 steps [2, 4) offset 1024 size 64 f32[16]
-// CHECK-NEXT:   buffer 6 steps [3, 6) offset 0 size 64 f32[1, 16]
-// CHECK-NEXT:   buffer 7 steps [4, 7) offset 128 size 4 f32[]
-// CHECK-NEXT:   buffer 8 steps [5, 7) offset 64 size 64 f32[1, 16]
+// CHECK-NEXT:   buffer 5 steps [2, 5) offset 1024 size 64 f32[16]
+// CHECK-NEXT:   buffer 6 steps [2, 5) offset 1024 size 64 f32[1, 16] view of buffer 5
+// CHECK-NEXT:   buffer 7 steps [3, 6) offset 64 size 4 f32[]
+// CHECK-NEXT:   buffer 8 steps [4, 6) offset 0 size 64 f32[1, 16]
 // CHECK-NEXT: check train_step: ok, no two simultaneously-live buffers overlap
 
 // Eval: each value (a gelu chain, which does not fold) dies at the step after its definition, so the chain
-// alternates between two 64-byte slots; the loss reuses the first.
-// CHECK-LABEL: program eval: 7 steps, 7 arena buffers, arena 128 bytes
+// alternates between two 64-byte slots; the reshape of the sum is a view of it (no step), and the loss
+// takes the other slot.
+// CHECK-LABEL: program eval: 6 steps, 7 arena buffers, arena 128 bytes
 // CHECK-NEXT:   buffer 2 steps [0, 2) offset 0 size 64 f32[16]
 // CHECK-NEXT:   buffer 3 steps [1, 3) offset 64 size 64 f32[16]
 // CHECK-NEXT:   buffer 4 steps [2, 4) offset 0 size 64 f32[16]
 // CHECK-NEXT:   buffer 5 steps [3, 5) offset 64 size 64 f32[16]
 // CHECK-NEXT:   buffer 6 steps [4, 6) offset 0 size 64 f32[16]
-// CHECK-NEXT:   buffer 7 steps [5, 7) offset 64 size 64 f32[1, 16]
-// CHECK-NEXT:   buffer 8 steps [6, 7) offset 0 size 4 f32[]
+// CHECK-NEXT:   buffer 7 steps [4, 6) offset 0 size 64 f32[1, 16] view of buffer 6
+// CHECK-NEXT:   buffer 8 steps [5, 6) offset 64 size 4 f32[]
 // CHECK-NEXT: check eval: ok, no two simultaneously-live buffers overlap

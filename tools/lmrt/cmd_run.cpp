@@ -2,6 +2,7 @@
    shards (see runtime/train/train_loop.h and docs/runtime.md). */
 #include <memory>
 
+#include "runtime/cuda/backend.h"
 #include "runtime/lmrt/session.h"
 #include "runtime/train/threads.h"
 #include "runtime/train/train_loop.h"
@@ -14,10 +15,16 @@ struct Options {
   TrainOptions train;
   int threads = 0;
   bool setThreads = false;  // --threads given (otherwise OpenMP's default)
+  std::string device = "cpu";
+  cuda::DeviceOptions cuda;
 };
 
 void run(const Options &o) {
   if (o.setThreads) setThreadCount(o.threads);
+  if (o.device == "cuda") {  // the CUDA backend's own loop (runtime/cuda/train.cpp)
+    cuda::train(o.train, o.cuda);
+    return;
+  }
   std::unique_ptr<Session> session = Session::load(o.train.planPath);
   train(*session, o.train);
 }
@@ -42,6 +49,10 @@ void add(CLI::App &app) {
                   "Write TensorBoard event files (loss, lr, grad norm, tokens/s, GFLOP/s, val loss) here");
   cmd->add_flag("--profile", t.profile,
                 "At the end, print the time per train_step kernel and per loop phase (steps 2..N)");
+  cmd->add_option("--device", o->device, "Where the plan runs: cpu (the default) or cuda (docs/runtime.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--cuda-device", o->cuda.device, "--device cuda: the CUDA device index (default 0)");
+  cmd->add_flag("--tf32", o->cuda.tf32, "--device cuda: run f32 GEMMs on TF32 tensor cores");
   cmd->callback([o, threads] {
     o->setThreads = threads->count() > 0;
     run(*o);

@@ -16,7 +16,7 @@ def attention(q, k, v, heads):
     dh = D // heads
     q, k, v = (t.view(B, T, heads, dh).transpose(1, 2) for t in (q, k, v))
     att = (q @ k.transpose(-2, -1)) / math.sqrt(dh)
-    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
     att = att.masked_fill(~mask, float("-inf")).softmax(-1)
     return (att @ v).transpose(1, 2).reshape(B, T, D)
 

@@ -211,6 +211,62 @@ TEST(Validate, ClobberedByAliasingBuffer) {
   EXPECT_HAS(msg2, "after an aliasing arena buffer overwrote it");
 }
 
+/* train_step with its first reshape (h -> h2) as lmc writes it: h2 a view of h, no step. */
+void reshapeAsView(plan::Plan &p) {
+  auto *prog = program(p, "train_step");
+  for (int s = 0; s < prog->steps_size(); ++s)
+    if (prog->steps(s).op() == "reshape") {
+      int from = prog->steps(s).inputs(0), to = prog->steps(s).outputs(0);
+      prog->mutable_buffers(to)->set_view_of(from);
+      prog->mutable_buffers(to)->set_offset(prog->buffers(from).offset());
+      prog->mutable_steps()->DeleteSubrange(s, 1);
+      return;
+    }
+}
+
+int firstView(const plan::Program &prog) {
+  for (int i = 0; i < prog.buffers_size(); ++i)
+    if (prog.buffers(i).has_view_of()) return i;
+  return -1;
+}
+
+TEST(Validate, ReshapeAsView) {
+  EXPECT_EQ(errorAfter(reshapeAsView), "(valid)");
+  // The view must have its buffer's bytes...
+  EXPECT_HAS(errorAfter([](plan::Plan &p) {
+               reshapeAsView(p);
+               auto *prog = program(p, "train_step");
+               prog->mutable_buffers(firstView(*prog))->set_offset(0);
+             }),
+             "but its bytes [0, ");
+  // ...name an ARENA buffer that is not a view...
+  EXPECT_HAS(errorAfter([](plan::Plan &p) {
+               reshapeAsView(p);
+               auto *prog = program(p, "train_step");
+               prog->mutable_buffers(firstView(*prog))->set_view_of(2);
+             }),
+             "a PARAM buffer; a view names an ARENA buffer that is not a view");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) {
+               reshapeAsView(p);
+               auto *prog = program(p, "train_step");
+               int v = firstView(*prog);
+               prog->mutable_buffers(v)->set_view_of(v);
+             }),
+             "which is not another buffer of the program");
+  // ...be ARENA itself, and never be written.
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "eval")->mutable_buffers(2)->set_view_of(3); }),
+             "only ARENA buffers can be views");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) {
+               reshapeAsView(p);
+               auto *prog = program(p, "train_step");
+               int v = firstView(*prog);
+               plan::Step *s = prog->add_steps();
+               *s = prog->steps(0);
+               s->set_outputs(0, v);
+             }),
+             "(views are never written)");
+}
+
 TEST(Validate, ParamCountAndConfigs) {
   EXPECT_HAS(errorAfter([](plan::Plan &p) { p.set_param_count(3); }),
              "param_count says 3 but the parameters hold 40 elements");

@@ -1,0 +1,308 @@
+/* Implements: lm.attention and lm.attention_grad on the GPU as flash-attention
+   kernels of our own: q, k, v are [B, T, H*Dh] (head h in columns h*Dh..), read
+   in place. Nothing of size T x T is stored, and key tiles wholly above the
+   diagonal of a causal mask are never visited.
+   Forward: a block per (64 queries, batch*head); each thread owns one query,
+   walks the key/value tiles staged in shared memory with an online softmax
+   (running max and sum, the output rescaled as the max grows) and writes its
+   row and, for the backward, the row's logsumexp.
+   Backward (flash-attention 2): the forward is recomputed into scratch (the op
+   saves no statistics), delta_i = dy_i . o_i, then one kernel owns key rows
+   (dk, dv summed over the queries that see them) and one owns query rows (dq):
+   no atomics, so the same bits every run. Head sizes up to 128. */
+#include "runtime/cuda/kernels.cuh"
+
+namespace lmrt::cuda::detail {
+namespace {
+
+struct AttnDims {
+  int64_t B, T, C, H, Dh;
+  double scale;
+};
+
+/* Keys of the tile [k0, k0 + nk) that query i may see. */
+__device__ __forceinline__ int64_t visible(bool causal, int64_t i, int64_t k0, int64_t nk) {
+  return causal ? max((int64_t)0, min(nk, i - k0 + 1)) : nk;
+}
+
+template <typename T, int DMAX> __device__ __forceinline__ T dot(const T *a, const T *b, int Dh) {
+  T s = 0;
+#pragma unroll
+  for (int e = 0; e < DMAX; ++e)
+    if (e < Dh) s += a[e] * b[e];
+  return s;
+}
+
+/* rows [r0, r0 + n) of one head of x (row stride C) into s (row stride ld); zero beyond n. */
+template <typename T>
+__device__ void loadRows(const T *x, int64_t r0, int64_t n, int64_t rows, const AttnDims &d, T *s, int ld) {
+  for (int64_t idx = threadIdx.x; idx < rows * d.Dh; idx += blockDim.x) {
+    const int64_t r = idx / d.Dh, e = idx - r * d.Dh;
+    s[r * ld + e] = r < n ? x[(r0 + r) * d.C + e] : T(0);
+  }
+}
+
+template <typename T>
+__device__ void storeRows(T *x, int64_t r0, int64_t n, const AttnDims &d, const T *s, int ld) {
+  for (int64_t idx = threadIdx.x; idx < n * d.Dh; idx += blockDim.x) {
+    const int64_t r = idx / d.Dh, e = idx - r * d.Dh;
+    x[(r0 + r) * d.C + e] = s[r * ld + e];
+  }
+}
+
+template <int DMAX> struct Tile {
+  static constexpr int kQ = 64;                    // forward queries per block
+  static constexpr int kK = DMAX <= 64 ? 64 : 32;  // keys per shared-memory tile
+  static constexpr int kBwdQ = 32;                 // queries per tile in the backward
+};
+
+template <typename T, int DMAX>
+__global__ void attnForward(const T *q, const T *k, const T *v, T *y, T *lse, AttnDims d, bool causal) {
+  constexpr int BQ = Tile<DMAX>::kQ, BK = Tile<DMAX>::kK, LQ = DMAX + 1;
+  extern __shared__ unsigned char smemRaw[];
+  T *Qs = reinterpret_cast<T *>(smemRaw), *Ks = Qs + BQ * LQ, *Vs = Ks + BK * DMAX;
+  const int64_t bh = blockIdx.y, base = (bh / d.H) * d.T * d.C + (bh % d.H) * d.Dh;
+  const int64_t q0 = blockIdx.x * (int64_t)BQ, i = q0 + threadIdx.x, nq = min((int64_t)BQ, d.T - q0);
+  const int Dh = (int)d.Dh;
+  const T scale = (T)d.scale;
+  loadRows(q + base, q0, nq, BQ, d, Qs, LQ);
+  T o[DMAX];
+#pragma unroll
+  for (int e = 0; e < DMAX; ++e) o[e] = 0;
+  T m = -INFINITY, l = 0;
+  const int64_t kEnd = causal ? min(d.T, q0 + BQ) : d.T;
+  for (int64_t k0 = 0; k0 < kEnd; k0 += BK) {
+    const int64_t nk = min((int64_t)BK, kEnd - k0);
+    __syncthreads();
+    loadRows(k + base, k0, nk, nk, d, Ks, DMAX);
+    loadRows(v + base, k0, nk, nk, d, Vs, DMAX);
+    __syncthreads();
+    if (i >= d.T) continue;
+    const int64_t vis = visible(causal, i, k0, nk);
+    for (int64_t j = 0; j < vis; ++j) {
+      const T s = dot<T, DMAX>(Qs + threadIdx.x * LQ, Ks + j * DMAX, Dh) * scale;
+      const T mNew = max(m, s), corr = lmc::exp(m - mNew), p = lmc::exp(s - mNew);
+      l = l * corr + p;
+#pragma unroll
+      for (int e = 0; e < DMAX; ++e)
+        if (e < Dh) o[e] = o[e] * corr + p * Vs[j * DMAX + e];
+      m = mNew;
+    }
+  }
+  __syncthreads();
+  if (i < d.T) {
+    const T inv = T(1) / l;
+#pragma unroll
+    for (int e = 0; e < DMAX; ++e)
+      if (e < Dh) Qs[threadIdx.x * LQ + e] = o[e] * inv;
+    if (lse) lse[bh * d.T + i] = m + log(l);
+  }
+  __syncthreads();
+  storeRows(y + base, q0, nq, d, Qs, LQ);
+}
+
+/* delta[bh, i] = dy_i . o_i over the head's columns. */
+template <typename T> __global__ void attnDelta(const T *dy, const T *o, T *delta, AttnDims d) {
+  const int64_t n = d.B * d.H * d.T;
+  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < n; r += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t bh = r / d.T, i = r - bh * d.T;
+    const int64_t off = (bh / d.H) * d.T * d.C + (bh % d.H) * d.Dh + i * d.C;
+    T s = 0;
+    for (int64_t e = 0; e < d.Dh; ++e) s += dy[off + e] * o[off + e];
+    delta[r] = s;
+  }
+}
+
+/* dk, dv of the key rows [k0, k0 + BK): one thread per key. */
+template <typename T, int DMAX>
+__global__ void attnBackwardKV(const T *q, const T *k, const T *v, const T *dy, const T *lse, const T *delta, T *dk,
+                               T *dv, AttnDims d, bool causal) {
+  constexpr int BK = Tile<DMAX>::kK, BQ = Tile<DMAX>::kBwdQ, LK = DMAX + 1;
+  extern __shared__ unsigned char smemRaw[];
+  T *Kself = reinterpret_cast<T *>(smemRaw), *Vself = Kself + BK * LK, *Qs = Vself + BK * LK, *Ds = Qs + BQ * DMAX,
+    *Ls = Ds + BQ * DMAX, *Dl = Ls + BQ;
+  const int64_t bh = blockIdx.y, base = (bh / d.H) * d.T * d.C + (bh % d.H) * d.Dh;
+  const int64_t k0 = blockIdx.x * (int64_t)BK, j = k0 + threadIdx.x, nk = min((int64_t)BK, d.T - k0);
+  const int Dh = (int)d.Dh;
+  const T scale = (T)d.scale;
+  loadRows(k + base, k0, nk, BK, d, Kself, LK);
+  loadRows(v + base, k0, nk, BK, d, Vself, LK);
+  T dkr[DMAX], dvr[DMAX];
+#pragma unroll
+  for (int e = 0; e < DMAX; ++e) dkr[e] = 0, dvr[e] = 0;
+  for (int64_t q0 = causal ? k0 : 0; q0 < d.T; q0 += BQ) {
+    const int64_t nq = min((int64_t)BQ, d.T - q0);
+    __syncthreads();
+    loadRows(q + base, q0, nq, nq, d, Qs, DMAX);
+    loadRows(dy + base, q0, nq, nq, d, Ds, DMAX);
+    for (int64_t r = threadIdx.x; r < nq; r += blockDim.x) Ls[r] = lse[bh * d.T + q0 + r], Dl[r] = delta[bh * d.T + q0 + r];
+    __syncthreads();
+    if (j >= d.T) continue;
+    for (int64_t r = 0; r < nq; ++r) {
+      if (causal && q0 + r < j) continue;
+      const T s = dot<T, DMAX>(Qs + r * DMAX, Kself + threadIdx.x * LK, Dh) * scale;
+      const T p = lmc::exp(s - Ls[r]);
+      const T dp = dot<T, DMAX>(Ds + r * DMAX, Vself + threadIdx.x * LK, Dh);
+      const T ds = p * (dp - Dl[r]) * scale;
+#pragma unroll
+      for (int e = 0; e < DMAX; ++e)
+        if (e < Dh) dvr[e] += p * Ds[r * DMAX + e], dkr[e] += ds * Qs[r * DMAX + e];
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int e = 0; e < DMAX; ++e)
+    if (e < Dh) Kself[threadIdx.x * LK + e] = dkr[e], Vself[threadIdx.x * LK + e] = dvr[e];
+  __syncthreads();
+  storeRows(dk + base, k0, nk, d, Kself, LK);
+  storeRows(dv + base, k0, nk, d, Vself, LK);
+}
+
+/* dq of the query rows [q0, q0 + BQ): one thread per query. */
+template <typename T, int DMAX>
+__global__ void attnBackwardQ(const T *q, const T *k, const T *v, const T *dy, const T *lse, const T *delta, T *dq,
+                              AttnDims d, bool causal) {
+  constexpr int BQ = Tile<DMAX>::kBwdQ, BK = Tile<DMAX>::kK, LQ = DMAX + 1;
+  extern __shared__ unsigned char smemRaw[];
+  T *Qself = reinterpret_cast<T *>(smemRaw), *Dself = Qself + BQ * LQ, *Ks = Dself + BQ * LQ, *Vs = Ks + BK * DMAX;
+  const int64_t bh = blockIdx.y, base = (bh / d.H) * d.T * d.C + (bh % d.H) * d.Dh;
+  const int64_t q0 = blockIdx.x * (int64_t)BQ, i = q0 + threadIdx.x, nq = min((int64_t)BQ, d.T - q0);
+  const int Dh = (int)d.Dh;
+  const T scale = (T)d.scale;
+  loadRows(q + base, q0, nq, BQ, d, Qself, LQ);
+  loadRows(dy + base, q0, nq, BQ, d, Dself, LQ);
+  const T L = i < d.T ? lse[bh * d.T + i] : T(0), Dl = i < d.T ? delta[bh * d.T + i] : T(0);
+  T dqr[DMAX];
+#pragma unroll
+  for (int e = 0; e < DMAX; ++e) dqr[e] = 0;
+  const int64_t kEnd = causal ? min(d.T, q0 + BQ) : d.T;
+  for (int64_t k0 = 0; k0 < kEnd; k0 += BK) {
+    const int64_t nk = min((int64_t)BK, kEnd - k0);
+    __syncthreads();
+    loadRows(k + base, k0, nk, nk, d, Ks, DMAX);
+    loadRows(v + base, k0, nk, nk, d, Vs, DMAX);
+    __syncthreads();
+    if (i >= d.T) continue;
+    const int64_t vis = visible(causal, i, k0, nk);
+    for (int64_t j = 0; j < vis; ++j) {
+      const T s = dot<T, DMAX>(Qself + threadIdx.x * LQ, Ks + j * DMAX, Dh) * scale;
+      const T p = lmc::exp(s - L);
+      const T dp = dot<T, DMAX>(Dself + threadIdx.x * LQ, Vs + j * DMAX, Dh);
+      const T ds = p * (dp - Dl) * scale;
+#pragma unroll
+      for (int e = 0; e < DMAX; ++e)
+        if (e < Dh) dqr[e] += ds * Ks[j * DMAX + e];
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int e = 0; e < DMAX; ++e)
+    if (e < Dh) Qself[threadIdx.x * LQ + e] = dqr[e];
+  __syncthreads();
+  storeRows(dq + base, q0, nq, d, Qself, LQ);
+}
+
+AttnDims dimsOf(const OpCall &call) {
+  const Shape &s = call.in[0].shape();
+  AttnDims d;
+  d.B = s[0], d.T = s[1], d.C = s[2], d.H = call.attrs.getInt("num_heads");
+  d.Dh = d.C / d.H;
+  d.scale = 1.0 / std::sqrt((double)d.Dh);
+  return d;
+}
+
+/* Launches `kernel` with `smem` bytes of dynamic shared memory, opting in above 48 KiB. */
+template <typename K, typename... Args>
+void launch(K kernel, dim3 grid, int threads, size_t smem, cudaStream_t stream, Args... args) {
+  if (smem > 48 * 1024) {
+    int dev = 0, optin = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if ((size_t)optin < smem)
+      fail("attention: the CUDA kernel needs %zu bytes of shared memory per block, the device allows %d", smem, optin);
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  }
+  kernel<<<grid, threads, smem, stream>>>(args...);
+  CUDA_CHECK_LAUNCH();
+}
+
+/* Calls f(std::integral_constant<int, DMAX>) with the smallest DMAX >= Dh. */
+template <typename F> void byHeadSize(int64_t Dh, F &&f) {
+  if (Dh <= 32)
+    f(std::integral_constant<int, 32>{});
+  else if (Dh <= 64)
+    f(std::integral_constant<int, 64>{});
+  else if (Dh <= 128)
+    f(std::integral_constant<int, 128>{});
+  else
+    fail("attention: head size %lld is more than the CUDA kernel's 128", (long long)Dh);
+}
+
+template <typename T, int DMAX>
+void forward(const OpCall &call, const AttnDims &d, bool causal, const T *q, const T *k, const T *v, T *y, T *lse) {
+  using Tl = Tile<DMAX>;
+  dim3 grid((unsigned)((d.T + Tl::kQ - 1) / Tl::kQ), (unsigned)(d.B * d.H));
+  size_t smem = (Tl::kQ * (DMAX + 1) + 2 * Tl::kK * DMAX) * sizeof(T);
+  launch(attnForward<T, DMAX>, grid, Tl::kQ, smem, call.stream, q, k, v, y, lse, d, causal);
+}
+
+void runAttention(const OpCall &call) {
+  AttnDims d = dimsOf(call);
+  const bool causal = call.attrs.getBool("causal");
+  if (call.out[0].numel() == 0) return;
+  if (d.B * d.H > 65535) fail("attention: batch x heads %lld exceeds the CUDA grid", (long long)(d.B * d.H));
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    byHeadSize(d.Dh, [&](auto dm) {
+      forward<T, decltype(dm)::value>(call, d, causal, call.in[0].as<T>(), call.in[1].as<T>(), call.in[2].as<T>(),
+                                      call.out[0].as<T>(), (T *)nullptr);
+    });
+  });
+}
+
+/* Scratch of the backward: the recomputed output, then lse and delta per (b, h, i). */
+size_t attentionGradScratch(const std::vector<TensorType> &in, const std::vector<TensorType> &,
+                            const kernels::Attrs &attrs) {
+  const Shape &s = in[0].shape;
+  const int64_t rows = s[0] * attrs.getInt("num_heads") * s[1];
+  return (size_t)(in[0].numel() + 2 * rows) * dtypeSize(in[0].dtype) + 512;
+}
+
+void runAttentionGrad(const OpCall &call) {
+  AttnDims d = dimsOf(call);
+  const bool causal = call.attrs.getBool("causal");
+  if (call.in[0].numel() == 0) return;
+  if (d.B * d.H > 65535) fail("attention_grad: batch x heads %lld exceeds the CUDA grid", (long long)(d.B * d.H));
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(), *dy = call.in[3].as<T>();
+    T *o = static_cast<T *>(call.scratch);
+    // lse and delta start on a 256-byte boundary after o.
+    size_t oBytes = ((size_t)call.in[0].numel() * sizeof(T) + 255) / 256 * 256;
+    T *lse = reinterpret_cast<T *>(static_cast<char *>(call.scratch) + oBytes), *delta = lse + d.B * d.H * d.T;
+    byHeadSize(d.Dh, [&](auto dm) {
+      constexpr int DMAX = decltype(dm)::value;
+      using Tl = Tile<DMAX>;
+      forward<T, DMAX>(call, d, causal, q, k, v, o, lse);
+      attnDelta<T><<<gridFor(d.B * d.H * d.T), kThreads, 0, call.stream>>>(dy, o, delta, d);
+      CUDA_CHECK_LAUNCH();
+      dim3 gk((unsigned)((d.T + Tl::kK - 1) / Tl::kK), (unsigned)(d.B * d.H));
+      size_t smemKV = (2 * Tl::kK * (DMAX + 1) + 2 * Tl::kBwdQ * DMAX + 2 * Tl::kBwdQ) * sizeof(T);
+      launch(attnBackwardKV<T, DMAX>, gk, Tl::kK, smemKV, call.stream, q, k, v, dy, (const T *)lse,
+             (const T *)delta, call.out[1].as<T>(), call.out[2].as<T>(), d, causal);
+      dim3 gq((unsigned)((d.T + Tl::kBwdQ - 1) / Tl::kBwdQ), (unsigned)(d.B * d.H));
+      size_t smemQ = (2 * Tl::kBwdQ * (DMAX + 1) + 2 * Tl::kK * DMAX) * sizeof(T);
+      launch(attnBackwardQ<T, DMAX>, gq, Tl::kBwdQ, smemQ, call.stream, q, k, v, dy, (const T *)lse,
+             (const T *)delta, call.out[0].as<T>(), d, causal);
+    });
+  });
+}
+
+}  // namespace
+
+void addAttentionKernels(std::vector<CudaKernelDef> &k) {
+  k.push_back({"attention", runAttention, noScratch});
+  k.push_back({"attention_grad", runAttentionGrad, attentionGradScratch});
+}
+
+}  // namespace lmrt::cuda::detail

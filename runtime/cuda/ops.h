@@ -1,0 +1,70 @@
+/* Implements: the table of CUDA kernels the device executor dispatches plan
+   steps to, one entry per op of the plan's op table (runtime/plan/op_table.h),
+   mirroring the CPU table of runtime/kernels/registry.h: same operands, same
+   attributes, same results (docs/dialect.md). Validation stays with the CPU
+   table's check(): a plan is validated once, on the host, before anything is
+   put on the GPU. Every entry enqueues its work on the call's stream and
+   returns without waiting. */
+#pragma once
+#include <cuda_runtime.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/kernels/registry.h"
+#include "runtime/lmrt/tensor.h"
+
+namespace lmrt::cuda {
+
+class Gemm;
+
+/* A tensor in device memory. */
+struct DevTensor {
+  void *data = nullptr;
+  TensorType type;
+  template <typename T> T *as() const { return static_cast<T *>(data); }
+  const Shape &shape() const { return type.shape; }
+  int64_t numel() const { return type.numel(); }
+};
+
+struct OpCall {
+  std::vector<DevTensor> in;
+  std::vector<DevTensor> out;
+  const kernels::Attrs &attrs;
+  cudaStream_t stream;
+  void *scratch;  // device memory of at least scratchBytes(...) for this step, 256-byte aligned
+  Gemm &gemm;     // the session's cuBLASLt handle and workspace
+};
+
+struct CudaKernelDef {
+  const char *op;
+  /* Enqueues the op; throws lmrt::Error (a failed check.h call, an unsupported shape). */
+  void (*run)(const OpCall &call);
+  /* Device scratch the op needs besides its outputs (0 for most). */
+  size_t (*scratchBytes)(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                         const kernels::Attrs &attrs);
+};
+
+/* nullptr when no CUDA kernel has that name. */
+const CudaKernelDef *findCudaKernel(std::string_view op);
+const std::vector<CudaKernelDef> &allCudaKernels();
+/* "" when the CUDA table has exactly one kernel per op of the plan's op table;
+   else every disagreement, one per line (a unit test runs it, no GPU needed). */
+std::string compareCudaWithOpTable();
+
+/* Each family's kernels (one .cu file each), gathered by ops.cpp. */
+namespace detail {
+void addMatmulKernels(std::vector<CudaKernelDef> &k);
+void addElementwiseKernels(std::vector<CudaKernelDef> &k);
+void addLayerNormKernels(std::vector<CudaKernelDef> &k);
+void addSoftmaxKernels(std::vector<CudaKernelDef> &k);
+void addEmbeddingKernels(std::vector<CudaKernelDef> &k);
+void addShapeKernels(std::vector<CudaKernelDef> &k);
+void addAttentionKernels(std::vector<CudaKernelDef> &k);
+inline size_t noScratch(const std::vector<TensorType> &, const std::vector<TensorType> &, const kernels::Attrs &) {
+  return 0;
+}
+}  // namespace detail
+
+}  // namespace lmrt::cuda

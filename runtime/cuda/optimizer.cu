@@ -1,0 +1,76 @@
+/* Implements: optimizer.h. */
+#include "runtime/cuda/kernels.cuh"
+#include "runtime/cuda/optimizer.h"
+
+namespace lmrt::cuda {
+namespace {
+
+template <typename T> __global__ void normPartials(const T *g, int64_t n, double *partials) {
+  const int64_t per = (n + gridDim.x - 1) / gridDim.x, b0 = blockIdx.x * per, b1 = min(n, b0 + per);
+  double s = 0;
+  for (int64_t i = b0 + threadIdx.x; i < b1; i += blockDim.x) s += (double)g[i] * (double)g[i];
+  s = detail::blockSum(s);
+  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+__global__ void normFinish(const double *partials, int blocks, double *out, double maxNorm) {
+  double s = 0;
+  for (int i = threadIdx.x; i < blocks; i += blockDim.x) s += partials[i];
+  s = detail::blockSum(s);
+  if (threadIdx.x == 0) {
+    const double norm = sqrt(s);
+    out[0] = norm;
+    out[1] = (maxNorm > 0 && norm > maxNorm) ? maxNorm / (norm + 1e-6) : 1.0;
+  }
+}
+
+template <typename T>
+__global__ void adamw(T *p, const T *g, T *m, T *v, const AdamWChunk *chunks, const double *normOut, AdamWStep s) {
+  const double norm = normOut[0], gradScale = normOut[1];
+  if (!isfinite(norm)) return;
+  const AdamWChunk c = chunks[blockIdx.x];
+  const double decay = c.decay ? s.weightDecay : 0.0;
+  const T keep = T(1.0 - s.lr * decay), w1 = T(1.0 - s.beta1), b2 = T(s.beta2), w2 = T(1.0 - s.beta2);
+  const T stepSize = T(s.lr / s.bc1), bc2Sqrt = T(sqrt(s.bc2)), eps = T(s.eps), clip = T(gradScale);
+  const bool decays = decay != 0.0, scales = gradScale != 1.0;
+  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
+    T pi = p[i];
+    if (decays) pi *= keep;
+    T gi = g[i];
+    if (scales) gi *= clip;
+    const T mi = m[i] + w1 * (gi - m[i]);
+    const T vi = v[i] * b2 + w2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    const T denom = sqrt(vi) / bc2Sqrt + eps;
+    p[i] = pi - stepSize * (mi / denom);
+  }
+}
+
+}  // namespace
+
+void launchGradNorm(DType dtype, const void *grads, int64_t n, double *partials, double *normOut, double maxNorm,
+                    cudaStream_t stream) {
+  detail::byFloat(dtype, [&](auto t) {
+    using T = decltype(t);
+    normPartials<T><<<kNormBlocks, detail::kThreads, 0, stream>>>(static_cast<const T *>(grads), n, partials);
+    CUDA_CHECK_LAUNCH();
+  });
+  normFinish<<<1, 1024, 0, stream>>>(partials, kNormBlocks, normOut, maxNorm);
+  CUDA_CHECK_LAUNCH();
+}
+
+void launchAdamW(DType dtype, void *params, const void *grads, void *m, void *v, const AdamWChunk *chunks,
+                 int64_t numChunks, const double *normOut, const AdamWStep &step, cudaStream_t stream) {
+  if (numChunks == 0) return;
+  if (numChunks > (1ll << 31) - 1) fail("adamw: %lld chunks exceed the CUDA grid", (long long)numChunks);
+  detail::byFloat(dtype, [&](auto t) {
+    using T = decltype(t);
+    adamw<T><<<(unsigned)numChunks, detail::kThreads, 0, stream>>>(static_cast<T *>(params),
+                                                                   static_cast<const T *>(grads), static_cast<T *>(m),
+                                                                   static_cast<T *>(v), chunks, normOut, step);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace lmrt::cuda

@@ -1,0 +1,182 @@
+/* Implements: lm.softmax, lm.softmax_grad, lm.cross_entropy and
+   lm.cross_entropy_grad on the GPU: one block per row, block reductions in a
+   fixed order. Cross-entropy's mean is over the targets that are not
+   ignore_index: a one-block pass counts them, the rows' losses are summed in
+   row order (double) by another. A target outside the vocabulary (lmrt checks
+   token inputs on the host first) makes its row's loss NaN instead of reading
+   out of bounds, which the training loop reports as a diverged step. */
+#include "runtime/cuda/kernels.cuh"
+
+namespace lmrt::cuda::detail {
+namespace {
+
+template <typename T> __device__ T expOf(T x) { return lmc::exp(x); }
+
+template <typename T> __global__ void softmaxKernel(const T *x, T *y, int64_t rows, int64_t v) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T *xr = x + r * v;
+    T *yr = y + r * v;
+    T mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) mx = max(mx, xr[j]);
+    mx = blockMax(mx);
+    T s = 0;
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) s += (yr[j] = expOf(xr[j] - mx));
+    const T inv = T(1) / blockSum(s);
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) yr[j] *= inv;
+  }
+}
+
+template <typename T> __global__ void softmaxGradKernel(const T *y, const T *dy, T *dx, int64_t rows, int64_t v) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T *yr = y + r * v, *dyr = dy + r * v;
+    T *dxr = dx + r * v;
+    T s = 0;
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) s += yr[j] * dyr[j];
+    s = blockSum(s);
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) dxr[j] = yr[j] * (dyr[j] - s);
+  }
+}
+
+/* *valid = the number of targets that are not ignore_index (one block). */
+__global__ void countValid(const int32_t *tg, int64_t n, int64_t ignore, long long *valid) {
+  long long c = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) c += tg[i] != ignore;
+  c = blockSum(c);
+  if (threadIdx.x == 0) *valid = c;
+}
+
+template <typename T>
+__global__ void crossEntropyRows(const T *x, const int32_t *tg, int64_t rows, int64_t v, int64_t ignore,
+                                 double *rowLoss) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int32_t t = tg[r];
+    if (t == ignore) {
+      if (threadIdx.x == 0) rowLoss[r] = 0;
+      continue;
+    }
+    const T *xr = x + r * v;
+    T mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) mx = max(mx, xr[j]);
+    mx = blockMax(mx);
+    T s = 0;
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) s += expOf(xr[j] - mx);
+    s = blockSum(s);
+    if (threadIdx.x == 0) rowLoss[r] = (t < 0 || t >= v) ? NAN : (double)(mx + log(s) - xr[t]);
+  }
+}
+
+template <typename T>
+__global__ void crossEntropyFinish(const double *rowLoss, int64_t rows, const long long *valid, T *loss) {
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < rows; i += blockDim.x) s += rowLoss[i];
+  s = blockSum(s);
+  if (threadIdx.x == 0) *loss = *valid ? (T)(s / (double)*valid) : (T)0;
+}
+
+template <typename T>
+__global__ void crossEntropyGradRows(const T *x, const int32_t *tg, const T *dloss, const long long *valid, T *dx,
+                                     int64_t rows, int64_t v, int64_t ignore) {
+  const T scale = *valid ? dloss[0] / (T)*valid : T(0);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int32_t t = tg[r];
+    const T *xr = x + r * v;
+    T *dxr = dx + r * v;
+    if (t == ignore) {
+      for (int64_t j = threadIdx.x; j < v; j += blockDim.x) dxr[j] = 0;
+      continue;
+    }
+    T mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) mx = max(mx, xr[j]);
+    mx = blockMax(mx);
+    T s = 0;
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) s += (dxr[j] = expOf(xr[j] - mx));
+    const T k = scale / blockSum(s);
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) dxr[j] *= k;
+    __syncthreads();  // the target's element may have been written by another thread
+    if (threadIdx.x == 0) {
+      if (t >= 0 && t < v)
+        dxr[t] -= scale;
+      else
+        dxr[0] = NAN;
+    }
+  }
+}
+
+void rowsOf(const Shape &s, int64_t &rows, int64_t &v) {
+  v = s.empty() ? 1 : s.back();
+  rows = v ? numel(s) / v : 0;
+}
+
+unsigned rowBlocks(int64_t rows) { return (unsigned)std::max<int64_t>(1, std::min<int64_t>(rows, 1 << 16)); }
+
+void runSoftmax(const OpCall &call) {
+  int64_t rows, v;
+  rowsOf(call.in[0].shape(), rows, v);
+  if (rows * v == 0) return;
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    softmaxKernel<T><<<rowBlocks(rows), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.out[0].as<T>(), rows, v);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void runSoftmaxGrad(const OpCall &call) {
+  int64_t rows, v;
+  rowsOf(call.in[0].shape(), rows, v);
+  if (rows * v == 0) return;
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    softmaxGradKernel<T><<<rowBlocks(rows), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.in[1].as<T>(),
+                                                                        call.out[0].as<T>(), rows, v);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+size_t crossEntropyScratch(const std::vector<TensorType> &in, const std::vector<TensorType> &, const kernels::Attrs &) {
+  return 256 + (size_t)in[1].numel() * sizeof(double);
+}
+
+void runCrossEntropy(const OpCall &call) {
+  const int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
+  const int64_t ignore = call.attrs.getInt("ignore_index", -100);
+  long long *valid = static_cast<long long *>(call.scratch);
+  double *rowLoss = reinterpret_cast<double *>(static_cast<char *>(call.scratch) + 256);
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    countValid<<<1, 1024, 0, call.stream>>>(call.in[1].as<int32_t>(), rows, ignore, valid);
+    CUDA_CHECK_LAUNCH();
+    if (rows > 0) {
+      crossEntropyRows<T><<<rowBlocks(rows), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.in[1].as<int32_t>(),
+                                                                         rows, v, ignore, rowLoss);
+      CUDA_CHECK_LAUNCH();
+    }
+    crossEntropyFinish<T><<<1, 1024, 0, call.stream>>>(rowLoss, rows, valid, call.out[0].as<T>());
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void runCrossEntropyGrad(const OpCall &call) {
+  const int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
+  const int64_t ignore = call.attrs.getInt("ignore_index", -100);
+  long long *valid = static_cast<long long *>(call.scratch);
+  if (rows == 0) return;
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    countValid<<<1, 1024, 0, call.stream>>>(call.in[1].as<int32_t>(), rows, ignore, valid);
+    CUDA_CHECK_LAUNCH();
+    crossEntropyGradRows<T><<<rowBlocks(rows), kThreads, 0, call.stream>>>(
+        call.in[0].as<T>(), call.in[1].as<int32_t>(), call.in[2].as<T>(), valid, call.out[0].as<T>(), rows, v, ignore);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace
+
+void addSoftmaxKernels(std::vector<CudaKernelDef> &k) {
+  k.push_back({"softmax", runSoftmax, noScratch});
+  k.push_back({"softmax_grad", runSoftmaxGrad, noScratch});
+  k.push_back({"cross_entropy", runCrossEntropy, crossEntropyScratch});
+  k.push_back({"cross_entropy_grad", runCrossEntropyGrad, crossEntropyScratch});
+}
+
+}  // namespace lmrt::cuda::detail

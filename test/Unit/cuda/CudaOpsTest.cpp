@@ -1,0 +1,115 @@
+/* Tests that every op's CUDA kernel computes what its CPU kernel computes on the
+   same inputs (CudaTestUtil.h: the CPU half runs everywhere, the GPU half where
+   a GPU is present): shapes with ragged tiles, broadcasts, transposes, ignored
+   targets, causal and full attention at three head sizes, f32 and f64. */
+#include "test/Unit/cuda/CudaTestUtil.h"
+
+namespace lmrt::cuda::test {
+namespace {
+
+kernels::Attrs attrs(std::initializer_list<std::pair<const char *, kernels::Attrs::Value>> kv) {
+  kernels::Attrs a;
+  for (const auto &[k, v] : kv) a.set(k, v);
+  return a;
+}
+
+TEST(CudaOps, Matmul) {
+  runCase({"matmul", {f32({4, 8, 16}), f32({16, 12})}, {f32({4, 8, 12})}, {}});
+  runCase({"matmul", {f32({3, 5, 7}), f32({3, 7, 6})}, {f32({3, 5, 6})}, {}});
+  runCase({"matmul", {f32({2, 5, 7}), f32({2, 5, 6})}, {f32({2, 7, 6})}, attrs({{"transpose_lhs", true}})});
+  runCase({"matmul", {f32({2, 3, 5, 7}), f32({2, 3, 6, 7})}, {f32({2, 3, 5, 6})}, attrs({{"transpose_rhs", true}})});
+  runCase({"matmul", {f32({33, 65}), f32({47, 65})}, {f32({33, 47})}, attrs({{"transpose_rhs", true}})});
+  runCase({"matmul", {f64({4, 9, 16}), f64({16, 10})}, {f64({4, 9, 10})}, {}});
+}
+
+TEST(CudaOps, Binary) {
+  for (const char *op : {"add", "sub", "mul", "div"}) {
+    runCase({op, {f32({4, 6, 8}), f32({4, 6, 8})}, {f32({4, 6, 8})}, {}});
+    runCase({op, {f32({4, 6, 8}), f32({8})}, {f32({4, 6, 8})}, {}});
+    runCase({op, {f32({8}), f32({4, 8})}, {f32({4, 8})}, {}});
+    runCase({op, {f32({4, 1, 8}), f32({1, 6, 1})}, {f32({4, 6, 8})}, {}});
+  }
+  runCase({"add", {f64({3, 5}), f64({5})}, {f64({3, 5})}, {}});
+}
+
+TEST(CudaOps, Unary) {
+  runCase({"neg", {f32({5, 7})}, {f32({5, 7})}, {}});
+  runCase({"gelu", {f32({1000})}, {f32({1000})}, {}});
+  runCase({"gelu_grad", {f32({3, 333}), f32({3, 333})}, {f32({3, 333})}, {}});
+  runCase({"gelu", {f64({257})}, {f64({257})}, {}});
+}
+
+TEST(CudaOps, SumTo) {
+  runCase({"sum_to", {f32({4, 6, 8})}, {f32({8})}, {}});
+  runCase({"sum_to", {f32({130, 3, 8})}, {f32({3, 8})}, {}});
+  runCase({"sum_to", {f32({4, 6, 8})}, {f32({1, 6, 1})}, {}});
+  runCase({"sum_to", {f32({4, 6, 8})}, {f32({4, 1, 8})}, {}});
+  runCase({"sum_to", {f32({5, 6})}, {f32({5, 6})}, {}});
+  runCase({"sum_to", {f64({70, 9})}, {f64({9})}, {}});
+}
+
+TEST(CudaOps, LayerNorm) {
+  runCase({"layer_norm", {f32({4, 6, 32}), f32({32}), f32({32})}, {f32({4, 6, 32})}, {}});
+  runCase({"layer_norm", {f32({3, 768}), f32({768}), f32({768})}, {f32({3, 768})}, attrs({{"epsilon", 1e-6}})});
+  runCase({"layer_norm_grad", {f32({70, 40}), f32({40}), f32({70, 40})}, {f32({70, 40}), f32({40}), f32({40})}, {}});
+  runCase({"layer_norm_grad", {f64({2, 33, 17}), f64({17}), f64({2, 33, 17})}, {f64({2, 33, 17}), f64({17}), f64({17})},
+           {}});
+}
+
+TEST(CudaOps, Softmax) {
+  runCase({"softmax", {f32({5, 7, 33})}, {f32({5, 7, 33})}, {}});
+  runCase({"softmax", {f32({2, 3000})}, {f32({2, 3000})}, {}});
+  runCase({"softmax_grad", {f32({5, 7, 33}), f32({5, 7, 33})}, {f32({5, 7, 33})}, {}});
+}
+
+TEST(CudaOps, CrossEntropy) {
+  OpCase ce{"cross_entropy", {f32({6, 5, 50}), i32({6, 5})}, {f32({})}, {}, 50, 7};
+  runCase(ce);
+  OpCase ceg{"cross_entropy_grad", {f32({6, 5, 50}), i32({6, 5}), f32({})}, {f32({6, 5, 50})}, {}, 50, 7};
+  runCase(ceg);
+  OpCase wide{"cross_entropy", {f64({3, 1000}), i32({3})}, {f64({})}, {}, 1000, 0};
+  runCase(wide);
+}
+
+TEST(CudaOps, Embedding) {
+  runCase({"embedding", {f32({50, 16}), i32({4, 7})}, {f32({4, 7, 16})}, {}, 50});
+  // A vocabulary of 9 for 28 ids: rows receive several contributions.
+  runCase({"embedding_grad", {i32({4, 7}), f32({4, 7, 16})}, {f32({9, 16})}, {}, 9});
+  runCase({"embedding_grad", {i32({2, 300}), f32({2, 300, 40})}, {f32({1000, 40})}, {}, 1000});
+}
+
+TEST(CudaOps, ShapeOps) {
+  runCase({"reshape", {f32({4, 6})}, {f32({24})}, {}});
+  runCase({"copy", {f32({4, 6})}, {f32({4, 6})}, {}});
+  runCase({"transpose", {f32({3, 4, 5})}, {f32({5, 3, 4})}, attrs({{"permutation", std::vector<int64_t>{2, 0, 1}}})});
+  runCase({"transpose", {f64({70, 33})}, {f64({33, 70})}, attrs({{"permutation", std::vector<int64_t>{1, 0}}})});
+  kernels::Attrs sl = attrs({{"start", std::vector<int64_t>{0, 1, 2}},
+                             {"limit", std::vector<int64_t>{4, 5, 8}},
+                             {"stride", std::vector<int64_t>{1, 2, 3}}});
+  runCase({"slice", {f32({4, 6, 8})}, {f32({4, 2, 2})}, sl});
+  runCase({"slice", {i32({4, 6, 8})}, {i32({4, 2, 2})}, sl, 100});
+  runCase({"slice_grad", {f32({4, 2, 2})}, {f32({4, 6, 8})}, sl});
+}
+
+TEST(CudaOps, Attention) {
+  struct Shape3 {
+    int64_t B, T, C, H;
+    bool causal;
+  };
+  // Head sizes 16, 64 and 96 (the three kernel widths), T not a multiple of any tile.
+  for (Shape3 s : {Shape3{2, 37, 32, 2, true}, Shape3{1, 130, 128, 2, false}, Shape3{1, 130, 128, 2, true},
+                   Shape3{2, 70, 192, 2, true}}) {
+    SCOPED_TRACE("T " + std::to_string(s.T) + ", C " + std::to_string(s.C) + (s.causal ? ", causal" : ""));
+    kernels::Attrs a = attrs({{"num_heads", s.H}, {"causal", s.causal}});
+    TensorType t = f32({s.B, s.T, s.C});
+    runCase({"attention", {t, t, t}, {t}, a});
+    runCase({"attention_grad", {t, t, t, t}, {t, t, t}, a});
+  }
+  TensorType d = f64({2, 19, 16});
+  kernels::Attrs a = attrs({{"num_heads", int64_t{2}}, {"causal", true}});
+  runCase({"attention", {d, d, d}, {d}, a});
+  runCase({"attention_grad", {d, d, d, d}, {d, d, d}, a});
+}
+
+}  // namespace
+}  // namespace lmrt::cuda::test

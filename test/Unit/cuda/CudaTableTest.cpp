@@ -1,0 +1,50 @@
+/* Tests, without a GPU, that the CUDA backend has exactly one kernel for every
+   op a plan step may name (the op table generated from the ODS), as the CPU
+   kernel table has, so a new op cannot be forgotten on one side. */
+#include <gtest/gtest.h>
+
+#include "runtime/cuda/backend.h"
+#include "runtime/cuda/ops.h"
+#include "runtime/kernels/registry.h"
+
+namespace lmrt::cuda {
+namespace {
+
+TEST(CudaTable, OneKernelPerOpOfTheOpTable) { EXPECT_EQ(compareCudaWithOpTable(), ""); }
+
+TEST(CudaTable, EveryCpuKernelHasACudaKernel) {
+  for (const kernels::KernelDef &k : kernels::allKernels()) EXPECT_NE(findCudaKernel(k.op), nullptr) << k.op;
+}
+
+TEST(CudaTable, Built) { EXPECT_TRUE(built()); }
+
+}  // namespace
+}  // namespace lmrt::cuda
+
+#include "runtime/cuda/generated.h"
+
+namespace lmrt::cuda {
+namespace {
+
+/* Tests that a plan whose generated kernels were compiled only for the CPU is
+   refused by the CUDA backend with the way out, before any device work. */
+TEST(CudaGenerated, PlanWithoutCudaLibraryIsRefused) {
+  plan::Plan p;
+  p.add_kernels()->set_name("lmc_k0123456789abcdef_f32");
+  p.add_kernel_libraries()->set_target("cpu-x86-64");
+  try {
+    GeneratedModule::load(p, "x.plan", 1);
+    FAIL() << "expected an error";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "plan 'x.plan': its generated kernels were compiled for cpu-x86-64, not for CUDA; "
+                           "recompile it with `lmc compile --target cpu,cuda` to run it with --device cuda");
+  }
+}
+
+TEST(CudaGenerated, PlanWithoutKernelsLoadsNothing) {
+  plan::Plan p;
+  EXPECT_EQ(GeneratedModule::load(p, "x.plan", 1)->size(), 0u);
+}
+
+}  // namespace
+}  // namespace lmrt::cuda

@@ -1,0 +1,141 @@
+/* Implements: the harness of the CUDA kernel tests: a case (op, operand and
+   result types, attributes) is checked with the CPU kernel table's check() and
+   run by the CPU kernel first, on every machine; then, where a GPU is present,
+   the CUDA kernel runs on the same inputs and every result is compared:
+     f32: |gpu - cpu| <= 1e-4 |cpu| + 1e-5 max|cpu|   (f64: 1e-10 and 1e-12)
+   Without a GPU the GPU half skips, visibly, with the reason. */
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/device.h"
+#include "runtime/cuda/gemm.h"
+#include "runtime/cuda/ops.h"
+#include "runtime/kernels/registry.h"
+
+namespace lmrt::cuda::test {
+
+/* The GPU of the tests, opened once; "" or why there is none. */
+inline const std::string &gpuUnavailable() {
+  static const std::string why = [] {
+    std::string r = unavailableReason();
+    if (r.empty()) openDevice(0);
+    return r;
+  }();
+  return why;
+}
+
+#define LMRT_REQUIRE_GPU()                                                              \
+  do {                                                                                  \
+    if (!::lmrt::cuda::test::gpuUnavailable().empty())                                  \
+      GTEST_SKIP() << "no CUDA GPU: " << ::lmrt::cuda::test::gpuUnavailable();           \
+  } while (0)
+
+struct HostTensor {
+  TensorType type;
+  std::vector<double> storage;  // 8-byte aligned bytes
+  explicit HostTensor(TensorType t) : type(std::move(t)), storage((size_t)(type.bytes() + 7) / 8 + 1, 0.0) {}
+  void *data() { return storage.data(); }
+  TensorRef ref() { return TensorRef{data(), type}; }
+  double at(int64_t i) const {
+    const void *p = storage.data();
+    if (type.dtype == DType::F64) return static_cast<const double *>(p)[i];
+    if (type.dtype == DType::F32) return static_cast<const float *>(p)[i];
+    return static_cast<const int32_t *>(p)[i];
+  }
+};
+
+/* Inputs: floats ~ N(0, 1); i32 ids uniform in [0, idRange), every `ignoreEvery`-th -100 when > 0. */
+inline void fillInputs(std::vector<HostTensor> &in, int64_t idRange, int ignoreEvery, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (HostTensor &t : in)
+    for (int64_t i = 0; i < t.type.numel(); ++i) {
+      if (t.type.dtype == DType::F32) static_cast<float *>(t.data())[i] = (float)normal(rng);
+      if (t.type.dtype == DType::F64) static_cast<double *>(t.data())[i] = normal(rng);
+      if (t.type.dtype == DType::I32)
+        static_cast<int32_t *>(t.data())[i] =
+            ignoreEvery > 0 && i % ignoreEvery == ignoreEvery - 1 ? -100 : (int32_t)(rng() % (uint32_t)idRange);
+    }
+}
+
+/* |gpu - cpu| <= rtol |cpu| + atol max|cpu| for every element; reports the first few misses. */
+inline void expectClose(const HostTensor &cpu, const HostTensor &gpu, const std::string &what) {
+  const bool f64 = cpu.type.dtype == DType::F64;
+  const double rtol = f64 ? 1e-10 : 1e-4, atolScale = f64 ? 1e-12 : 1e-5;
+  double maxAbs = 0;
+  for (int64_t i = 0; i < cpu.type.numel(); ++i) maxAbs = std::max(maxAbs, std::fabs(cpu.at(i)));
+  int misses = 0;
+  for (int64_t i = 0; i < cpu.type.numel(); ++i) {
+    const double c = cpu.at(i), g = gpu.at(i);
+    if (std::fabs(g - c) <= rtol * std::fabs(c) + atolScale * maxAbs) continue;
+    if (++misses <= 5) ADD_FAILURE() << what << " element " << i << ": gpu " << g << ", cpu " << c;
+  }
+  EXPECT_EQ(misses, 0) << what << ": " << misses << " of " << cpu.type.numel() << " elements differ";
+}
+
+struct OpCase {
+  std::string op;
+  std::vector<TensorType> in, out;
+  kernels::Attrs attrs;
+  int64_t idRange = 1;
+  int ignoreEvery = 0;
+};
+
+/* Runs the case on the CPU (checked) and, with a GPU, on the GPU, and compares. */
+inline void runCase(const OpCase &c, uint32_t seed = 1) {
+  SCOPED_TRACE(c.op);
+  const kernels::KernelDef *cpu = kernels::findKernel(c.op);
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_EQ(cpu->check(c.in, c.out, c.attrs), "");
+  std::vector<HostTensor> in, outCpu, outGpu;
+  for (const TensorType &t : c.in) in.emplace_back(t);
+  for (const TensorType &t : c.out) outCpu.emplace_back(t), outGpu.emplace_back(t);
+  fillInputs(in, c.idRange, c.ignoreEvery, seed);
+  kernels::KernelCall call{{}, {}, c.attrs};
+  for (HostTensor &t : in) call.in.push_back(t.ref());
+  for (HostTensor &t : outCpu) call.out.push_back(t.ref());
+  cpu->run(call);
+
+  LMRT_REQUIRE_GPU();
+  const CudaKernelDef *gpu = findCudaKernel(c.op);
+  ASSERT_NE(gpu, nullptr);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  {
+    Gemm gemm(stream, /*tf32=*/false);
+    DeviceBuffer scratch(std::max<size_t>(256, gpu->scratchBytes(c.in, c.out, c.attrs)), "test scratch");
+    std::vector<DeviceBuffer> dIn, dOut;
+    OpCall g{{}, {}, c.attrs, stream, scratch.get(), gemm};
+    for (HostTensor &t : in) {
+      dIn.emplace_back(std::max<int64_t>(t.type.bytes(), 8), "test input");
+      ASSERT_EQ(cudaMemcpy(dIn.back().get(), t.data(), t.type.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      g.in.push_back({dIn.back().get(), t.type});
+    }
+    for (HostTensor &t : outGpu) {
+      dOut.emplace_back(std::max<int64_t>(t.type.bytes(), 8), "test output");
+      // NaN-filled: an element the kernel forgets to write cannot pass.
+      ASSERT_EQ(cudaMemset(dOut.back().get(), 0xff, t.type.bytes()), cudaSuccess);
+      g.out.push_back({dOut.back().get(), t.type});
+    }
+    gpu->run(g);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    for (size_t i = 0; i < outGpu.size(); ++i) {
+      ASSERT_EQ(cudaMemcpy(outGpu[i].data(), dOut[i].get(), outGpu[i].type.bytes(), cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      expectClose(outCpu[i], outGpu[i], c.op + " result " + std::to_string(i));
+    }
+  }
+  cudaStreamDestroy(stream);
+}
+
+inline TensorType f32(Shape s) { return {DType::F32, std::move(s)}; }
+inline TensorType f64(Shape s) { return {DType::F64, std::move(s)}; }
+inline TensorType i32(Shape s) { return {DType::I32, std::move(s)}; }
+
+}  // namespace lmrt::cuda::test

@@ -1,0 +1,125 @@
+/* Tests that the GPU's optimizer kernels (gradient norm, clipping's factor,
+   fused AdamW over flat storage) follow the CPU's (runtime/train/) for three
+   updates with clipping and weight decay on one of two parameters, and that
+   cuBLASLt's fused epilogues (bias, GELU + bias, bias gradient) match a naive
+   reference. CPU halves run everywhere; GPU halves where a GPU is present. */
+#include "runtime/cuda/optimizer.h"
+#include "runtime/kernels/scalar_math.h"
+#include "runtime/train/adamw.h"
+#include "runtime/train/grad_clip.h"
+#include "test/Unit/cuda/CudaTestUtil.h"
+
+namespace lmrt::cuda::test {
+namespace {
+
+TEST(CudaTrain, GradNormClipAndAdamW) {
+  // Sizes: a small decayed parameter and one that spans two AdamW chunks.
+  const std::vector<int64_t> sizes = {1000, 70000};
+  const std::vector<bool> decay = {true, false};
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<std::vector<float>> p(2), g(2);
+  for (int i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < sizes[i]; ++j) p[i].push_back(normal(rng)), g[i].push_back(normal(rng));
+  }
+  std::vector<std::vector<float>> pCpu = p;
+  std::vector<ParamView> views;
+  for (int i = 0; i < 2; ++i) views.push_back({DType::F32, pCpu[i].data(), g[i].data(), sizes[i], (bool)decay[i]});
+  AdamWConfig cfg;
+  cfg.beta1 = 0.9, cfg.beta2 = 0.95, cfg.eps = 1e-8, cfg.weightDecay = 0.1;
+  AdamW adamw(cfg);
+  const double maxNorm = 1.0, lrs[3] = {1e-3, 2e-3, 3e-3};
+  double cpuNorm = 0;
+  for (double lr : lrs) {
+    cpuNorm = globalGradNorm(views);
+    adamw.step(views, lr, clipScale(cpuNorm, maxNorm));
+  }
+  ASSERT_GT(cpuNorm, maxNorm);  // clipping is exercised
+
+  LMRT_REQUIRE_GPU();
+  const int64_t off[2] = {0, 1024}, total = 1024 + 70016;  // 256-byte aligned, as the session lays them out
+  std::vector<float> flatP(total, 0.f), flatG(total, 0.f);
+  for (int i = 0; i < 2; ++i)
+    std::copy(p[i].begin(), p[i].end(), flatP.begin() + off[i]), std::copy(g[i].begin(), g[i].end(), flatG.begin() + off[i]);
+  std::vector<AdamWChunk> chunks = {{0, 1000, 1}, {1024, 1024 + 65536, 0}, {1024 + 65536, 1024 + 70000, 0}};
+  DeviceBuffer dp(total * 4, "p"), dg(total * 4, "g"), dm(total * 4, "m"), dv(total * 4, "v"),
+      dc(chunks.size() * sizeof(AdamWChunk), "chunks"), dn((kNormBlocks + 2) * 8, "norm");
+  ASSERT_EQ(cudaMemcpy(dp.get(), flatP.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dg.get(), flatG.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dm.get(), 0, total * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dv.get(), 0, total * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dc.get(), chunks.data(), chunks.size() * sizeof(AdamWChunk), cudaMemcpyHostToDevice), cudaSuccess);
+  double *norm = static_cast<double *>(dn.get());
+  for (int t = 1; t <= 3; ++t) {
+    launchGradNorm(DType::F32, dg.get(), total, norm + 2, norm, maxNorm, nullptr);
+    AdamWStep s{lrs[t - 1], cfg.beta1, cfg.beta2, cfg.eps, cfg.weightDecay, 1 - std::pow(cfg.beta1, t),
+                1 - std::pow(cfg.beta2, t)};
+    launchAdamW(DType::F32, dp.get(), dg.get(), dm.get(), dv.get(), static_cast<const AdamWChunk *>(dc.get()), 3, norm,
+                s, nullptr);
+  }
+  double gpuNorm[2];
+  ASSERT_EQ(cudaMemcpy(gpuNorm, norm, sizeof gpuNorm, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(flatP.data(), dp.get(), total * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_NEAR(gpuNorm[0], cpuNorm, 1e-9 * cpuNorm);
+  EXPECT_NEAR(gpuNorm[1], maxNorm / (cpuNorm + 1e-6), 1e-9);
+  for (int i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < sizes[i]; ++j)
+      ASSERT_NEAR(flatP[off[i] + j], pCpu[i][j], 1e-6 * (1 + std::fabs(pCpu[i][j]))) << "param " << i << " [" << j << "]";
+}
+
+TEST(CudaTrain, GemmEpilogues) {
+  const int64_t R = 33, I = 40, O = 24;  // X [R, I], W [I, O], dY [R, O]
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> x(R * I), w(I * O), b(O), dy(R * O);
+  for (auto *v : {&x, &w, &b, &dy})
+    for (float &e : *v) e = normal(rng);
+  std::vector<double> lin(R * O), dw(I * O, 0.0), db(O, 0.0);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t o = 0; o < O; ++o) {
+      double s = b[o];
+      for (int64_t i = 0; i < I; ++i) s += (double)x[r * I + i] * w[i * O + o];
+      lin[r * O + o] = s;
+      db[o] += dy[r * O + o];
+      for (int64_t i = 0; i < I; ++i) dw[i * O + o] += (double)x[r * I + i] * dy[r * O + o];
+    }
+
+  LMRT_REQUIRE_GPU();
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  {
+    Gemm gemm(stream, false);
+    DeviceBuffer dx(x.size() * 4, "x"), dwt(w.size() * 4, "w"), dbias(b.size() * 4, "b"), ddy(dy.size() * 4, "dy"),
+        dout(R * O * 4, "out"), ddw(I * O * 4, "dw"), ddb(O * 4, "db");
+    cudaMemcpy(dx.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dwt.get(), w.data(), w.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dbias.get(), b.data(), b.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(ddy.get(), dy.data(), dy.size() * 4, cudaMemcpyHostToDevice);
+    std::vector<float> out(R * O), gdw(I * O), gdb(O);
+    for (Epilogue ep : {Epilogue::Bias, Epilogue::GeluBias}) {
+      GemmArgs g;
+      g.m = R, g.n = O, g.k = I, g.a = dx.get(), g.lda = I, g.b = dwt.get(), g.ldb = O, g.c = dout.get(), g.ldc = O;
+      g.epilogue = ep, g.bias = dbias.get();
+      gemm.run(g);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      cudaMemcpy(out.data(), dout.get(), out.size() * 4, cudaMemcpyDeviceToHost);
+      for (int64_t i = 0; i < R * O; ++i) {
+        double want = ep == Epilogue::Bias ? lin[i] : lmc::gelu(lin[i]);
+        ASSERT_NEAR(out[i], want, 1e-4 * (1 + std::fabs(want))) << "epilogue " << (int)ep << " element " << i;
+      }
+    }
+    GemmArgs g;  // dW = X^T dY with db = column sums of dY
+    g.ta = true, g.m = I, g.n = O, g.k = R, g.a = dx.get(), g.lda = I, g.b = ddy.get(), g.ldb = O, g.c = ddw.get();
+    g.ldc = O, g.epilogue = Epilogue::BiasGrad, g.biasGrad = ddb.get();
+    gemm.run(g);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    cudaMemcpy(gdw.data(), ddw.get(), gdw.size() * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(gdb.data(), ddb.get(), gdb.size() * 4, cudaMemcpyDeviceToHost);
+    for (int64_t i = 0; i < I * O; ++i) ASSERT_NEAR(gdw[i], dw[i], 1e-4 * (1 + std::fabs(dw[i]))) << "dW " << i;
+    for (int64_t o = 0; o < O; ++o) ASSERT_NEAR(gdb[o], db[o], 1e-4 * (1 + std::fabs(db[o]))) << "db " << o;
+  }
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace lmrt::cuda::test

@@ -24,6 +24,8 @@ install(TARGETS MLIRLMDialect MLIRLMPasses
   EXPORT LMCTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS lmc lm-opt lmrt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# lmrt dlopens the SentencePiece plugin from the lib/ folder beside its bin/.
+install(TARGETS lmrt_sentencepiece LIBRARY DESTINATION lib)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/dialect/IR/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dialect/IR

@@ -15,6 +15,7 @@ pkgs=(
   libcli11-dev                                              # command lines
   libopenblas-dev libdnnl-dev libomp-dev                    # CPU GEMMs (f64, f32) + threads
   libgtest-dev                                              # unit tests
+  libsentencepiece-dev                                      # tokenizers (lmrt data tokenizer train)
   fortunes-min fortunes                                     # the demo corpus (English quotations)
 )
 [[ $want_test == 1 ]] && pkgs+=(python3 python3-numpy python3-torch python3-venv)
@@ -28,6 +29,17 @@ if ((${#missing[@]})); then
   SUDO=""; [[ $(id -u) != 0 ]] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# TensorBoard's own reader checks lmrt's event files (test/E2E/tensorboard.test): the
+# `tensorboard` package from PyPI, in a venv that also sees Debian's numpy.
+if [[ $want_test == 1 ]]; then
+  venv=${LMC_TEST_VENV:-$HOME/.cache/lmc/venv-test}
+  if ! "$venv/bin/python" -c 'import tensorboard' 2>/dev/null; then
+    echo "setup: installing tensorboard into $venv"
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
+    "$venv/bin/pip" install -q tensorboard==2.21.0
+  fi
 fi
 
 # Debian's MLIR 19 is what the build is written against; fail early with a clear message otherwise.

@@ -81,3 +81,14 @@ elif os.environ.get("LMC_REQUIRE_REFERENCE"):
 else:
     lit_config.warning("Hugging Face parity tests are skipped: no Python with transformers 4.46.3 "
                        "(scripts/setup.sh --test makes one)")
+# TensorBoard's own reader checks `lmrt run --tensorboard` files (test/E2E/tensorboard.test):
+# the `tensorboard` package in the venv that scripts/setup.sh --test makes.
+tb_venv = os.environ.get("LMC_TEST_VENV", os.path.expanduser("~/.cache/lmc/venv-test"))
+tb_python = os.path.join(tb_venv, "bin", "python")
+if os.path.exists(tb_python) and os.system(tb_python + " -c 'import tensorboard' 2>/dev/null") == 0:
+    config.available_features.add("tensorboard")
+    config.substitutions.append(("%tbpython", tb_python))
+elif os.environ.get("LMC_REQUIRE_REFERENCE"):
+    lit_config.fatal(tb_python + " cannot import tensorboard, and LMC_REQUIRE_REFERENCE is set (run scripts/setup.sh --test)")
+else:
+    lit_config.warning("TensorBoard reader tests are skipped: " + tb_python + " cannot import tensorboard (scripts/setup.sh --test installs it)")

@@ -18,6 +18,8 @@
 #include "runtime/train/parity_dump.h"
 #include "runtime/train/program_io.h"
 #include "runtime/train/schedule.h"
+#include "runtime/train/eta.h"
+#include "runtime/train/tensorboard.h"
 
 namespace lmrt::cuda {
 namespace {
@@ -71,8 +73,10 @@ TrainResult train(const TrainOptions &o, const DeviceOptions &dopt, FILE *log) {
     fail("eval input differs from train_step input %s", shape.type.str().c_str());
   CausalBatcher data(o.dataDir, shape.type.shape[0], shape.type.shape[1], o.seed);
   data.checkVocab(shape.vocab);
+  std::fprintf(log, "%s\n", data.describe().c_str());
   if (evalOn) data.checkValidationWindow();
   MetricsWriter metrics(o.metricsPath);
+  TensorBoardWriter tensorboard(o.tensorboardDir);
   std::unique_ptr<ParityDump> dump;
   if (!o.dumpDir.empty()) dump = std::make_unique<ParityDump>(o.dumpDir);
   const std::string outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
@@ -111,6 +115,7 @@ TrainResult train(const TrainOptions &o, const DeviceOptions &dopt, FILE *log) {
 
   int cur = 0;
   data.trainBatch(0, static_cast<int32_t *>(batch[cur].get()));
+  const auto loopStart = Clock::now();
   for (int64_t step = 1; step <= o.steps; ++step) {
     auto t0 = Clock::now();
     const double lr = learningRate(sched, step - 1);
@@ -144,8 +149,11 @@ TrainResult train(const TrainOptions &o, const DeviceOptions &dopt, FILE *log) {
     m.lr = lr;
     m.gradNorm = norm;
     m.tokensPerS = tokensPerStep / std::max(seconds, 1e-9);
-    std::fprintf(log, "step %*lld/%lld | loss %.4f | lr %.2e | grad_norm %.4f | %.0f tok/s\n", w, (long long)step,
-                 (long long)o.steps, lossV, lr, norm, m.tokensPerS);
+    std::fprintf(log, "step %*lld/%lld | loss %.4f | lr %.2e | grad_norm %.4f | %.0f tok/s%s\n", w, (long long)step,
+                 (long long)o.steps, lossV, lr, norm, m.tokensPerS,
+                 progressTail(plan.flops_per_step(), seconds,
+                              std::chrono::duration<double>(Clock::now() - loopStart).count(), step, o.steps)
+                     .c_str());
     if (evalOn && ((o.evalInterval > 0 && step % o.evalInterval == 0) || step == o.steps)) {
       m.hasValLoss = true;
       m.valLoss = evaluate();
@@ -154,6 +162,7 @@ TrainResult train(const TrainOptions &o, const DeviceOptions &dopt, FILE *log) {
     }
     std::fflush(log);
     metrics.write(m);
+    tensorboard.write(m, plan.flops_per_step() * 1e-9 / std::max(seconds, 1e-9));
     out.lastLoss = lossV;
     cur ^= 1;
   }

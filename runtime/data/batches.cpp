@@ -3,37 +3,54 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <vector>
 
 #include "runtime/data/counter_rng.h"
 #include "runtime/lmrt/tensor.h"
 
 namespace lmrt {
 
-void checkShardVocab(const Shard &shard, int64_t vocab) {
-  uint64_t n = shard.size();
-  for (uint64_t i = 0; i < n; ++i) {
-    uint32_t t = shard.token(i);
-    if ((int64_t)t >= vocab)
-      fail("data '%s': token %u at offset %llu is outside the plan's vocabulary (%lld)",
-           shard.path().c_str(), t, (unsigned long long)i, (long long)vocab);
-    if ((i & ((1u << 21) - 1)) == (1u << 21) - 1) shard.releasePages();  // keep the peak low
-  }
-  shard.releasePages();
-}
-
 namespace {
 
-std::unique_ptr<Shard> openShard(const std::string &dir, const char *name) {
-  std::string path = dir + name;
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    fail("data directory '%s' has no %s (%s); build it with `lmrt data build --input ... --out %s`",
-         dir.c_str(), name, std::strerror(errno), dir.c_str());
-  return std::make_unique<Shard>(path);
+/* Whether `name` has `word` as a whole word between '_', '-' and '.'. */
+bool hasWord(const std::string &name, const std::string &word) {
+  size_t at = 0;
+  while ((at = name.find(word, at)) != std::string::npos) {
+    auto sep = [](char c) { return c == '_' || c == '-' || c == '.'; };
+    bool left = at == 0 || sep(name[at - 1]);
+    size_t end = at + word.size();
+    bool right = end == name.size() || sep(name[end]);
+    if (left && right) return true;
+    at = end;
+  }
+  return false;
 }
 
 }  // namespace
+
+std::vector<std::string> findSplitFiles(const std::string &dirIn, const std::string &split) {
+  std::string dir = dirIn.empty() || dirIn.back() == '/' ? dirIn : dirIn + "/";
+  std::vector<std::string> found;
+  if (DIR *d = ::opendir(dirIn.c_str())) {
+    while (struct dirent *e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".bin") == 0 &&
+          hasWord(name.substr(0, name.size() - 4), split))
+        found.push_back(name);
+    }
+    ::closedir(d);
+  }
+  if (found.empty())
+    fail("data directory '%s' has no %s.bin (nor any *.bin named for '%s'); build it with `lmrt "
+         "data build --input ... --out %s`, or put llm.c or Megatron files there",
+         dirIn.c_str(), split.c_str(), split.c_str(), dirIn.c_str());
+  std::sort(found.begin(), found.end());
+  for (std::string &f : found) f = dir + f;
+  return found;
+}
 
 CausalBatcher::CausalBatcher(const std::string &dirIn, int64_t rows, int64_t window, uint64_t seed)
     : rows_(rows), window_(window), seed_(seed) {
@@ -45,17 +62,60 @@ CausalBatcher::CausalBatcher(const std::string &dirIn, int64_t rows, int64_t win
     fail("data directory '%s' does not exist; build one with `lmrt data build --input ... --out %s`",
          dirIn.c_str(), dirIn.c_str());
   if (!S_ISDIR(st.st_mode)) fail("data '%s' is not a directory (expected train.bin and val.bin in it)", dirIn.c_str());
-  std::string dir = dirIn.back() == '/' ? dirIn : dirIn + "/";
-  train_ = openShard(dir, "train.bin");
-  val_ = openShard(dir, "val.bin");
+  train_ = TokenSource::open(findSplitFiles(dirIn, "train"));
+  val_ = TokenSource::open(findSplitFiles(dirIn, "val"));
+  meta_ = readDatasetMeta(dirIn);
+  if (meta_)
+    for (const auto &[src, split] : {std::pair{train_.get(), &meta_->train}, {val_.get(), &meta_->val}})
+      if (src->size() != split->tokens)
+        fail("%s says %s holds %llu tokens, but %s has %llu (rebuild the directory with lmrt data "
+             "build)", meta_->path.c_str(), split->file.c_str(), (unsigned long long)split->tokens,
+             src->path().c_str(), (unsigned long long)src->size());
+  // Document counts and token width are recorded for LMC's own shards; llm.c and
+  // Megatron files in a directory with a meta.json are not compared with it.
+  if (meta_)
+    for (const auto &[src, split] : {std::pair{train_.get(), &meta_->train}, {val_.get(), &meta_->val}}) {
+      if (src->files().size() != 1 || src->files()[0].format != "LMC shard") continue;
+      const TokenFile &f = src->files()[0];
+      if (f.documents >= 0 && (uint64_t)f.documents != split->documents)
+        fail("%s says %s holds %llu documents, but %s has %lld (rebuild the directory with lmrt data "
+             "build)", meta_->path.c_str(), split->file.c_str(), (unsigned long long)split->documents,
+             f.path.c_str(), (long long)f.documents);
+      if (meta_->tokenBytes && (size_t)meta_->tokenBytes != tokenDTypeBytes(f.dtype))
+        fail("%s says token_bytes %lld, but %s has %zu-byte tokens (rebuild the directory with lmrt data "
+             "build)", meta_->path.c_str(), (long long)meta_->tokenBytes, f.path.c_str(),
+             tokenDTypeBytes(f.dtype));
+    }
   if ((int64_t)train_->size() < window)
     fail("data '%s' has %llu tokens, fewer than one window of seq + 1 = %lld", train_->path().c_str(),
          (unsigned long long)train_->size(), (long long)window);
 }
 
 void CausalBatcher::checkVocab(int64_t vocab) const {
-  checkShardVocab(*train_, vocab);
-  checkShardVocab(*val_, vocab);
+  // Named by the tokenizer rather than by the first token out of range (byte
+  // data keeps the token error, which says which byte).
+  if (meta_ && meta_->tokenizer != "bytes" && meta_->vocab > vocab)
+    fail("data '%s' was tokenized with a vocabulary of %lld (%s), larger than the plan's %lld; "
+         "compile the plan with -D vocab=%lld", meta_->path.c_str(), (long long)meta_->vocab,
+         meta_->tokenizerModel.c_str(), (long long)vocab,
+         (long long)meta_->vocab);
+  checkTokenRange(*train_, vocab);
+  checkTokenRange(*val_, vocab);
+  // Byte data within range whose meta.json still records a larger vocabulary:
+  // meta.json does not belong to these shards or the plan is too small.
+  if (meta_ && meta_->vocab > vocab)
+    fail("data '%s' was tokenized with a vocabulary of %lld (%s), larger than the plan's %lld; "
+         "compile the plan with -D vocab=%lld", meta_->path.c_str(), (long long)meta_->vocab,
+         meta_->tokenizer == "bytes" ? "bytes" : meta_->tokenizerModel.c_str(), (long long)vocab,
+         (long long)meta_->vocab);
+}
+
+std::string CausalBatcher::describe() const {
+  auto one = [](const char *name, const TokenSource &s) {
+    return std::string(name) + " " + s.path() + " (" + s.format() + "), " +
+           std::to_string(s.size()) + " tokens";
+  };
+  return "data: " + one("train", *train_) + "; " + one("val", *val_);
 }
 
 uint64_t CausalBatcher::windowStart(uint64_t seed, bool validation, uint64_t index, uint64_t row,
@@ -64,7 +124,7 @@ uint64_t CausalBatcher::windowStart(uint64_t seed, bool validation, uint64_t ind
   return uniformBelow(h, tokens - window + 1);
 }
 
-void CausalBatcher::fill(const Shard &shard, bool validation, uint64_t index, int32_t *out,
+void CausalBatcher::fill(const TokenSource &shard, bool validation, uint64_t index, int32_t *out,
                          uint64_t firstRow) const {
   for (int64_t r = 0; r < rows_; ++r) {
     uint64_t start = windowStart(seed_, validation, index, firstRow + r, shard.size(), window_);

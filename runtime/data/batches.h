@@ -7,32 +7,47 @@
    step sees depends on nothing but (seed, step), so resumed, re-threaded or
    re-evaluated runs see identical batches, and every evaluation scores the
    same validation windows. Windows may span document boundaries (as in GPT-2
-   and llm.c training). */
+   and llm.c training).
+
+   The data directory holds the token files of each split, in any format
+   TokenSource reads (LMC, llm.c, Megatron): every `*.bin` whose name has the
+   word "train" (or "val") between `_`, `-` or `.` or at either end, in name
+   order, concatenated: `train.bin`, or llm.c's `tiny_shakespeare_train.bin`,
+   or `fineweb_train_000001.bin`, `fineweb_train_000002.bin`, ... (a Megatron
+   `.bin` with its `.idx` beside it). */
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
-#include "runtime/data/shard.h"
+#include "runtime/data/dataset_meta.h"
+#include "runtime/data/token_source.h"
 
 namespace lmrt {
 
-/* Throws naming the shard, token and offset if some token is >= vocab:
-   "data 'DIR/train.bin': token 300 at offset 1234 is outside the plan's
-   vocabulary (256)". */
-void checkShardVocab(const Shard &shard, int64_t vocab);
+/* The token files of `split` ("train" or "val") in data directory `dir` (rules
+   above), in order; throws naming the directory when there is none. */
+std::vector<std::string> findSplitFiles(const std::string &dir, const std::string &split);
 
 class CausalBatcher {
 public:
-  /* Opens DIR/train.bin and DIR/val.bin, validating both (clear errors for a
-     missing directory or file). */
+  /* Opens the train and val files of DIR (rules above), validating both (clear
+     errors for a missing directory or file). */
   CausalBatcher(const std::string &dir, int64_t rows, int64_t window, uint64_t seed);
 
   int64_t rows() const { return rows_; }
   int64_t window() const { return window_; }
-  const Shard &train() const { return *train_; }
-  const Shard &val() const { return *val_; }
+  const TokenSource &train() const { return *train_; }
+  const TokenSource &val() const { return *val_; }
+  /* DIR/meta.json when the directory has one (lmrt data build writes it). */
+  const std::optional<DatasetMeta> &meta() const { return meta_; }
+  /* Every token of both splits is in [0, vocab), and a tokenizer recorded in
+     meta.json has no more ids than the plan's vocabulary. */
   void checkVocab(int64_t vocab) const;
+  /* "data: train DIR/train.bin (LMC shard), 2419795 tokens; val ..." for the log. */
+  std::string describe() const;
 
   /* Fills out[rows * window] (row-major) with training batch `step` (0-based):
      rows firstRow .. firstRow + rows - 1 of that step's row sequence, so K
@@ -52,8 +67,9 @@ public:
                               uint64_t tokens, uint64_t window);
 
 private:
-  void fill(const Shard &shard, bool validation, uint64_t index, int32_t *out, uint64_t firstRow) const;
-  std::unique_ptr<Shard> train_, val_;
+  void fill(const TokenSource &shard, bool validation, uint64_t index, int32_t *out, uint64_t firstRow) const;
+  std::unique_ptr<TokenSource> train_, val_;
+  std::optional<DatasetMeta> meta_;
   int64_t rows_, window_;
   uint64_t seed_;
 };

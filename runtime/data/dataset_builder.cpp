@@ -5,10 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <sys/stat.h>
 
 #include "runtime/data/counter_rng.h"
 #include "runtime/data/shard.h"
+#include "runtime/data/tokenizer.h"
+#include "runtime/lmrt/file_io.h"
 #include "runtime/lmrt/json.h"
 #include "runtime/lmrt/tensor.h"
 
@@ -23,9 +26,11 @@ namespace {
 struct Split {
   std::vector<uint32_t> tokens;
   std::vector<uint64_t> docStarts;
-  void add(const std::string &doc) {
+  uint64_t bytes = 0;
+  void add(const std::vector<int32_t> &ids, uint64_t textBytes) {
     docStarts.push_back(tokens.size());
-    for (unsigned char c : doc) tokens.push_back(c);
+    tokens.insert(tokens.end(), ids.begin(), ids.end());
+    bytes += textBytes;
   }
 };
 
@@ -37,21 +42,39 @@ void makeDir(const std::string &dir) {
     fail("output '%s' exists and is not a directory", dir.c_str());
 }
 
-void writeMeta(const std::string &path, const DatasetBuildOptions &o, const DatasetBuildStats &s) {
-  FILE *f = std::fopen(path.c_str(), "w");
-  if (!f) fail("cannot create '%s': %s", path.c_str(), std::strerror(errno));
-  std::fprintf(f, "{\n  \"tokenizer\": \"bytes\",\n  \"vocab\": %lld,\n", (long long)kByteVocab);
-  std::fprintf(f, "  \"token_bytes\": 2,\n  \"seed\": %llu,\n  \"val_fraction\": %.15g,\n",
-               (unsigned long long)o.seed, o.valFraction);
-  std::fprintf(f, "  \"train\": {\"file\": \"train.bin\", \"tokens\": %llu, \"documents\": %llu},\n",
-               (unsigned long long)s.trainTokens, (unsigned long long)s.trainDocs);
-  std::fprintf(f, "  \"val\": {\"file\": \"val.bin\", \"tokens\": %llu, \"documents\": %llu},\n",
-               (unsigned long long)s.valTokens, (unsigned long long)s.valDocs);
-  std::fprintf(f, "  \"inputs\": [");
-  for (size_t i = 0; i < s.files.size(); ++i)
-    std::fprintf(f, "%s%s", i ? ", " : "", json::quote(s.files[i]).c_str());
-  std::fprintf(f, "]\n}\n");
-  if (std::fclose(f) != 0) fail("cannot write '%s'", path.c_str());
+void writeMeta(const std::string &path, const DatasetBuildOptions &o, const DatasetBuildStats &s,
+               uint32_t tokenBytes) {
+  bool sp = s.tokenizer != "bytes";
+  std::string j = "{\n  \"tokenizer\": " + json::quote(s.tokenizer) + ",\n";
+  if (sp) j += "  \"tokenizer_model\": \"tokenizer.model\",\n";
+  j += "  \"vocab\": " + std::to_string(s.vocab) + ",\n";
+  if (sp) {
+    j += "  \"special_tokens\": {";
+    for (size_t i = 0; i < s.specialTokens.size(); ++i)
+      j += (i ? ", " : "") + json::quote(s.specialTokens[i].first) + ": " +
+           std::to_string(s.specialTokens[i].second);
+    j += "},\n";
+    bool eos = false;
+    for (const auto &t : s.specialTokens) eos |= t.first == "eos";
+    j += std::string("  \"document_end\": ") + (eos ? "\"eos\"" : "null") + ",\n";
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "  \"token_bytes\": %u,\n  \"seed\": %llu,\n  \"val_fraction\": %.15g,\n",
+                tokenBytes, (unsigned long long)o.seed, o.valFraction);
+  j += buf;
+  auto split = [&](const char *name, uint64_t tokens, uint64_t docs, uint64_t bytes) {
+    std::snprintf(buf, sizeof buf,
+                  "  \"%s\": {\"file\": \"%s.bin\", \"tokens\": %llu, \"documents\": %llu, "
+                  "\"bytes\": %llu},\n", name, name, (unsigned long long)tokens,
+                  (unsigned long long)docs, (unsigned long long)bytes);
+    j += buf;
+  };
+  split("train", s.trainTokens, s.trainDocs, s.trainBytes);
+  split("val", s.valTokens, s.valDocs, s.valBytes);
+  j += "  \"inputs\": [";
+  for (size_t i = 0; i < s.files.size(); ++i) j += (i ? ", " : "") + json::quote(s.files[i]);
+  j += "]\n}\n";
+  writeFileAtomic(path, "dataset metadata", [&](std::ostream &f) { f << j; });
 }
 
 }  // namespace
@@ -63,16 +86,26 @@ DatasetBuildStats buildDataset(const DatasetBuildOptions &o) {
     fail("data build: --val-fraction %g is outside [0, 1)", o.valFraction);
   DatasetBuildStats stats;
   stats.files = collectInputFiles(o.inputs, &stats.skipped);
+  std::unique_ptr<Tokenizer> tok =
+      o.tokenizer.empty() ? byteTokenizer() : loadSentencePiece(o.tokenizer);
+  stats.tokenizer = tok->kind();
+  stats.vocab = tok->vocab();
+  stats.specialTokens = tok->specialTokens();
+  const int32_t eos = tok->specialId("eos");
+  const bool bytes = o.tokenizer.empty();
   Split train, val;
   uint64_t docIndex = 0;
   for (const std::string &file : stats.files) {
     std::string text = readTextFile(file);
     size_t bad = firstBinaryByte(text);
     if (bad != std::string::npos)
-      fail("input '%s' is not UTF-8 text (byte %zu); the byte tokenizer takes text files only",
+      fail("input '%s' is not UTF-8 text (byte %zu); lmrt data build takes text files only",
            file.c_str(), bad);
     for (const std::string &doc : splitDocuments(text, o.format)) {
-      (isValidationDocument(o.seed, docIndex, o.valFraction) ? val : train).add(doc);
+      std::vector<int32_t> ids = tok->encode(doc);
+      if (bytes || tok->decode(ids) == doc) ++stats.roundTripExact;
+      if (eos >= 0) ids.push_back(eos);
+      (isValidationDocument(o.seed, docIndex, o.valFraction) ? val : train).add(ids, doc.size());
       ++docIndex;
     }
   }
@@ -84,11 +117,19 @@ DatasetBuildStats buildDataset(const DatasetBuildOptions &o) {
   stats.trainTokens = train.tokens.size();
   stats.valDocs = val.docStarts.size();
   stats.valTokens = val.tokens.size();
+  stats.trainBytes = train.bytes;
+  stats.valBytes = val.bytes;
   makeDir(o.outDir);
   std::string dir = o.outDir.back() == '/' ? o.outDir : o.outDir + "/";
-  writeShard(dir + "train.bin", train.tokens, train.docStarts, 2);
-  writeShard(dir + "val.bin", val.tokens, val.docStarts, 2);
-  writeMeta(dir + "meta.json", o, stats);
+  const uint32_t tokenBytes = stats.vocab <= 65536 ? 2 : 4;
+  writeShard(dir + "train.bin", train.tokens, train.docStarts, tokenBytes);
+  writeShard(dir + "val.bin", val.tokens, val.docStarts, tokenBytes);
+  if (!bytes) {
+    // The data directory carries its tokenizer, so sample and eval need only DIR.
+    std::string model = readWholeFile(o.tokenizer, "tokenizer model");
+    writeFileAtomic(dir + "tokenizer.model", "tokenizer model", [&](std::ostream &f) { f << model; });
+  }
+  writeMeta(dir + "meta.json", o, stats, tokenBytes);
   return stats;
 }
 

@@ -1,4 +1,9 @@
-/* Implements: `lmrt data build`: text files -> byte-level token shards.
+/* Implements: `lmrt data build`: text files -> token shards, byte-level or
+   through a SentencePiece model (tokenizer.h). With a model, each document's
+   tokens are followed by the model's eos token when it has one (the document
+   separator, as GPT-2's <|endoftext|>), the model is copied into the output as
+   DIR/tokenizer.model, and every document is checked to decode back to its
+   exact text.
    Every document goes, whole, to train or to validation by a counter-based
    hash of (seed, document index) against the validation fraction, so the split
    is a pure function of the inputs, their order and the seed. Writes
@@ -6,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/data/corpus.h"
@@ -18,6 +24,7 @@ struct DatasetBuildOptions {
   double valFraction = 0.05;
   uint64_t seed = 1;
   TextFormat format = TextFormat::Auto;
+  std::string tokenizer;  // SentencePiece model; "" = bytes
 };
 
 struct DatasetBuildStats {
@@ -25,6 +32,11 @@ struct DatasetBuildStats {
   std::vector<std::string> skipped;  // "path (reason)"
   uint64_t trainDocs = 0, trainTokens = 0;
   uint64_t valDocs = 0, valTokens = 0;
+  uint64_t trainBytes = 0, valBytes = 0;  // UTF-8 bytes of the documents' text
+  std::string tokenizer = "bytes";        // "bytes" or "sentencepiece"
+  int64_t vocab = 256;
+  uint64_t roundTripExact = 0;            // documents that decode back to their text
+  std::vector<std::pair<std::string, int32_t>> specialTokens;
 };
 
 /* True when document `index` belongs to the validation split. */

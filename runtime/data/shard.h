@@ -46,6 +46,8 @@ public:
   uint64_t documentCount() const { return docCount_; }
   uint32_t tokenBytes() const { return tokenBytes_; }
   uint32_t token(uint64_t i) const;
+  /* The first token's bytes (tokenBytes() each, little-endian), for TokenSource. */
+  const unsigned char *tokenData() const { return map_ + kShardHeaderBytes; }
   uint64_t documentStart(uint64_t d) const;
   /* Lets the kernel drop the mapped pages from memory (they are re-read from the
      file on the next access), so a full pass such as the vocabulary check does

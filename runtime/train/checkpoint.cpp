@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/data/shard.h"
+#include "runtime/data/token_source.h"
 #include "runtime/lmrt/file_io.h"
 #include "runtime/lmrt/hash.h"
 #include "runtime/lmrt/json.h"
@@ -249,13 +249,13 @@ std::string checkpointName(int64_t step) {
   return buf;
 }
 
-uint64_t dataFingerprint(const Shard &shard) {
+uint64_t dataFingerprint(const TokenSource &shard) {
   Fnv1a64 h;
   uint64_t n = shard.size();
   h.update(&n, 8);
   const uint64_t samples = std::min<uint64_t>(n, 4096);
   for (uint64_t i = 0; i < samples; ++i) {
-    uint32_t t = shard.token(samples == n ? i : (uint64_t)((unsigned __int128)i * n / samples));
+    uint32_t t = (uint32_t)shard.token(samples == n ? i : (uint64_t)((unsigned __int128)i * n / samples));
     h.update(&t, 4);
   }
   return h.h;

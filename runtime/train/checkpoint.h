@@ -28,7 +28,7 @@ namespace lmrt {
 
 class Session;
 class AdamW;
-class Shard;
+class TokenSource;
 
 constexpr int64_t kCheckpointFormatVersion = 1;
 
@@ -66,7 +66,7 @@ std::string checkpointName(int64_t step);
 
 /* A fingerprint of a shard's contents (its size and 4096 evenly spaced tokens):
    cheap at every start, and enough to tell another data set. */
-uint64_t dataFingerprint(const Shard &shard);
+uint64_t dataFingerprint(const TokenSource &shard);
 
 /* Writes DIR/step-<step> (see above) and returns its path. An existing checkpoint of
    the same step (from a run that was resumed earlier) is replaced. */

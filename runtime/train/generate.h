@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace lmrt {
 
@@ -27,5 +28,12 @@ struct SampleOptions {
 /* Generates `tokens` bytes; calls `emit` with each one as it is produced. */
 void generate(Session &session, const SampleOptions &options,
               const std::function<void(unsigned char)> &emit);
+
+/* The same over token ids, for any tokenizer: continues `context` (ids, not
+   empty) by up to options.tokens ids drawn among [0, min(logits width, plan
+   vocabulary, idLimit)), calling `emit` with each; stops early after emitting
+   `stopId` (-1: never). options.prompt is ignored. */
+void generateIds(Session &session, const SampleOptions &options, std::vector<int32_t> context,
+                 int64_t idLimit, int32_t stopId, const std::function<void(int32_t)> &emit);
 
 }  // namespace lmrt

@@ -17,13 +17,14 @@
 #include "runtime/lmrt/weights.h"
 #include "runtime/train/adamw.h"
 #include "runtime/train/checkpoint.h"
-#include "runtime/train/data_meta.h"
+#include "runtime/train/eta.h"
 #include "runtime/train/grad_clip.h"
 #include "runtime/train/metrics.h"
 #include "runtime/train/parity_dump.h"
 #include "runtime/train/program_io.h"
 #include "runtime/train/schedule.h"
 #include "runtime/train/signals.h"
+#include "runtime/train/tensorboard.h"
 
 namespace lmrt {
 
@@ -177,6 +178,20 @@ struct FileStamp {
            mtime.tv_nsec == o.mtime.tv_nsec;
   }
 };
+
+/* Stamps of every file of a split (llm.c splits span several). */
+std::vector<FileStamp> stampsOf(const TokenSource &split) {
+  std::vector<FileStamp> stamps;
+  for (const TokenFile &f : split.files()) stamps.push_back(FileStamp::of(f.path));
+  return stamps;
+}
+
+/* The first file of `split` whose stamp is no longer `stamps`', or "". */
+std::string changedFile(const TokenSource &split, const std::vector<FileStamp> &stamps) {
+  for (size_t i = 0; i < split.files().size(); ++i)
+    if (!(FileStamp::of(split.files()[i].path) == stamps[i])) return split.files()[i].path;
+  return "";
+}
 
 void checkScheduleMatches(const LrSchedule &now, const LrSchedule &was, int64_t steps, int64_t wasSteps) {
   auto differ = [&](const char *what, const std::string &a, const std::string &b) {
@@ -334,11 +349,11 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
 
   // --- data -----------------------------------------------------------------------------
   CausalBatcher data(o.dataDir, shape.type.shape[0], shape.type.shape[1], run.seed);
+  std::fprintf(log, "%s\n", data.describe().c_str());
   guardBusErrors("data '" + o.dataDir + "'", [&] {
     data.checkVocab(shape.vocab);
     if (evalOn) data.checkValidationWindow();
   });
-  checkDataMeta(o.dataDir, data, shape.vocab);
   CheckpointMeta meta;
   meta.seed = run.seed;
   meta.totalSteps = run.steps;
@@ -361,7 +376,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
            (unsigned long long)meta.valFingerprint, (unsigned long long)m.valTokens,
            (unsigned long long)m.valFingerprint);
   }
-  const FileStamp trainStamp = FileStamp::of(data.train().path()), valStamp = FileStamp::of(data.val().path());
+  const std::vector<FileStamp> trainStamps = stampsOf(data.train()), valStamps = stampsOf(data.val());
 
   // --- outputs that are opened now ------------------------------------------------------
   meta.metricsPath = o.metricsPath;
@@ -376,6 +391,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     meta.metricsPath = abs;  // a resume from another directory finds the same file
     std::free(abs);
   }
+  TensorBoardWriter tensorboard(o.tensorboardDir);
   std::unique_ptr<ParityDump> dump;
   if (!o.dumpDir.empty()) dump = std::make_unique<ParityDump>(o.dumpDir);
 
@@ -399,6 +415,8 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   if (run.accumulate > 1)
     for (ParamState &p : s.params()) accBuf.emplace_back(p.grad.size());
   const double tokensPerStep = double(rows) * double(run.accumulate) * double(shape.seq);
+  // GFLOP/s and ETA count every micro-batch: the plan's FLOPs are per train_step call.
+  const int64_t flopsPerStep = (int64_t)plan.flops_per_step() * run.accumulate;
   const int w = digits(run.steps);
   TrainResult result;
   result.lastValLoss = NAN;
@@ -453,11 +471,14 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   StopSignals signals;
   OpProfile ops;
   PhaseTimes phases;
+  const auto loopStart = Clock::now();
   const int64_t lastStep = run.stopAt > 0 ? std::min(run.stopAt, run.steps) : run.steps;
   for (int64_t step = run.firstStep; step <= lastStep; ++step) {
     const bool profiled = o.profile && step > run.firstStep;
-    if (!(FileStamp::of(data.train().path()) == trainStamp) || !(FileStamp::of(data.val().path()) == valStamp))
-      dataFailure(step, "data '" + o.dataDir + "' changed under the run (train.bin or val.bin was rewritten)");
+    std::string changed = changedFile(data.train(), trainStamps);
+    if (changed.empty()) changed = changedFile(data.val(), valStamps);
+    if (!changed.empty())
+      dataFailure(step, "data '" + o.dataDir + "' changed under the run ('" + changed + "' was rewritten)");
     auto t0 = Clock::now();
     double loss = 0, dataSeconds = 0, runSeconds = 0;
     TensorRef lossRef;
@@ -534,8 +555,10 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     m.gradNorm = norm;
     m.tokensPerS = tokensPerStep / std::max(seconds, 1e-9);
     m.skipped = skipped;
-    std::fprintf(log, "step %*lld/%lld | loss %.4f | lr %.2e | grad_norm %.4f | %.0f tok/s\n", w,
-                 (long long)step, (long long)run.steps, loss, lr, norm, m.tokensPerS);
+    std::fprintf(log, "step %*lld/%lld | loss %.4f | lr %.2e | grad_norm %.4f | %.0f tok/s%s\n", w,
+                 (long long)step, (long long)run.steps, loss, lr, norm, m.tokensPerS,
+                 progressTail(flopsPerStep, seconds, secondsSince(loopStart), step - run.firstStep + 1,
+                              lastStep - run.firstStep + 1).c_str());
     if (evalOn && ((o.evalInterval > 0 && step % o.evalInterval == 0) || step == run.steps)) {
       m.hasValLoss = true;
       guardBusErrors("data '" + data.val().path() + "'", [&] {
@@ -546,6 +569,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     }
     std::fflush(log);
     metrics->write(m);
+    tensorboard.write(m, double(flopsPerStep) * 1e-9 / std::max(seconds, 1e-9));
     result.lastLoss = loss;
     result.lastStep = step;
     if (o.checkpointEvery > 0 && step % o.checkpointEvery == 0) checkpoint(step);

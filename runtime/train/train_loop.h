@@ -46,6 +46,7 @@ struct TrainOptions {
   bool overwrite = false;      // replace an earlier run's metrics file and checkpoints
   bool skipNonFinite = false;  // --on-nan skip: a step with a non-finite loss or gradient is
                                // reported (with the op that caused it) and skipped, not fatal
+  std::string tensorboardDir;  // "" = none; else TensorBoard event files (tensorboard.h)
 };
 
 struct TrainResult {

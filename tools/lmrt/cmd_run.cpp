@@ -87,6 +87,8 @@ void add(CLI::App &app) {
   cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads (1 to 1024)");
   cmd->add_option("--dump-dir", t.dumpDir,
                   "Write init and per-step tensors here for the PyTorch parity test");
+  cmd->add_option("--tensorboard", t.tensorboardDir,
+                  "Write TensorBoard event files (loss, lr, grad norm, tokens/s, GFLOP/s, val loss) here");
   cmd->add_flag("--profile", t.profile,
                 "At the end, print the time per train_step kernel and per loop phase (steps 2..N)");
   cmd->add_option("--checkpoint-dir", t.checkpointDir,

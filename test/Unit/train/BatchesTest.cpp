@@ -7,6 +7,7 @@
 
 #include "TempDir.h"
 #include "runtime/data/batches.h"
+#include "runtime/data/shard.h"
 #include "runtime/data/counter_rng.h"
 #include "runtime/lmrt/tensor.h"
 

@@ -8,6 +8,7 @@
 
 #include "TempDir.h"
 #include "runtime/data/batches.h"
+#include "runtime/data/shard.h"
 #include "runtime/data/corpus.h"
 #include "runtime/data/dataset_builder.h"
 #include "runtime/lmrt/tensor.h"

@@ -1,0 +1,82 @@
+/* Implements: evaluation of a whole split (see evaluate.h). */
+#include "runtime/train/evaluate.h"
+
+#include <cmath>
+#include <sys/stat.h>
+#include <vector>
+
+#include "runtime/data/batches.h"
+#include "runtime/data/dataset_meta.h"
+#include "runtime/data/token_source.h"
+#include "runtime/lmrt/session.h"
+#include "runtime/train/program_io.h"
+
+namespace lmrt {
+
+EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
+  if (o.split != "val" && o.split != "train")
+    fail("--split must be val or train (got '%s')", o.split.c_str());
+  if (o.maxBatches < 0) fail("--batches must be >= 0 (got %lld)", (long long)o.maxBatches);
+  if (o.bytesPerToken < 0 || !std::isfinite(o.bytesPerToken))
+    fail("--bytes-per-token must be > 0 (got %g)", o.bytesPerToken);
+  const plan::Plan &plan = s.plan();
+  if (plan.data().transform() != "causal")
+    fail("plan data transform '%s' is not supported by lmrt eval (it implements \"causal\")",
+         plan.data().transform().c_str());
+  const plan::Input &in = tokenInput(findProgram(s, "eval"));
+  TensorType type = inputType(in);
+  const int64_t B = type.shape[0], window = type.shape[1], seq = window - 1;
+  const int64_t vocab = in.vocab() > 0 ? in.vocab() : plan.data().vocab();
+  if (seq < 1) fail("eval input %s has no room for a target token", type.str().c_str());
+
+  struct stat st;
+  if (::stat(o.dataDir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail("data directory '%s' does not exist or is not a directory", o.dataDir.c_str());
+  std::unique_ptr<TokenSource> src = TokenSource::open(findSplitFiles(o.dataDir, o.split));
+  std::optional<DatasetMeta> meta = readDatasetMeta(o.dataDir);
+  const DatasetSplitMeta *splitMeta = meta ? (o.split == "val" ? &meta->val : &meta->train) : nullptr;
+  if (splitMeta && splitMeta->tokens != src->size())
+    fail("%s says %s holds %llu tokens, but %s has %llu (rebuild the directory with lmrt data "
+         "build)", meta->path.c_str(), splitMeta->file.c_str(), (unsigned long long)splitMeta->tokens,
+         src->path().c_str(), (unsigned long long)src->size());
+  if (meta && meta->tokenizer != "bytes" && meta->vocab > vocab)
+    fail("data '%s' was tokenized with a vocabulary of %lld (%s), larger than the plan's %lld",
+         meta->path.c_str(), (long long)meta->vocab, meta->tokenizerModel.c_str(), (long long)vocab);
+  checkTokenRange(*src, vocab);
+
+  EvalResult r;
+  r.file = src->path();
+  r.format = src->format();
+  r.tokens = src->size();
+  r.rows = B;
+  r.seq = seq;
+  const uint64_t windows = r.tokens > 0 ? (r.tokens - 1) / (uint64_t)seq : 0;
+  r.batches = (int64_t)(windows / (uint64_t)B);
+  if (o.maxBatches > 0) r.batches = std::min(r.batches, o.maxBatches);
+  if (r.batches == 0)
+    fail("%s has %llu tokens, fewer than one batch of %lld windows of %lld tokens (%lld tokens "
+         "needed)", r.file.c_str(), (unsigned long long)r.tokens, (long long)B, (long long)window,
+         (long long)(B * seq + 1));
+  r.tokensScored = (uint64_t)r.batches * B * seq;
+
+  std::vector<int32_t> buf(type.numel());
+  double sum = 0;
+  for (int64_t b = 0; b < r.batches; ++b) {
+    for (int64_t row = 0; row < B; ++row)
+      src->copyTokens((uint64_t)(b * B + row) * seq, window, buf.data() + row * window);
+    s.run("eval", {{in.name(), TensorRef{buf.data(), type}}});
+    double loss = scalarValue(s.output("eval", "loss"), "eval loss");
+    if (!std::isfinite(loss)) fail("eval batch %lld: loss is %g", (long long)b, loss);
+    sum += loss;
+  }
+  r.loss = sum / double(r.batches);
+  r.perplexity = std::exp(r.loss);
+  if (o.bytesPerToken > 0)
+    r.bytesPerToken = o.bytesPerToken;
+  else if (meta && splitMeta)
+    r.bytesPerToken = meta->bytesPerToken(*splitMeta);
+  if (r.bytesPerToken) r.bitsPerByte = r.loss / std::log(2.0) / *r.bytesPerToken;
+  return r;
+}
+
+}  // namespace lmrt

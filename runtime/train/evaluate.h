@@ -1,0 +1,40 @@
+/* Implements: `lmrt eval`, the loss of trained weights on a whole data split.
+
+   The split's tokens are cut into consecutive windows of seq + 1 tokens that
+   overlap by one (window w is tokens [w·seq, w·seq + seq]), so every token but
+   the first is predicted exactly once, from the context since its window's
+   start. Windows go B to a batch (the "eval" program's i32[B, seq + 1] input)
+   in order; the windows left over after the last whole batch are not scored
+   (the report says how many tokens that leaves out). The loss is the mean of
+   the batches' "eval" losses, i.e. nats per scored token; perplexity is its
+   exp; bits per byte is loss / ln 2 / (bytes per token), with the bytes per
+   token from the split's meta.json counts (1 for byte-level data), or given. */
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace lmrt {
+
+class Session;
+
+struct EvalOptions {
+  std::string dataDir;
+  std::string split = "val";  // val | train
+  int64_t maxBatches = 0;     // 0: every whole batch
+  double bytesPerToken = 0;   // 0: from DIR/meta.json
+};
+
+struct EvalResult {
+  std::string file, format;
+  uint64_t tokens = 0;        // in the split
+  int64_t batches = 0, rows = 0, seq = 0;
+  uint64_t tokensScored = 0;  // predictions: batches × rows × seq
+  double loss = 0;            // nats per scored token
+  double perplexity = 0;
+  std::optional<double> bytesPerToken, bitsPerByte;
+};
+
+EvalResult evaluateSplit(Session &session, const EvalOptions &options);
+
+}  // namespace lmrt

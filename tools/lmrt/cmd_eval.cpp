@@ -1,0 +1,63 @@
+/* Implements: `lmrt eval X.plan --weights W.safetensors --data DIR`: the loss of
+   trained weights on a whole split (see runtime/train/evaluate.h), printed as
+   nats per token, perplexity and bits per byte. */
+#include <cstdio>
+#include <memory>
+
+#include "runtime/lmrt/session.h"
+#include "runtime/lmrt/weights.h"
+#include "runtime/train/evaluate.h"
+#include "runtime/train/threads.h"
+#include "tools/lmrt/commands.h"
+
+namespace lmrt {
+namespace {
+
+struct Options {
+  std::string plan, weights;
+  EvalOptions eval;
+  int threads = 0;
+  bool setThreads = false;
+};
+
+void run(const Options &o) {
+  if (o.setThreads) setThreadCount(o.threads);
+  std::unique_ptr<Session> session = Session::load(o.plan);
+  loadWeights(*session, o.weights);
+  EvalResult r = evaluateSplit(*session, o.eval);
+  std::printf("data: %s (%s), %llu tokens; %lld batches of %lld x %lld predictions (%llu tokens "
+              "scored, %llu left out)\n", r.file.c_str(), r.format.c_str(),
+              (unsigned long long)r.tokens, (long long)r.batches, (long long)r.rows,
+              (long long)r.seq, (unsigned long long)r.tokensScored,
+              (unsigned long long)(r.tokens - 1 - r.tokensScored));
+  std::printf("%s loss: %.6f nats/token\n", o.eval.split.c_str(), r.loss);
+  std::printf("perplexity: %.4f\n", r.perplexity);
+  if (r.bitsPerByte)
+    std::printf("bits per byte: %.6f (%.4f bytes per token)\n", *r.bitsPerByte, *r.bytesPerToken);
+  else
+    std::printf("bits per byte: unknown (no byte count in DIR/meta.json; give --bytes-per-token)\n");
+}
+
+void add(CLI::App &app) {
+  auto *cmd = app.add_subcommand("eval", "Validation loss, perplexity and bits per byte of weights");
+  auto o = std::make_shared<Options>();
+  EvalOptions &e = o->eval;
+  cmd->add_option("plan", o->plan, "Plan written by `lmc compile` (uses its \"eval\" program)")
+      ->required();
+  cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`")->required();
+  cmd->add_option("--data", e.dataDir, "Data directory (as lmrt run --data)")->required();
+  cmd->add_option("--split", e.split, "val | train");
+  cmd->add_option("--batches", e.maxBatches, "Score at most N batches (0: the whole split)");
+  cmd->add_option("--bytes-per-token", e.bytesPerToken,
+                  "Text bytes per token for bits per byte (default: from DIR/meta.json)");
+  CLI::Option *threads = cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads");
+  cmd->callback([o, threads] {
+    o->setThreads = threads->count() > 0;
+    run(*o);
+  });
+}
+
+RegisterCommand reg("eval", add);
+
+}  // namespace
+}  // namespace lmrt

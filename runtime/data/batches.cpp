@@ -22,8 +22,6 @@ void checkShardVocab(const Shard &shard, int64_t vocab) {
   shard.releasePages();
 }
 
-namespace {
-
 std::unique_ptr<Shard> openShard(const std::string &dir, const char *name) {
   std::string path = dir + name;
   struct stat st;
@@ -33,19 +31,21 @@ std::unique_ptr<Shard> openShard(const std::string &dir, const char *name) {
   return std::make_unique<Shard>(path);
 }
 
-}  // namespace
+std::string checkDataDir(const std::string &dirIn) {
+  struct stat st;
+  if (::stat(dirIn.c_str(), &st) != 0)
+    fail("data directory '%s' does not exist; build one with `lmrt data build --input ... --out %s`",
+         dirIn.c_str(), dirIn.c_str());
+  if (!S_ISDIR(st.st_mode)) fail("data '%s' is not a directory (expected train.bin and val.bin in it)", dirIn.c_str());
+  return dirIn.back() == '/' ? dirIn : dirIn + "/";
+}
 
 CausalBatcher::CausalBatcher(const std::string &dirIn, int64_t rows, int64_t window, uint64_t seed)
     : rows_(rows), window_(window), seed_(seed) {
   if (rows <= 0 || window <= 1)
     fail("causal batches need rows >= 1 and a window of at least 2 tokens (got %lld x %lld)",
          (long long)rows, (long long)window);
-  struct stat st;
-  if (::stat(dirIn.c_str(), &st) != 0)
-    fail("data directory '%s' does not exist; build one with `lmrt data build --input ... --out %s`",
-         dirIn.c_str(), dirIn.c_str());
-  if (!S_ISDIR(st.st_mode)) fail("data '%s' is not a directory (expected train.bin and val.bin in it)", dirIn.c_str());
-  std::string dir = dirIn.back() == '/' ? dirIn : dirIn + "/";
+  std::string dir = checkDataDir(dirIn);
   train_ = openShard(dir, "train.bin");
   val_ = openShard(dir, "val.bin");
   if ((int64_t)train_->size() < window)

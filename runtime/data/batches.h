@@ -22,6 +22,11 @@ namespace lmrt {
    vocabulary (256)". */
 void checkShardVocab(const Shard &shard, int64_t vocab);
 
+/* Throws unless `dir` is an existing directory; returns it with a trailing '/'. */
+std::string checkDataDir(const std::string &dir);
+/* Opens DIR/NAME (DIR with its trailing '/'), with a clear error when missing. */
+std::unique_ptr<Shard> openShard(const std::string &dir, const char *name);
+
 class CausalBatcher {
 public:
   /* Opens DIR/train.bin and DIR/val.bin, validating both (clear errors for a

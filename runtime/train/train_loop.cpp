@@ -7,10 +7,10 @@
 #include <memory>
 #include <sys/resource.h>
 
-#include "runtime/data/batches.h"
 #include "runtime/lmrt/session.h"
 #include "runtime/lmrt/weights.h"
 #include "runtime/train/adamw.h"
+#include "runtime/train/data_feed.h"
 #include "runtime/train/grad_clip.h"
 #include "runtime/train/metrics.h"
 #include "runtime/train/parity_dump.h"
@@ -38,35 +38,6 @@ std::vector<ParamView> paramViews(Session &s) {
   return v;
 }
 
-/* The run's data shape, from the train_step program, cross-checked with the
-   plan's DataConfig. */
-struct DataShape {
-  std::string inputName;
-  TensorType type;  // i32[rows, seq + 1]
-  int64_t vocab;
-  int64_t seq;
-};
-
-DataShape dataShape(const Session &s) {
-  const plan::Plan &plan = s.plan();
-  const plan::DataConfig &dc = plan.data();
-  if (dc.transform().empty())
-    fail("plan has no data pipeline: its objective does not take one token window "
-         "i32[batch, seq + 1], so lmrt run cannot feed it (lmrt gradcheck and inspect still work)");
-  if (dc.transform() != "causal")
-    fail("plan data transform '%s' is not supported by lmrt run (it implements \"causal\")",
-         dc.transform().c_str());
-  const plan::Input &in = tokenInput(findProgram(s, "train_step"));
-  DataShape d{in.name(), inputType(in), in.vocab() > 0 ? in.vocab() : dc.vocab(), 0};
-  d.seq = d.type.shape[1] - 1;
-  if ((dc.batch() && dc.batch() != d.type.shape[0]) || (dc.seq() && dc.seq() != d.seq))
-    fail("plan data config (batch %lld, seq %lld) disagrees with train_step input '%s' %s "
-         "(expected [batch, seq + 1])", (long long)dc.batch(), (long long)dc.seq(),
-         in.name().c_str(), d.type.str().c_str());
-  if (d.vocab <= 0) fail("plan declares no vocabulary for input '%s'", in.name().c_str());
-  return d;
-}
-
 AdamWConfig adamwConfig(const plan::Optimizer &o) {
   if (o.kind() != "adamw")
     fail("plan optimizer '%s' is not supported by lmrt run (it implements \"adamw\")",
@@ -80,12 +51,10 @@ AdamWConfig adamwConfig(const plan::Optimizer &o) {
 }
 
 /* Mean "eval" loss over the fixed validation batches 0..n-1. */
-double evaluate(Session &s, const CausalBatcher &data, const std::string &input,
-                const TensorType &type, int64_t batches, std::vector<int32_t> &buf) {
+double evaluate(Session &s, DataFeed &data, int64_t batches) {
   double sum = 0;
   for (int64_t i = 0; i < batches; ++i) {
-    data.valBatch(i, buf.data());
-    s.run("eval", {{input, TensorRef{buf.data(), type}}});
+    s.run("eval", data.val(i));
     sum += scalarValue(s.output("eval", "loss"), "eval loss");
   }
   return sum / double(batches);
@@ -146,22 +115,13 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   if (o.evalInterval < 0) fail("--eval-interval must be >= 0 (got %lld)", (long long)o.evalInterval);
   if (o.evalBatches < 0) fail("--eval-batches must be >= 0 (got %lld)", (long long)o.evalBatches);
   const plan::Plan &plan = s.plan();
-  DataShape shape = dataShape(s);
   const plan::TrainConfig &tc = plan.train();
   AdamW adamw(adamwConfig(tc.optimizer()));
   LrSchedule sched = makeSchedule(tc.schedule().kind(), tc.optimizer().lr(), tc.schedule().min_lr(),
                                   tc.schedule().warmup_steps(), tc.schedule().decay_steps(), o.steps);
   bool evalOn = o.evalBatches > 0;  // validatePlan guarantees an "eval" program
-  if (evalOn) {
-    const plan::Input &ein = tokenInput(findProgram(s, "eval"));
-    if (inputType(ein).shape != shape.type.shape)
-      fail("eval input %s differs from train_step input %s", inputType(ein).str().c_str(),
-           shape.type.str().c_str());
-  }
-
-  CausalBatcher data(o.dataDir, shape.type.shape[0], shape.type.shape[1], o.seed);
-  data.checkVocab(shape.vocab);
-  if (evalOn) data.checkValidationWindow();
+  DataFeed data(s, o.dataDir, o.seed, evalOn);  // the plan's batch transform
+  if (evalOn) data.checkValidation();
   MetricsWriter metrics(o.metricsPath);
   std::unique_ptr<ParityDump> dump;
   if (!o.dumpDir.empty()) dump = std::make_unique<ParityDump>(o.dumpDir);
@@ -170,8 +130,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   s.initParams(o.seed);
   if (dump) dump->writeInit(s);
   std::vector<ParamView> views = paramViews(s);
-  std::vector<int32_t> batch(shape.type.numel()), valBuf(shape.type.numel());
-  const double tokensPerStep = double(shape.type.shape[0]) * double(shape.seq);
+  const double tokensPerStep = data.tokensPerStep();
   const int w = digits(o.steps);
   TrainResult result;
   result.lastValLoss = NAN;
@@ -182,10 +141,9 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     const bool profiled = o.profile && step > 1;
     s.setProfile(profiled ? &ops : nullptr);
     auto t0 = Clock::now();
-    data.trainBatch(step - 1, batch.data());
+    const std::map<std::string, TensorRef> &inputs = data.train(step - 1);
     auto t1 = Clock::now();
-    TensorRef tokens{batch.data(), shape.type};
-    s.run("train_step", {{shape.inputName, tokens}});
+    s.run("train_step", inputs);
     auto t2 = Clock::now();
     s.setProfile(nullptr);
     TensorRef lossRef = s.output("train_step", "loss");
@@ -210,7 +168,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
       phases.total += seconds;
       phases.steps += 1;
     }
-    if (dump) dump->writeStep(step, s, tokens, lossRef, lr);
+    if (dump) dump->writeStep(step, s, data.dumpInputs(), lossRef, lr);
 
     StepMetrics m;
     m.step = step;
@@ -222,7 +180,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
                  (long long)step, (long long)o.steps, loss, lr, norm, m.tokensPerS);
     if (evalOn && ((o.evalInterval > 0 && step % o.evalInterval == 0) || step == o.steps)) {
       m.hasValLoss = true;
-      m.valLoss = evaluate(s, data, shape.inputName, shape.type, o.evalBatches, valBuf);
+      m.valLoss = evaluate(s, data, o.evalBatches);
       result.lastValLoss = m.valLoss;
       std::fprintf(log, "step %*lld | val_loss %.4f\n", w, (long long)step, m.valLoss);
     }

@@ -1,0 +1,124 @@
+/* Implements: the "mlm" batch transform (see mlm.h). */
+#include "runtime/data/mlm.h"
+
+#include <algorithm>
+
+#include "runtime/data/batches.h"
+#include "runtime/data/counter_rng.h"
+#include "runtime/data/transform_spec.h"
+#include "runtime/lmrt/tensor.h"
+
+namespace lmrt {
+
+namespace {
+
+using namespace data;
+
+/* The counters of one row's decisions: positions use 0..seq-1 (selection) and
+   seq..2 seq-1 (replacement), so these sit above any position. */
+enum : uint64_t { kLength = ~0ull, kSplit = ~0ull - 1, kStartA = ~0ull - 2, kIsRandom = ~0ull - 3, kStartB = ~0ull - 4 };
+
+void checkBytes(const Shard &shard) {
+  uint64_t n = shard.size();
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t t = shard.token(i);
+    if (t >= (uint32_t)kFirstSpecial)
+      fail("data '%s': token %u at offset %llu is not a byte; the mlm transform reads byte data "
+           "(ids >= %d are its special tokens)", shard.path().c_str(), t, (unsigned long long)i, kFirstSpecial);
+    if ((i & ((1u << 21) - 1)) == (1u << 21) - 1) shard.releasePages();
+  }
+  shard.releasePages();
+}
+
+}  // namespace
+
+MlmBatcher::MlmBatcher(const std::string &dirIn, int64_t rows, int64_t seq, const MlmOptions &options,
+                       uint64_t seed)
+    : rows_(rows), seq_(seq), content_(seq - (options.nsp ? 3 : 2)), options_(options), seed_(seed) {
+  if (rows <= 0 || content_ < (options.nsp ? 2 : 1))
+    fail("mlm batches need rows >= 1 and seq >= %d (got %lld x %lld)", options.nsp ? 5 : 3,
+         (long long)rows, (long long)seq);
+  std::string dir = checkDataDir(dirIn);
+  train_ = openShard(dir, "train.bin");
+  val_ = openShard(dir, "val.bin");
+  if ((int64_t)train_->size() < content_)
+    fail("data '%s' has %llu tokens, fewer than the %lld text tokens of one mlm row",
+         train_->path().c_str(), (unsigned long long)train_->size(), (long long)content_);
+  checkBytes(*train_);
+  checkBytes(*val_);
+}
+
+void MlmBatcher::checkValidation() const {
+  if ((int64_t)val_->size() < content_)
+    fail("data '%s' has %llu tokens, fewer than the %lld text tokens of one mlm row; rebuild with a "
+         "larger --val-fraction or run with --eval-batches 0",
+         val_->path().c_str(), (unsigned long long)val_->size(), (long long)content_);
+}
+
+void MlmBatcher::valBatch(uint64_t index, MlmBatch &out) const {
+  checkValidation();
+  fill(*val_, true, index, out);
+}
+
+void MlmBatcher::fill(const Shard &shard, bool validation, uint64_t index, MlmBatch &out) const {
+  out.ids.assign(rows_ * seq_, kPad);
+  out.labels.assign(rows_ * seq_, (int32_t)kIgnoreIndex);
+  out.segments.assign(rows_ * seq_, 0);
+  out.attention.assign(rows_ * seq_, 0);
+  out.nsp.assign(rows_, 0);
+  for (int64_t r = 0; r < rows_; ++r) fillRow(shard, validation, index * rows_ + r, r, out);
+}
+
+void MlmBatcher::fillRow(const Shard &shard, bool validation, uint64_t sample, int64_t row,
+                         MlmBatch &out) const {
+  const RngStream layout = validation ? RngStream::ValPairs : RngStream::TrainPairs;
+  const RngStream masking = validation ? RngStream::ValMask : RngStream::TrainMask;
+  auto rnd = [&](RngStream s, uint64_t k) { return counterRandom(seed_, s, sample, k); };
+  const uint64_t n = shard.size();
+
+  // Text length: full, or (short_seq_prob) uniform in [min(2, full), full].
+  int64_t len = content_;
+  int64_t minLen = std::min<int64_t>(2, content_);
+  if (options_.shortSeqProb > 0 && uniform01(rnd(layout, kLength)) < options_.shortSeqProb)
+    len = minLen + (int64_t)uniformBelow(rnd(layout, kLength - 16), content_ - minLen + 1);
+  len = std::min<int64_t>(len, (int64_t)n);
+
+  int32_t *ids = out.ids.data() + row * seq_;
+  int32_t *seg = out.segments.data() + row * seq_;
+  int64_t la = len, lb = 0;
+  if (options_.nsp) {
+    la = 1 + (int64_t)uniformBelow(rnd(layout, kSplit), len - 1);
+    lb = len - la;
+  }
+  uint64_t startA = uniformBelow(rnd(layout, kStartA), n - len + 1);
+  int64_t p = 0;
+  ids[p++] = kCls;
+  shard.copyTokens(startA, la, ids + p);
+  p += la;
+  ids[p++] = kSep;
+  if (options_.nsp) {
+    bool random = (rnd(layout, kIsRandom) >> 63) != 0;
+    uint64_t startB = random ? uniformBelow(rnd(layout, kStartB), n - lb + 1) : startA + la;
+    shard.copyTokens(startB, lb, ids + p);
+    for (int64_t i = p; i < p + lb + 1; ++i) seg[i] = 1;
+    p += lb;
+    ids[p++] = kSep;
+    out.nsp[row] = random ? 1 : 0;
+  }
+  std::fill(out.attention.begin() + row * seq_, out.attention.begin() + row * seq_ + p, 1);
+
+  // Masking: every text position independently; specials are never selected.
+  int32_t *labels = out.labels.data() + row * seq_;
+  for (int64_t i = 0; i < p; ++i) {
+    if (ids[i] >= kFirstSpecial) continue;
+    if (uniform01(rnd(masking, (uint64_t)i)) >= options_.maskProb) continue;
+    labels[i] = ids[i];
+    double u = uniform01(rnd(masking, (uint64_t)(seq_ + i)));
+    if (u < 0.8)
+      ids[i] = kMask;
+    else if (u < 0.9)
+      ids[i] = (int32_t)uniformBelow(rnd(masking, (uint64_t)(2 * seq_ + i)), kFirstSpecial);
+  }
+}
+
+}  // namespace lmrt

@@ -1,0 +1,69 @@
+/* Implements: the "mlm" batch transform (BERT's and RoBERTa's pretraining
+   batches) over a train/val shard pair of byte tokens.
+
+   Row r of training batch i is global sample g = i * rows + r; every random
+   decision for it is counterRandom(seed, stream, g, k) for its own k, so a
+   batch is a pure function of (seed, sample index): a resumed run sees the
+   same batches (the transform has no state beyond these two numbers), while a
+   sample drawn again later gets a fresh mask (dynamic masking, as RoBERTa).
+   Validation batches use their own streams, so every evaluation scores the
+   same masked rows.
+
+   A row is [CLS] A [SEP] [PAD]... or, with nsp, [CLS] A [SEP] B [SEP] [PAD]...
+   (ids in runtime/data/transform_spec.h). A and B are contiguous text: A starts
+   at a uniform offset; B is the text right after A (nsp label 0) or, with
+   probability 1/2, text from another uniform offset (label 1). A row fills
+   seq except, with probability short_seq_prob, when its length is uniform in
+   [2, full] (as BERT's short sequences; the rest is padding). Every non-special
+   position is selected with probability mask_prob; a selected token is
+   replaced by [MASK] (80 %), by a uniform byte (10 %) or kept (10 %), and its
+   label is the original id; every other label is -100. */
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/data/shard.h"
+
+namespace lmrt {
+
+struct MlmOptions {
+  double maskProb = 0.15;
+  bool nsp = false;
+  double shortSeqProb = 0.0;
+};
+
+/* One batch, row-major [rows, seq] (nsp: [rows]). */
+struct MlmBatch {
+  std::vector<int32_t> ids, labels, segments, nsp;
+  std::vector<uint8_t> attention;  // 1: a real token, 0: padding
+};
+
+class MlmBatcher {
+public:
+  /* Opens DIR/train.bin and DIR/val.bin and checks that every token is a byte
+     (< 256, below the special ids). */
+  MlmBatcher(const std::string &dir, int64_t rows, int64_t seq, const MlmOptions &options, uint64_t seed);
+
+  int64_t rows() const { return rows_; }
+  int64_t seq() const { return seq_; }
+  void trainBatch(uint64_t step, MlmBatch &out) const { fill(*train_, false, step, out); }
+  /* Throws unless the validation shard holds one full row of text. */
+  void checkValidation() const;
+  void valBatch(uint64_t index, MlmBatch &out) const;
+
+  /* Row `row` of `out` for global sample index `sample` (exposed for tests). */
+  void fillRow(const Shard &shard, bool validation, uint64_t sample, int64_t row, MlmBatch &out) const;
+  const Shard &train() const { return *train_; }
+  const Shard &val() const { return *val_; }
+
+private:
+  void fill(const Shard &shard, bool validation, uint64_t index, MlmBatch &out) const;
+  std::unique_ptr<Shard> train_, val_;
+  int64_t rows_, seq_, content_;  // content_: text tokens of a full row
+  MlmOptions options_;
+  uint64_t seed_;
+};
+
+}  // namespace lmrt

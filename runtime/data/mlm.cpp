@@ -2,6 +2,7 @@
 #include "runtime/data/mlm.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "runtime/data/batches.h"
 #include "runtime/data/counter_rng.h"
@@ -28,6 +29,17 @@ void checkBytes(const Shard &shard) {
     if ((i & ((1u << 21) - 1)) == (1u << 21) - 1) shard.releasePages();
   }
   shard.releasePages();
+}
+
+/* The document holding token `pos`: [start, end) of it. */
+std::pair<uint64_t, uint64_t> documentOf(const Shard &shard, uint64_t pos) {
+  uint64_t lo = 0, hi = shard.documentCount();  // the last d with start(d) <= pos
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    (shard.documentStart(mid) <= pos ? lo : hi) = mid;
+  }
+  uint64_t end = lo + 1 < shard.documentCount() ? shard.documentStart(lo + 1) : shard.size();
+  return {shard.documentStart(lo), end};
 }
 
 }  // namespace
@@ -86,11 +98,28 @@ void MlmBatcher::fillRow(const Shard &shard, bool validation, uint64_t sample, i
   int32_t *ids = out.ids.data() + row * seq_;
   int32_t *seg = out.segments.data() + row * seq_;
   int64_t la = len, lb = 0;
+  uint64_t startA = uniformBelow(rnd(layout, kStartA), n - len + 1);
+  if (options_.nsp && shard.documentCount() > 1) {
+    // Sentence pairs stay inside A's document, so "B follows A" is the actual
+    // next text of one document: a row crossing the document's end moves back
+    // to end there, and a document shorter than the row is the whole row
+    // (padded). Documents of one token are too short to split and are crossed.
+    auto [docStart, docEnd] = documentOf(shard, startA);
+    if (docEnd - docStart >= 2 && startA + len > docEnd) {
+      if ((int64_t)(docEnd - docStart) >= len) {
+        startA = docEnd - len;
+      } else {
+        startA = docStart;
+        len = (int64_t)(docEnd - docStart);
+      }
+    }
+  }
   if (options_.nsp) {
     la = 1 + (int64_t)uniformBelow(rnd(layout, kSplit), len - 1);
     lb = len - la;
+  } else {
+    la = len;
   }
-  uint64_t startA = uniformBelow(rnd(layout, kStartA), n - len + 1);
   int64_t p = 0;
   ids[p++] = kCls;
   shard.copyTokens(startA, la, ids + p);

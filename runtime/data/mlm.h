@@ -12,7 +12,10 @@
    A row is [CLS] A [SEP] [PAD]... or, with nsp, [CLS] A [SEP] B [SEP] [PAD]...
    (ids in runtime/data/transform_spec.h). A and B are contiguous text: A starts
    at a uniform offset; B is the text right after A (nsp label 0) or, with
-   probability 1/2, text from another uniform offset (label 1). A row fills
+   probability 1/2, text from another uniform offset (label 1). With nsp, A and
+   its actual next B stay inside one document of the shard (a row crossing the
+   document's end moves back; a shorter document is a shorter, padded row);
+   without nsp rows cross documents freely (RoBERTa's FULL-SENTENCES). A row fills
    seq except, with probability short_seq_prob, when its length is uniform in
    [2, full] (as BERT's short sequences; the rest is padding). Every non-special
    position is selected with probability mask_prob; a selected token is

@@ -156,6 +156,37 @@ TEST(Mlm, NextSegmentFollowsAWhenNotRandom) {
   EXPECT_GT(checked, 4);
 }
 
+// With nsp a row stays inside one document: documents of 20 tokens, each token
+// its document's number, give rows of one number, 20 long and padded after.
+TEST(Mlm, PairsStayInsideADocument) {
+  TempDir d;
+  std::string dir = d.file("data");
+  mkdir(dir.c_str(), 0777);
+  std::vector<uint32_t> t;
+  std::vector<uint64_t> starts;
+  for (uint32_t doc = 0; doc < 100; ++doc) {
+    starts.push_back(t.size());
+    for (int i = 0; i < 20; ++i) t.push_back(doc);
+  }
+  writeShard(dir + "/train.bin", t, starts);
+  writeShard(dir + "/val.bin", std::vector<uint32_t>(100, 1), {0});
+  MlmOptions o;
+  o.nsp = true;
+  o.maskProb = 0;
+  MlmBatcher b(dir, 32, 40, o, 9);
+  MlmBatch x;
+  b.trainBatch(0, x);
+  for (int64_t r = 0; r < 32; ++r) {
+    const int32_t *ids = &x.ids[r * 40];
+    int64_t len = 0;
+    while (len < 40 && x.attention[r * 40 + len]) ++len;
+    EXPECT_EQ(len, 23) << "row " << r;  // [CLS] 20 tokens [SEP] [SEP]
+    if (x.nsp[r] != 0) continue;
+    for (int64_t i = 1; i < len; ++i)
+      if (ids[i] != kSep) EXPECT_EQ(ids[i], ids[1]) << "row " << r << " pos " << i;
+  }
+}
+
 TEST(Mlm, BatchesArePureFunctionsOfSeedAndSampleIndex) {
   TempDir d;
   std::string dir = makeData(d, 5000);

@@ -64,14 +64,17 @@ uint64_t CausalBatcher::windowStart(uint64_t seed, bool validation, uint64_t ind
   return uniformBelow(h, tokens - window + 1);
 }
 
-void CausalBatcher::fill(const Shard &shard, bool validation, uint64_t index, int32_t *out) const {
+void CausalBatcher::fill(const Shard &shard, bool validation, uint64_t index, int32_t *out,
+                         uint64_t firstRow) const {
   for (int64_t r = 0; r < rows_; ++r) {
-    uint64_t start = windowStart(seed_, validation, index, r, shard.size(), window_);
+    uint64_t start = windowStart(seed_, validation, index, firstRow + r, shard.size(), window_);
     shard.copyTokens(start, window_, out + r * window_);
   }
 }
 
-void CausalBatcher::trainBatch(uint64_t step, int32_t *out) const { fill(*train_, false, step, out); }
+void CausalBatcher::trainBatch(uint64_t step, int32_t *out, uint64_t firstRow) const {
+  fill(*train_, false, step, out, firstRow);
+}
 
 void CausalBatcher::checkValidationWindow() const {
   if ((int64_t)val_->size() < window_)
@@ -82,7 +85,7 @@ void CausalBatcher::checkValidationWindow() const {
 
 void CausalBatcher::valBatch(uint64_t index, int32_t *out) const {
   checkValidationWindow();
-  fill(*val_, true, index, out);
+  fill(*val_, true, index, out, 0);
 }
 
 }  // namespace lmrt

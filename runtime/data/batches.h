@@ -39,8 +39,11 @@ public:
   const Shard &val() const { return *val_; }
   void checkVocab(int64_t vocab) const;
 
-  /* Fills out[rows * window] (row-major) with training batch `step` (0-based). */
-  void trainBatch(uint64_t step, int32_t *out) const;
+  /* Fills out[rows * window] (row-major) with training batch `step` (0-based):
+     rows firstRow .. firstRow + rows - 1 of that step's row sequence, so K
+     micro-batches of b rows (firstRow = j * b) are exactly the rows of one batch
+     of K * b rows (gradient accumulation matches a larger batch). */
+  void trainBatch(uint64_t step, int32_t *out, uint64_t firstRow = 0) const;
   /* Fills out[rows * window] with validation batch `index`. Throws if the
      validation shard is shorter than one window. */
   /* Throws unless the validation shard holds at least one window (checked before
@@ -54,7 +57,7 @@ public:
                               uint64_t tokens, uint64_t window);
 
 private:
-  void fill(const Shard &shard, bool validation, uint64_t index, int32_t *out) const;
+  void fill(const Shard &shard, bool validation, uint64_t index, int32_t *out, uint64_t firstRow) const;
   std::unique_ptr<Shard> train_, val_;
   int64_t rows_, window_;
   uint64_t seed_;

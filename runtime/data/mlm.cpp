@@ -69,16 +69,21 @@ void MlmBatcher::checkValidation() const {
 
 void MlmBatcher::valBatch(uint64_t index, MlmBatch &out) const {
   checkValidation();
-  fill(*val_, true, index, out);
+  fill(*val_, true, index, out, 0);
 }
 
-void MlmBatcher::fill(const Shard &shard, bool validation, uint64_t index, MlmBatch &out) const {
+uint64_t MlmBatcher::sampleKey(bool validation, uint64_t index, uint64_t row) const {
+  return counterRandom(seed_, validation ? RngStream::ValPairs : RngStream::TrainPairs, index, row);
+}
+
+void MlmBatcher::fill(const Shard &shard, bool validation, uint64_t index, MlmBatch &out,
+                      uint64_t firstRow) const {
   out.ids.assign(rows_ * seq_, kPad);
   out.labels.assign(rows_ * seq_, (int32_t)kIgnoreIndex);
   out.segments.assign(rows_ * seq_, 0);
   out.attention.assign(rows_ * seq_, 0);
   out.nsp.assign(rows_, 0);
-  for (int64_t r = 0; r < rows_; ++r) fillRow(shard, validation, index * rows_ + r, r, out);
+  for (int64_t r = 0; r < rows_; ++r) fillRow(shard, validation, sampleKey(validation, index, firstRow + r), r, out);
 }
 
 void MlmBatcher::fillRow(const Shard &shard, bool validation, uint64_t sample, int64_t row,

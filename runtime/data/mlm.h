@@ -1,11 +1,13 @@
 /* Implements: the "mlm" batch transform (BERT's and RoBERTa's pretraining
    batches) over a train/val shard pair of byte tokens.
 
-   Row r of training batch i is global sample g = i * rows + r; every random
-   decision for it is counterRandom(seed, stream, g, k) for its own k, so a
-   batch is a pure function of (seed, sample index): a resumed run sees the
-   same batches (the transform has no state beyond these two numbers), while a
-   sample drawn again later gets a fresh mask (dynamic masking, as RoBERTa).
+   A sample is row r of step i's batch (r counts across the micro-batches of a
+   step, as the causal windows' rows do: firstRow); its key is
+   g = counterRandom(seed, stream, i, r), and every random decision for it is
+   counterRandom(seed, stream, g, k) for its own k. So a batch is a pure
+   function of (seed, sample): a resumed run sees the same batches (the
+   transform has no state beyond these numbers), while a sample drawn again
+   later gets a fresh mask (dynamic masking, as RoBERTa).
    Validation batches use their own streams, so every evaluation scores the
    same masked rows.
 
@@ -51,18 +53,23 @@ public:
 
   int64_t rows() const { return rows_; }
   int64_t seq() const { return seq_; }
-  void trainBatch(uint64_t step, MlmBatch &out) const { fill(*train_, false, step, out); }
+  /* Rows firstRow .. firstRow + rows - 1 of training step `step` (0-based). */
+  void trainBatch(uint64_t step, MlmBatch &out, uint64_t firstRow = 0) const {
+    fill(*train_, false, step, out, firstRow);
+  }
   /* Throws unless the validation shard holds one full row of text. */
   void checkValidation() const;
   void valBatch(uint64_t index, MlmBatch &out) const;
 
-  /* Row `row` of `out` for global sample index `sample` (exposed for tests). */
+  /* Row `row` of `out` for the sample of key `sample` (exposed for tests). */
   void fillRow(const Shard &shard, bool validation, uint64_t sample, int64_t row, MlmBatch &out) const;
+  /* The key of row `row` of batch `index` (training or validation). */
+  uint64_t sampleKey(bool validation, uint64_t index, uint64_t row) const;
   const Shard &train() const { return *train_; }
   const Shard &val() const { return *val_; }
 
 private:
-  void fill(const Shard &shard, bool validation, uint64_t index, MlmBatch &out) const;
+  void fill(const Shard &shard, bool validation, uint64_t index, MlmBatch &out, uint64_t firstRow) const;
   std::unique_ptr<Shard> train_, val_;
   int64_t rows_, seq_, content_;  // content_: text tokens of a full row
   MlmOptions options_;

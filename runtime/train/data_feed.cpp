@@ -97,17 +97,20 @@ void DataFeed::convert(const MlmBatch &b) {
   }
 }
 
-const std::map<std::string, TensorRef> &DataFeed::train(uint64_t step) {
+const std::map<std::string, TensorRef> &DataFeed::trainInputs(uint64_t step, uint64_t firstRow) {
   if (causal_) {
-    causal_->trainBatch(step, reinterpret_cast<int32_t *>(refs_.begin()->second.data));
+    causal_->trainBatch(step, reinterpret_cast<int32_t *>(refs_.begin()->second.data), firstRow);
   } else {
-    mlm_->trainBatch(step, *mlmBatch_);
+    mlm_->trainBatch(step, *mlmBatch_, firstRow);
     convert(*mlmBatch_);
   }
   return refs_;
 }
 
-const std::map<std::string, TensorRef> &DataFeed::val(uint64_t index) {
+const Shard &DataFeed::train() const { return causal_ ? causal_->train() : mlm_->train(); }
+const Shard &DataFeed::val() const { return causal_ ? causal_->val() : mlm_->val(); }
+
+const std::map<std::string, TensorRef> &DataFeed::valInputs(uint64_t index) {
   if (causal_) {
     causal_->valBatch(index, reinterpret_cast<int32_t *>(refs_.begin()->second.data));
   } else {

@@ -16,6 +16,7 @@
 namespace lmrt {
 
 class Session;
+class Shard;
 class CausalBatcher;
 class MlmBatcher;
 struct MlmBatch;
@@ -28,10 +29,14 @@ public:
   DataFeed(const Session &session, const std::string &dir, uint64_t seed, bool evalOn);
   ~DataFeed();
 
-  /* The inputs of training step `step` (0-based) / validation batch `index`;
-     valid until the next call. */
-  const std::map<std::string, TensorRef> &train(uint64_t step);
-  const std::map<std::string, TensorRef> &val(uint64_t index);
+  /* The inputs of training step `step` (0-based; rows firstRow.. of the step's
+     batch, for micro-batches) / validation batch `index`; valid until the next
+     call. */
+  const std::map<std::string, TensorRef> &trainInputs(uint64_t step, uint64_t firstRow = 0);
+  const std::map<std::string, TensorRef> &valInputs(uint64_t index);
+  /* The shards (for checkpoints' data fingerprints). */
+  const Shard &train() const;
+  const Shard &val() const;
   /* Throws unless the validation shard holds one batch row. */
   void checkValidation() const;
   /* Tokens a training step reads (for tok/s): rows x seq. */

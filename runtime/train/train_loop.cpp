@@ -54,7 +54,7 @@ AdamWConfig adamwConfig(const plan::Optimizer &o) {
 double evaluate(Session &s, DataFeed &data, int64_t batches) {
   double sum = 0;
   for (int64_t i = 0; i < batches; ++i) {
-    s.run("eval", data.val(i));
+    s.run("eval", data.valInputs(i));
     sum += scalarValue(s.output("eval", "loss"), "eval loss");
   }
   return sum / double(batches);
@@ -141,7 +141,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     const bool profiled = o.profile && step > 1;
     s.setProfile(profiled ? &ops : nullptr);
     auto t0 = Clock::now();
-    const std::map<std::string, TensorRef> &inputs = data.train(step - 1);
+    const std::map<std::string, TensorRef> &inputs = data.trainInputs(step - 1);
     auto t1 = Clock::now();
     s.run("train_step", inputs);
     auto t2 = Clock::now();

@@ -209,10 +209,19 @@ TEST(Mlm, BatchesArePureFunctionsOfSeedAndSampleIndex) {
   again.valBatch(0, v2);
   EXPECT_EQ(v1.ids, v2.ids);
   EXPECT_NE(v1.ids, x.ids);
-  // Row r of batch i is sample i * rows + r: fillRow of that sample alone agrees.
+  // Row r of batch i is the sample (i, r): fillRow of that sample alone agrees,
+  // and so do micro-batches of its rows (firstRow).
   MlmBatch one = x;
-  b.fillRow(b.train(), false, 3 * 8 + 2, 2, one);
+  b.fillRow(b.train(), false, b.sampleKey(false, 3, 2), 2, one);
   EXPECT_EQ(one.ids, x.ids);
+  MlmBatcher half(dir, 4, 32, o, 5);
+  MlmBatch lo, hi;
+  half.trainBatch(3, lo, 0);
+  half.trainBatch(3, hi, 4);
+  lo.ids.insert(lo.ids.end(), hi.ids.begin(), hi.ids.end());
+  lo.labels.insert(lo.labels.end(), hi.labels.begin(), hi.labels.end());
+  EXPECT_EQ(lo.ids, x.ids);
+  EXPECT_EQ(lo.labels, x.labels);
 }
 
 TEST(Mlm, ErrorsNameTheProblem) {

@@ -64,6 +64,7 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     causal_ = std::make_unique<CausalBatcher>(dir, t.shape[0], t.shape[1], seed);
     causal_->checkVocab(vocab);
     tokensPerStep_ = double(t.shape[0]) * double(t.shape[1] - 1);
+    rows_ = t.shape[0];
   } else if (transform_ == "mlm") {
     // validatePlan has checked every input against the transform's table.
     MlmOptions o;
@@ -73,6 +74,7 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     mlm_ = std::make_unique<MlmBatcher>(dir, dc.batch(), dc.seq(), o, seed);
     mlmBatch_ = std::make_unique<MlmBatch>();
     tokensPerStep_ = double(dc.batch()) * double(dc.seq());
+    rows_ = dc.batch();
   } else {
     fail("plan data transform '%s' is not supported by lmrt run (it implements causal and mlm)",
          transform_.c_str());

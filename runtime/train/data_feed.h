@@ -39,6 +39,9 @@ public:
   const Shard &val() const;
   /* Throws unless the validation shard holds one batch row. */
   void checkValidation() const;
+  /* Rows of one batch (train_step's first dimension): micro-batch j of a step
+     reads trainInputs(step, j * rows()). */
+  int64_t rows() const { return rows_; }
   /* Tokens a training step reads (for tok/s): rows x seq. */
   double tokensPerStep() const { return tokensPerStep_; }
   /* The inputs under the names of the parity dump ("tokens" for the causal window). */
@@ -54,6 +57,7 @@ private:
   std::map<std::string, std::vector<char>> bufs_;  // their storage
   std::map<std::string, TensorRef> refs_;
   double tokensPerStep_ = 0;
+  int64_t rows_ = 0;
 };
 
 }  // namespace lmrt

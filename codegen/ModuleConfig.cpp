@@ -14,6 +14,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <map>
+
 using namespace mlir;
 using namespace mlir::lm;
 namespace plan = lmrt::plan;
@@ -42,6 +44,23 @@ public:
     if (auto i = dyn_cast<IntegerAttr>(a))
       return i.getValue().getSExtValue();
     return bad(key, "an integer"), fallback;
+  }
+  /// A dictionary of numbers (a transform's parameters); empty when absent.
+  std::map<std::string, double> getNumbers(StringRef key) {
+    std::map<std::string, double> out;
+    Attribute a = lookup(key);
+    if (!a)
+      return out;
+    auto d = dyn_cast<DictionaryAttr>(a);
+    if (!d)
+      return bad(key, "a dictionary of numbers"), out;
+    for (NamedAttribute entry : d) {
+      std::optional<double> v = numberValue(entry.getValue());
+      if (!v)
+        return bad(key, "a dictionary of numbers"), out;
+      out[entry.getName().str()] = *v;
+    }
+    return out;
   }
   std::string getString(StringRef key, StringRef fallback) {
     Attribute a = lookup(key);
@@ -140,6 +159,8 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   dc->set_batch(data.getInt("batch", 0));
   dc->set_seq(data.getInt("seq", 0));
   dc->set_vocab(data.getInt("vocab", 0));
+  for (const auto &[name, value] : data.getNumbers("params"))
+    (*dc->mutable_params())[name] = value;
   if (failed(data.finish()))
     return failure();
   if (std::optional<lmrt::contract::Violation> bad = lmrt::contract::checkDataConfig(*dc))

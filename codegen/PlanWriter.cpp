@@ -224,6 +224,12 @@ LogicalResult ProgramBuilder::addArguments() {
           return emit() << "has lm.vocab but type " << arg.getType() << "; only i32 token ids have a vocabulary";
         in->set_vocab(vocab.getValue().getSExtValue());
       }
+      if (Attribute attr = func.getArgAttr(i, "lm.ignore_index")) {
+        auto ignore = dyn_cast<IntegerAttr>(attr);
+        if (!ignore || !ignore.getValue().isSignedIntN(64) || type->dtype() != plan::I32)
+          return emit() << "has lm.ignore_index = " << attr << "; it must be an integer on an i32 input";
+        in->set_ignore_index(ignore.getValue().getSExtValue());
+      }
       bufferOf[arg] = addBuffer(plan::Buffer::INPUT, *type, input.getValue());
       continue;
     }
@@ -473,6 +479,27 @@ static FailureOr<func::FuncOp> findFunc(ModuleOp module, StringRef attr, StringR
 /// (the plan contract's expectedTokenInput and tokenVocabFits); here the error
 /// points at the argument.
 static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &program, const plan::DataConfig &data) {
+  if (data.transform() != "causal") {
+    // Other transforms feed train_step and eval named inputs (the contract's
+    // expectedTransformInput); forward is the model alone, for causal sampling.
+    if (program.name() == "forward")
+      return success();
+    for (BlockArgument arg : func.getArguments()) {
+      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lm.input");
+      if (!name)
+        continue;
+      for (const plan::Input &in : program.inputs())
+        if (in.name() == name.getValue()) {
+          std::string want = lmrt::contract::expectedTransformInput(in, data);
+          if (!want.empty())
+            return emitError(arg.getLoc()) << "plan contract: input '" << in.name() << "' of @"
+                                           << func.getSymName() << " has type " << arg.getType()
+                                           << ", but data transform '" << data.transform() << "' feeds " << want,
+                   failure();
+        }
+    }
+    return success();
+  }
   if (program.inputs_size() != 1)
     return func.emitError("plan contract: with lm.data, @") << func.getSymName()
            << " must read exactly one token input (an lm.input argument), it reads " << program.inputs_size(),

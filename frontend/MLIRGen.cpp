@@ -127,8 +127,13 @@ OwningOpRef<ModuleOp> MLIRGen::run() {
       continue;
     if (failed(emitObjective(fn)))
       return nullptr;
-    if (!data)
-      data = dataAttr(fn, cast<func::FuncOp>(module.getBody()->back()));
+    if (!data) {
+      FailureOr<std::optional<DictionaryAttr>> d =
+          dataAttr(fn, cast<func::FuncOp>(module.getBody()->back()));
+      if (failed(d))
+        return nullptr;
+      data = *d;
+    }
   }
   for (const Function &fn : ast.functions) {
     if (fn.kind != Function::Kind::Model)

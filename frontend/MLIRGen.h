@@ -225,7 +225,11 @@ private:
   FailureOr<DictionaryAttr> trainAttr();
   DictionaryAttr configAttr();
   /// lm.data for an objective whose one input is i32[batch, seq + 1].
-  std::optional<DictionaryAttr> dataAttr(const ast::Function &objective, func::FuncOp op);
+  /// With `data = <transform>(...)` in the train section, the transform's; else
+  /// the causal one when it applies. Sets the bounds on the objective's inputs.
+  FailureOr<std::optional<DictionaryAttr>> dataAttr(const ast::Function &objective,
+                                                    func::FuncOp op);
+  std::optional<DictionaryAttr> causalDataAttr(const ast::Function &objective, func::FuncOp op);
 };
 
 } // namespace mlir::lm

@@ -8,10 +8,12 @@
 #include "frontend/MLIRGen.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "runtime/data/transform_spec.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <set>
@@ -254,9 +256,11 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
       if (*v < 1 || *v > (1 << 20))
         return error(s.value->loc) << "accumulate must be in [1, 1048576], got " << *v;
       accumulate = *v;
+    } else if (s.name == "data") {
+      continue;  // the batch transform: dataAttr reads it with the objective's inputs
     } else {
       return error(s.loc) << "unknown train option '" << s.name
-                          << "' (expected optimizer, schedule, clip_grad_norm or accumulate)";
+                          << "' (expected optimizer, schedule, clip_grad_norm, accumulate or data)";
     }
   }
   if (schedule != "constant" && minLr > lr)
@@ -286,9 +290,146 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
   return builder.getDictionaryAttr(attrs);
 }
 
+FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &objective,
+                                                          func::FuncOp op) {
+  const ast::Setting *setting = nullptr;
+  for (const ast::Setting &s : ast.train)
+    if (s.name == "data")
+      setting = &s;
+  if (!setting)
+    return causalDataAttr(objective, op);
+  const ast::Expr &e = *setting->value;
+  namespace data = lmrt::data;
+  const data::TransformSpec *spec =
+      e.kind == ast::Expr::Kind::Name || e.kind == ast::Expr::Kind::Call ? data::findTransform(e.name)
+                                                                          : nullptr;
+  if (!spec)
+    return error(e.loc) << "data must name a batch transform (" << data::transformNames()
+                        << "), e.g. data = mlm(mask_prob = 0.15)";
+  if (!e.args.empty())
+    return error(e.args[0]->loc) << e.name << " takes keyword arguments (name = value)";
+  if (spec->outputs.empty()) { // causal
+    if (!e.kwargs.empty())
+      return error(e.kwargs[0].loc) << "causal takes no arguments";
+    std::optional<DictionaryAttr> d = causalDataAttr(objective, op);
+    if (!d)
+      return error(objective.nameLoc)
+             << "data = causal needs an objective with one input i32[batch, seq + 1] (token windows)";
+    return d;
+  }
+
+  // The transform's parameters: keywords checked against its table.
+  Env env;
+  std::map<std::string, double> params;
+  for (const ast::KeywordArg &kw : e.kwargs) {
+    const data::TransformParam *p = nullptr;
+    std::string known;
+    for (const data::TransformParam &q : spec->params) {
+      known += (known.empty() ? "" : ", ") + std::string(q.name);
+      if (kw.name == q.name)
+        p = &q;
+    }
+    if (!p)
+      return error(kw.loc) << e.name << " has no argument '" << kw.name << "' (expected " << known
+                           << ")";
+    FailureOr<LMValue> v = eval(*kw.value, env);
+    if (failed(v))
+      return failure();
+    double x;
+    if (p->isBool && v->kind == LMValue::Kind::Bool)
+      x = v->boolValue ? 1.0 : 0.0;
+    else if (!p->isBool && v->isNumber())
+      x = v->asDouble();
+    else
+      return error(kw.value->loc) << kw.name << " must be " << (p->isBool ? "true or false" : "a number");
+    if (!(x >= p->lo && x <= p->hi)) {
+      char range[96];
+      std::snprintf(range, sizeof range, "[%g, %g], got %g", p->lo, p->hi, x);
+      return error(kw.value->loc) << kw.name << " must be in " << range;
+    }
+    if (!params.emplace(kw.name, x).second)
+      return error(kw.loc) << kw.name << " is given twice";
+  }
+  for (const data::TransformParam &p : spec->params)
+    params.emplace(p.name, p.defaultValue);
+  bool nsp = params["nsp"] != 0;
+
+  bool hasVocab = false;
+  LMValue vocabValue = lookupConfig("vocab", hasVocab);
+  if (!hasVocab || vocabValue.kind != LMValue::Kind::Int)
+    return error(e.loc) << e.name << " needs an integer config constant 'vocab' (the bound on ids)";
+  int64_t vocab = vocabValue.intValue;
+  if (vocab < data::kMinMlmVocab)
+    return error(e.loc) << e.name << " needs vocab >= " << data::kMinMlmVocab
+                        << " (the 256 bytes, then [PAD] [CLS] [SEP] [MASK]), the config has " << vocab;
+
+  // Every input of the objective is one of the transform's outputs, by name;
+  // [batch, seq] comes from the inputs' shapes, which must agree.
+  int64_t batch = -1, seq = -1;
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned i = 0; i < op.getNumArguments(); ++i)
+    argAttrs.push_back(op.getArgAttrDict(i) ? op.getArgAttrDict(i) : builder.getDictionaryAttr({}));
+  if (objective.params.empty())
+    return error(objective.nameLoc) << "objective '" << objective.name << "' reads no input of "
+                                    << e.name << " (it produces " << data::outputNames(*spec, nsp) << ")";
+  for (size_t i = 0; i < objective.params.size(); ++i) {
+    const ast::Parameter &p = objective.params[i];
+    const data::TransformOutput *o = data::findOutput(*spec, p.name);
+    if (!o || (o->needsNsp && !nsp))
+      return error(p.loc) << "input '" << p.name << "' is not produced by data transform " << e.name
+                          << (o ? " without nsp = true" : "") << " (it produces "
+                          << data::outputNames(*spec, nsp) << ")";
+    auto type = cast<RankedTensorType>(op.getArgument(i).getType());
+    bool dtypeOk = o->isFloat ? isa<FloatType>(type.getElementType())
+                              : type.getElementType().isInteger(32);
+    int64_t rank = o->perRow ? 1 : 2;
+    if (!dtypeOk || type.getRank() != rank)
+      return error(p.loc) << "input '" << p.name << "' of " << e.name << " is "
+                          << (o->isFloat ? "f32" : "i32") << (o->perRow ? "[batch]" : "[batch, seq]")
+                          << " (" << o->what << ")";
+    int64_t b = type.getDimSize(0), t = o->perRow ? seq : type.getDimSize(1);
+    if ((batch >= 0 && b != batch) || (seq >= 0 && t >= 0 && t != seq))
+      return error(p.loc) << "input '" << p.name << "' has shape [" << b
+                          << (o->perRow ? "" : ", " + std::to_string(type.getDimSize(1)))
+                          << "], which disagrees with the batch and sequence of the inputs before it ("
+                          << batch << ", " << seq << ")";
+    batch = b;
+    if (!o->perRow)
+      seq = t;
+    // Each input gets its own bound: the vocabulary, 2, or none (a mask).
+    NamedAttrList attrs(argAttrs[i]);
+    attrs.erase("lm.vocab");
+    if (int64_t bound = data::outputBound(*o, vocab))
+      attrs.set("lm.vocab", builder.getI64IntegerAttr(bound));
+    if (o->ignoreIndex)
+      attrs.set("lm.ignore_index", builder.getI64IntegerAttr(data::kIgnoreIndex));
+    argAttrs[i] = attrs.getDictionary(builder.getContext());
+  }
+  if (seq < 0)
+    return error(objective.nameLoc) << "objective '" << objective.name
+                                    << "' reads no [batch, seq] input of " << e.name
+                                    << ", so the sequence length is unknown";
+  if (seq < (nsp ? 5 : 3))
+    return error(objective.nameLoc) << "seq " << seq << " is too short for " << e.name
+                                    << " (at least [CLS] a [SEP]" << (nsp ? " b [SEP]" : "") << ")";
+  for (unsigned i = 0; i < op.getNumArguments(); ++i)
+    op.setArgAttrs(i, argAttrs[i]);
+
+  SmallVector<NamedAttribute> paramAttrs;
+  for (const auto &[name, value] : params)
+    paramAttrs.push_back(builder.getNamedAttr(name, builder.getF64FloatAttr(value)));
+  return std::optional<DictionaryAttr>(builder.getDictionaryAttr({
+      builder.getNamedAttr("transform", builder.getStringAttr(e.name)),
+      builder.getNamedAttr("batch", builder.getI64IntegerAttr(batch)),
+      builder.getNamedAttr("seq", builder.getI64IntegerAttr(seq)),
+      builder.getNamedAttr("vocab", builder.getI64IntegerAttr(vocab)),
+      builder.getNamedAttr("params", builder.getDictionaryAttr(paramAttrs)),
+  }));
+}
+
 /// An objective reading one i32[batch, seq + 1] input consumes windows of
 /// seq + 1 tokens: the runtime's "causal" transform.
-std::optional<DictionaryAttr> MLIRGen::dataAttr(const ast::Function &objective, func::FuncOp op) {
+std::optional<DictionaryAttr> MLIRGen::causalDataAttr(const ast::Function &objective, func::FuncOp op) {
   if (objective.params.size() != 1 || op.getNumArguments() < 1)
     return std::nullopt;
   auto type = dyn_cast<RankedTensorType>(op.getArgument(0).getType());

@@ -138,7 +138,7 @@ TrainResult train(const TrainOptions &o, const DeviceOptions &dopt, FILE *log) {
       cs.downloadParams(/*grads=*/true);
       dump->captureGradients(*s);
       TensorRef tokens{batch[cur].get(), shape.type}, lossRef{res, loss.type};
-      dump->writeStep(step, *s, tokens, lossRef, lr);
+      dump->writeStep(step, *s, {{"tokens", tokens}}, lossRef, lr);
     }
     if (!std::isfinite(lossV) || !std::isfinite(norm))
       fail("step %lld: loss %g, gradient norm %g; training diverged (try a lower learning rate)", (long long)step,

@@ -52,16 +52,20 @@ std::vector<std::string> findSplitFiles(const std::string &dirIn, const std::str
   return found;
 }
 
-CausalBatcher::CausalBatcher(const std::string &dirIn, int64_t rows, int64_t window, uint64_t seed)
-    : rows_(rows), window_(window), seed_(seed) {
-  if (rows <= 0 || window <= 1)
-    fail("causal batches need rows >= 1 and a window of at least 2 tokens (got %lld x %lld)",
-         (long long)rows, (long long)window);
+void checkDataDir(const std::string &dirIn) {
   struct stat st;
   if (::stat(dirIn.c_str(), &st) != 0)
     fail("data directory '%s' does not exist; build one with `lmrt data build --input ... --out %s`",
          dirIn.c_str(), dirIn.c_str());
   if (!S_ISDIR(st.st_mode)) fail("data '%s' is not a directory (expected train.bin and val.bin in it)", dirIn.c_str());
+}
+
+CausalBatcher::CausalBatcher(const std::string &dirIn, int64_t rows, int64_t window, uint64_t seed)
+    : rows_(rows), window_(window), seed_(seed) {
+  if (rows <= 0 || window <= 1)
+    fail("causal batches need rows >= 1 and a window of at least 2 tokens (got %lld x %lld)",
+         (long long)rows, (long long)window);
+  checkDataDir(dirIn);
   train_ = TokenSource::open(findSplitFiles(dirIn, "train"));
   val_ = TokenSource::open(findSplitFiles(dirIn, "val"));
   meta_ = readDatasetMeta(dirIn);

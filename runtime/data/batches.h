@@ -30,6 +30,8 @@ namespace lmrt {
 /* The token files of `split` ("train" or "val") in data directory `dir` (rules
    above), in order; throws naming the directory when there is none. */
 std::vector<std::string> findSplitFiles(const std::string &dir, const std::string &split);
+/* Throws unless `dir` is an existing directory. */
+void checkDataDir(const std::string &dir);
 
 class CausalBatcher {
 public:

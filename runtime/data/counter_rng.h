@@ -16,6 +16,12 @@ enum class RngStream : uint64_t {
   Train = 0x747261696eull,   // (step, row) -> window offset
   Val = 0x76616cull,         // (eval batch, row) -> window offset
   Sample = 0x73616d706cull,  // (token index) -> sampled token
+  // The mlm transform (mlm.h): (sample, decision) -> row layout, and
+  // (sample, position) -> masking; training and validation apart.
+  TrainPairs = 0x747061697273ull,
+  ValPairs = 0x767061697273ull,
+  TrainMask = 0x746d61736bull,
+  ValMask = 0x766d61736bull,
 };
 
 

@@ -167,6 +167,7 @@ void checkIds(const std::string &where, const plan::Input &decl, const TensorRef
   const int32_t *ids = t.as<int32_t>();
   for (int64_t i = 0, n = t.numel(); i < n; ++i) {
     if (ids[i] >= 0 && ids[i] < decl.vocab()) continue;
+    if (decl.has_ignore_index() && ids[i] == decl.ignore_index()) continue;  // labels: no loss here
     Shape pos(t.shape().size());
     int64_t rest = i;
     for (size_t d = pos.size(); d-- > 0;) {

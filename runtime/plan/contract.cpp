@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "runtime/data/transform_spec.h"
 #include "runtime/kernels/shape_rules.h"
 #include "runtime/lmrt/hash.h"
 #include "runtime/plan/op_table.h"
@@ -110,12 +111,64 @@ bool hasDataConfig(const plan::DataConfig &d) {
 }
 
 std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
-  if (d.transform() != "causal")
-    return Violation{"transform", quoted(d.transform()), "is not supported (expected \"causal\")"};
+  const data::TransformSpec *spec = data::findTransform(d.transform());
+  if (!spec)
+    return Violation{"transform", quoted(d.transform()), "is not supported (expected one of " +
+                                                             data::transformNames() + ")"};
   if (d.batch() <= 0) return Violation{"batch", std::to_string(d.batch()), "must be given and > 0"};
   if (d.seq() <= 0) return Violation{"seq", std::to_string(d.seq()), "must be given and > 0"};
   if (d.vocab() <= 0) return Violation{"vocab", std::to_string(d.vocab()), "must be given and > 0"};
+  for (const auto &[name, value] : d.params()) {
+    const data::TransformParam *p = nullptr;
+    for (const data::TransformParam &q : spec->params)
+      if (name == q.name) p = &q;
+    if (!p) return Violation{"params", quoted(name), "is not a parameter of transform " + quoted(spec->name)};
+    if (!(value >= p->lo && value <= p->hi) || (p->isBool && value != 0 && value != 1))
+      return Violation{"params." + name, fmtNum(value),
+                       p->isBool ? "must be 0 or 1" : "must be in [" + fmtNum(p->lo) + ", " + fmtNum(p->hi) + "]"};
+  }
+  if (d.transform() == "mlm") {
+    if (d.vocab() < data::kMinMlmVocab)
+      return Violation{"vocab", std::to_string(d.vocab()),
+                       "must be >= " + std::to_string(data::kMinMlmVocab) +
+                           " for mlm (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])"};
+    if (d.seq() < (transformParam(d, "nsp") != 0 ? 5 : 3))
+      return Violation{"seq", std::to_string(d.seq()),
+                       "is too short for mlm (at least [CLS] a [SEP], and b [SEP] with nsp)"};
+  }
   return std::nullopt;
+}
+
+double transformParam(const plan::DataConfig &d, const std::string &name) {
+  auto it = d.params().find(name);
+  if (it != d.params().end()) return it->second;
+  if (const data::TransformSpec *spec = data::findTransform(d.transform()))
+    for (const data::TransformParam &p : spec->params)
+      if (name == p.name) return p.defaultValue;
+  return 0;
+}
+
+std::string expectedTransformInput(const plan::Input &in, const plan::DataConfig &d) {
+  const data::TransformSpec *spec = data::findTransform(d.transform());
+  if (!spec) return "an input of a known transform";
+  bool nsp = transformParam(d, "nsp") != 0;
+  const data::TransformOutput *o = data::findOutput(*spec, in.name());
+  if (!o || (o->needsNsp && !nsp))
+    return "one of the inputs transform '" + d.transform() + "' produces (" + data::outputNames(*spec, nsp) + ")";
+  const plan::TensorType &t = in.type();
+  bool dtypeOk = o->isFloat ? (t.dtype() == plan::F32 || t.dtype() == plan::F64) : t.dtype() == plan::I32;
+  bool shapeOk = o->perRow ? t.shape_size() == 1 && t.shape(0) == d.batch()
+                           : t.shape_size() == 2 && t.shape(0) == d.batch() && t.shape(1) == d.seq();
+  int64_t bound = data::outputBound(*o, d.vocab());
+  std::string shape = o->perRow ? "[" + std::to_string(d.batch()) + "]"
+                                : "[" + std::to_string(d.batch()) + ", " + std::to_string(d.seq()) + "]";
+  if (!dtypeOk || !shapeOk) return std::string(o->isFloat ? "f32" : "i32") + shape;
+  if (bound > 0 && in.vocab() > 0 && in.vocab() < bound)
+    return "i32" + shape + " accepting ids below " + std::to_string(bound) + " (it declares " +
+           std::to_string(in.vocab()) + ")";
+  if (o->ignoreIndex && in.vocab() > 0 && !(in.has_ignore_index() && in.ignore_index() == data::kIgnoreIndex))
+    return "i32" + shape + " accepting the ignore index " + std::to_string(data::kIgnoreIndex);
+  return "";
 }
 
 std::optional<InitViolation> checkInit(const plan::Init &init) {
@@ -643,6 +696,21 @@ private:
     // refuses it with its own message.
     if (!hasDataConfig(d)) return;
     if (std::optional<Violation> v = checkDataConfig(d)) error("data config: " + v->str());
+    if (d.transform() != "causal") {
+      // Other transforms feed train_step and eval each of the named inputs
+      // they read; the forward program (sampling) is causal-only and unchecked.
+      for (const plan::Program &prog : plan_.programs()) {
+        if (prog.name() == "forward") continue;
+        std::string where = "data config (" + d.transform() + "): program '" + prog.name() + "' ";
+        if (prog.inputs_size() == 0) error(where + "reads no input");
+        for (const plan::Input &in : prog.inputs()) {
+          std::string want = expectedTransformInput(in, d);
+          if (!want.empty())
+            error(where + "input '" + in.name() + "' is " + planTypeStr(in.type()) + ", expected " + want);
+        }
+      }
+      return;
+    }
     // The causal pipeline feeds each of train_step and eval one window of seq + 1
     // token ids per row; forward (sampling) takes the ids themselves.
     for (const plan::Program &prog : plan_.programs()) {

@@ -58,6 +58,11 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &data);
    seq + 1 ids a row) or "i32[2, T <= 4]" (forward). */
 std::string expectedTokenInput(const std::string &program, const plan::TensorType &t,
                                const plan::DataConfig &data);
+/* A transform parameter's value: the plan's, else the transform's default. */
+double transformParam(const plan::DataConfig &data, const std::string &name);
+/* "" when a non-causal transform of `data` produces input `in` (its name, type
+   and bounds), else what it would feed (or the names it produces). */
+std::string expectedTransformInput(const plan::Input &in, const plan::DataConfig &data);
 /* False when the input's vocab bound (if any) is below the data's vocabulary:
    the pipeline would feed it ids it rejects. */
 bool tokenVocabFits(const plan::Input &in, const plan::DataConfig &data);

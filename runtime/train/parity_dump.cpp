@@ -29,10 +29,10 @@ void ParityDump::captureGradients(Session &session) {
   for (ParamState &p : session.params()) grads_.push_back(p.grad);
 }
 
-void ParityDump::writeStep(int64_t step, Session &session, const TensorRef &tokens,
+void ParityDump::writeStep(int64_t step, Session &session,
+                           const std::vector<std::pair<std::string, TensorRef>> &inputs,
                            const TensorRef &loss, double lr) {
-  std::vector<std::pair<std::string, TensorRef>> t;
-  t.push_back({"tokens", tokens});
+  std::vector<std::pair<std::string, TensorRef>> t = inputs;
   t.push_back({"loss", loss});
   double lrValue = lr;
   t.push_back({"lr", TensorRef{&lrValue, TensorType{DType::F64, {}}}});

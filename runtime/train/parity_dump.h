@@ -1,7 +1,8 @@
 /* Implements: `lmrt run --dump-dir D`, the record the PyTorch parity test
    replays: D/init.safetensors (initial parameters under their plan names) and,
    for step k = 1..N, D/step<k>.safetensors holding
-     tokens         i32[B, T + 1]   the batch
+     tokens         i32[B, T + 1]   the batch (causal; other transforms: each
+                                    input under its own name: ids, labels, ...)
      loss           scalar          the train_step loss (plan precision)
      lr             f64 scalar      the learning rate of the update
      grad.<param>   raw gradients, before clipping
@@ -23,7 +24,8 @@ public:
   void writeInit(Session &session);
   /* Copies the raw gradients now, before clipping changes them. */
   void captureGradients(Session &session);
-  void writeStep(int64_t step, Session &session, const TensorRef &tokens, const TensorRef &loss,
+  void writeStep(int64_t step, Session &session,
+                 const std::vector<std::pair<std::string, TensorRef>> &inputs, const TensorRef &loss,
                  double lr);
 
 private:

@@ -10,13 +10,14 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "runtime/data/batches.h"
+#include "runtime/data/token_source.h"
 #include "runtime/lmrt/file_io.h"
 #include "runtime/lmrt/paths.h"
 #include "runtime/lmrt/session.h"
 #include "runtime/lmrt/weights.h"
 #include "runtime/train/adamw.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/data_feed.h"
 #include "runtime/train/eta.h"
 #include "runtime/train/grad_clip.h"
 #include "runtime/train/metrics.h"
@@ -47,35 +48,6 @@ std::vector<ParamView> paramViews(Session &s) {
   return v;
 }
 
-/* The run's data shape, from the train_step program, cross-checked with the
-   plan's DataConfig. */
-struct DataShape {
-  std::string inputName;
-  TensorType type;  // i32[rows, seq + 1]
-  int64_t vocab;
-  int64_t seq;
-};
-
-DataShape dataShape(const Session &s) {
-  const plan::Plan &plan = s.plan();
-  const plan::DataConfig &dc = plan.data();
-  if (dc.transform().empty())
-    fail("plan has no data pipeline: its objective does not take one token window "
-         "i32[batch, seq + 1], so lmrt run cannot feed it (lmrt gradcheck and inspect still work)");
-  if (dc.transform() != "causal")
-    fail("plan data transform '%s' is not supported by lmrt run (it implements \"causal\")",
-         dc.transform().c_str());
-  const plan::Input &in = tokenInput(findProgram(s, "train_step"));
-  DataShape d{in.name(), inputType(in), in.vocab() > 0 ? in.vocab() : dc.vocab(), 0};
-  d.seq = d.type.shape[1] - 1;
-  if ((dc.batch() && dc.batch() != d.type.shape[0]) || (dc.seq() && dc.seq() != d.seq))
-    fail("plan data config (batch %lld, seq %lld) disagrees with train_step input '%s' %s "
-         "(expected [batch, seq + 1])", (long long)dc.batch(), (long long)dc.seq(),
-         in.name().c_str(), d.type.str().c_str());
-  if (d.vocab <= 0) fail("plan declares no vocabulary for input '%s'", in.name().c_str());
-  return d;
-}
-
 AdamWConfig adamwConfig(const plan::Optimizer &o) {
   if (o.kind() != "adamw")
     fail("plan optimizer '%s' is not supported by lmrt run (it implements \"adamw\")",
@@ -89,12 +61,10 @@ AdamWConfig adamwConfig(const plan::Optimizer &o) {
 }
 
 /* Mean "eval" loss over the fixed validation batches 0..n-1. */
-double evaluate(Session &s, const CausalBatcher &data, const std::string &input,
-                const TensorType &type, int64_t batches, std::vector<int32_t> &buf) {
+double evaluate(Session &s, DataFeed &data, int64_t batches) {
   double sum = 0;
   for (int64_t i = 0; i < batches; ++i) {
-    data.valBatch(i, buf.data());
-    s.run("eval", {{input, TensorRef{buf.data(), type}}});
+    s.run("eval", data.valInputs(i));
     sum += scalarValue(s.output("eval", "loss"), "eval loss");
   }
   return sum / double(batches);
@@ -332,28 +302,18 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   if (!o.resumePath.empty() && !o.initPath.empty())
     fail("--init and --resume exclude each other: a resumed run continues from its checkpoint's weights");
   const plan::Plan &plan = s.plan();
-  DataShape shape = dataShape(s);
   const plan::TrainConfig &tc = plan.train();
   AdamW adamw(adamwConfig(tc.optimizer()));
   bool evalOn = o.evalBatches > 0;  // validatePlan guarantees an "eval" program
-  if (evalOn) {
-    const plan::Input &ein = tokenInput(findProgram(s, "eval"));
-    if (inputType(ein).shape != shape.type.shape)
-      fail("eval input %s differs from train_step input %s", inputType(ein).str().c_str(),
-           shape.type.str().c_str());
-  }
-
   RunSetup run = planRun(s, o, log);
   std::string outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
   bool clearOldCheckpoints = checkRunPaths(o, run, outPath, log);
 
   // --- data -----------------------------------------------------------------------------
-  CausalBatcher data(o.dataDir, shape.type.shape[0], shape.type.shape[1], run.seed);
+  // The plan's batch transform; it checks the inputs, the vocabulary and the splits.
+  DataFeed data(s, o.dataDir, run.seed, evalOn);
   std::fprintf(log, "%s\n", data.describe().c_str());
-  guardBusErrors("data '" + o.dataDir + "'", [&] {
-    data.checkVocab(shape.vocab);
-    if (evalOn) data.checkValidationWindow();
-  });
+  if (evalOn) data.checkValidation();
   CheckpointMeta meta;
   meta.seed = run.seed;
   meta.totalSteps = run.steps;
@@ -409,12 +369,11 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   }
   if (dump) dump->writeInit(s);
   std::vector<ParamView> views = paramViews(s);
-  std::vector<int32_t> batch(shape.type.numel()), valBuf(shape.type.numel());
-  const int64_t rows = shape.type.shape[0];
+  const int64_t rows = data.rows();
   std::vector<std::vector<char>> accBuf;
   if (run.accumulate > 1)
     for (ParamState &p : s.params()) accBuf.emplace_back(p.grad.size());
-  const double tokensPerStep = double(rows) * double(run.accumulate) * double(shape.seq);
+  const double tokensPerStep = data.tokensPerStep() * double(run.accumulate);
   // GFLOP/s and ETA count every micro-batch: the plan's FLOPs are per train_step call.
   const int64_t flopsPerStep = (int64_t)plan.flops_per_step() * run.accumulate;
   const int w = digits(run.steps);
@@ -452,8 +411,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     NonFiniteValue v;
     s.setNonFiniteCheck(&v);
     for (int micro = firstMicro; micro < run.accumulate && !v.found; ++micro) {
-      data.trainBatch(step - 1, batch.data(), (uint64_t)micro * (uint64_t)rows);
-      s.run("train_step", {{shape.inputName, TensorRef{batch.data(), shape.type}}});
+      s.run("train_step", data.trainInputs(step - 1, (uint64_t)micro * (uint64_t)rows));
     }
     s.setNonFiniteCheck(nullptr);
     if (!v.found)
@@ -482,20 +440,20 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     auto t0 = Clock::now();
     double loss = 0, dataSeconds = 0, runSeconds = 0;
     TensorRef lossRef;
-    TensorRef tokens{batch.data(), shape.type};
     int badMicro = -1;  // the micro-batch whose loss was not finite
+    const std::map<std::string, TensorRef> *inputs = nullptr;
     for (int micro = 0; micro < run.accumulate; ++micro) {
       auto m0 = Clock::now();
       try {
         guardBusErrors("data '" + data.train().path() + "'", [&] {
-          data.trainBatch(step - 1, batch.data(), (uint64_t)micro * (uint64_t)rows);
+          inputs = &data.trainInputs(step - 1, (uint64_t)micro * (uint64_t)rows);
         });
       } catch (const Error &e) {
         dataFailure(step, e.what());
       }
       auto m1 = Clock::now();
       s.setProfile(profiled ? &ops : nullptr);
-      s.run("train_step", {{shape.inputName, tokens}});
+      s.run("train_step", *inputs);
       s.setProfile(nullptr);
       auto m2 = Clock::now();
       dataSeconds += std::chrono::duration<double>(m1 - m0).count();
@@ -546,7 +504,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
       phases.total += seconds;
       phases.steps += 1;
     }
-    if (dump) dump->writeStep(step, s, tokens, lossRef, lr);
+    if (dump) dump->writeStep(step, s, data.dumpInputs(), lossRef, lr);
 
     StepMetrics m;
     m.step = step;
@@ -562,7 +520,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     if (evalOn && ((o.evalInterval > 0 && step % o.evalInterval == 0) || step == run.steps)) {
       m.hasValLoss = true;
       guardBusErrors("data '" + data.val().path() + "'", [&] {
-        m.valLoss = evaluate(s, data, shape.inputName, shape.type, o.evalBatches, valBuf);
+        m.valLoss = evaluate(s, data, o.evalBatches);
       });
       result.lastValLoss = m.valLoss;
       std::fprintf(log, "step %*lld | val_loss %.4f\n", w, (long long)step, m.valLoss);

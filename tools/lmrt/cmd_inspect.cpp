@@ -46,6 +46,7 @@ std::string initStr(const plan::Init &i) {
 std::string inputStr(const plan::Input &in) {
   std::string s = in.name() + " " + planTypeStr(in.type());
   if (in.vocab()) s += " (vocab " + std::to_string(in.vocab()) + ")";
+  if (in.has_ignore_index()) s += " (ignore index " + std::to_string(in.ignore_index()) + ")";
   return s;
 }
 
@@ -147,8 +148,12 @@ void inspect(const std::string &path, bool steps) {
   if (s.kind() == "wsd") std::printf("wsd cooldown: the last %g of the steps after warmup\n", s.cooldown_fraction());
   if (p.train().accumulate() > 1)
     std::printf("accumulate: %lld micro-batches per step\n", (long long)p.train().accumulate());
-  std::printf("data: %s, batch %lld, seq %lld, vocab %lld\n", p.data().transform().c_str(),
+  std::printf("data: %s, batch %lld, seq %lld, vocab %lld", p.data().transform().c_str(),
               (long long)p.data().batch(), (long long)p.data().seq(), (long long)p.data().vocab());
+  // The transform's parameters, in name order (a protobuf map has none of its own).
+  std::map<std::string, double> params(p.data().params().begin(), p.data().params().end());
+  for (const auto &[name, value] : params) std::printf(", %s %g", name.c_str(), value);
+  std::printf("\n");
   std::printf("plan ok\n");
 }
 

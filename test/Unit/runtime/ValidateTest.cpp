@@ -315,6 +315,60 @@ TEST(Validate, ContractBounds) {
             "uniform with low 1 and high -1; both must be finite and low <= high");
 }
 
+// The mlm transform's config: its vocabulary must hold the specials, its
+// parameters are its own and in bounds, and each input is one of its outputs
+// with that output's type and bound (labels also accepting -100).
+TEST(Validate, MlmDataContract) {
+  plan::DataConfig d;
+  d.set_transform("mlm");
+  d.set_batch(2);
+  d.set_seq(8);
+  d.set_vocab(260);
+  EXPECT_FALSE(contract::checkDataConfig(d).has_value());
+  EXPECT_EQ(contract::transformParam(d, "mask_prob"), 0.15);  // the default
+  (*d.mutable_params())["nsp"] = 2;
+  EXPECT_EQ(contract::checkDataConfig(d)->str(), "params.nsp = 2 must be 0 or 1");
+  (*d.mutable_params())["nsp"] = 1;
+  (*d.mutable_params())["mask"] = 0.1;
+  EXPECT_EQ(contract::checkDataConfig(d)->str(), "params = \"mask\" is not a parameter of transform \"mlm\"");
+  d.mutable_params()->erase("mask");
+  (*d.mutable_params())["mask_prob"] = 1.5;
+  EXPECT_EQ(contract::checkDataConfig(d)->str(), "params.mask_prob = 1.5 must be in [0, 1]");
+  (*d.mutable_params())["mask_prob"] = 0.15;
+  d.set_vocab(256);
+  EXPECT_EQ(contract::checkDataConfig(d)->str(),
+            "vocab = 256 must be >= 260 for mlm (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])");
+  d.set_vocab(260);
+  d.set_transform("bert");
+  EXPECT_EQ(contract::checkDataConfig(d)->str(), "transform = \"bert\" is not supported (expected one of causal, mlm)");
+  d.set_transform("mlm");
+
+  auto input = [](const std::string &name, plan::DType dtype, std::vector<int64_t> shape, int64_t vocab) {
+    plan::Input in;
+    in.set_name(name);
+    in.mutable_type()->set_dtype(dtype);
+    for (int64_t s : shape) in.mutable_type()->add_shape(s);
+    in.set_vocab(vocab);
+    return in;
+  };
+  EXPECT_EQ(contract::expectedTransformInput(input("ids", plan::I32, {2, 8}, 260), d), "");
+  EXPECT_EQ(contract::expectedTransformInput(input("ids", plan::I32, {2, 8}, 100), d),
+            "i32[2, 8] accepting ids below 260 (it declares 100)");
+  EXPECT_EQ(contract::expectedTransformInput(input("segments", plan::I32, {2, 8}, 2), d), "");
+  EXPECT_EQ(contract::expectedTransformInput(input("nsp_labels", plan::I32, {2}, 2), d), "");
+  EXPECT_EQ(contract::expectedTransformInput(input("attention_mask", plan::F32, {2, 8}, 0), d), "");
+  EXPECT_EQ(contract::expectedTransformInput(input("attention_mask", plan::I32, {2, 8}, 0), d), "f32[2, 8]");
+  plan::Input labels = input("labels", plan::I32, {2, 8}, 260);
+  EXPECT_EQ(contract::expectedTransformInput(labels, d), "i32[2, 8] accepting the ignore index -100");
+  labels.set_ignore_index(-100);
+  EXPECT_EQ(contract::expectedTransformInput(labels, d), "");
+  EXPECT_EQ(contract::expectedTransformInput(input("tokens", plan::I32, {2, 9}, 260), d),
+            "one of the inputs transform 'mlm' produces (ids, labels, segments, attention_mask, nsp_labels)");
+  (*d.mutable_params())["nsp"] = 0;
+  EXPECT_EQ(contract::expectedTransformInput(input("nsp_labels", plan::I32, {2}, 2), d),
+            "one of the inputs transform 'mlm' produces (ids, labels, segments, attention_mask)");
+}
+
 // Without the kernels' checks (as lmc runs it) the contract still holds the
 // plan to the op table, buffers and dataflow.
 TEST(Validate, ContractWithoutKernelChecks) {

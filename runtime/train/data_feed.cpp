@@ -1,0 +1,147 @@
+/* Implements: the batch transforms' feed of train_step and eval (see data_feed.h). */
+#include "runtime/train/data_feed.h"
+
+#include <cstring>
+
+#include "runtime/data/batches.h"
+#include "runtime/data/mlm.h"
+#include "runtime/lmrt/session.h"
+#include "runtime/plan/contract.h"
+#include "runtime/train/program_io.h"
+#include "runtime/train/signals.h"
+
+namespace lmrt {
+
+namespace {
+
+/* The program's inputs by name and type. */
+std::map<std::string, TensorType> inputTypes(const plan::Program &p) {
+  std::map<std::string, TensorType> t;
+  for (const plan::Input &in : p.inputs()) t[in.name()] = inputType(in);
+  return t;
+}
+
+template <typename T>
+void copyAs(const std::vector<T> &src, const TensorType &type, std::vector<char> &dst) {
+  if (type.dtype == DType::I32) {
+    for (size_t i = 0; i < src.size(); ++i) reinterpret_cast<int32_t *>(dst.data())[i] = (int32_t)src[i];
+  } else if (type.dtype == DType::F32) {
+    for (size_t i = 0; i < src.size(); ++i) reinterpret_cast<float *>(dst.data())[i] = (float)src[i];
+  } else {
+    for (size_t i = 0; i < src.size(); ++i) reinterpret_cast<double *>(dst.data())[i] = (double)src[i];
+  }
+}
+
+}  // namespace
+
+DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool evalOn) {
+  const plan::DataConfig &dc = s.plan().data();
+  transform_ = dc.transform();
+  if (transform_.empty())
+    fail("plan has no data pipeline: its objective takes no batch transform's inputs (neither one "
+         "token window i32[batch, seq + 1] nor `data = mlm(...)`), so lmrt run cannot feed it "
+         "(lmrt gradcheck and inspect still work)");
+  const plan::Program &train = findProgram(s, "train_step");
+  types_ = inputTypes(train);
+  auto same = [](const std::map<std::string, TensorType> &a, const std::map<std::string, TensorType> &b) {
+    if (a.size() != b.size()) return false;
+    for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
+      if (i->first != j->first || i->second.dtype != j->second.dtype || i->second.shape != j->second.shape)
+        return false;
+    return true;
+  };
+  if (evalOn && !same(inputTypes(findProgram(s, "eval")), types_))
+    fail("the eval program's inputs differ from train_step's; one data pipeline feeds both");
+
+  if (transform_ == "causal") {
+    const plan::Input &in = tokenInput(train);
+    TensorType t = inputType(in);
+    int64_t vocab = in.vocab() > 0 ? in.vocab() : dc.vocab();
+    if ((dc.batch() && dc.batch() != t.shape[0]) || (dc.seq() && dc.seq() != t.shape[1] - 1))
+      fail("plan data config (batch %lld, seq %lld) disagrees with train_step input '%s' %s "
+           "(expected [batch, seq + 1])", (long long)dc.batch(), (long long)dc.seq(),
+           in.name().c_str(), t.str().c_str());
+    if (vocab <= 0) fail("plan declares no vocabulary for input '%s'", in.name().c_str());
+    causal_ = std::make_unique<CausalBatcher>(dir, t.shape[0], t.shape[1], seed);
+    guardBusErrors("data '" + dir + "'", [&] { causal_->checkVocab(vocab); });
+    tokensPerStep_ = double(t.shape[0]) * double(t.shape[1] - 1);
+    rows_ = t.shape[0];
+  } else if (transform_ == "mlm") {
+    // validatePlan has checked every input against the transform's table.
+    MlmOptions o;
+    o.maskProb = contract::transformParam(dc, "mask_prob");
+    o.nsp = contract::transformParam(dc, "nsp") != 0;
+    o.shortSeqProb = contract::transformParam(dc, "short_seq_prob");
+    // The byte check reads every token: a file truncated under it raises SIGBUS.
+    guardBusErrors("data '" + dir + "'",
+                   [&] { mlm_ = std::make_unique<MlmBatcher>(dir, dc.batch(), dc.seq(), o, seed); });
+    mlmBatch_ = std::make_unique<MlmBatch>();
+    tokensPerStep_ = double(dc.batch()) * double(dc.seq());
+    rows_ = dc.batch();
+  } else {
+    fail("plan data transform '%s' is not supported by lmrt run (it implements causal and mlm)",
+         transform_.c_str());
+  }
+  for (const auto &[name, type] : types_) {
+    bufs_[name].assign(type.bytes(), 0);
+    refs_[name] = TensorRef{bufs_[name].data(), type};
+  }
+}
+
+DataFeed::~DataFeed() = default;
+
+void DataFeed::convert(const MlmBatch &b) {
+  for (const auto &[name, type] : types_) {
+    std::vector<char> &dst = bufs_[name];
+    if (name == "ids") copyAs(b.ids, type, dst);
+    else if (name == "labels") copyAs(b.labels, type, dst);
+    else if (name == "segments") copyAs(b.segments, type, dst);
+    else if (name == "attention_mask") copyAs(b.attention, type, dst);
+    else if (name == "nsp_labels") copyAs(b.nsp, type, dst);
+    else fail("the mlm transform produces no input '%s'", name.c_str());
+  }
+}
+
+const std::map<std::string, TensorRef> &DataFeed::trainInputs(uint64_t step, uint64_t firstRow) {
+  if (causal_) {
+    causal_->trainBatch(step, reinterpret_cast<int32_t *>(refs_.begin()->second.data), firstRow);
+  } else {
+    mlm_->trainBatch(step, *mlmBatch_, firstRow);
+    convert(*mlmBatch_);
+  }
+  return refs_;
+}
+
+const TokenSource &DataFeed::train() const { return causal_ ? causal_->train() : mlm_->train(); }
+const TokenSource &DataFeed::val() const { return causal_ ? causal_->val() : mlm_->val(); }
+
+std::string DataFeed::describe() const {
+  if (causal_) return causal_->describe();
+  auto one = [](const char *name, const TokenSource &s) {
+    return std::string(name) + " " + s.path() + " (" + s.format() + "), " + std::to_string(s.size()) + " tokens";
+  };
+  return "data: " + one("train", mlm_->train()) + "; " + one("val", mlm_->val()) + " (mlm)";
+}
+
+const std::map<std::string, TensorRef> &DataFeed::valInputs(uint64_t index) {
+  if (causal_) {
+    causal_->valBatch(index, reinterpret_cast<int32_t *>(refs_.begin()->second.data));
+  } else {
+    mlm_->valBatch(index, *mlmBatch_);
+    convert(*mlmBatch_);
+  }
+  return refs_;
+}
+
+void DataFeed::checkValidation() const {
+  if (causal_) causal_->checkValidationWindow();
+  else mlm_->checkValidation();
+}
+
+std::vector<std::pair<std::string, TensorRef>> DataFeed::dumpInputs() const {
+  std::vector<std::pair<std::string, TensorRef>> v;
+  for (const auto &[name, ref] : refs_) v.push_back({causal_ ? "tokens" : name, ref});
+  return v;
+}
+
+}  // namespace lmrt

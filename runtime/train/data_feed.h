@@ -1,0 +1,67 @@
+/* Implements: what `lmrt run` feeds train_step and eval, from the plan's
+   DataConfig (docs/runtime.md, "Batch transforms"): the batch transform it
+   names ("causal" windows, or "mlm" masked-LM rows with optional sentence
+   pairs), filling every input the programs declare, each in its own type. A
+   batch depends on nothing but (seed, sample index), so the feed has no state
+   a checkpoint would need to hold. */
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/lmrt/tensor.h"
+
+namespace lmrt {
+
+class Session;
+class TokenSource;
+class CausalBatcher;
+class MlmBatcher;
+struct MlmBatch;
+
+class DataFeed {
+public:
+  /* Checks the plan's DataConfig against train_step's (and, with evalOn,
+     eval's) inputs and opens DIR's shards; throws with the reason otherwise
+     ("plan has no data pipeline ...", a missing shard, a token out of range).
+     The causal transform is main's CausalBatcher (any TokenSource format, the
+     meta.json checks); mlm reads the splits through TokenSource too. */
+  DataFeed(const Session &session, const std::string &dir, uint64_t seed, bool evalOn);
+  ~DataFeed();
+
+  /* The inputs of training step `step` (0-based; rows firstRow.. of the step's
+     batch, for micro-batches) / validation batch `index`; valid until the next
+     call. */
+  const std::map<std::string, TensorRef> &trainInputs(uint64_t step, uint64_t firstRow = 0);
+  const std::map<std::string, TensorRef> &valInputs(uint64_t index);
+  /* The splits (for checkpoints' data fingerprints and file stamps). */
+  const TokenSource &train() const;
+  const TokenSource &val() const;
+  /* "data: train DIR/train.bin (LMC shard), N tokens; val ..." for the log. */
+  std::string describe() const;
+  /* Throws unless the validation shard holds one batch row. */
+  void checkValidation() const;
+  /* Rows of one batch (train_step's first dimension): micro-batch j of a step
+     reads trainInputs(step, j * rows()). */
+  int64_t rows() const { return rows_; }
+  /* Tokens a training step reads (for tok/s): rows x seq. */
+  double tokensPerStep() const { return tokensPerStep_; }
+  /* The inputs under the names of the parity dump ("tokens" for the causal window). */
+  std::vector<std::pair<std::string, TensorRef>> dumpInputs() const;
+
+private:
+  void convert(const MlmBatch &b);
+  std::string transform_;
+  std::unique_ptr<CausalBatcher> causal_;
+  std::unique_ptr<MlmBatcher> mlm_;
+  std::unique_ptr<MlmBatch> mlmBatch_;
+  std::map<std::string, TensorType> types_;       // the programs' inputs
+  std::map<std::string, std::vector<char>> bufs_;  // their storage
+  std::map<std::string, TensorRef> refs_;
+  double tokensPerStep_ = 0;
+  int64_t rows_ = 0;
+};
+
+}  // namespace lmrt

@@ -59,6 +59,17 @@ void refuseOverlappingPaths(const std::vector<NamedPath> &outputs, const std::ve
   }
 }
 
+/* Creates and removes a file in `dir`: the one sure test that `path` (role `role`)
+   can be written there, whatever the permission bits, mounts or ACLs say. */
+static void probeWritable(const char *role, const std::string &path, const std::string &dir) {
+  std::string probe = dir + "/.lmrt-probe-XXXXXX";
+  int fd = ::mkstemp(probe.data());
+  if (fd < 0) fail("%s '%s' cannot be written: cannot create a file in '%s': %s", role, path.c_str(),
+                   dir.c_str(), std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
 void checkOutputFile(const NamedPath &out) {
   const std::string &p = out.path;
   const char *role = out.role.c_str();
@@ -77,12 +88,7 @@ void checkOutputFile(const NamedPath &out) {
   if (::stat(dir.c_str(), &ds) != 0)
     fail("%s '%s': directory '%s' does not exist", role, p.c_str(), dir.c_str());
   if (!S_ISDIR(ds.st_mode)) fail("%s '%s': '%s' is not a directory", role, p.c_str(), dir.c_str());
-  std::string probe = dir + "/.lmrt-probe-XXXXXX";
-  int fd = ::mkstemp(probe.data());
-  if (fd < 0) fail("%s '%s' cannot be written: cannot create a file in '%s': %s", role, p.c_str(),
-                   dir.c_str(), std::strerror(errno));
-  ::close(fd);
-  ::unlink(probe.c_str());
+  probeWritable(role, p, dir);
 }
 
 void checkOutputDirectory(const NamedPath &out) {
@@ -97,12 +103,7 @@ void checkOutputDirectory(const NamedPath &out) {
     if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       fail("%s '%s': parent directory '%s' does not exist", role, p.c_str(), dir.c_str());
   }
-  std::string probe = dir + "/.lmrt-probe-XXXXXX";
-  int fd = ::mkstemp(probe.data());
-  if (fd < 0) fail("%s '%s' cannot be written: cannot create a file in '%s': %s", role, p.c_str(),
-                   dir.c_str(), std::strerror(errno));
-  ::close(fd);
-  ::unlink(probe.c_str());
+  probeWritable(role, p, dir);
 }
 
 void removeStaleTemp(const std::string &path, FILE *log) {

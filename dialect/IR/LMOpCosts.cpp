@@ -73,6 +73,8 @@ int64_t SoftmaxGradOp::getFlops() { return 4 * sweptElements(*this); }
 /// Max, sub, exp, sum over the logits.
 int64_t CrossEntropyOp::getFlops() { return 5 * sweptElements(*this); }
 int64_t CrossEntropyGradOp::getFlops() { return 6 * sweptElements(*this); }
+/// One comparison per logit.
+int64_t AccuracyOp::getFlops() { return sweptElements(*this); }
 
 //===----------------------------------------------------------------------===//
 // Attention

@@ -335,6 +335,14 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Loca
   return infer.result(shapes::crossEntropy(logits, targets, err), err, infer.elementType(adaptor.getLogits()));
 }
 
+LogicalResult AccuracyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims logits = infer.dims(adaptor.getLogits()), targets = infer.dims(adaptor.getTargets());
+  return infer.result(shapes::crossEntropy(logits, targets, err), err, infer.elementType(adaptor.getLogits()));
+}
+
 LogicalResult SumToOp::verify() {
   std::string err;
   Dims to = dimsOf(getType());

@@ -404,6 +404,25 @@ def LM_CrossEntropyOp : LM_DiffOp<"cross_entropy", LM_InferredResultTypes> {
   let assemblyFormat = "$logits `,` $targets attr-dict `:` functional-type(operands, results)";
 }
 
+def LM_AccuracyOp : LM_DiffOp<"accuracy", LM_InferredResultTypes> {
+  let summary = "top-1 accuracy of logits against targets (a metric)";
+  let description = [{
+    `logits: [...S, V]`, `targets: i32[...S]`: the fraction of the positions
+    whose target is not `ignore_index` where the target is the row's argmax
+    (the first maximal class, as `torch.argmax`); 0 if every target is
+    ignored. The result is a scalar of the logits' type. A metric, not a
+    loss: no gradient flows through it (its VJP gives both operands none).
+
+    ```mlir
+    %acc = lm.accuracy %logits, %targets {ignore_index = -100 : i64} : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$logits, LM_IntTensor:$targets,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs LM_FloatScalar:$result);
+  let assemblyFormat = "$logits `,` $targets attr-dict `:` functional-type(operands, results)";
+}
+
 def LM_SumToOp : LM_DiffOp<"sum_to"> {
   let summary = "sum over broadcast dimensions (the adjoint of broadcasting)";
   let description = [{

@@ -209,6 +209,7 @@ bool tokenVocabFits(const plan::Input &in, const plan::DataConfig &d) {
 namespace {
 
 const char *const kGradPrefix = "grad:";
+const char *const kMetricPrefix = "metric:";
 
 /* Thrown by Validator::error and caught by checkPlan: the first problem ends
    the check. */
@@ -668,6 +669,13 @@ private:
     requireOutput(prog, "loss", true);
     std::string where = "program '" + prog.name() + "'";
     for (const plan::Output &o : prog.outputs()) {
+      if (o.name().rfind(kMetricPrefix, 0) == 0) {
+        // Metrics: named float scalars the evaluation reports (docs/language.md, `metric`).
+        if (prog.name() != "eval") error(where + " has a metric output '" + o.name() + "' (only eval reports metrics)");
+        if (o.name().size() == std::string(kMetricPrefix).size()) error(where + " has a metric output with no name");
+        requireOutput(prog, o.name(), true);
+        continue;
+      }
       if (o.name().rfind(kGradPrefix, 0) != 0) continue;
       std::string p = o.name().substr(std::string(kGradPrefix).size());
       if (prog.name() != "train_step") error(where + " has a gradient output '" + o.name() + "'");

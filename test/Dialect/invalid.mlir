@@ -288,6 +288,15 @@ func.func @cross_entropy_targets(%l: tensor<4x16xf32>, %t: tensor<16xi32>) {
 
 // -----
 
+// Tests that accuracy's targets drop the class dim of the logits.
+func.func @accuracy_targets(%l: tensor<4x16xf32>, %t: tensor<16xi32>) {
+  // expected-error @below {{'lm.accuracy' op targets [16] must be [4] (logits [4, 16] without the vocabulary dim)}}
+  %0 = lm.accuracy %l, %t : (tensor<4x16xf32>, tensor<16xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
 // Tests that cross_entropy returns a scalar.
 func.func @cross_entropy_scalar(%l: tensor<4x16xf32>, %t: tensor<4xi32>) {
   // expected-error @below {{result #0 must be 0-d float tensor}}

@@ -93,6 +93,15 @@ func.func @losses(%logits: tensor<4x16x256xf32>, %targets: tensor<4x16xi32>, %x:
   return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<16xf32>
 }
 
+// CHECK-LABEL: func.func @metrics
+func.func @metrics(%logits: tensor<4x16x256xf32>, %targets: tensor<4x16xi32>) -> (tensor<f32>, tensor<f32>) {
+  // CHECK: lm.accuracy %{{.*}}, %{{.*}} : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
+  %0 = lm.accuracy %logits, %targets : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
+  // CHECK: lm.accuracy %{{.*}}, %{{.*}} {ignore_index = 0 : i64}
+  %1 = lm.accuracy %logits, %targets {ignore_index = 0 : i64} : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
+  return %0, %1 : tensor<f32>, tensor<f32>
+}
+
 // CHECK-LABEL: func.func @backward_ops
 func.func @backward_ops(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %ids: tensor<2x8xi32>, %dl: tensor<f32>,
                         %s: tensor<2x4x32xf32>) {

@@ -256,6 +256,7 @@ std::vector<Case> allCases() {
       {"slice_grad", {randn({2, 4})}, {{F64, {3, 8}}}, sl},
       {"cross_entropy", {randn({2, 8, 20}), randIds({2, 8}, 20)}, {{F64, {}}}, {}},
       {"cross_entropy_grad", {randn({2, 8, 20}), randIds({2, 8}, 20), scalar(1.3)}, {{F64, {2, 8, 20}}}, {}},
+      {"accuracy", {randn({2, 8, 20}), randIds({2, 8}, 20)}, {{F64, {}}}, {}},
       {"sum_to", {randn(s3)}, {{F64, {8, 1}}}, {}},
       {"copy", {randn(s3)}, {{F64, s3}}, {}},
       // The zoo's ops.

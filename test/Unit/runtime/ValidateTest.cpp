@@ -141,6 +141,22 @@ TEST(Validate, GradOutputMustBeTheGradBuffer) {
   EXPECT_HAS(msg, "output 'grad:w': must be the GRAD buffer of 'w'");
 }
 
+TEST(Validate, MetricOutputs) {
+  // eval may report its loss buffer (a float scalar) as a metric too.
+  auto metric = [](const char *prog, const char *name) {
+    return [=](plan::Plan &p) {
+      plan::Program *g = program(p, prog);
+      plan::Output *o = g->add_outputs();
+      o->set_name(name);
+      o->set_buffer(g->outputs(0).buffer());
+    };
+  };
+  EXPECT_EQ(errorAfter(metric("eval", "metric:again")), "(valid)");
+  EXPECT_HAS(errorAfter(metric("train_step", "metric:acc")),
+             "program 'train_step' has a metric output 'metric:acc' (only eval reports metrics)");
+  EXPECT_HAS(errorAfter(metric("eval", "metric:")), "program 'eval' has a metric output with no name");
+}
+
 TEST(Validate, MissingLossAndPrograms) {
   EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "eval")->clear_outputs(); }),
              "program 'eval' has no 'loss' output");

@@ -399,6 +399,13 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
     if (!o->perRow)
       seq = t;
   }
+  if (seq < 0)
+    return error(objective.nameLoc) << "objective '" << objective.name
+                                    << "' reads no [batch, seq] input of " << e.name
+                                    << ", so the sequence length is unknown";
+  if (seq < (nsp ? 5 : 3))
+    return error(objective.nameLoc) << "seq " << seq << " is too short for " << e.name
+                                    << " (at least [CLS] a [SEP]" << (nsp ? " b [SEP]" : "") << ")";
   // Each input gets its own bound: the vocabulary, 2, batch * seq (row
   // indices), a parameter's value, or none (a mask).
   for (size_t i = 0; i < objective.params.size(); ++i) {
@@ -411,13 +418,6 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
       attrs.set("lm.ignore_index", builder.getI64IntegerAttr(data::kIgnoreIndex));
     argAttrs[i] = attrs.getDictionary(builder.getContext());
   }
-  if (seq < 0)
-    return error(objective.nameLoc) << "objective '" << objective.name
-                                    << "' reads no [batch, seq] input of " << e.name
-                                    << ", so the sequence length is unknown";
-  if (seq < (nsp ? 5 : 3))
-    return error(objective.nameLoc) << "seq " << seq << " is too short for " << e.name
-                                    << " (at least [CLS] a [SEP]" << (nsp ? " b [SEP]" : "") << ")";
   for (unsigned i = 0; i < op.getNumArguments(); ++i)
     op.setArgAttrs(i, argAttrs[i]);
 

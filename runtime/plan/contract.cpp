@@ -136,7 +136,7 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
                            " (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])"};
     if (d.seq() < (transformParam(d, "nsp") != 0 ? 5 : 3))
       return Violation{"seq", std::to_string(d.seq()),
-                       "is too short for mlm (at least [CLS] a [SEP], and b [SEP] with nsp)"};
+                       "is too short for " + d.transform() + " (at least [CLS] a [SEP], and b [SEP] with nsp)"};
   }
   return std::nullopt;
 }

@@ -66,6 +66,8 @@ const std::vector<Signature> &signatures() {
       {"concat", {"xs", "axis"}, 1},
       {"rmsnorm", {"x", "eps"}, 1},
       {"arange", {"n"}, 1},
+      {"take_along_axis", {"x", "indices", "axis"}, 3},
+      {"index_constant", {"x"}, 1},
   };
   return table;
 }

@@ -68,6 +68,7 @@ const std::vector<Signature> &signatures() {
       {"arange", {"n"}, 1},
       {"take_along_axis", {"x", "indices", "axis"}, 3},
       {"index_constant", {"x"}, 1},
+      {"min", {"a", "b"}, 2},
   };
   return table;
 }

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <sstream>
 
 namespace mlir::lm {
 
@@ -38,7 +39,7 @@ template <size_t N> bool among(const std::string &name, const char *const (&list
 bool MLIRGen::isMathBuiltin(const std::string &name) {
   return among(name, kUnary) || among(name, kCompare) || name == "where" || name == "sum" ||
          name == "mean" || name == "max" || name == "rmsnorm" || name == "take_along_axis" ||
-         name == "index_constant";
+         name == "index_constant" || name == "min";
 }
 
 /// The axes of `sum(x, axis = ...)`: an integer or a list of them, negative
@@ -253,6 +254,22 @@ FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<co
     return LMValue::ofTensor(r);
   }
 
+  // min(a, b) and max(a, b) of two numbers are compile-time (DeBERTa's
+  // min(T, k)); max of a tensor is the reduction below. Integers stay integers.
+  if (name == "min" || (name == "max" && first.isNumber())) {
+    FailureOr<LMValue> b = eval(*arg[1], env);
+    if (failed(b))
+      return failure();
+    if (!first.isNumber() || !b->isNumber() || (name == "max" && arg[2]))
+      return error(call.loc) << "'" << name << "(a, b)' takes two numbers (max(x [, axis, keepdim]) "
+                                                "reduces a tensor), got "
+                             << describe(first) << " and " << describe(*b);
+    bool takeA = name == "min" ? first.asDouble() <= b->asDouble() : first.asDouble() >= b->asDouble();
+    if (first.kind == LMValue::Kind::Int && b->kind == LMValue::Kind::Int)
+      return takeA ? first : *b;
+    return LMValue::ofFloat(takeA ? first.asDouble() : b->asDouble());
+  }
+
   if (name == "sum" || name == "mean" || name == "max") {
     if (!first.isTensor())
       return error(arg[0]->loc) << "argument 'x' of '" << name << "' must be a tensor, got "
@@ -396,6 +413,17 @@ FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<co
       return error(arg[2]->loc) << "axis " << *a << " is outside a tensor of rank " << rank;
     if (!shapes::takeAlongAxis(dimsOf(*x), ids->dims(), axis, err))
       return error(call.loc) << err;
+    // Constant indices (index_constant's) are checked here, not at run time.
+    if (auto c = ids->tensor.getDefiningOp<ConstantOp>()) {
+      int64_t n = dimsOf(*x)[axis], pos = 0;
+      for (const APInt &v : cast<DenseElementsAttr>(c.getValue()).getValues<APInt>()) {
+        if (v.getSExtValue() < 0 || v.getSExtValue() >= n)
+          return error(arg[1]->loc) << "take_along_axis: index " << v.getSExtValue()
+                                    << " at flat position " << pos << " is outside axis " << axis
+                                    << " of x (size " << n << ")";
+        ++pos;
+      }
+    }
     return LMValue::ofTensor(builder.create<TakeAlongAxisOp>(l, *x, ids->tensor, axis));
   }
 
@@ -419,8 +447,8 @@ FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<co
     for (size_t e = 0; e < values->size(); ++e) {
       double v = (*values)[e];
       if (!(v == std::floor(v) && std::fabs(v) < 2147483648.0))
-        return error(arg[0]->loc) << "index_constant: the value " << v << " at flat position " << e
-                                  << " is not an integer in i32's range";
+        return error(arg[0]->loc) << "index_constant: the value " << (std::ostringstream() << v).str()
+                                  << " at flat position " << e << " is not an integer in i32's range";
       ints.push_back(static_cast<int32_t>(v));
     }
     auto value = DenseElementsAttr::get(type, ArrayRef<int32_t>(ints));

@@ -16,7 +16,13 @@ max_position_embeddings, here the rows of LMC's relative table / 2), layer norm 
 1e-7; dropout 0; pad_token_id = 256 (the mlm transform's [PAD]). GELU is the tanh
 form (HF's "gelu_new"), LMC's gelu: DeBERTa's own is erf GELU ("gelu").
 
-Usage: deberta_hf_parity.py --dump DIR --heads H
+With --probe (the dump of Inputs/deberta_logits.lm) the loss is not the MLM loss
+but sum(logits * r) / (batch * seq) with r = sin(0.7 * flat index) over [batch,
+seq, vocab] (the .lm's own definition): a random projection of every logit, so
+the logits are compared at every position, and the gradients are those of that
+projection.
+
+Usage: deberta_hf_parity.py --dump DIR --heads H [--probe]
 """
 import argparse
 import glob
@@ -82,6 +88,7 @@ def main():
     ap.add_argument("--eps", type=float, default=1e-7)
     ap.add_argument("--loss-rtol", type=float, default=1e-5)
     ap.add_argument("--grad-rtol", type=float, default=1e-4)
+    ap.add_argument("--probe", action="store_true", help="the loss is deberta_logits.lm's projection of the logits")
     a = ap.parse_args()
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
 
@@ -120,16 +127,24 @@ def main():
                 hf_params[h].copy_(w)
         model.zero_grad()
         pad = int((dump["attention_mask"] == 0).sum())
-        masked = int((dump["labels"] != -100).sum())
-        out = model(input_ids=torch.from_numpy(dump["ids"].astype(np.int64)),
-                    attention_mask=torch.from_numpy(dump["attention_mask"].astype(np.float32)),
-                    labels=torch.from_numpy(dump["labels"].astype(np.int64)))
-        out.loss.backward()
-        e = rel(float(dump["loss"]), out.loss.item())
+        masked = int((dump["labels"] != -100).sum()) if "labels" in dump else 0
+        ids = torch.from_numpy(dump["ids"].astype(np.int64))
+        mask = torch.from_numpy(dump["attention_mask"].astype(np.float32))
+        if a.probe:
+            logits = model(input_ids=ids, attention_mask=mask).logits
+            b, t, v = logits.shape
+            r = torch.sin(torch.arange(b * t * v, dtype=torch.float32) * torch.tensor(0.7, dtype=torch.float32))
+            loss = (logits * r.reshape(b, t, v)).sum() / (b * t)
+        else:
+            loss = model(input_ids=ids, attention_mask=mask,
+                         labels=torch.from_numpy(dump["labels"].astype(np.int64))).loss
+        loss.backward()
+        e = rel(float(dump["loss"]), loss.item())
         ok = e <= a.loss_rtol
         failures += not ok
-        print(f"step {step}: {masked} masked, {pad} padding positions; loss lmc {float(dump['loss']):.8f} "
-              f"hf {out.loss.item():.8f} rel {e:.2e} {'ok' if ok else 'FAIL'}")
+        what = "logits probe" if a.probe else f"{masked} masked"
+        print(f"step {step}: {what}, {pad} padding positions; loss lmc {float(dump['loss']):.8f} "
+              f"hf {loss.item():.8f} rel {e:.2e} {'ok' if ok else 'FAIL'}")
         # A gradient whose norm is below 1e-6 of the largest one's is compared
         # against that floor (rounding noise where the exact value is ~0).
         floor = 1e-6 * max(float(np.linalg.norm(p.grad.numpy())) for p in hf_params.values())

@@ -67,6 +67,9 @@ const std::vector<Signature> &signatures() {
       {"concat", {"xs", "axis"}, 1},
       {"rmsnorm", {"x", "eps"}, 1},
       {"arange", {"n"}, 1},
+      {"take_along_axis", {"x", "indices", "axis"}, 3},
+      {"index_constant", {"x"}, 1},
+      {"min", {"a", "b"}, 2},
   };
   return table;
 }

@@ -115,3 +115,6 @@ int64_t TransposeOp::getFlops() { return 0; }
 int64_t SliceOp::getFlops() { return 0; }
 int64_t SliceGradOp::getFlops() { return 0; }
 int64_t ConcatOp::getFlops() { return 0; }
+int64_t TakeAlongAxisOp::getFlops() { return 0; }
+/// One scatter-add per element of dy.
+int64_t TakeAlongAxisGradOp::getFlops() { return numElements(getDy().getType()); }

@@ -188,3 +188,14 @@ func.func @zoo_shapes(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %kv: tensor<2x4x
   %6, %7, %8 = lm.attention_grad %x, %kv, %kv, %5 {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>)
   return %0, %1, %2, %6 : tensor<2x4x16xf32>, tensor<2x1x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
 }
+
+// Tests that take_along_axis (with an index broadcasting over the leading
+// dimensions) and its adjoint round-trip.
+// CHECK-LABEL: func.func @take_along_axis
+func.func @take_along_axis(%x: tensor<2x4x16x32xf32>, %i: tensor<1x1x16x16xi32>, %dy: tensor<2x4x16x16xf32>) {
+  // CHECK: lm.take_along_axis %{{.*}}, %{{.*}} {axis = 3 : i64} : (tensor<2x4x16x32xf32>, tensor<1x1x16x16xi32>) -> tensor<2x4x16x16xf32>
+  %0 = lm.take_along_axis %x, %i {axis = 3 : i64} : (tensor<2x4x16x32xf32>, tensor<1x1x16x16xi32>) -> tensor<2x4x16x16xf32>
+  // CHECK: lm.take_along_axis_grad %{{.*}}, %{{.*}} {axis = 3 : i64} : (tensor<1x1x16x16xi32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x32xf32>
+  %1 = lm.take_along_axis_grad %i, %dy {axis = 3 : i64} : (tensor<1x1x16x16xi32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x32xf32>
+  return
+}

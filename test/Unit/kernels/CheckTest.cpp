@@ -283,6 +283,8 @@ std::vector<Case> allCases() {
       {"reduce_max", {randn(s3)}, {{F64, {2, 1, 16}}}, attrs({{"axes", std::vector<int64_t>{1}}})},
       {"rms_norm", {randn(s3), randn({16})}, {{F64, s3}}, {}},
       {"rms_norm_grad", {randn(s3), randn({16}), randn(s3)}, {{F64, s3}, {F64, {16}}}, {}},
+      {"take_along_axis", {randn(s3), randIds({1, 8, 5}, 16)}, {{F64, {2, 8, 5}}}, attrs({{"axis", int64_t(2)}})},
+      {"take_along_axis_grad", {randIds({1, 8, 5}, 16), randn({2, 8, 5})}, {{F64, s3}}, attrs({{"axis", int64_t(2)}})},
   };
 }
 

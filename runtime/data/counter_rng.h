@@ -22,6 +22,9 @@ enum class RngStream : uint64_t {
   ValPairs = 0x767061697273ull,
   TrainMask = 0x746d61736bull,
   ValMask = 0x766d61736bull,
+  // (sample, position) -> the random bits of the model's own draws (lm.sample).
+  TrainDraws = 0x7464726177ull,
+  ValDraws = 0x7664726177ull,
 };
 
 

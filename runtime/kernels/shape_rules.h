@@ -49,5 +49,7 @@ std::optional<Dims> slice(const Dims &x, const Dims &start, const Dims &limit, c
 std::string layerNormEpsilon(double epsilon, const char *op = "layer_norm");
 /* Returns the scalar shape {} when logits [...S, V] and targets [...S] agree. */
 std::optional<Dims> crossEntropy(const Dims &logits, const Dims &targets, std::string &err);
+/* lm.sample: logits [...S, V] (V >= 1) and bits [...S] give ids [...S]. */
+std::optional<Dims> sample(const Dims &logits, const Dims &bits, std::string &err);
 
 }  // namespace lmrt::shapes

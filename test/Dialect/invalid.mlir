@@ -532,3 +532,39 @@ func.func @rms_norm_eps(%x: tensor<2x3xf32>, %g: tensor<3xf32>) {
   %0 = lm.rms_norm %x, %g {epsilon = 0.0 : f64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   return
 }
+
+// -----
+
+// Tests that gelu_erf_grad's dy has the shape of x.
+func.func @gelu_erf_grad(%x: tensor<4xf32>, %dy: tensor<5xf32>) {
+  // expected-error @below {{'lm.gelu_erf_grad' op dy type 'tensor<5xf32>' does not match the expected shape [4]}}
+  %0 = lm.gelu_erf_grad %x, %dy : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that sample's bits are the logits' shape without the vocabulary dim.
+func.func @sample_bits(%l: tensor<2x4x8xf32>, %b: tensor<2x8xi32>) {
+  // expected-error @below {{'lm.sample' op bits [2, 8] must be [2, 4] (logits [2, 4, 8] without the vocabulary dim)}}
+  %0 = lm.sample %l, %b : (tensor<2x4x8xf32>, tensor<2x8xi32>) -> tensor<2x8xi32>
+  return
+}
+
+// -----
+
+// Tests that sample's result is i32.
+func.func @sample_result(%l: tensor<2x8xf32>, %b: tensor<2xi32>) {
+  // expected-error @below {{'lm.sample' op result #0 must be statically shaped tensor of 32-bit signless integer values}}
+  %0 = lm.sample %l, %b : (tensor<2x8xf32>, tensor<2xi32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+// Tests that to_float keeps the shape.
+func.func @to_float_shape(%x: tensor<2x4xi32>) {
+  // expected-error @below {{'lm.to_float' op result type 'tensor<8xf32>' does not match the expected shape [2, 4]}}
+  %0 = lm.to_float %x : (tensor<2x4xi32>) -> tensor<8xf32>
+  return
+}

@@ -179,3 +179,16 @@ func.func @zoo_shapes(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %kv: tensor<2x4x
   %6, %7, %8 = lm.attention_grad %x, %kv, %kv, %5 {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>)
   return %0, %1, %2, %6 : tensor<2x4x16xf32>, tensor<2x1x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
 }
+
+// CHECK-LABEL: func.func @electra_ops
+func.func @electra_ops(%x: tensor<2x4x8xf32>, %bits: tensor<2x4xi32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>) {
+  // CHECK: lm.gelu_erf %{{.*}} : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %0 = lm.gelu_erf %x : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: lm.gelu_erf_grad %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %1 = lm.gelu_erf_grad %x, %0 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: lm.sample %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<2x4xi32>
+  %2 = lm.sample %x, %bits : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<2x4xi32>
+  // CHECK: lm.to_float %{{.*}} : (tensor<2x4xi32>) -> tensor<2x4xf32>
+  %3 = lm.to_float %2 : (tensor<2x4xi32>) -> tensor<2x4xf32>
+  return %0, %1, %2, %3 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>
+}

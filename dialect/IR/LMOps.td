@@ -221,7 +221,7 @@ def LM_NegOp : LM_UnaryOp<"neg", "elementwise negation", "`-x`.", 1, 0, "-$0"> {
 // Cube, fma, tanh, 3 muls.
 def LM_GeluOp : LM_UnaryOp<"gelu", "GELU, tanh approximation",
     "`0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, elementwise.", 8, 0, "lmc::gelu($0)">;
-// The exact (erf) GELU of BERT's TF code, HF's "gelu", ELECTRA and DeBERTa:
+// The exact (erf) GELU, HF's "gelu" (ELECTRA, DeBERTa):
 // erf, 4 muls/adds.
 def LM_GeluErfOp : LM_UnaryOp<"gelu_erf", "GELU, exact (erf) form",
     [{`0.5 x (1 + erf(x / sqrt(2)))`, elementwise (the language's `gelu(x, approximate = "none")`).}],

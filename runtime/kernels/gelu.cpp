@@ -1,5 +1,5 @@
 /* Implements: lm.gelu (tanh form, as GPT-2) and lm.gelu_grad, lm.gelu_erf (the
-   exact form, HF's "gelu": BERT's TF code, ELECTRA, DeBERTa) and lm.gelu_erf_grad,
+   exact form, HF's "gelu": ELECTRA, DeBERTa) and lm.gelu_erf_grad,
    one flat parallel loop each over the scalar forms of scalar_math.h (the
    generated kernels' too). */
 #include <cmath>

@@ -151,7 +151,7 @@ template <typename A> LMC_HD A geluGrad(A x, A dy) {
   return dy * ((A)0.5 * ((A)1 + th) + (A)0.5 * x * ((A)1 - th * th) * du);
 }
 
-/* GELU, exact form (BERT's TF code, HF's "gelu"): x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
+/* GELU, exact form (HF's "gelu": ELECTRA, DeBERTa): x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
    erf from the C library, which CUDA devices have too. */
 LMC_HD float erf(float x) { return ::erff(x); }
 LMC_HD double erf(double x) { return ::erf(x); }

@@ -1,7 +1,7 @@
 //===- Builtins.cpp - Builtin functions of the .lm language ---------------===//
 //
 // embed, layernorm, gelu, softmax, attention, transpose, reshape,
-// cross_entropy, repeat (with extra arguments for the block), and the
+// cross_entropy, sample, to_float, repeat (with extra arguments for the block), and the
 // compile-time sqrt/exp/log/floor/ceil; the zoo's math builtins are in
 // BuiltinsMath.cpp (their signatures are in the one table here). Each builtin has
 // a signature (ordered parameter names, how many are required) so that
@@ -31,13 +31,15 @@ const std::vector<Signature> &signatures() {
   static const std::vector<Signature> table = {
       {"embed", {"table", "ids"}, 2},
       {"layernorm", {"x", "eps", "bias"}, 1},
-      {"gelu", {"x"}, 1},
+      {"gelu", {"x", "approximate"}, 1},
       {"softmax", {"x"}, 1},
       {"attention", {"q", "k", "v", "heads", "causal", "kv_heads"}, 4},
       {"transpose", {"x", "perm"}, 1},
       {"reshape", {"x", "shape"}, 2},
       {"cross_entropy", {"logits", "targets", "ignore_index"}, 2},
       {"accuracy", {"logits", "targets", "ignore_index"}, 2},
+      {"sample", {"logits", "bits"}, 2},
+      {"to_float", {"x"}, 1},
       {"repeat", {"n", "block", "x"}, 3},
       {"sqrt", {"x"}, 1},
       {"exp", {"x"}, 1},
@@ -203,8 +205,22 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
       return failure();
     if (name == "softmax" && t0.getRank() == 0)
       return error(call.loc) << "softmax needs a tensor of rank >= 1, got " << describe(t0);
-    Value r = name == "gelu" ? builder.create<GeluOp>(l, *x).getResult()
-                             : builder.create<SoftmaxOp>(l, *x).getResult();
+    if (name == "softmax")
+      return LMValue::ofTensor(builder.create<SoftmaxOp>(l, *x).getResult());
+    // PyTorch's spelling: approximate = "tanh" (lm.gelu, the default here, as
+    // GPT-2) or "none" (lm.gelu_erf, the exact form: HF's "gelu").
+    std::string form = "tanh";
+    if (arg[1]) {
+      FailureOr<LMValue> a = eval(*arg[1], env);
+      if (failed(a))
+        return failure();
+      if (a->kind != LMValue::Kind::String || (a->str != "tanh" && a->str != "none"))
+        return error(arg[1]->loc) << "'approximate' of 'gelu' must be \"tanh\" or \"none\" (the exact "
+                                  << "erf form), got " << describe(*a);
+      form = a->str;
+    }
+    Value r = form == "none" ? builder.create<GeluErfOp>(l, *x).getResult()
+                             : builder.create<GeluOp>(l, *x).getResult();
     return LMValue::ofTensor(r);
   }
 
@@ -414,6 +430,30 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
       return LMValue::ofTensor(builder.create<AccuracyOp>(l, *logits, targets->tensor, ignore));
     Value r = builder.create<CrossEntropyOp>(l, *logits, targets->tensor, ignore);
     return LMValue::ofTensor(r);
+  }
+  // sample(logits, bits): i32 ids drawn from softmax(logits) with the given random
+  // bits (lm.sample); integers carry no gradient, so nothing flows back through it.
+  if (name == "sample") {
+    FailureOr<Value> logits = requireFloat(*first, *arg[0], "logits");
+    if (failed(logits))
+      return failure();
+    FailureOr<LMValue> bits = eval(*arg[1], env);
+    if (failed(bits))
+      return failure();
+    if (!bits->isTensor() || !bits->type().getElementType().isInteger(32))
+      return error(arg[1]->loc) << "argument 'bits' of 'sample' must be an i32 tensor (random bits, "
+                                   "such as the mlm transform's random_bits input), got "
+                                << describe(*bits);
+    if (!shapes::sample(d0, bits->dims(), err))
+      return error(call.loc) << err;
+    return LMValue::ofTensor(builder.create<SampleOp>(l, *logits, bits->tensor).getResult());
+  }
+  if (name == "to_float") {
+    if (!t0.getElementType().isInteger(32))
+      return error(arg[0]->loc) << "argument 'x' of 'to_float' must be an i32 tensor, got "
+                                << describe(*first);
+    auto type = RankedTensorType::get(t0.getShape(), floatType);
+    return LMValue::ofTensor(builder.create<ToFloatOp>(l, type, first->tensor).getResult());
   }
   return error(call.loc) << "builtin '" << name << "' has no emitter";
 }

@@ -121,14 +121,22 @@ FailureOr<ObjectiveInfo> checkObjective(func::FuncOp objective) {
   return info;
 }
 
-/// Forward activity: the values of `body` that depend on a parameter. Only
-/// they need adjoints; everything else (data inputs, constants, slices of
-/// token ids) is skipped by the reverse sweep.
+/// Forward activity: the float values of `body` that depend on a parameter.
+/// Only they need adjoints; everything else (data inputs, constants, slices of
+/// token ids) is skipped by the reverse sweep. An integer value is never
+/// active: ids carry no gradient, so neither does anything computed from them
+/// (a sample drawn from logits, lm.sample, and what is built on it).
 llvm::DenseSet<Value> activeValues(Block &body, ArrayRef<Value> params) {
   llvm::DenseSet<Value> active(params.begin(), params.end());
+  auto isFloat = [](Value v) {
+    auto t = llvm::dyn_cast<ShapedType>(v.getType());
+    return t && llvm::isa<FloatType>(t.getElementType());
+  };
   for (Operation &op : body)
     if (llvm::any_of(op.getOperands(), [&](Value v) { return active.contains(v); }))
-      active.insert(op.result_begin(), op.result_end());
+      for (Value r : op.getResults())
+        if (isFloat(r))
+          active.insert(r);
   return active;
 }
 

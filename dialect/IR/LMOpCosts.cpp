@@ -53,6 +53,7 @@ int64_t MatmulOp::getFlops() {
 int64_t SumToOp::getFlops() { return sweptElements(*this); }
 /// tanh, sech², the chain rule.
 int64_t GeluGradOp::getFlops() { return 16 * sweptElements(*this); }
+int64_t GeluErfGradOp::getFlops() { return 16 * sweptElements(*this); }
 /// One select per element of the result.
 int64_t WhereOp::getFlops() { return numElements(getType()); }
 /// One comparison per element of x.
@@ -75,6 +76,9 @@ int64_t CrossEntropyOp::getFlops() { return 5 * sweptElements(*this); }
 int64_t CrossEntropyGradOp::getFlops() { return 6 * sweptElements(*this); }
 /// One comparison per logit.
 int64_t AccuracyOp::getFlops() { return sweptElements(*this); }
+/// Max, exp, sum, then the cumulative walk: about 4 per logit.
+int64_t SampleOp::getFlops() { return 4 * sweptElements(*this); }
+int64_t ToFloatOp::getFlops() { return 0; }
 
 //===----------------------------------------------------------------------===//
 // Attention

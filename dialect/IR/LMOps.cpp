@@ -352,6 +352,16 @@ LogicalResult AccuracyOp::inferReturnTypes(MLIRContext *, std::optional<Location
   return infer.result(shapes::crossEntropy(logits, targets, err), err, infer.elementType(adaptor.getLogits()));
 }
 
+LogicalResult SampleOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims logits = infer.dims(adaptor.getLogits()), bits = infer.dims(adaptor.getBits());
+  return infer.result(shapes::sample(logits, bits, err), err, IntegerType::get(ctx, 32));
+}
+
+LogicalResult ToFloatOp::verify() { return checkShape(*this, "result", getType(), dimsOf(getX())); }
+
 LogicalResult SumToOp::verify() {
   std::string err;
   Dims to = dimsOf(getType());
@@ -368,6 +378,11 @@ LogicalResult GeluGradOp::inferReturnTypes(MLIRContext *, std::optional<Location
   return detail::inferElementwise(getOperationName(), loc, adaptor.getX(), "x", 0, types);
 }
 LogicalResult GeluGradOp::verify() { return checkShape(*this, "dy", getDy().getType(), dimsOf(getX())); }
+LogicalResult GeluErfGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  return detail::inferElementwise(getOperationName(), loc, adaptor.getX(), "x", 0, types);
+}
+LogicalResult GeluErfGradOp::verify() { return checkShape(*this, "dy", getDy().getType(), dimsOf(getX())); }
 
 LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                                 SmallVectorImpl<Type> &types) {

@@ -221,6 +221,11 @@ def LM_NegOp : LM_UnaryOp<"neg", "elementwise negation", "`-x`.", 1, 0, "-$0"> {
 // Cube, fma, tanh, 3 muls.
 def LM_GeluOp : LM_UnaryOp<"gelu", "GELU, tanh approximation",
     "`0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, elementwise.", 8, 0, "lmc::gelu($0)">;
+// The exact (erf) GELU, HF's "gelu" (ELECTRA, DeBERTa):
+// erf, 4 muls/adds.
+def LM_GeluErfOp : LM_UnaryOp<"gelu_erf", "GELU, exact (erf) form",
+    [{`0.5 x (1 + erf(x / sqrt(2)))`, elementwise (the language's `gelu(x, approximate = "none")`).}],
+    8, 0, "lmc::geluErf($0)">;
 // The zoo's math: flops per element are rough (a transcendental counts 4).
 def LM_TanhOp : LM_UnaryOp<"tanh", "hyperbolic tangent", "`tanh(x)`, elementwise.", 4, 0,
                            "lmc::tanh($0)">;
@@ -460,6 +465,47 @@ def LM_SumToOp : LM_DiffOp<"sum_to"> {
   let hasVerifier = 1;
 }
 
+/// Ops on integer data: no gradient rule, since an i32 value carries no
+/// gradient (-lm-autodiff never makes one active, docs/autodiff.md).
+def LM_SampleOp : LM_Op<"sample", [Pure, LM_ResultsMatchInferred, InferTypeOpAdaptor,
+                                   DeclareOpInterfaceMethods<LM_CostOpInterface>]> {
+  let summary = "categorical sample from softmax(logits), by given random bits";
+  let description = [{
+    `logits: [...S, V]`, `bits: i32[...S]`: at each position `s`, the id `v`
+    drawn from `softmax(logits[s])` by inverse transform sampling with the
+    uniform number `u = (uint32(bits[s]) + 0.5) / 2^32`: the first `v` whose
+    cumulative probability exceeds `u` (computed in f64 from `exp(x - max)`,
+    the same way on every backend). The random bits are an operand, so the op
+    is a pure function; the runtime supplies them keyed by (seed, step, sample)
+    (the mlm transform's `random_bits` input, docs/runtime.md). The result is
+    i32, so no gradient flows through a sample: the op has no VJP.
+
+    ```mlir
+    %ids = lm.sample %logits, %bits : (tensor<4x16x260xf32>, tensor<4x16xi32>) -> tensor<4x16xi32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$logits, LM_IntTensor:$bits);
+  let results = (outs LM_IntTensor:$result);
+  let assemblyFormat = "$logits `,` $bits attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_ToFloatOp : LM_Op<"to_float", [Pure, DeclareOpInterfaceMethods<LM_CostOpInterface>]> {
+  let summary = "i32 to the float type, elementwise";
+  let description = [{
+    Converts integer ids or labels to the float type of the result (same
+    shape), exactly for magnitudes below 2^24 (f32): masks and comparisons on
+    ids (`ne(to_float(a), to_float(b))`). No gradient (the operand is i32).
+
+    ```mlir
+    %f = lm.to_float %labels : (tensor<4x16xi32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins LM_IntTensor:$x);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Backward ops (emitted by -lm-autodiff)
 //===----------------------------------------------------------------------===//
@@ -479,6 +525,24 @@ def LM_GeluGradOp : LM_GradOp<"gelu_grad",
   let assemblyFormat = "$x `,` $dy attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let extraClassDeclaration = LM_ScalarForm<"lmc::geluGrad($0, $1)">.decl;
+}
+
+def LM_GeluErfGradOp : LM_GradOp<"gelu_erf_grad",
+    !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])> {
+  let summary = "adjoint of lm.gelu_erf";
+  let description = [{
+    `dx = dy * (Phi(x) + x phi(x))`, with `Phi` the standard normal CDF
+    `0.5 (1 + erf(x / sqrt(2)))` and `phi` its density.
+
+    ```mlir
+    %dx = lm.gelu_erf_grad %x, %dy : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, LM_FloatTensor:$dy);
+  let results = (outs LM_FloatTensor:$dx);
+  let assemblyFormat = "$x `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = LM_ScalarForm<"lmc::geluErfGrad($0, $1)">.decl;
 }
 
 def LM_LayerNormGradOp : LM_GradOp<"layer_norm_grad", LM_InferredResultTypes> {

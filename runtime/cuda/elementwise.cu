@@ -1,5 +1,5 @@
 /* Implements: lm.add/sub/mul/div with NumPy broadcasting, lm.neg, lm.gelu,
-   lm.gelu_grad and lm.sum_to on the GPU, with the scalar math of the CPU
+   lm.gelu_grad, lm.gelu_erf, lm.gelu_erf_grad and lm.sum_to on the GPU, with the scalar math of the CPU
    kernels (runtime/kernels/scalar_math.h: lmc::gelu, lmc::geluGrad).
    sum_to reduces leading dims (bias gradients) in two deterministic passes:
    partial sums of fixed 64-row chunks, then the chunks in order. */
@@ -68,6 +68,15 @@ template <typename T> __global__ void geluGradKernel(const T *x, const T *dy, T 
     dx[i] = lmc::geluGrad(x[i], dy[i]);
 }
 
+template <typename T> __global__ void geluErfKernel(const T *x, T *y, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    y[i] = lmc::geluErf(x[i]);
+}
+template <typename T> __global__ void geluErfGradKernel(const T *x, const T *dy, T *dx, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    dx[i] = lmc::geluErfGrad(x[i], dy[i]);
+}
+
 void runNeg(const OpCall &call) {
   int64_t n = call.in[0].numel();
   if (n == 0) return;
@@ -95,6 +104,27 @@ void runGeluGrad(const OpCall &call) {
     using T = decltype(t);
     geluGradKernel<T><<<gridFor(n), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.in[1].as<T>(),
                                                                 call.out[0].as<T>(), n);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void runGeluErf(const OpCall &call) {
+  int64_t n = call.in[0].numel();
+  if (n == 0) return;
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    geluErfKernel<T><<<gridFor(n), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.out[0].as<T>(), n);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void runGeluErfGrad(const OpCall &call) {
+  int64_t n = call.in[0].numel();
+  if (n == 0) return;
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    geluErfGradKernel<T><<<gridFor(n), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.in[1].as<T>(),
+                                                                   call.out[0].as<T>(), n);
     CUDA_CHECK_LAUNCH();
   });
 }
@@ -209,6 +239,8 @@ void addElementwiseKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"neg", runNeg, noScratch});
   k.push_back({"gelu", runGelu, noScratch});
   k.push_back({"gelu_grad", runGeluGrad, noScratch});
+  k.push_back({"gelu_erf", runGeluErf, noScratch});
+  k.push_back({"gelu_erf_grad", runGeluErfGrad, noScratch});
   k.push_back({"sum_to", runSumTo, sumToScratch});
 }
 

@@ -17,6 +17,7 @@ const std::vector<CudaKernelDef> &allCudaKernels() {
     detail::addAttentionKernels(k);
     detail::addMathKernels(k);
     detail::addReduceKernels(k);
+    detail::addSampleKernels(k);
     return k;
   }();
   return table;

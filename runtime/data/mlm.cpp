@@ -118,6 +118,7 @@ void MlmBatcher::fill(const TokenSource &shard, bool validation, uint64_t index,
   out.segments.assign(rows_ * seq_, 0);
   out.attention.assign(rows_ * seq_, 0);
   out.nsp.assign(rows_, 0);
+  out.bits.assign(rows_ * seq_, 0);
   for (int64_t r = 0; r < rows_; ++r) fillRow(shard, validation, sampleKey(validation, index, firstRow + r), r, out);
 }
 
@@ -188,6 +189,12 @@ void MlmBatcher::fillRow(const TokenSource &shard, bool validation, uint64_t sam
     else if (u < 0.9)
       ids[i] = (int32_t)uniformBelow(rnd(masking, (uint64_t)(2 * seq_ + i)), kFirstSpecial);
   }
+
+  // Random bits for the model's own draws (lm.sample: ELECTRA's generator
+  // samples), a stream of their own keyed by (sample, position).
+  const RngStream draws = validation ? RngStream::ValDraws : RngStream::TrainDraws;
+  int32_t *bits = out.bits.data() + row * seq_;
+  for (int64_t i = 0; i < seq_; ++i) bits[i] = (int32_t)(uint32_t)(rnd(draws, (uint64_t)i) >> 32);
 }
 
 }  // namespace lmrt

@@ -25,7 +25,9 @@
    [2, full] (as BERT's short sequences; the rest is padding). Every non-special
    position is selected with probability mask_prob; a selected token is
    replaced by [MASK] (80 %), by a uniform byte (10 %) or kept (10 %), and its
-   label is the original id; every other label is -100. */
+   label is the original id; every other label is -100. Every position also
+   gets 32 random bits of a stream of its own (random_bits: the randomness of
+   the model's own draws, lm.sample), keyed like the rest by (sample, position). */
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -45,6 +47,7 @@ struct MlmOptions {
 /* One batch, row-major [rows, seq] (nsp: [rows]). */
 struct MlmBatch {
   std::vector<int32_t> ids, labels, segments, nsp;
+  std::vector<int32_t> bits;  // 32 random bits a position (uint32 as i32), for lm.sample
   std::vector<uint8_t> attention;  // 1: a real token, 0: padding
 };
 

@@ -64,6 +64,8 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"segments", false, false, Bound::Two, false, false, "0 up to the first [SEP], 1 after, 0 on padding"},
            {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
            {"nsp_labels", false, true, Bound::Two, false, true, "0: B follows A, 1: B is random (nsp = true)"},
+           {"random_bits", false, false, Bound::None, false, false,
+            "32 random bits a position (any i32), keyed by (seed, step, sample): the draws of sample()"},
        },
        {
            {"mask_prob", 0.15, 0.0, 1.0, false, "probability that a non-special token is selected"},

@@ -67,6 +67,7 @@ const std::vector<KernelDef> &allKernels() {
     detail::addSoftmaxKernels(k);
     detail::addEmbeddingKernels(k);
     detail::addShapeKernels(k);
+    detail::addSampleKernels(k);
     return k;
   }();
   return table;

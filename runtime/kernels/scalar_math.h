@@ -151,6 +151,20 @@ template <typename A> LMC_HD A geluGrad(A x, A dy) {
   return dy * ((A)0.5 * ((A)1 + th) + (A)0.5 * x * ((A)1 - th * th) * du);
 }
 
+/* GELU, exact form (HF's "gelu": ELECTRA, DeBERTa): x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
+   erf from the C library, which CUDA devices have too. */
+LMC_HD float erf(float x) { return ::erff(x); }
+LMC_HD double erf(double x) { return ::erf(x); }
+template <typename A> LMC_HD A geluErf(A x) {
+  return (A)0.5 * x * ((A)1 + lmc::erf(x * (A)0.7071067811865476));
+}
+
+/* dy * (Phi(x) + x phi(x)), phi(x) = exp(-x^2 / 2) / sqrt(2 pi). */
+template <typename A> LMC_HD A geluErfGrad(A x, A dy) {
+  A cdf = (A)0.5 * ((A)1 + lmc::erf(x * (A)0.7071067811865476));
+  A pdf = (A)0.3989422804014327 * lmc::exp((A)-0.5 * x * x);
+  return dy * (cdf + x * pdf);
+}
 
 /* The math of the zoo's elementwise ops (lm.sigmoid, lm.silu, ...), each for the
    accumulation types float and double. The library calls (logf, sinf, ...) exist

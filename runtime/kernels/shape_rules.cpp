@@ -284,4 +284,14 @@ std::optional<Dims> takeAlongAxis(const Dims &x, const Dims &indices, int64_t ax
   return out;
 }
 
+std::optional<Dims> sample(const Dims &logits, const Dims &bits, std::string &err) {
+  if (!dimsOk(err, "sample", {{"logits", &logits}, {"bits", &bits}})) return std::nullopt;
+  if (logits.empty()) return bad(err, "sample: logits " + S(logits) + " must have rank >= 1 [..., V]");
+  Dims s(logits.begin(), logits.end() - 1);
+  if (bits != s)
+    return bad(err, "sample: bits " + S(bits) + " must be " + S(s) + " (logits " + S(logits) +
+                        " without the vocabulary dim)");
+  return s;
+}
+
 }  // namespace lmrt::shapes

@@ -54,5 +54,7 @@ std::optional<Dims> crossEntropy(const Dims &logits, const Dims &targets, std::s
    shape with indices' size along `axis`. `op` names the op in the message. */
 std::optional<Dims> takeAlongAxis(const Dims &x, const Dims &indices, int64_t axis, std::string &err,
                                   const char *op = "take_along_axis");
+/* lm.sample: logits [...S, V] (V >= 1) and bits [...S] give ids [...S]. */
+std::optional<Dims> sample(const Dims &logits, const Dims &bits, std::string &err);
 
 }  // namespace lmrt::shapes

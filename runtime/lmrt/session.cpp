@@ -283,6 +283,7 @@ void Session::run(const std::string &program, const std::map<std::string, Tensor
       e.calls += 1;
       e.flops += prog.steps((int)si).flops();
     }
+    if (observer_) observer_(program, prog.steps((int)si), call.in, call.out);
     if (nonFinite_)
       for (size_t k = 0; k < call.out.size(); ++k) {
         double v;

@@ -2,6 +2,7 @@
    storage, and the execution of its programs ("train_step", "eval", "forward").
    The training loop, sampling, gradcheck and parity dumps are all built on this. */
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -80,6 +81,12 @@ public:
      in `*check` (found = true; the program's outputs are then not valid). Slow: for
      re-running a step that diverged. nullptr turns it off. */
   void setNonFiniteCheck(NonFiniteValue *check) { nonFinite_ = check; }
+  /* While set, run() calls it after every step with the program's name, the plan
+     step and the step's operands and results (valid only during the call). The
+     parity dump records lm.sample's draws this way. An empty function turns it off. */
+  using StepObserver = std::function<void(const std::string &program, const plan::Step &step,
+                                          const std::vector<TensorRef> &in, const std::vector<TensorRef> &out)>;
+  void setStepObserver(StepObserver observer) { observer_ = std::move(observer); }
 
 private:
   explicit Session(plan::Plan plan);
@@ -89,6 +96,7 @@ private:
   std::shared_ptr<Impl> impl_;
   OpProfile *profile_ = nullptr;
   NonFiniteValue *nonFinite_ = nullptr;
+  StepObserver observer_;
 };
 
 }  // namespace lmrt

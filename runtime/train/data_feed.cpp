@@ -109,6 +109,7 @@ void DataFeed::convert(const MlmBatch &b) {
     else if (name == "segments") copyAs(b.segments, type, dst);
     else if (name == "attention_mask") copyAs(b.attention, type, dst);
     else if (name == "nsp_labels") copyAs(b.nsp, type, dst);
+    else if (name == "random_bits") copyAs(b.bits, type, dst);
     else fail("the mlm transform produces no input '%s'", name.c_str());
   }
 }

@@ -29,6 +29,18 @@ void ParityDump::captureGradients(Session &session) {
   for (ParamState &p : session.params()) grads_.push_back(p.grad);
 }
 
+void ParityDump::captureSamples(Session &session) {
+  session.setStepObserver([this](const std::string &program, const plan::Step &step, const std::vector<TensorRef> &in,
+                                 const std::vector<TensorRef> &out) {
+    if (program != "train_step" || step.op() != "sample") return;
+    auto copy = [](const TensorRef &t) {
+      const char *p = static_cast<const char *>(t.data);
+      return Captured{t.type, std::vector<char>(p, p + t.type.bytes())};
+    };
+    samples_.push_back({copy(in[0]), copy(out[0])});
+  });
+}
+
 void ParityDump::writeStep(int64_t step, Session &session,
                            const std::vector<std::pair<std::string, TensorRef>> &inputs,
                            const TensorRef &loss, double lr) {
@@ -42,7 +54,13 @@ void ParityDump::writeStep(int64_t step, Session &session,
   for (size_t i = 0; i < params.size(); ++i)
     t.push_back({"grad." + params[i].name, TensorRef{grads_[i].data(), params[i].type}});
   for (ParamState &p : params) t.push_back({"param." + p.name, p.valueRef()});
+  for (size_t j = 0; j < samples_.size(); ++j) {
+    auto &[logits, ids] = samples_[j];
+    t.push_back({"sample" + std::to_string(j) + ".logits", TensorRef{logits.bytes.data(), logits.type}});
+    t.push_back({"sample" + std::to_string(j) + ".ids", TensorRef{ids.bytes.data(), ids.type}});
+  }
   writeSafetensors(dir_ + "/step" + std::to_string(step) + ".safetensors", t);
+  samples_.clear();
 }
 
 }  // namespace lmrt

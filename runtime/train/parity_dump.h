@@ -6,7 +6,11 @@
      loss           scalar          the train_step loss (plan precision)
      lr             f64 scalar      the learning rate of the update
      grad.<param>   raw gradients, before clipping
-     param.<param>  values after the AdamW update. */
+     param.<param>  values after the AdamW update
+     sample<j>.logits, sample<j>.ids
+                    the operand and the draws of the j-th lm.sample step of
+                    train_step (j = 0, 1, ...; CPU backend): the one value
+                    a reference cannot recompute from the rest. */
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,6 +28,9 @@ public:
   void writeInit(Session &session);
   /* Copies the raw gradients now, before clipping changes them. */
   void captureGradients(Session &session);
+  /* From now on, keeps the logits and draws of every lm.sample step of train_step
+     (writeStep writes and forgets them). */
+  void captureSamples(Session &session);
   void writeStep(int64_t step, Session &session,
                  const std::vector<std::pair<std::string, TensorRef>> &inputs, const TensorRef &loss,
                  double lr);
@@ -31,6 +38,11 @@ public:
 private:
   std::string dir_;
   std::vector<std::vector<char>> grads_;
+  struct Captured {
+    TensorType type;
+    std::vector<char> bytes;
+  };
+  std::vector<std::pair<Captured, Captured>> samples_;  // (logits, ids) per sample step
 };
 
 }  // namespace lmrt

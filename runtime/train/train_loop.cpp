@@ -374,7 +374,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
                  (long long)run.resume->meta.step, (long long)run.steps);
     run.resume->state = SafetensorsFile();  // the checkpoint's bytes are no longer needed
   }
-  if (dump) dump->writeInit(s);
+  if (dump) dump->writeInit(s), dump->captureSamples(s);
   std::vector<ParamView> views = paramViews(s);
   const int64_t rows = data.rows();
   std::vector<std::vector<char>> accBuf;

@@ -553,6 +553,15 @@ func.func @take_along_axis_shape(%x: tensor<2x3xf32>, %i: tensor<3x4xi32>) {
 
 // -----
 
+// Tests that gelu_erf_grad's dy has the shape of x.
+func.func @gelu_erf_grad(%x: tensor<4xf32>, %dy: tensor<5xf32>) {
+  // expected-error @below {{'lm.gelu_erf_grad' op dy type 'tensor<5xf32>' does not match the expected shape [4]}}
+  %0 = lm.gelu_erf_grad %x, %dy : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
 // Tests that take_along_axis's axis is inside the rank.
 func.func @take_along_axis_axis(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) {
   // expected-error @below {{'lm.take_along_axis' op axis 2 is outside the rank 2 of x [2, 3]}}
@@ -562,9 +571,36 @@ func.func @take_along_axis_axis(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) {
 
 // -----
 
+// Tests that sample's bits are the logits' shape without the vocabulary dim.
+func.func @sample_bits(%l: tensor<2x4x8xf32>, %b: tensor<2x8xi32>) {
+  // expected-error @below {{'lm.sample' op bits [2, 8] must be [2, 4] (logits [2, 4, 8] without the vocabulary dim)}}
+  %0 = lm.sample %l, %b : (tensor<2x4x8xf32>, tensor<2x8xi32>) -> tensor<2x8xi32>
+  return
+}
+
+// -----
+
 // Tests that take_along_axis_grad's dy has the shape the forward op gives.
 func.func @take_along_axis_grad_dy(%i: tensor<1x4xi32>, %dy: tensor<2x5xf32>) {
   // expected-error @below {{'lm.take_along_axis_grad' op dy type 'tensor<2x5xf32>' does not match the expected shape [2, 4]}}
   %0 = lm.take_along_axis_grad %i, %dy {axis = 1 : i64} : (tensor<1x4xi32>, tensor<2x5xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Tests that sample's result is i32.
+func.func @sample_result(%l: tensor<2x8xf32>, %b: tensor<2xi32>) {
+  // expected-error @below {{'lm.sample' op result #0 must be statically shaped tensor of 32-bit signless integer values}}
+  %0 = lm.sample %l, %b : (tensor<2x8xf32>, tensor<2xi32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+// Tests that to_float keeps the shape.
+func.func @to_float_shape(%x: tensor<2x4xi32>) {
+  // expected-error @below {{'lm.to_float' op result type 'tensor<8xf32>' does not match the expected shape [2, 4]}}
+  %0 = lm.to_float %x : (tensor<2x4xi32>) -> tensor<8xf32>
   return
 }

@@ -199,3 +199,16 @@ func.func @take_along_axis(%x: tensor<2x4x16x32xf32>, %i: tensor<1x1x16x16xi32>,
   %1 = lm.take_along_axis_grad %i, %dy {axis = 3 : i64} : (tensor<1x1x16x16xi32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x32xf32>
   return
 }
+
+// CHECK-LABEL: func.func @electra_ops
+func.func @electra_ops(%x: tensor<2x4x8xf32>, %bits: tensor<2x4xi32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>) {
+  // CHECK: lm.gelu_erf %{{.*}} : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %0 = lm.gelu_erf %x : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: lm.gelu_erf_grad %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %1 = lm.gelu_erf_grad %x, %0 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: lm.sample %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<2x4xi32>
+  %2 = lm.sample %x, %bits : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<2x4xi32>
+  // CHECK: lm.to_float %{{.*}} : (tensor<2x4xi32>) -> tensor<2x4xf32>
+  %3 = lm.to_float %2 : (tensor<2x4xi32>) -> tensor<2x4xf32>
+  return %0, %1, %2, %3 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>
+}

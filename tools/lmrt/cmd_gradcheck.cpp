@@ -27,7 +27,8 @@ struct Options {
   int64_t maxElems = 16;
 };
 
-/* Random values for every input of `prog`: ids in [0, vocab) for token inputs. */
+/* Random values for every input of `prog`: ids in [0, vocab) for token inputs, any
+   32-bit word for i32 inputs without a bound (random bits). */
 std::map<std::string, std::vector<char>> makeInputs(const plan::Program &prog, uint64_t seed) {
   std::map<std::string, std::vector<char>> data;
   for (const plan::Input &in : prog.inputs()) {
@@ -37,12 +38,11 @@ std::map<std::string, std::vector<char>> makeInputs(const plan::Program &prog, u
     TensorRef ref{buf.data(), t};
     uint64_t key = streamKey(seed, "gradcheck-input:" + in.name());
     if (t.dtype == DType::I32) {
-      if (in.vocab() <= 0)
-        fail("gradcheck: input '%s' %s has no vocab bound, so no valid ids can be drawn for it",
-             in.name().c_str(), t.str().c_str());
+      // Without a vocab bound an i32 input takes any value (random bits, for lm.sample).
       int32_t *ids = ref.as<int32_t>();
+      const double range = in.vocab() > 0 ? (double)in.vocab() : 4294967296.0;
       for (int64_t i = 0; i < t.numel(); ++i)
-        ids[i] = (int32_t)std::min<int64_t>(in.vocab() - 1, (int64_t)(uniformAt(key, i) * in.vocab()));
+        ids[i] = (int32_t)(uint32_t)std::min<int64_t>((int64_t)range - 1, (int64_t)(uniformAt(key, i) * range));
     } else {
       fillNormal(ref, 0, 1, seed, "gradcheck-input:" + in.name());
     }

@@ -67,6 +67,12 @@ LogicalResult GeluOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+LogicalResult GeluErfOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(b.create<GeluErfGradOp>(getLoc(), getX(), resultGrads[0]));
+  return success();
+}
+
 LogicalResult SumToOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(broadcastGradTo(b, getLoc(), resultGrads[0], getX().getType()));

@@ -1,5 +1,6 @@
 """Compares two `lmrt run --dump-dir` records step by step: the loss and every
-parameter's raw gradient (and, with --params, the updated parameters).
+parameter's raw gradient (and, with --params, the updated parameters); where the
+plan samples (lm.sample), the logits it sampled from, and its draws must be equal.
 
 Used to check that a fused plan computes what the unfused one does. Errors are
 relative to the largest magnitude of the reference tensor, so a tensor whose
@@ -36,11 +37,19 @@ def main():
         ref = load(f"{args.reference}/step{step}.safetensors")
         got = load(f"{args.candidate}/step{step}.safetensors")
         # The batch: "tokens" (causal) or the inputs of another transform (ids, labels, ...).
-        inputs = [k for k in ref if k not in ("loss", "lr") and not k.startswith(("grad.", "param."))]
-        if sorted(inputs) != sorted(k for k in got if k not in ("loss", "lr") and not k.startswith(("grad.", "param."))) \
+        # The logits lm.sample drew from (sample<j>.logits) are compared like gradients
+        # below; its draws (sample<j>.ids) must be equal, as the batch.
+        outside = lambda k: k in ("loss", "lr") or k.startswith(("grad.", "param.")) or k.endswith(".logits")  # noqa: E731
+        inputs = [k for k in ref if not outside(k)]
+        if sorted(inputs) != sorted(k for k in got if not outside(k)) \
                 or not all(np.array_equal(ref[k], got[k]) for k in inputs):
-            print(f"step {step}: the two runs saw different batches")
+            print(f"step {step}: the two runs saw different batches (or drew different samples)")
             return 1
+        for k in sorted(k for k in ref if k.startswith("sample") and k.endswith(".logits")):
+            err = rel_err(ref[k], got[k])
+            verdict = "ok" if err <= args.grad_rtol else "FAIL"
+            ok &= verdict == "ok"
+            print(f"step {step}: {k} rel err {err:.2e} {verdict}")
         err = rel_err(ref["loss"], got["loss"])
         verdict = "ok" if err <= args.loss_rtol else "FAIL"
         ok &= verdict == "ok"

@@ -37,6 +37,17 @@ TEST(CudaOps, Unary) {
   runCase({"gelu", {f32({1000})}, {f32({1000})}, {}});
   runCase({"gelu_grad", {f32({3, 333}), f32({3, 333})}, {f32({3, 333})}, {}});
   runCase({"gelu", {f64({257})}, {f64({257})}, {}});
+  runCase({"gelu_erf", {f32({1000})}, {f32({1000})}, {}});
+  runCase({"gelu_erf_grad", {f32({3, 333}), f32({3, 333})}, {f32({3, 333})}, {}});
+  runCase({"gelu_erf", {f64({257})}, {f64({257})}, {}});
+}
+
+/* lm.sample draws exactly the CPU's ids from the same bits (the same f64 walk);
+   lm.to_float converts ids. */
+TEST(CudaOps, SampleAndToFloat) {
+  runCase({"sample", {f32({4, 33, 300}), i32({4, 33})}, {i32({4, 33})}, {}, 2147483647});
+  runCase({"sample", {f64({7, 1000}), i32({7})}, {i32({7})}, {}, 2147483647});
+  runCase({"to_float", {i32({5, 9})}, {f32({5, 9})}, {}, 30522});
 }
 
 TEST(CudaOps, SumTo) {

@@ -20,6 +20,12 @@ TEST(Grad, Gelu) {
   EXPECT_TRUE(allClose(dx[0], finiteDiff(fwd("gelu", x.type), {x}, 0, dy), kRtol, kAtol));
 }
 
+TEST(Grad, GeluErf) {
+  Buf x = randn({3, 5}, DType::F64, 2.0), dy = randn({3, 5});
+  auto dx = runKernel("gelu_erf_grad", {x, dy}, {x.type});
+  EXPECT_TRUE(allClose(dx[0], finiteDiff(fwd("gelu_erf", x.type), {x}, 0, dy), kRtol, kAtol));
+}
+
 TEST(Grad, LayerNorm) {
   Buf x = randn({2, 3, 6}, DType::F64, 2.0), g = randn({6}), b = randn({6}), dy = randn({2, 3, 6});
   Attrs a = attrs({{"epsilon", 1e-3}});

@@ -28,6 +28,7 @@ TEST(ZooForward, Unary) {
       {"sin", [](double x) { return std::sin(x); }, false},
       {"cos", [](double x) { return std::cos(x); }, false},
       {"stop_gradient", [](double x) { return x; }, false},
+      {"gelu_erf", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, false},
   };
   for (const Case &c : cases)
     for (DType dt : {DType::F64, DType::F32}) {

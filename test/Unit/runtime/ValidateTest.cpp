@@ -379,10 +379,10 @@ TEST(Validate, MlmDataContract) {
   labels.set_ignore_index(-100);
   EXPECT_EQ(contract::expectedTransformInput(labels, d), "");
   EXPECT_EQ(contract::expectedTransformInput(input("tokens", plan::I32, {2, 9}, 260), d),
-            "one of the inputs transform 'mlm' produces (ids, labels, segments, attention_mask, nsp_labels)");
+            "one of the inputs transform 'mlm' produces (ids, labels, segments, attention_mask, nsp_labels, random_bits)");
   (*d.mutable_params())["nsp"] = 0;
   EXPECT_EQ(contract::expectedTransformInput(input("nsp_labels", plan::I32, {2}, 2), d),
-            "one of the inputs transform 'mlm' produces (ids, labels, segments, attention_mask)");
+            "one of the inputs transform 'mlm' produces (ids, labels, segments, attention_mask, random_bits)");
 }
 
 // The span_mlm transform's config: whole-number max_span, mask_prob at most 0.5,

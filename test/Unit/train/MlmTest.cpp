@@ -311,3 +311,37 @@ TEST(Mlm, ErrorsNameTheProblem) {
   nsp.nsp = true;
   EXPECT_NE(errorOf([&] { MlmBatcher(dir, 2, 4, nsp, 1); }).find("seq >= 5"), std::string::npos);
 }
+
+/* The random bits of lm.sample (random_bits) are keyed like the rest, by (seed,
+   sample): the same (seed, step) gives the same bits whatever the micro-batching,
+   another step, another seed or validation other bits; and they look uniform
+   (every bit position set about half the time over the batch). */
+TEST(Mlm, RandomBitsAreKeyedBySeedStepAndSample) {
+  TempDir d;
+  std::string dir = makeData(d, 5000);
+  MlmOptions o;
+  MlmBatcher b(dir, 8, 32, o, 5), again(dir, 8, 32, o, 5), other(dir, 8, 32, o, 6), half(dir, 4, 32, o, 5);
+  MlmBatch x, y, z, w, lo, hi, v;
+  b.trainBatch(3, x);
+  again.trainBatch(3, y);
+  ASSERT_EQ(x.bits.size(), 8u * 32u);
+  EXPECT_EQ(x.bits, y.bits);
+  b.trainBatch(4, z);
+  EXPECT_NE(x.bits, z.bits);
+  other.trainBatch(3, w);
+  EXPECT_NE(x.bits, w.bits);
+  b.valBatch(0, v);
+  EXPECT_NE(x.bits, v.bits);
+  half.trainBatch(3, lo, 0);
+  half.trainBatch(3, hi, 4);
+  lo.bits.insert(lo.bits.end(), hi.bits.begin(), hi.bits.end());
+  EXPECT_EQ(lo.bits, x.bits);
+  // 256 words: each of the 32 bit positions is set with probability 1/2, so its
+  // count is 128 +- 8 (one sigma); 128 +- 64 is 8 sigma, fixed inputs: no flakes.
+  for (int bit = 0; bit < 32; ++bit) {
+    int set = 0;
+    for (int32_t word : x.bits) set += ((uint32_t)word >> bit) & 1u;
+    EXPECT_GT(set, 64) << "bit " << bit;
+    EXPECT_LT(set, 192) << "bit " << bit;
+  }
+}

@@ -1,0 +1,128 @@
+/* Tests lm.sample (categorical draws from softmax(logits) by given random bits)
+   and lm.to_float. The draws are a pure function of (logits, bits); with bits
+   from a fixed-seed generator the statistical checks give the same result every
+   run (they cannot flake), and their bounds are wide enough (chi-square p ~ 1e-9,
+   6 sigma per id) that any other seed would pass too: only a wrong distribution
+   fails them. */
+#include <cmath>
+
+#include "KernelTestUtil.h"
+#include "runtime/kernels/sample_math.h"
+
+namespace lmrt::kernels::test {
+namespace {
+
+Buf bitsOf(int64_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  Buf b(DType::I32, {n});
+  for (int64_t i = 0; i < n; ++i) static_cast<int32_t *>(b.data())[i] = (int32_t)g();
+  return b;
+}
+
+TEST(Sample, DrawsFollowSoftmax) {
+  const double p[] = {0.4, 0.25, 0.2, 0.1, 0.04, 0.01};
+  const int64_t v = 6, n = 200000;
+  for (DType dt : {DType::F32, DType::F64}) {
+    Buf logits(dt, {n, v});
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t i = 0; i < v; ++i) logits.set(r * v + i, std::log(p[i]) + 3.0);  // softmax ignores the shift
+    auto out = runKernel("sample", {logits, bitsOf(n, 42)}, {TensorType{DType::I32, {n}}});
+    std::vector<int64_t> count(v, 0);
+    for (int64_t r = 0; r < n; ++r) {
+      int64_t id = (int64_t)out[0].get(r);
+      ASSERT_TRUE(id >= 0 && id < v) << id;
+      ++count[id];
+    }
+    double chi2 = 0;
+    for (int64_t i = 0; i < v; ++i) {
+      double expect = n * p[i], sigma = std::sqrt(n * p[i] * (1 - p[i]));
+      chi2 += (count[i] - expect) * (count[i] - expect) / expect;
+      EXPECT_LT(std::fabs(count[i] - expect), 6 * sigma) << "id " << i << ": " << count[i] << " draws, expected "
+                                                        << expect << " (" << dtypeName(dt) << ")";
+    }
+    // 5 degrees of freedom: P(chi2 > 50) ~ 1.4e-9.
+    EXPECT_LT(chi2, 50.0) << dtypeName(dt);
+  }
+}
+
+TEST(Sample, EdgesOfTheUnitInterval) {
+  // Ids of probability 0 (-inf logits) are never drawn, not even at u's ends.
+  Buf logits(DType::F64, {4, 5});
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t i = 0; i < 5; ++i) logits.set(r * 5 + i, (i == 1 || i == 3) ? 0.0 : -INFINITY);
+  Buf bits(DType::I32, {4});
+  const uint32_t ends[] = {0u, 1u, 0xfffffffeu, 0xffffffffu};
+  for (int r = 0; r < 4; ++r) static_cast<int32_t *>(bits.data())[r] = (int32_t)ends[r];
+  auto out = runKernel("sample", {logits, bits}, {TensorType{DType::I32, {4}}});
+  EXPECT_EQ(out[0].get(0), 1);
+  EXPECT_EQ(out[0].get(1), 1);
+  EXPECT_EQ(out[0].get(2), 3);
+  EXPECT_EQ(out[0].get(3), 3);
+  // u = (bits + 0.5) / 2^32 splits [0, 1) by the cumulative probabilities: with two
+  // equal logits, bits below 2^31 draw the first id, the rest the second.
+  EXPECT_EQ(lmc::sampleRow((const double *)logits.data(), 5, 0x7fffffffu), 1);
+  EXPECT_EQ(lmc::sampleRow((const double *)logits.data(), 5, 0x80000000u), 3);
+}
+
+TEST(Sample, PureFunctionOfLogitsAndBits) {
+  Buf logits = randn({3, 8, 50}, DType::F32, 2.0);
+  Buf bits = bitsOf(24, 7), other = bitsOf(24, 8);
+  bits.type.shape = other.type.shape = {3, 8};
+  TensorType t{DType::I32, {3, 8}};
+  auto a = runKernel("sample", {logits, bits}, {t}), b = runKernel("sample", {logits, bits}, {t});
+  auto c = runKernel("sample", {logits, other}, {t});
+  int same = 0, differ = 0;
+  for (int64_t i = 0; i < 24; ++i) {
+    same += a[0].get(i) == b[0].get(i);
+    differ += a[0].get(i) != c[0].get(i);
+  }
+  EXPECT_EQ(same, 24);
+  EXPECT_GT(differ, 0);
+  // f32 logits and their f64 copies give the same draws (the walk is in f64).
+  auto d = runKernel("sample", {logits.as(DType::F64), bits}, {t});
+  for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(a[0].get(i), d[0].get(i)) << i;
+}
+
+TEST(Sample, RowsWithoutADistributionAreErrors) {
+  Buf logits = randn({2, 4});
+  logits.set(5, NAN);
+  const KernelDef *k = findKernel("sample");
+  ASSERT_NE(k, nullptr);
+  Buf bits = bitsOf(2, 1), out(DType::I32, {2});
+  KernelCall call{{logits.ref(), bits.ref()}, {out.ref()}, Attrs()};
+  try {
+    k->run(call);
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("sample: logits row 1 (of 2) is not finite"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Sample, ChecksNameTheProblem) {
+  TensorType logits{DType::F32, {2, 3, 7}}, bits{DType::I32, {2, 3}}, ids{DType::I32, {2, 3}};
+  EXPECT_EQ(checkMsg("sample", {logits, bits}, {ids}), "");
+  EXPECT_EQ(checkMsg("sample", {logits, TensorType{DType::I32, {2, 7}}}, {ids}),
+            "sample: bits [2, 7] must be [2, 3] (logits [2, 3, 7] without the vocabulary dim)");
+  EXPECT_EQ(checkMsg("sample", {logits, TensorType{DType::F32, {2, 3}}}, {ids}),
+            "sample: bits f32[2, 3] must be i32");
+  EXPECT_EQ(checkMsg("sample", {logits, bits}, {TensorType{DType::F32, {2, 3}}}),
+            "sample: result ids must be i32[2, 3], got f32[2, 3]");
+  EXPECT_EQ(checkMsg("to_float", {TensorType{DType::F32, {2}}}, {TensorType{DType::F32, {2}}}),
+            "to_float: x f32[2] must be i32");
+  EXPECT_EQ(checkMsg("to_float", {TensorType{DType::I32, {2}}}, {TensorType{DType::F32, {3}}}),
+            "to_float: result result must be f32[2], got f32[3]");
+}
+
+TEST(Sample, ToFloatConvertsIds) {
+  Buf ids(DType::I32, {4});
+  const int32_t v[] = {-100, 0, 259, 30521};
+  for (int i = 0; i < 4; ++i) ids.set(i, v[i]);
+  for (DType dt : {DType::F32, DType::F64}) {
+    auto out = runKernel("to_float", {ids}, {TensorType{dt, {4}}});
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(out[0].get(i), (double)v[i]);
+  }
+}
+
+}  // namespace
+}  // namespace lmrt::kernels::test

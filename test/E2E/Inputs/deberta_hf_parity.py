@@ -13,8 +13,8 @@ its norm, or of 1e-6 of the largest gradient's norm where it is smaller), in fp3
 The HF config is DeBERTa's: relative_attention, pos_att_type c2p|p2c,
 position_biased_input false, type_vocab_size 0, max_relative_positions -1 (so k is
 max_position_embeddings, here the rows of LMC's relative table / 2), layer norm eps
-1e-7; dropout 0; pad_token_id = 256 (the mlm transform's [PAD]). GELU is the tanh
-form (HF's "gelu_new"), LMC's gelu: DeBERTa's own is erf GELU ("gelu").
+1e-7; dropout 0; pad_token_id = 256 (the mlm transform's [PAD]). GELU is DeBERTa's
+erf form (HF's "gelu"; LMC's gelu(x, approximate = "none")).
 
 With --probe (the dump of Inputs/deberta_logits.lm) the loss is not the MLM loss
 but sum(logits * r) / (batch * seq) with r = sin(0.7 * flat index) over [batch,
@@ -98,7 +98,7 @@ def main():
     d_ff = init["deberta.layer.0.intermediate.w"].shape[1]
     k = init["deberta.rel_embeddings"].shape[0] // 2
     config = DebertaConfig(vocab_size=vocab, hidden_size=d, num_hidden_layers=layers, num_attention_heads=a.heads,
-                           intermediate_size=d_ff, hidden_act="gelu_new", hidden_dropout_prob=0.0,
+                           intermediate_size=d_ff, hidden_act="gelu", hidden_dropout_prob=0.0,
                            attention_probs_dropout_prob=0.0, max_position_embeddings=k, relative_attention=True,
                            max_relative_positions=-1, pos_att_type="c2p|p2c", position_biased_input=False,
                            type_vocab_size=0, layer_norm_eps=a.eps, pad_token_id=256)

@@ -17,6 +17,7 @@ const std::vector<CudaKernelDef> &allCudaKernels() {
     detail::addAttentionKernels(k);
     detail::addMathKernels(k);
     detail::addReduceKernels(k);
+    detail::addDecodeKernels(k);
     return k;
   }();
   return table;

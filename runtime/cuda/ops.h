@@ -64,6 +64,7 @@ void addShapeKernels(std::vector<CudaKernelDef> &k);
 void addAttentionKernels(std::vector<CudaKernelDef> &k);
 void addMathKernels(std::vector<CudaKernelDef> &k);
 void addReduceKernels(std::vector<CudaKernelDef> &k);
+void addDecodeKernels(std::vector<CudaKernelDef> &k);
 inline size_t noScratch(const std::vector<TensorType> &, const std::vector<TensorType> &, const kernels::Attrs &) {
   return 0;
 }

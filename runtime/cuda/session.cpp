@@ -84,6 +84,11 @@ CudaSession::CudaSession(Session &host, const std::string &origin, const DeviceO
   std::map<std::string, int> paramIndex;
   for (size_t i = 0; i < ps.size(); ++i) paramIndex[ps[i].name] = (int)i;
 
+  for (const plan::State &st : plan.states()) {
+    DeviceBuffer b(std::max<size_t>(kAlign, (size_t)toTensorType(st.type()).bytes()), "a decode cache");
+    CUDA_CHECK(cudaMemset(b.get(), 0, b.size()));
+    states_.emplace(st.name(), std::move(b));
+  }
   size_t constOff = 0, scratchBytes = 0;
   for (const plan::Program &prog : plan.programs()) {
     auto p = std::make_unique<Program>();
@@ -108,6 +113,7 @@ CudaSession::CudaSession(Session &host, const std::string &origin, const DeviceO
           CUDA_CHECK(cudaMemcpy(t.data, b.data().data(), b.data().size(), cudaMemcpyHostToDevice));
         constOff += alignUp(b.data().size());
         break;
+      case plan::Buffer::STATE: t.data = states_.at(b.name()).get(); break;
       default: fail("plan '%s': program '%s', buffer %d has an unknown kind", origin_.c_str(), prog.name().c_str(), i);
       }
       p->buffers.push_back(t);

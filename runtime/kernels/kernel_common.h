@@ -95,5 +95,6 @@ void addAttentionKernels(std::vector<KernelDef> &k);
 void addSoftmaxKernels(std::vector<KernelDef> &k);
 void addEmbeddingKernels(std::vector<KernelDef> &k);
 void addShapeKernels(std::vector<KernelDef> &k);
+void addDecodeKernels(std::vector<KernelDef> &k);
 
 }  // namespace lmrt::kernels::detail

@@ -67,6 +67,7 @@ const std::vector<KernelDef> &allKernels() {
     detail::addSoftmaxKernels(k);
     detail::addEmbeddingKernels(k);
     detail::addShapeKernels(k);
+    detail::addDecodeKernels(k);
     return k;
   }();
   return table;

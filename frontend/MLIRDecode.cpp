@@ -42,6 +42,11 @@ void MLIRGen::emitDecodePrograms(const ast::Function &fn, func::FuncOp forward) 
   }
   if (tokenInputs != 1 || other != 0)
     return;
+  // An encoder (any attention without the causal mask) is not sampled from.
+  bool encoder = false;
+  forward.walk([&](AttentionOp op) { encoder |= !op.getCausal(); });
+  if (encoder)
+    return;
   std::string why;
   if (!emitDecodeFunction(fn, window, window, "prefill", why)) {
     if (!why.empty())
@@ -72,7 +77,7 @@ bool MLIRGen::emitDecodeFunction(const ast::Function &fn, int64_t window, int64_
     if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
       llvm::raw_string_ostream os(firstError);
       if (auto fl = dyn_cast<FileLineColLoc>(d.getLocation()))
-        os << fl.getFilename() << ":" << fl.getLine() << ":" << fl.getColumn() << ": ";
+        os << fl.getFilename().getValue() << ":" << fl.getLine() << ":" << fl.getColumn() << ": ";
       os << d.str();
     }
     return success();

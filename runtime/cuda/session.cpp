@@ -84,11 +84,6 @@ CudaSession::CudaSession(Session &host, const std::string &origin, const DeviceO
   std::map<std::string, int> paramIndex;
   for (size_t i = 0; i < ps.size(); ++i) paramIndex[ps[i].name] = (int)i;
 
-  for (const plan::State &st : plan.states()) {
-    DeviceBuffer b(std::max<size_t>(kAlign, (size_t)toTensorType(st.type()).bytes()), "a decode cache");
-    CUDA_CHECK(cudaMemset(b.get(), 0, b.size()));
-    states_.emplace(st.name(), std::move(b));
-  }
   size_t constOff = 0, scratchBytes = 0;
   for (const plan::Program &prog : plan.programs()) {
     auto p = std::make_unique<Program>();
@@ -113,7 +108,7 @@ CudaSession::CudaSession(Session &host, const std::string &origin, const DeviceO
           CUDA_CHECK(cudaMemcpy(t.data, b.data().data(), b.data().size(), cudaMemcpyHostToDevice));
         constOff += alignUp(b.data().size());
         break;
-      case plan::Buffer::STATE: t.data = states_.at(b.name()).get(); break;
+      case plan::Buffer::STATE: break;  // allocated by the first run that reads it (run())
       default: fail("plan '%s': program '%s', buffer %d has an unknown kind", origin_.c_str(), prog.name().c_str(), i);
       }
       p->buffers.push_back(t);
@@ -197,6 +192,19 @@ DevTensor CudaSession::input(const std::string &programName, const std::string &
 
 void CudaSession::run(const std::string &programName) {
   Program &p = program(programName);
+  // States (the decode caches) take memory only once a program that uses them
+  // runs: training never does. Zeroed, then kept between runs.
+  for (int i = 0; i < p.prog->buffers_size(); ++i) {
+    const plan::Buffer &b = p.prog->buffers(i);
+    if (b.kind() != plan::Buffer::STATE || p.buffers[i].data) continue;
+    auto it = states_.find(b.name());
+    if (it == states_.end()) {
+      DeviceBuffer d(std::max<size_t>(kAlign, (size_t)p.buffers[i].type.bytes()), "a decode cache");
+      CUDA_CHECK(cudaMemset(d.get(), 0, d.size()));
+      it = states_.emplace(b.name(), std::move(d)).first;
+    }
+    p.buffers[i].data = it->second.get();
+  }
   for (const Step &s : p.steps) {
     try {
       std::vector<DevTensor> in, out;

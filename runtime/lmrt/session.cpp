@@ -55,9 +55,11 @@ struct Session::Impl {
   int64_t arenaBytes = 0;
   std::map<std::string, ExecProgram> programs;
   std::map<std::string, size_t> paramIndex;
-  // Plan.states: zeroed at load, kept between runs (the prefill/decode caches);
+  // Plan.states (the prefill/decode caches): allocated, zeroed, by the first run
+  // of a program that uses them (training never does), then kept between runs;
   // doubles, so f64 states are aligned.
   std::vector<std::vector<double>> states;
+  std::vector<size_t> stateWords;
   std::map<std::string, int> stateIndex;
   std::string lastRun;  // outputs in the arena belong to this program's last run
   std::unique_ptr<KernelLibrary> generated;
@@ -104,7 +106,8 @@ std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &o
 
   for (const plan::State &st : s->plan_.states()) {
     impl.stateIndex[st.name()] = (int)impl.states.size();
-    impl.states.emplace_back((size_t)(typeBytes(st.type()) + 7) / 8, 0.0);
+    impl.states.emplace_back();
+    impl.stateWords.push_back((size_t)(typeBytes(st.type()) + 7) / 8);
   }
 
   for (const plan::Program &prog : s->plan_.programs()) {
@@ -225,6 +228,9 @@ void Session::run(const std::string &program, const std::map<std::string, Tensor
     }
 
   impl.lastRun.clear();  // a failed run leaves no valid outputs
+  for (int id = 0; id < prog.buffers_size(); ++id)
+    if (ep.state[id] >= 0 && impl.states[ep.state[id]].empty())
+      impl.states[ep.state[id]].assign(impl.stateWords[ep.state[id]], 0.0);
   auto ref = [&](int id) -> TensorRef {
     const plan::Buffer &b = prog.buffers(id);
     const TensorType &type = ep.types[id];

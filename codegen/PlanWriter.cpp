@@ -25,6 +25,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -83,7 +84,8 @@ private:
 };
 
 /// Which function a program comes from; decides its outputs.
-enum class ProgramKind { TrainStep, Eval, Forward };
+/// (Prefill and Decode: incremental decoding, from @<model>.prefill/.decode.)
+enum class ProgramKind { TrainStep, Eval, Forward, Prefill, Decode };
 
 /// Builds one program from one function.
 class ProgramBuilder {
@@ -97,6 +99,12 @@ public:
 private:
   LogicalResult addArguments();
   void collectGradients(func::ReturnOp ret);
+  /// Prefill and decode: the lm.state results, each the lm.cache_write of its
+  /// own state argument, are written in place into that STATE buffer.
+  LogicalResult collectStates(func::ReturnOp ret);
+  /// A state argument: its STATE buffer, declaring the state in the plan (the
+  /// first program) or checking it against the declaration (the second).
+  FailureOr<int> addStateArgument(BlockArgument arg, StringRef name, const plan::TensorType &type);
   LogicalResult addConstant(Operation *op);
   LogicalResult addStep(Operation *op);
   LogicalResult addFusedStep(FusionOp op);
@@ -133,6 +141,10 @@ private:
   llvm::DenseMap<Value, std::string> gradientOf;
   /// Train step: the parameters whose gradient is already an output.
   llvm::StringSet<> gradientOutputs;
+  /// Prefill and decode: the results updating a state (each written into the
+  /// STATE buffer that its cache_write reads as operand 0).
+  llvm::DenseSet<Value> stateOf;
+  bool inference() const { return kind == ProgramKind::Prefill || kind == ProgramKind::Decode; }
 };
 
 } // namespace
@@ -148,6 +160,8 @@ FailureOr<plan::Program> ProgramBuilder::build(StringRef name) {
     return func.emitError("plan contract: @") << func.getSymName() << " must end in func.return", failure();
   if (kind == ProgramKind::TrainStep)
     collectGradients(ret);
+  if (inference() && failed(collectStates(ret)))
+    return failure();
 
   for (Operation &op : func.getBody().front().without_terminator()) {
     LogicalResult ok = isa<ConstantOp>(op)  ? addConstant(&op)
@@ -209,6 +223,16 @@ LogicalResult ProgramBuilder::addArguments() {
       continue;
     }
 
+    if (auto state = func.getArgAttrOfType<StringAttr>(i, "lm.state")) {
+      if (!inference())
+        return emit() << "is state '" << state.getValue() << "'; only the prefill and decode functions have state";
+      FailureOr<int> id = addStateArgument(arg, state.getValue(), *type);
+      if (failed(id))
+        return failure();
+      bufferOf[arg] = *id;
+      continue;
+    }
+
     if (auto input = func.getArgAttrOfType<StringAttr>(i, "lm.input")) {
       for (const plan::Input &other : program.inputs())
         if (other.name() == input.getValue())
@@ -251,6 +275,45 @@ void ProgramBuilder::collectGradients(func::ReturnOp ret) {
       continue;
     gradientOf[value] = gradOf.str();
   }
+}
+
+FailureOr<int> ProgramBuilder::addStateArgument(BlockArgument arg, StringRef name, const plan::TensorType &type) {
+  auto emit = [&] { return emitError(arg.getLoc()) << "plan contract: state '" << name << "' of @" << func.getSymName() << " "; };
+  if (type.dtype() == plan::I32 || type.shape_size() != 3 || type.shape(0) != 1)
+    return emit() << "has type " << arg.getType() << "; a state is a float [1, window, dim] cache", failure();
+  const plan::State *declared = nullptr;
+  for (const plan::State &s : result.states())
+    if (s.name() == name)
+      declared = &s;
+  if (kind == ProgramKind::Prefill) {
+    if (declared)
+      return emit() << "is declared twice", failure();
+    plan::State *s = result.add_states();
+    s->set_name(name.str());
+    *s->mutable_type() = type;
+  } else if (!declared || declared->type().SerializeAsString() != type.SerializeAsString()) {
+    return emit() << (declared ? "has a type that differs from the prefill function's" : "is not a state of the prefill function"),
+           failure();
+  }
+  return addBuffer(plan::Buffer::STATE, type, name);
+}
+
+LogicalResult ProgramBuilder::collectStates(func::ReturnOp ret) {
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    auto name = func.getResultAttrOfType<StringAttr>(i, "lm.state");
+    if (!name)
+      continue;
+    // In place is sound only when the update is the state's one use: nothing
+    // reads the old rows after cache_write has replaced them.
+    auto write = value.getDefiningOp<CacheWriteOp>();
+    auto arg = write ? dyn_cast<BlockArgument>(write.getCache()) : BlockArgument();
+    auto argName = arg ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lm.state") : StringAttr();
+    if (!argName || argName != name || !arg.hasOneUse() || stateOf.count(value))
+      return ret.emitError("plan contract: result #") << i << " of @" << func.getSymName() << " updates state '"
+             << name.getValue() << "'; it must be the one lm.cache_write of that state's argument", failure();
+    stateOf.insert(value);
+  }
+  return success();
 }
 
 LogicalResult ProgramBuilder::addConstant(Operation *op) {
@@ -353,6 +416,11 @@ FailureOr<plan::Step> ProgramBuilder::stepWithBuffers(Operation *op, StringRef o
     auto grad = gradientOf.find(res);
     int id = grad == gradientOf.end() ? addBuffer(plan::Buffer::ARENA, *type)
                                       : addBuffer(plan::Buffer::GRAD, *type, grad->second);
+    // A state update writes its own state's buffer (the step's input 0).
+    if (stateOf.count(res)) {
+      program.mutable_buffers()->RemoveLast();
+      id = step.inputs(0);
+    }
     bufferOf[res] = id;
     step.add_outputs(id);
   }
@@ -419,9 +487,11 @@ LogicalResult ProgramBuilder::addGradientOutput(func::ReturnOp ret, unsigned ind
 }
 
 LogicalResult ProgramBuilder::addOutputs(func::ReturnOp ret) {
-  StringRef valueName = kind == ProgramKind::Forward ? "logits" : "loss";
+  StringRef valueName = kind == ProgramKind::Forward || inference() ? "logits" : "loss";
   int named = 0;
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    if (inference() && func.getResultAttr(i, "lm.state"))
+      continue; // written in place (collectStates)
     if (kind == ProgramKind::TrainStep) {
       if (auto gradOf = func.getResultAttrOfType<StringAttr>(i, "lm.grad_of")) {
         if (failed(addGradientOutput(ret, i, gradOf.getValue())))
@@ -493,7 +563,7 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
   if (data.transform() != "causal") {
     // Other transforms feed train_step and eval named inputs (the contract's
     // expectedTransformInput); forward is the model alone, for causal sampling.
-    if (program.name() == "forward")
+    if (program.name() == "forward" || program.name() == "prefill" || program.name() == "decode")
       return success();
     for (BlockArgument arg : func.getArguments()) {
       auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lm.input");
@@ -511,6 +581,9 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
     }
     return success();
   }
+  // prefill and decode read tokens and the offset (the contract's checkInference).
+  if (program.name() == "prefill" || program.name() == "decode")
+    return success();
   if (program.inputs_size() != 1)
     return func.emitError("plan contract: with lm.data, @") << func.getSymName()
            << " must read exactly one token input (an lm.input argument), it reads " << program.inputs_size(),
@@ -568,8 +641,14 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
   FailureOr<func::FuncOp> trainStep = findFunc(module, "lm.train_step");
   FailureOr<func::FuncOp> objective = findFunc(module, "lm.objective", "lm.train_step");
   FailureOr<func::FuncOp> model = findFunc(module, "lm.model");
-  if (failed(trainStep) || failed(objective) || failed(model))
+  FailureOr<func::FuncOp> prefill = findFunc(module, "lm.prefill");
+  FailureOr<func::FuncOp> decode = findFunc(module, "lm.decode");
+  if (failed(trainStep) || failed(objective) || failed(model) || failed(prefill) || failed(decode))
     return failure();
+  if (!*prefill != !*decode)
+    return module.emitError("plan contract: a module with an lm.prefill function needs an lm.decode function "
+                            "and the other way round"),
+           failure();
   if (!*objective)
     return module.emitError("plan contract: no objective (a func.func with the lm.objective attribute)"), failure();
   if (!*trainStep)
@@ -597,6 +676,11 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
   SmallVector<Job> jobs = {{*trainStep, ProgramKind::TrainStep, "train_step"}, {*objective, ProgramKind::Eval, "eval"}};
   if (*model)
     jobs.push_back({*model, ProgramKind::Forward, "forward"});
+  // Prefill before decode: it declares the states decode is checked against.
+  if (*prefill) {
+    jobs.push_back({*prefill, ProgramKind::Prefill, "prefill"});
+    jobs.push_back({*decode, ProgramKind::Decode, "decode"});
+  }
   for (const Job &job : jobs) {
     FailureOr<plan::Program> program = ProgramBuilder(job.func, job.kind, result, paramTypes, kernels).build(job.name);
     if (failed(program) || (result.has_data() && failed(checkDataInput(job.func, *program, result.data()))))

@@ -68,10 +68,10 @@ const std::vector<Signature> &signatures() {
       {"max", {"x", "axis", "keepdim"}, 1},
       {"concat", {"xs", "axis"}, 1},
       {"rmsnorm", {"x", "eps"}, 1},
-      {"arange", {"n"}, 1},
       {"take_along_axis", {"x", "indices", "axis"}, 3},
       {"index_constant", {"x"}, 1},
       {"min", {"a", "b"}, 2},
+      {"arange", {"n", "stop"}, 1},
   };
   return table;
 }
@@ -327,6 +327,14 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     }
     if (!shapes::attention(dims[0], dims[1], dims[2], *heads, err, kvHeads))
       return error(call.loc) << err;
+    if (decode) {
+      if (!causal) { // not a causal model: it gets no decode program (no error shown)
+        decode->notCausal = true;
+        return failure();
+      }
+      FailureOr<Value> r = emitCachedAttention(env, call.loc, qkv[0], qkv[1], qkv[2], *heads, kvHeads);
+      return failed(r) ? FailureOr<LMValue>(failure()) : LMValue::ofTensor(*r);
+    }
     Value r = builder.create<AttentionOp>(l, qkv[0], qkv[1], qkv[2], *heads, causal, kvHeads);
     return LMValue::ofTensor(r);
   }

@@ -377,18 +377,52 @@ FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<co
   }
 
   if (name == "arange") {
-    FailureOr<int64_t> n = evalDim(*arg[0], env, "the length of 'arange'");
-    if (failed(n))
+    // arange(n) is 0 .. n - 1; arange(start, stop) is start .. stop - 1.
+    auto constant = [&](int64_t start, int64_t n, const ast::Expr &at) -> FailureOr<Value> {
+      if (n > (int64_t(1) << 24))
+        return error(at.loc) << "arange of " << n << " values is too long for a constant (at most 2^24)";
+      auto type = tensorType({n}, floatType);
+      SmallVector<Attribute> values;
+      for (int64_t i = 0; i < n; ++i)
+        values.push_back(FloatAttr::get(floatType, double(start + i)));
+      auto value = DenseElementsAttr::get(type, values);
+      return Value(builder.create<ConstantOp>(l, TypeRange{type}, ValueRange{},
+                                              ArrayRef<NamedAttribute>{builder.getNamedAttr("value", value)}));
+    };
+    if (!arg[1]) {
+      FailureOr<int64_t> n = evalDim(*arg[0], env, "the length of 'arange'");
+      if (failed(n))
+        return failure();
+      FailureOr<Value> r = constant(0, *n, *arg[0]);
+      return failed(r) ? FailureOr<LMValue>(failure()) : LMValue::ofTensor(*r);
+    }
+    FailureOr<LMValue> start = eval(*arg[0], env), stop = eval(*arg[1], env);
+    if (failed(start) || failed(stop))
       return failure();
-    if (*n > (int64_t(1) << 24))
-      return error(arg[0]->loc) << "arange(" << *n << ") is too long for a constant (at most 2^24)";
-    auto type = tensorType({*n}, floatType);
-    SmallVector<Attribute> values;
-    for (int64_t i = 0; i < *n; ++i)
-      values.push_back(FloatAttr::get(floatType, double(i)));
-    auto value = DenseElementsAttr::get(type, values);
-    return LMValue::ofTensor(builder.create<ConstantOp>(
-        l, TypeRange{type}, ValueRange{}, ArrayRef<NamedAttribute>{builder.getNamedAttr("value", value)}));
+    bool offsetStart = start->kind == LMValue::Kind::Offset, offsetStop = stop->kind == LMValue::Kind::Offset;
+    if (offsetStart || offsetStop) {
+      // In a decode program: pos + a .. pos + b - 1, a dynamic slice of the
+      // constant 0 .. a + maxOffset + (b - a) - 1 at the run-time offset.
+      if (!offsetStart || !offsetStop)
+        return error(call.loc) << "arange at the position offset runs from pos + a to pos + b, got "
+                               << describe(*start) << " and " << describe(*stop);
+      int64_t a = start->intValue, n = stop->intValue - start->intValue;
+      if (a < 0 || n < 1)
+        return error(call.loc) << "arange(pos + " << a << ", pos + " << stop->intValue
+                               << ") must start at pos + a with a >= 0 and be non-empty";
+      FailureOr<Value> table = constant(0, a + decode->maxOffset + n, call);
+      if (failed(table))
+        return failure();
+      return LMValue::ofTensor(builder.create<DynamicSliceOp>(l, *table, start->tensor, 0, a, n));
+    }
+    std::optional<int64_t> a = start->asInt(), b = stop->asInt();
+    if (!a || !b)
+      return error(call.loc) << "arange(start, stop) takes compile-time integers (or pos + a, pos + b), got "
+                             << describe(*start) << " and " << describe(*stop);
+    if (*b <= *a)
+      return error(call.loc) << "arange(" << *a << ", " << *b << ") is empty";
+    FailureOr<Value> r = constant(*a, *b - *a, call);
+    return failed(r) ? FailureOr<LMValue>(failure()) : LMValue::ofTensor(*r);
   }
   if (name == "take_along_axis") {
     if (!first.isTensor())

@@ -49,6 +49,11 @@ std::string describe(const LMValue &v) {
     return os.str();
   case LMValue::Kind::String:
     return "string \"" + v.str + "\"";
+  case LMValue::Kind::Offset:
+    os << "the position offset pos";
+    if (v.intValue)
+      os << (v.intValue > 0 ? " + " : " - ") << std::llabs(v.intValue);
+    return os.str();
   }
   return "value";
 }
@@ -174,6 +179,14 @@ FailureOr<LMValue> MLIRGen::evalName(const ast::Expr &e, Env &env) {
                         << "; call it: " << e.name << "(...)";
   if (isBuiltin(e.name))
     return error(e.loc) << "'" << e.name << "' is a builtin; call it: " << e.name << "(...)";
+  // The position offset of the tokens (docs/language.md): 0 when training and in
+  // the forward program, the run-time offset when elaborating a decode program.
+  if (e.name == "pos") {
+    if (!decode)
+      return LMValue::ofInt(0);
+    decode->usedPos = true;
+    return LMValue::ofOffset(decode->offset, 0);
+  }
   std::vector<std::string> visible;
   for (const auto &[name, v] : env.vars)
     visible.push_back(name);
@@ -246,6 +259,26 @@ static std::optional<LMValue> foldNumbers(char op, const LMValue &a, const LMVal
   return LMValue::ofFloat(r);
 }
 
+/// `pos + k`, `k + pos`, `pos - k` stay offsets; `(pos + b) - (pos + a)` is
+/// the integer b - a. Nothing else is defined on the run-time offset.
+FailureOr<LMValue> MLIRGen::offsetArithmetic(const ast::Expr &e, const LMValue &a, const LMValue &b) {
+  std::optional<int64_t> ia = a.asInt(), ib = b.asInt();
+  bool oa = a.kind == LMValue::Kind::Offset, ob = b.kind == LMValue::Kind::Offset;
+  int64_t r = 0;
+  if (e.op == '+' && oa && ib && !__builtin_add_overflow(a.intValue, *ib, &r))
+    return LMValue::ofOffset(a.tensor, r);
+  if (e.op == '+' && ob && ia && !__builtin_add_overflow(*ia, b.intValue, &r))
+    return LMValue::ofOffset(b.tensor, r);
+  if (e.op == '-' && oa && ib && !__builtin_sub_overflow(a.intValue, *ib, &r))
+    return LMValue::ofOffset(a.tensor, r);
+  if (e.op == '-' && oa && ob && !__builtin_sub_overflow(a.intValue, b.intValue, &r))
+    return LMValue::ofInt(r);
+  return error(e.loc) << "cannot apply '" << ast::opSpelling(e.op) << "' to " << describe(a) << " and "
+                      << describe(b) << " in a decode program: the position offset 'pos' is known only at run "
+                      << "time, and takes only + and - of integers (for slices like wpe[pos:pos + T] and "
+                      << "arange(pos, pos + T))";
+}
+
 FailureOr<LMValue> MLIRGen::evalBinary(const ast::Expr &e, Env &env) {
   FailureOr<LMValue> a = eval(*e.lhs, env);
   if (failed(a))
@@ -253,6 +286,8 @@ FailureOr<LMValue> MLIRGen::evalBinary(const ast::Expr &e, Env &env) {
   FailureOr<LMValue> b = eval(*e.rhs, env);
   if (failed(b))
     return failure();
+  if (a->kind == LMValue::Kind::Offset || b->kind == LMValue::Kind::Offset)
+    return offsetArithmetic(e, *a, *b);
   if (a->isNumber() && b->isNumber() && ast::isComparison(e.op)) {
     // Compile-time comparison: a bool (for `causal = seq > 1` and the like).
     double x = a->asDouble(), y = b->asDouble();
@@ -384,10 +419,16 @@ FailureOr<LMValue> MLIRGen::evalIndex(const ast::Expr &e, Env &env) {
   if (static_cast<int64_t>(e.subscripts.size()) > rank)
     return error(e.loc) << e.subscripts.size() << " subscripts for a tensor of rank " << rank
                         << " (" << describe(*base) << ")";
+  FailureOr<int64_t> dynamicAxis = dynamicSlice(e, env, *base);
+  if (failed(dynamicAxis))
+    return failure();
+  dims = base->dims();
   shapes::Dims start(rank, 0), limit = dims, stride(rank, 1), kept;
   std::vector<bool> dropped(rank, false);
   for (size_t i = 0; i < e.subscripts.size(); ++i) {
     const ast::Subscript &s = e.subscripts[i];
+    if (static_cast<int64_t>(i) == *dynamicAxis)
+      continue; // taken by the dynamic slice
     int64_t size = dims[i];
     auto bound = [&](const ast::Expr &x, const char *what, int64_t &out) -> LogicalResult {
       FailureOr<int64_t> v = evalInt(x, env, std::string("a slice ") + what);
@@ -448,6 +489,48 @@ FailureOr<LMValue> MLIRGen::evalIndex(const ast::Expr &e, Env &env) {
     v = builder.create<ReshapeOp>(loc(e.loc), tensorType(kept, elem), v);
   }
   return LMValue::ofTensor(v);
+}
+
+/// In a decode program, a subscript `pos + a : pos + b` becomes an
+/// lm.dynamic_slice of b - a positions of `base` (replaced by the slice); its
+/// axis is returned, or -1 when no subscript is at the position offset. The
+/// offset reaches at most DecodeState::maxOffset, which the slice must fit.
+FailureOr<int64_t> MLIRGen::dynamicSlice(const ast::Expr &e, Env &env, LMValue &base) {
+  if (!decode)
+    return int64_t(-1);
+  int64_t axis = -1;
+  for (size_t i = 0; i < e.subscripts.size(); ++i) {
+    const ast::Subscript &s = e.subscripts[i];
+    std::optional<LMValue> a, b;
+    for (auto [bound, out] : {std::pair{s.isSlice ? s.start.get() : s.index.get(), &a},
+                              std::pair{s.isSlice ? s.limit.get() : nullptr, &b}}) {
+      if (!bound)
+        continue;
+      FailureOr<LMValue> v = eval(*bound, env);
+      if (failed(v))
+        return failure();
+      *out = *v;
+    }
+    bool isA = a && a->kind == LMValue::Kind::Offset, isB = b && b->kind == LMValue::Kind::Offset;
+    if (!isA && !isB)
+      continue;
+    if (!s.isSlice || !isA || !isB || s.step)
+      return error(s.loc) << "a subscript at the position offset must be a slice pos + a : pos + b "
+                             "(both bounds at the offset, no step)";
+    if (axis >= 0)
+      return error(s.loc) << "only one subscript may be at the position offset";
+    int64_t size = b->intValue - a->intValue, dim = base.dims()[i];
+    if (a->intValue < 0 || size < 1 || a->intValue + decode->maxOffset + size > dim)
+      return error(s.loc) << "slice pos + " << a->intValue << " : pos + " << b->intValue << " of dimension " << i
+                          << " (size " << dim << ") must start at pos + a with a >= 0, be non-empty and fit "
+                          << "the largest offset of the decode program, " << decode->maxOffset << " (window "
+                          << decode->window << ")";
+    Value r = builder.create<DynamicSliceOp>(loc(s.loc), base.tensor, a->tensor, static_cast<int64_t>(i),
+                                             a->intValue, size);
+    base = LMValue::ofTensor(r);
+    axis = static_cast<int64_t>(i);
+  }
+  return axis;
 }
 
 FailureOr<LMValue> MLIRGen::evalCall(const ast::Expr &e, Env &env) {

@@ -22,6 +22,9 @@ struct FrontendOptions {
   std::string preset;
   /// Element type of every float tensor: "f32" (default) or "f64" (gradient checks).
   std::string floatType = "f32";
+  /// Also emit @<model>.prefill and @<model>.decode for a causal model
+  /// (incremental decoding; `lmc compile --no-decode-programs` turns it off).
+  bool decodePrograms = true;
 };
 
 /// Emits the module for the main buffer of `sourceMgr`. Every error is reported

@@ -20,7 +20,9 @@
 namespace mlir::lm {
 
 struct LMValue {
-  enum class Kind { Tensor, Int, Float, Bool, List, String };
+  /// Offset: `pos + intValue`, the position offset of a decode program (an
+  /// i32[] value in `tensor`) plus a compile-time integer (MLIRGen::DecodeState).
+  enum class Kind { Tensor, Int, Float, Bool, List, String, Offset };
   Kind kind = Kind::Int;
   Value tensor;              ///< Tensor
   int64_t intValue = 0;      ///< Int
@@ -51,6 +53,13 @@ struct LMValue {
     LMValue r;
     r.kind = Kind::String;
     r.str = std::move(v);
+    return r;
+  }
+  static LMValue ofOffset(Value offset, int64_t addend) {
+    LMValue r;
+    r.kind = Kind::Offset;
+    r.tensor = offset;
+    r.intValue = addend;
     return r;
   }
   static LMValue ofBool(bool v) {

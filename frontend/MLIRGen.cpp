@@ -142,11 +142,18 @@ OwningOpRef<ModuleOp> MLIRGen::run() {
     if (failed(emitModel(fn, it == modelSpecs.end() ? nullptr : &it->second)))
       return nullptr;
   }
+  // Incremental decoding of causal models (MLIRDecode.cpp); the plan has one model.
+  if (options.decodePrograms)
+    for (const Function &fn : ast.functions)
+      if (fn.kind == Function::Kind::Model)
+        if (auto forward = module.lookupSymbol<func::FuncOp>(fn.name))
+          emitDecodePrograms(fn, forward);
 
   // Functions in source order, whichever order they were emitted in.
   for (const Function &fn : ast.functions)
-    if (auto op = module.lookupSymbol<func::FuncOp>(fn.name))
-      op->moveBefore(module.getBody(), module.getBody()->end());
+    for (const std::string &name : {fn.name, fn.name + ".prefill", fn.name + ".decode"})
+      if (auto op = module.lookupSymbol<func::FuncOp>(name))
+        op->moveBefore(module.getBody(), module.getBody()->end());
 
   module->setAttr("lm.config", configAttr());
   module->setAttr("lm.train", *train);
@@ -389,6 +396,8 @@ static bool sameConstant(const LMValue &a, const LMValue &b) {
     return a.boolValue == b.boolValue;
   case LMValue::Kind::String:
     return a.str == b.str;
+  case LMValue::Kind::Offset:
+    return a.tensor == b.tensor && a.intValue == b.intValue;
   case LMValue::Kind::List:
     return a.items.size() == b.items.size() &&
            std::equal(a.items.begin(), a.items.end(), b.items.begin(), sameConstant);

@@ -121,6 +121,25 @@ private:
   std::vector<ast::Loc> callLocs;
   std::map<std::string, ModelSpec> modelSpecs;
 
+  /// Set while a model is elaborated a further time for incremental decoding
+  /// (MLIRDecode.cpp): `pos` is the run-time offset, and causal attention reads
+  /// and extends key/value caches, function arguments and results that the
+  /// plan keeps as STATE buffers (docs/plan-format.md).
+  struct DecodeState {
+    Value offset;          ///< the i32[] offset argument
+    int64_t window = 0;    ///< positions a cache holds (the forward program's T)
+    int64_t maxOffset = 0; ///< the largest offset: window - new tokens
+    bool usedPos = false;
+    bool notCausal = false; ///< met attention without causal = true
+    int64_t attentions = 0;
+    struct Cache {
+      std::string name;
+      Value updated; ///< the cache after this step's rows (a function result)
+    };
+    std::vector<Cache> caches;
+  };
+  DecodeState *decode = nullptr;
+
   //--- MLIRGen.cpp --------------------------------------------------------------
 public:
   Location loc(ast::Loc l);
@@ -130,6 +149,23 @@ private:
   LogicalResult checkDefinitions();
   LogicalResult emitObjective(const ast::Function &fn);
   LogicalResult emitModel(const ast::Function &fn, const ModelSpec *spec);
+  //--- MLIRDecode.cpp -----------------------------------------------------------
+  /// Emits @<model>.prefill and @<model>.decode for a causal model whose
+  /// forward function `forward` was emitted (no-op, or a warning, otherwise).
+  void emitDecodePrograms(const ast::Function &fn, func::FuncOp forward);
+  /// One of them: `tokens` new positions at the offset (lm.prefill or lm.decode).
+  /// False (nothing left in the module) when the model cannot be decoded; the
+  /// reason, if one should be shown, in `why`.
+  bool emitDecodeFunction(const ast::Function &fn, int64_t window, int64_t tokens, StringRef kind,
+                          std::string &why);
+public:
+  /// Attention in a decode program: the new k and v written into the caches at
+  /// the offset, the queries attending over them (lm.cached_attention).
+  FailureOr<Value> emitCachedAttention(Env &env, ast::Loc l, Value q, Value k, Value v, int64_t heads,
+                                       int64_t kvHeads);
+  DecodeState *decodeState() { return decode; }
+
+private:
   void beginFunction(FuncState &state, const ast::Function &fn);
   void finishFunction(FuncState &state, Value result);
   BlockArgument addInput(FuncState &state, RankedTensorType type, const std::string &name,
@@ -201,6 +237,11 @@ private:
   FailureOr<LMValue> evalBinary(const ast::Expr &e, Env &env);
   FailureOr<LMValue> evalMatmul(const ast::Expr &e, Env &env);
   FailureOr<LMValue> evalIndex(const ast::Expr &e, Env &env);
+  /// `pos + k` arithmetic on the run-time position offset (a decode program).
+  FailureOr<LMValue> offsetArithmetic(const ast::Expr &e, const LMValue &a, const LMValue &b);
+  /// The subscript of `e` at the position offset as an lm.dynamic_slice of
+  /// `base`; its axis, or -1 when there is none.
+  FailureOr<int64_t> dynamicSlice(const ast::Expr &e, Env &env, LMValue &base);
   FailureOr<LMValue> evalCall(const ast::Expr &e, Env &env);
   /// "; did you mean 'tokens'?" for a near miss among `candidates`, or "".
   static std::string suggest(const std::string &name, const std::vector<std::string> &candidates);

@@ -98,6 +98,13 @@ int64_t AttentionOp::getFlops() { return attentionFlops(getQ().getType(), getCau
 /// T²-sized products against the forward's two, 2.5×.
 int64_t AttentionGradOp::getFlops() { return attentionFlops(getQ().getType(), getCausal()) * 5 / 2; }
 
+/// At most every cached key: 4·B·C·W·(H·Dh), the bound of C queries over a
+/// window of W keys (a decode step at offset p does (p + 1) / W of it).
+int64_t CachedAttentionOp::getFlops() {
+  ArrayRef<int64_t> q = getQ().getType().getShape();
+  return 4 * q[0] * q[1] * getK().getType().getShape()[1] * q[2];
+}
+
 //===----------------------------------------------------------------------===//
 // Embeddings and data movement
 //===----------------------------------------------------------------------===//
@@ -118,6 +125,9 @@ int64_t ReshapeOp::getFlops() { return 0; }
 int64_t TransposeOp::getFlops() { return 0; }
 int64_t SliceOp::getFlops() { return 0; }
 int64_t SliceGradOp::getFlops() { return 0; }
+int64_t DynamicSliceOp::getFlops() { return 0; }
+/// Writes only the new rows in place.
+int64_t CacheWriteOp::getFlops() { return 0; }
 int64_t ConcatOp::getFlops() { return 0; }
 int64_t TakeAlongAxisOp::getFlops() { return 0; }
 /// One scatter-add per element of dy.

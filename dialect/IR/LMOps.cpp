@@ -266,6 +266,37 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context, std::optional<
   return infer.result(shapes::attention(q, k, v, heads, err, kvHeads), err, infer.elementType(adaptor.getQ()));
 }
 
+LogicalResult DynamicSliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims x = infer.dims(adaptor.getX()), offset = infer.dims(adaptor.getOffset());
+  int64_t axis = infer.intOf(adaptor.getAxisAttr(), "axis"), start = infer.intOf(adaptor.getStartAttr(), "start"),
+          size = infer.intOf(adaptor.getSizeAttr(), "size");
+  return infer.result(shapes::dynamicSlice(x, offset, axis, start, size, err), err, infer.elementType(adaptor.getX()));
+}
+
+LogicalResult CacheWriteOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims cache = infer.dims(adaptor.getCache()), x = infer.dims(adaptor.getX()),
+       offset = infer.dims(adaptor.getOffset());
+  return infer.result(shapes::cacheWrite(cache, x, offset, err), err, infer.elementType(adaptor.getCache()));
+}
+
+LogicalResult CachedAttentionOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                                  Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV()),
+       offset = infer.dims(adaptor.getOffset());
+  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
+  int64_t kvHeads = infer.intOf(withDefaults<CachedAttentionOp>(context, adaptor).num_kv_heads, "num_kv_heads");
+  return infer.result(shapes::cachedAttention(q, k, v, offset, heads, err, kvHeads), err,
+                      infer.elementType(adaptor.getQ()));
+}
+
 LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);

@@ -43,6 +43,11 @@ class ResultsMatchInferred : public TraitBase<ConcreteType, ResultsMatchInferred
 public:
   static LogicalResult verifyTrait(Operation *op) { return impl::verifyResultsMatchInferred(op); }
 };
+
+/// A step that may update a STATE buffer in place (lm.cache_write): a marker
+/// lm-tblgen copies into the plan op table; it verifies nothing.
+template <typename ConcreteType>
+class UpdatesStateInPlace : public TraitBase<ConcreteType, UpdatesStateInPlace> {};
 } // namespace mlir::OpTrait::lm
 
 namespace mlir::lm::detail {

@@ -682,6 +682,83 @@ def LM_TakeAlongAxisGradOp : LM_GradOp<"take_along_axis_grad"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Incremental decoding (the prefill and decode programs, docs/runtime.md)
+//===----------------------------------------------------------------------===//
+
+/// A rank-0 i32 tensor: the position offset of the decode programs.
+def LM_IntScalar : RankedTensorOf<[I32], [HasAnyRankOfPred<[0]>], "0-d i32 tensor">;
+
+/// A step that may update a STATE buffer in place: its result replaces its
+/// first operand, which the plan writer gives the same buffer (docs/plan-format.md).
+def LM_UpdatesStateInPlace : NativeOpTrait<"UpdatesStateInPlace"> {
+  let cppNamespace = "::mlir::OpTrait::lm";
+}
+
+/// An op of the prefill and decode programs only. They are never
+/// differentiated, so these ops have no VJP: -lm-autodiff rejects them
+/// ("it has no gradient rule").
+class LM_DecodeOp<string mnemonic, list<Trait> traits = []>
+    : LM_Op<mnemonic, !listconcat(traits, [Pure, DeclareOpInterfaceMethods<LM_CostOpInterface>])>;
+
+def LM_DynamicSliceOp : LM_DecodeOp<"dynamic_slice", LM_InferredResultTypes> {
+  let summary = "slice at a position offset known only at run time";
+  let description = [{
+    Takes `size` indices of dimension `axis` of `x`, from `offset + start`
+    (`offset` a rank-0 i32 tensor) on, and every other dimension whole. The
+    frontend writes it for `x[pos + a : pos + b]` in a decode program; an
+    offset that leaves the dimension is a run-time error. No VJP (inference
+    only).
+
+    ```mlir
+    %p = lm.dynamic_slice %wpe, %offset {axis = 0 : i64, size = 1 : i64, start = 0 : i64} : (tensor<64x32xf32>, tensor<i32>) -> tensor<1x32xf32>
+    ```
+  }];
+  let arguments = (ins LM_AnyTensor:$x, LM_IntScalar:$offset, I64Attr:$axis,
+                       I64Attr:$start, I64Attr:$size);
+  let results = (outs LM_AnyTensor:$result);
+  let assemblyFormat = "$x `,` $offset attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_CacheWriteOp : LM_DecodeOp<"cache_write",
+    [LM_ResultsMatchInferred, InferTypeOpAdaptor, LM_UpdatesStateInPlace]> {
+  let summary = "a key/value cache with rows replaced";
+  let description = [{
+    `cache: [B, W, D]`, `x: [B, C, D]`: the cache with rows
+    `offset ... offset + C - 1` replaced by `x` (an offset with
+    `offset + C > W` is a run-time error). In a plan the result is the cache's
+    own STATE buffer, updated in place. No VJP (inference only).
+
+    ```mlir
+    %k1 = lm.cache_write %kc, %k, %offset : (tensor<1x64x32xf32>, tensor<1x1x32xf32>, tensor<i32>) -> tensor<1x64x32xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$cache, LM_FloatTensor:$x, LM_IntScalar:$offset);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$cache `,` $x `,` $offset attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_CachedAttentionOp : LM_DecodeOp<"cached_attention", LM_InferredResultTypes> {
+  let summary = "causal attention of new queries over a key/value cache";
+  let description = [{
+    `q: [B, C, H*Dh]` holds the queries of positions `offset ... offset + C - 1`,
+    `k, v: [B, W, Hkv*Dh]` the keys and values of positions `0 ... W - 1`
+    (a cache); query `i` attends keys `0 ... offset + i`, as `lm.attention`
+    with `causal = true` does for the same positions. Heads and grouped-query
+    heads as in `lm.attention`; `offset + C > W` is a run-time error. No VJP
+    (inference only).
+
+    ```mlir
+    %y = lm.cached_attention %q, %kc, %vc, %offset {num_heads = 4 : i64} : (tensor<1x1x32xf32>, tensor<1x64x32xf32>, tensor<1x64x32xf32>, tensor<i32>) -> tensor<1x1x32xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v,
+                       LM_IntScalar:$offset, I64Attr:$num_heads,
+                       DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$q `,` $k `,` $v `,` $offset attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
 // Fusion (formed by -lm-fuse; each region becomes one generated kernel)
 //===----------------------------------------------------------------------===//
 

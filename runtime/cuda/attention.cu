@@ -19,11 +19,12 @@ namespace {
    head h reads key/value head h / (H / Hkv) (grouped-query attention). */
 struct AttnDims {
   int64_t B, T, C, H, Dh, Ck, Hkv;
+  int64_t Tk;  // keys per batch row: T, or the cache's W for cached_attention
   double scale;
   __host__ __device__ int64_t group() const { return H / Hkv; }
   /* Offsets of the first column of query head h and of its key/value head, batch b. */
   __host__ __device__ int64_t qBase(int64_t b, int64_t h) const { return b * T * C + h * Dh; }
-  __host__ __device__ int64_t kvBase(int64_t b, int64_t h) const { return b * T * Ck + (h / group()) * Dh; }
+  __host__ __device__ int64_t kvBase(int64_t b, int64_t h) const { return b * Tk * Ck + (h / group()) * Dh; }
 };
 
 /* Keys of the tile [k0, k0 + nk) that query i may see. */
@@ -63,8 +64,12 @@ template <int DMAX> struct Tile {
   static constexpr int kBwdQ = 32;                 // queries per tile in the backward
 };
 
+/* With `offset` (cached_attention, read on the device), query row i sits at position
+   *offset + i of a cache of Tk keys; an offset the cache cannot hold (which the
+   program boundary refuses) makes the rows NaN instead of reading out of bounds. */
 template <typename T, int DMAX>
-__global__ void attnForward(const T *q, const T *k, const T *v, T *y, T *lse, AttnDims d, bool causal) {
+__global__ void attnForward(const T *q, const T *k, const T *v, T *y, T *lse, AttnDims d, bool causal,
+                            const int32_t *offset = nullptr) {
   constexpr int BQ = Tile<DMAX>::kQ, BK = Tile<DMAX>::kK, LQ = DMAX + 1;
   extern __shared__ unsigned char smemRaw[];
   T *Qs = reinterpret_cast<T *>(smemRaw), *Ks = Qs + BQ * LQ, *Vs = Ks + BK * DMAX;
@@ -77,7 +82,9 @@ __global__ void attnForward(const T *q, const T *k, const T *v, T *y, T *lse, At
 #pragma unroll
   for (int e = 0; e < DMAX; ++e) o[e] = 0;
   T m = -INFINITY, l = 0;
-  const int64_t kEnd = causal ? min(d.T, q0 + BQ) : d.T;
+  const int64_t pos0 = offset ? (int64_t)*offset : 0;
+  const bool bad = pos0 < 0 || pos0 > d.Tk - d.T;
+  const int64_t kEnd = bad ? 0 : causal ? min(d.Tk, pos0 + q0 + BQ) : d.Tk;
   for (int64_t k0 = 0; k0 < kEnd; k0 += BK) {
     const int64_t nk = min((int64_t)BK, kEnd - k0);
     __syncthreads();
@@ -85,7 +92,7 @@ __global__ void attnForward(const T *q, const T *k, const T *v, T *y, T *lse, At
     loadRows(v + kvBase, k0, nk, nk, d, d.Ck, Vs, DMAX);
     __syncthreads();
     if (i >= d.T) continue;
-    const int64_t vis = visible(causal, i, k0, nk);
+    const int64_t vis = visible(causal, pos0 + i, k0, nk);
     for (int64_t j = 0; j < vis; ++j) {
       const T s = dot<T, DMAX>(Qs + threadIdx.x * LQ, Ks + j * DMAX, Dh) * scale;
       const T mNew = max(m, s), corr = lmc::exp(m - mNew), p = lmc::exp(s - mNew);
@@ -223,6 +230,7 @@ AttnDims dimsOf(const OpCall &call) {
   d.Hkv = call.attrs.getInt("num_kv_heads", 0);
   if (d.Hkv == 0) d.Hkv = d.H;
   d.Ck = call.in[1].shape()[2];
+  d.Tk = call.in[1].shape()[1];
   d.scale = 1.0 / std::sqrt((double)d.Dh);
   return d;
 }
@@ -255,11 +263,12 @@ template <typename F> void byHeadSize(int64_t Dh, F &&f) {
 }
 
 template <typename T, int DMAX>
-void forward(const OpCall &call, const AttnDims &d, bool causal, const T *q, const T *k, const T *v, T *y, T *lse) {
+void forward(const OpCall &call, const AttnDims &d, bool causal, const T *q, const T *k, const T *v, T *y, T *lse,
+             const int32_t *offset = nullptr) {
   using Tl = Tile<DMAX>;
   dim3 grid((unsigned)((d.T + Tl::kQ - 1) / Tl::kQ), (unsigned)(d.B * d.H));
   size_t smem = (Tl::kQ * (DMAX + 1) + 2 * Tl::kK * DMAX) * sizeof(T);
-  launch(attnForward<T, DMAX>, grid, Tl::kQ, smem, call.stream, q, k, v, y, lse, d, causal);
+  launch(attnForward<T, DMAX>, grid, Tl::kQ, smem, call.stream, q, k, v, y, lse, d, causal, offset);
 }
 
 void runAttention(const OpCall &call) {
@@ -272,6 +281,21 @@ void runAttention(const OpCall &call) {
     byHeadSize(d.Dh, [&](auto dm) {
       forward<T, decltype(dm)::value>(call, d, causal, call.in[0].as<T>(), call.in[1].as<T>(), call.in[2].as<T>(),
                                       call.out[0].as<T>(), (T *)nullptr);
+    });
+  });
+}
+
+/* cached_attention: q [B, C, H*Dh] at positions offset .. offset + C - 1 over the
+   cache k, v [B, W, Hkv*Dh]: the causal forward with the query positions shifted. */
+void runCachedAttention(const OpCall &call) {
+  AttnDims d = dimsOf(call);
+  if (call.out[0].numel() == 0) return;
+  if (d.B * d.H > 65535) fail("cached_attention: batch x heads %lld exceeds the CUDA grid", (long long)(d.B * d.H));
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    byHeadSize(d.Dh, [&](auto dm) {
+      forward<T, decltype(dm)::value>(call, d, true, call.in[0].as<T>(), call.in[1].as<T>(), call.in[2].as<T>(),
+                                      call.out[0].as<T>(), (T *)nullptr, call.in[3].as<int32_t>());
     });
   });
 }
@@ -319,6 +343,7 @@ void runAttentionGrad(const OpCall &call) {
 void addAttentionKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"attention", runAttention, noScratch});
   k.push_back({"attention_grad", runAttentionGrad, attentionGradScratch});
+  k.push_back({"cached_attention", runCachedAttention, noScratch});
 }
 
 }  // namespace lmrt::cuda::detail

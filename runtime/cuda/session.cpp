@@ -108,6 +108,7 @@ CudaSession::CudaSession(Session &host, const std::string &origin, const DeviceO
           CUDA_CHECK(cudaMemcpy(t.data, b.data().data(), b.data().size(), cudaMemcpyHostToDevice));
         constOff += alignUp(b.data().size());
         break;
+      case plan::Buffer::STATE: break;  // allocated by the first run that reads it (run())
       default: fail("plan '%s': program '%s', buffer %d has an unknown kind", origin_.c_str(), prog.name().c_str(), i);
       }
       p->buffers.push_back(t);
@@ -191,6 +192,19 @@ DevTensor CudaSession::input(const std::string &programName, const std::string &
 
 void CudaSession::run(const std::string &programName) {
   Program &p = program(programName);
+  // States (the decode caches) take memory only once a program that uses them
+  // runs: training never does. Zeroed, then kept between runs.
+  for (int i = 0; i < p.prog->buffers_size(); ++i) {
+    const plan::Buffer &b = p.prog->buffers(i);
+    if (b.kind() != plan::Buffer::STATE || p.buffers[i].data) continue;
+    auto it = states_.find(b.name());
+    if (it == states_.end()) {
+      DeviceBuffer d(std::max<size_t>(kAlign, (size_t)p.buffers[i].type.bytes()), "a decode cache");
+      CUDA_CHECK(cudaMemset(d.get(), 0, d.size()));
+      it = states_.emplace(b.name(), std::move(d)).first;
+    }
+    p.buffers[i].data = it->second.get();
+  }
   for (const Step &s : p.steps) {
     try {
       std::vector<DevTensor> in, out;

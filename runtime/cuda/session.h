@@ -81,6 +81,7 @@ private:
   DeviceBuffer arena_, params_, grads_, m_, v_, constants_, scratch_, norm_, chunks_;
   int64_t numChunks_ = 0;
   std::map<std::string, DeviceBuffer> inputs_;  // "program/input"
+  std::map<std::string, DeviceBuffer> states_;  // Plan.states by name (zeroed; the decode caches)
   std::map<std::string, std::unique_ptr<Program>> programs_;
   bool syncEveryStep_ = false;  // LMRT_CUDA_SYNC=1
 };

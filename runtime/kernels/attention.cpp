@@ -80,22 +80,24 @@ inline int64_t visibleKeys(bool causal, int64_t query, int64_t k0, int64_t nk) {
 
 /* Softmax attention of queries q0 .. q0+nq-1 of one head (q, k, v point at the head's
    first column, row strides C for q, Ck for k and v): writes the rows of y (stride ldy) and, when lse is not
-   null, each row's logsumexp of the scaled scores. */
+   null, each row's logsumexp of the scaled scores. Query row r sits at position pos0 + r
+   (pos0 > 0: new queries over a key/value cache, cached_attention), which the causal
+   mask compares with the key index. */
 template <typename T>
 LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, int64_t q0,
-                                   int64_t nq, T *y, int64_t ldy, T *lse, FwdScratch<T> &w) {
+                                   int64_t nq, T *y, int64_t ldy, T *lse, FwdScratch<T> &w, int64_t pos0 = 0) {
   const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
   const int64_t Dh = d.Dh, C = d.C, Ck = d.Ck;
   T *S = w.s.data(), *O = w.o.data(), *m = w.m.data(), *l = w.l.data();
   for (int64_t i = 0; i < nq; ++i) m[i] = -INFINITY, l[i] = 0;
   std::fill(O, O + nq * Dh, (T)0);
-  const int64_t kEnd = causal ? q0 + nq : d.T;
+  const int64_t kEnd = causal ? pos0 + q0 + nq : d.T;
   for (int64_t k0 = 0; k0 < kEnd; k0 += kBlock) {
     const int64_t nk = std::min(kBlock, kEnd - k0);
     gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * Ck, Ck, (T)0, S, nk);
     for (int64_t i = 0; i < nq; ++i) {
       T *row = S + i * nk, *oi = O + i * Dh;
-      const int64_t vis = visibleKeys(causal, q0 + i, k0, nk);
+      const int64_t vis = visibleKeys(causal, pos0 + q0 + i, k0, nk);
       T mx = -INFINITY;
       // A select, not std::max: GCC left the std::max form scalar in the AVX-512 clone
       // (a chain of dependent vmaxss, 60 % of the forward's time). NaN keeps mx either way.
@@ -265,9 +267,66 @@ void runAttentionGrad(const KernelCall &call) {
   dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionGradT<decltype(t)>(call); });
 }
 
+// ----------------------------------------------------------------------------
+// cached_attention: (q [B, C, H*Dh], k, v [B, W, Hkv*Dh], offset i32[]) -> y [B, C, H*Dh]
+
+std::string checkCachedAttention(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                 const Attrs &attrs) {
+  return guardCheck("cached_attention", in, out, 4, 1, [&]() -> std::string {
+    const char *op = "cached_attention";
+    LMRT_CHECK(expectFloat(op, "q", in[0]));
+    LMRT_CHECK(expectSameDType(op, "k", in[1], "q", in[0]));
+    LMRT_CHECK(expectSameDType(op, "v", in[2], "q", in[0]));
+    LMRT_CHECK(expectI32(op, "offset", in[3]));
+    std::string err;
+    auto s = shapes::cachedAttention(in[0].shape, in[1].shape, in[2].shape, in[3].shape, attrs.getInt("num_heads"),
+                                     err, attrs.getInt("num_kv_heads", 0));
+    if (!s) return err;
+    return expectType(op, "out", out[0], in[0].dtype, *s);
+  });
+}
+
+/* The forward sweep of attention with the queries at positions offset ... offset + C - 1
+   and the keys 0 ... W - 1 of the cache: query i sees keys 0 ... offset + i, as row
+   offset + i of causal attention does. */
+template <typename T> void cachedAttentionT(const KernelCall &call) {
+  const Shape &qs = call.in[0].shape(), &ks = call.in[1].shape();
+  const int64_t h = call.attrs.getInt("num_heads"), hkvAttr = call.attrs.getInt("num_kv_heads", 0);
+  const int64_t B = qs[0], Cq = qs[1], C = qs[2], W = ks[1], Ck = ks[2], hkv = hkvAttr == 0 ? h : hkvAttr;
+  const int64_t offset = call.in[3].as<int32_t>()[0];
+  if (offset < 0 || offset > W - Cq)
+    fail("cached_attention: offset %lld with %lld new positions leaves the cache of %lld positions "
+         "(it must be in [0, %lld])", (long long)offset, (long long)Cq, (long long)W, (long long)(W - Cq));
+  Dims3 d{B, W, C, h, C / h, Ck, hkv};
+  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>();
+  T *y = call.out[0].as<T>();
+  if (call.out[0].numel() == 0) return;
+  singleThreadedBlas();
+  const int64_t qBlocks = (Cq + kBlock - 1) / kBlock, items = B * h * qBlocks;
+  bool par = items > 1 && B * h * Cq * (offset + Cq) * d.Dh >= kParallelWork;
+#pragma omp parallel if (par)
+  {
+    FwdScratch<T> w(d.Dh);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t item = 0; item < items; ++item) {
+      int64_t bh = item / qBlocks, qb = item % qBlocks;
+      int64_t b = bh / h, hh = bh % h;
+      int64_t base = b * Cq * C + hh * d.Dh, kvBase = b * W * Ck + (hh / d.group()) * d.Dh;
+      int64_t q0 = qb * kBlock;
+      forwardBlock(d, true, q + base, k + kvBase, v + kvBase, q0, std::min(kBlock, Cq - q0), y + base, C,
+                   (T *)nullptr, w, offset);
+    }
+  }
+}
+
+void runCachedAttention(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { cachedAttentionT<decltype(t)>(call); });
+}
+
 }  // namespace
 
 void addAttentionKernels(std::vector<KernelDef> &k) {
+  k.push_back({"cached_attention", 4, 1, checkCachedAttention, runCachedAttention});
   k.push_back({"attention", 3, 1, checkAttention, runAttention});
   k.push_back({"attention_grad", 4, 3, checkAttentionGrad, runAttentionGrad});
 }

@@ -96,5 +96,6 @@ void addSoftmaxKernels(std::vector<KernelDef> &k);
 void addEmbeddingKernels(std::vector<KernelDef> &k);
 void addShapeKernels(std::vector<KernelDef> &k);
 void addSampleKernels(std::vector<KernelDef> &k);
+void addDecodeKernels(std::vector<KernelDef> &k);
 
 }  // namespace lmrt::kernels::detail

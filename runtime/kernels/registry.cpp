@@ -68,6 +68,7 @@ const std::vector<KernelDef> &allKernels() {
     detail::addEmbeddingKernels(k);
     detail::addShapeKernels(k);
     detail::addSampleKernels(k);
+    detail::addDecodeKernels(k);
     return k;
   }();
   return table;

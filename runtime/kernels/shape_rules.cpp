@@ -159,6 +159,61 @@ std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64
   return q;
 }
 
+namespace {
+std::optional<Dims> offsetScalar(const char *op, const Dims &offset, std::string &err) {
+  if (!offset.empty())
+    return bad(err, std::string(op) + ": offset " + S(offset) + " must be a scalar (the position offset)");
+  return Dims{};
+}
+}  // namespace
+
+std::optional<Dims> dynamicSlice(const Dims &x, const Dims &offset, int64_t axis, int64_t start, int64_t size,
+                                 std::string &err) {
+  if (!dimsOk(err, "dynamic_slice", {{"x", &x}})) return std::nullopt;
+  if (!offsetScalar("dynamic_slice", offset, err)) return std::nullopt;
+  if (axis < 0 || axis >= (int64_t)x.size())
+    return bad(err, "dynamic_slice: axis = " + I(axis) + " is not a dimension of x " + S(x));
+  if (start < 0 || size < 1 || start > x[axis] || size > x[axis] - start)
+    return bad(err, "dynamic_slice: start = " + I(start) + " and size = " + I(size) + " must satisfy 0 <= start, " +
+                        "1 <= size and start + size <= " + I(x[axis]) + " (dimension " + I(axis) + " of x " + S(x) +
+                        ")");
+  Dims r = x;
+  r[axis] = size;
+  return r;
+}
+
+std::optional<Dims> cacheWrite(const Dims &cache, const Dims &x, const Dims &offset, std::string &err) {
+  if (!dimsOk(err, "cache_write", {{"cache", &cache}, {"x", &x}})) return std::nullopt;
+  if (!offsetScalar("cache_write", offset, err)) return std::nullopt;
+  if (cache.size() != 3) return bad(err, "cache_write: cache " + S(cache) + " must have rank 3 [B, W, D]");
+  if (x.size() != 3 || x[0] != cache[0] || x[2] != cache[2] || x[1] > cache[1])
+    return bad(err, "cache_write: x " + S(x) + " must be [" + I(cache[0]) + ", C <= " + I(cache[1]) + ", " +
+                        I(cache[2]) + "] to fit the cache " + S(cache));
+  return cache;
+}
+
+std::optional<Dims> cachedAttention(const Dims &q, const Dims &k, const Dims &v, const Dims &offset,
+                                    int64_t numHeads, std::string &err, int64_t numKvHeads) {
+  if (!dimsOk(err, "cached_attention", {{"q", &q}, {"k", &k}, {"v", &v}})) return std::nullopt;
+  if (!offsetScalar("cached_attention", offset, err)) return std::nullopt;
+  if (q.size() != 3) return bad(err, "cached_attention: q " + S(q) + " must have rank 3 [B, C, H*Dh]");
+  if (numHeads < 1) return bad(err, "cached_attention: num_heads = " + I(numHeads) + " must be >= 1");
+  if (q[2] % numHeads != 0)
+    return bad(err, "cached_attention: last dim of q " + S(q) + " (" + I(q[2]) +
+                        ") is not divisible by num_heads = " + I(numHeads));
+  if (numKvHeads < 0) return bad(err, "cached_attention: num_kv_heads = " + I(numKvHeads) + " must be >= 0");
+  int64_t kvHeads = numKvHeads == 0 ? numHeads : numKvHeads;
+  if (numHeads % kvHeads != 0)
+    return bad(err, "cached_attention: num_kv_heads = " + I(kvHeads) + " does not divide num_heads = " +
+                        I(numHeads));
+  const int64_t width = q[2] / numHeads * kvHeads;
+  if (k.size() != 3 || k[0] != q[0] || k[1] < q[1] || k[2] != width)
+    return bad(err, "cached_attention: the cache k " + S(k) + " must be [" + I(q[0]) + ", W >= " + I(q[1]) + ", " +
+                        I(width) + "] (" + I(kvHeads) + " key/value heads of q " + S(q) + ")");
+  if (v != k) return bad(err, "cached_attention: v " + S(v) + " must have the shape of k " + S(k));
+  return q;
+}
+
 std::optional<Dims> rmsNorm(const Dims &x, const Dims &gamma, std::string &err) {
   if (!dimsOk(err, "rms_norm", {{"x", &x}, {"gamma", &gamma}})) return std::nullopt;
   if (x.empty()) return bad(err, "rms_norm: x " + S(x) + " must have rank >= 1");

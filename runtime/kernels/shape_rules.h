@@ -42,6 +42,16 @@ std::optional<Dims> transpose(const Dims &x, const Dims &permutation, std::strin
 std::optional<Dims> reshape(const Dims &x, const Dims &to, std::string &err);
 std::optional<Dims> slice(const Dims &x, const Dims &start, const Dims &limit, const Dims &stride,
                           std::string &err);
+/* Incremental decoding (docs/runtime.md). dynamic_slice: x with dim `axis` set
+   to `size` (offset is i32[], checked at run time); `start` >= 0 and
+   start + size <= the dim. */
+std::optional<Dims> dynamicSlice(const Dims &x, const Dims &offset, int64_t axis, int64_t start, int64_t size,
+                                 std::string &err);
+/* cache_write: cache [B, W, D] and x [B, C, D] with C <= W; returns the cache's shape. */
+std::optional<Dims> cacheWrite(const Dims &cache, const Dims &x, const Dims &offset, std::string &err);
+/* cached_attention: q [B, C, H*Dh] over k, v [B, W, Hkv*Dh] (C <= W); returns q's shape. */
+std::optional<Dims> cachedAttention(const Dims &q, const Dims &k, const Dims &v, const Dims &offset,
+                                    int64_t numHeads, std::string &err, int64_t numKvHeads = 0);
 /* "" when layer_norm's epsilon, which sits under a square root next to a
    variance that may be 0, is finite and > 0; else "layer_norm: epsilon must be
    finite and > 0, got <eps>" (`op` names layer_norm or layer_norm_grad). The one

@@ -73,9 +73,10 @@ plan::Plan decodePlan(const std::string &bytes, const std::string &origin) {
     planError(origin, "truncated: the header needs " + std::to_string(kPlanHeaderBytes) +
                           " bytes, file has " + std::to_string(bytes.size()));
   uint32_t version = getLE<uint32_t>(bytes, 8);
-  if (version != kPlanFormatVersion)
+  if (version < kOldestPlanFormatVersion || version > kPlanFormatVersion)
     planError(origin, "unsupported plan format version " + std::to_string(version) +
-                          " (this lmrt reads version " + std::to_string(kPlanFormatVersion) +
+                          " (this lmrt reads versions " + std::to_string(kOldestPlanFormatVersion) + " to " +
+                          std::to_string(kPlanFormatVersion) +
                           "; recompile the model with a matching lmc)");
   uint64_t declared = getLE<uint64_t>(bytes, 12);
   uint64_t available = bytes.size() - kPlanHeaderBytes;

@@ -14,8 +14,11 @@
 namespace lmrt {
 
 constexpr char kPlanMagic[8] = {'L', 'M', 'C', 'P', 'L', 'A', 'N', '\0'};
-/* Bump when plan.proto changes in a way old readers cannot handle. */
-constexpr uint32_t kPlanFormatVersion = 2;
+/* Bump when plan.proto changes in a way old readers cannot handle (3 added STATE
+   buffers and the prefill/decode programs). Plans from kOldestPlanFormatVersion on
+   are read too: a version-2 plan is a version-3 plan without them. */
+constexpr uint32_t kPlanFormatVersion = 3;
+constexpr uint32_t kOldestPlanFormatVersion = 2;
 /* magic + version + payload length, and the trailing checksum. */
 constexpr size_t kPlanHeaderBytes = 8 + 4 + 8;
 constexpr size_t kPlanTrailerBytes = 8;

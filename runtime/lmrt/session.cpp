@@ -14,6 +14,7 @@
 #include "runtime/lmrt/plan_file.h"
 #include "runtime/lmrt/plan_types.h"
 #include "runtime/lmrt/validate.h"
+#include "runtime/plan/contract.h"
 #include "runtime/plan/op_table.h"
 
 namespace lmrt {
@@ -37,6 +38,7 @@ struct ExecProgram {
   const plan::Program *prog = nullptr;
   std::vector<TensorType> types;      // per buffer
   std::vector<int> param;             // per buffer: index into params_ (PARAM/GRAD), else -1
+  std::vector<int> state;             // per buffer: index into Impl::states (STATE), else -1
   std::vector<std::vector<double>> constants;  // per buffer: aligned copy of CONSTANT data
   std::vector<ExecStep> steps;
 };
@@ -53,6 +55,12 @@ struct Session::Impl {
   int64_t arenaBytes = 0;
   std::map<std::string, ExecProgram> programs;
   std::map<std::string, size_t> paramIndex;
+  // Plan.states (the prefill/decode caches): allocated, zeroed, by the first run
+  // of a program that uses them (training never does), then kept between runs;
+  // doubles, so f64 states are aligned.
+  std::vector<std::vector<double>> states;
+  std::vector<size_t> stateWords;
+  std::map<std::string, int> stateIndex;
   std::string lastRun;  // outputs in the arena belong to this program's last run
   std::unique_ptr<KernelLibrary> generated;
 
@@ -96,6 +104,12 @@ std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &o
     s->params_.push_back(std::move(st));
   }
 
+  for (const plan::State &st : s->plan_.states()) {
+    impl.stateIndex[st.name()] = (int)impl.states.size();
+    impl.states.emplace_back();
+    impl.stateWords.push_back((size_t)(typeBytes(st.type()) + 7) / 8);
+  }
+
   for (const plan::Program &prog : s->plan_.programs()) {
     ExecProgram &ep = impl.programs[prog.name()];
     ep.prog = &prog;
@@ -103,12 +117,14 @@ std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &o
     int n = prog.buffers_size();
     ep.types.resize(n);
     ep.param.assign(n, -1);
+    ep.state.assign(n, -1);
     ep.constants.resize(n);
     for (int i = 0; i < n; ++i) {
       const plan::Buffer &b = prog.buffers(i);
       ep.types[i] = toTensorType(b.type());
       if (b.kind() == plan::Buffer::PARAM || b.kind() == plan::Buffer::GRAD)
         ep.param[i] = (int)impl.paramIndex.at(b.name());
+      if (b.kind() == plan::Buffer::STATE) ep.state[i] = impl.stateIndex.at(b.name());
       if (b.kind() == plan::Buffer::CONSTANT) {
         // Protobuf bytes have no alignment guarantee; kernels read f64 from here.
         ep.constants[i].resize((b.data().size() + 7) / 8);
@@ -168,6 +184,9 @@ void checkIds(const std::string &where, const plan::Input &decl, const TensorRef
   for (int64_t i = 0, n = t.numel(); i < n; ++i) {
     if (ids[i] >= 0 && ids[i] < decl.vocab()) continue;
     if (decl.has_ignore_index() && ids[i] == decl.ignore_index()) continue;  // labels: no loss here
+    if (t.shape().empty())  // a bounded scalar: the decode programs' position offset
+      fail("%s, input '%s': %d is outside [0, %lld)", where.c_str(), decl.name().c_str(), ids[i],
+           (long long)decl.vocab());
     Shape pos(t.shape().size());
     int64_t rest = i;
     for (size_t d = pos.size(); d-- > 0;) {
@@ -209,6 +228,9 @@ void Session::run(const std::string &program, const std::map<std::string, Tensor
     }
 
   impl.lastRun.clear();  // a failed run leaves no valid outputs
+  for (int id = 0; id < prog.buffers_size(); ++id)
+    if (ep.state[id] >= 0 && impl.states[ep.state[id]].empty())
+      impl.states[ep.state[id]].assign(impl.stateWords[ep.state[id]], 0.0);
   auto ref = [&](int id) -> TensorRef {
     const plan::Buffer &b = prog.buffers(id);
     const TensorType &type = ep.types[id];
@@ -219,6 +241,7 @@ void Session::run(const std::string &program, const std::map<std::string, Tensor
     case plan::Buffer::INPUT: return TensorRef{bound.at(b.name())->data, type};
     case plan::Buffer::CONSTANT:
       return TensorRef{const_cast<double *>(ep.constants[id].data()), type};
+    case plan::Buffer::STATE: return TensorRef{impl.states[ep.state[id]].data(), type};
     default: impl.error("buffer " + std::to_string(id) + " has an unknown kind");
     }
   };

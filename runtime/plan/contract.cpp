@@ -56,6 +56,7 @@ const char *bufferKindName(plan::Buffer::Kind k) {
   case plan::Buffer::GRAD: return "GRAD";
   case plan::Buffer::INPUT: return "INPUT";
   case plan::Buffer::CONSTANT: return "CONSTANT";
+  case plan::Buffer::STATE: return "STATE";
   default: return "invalid";
   }
 }
@@ -226,17 +227,24 @@ public:
 
   void run() {
     checkParams();
+    checkStates();
     checkKernels();
     checkDeclaredInputs("plan", plan_.inputs());
     std::set<std::string> seen;
     for (const plan::Program &prog : plan_.programs()) {
-      if (prog.name() != "train_step" && prog.name() != "eval" && prog.name() != "forward")
-        error("unknown program '" + prog.name() + "' (expected train_step, eval or forward)");
+      if (prog.name() != "train_step" && prog.name() != "eval" && prog.name() != "forward" &&
+          !isInference(prog.name()))
+        error("unknown program '" + prog.name() + "' (expected train_step, eval, forward, prefill or decode)");
       if (!seen.insert(prog.name()).second) error("program '" + prog.name() + "' appears twice");
       checkProgram(prog);
     }
     for (const char *required : {"train_step", "eval"})
       if (!seen.count(required)) error(std::string("has no '") + required + "' program");
+    if (seen.count("prefill") != seen.count("decode"))
+      error(std::string("has a '") + (seen.count("prefill") ? "prefill" : "decode") + "' program but no '" +
+            (seen.count("prefill") ? "decode" : "prefill") + "' (incremental decoding needs both)");
+    if (plan_.states_size() > 0 && !seen.count("prefill"))
+      error("declares states but has no prefill and decode programs to use them");
     checkTrain();
     checkData();
     if (plan_.flops_per_step() < 0) error("negative flops_per_step");
@@ -247,6 +255,10 @@ private:
   const plan::Plan &plan_;
   const StepCheck &stepCheck_;
   std::map<std::string, const plan::Param *> params_;
+  std::map<std::string, const plan::State *> states_;
+
+  /* The programs of incremental decoding, which alone read and write STATE buffers. */
+  static bool isInference(const std::string &program) { return program == "prefill" || program == "decode"; }
 
   [[noreturn]] void error(const std::string &msg) const { throw Broken{msg}; }
 
@@ -269,6 +281,20 @@ private:
     if (plan_.param_count() != count)
       error("param_count says " + std::to_string(plan_.param_count()) +
             " but the parameters hold " + std::to_string(count) + " elements");
+  }
+
+  /* States are float [1, W, D] tensors (key/value caches) with unique names. */
+  void checkStates() {
+    for (int i = 0; i < plan_.states_size(); ++i) {
+      const plan::State &st = plan_.states(i);
+      std::string where = "state " + std::to_string(i) + " '" + st.name() + "': ";
+      if (st.name().empty()) error("state " + std::to_string(i) + " has an empty name");
+      if (!states_.emplace(st.name(), &st).second) error(where + "declared twice");
+      std::string bad = checkPlanType(st.type());
+      if (!bad.empty()) error(where + bad);
+      if (st.type().dtype() == plan::I32 || st.type().shape_size() != 3 || st.type().shape(0) != 1)
+        error(where + "is " + planTypeStr(st.type()) + "; a state is a float [1, window, dim] cache");
+    }
   }
 
   template <typename Inputs> void checkDeclaredInputs(const std::string &owner, const Inputs &ins) {
@@ -347,6 +373,9 @@ private:
     std::map<std::string, int> gradBuffers;
     for (int i = 0; i < n; ++i)
       checkBuffer(prog, i, inputs, ranges[i], gradBuffers);
+    // The interface of an inference program before its steps: a wrong window
+    // is reported as such, not as the first step it breaks.
+    if (isInference(prog.name())) checkInferenceInputs(prog);
 
     // Dataflow: PARAM, INPUT and CONSTANT buffers hold values from the start;
     // ARENA and GRAD buffers only once a step writes them, and an ARENA value dies
@@ -354,7 +383,8 @@ private:
     std::vector<bool> live(n, false);
     for (int i = 0; i < n; ++i) {
       auto k = prog.buffers(i).kind();
-      live[i] = k == plan::Buffer::PARAM || k == plan::Buffer::INPUT || k == plan::Buffer::CONSTANT;
+      live[i] = k == plan::Buffer::PARAM || k == plan::Buffer::INPUT || k == plan::Buffer::CONSTANT ||
+                k == plan::Buffer::STATE;  // a state holds the previous run's value (zeros at load)
     }
     ArenaOwners owners;
     std::vector<std::vector<int>> views(n);  // the views of each buffer (checked above: never of a view)
@@ -443,6 +473,14 @@ private:
       if (declared != t) error(where + "type " + t + " differs from the declared input " + declared);
       return;
     }
+    case plan::Buffer::STATE: {
+      auto it = states_.find(b.name());
+      if (it == states_.end()) error(where + "no state named '" + b.name() + "'");
+      if (!isInference(prog.name())) error(where + "only the prefill and decode programs use states");
+      const plan::TensorType &st = it->second->type();
+      if (planTypeStr(st) != t) error(where + "type " + t + " differs from the state's " + planTypeStr(st));
+      return;
+    }
     case plan::Buffer::CONSTANT:
       if ((int64_t)b.data().size() != b.size_bytes())
         error(where + "holds " + std::to_string(b.data().size()) + " data bytes, " + t + " needs " +
@@ -493,9 +531,13 @@ private:
       int id = step.outputs(k);
       checkId(id, "output", k);
       auto kind = prog.buffers(id).kind();
-      if (kind != plan::Buffer::ARENA && kind != plan::Buffer::GRAD)
+      if (kind == plan::Buffer::STATE && !inPlaceUpdate(step, info, k))
+        error(where + "output " + std::to_string(k) + " writes STATE buffer " + std::to_string(id) +
+              "; only an op that updates state in place (cache_write) writes one, as its output 0, the "
+              "buffer it reads as input 0");
+      if (kind != plan::Buffer::ARENA && kind != plan::Buffer::GRAD && kind != plan::Buffer::STATE)
         error(where + "output " + std::to_string(k) + " writes buffer " + std::to_string(id) +
-              ", a " + bufferKindName(kind) + " buffer (steps write only ARENA and GRAD buffers)");
+              ", a " + bufferKindName(kind) + " buffer (steps write only ARENA, GRAD and STATE buffers)");
       if (prog.buffers(id).has_view_of())
         error(where + "output " + std::to_string(k) + " writes buffer " + std::to_string(id) + ", a view of buffer " +
               std::to_string(prog.buffers(id).view_of()) + " (views are never written)");
@@ -514,7 +556,8 @@ private:
           error(where + "output buffer " + std::to_string(o) + " overlaps " + role + " buffer " +
                 std::to_string(other) + " in the arena (kernels do not run in place)");
       };
-      for (int id : step.inputs()) clash(id, "input");
+      for (int i = 0; i < step.inputs_size(); ++i)
+        if (!(i == 0 && inPlaceUpdate(step, info, k))) clash(step.inputs(i), "input");
       for (int j = 0; j < k; ++j) clash(step.outputs(j), "output");
     }
     if (fused) {
@@ -536,6 +579,13 @@ private:
       live[o] = true;
       for (int v : views[o]) live[v] = true;
     }
+  }
+
+  /* Output k of `step` is the in-place update of a state: an op marked
+     updatesState in the op table, output 0 being the STATE buffer that is input 0. */
+  static bool inPlaceUpdate(const plan::Step &step, const ops::OpInfo *info, int k) {
+    return info && info->updatesState && k == 0 && step.inputs_size() > 0 && step.outputs_size() > 0 &&
+           step.inputs(0) == step.outputs(0);
   }
 
   // --- generated kernels ---------------------------------------------------------
@@ -669,6 +719,10 @@ private:
       requireOutput(prog, "logits", false);
       return;
     }
+    if (isInference(prog.name())) {
+      requireOutput(prog, "logits", false);
+      return;
+    }
     requireOutput(prog, "loss", true);
     std::string where = "program '" + prog.name() + "'";
     for (const plan::Output &o : prog.outputs()) {
@@ -694,6 +748,47 @@ private:
           error(where + " has no output 'grad:" + p.name() + "' (every parameter needs its gradient)");
   }
 
+  /* prefill reads tokens i32[1, W] (W: the window, the states' second dim) and
+     decode i32[1, 1]; both an i32[] offset whose bound (Input.vocab) admits
+     exactly the offsets at which their tokens fit the window, W - T + 1. */
+  void checkInferenceInputs(const plan::Program &prog) {
+    std::string where = "program '" + prog.name() + "'";
+    const plan::Input *tokens = nullptr, *offset = nullptr;
+    for (const plan::Input &in : prog.inputs()) {
+      if (in.name() == "tokens") tokens = &in;
+      else if (in.name() == "offset") offset = &in;
+      else error(where + " reads input '" + in.name() + "'; it reads only 'tokens' and 'offset'");
+    }
+    if (!tokens || !offset) error(where + " must read the inputs 'tokens' and 'offset'");
+    const plan::TensorType &tt = tokens->type();
+    if (tt.dtype() != plan::I32 || tt.shape_size() != 2 || tt.shape(0) != 1 || tt.shape(1) < 1 ||
+        (prog.name() == "decode" && tt.shape(1) != 1))
+      error(where + ", input 'tokens': is " + planTypeStr(tt) + ", expected i32[1, " +
+            (prog.name() == "decode" ? "1" : "window") + "]");
+    if (offset->type().dtype() != plan::I32 || offset->type().shape_size() != 0)
+      error(where + ", input 'offset': is " + planTypeStr(offset->type()) + ", expected i32[] (a scalar)");
+    const int64_t window = inferenceWindow();
+    const int64_t bound = window - tt.shape(1) + 1;
+    if (offset->vocab() != bound)
+      error(where + ", input 'offset': its bound is " + std::to_string(offset->vocab()) + ", expected " +
+            std::to_string(bound) + " (offsets 0 to window " + std::to_string(window) + " - " +
+            std::to_string(tt.shape(1)) + " tokens)");
+    for (const plan::State &st : plan_.states())
+      if (st.type().shape(1) != window)
+        error("state '" + st.name() + "' is " + planTypeStr(st.type()) + ", expected a window of " +
+              std::to_string(window) + " positions (the prefill program's tokens)");
+  }
+
+  /* The window of the inference programs: the tokens prefill reads, i32[1, W]. */
+  int64_t inferenceWindow() {
+    for (const plan::Program &p : plan_.programs())
+      if (p.name() == "prefill")
+        for (const plan::Input &in : p.inputs())
+          if (in.name() == "tokens" && in.type().shape_size() == 2 && in.type().shape(1) >= 1)
+            return in.type().shape(1);
+    error("program 'prefill' must read the input 'tokens' i32[1, window] (its window)");
+  }
+
   // --- training and data configuration (bounds below, shared with lmc) -------
 
   void checkTrain() {
@@ -711,7 +806,7 @@ private:
       // Other transforms feed train_step and eval each of the named inputs
       // they read; the forward program (sampling) is causal-only and unchecked.
       for (const plan::Program &prog : plan_.programs()) {
-        if (prog.name() == "forward") continue;
+        if (prog.name() == "forward" || isInference(prog.name())) continue;
         std::string where = "data config (" + d.transform() + "): program '" + prog.name() + "' ";
         if (prog.inputs_size() == 0) error(where + "reads no input");
         for (const plan::Input &in : prog.inputs()) {
@@ -726,6 +821,15 @@ private:
     // token ids per row; forward (sampling) takes the ids themselves.
     for (const plan::Program &prog : plan_.programs()) {
       std::string where = "data config (causal): program '" + prog.name() + "' ";
+      if (isInference(prog.name())) {  // tokens [1, T <= seq] and the offset (checkInference)
+        for (const plan::Input &in : prog.inputs())
+          if (in.name() == "tokens" && (in.type().shape_size() != 2 || in.type().shape(1) > d.seq() ||
+                                        !tokenVocabFits(in, d)))
+            error(where + "input 'tokens' is " + planTypeStr(in.type()) + " accepting ids below " +
+                  std::to_string(in.vocab()) + "; expected i32[1, T <= " + std::to_string(d.seq()) +
+                  "] accepting the data vocab " + std::to_string(d.vocab()));
+        continue;
+      }
       if (prog.inputs_size() != 1)
         error(where + "must read exactly one token input, it declares " +
               std::to_string(prog.inputs_size()));

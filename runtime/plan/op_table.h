@@ -32,6 +32,9 @@ struct OpInfo {
   int numOutputs;
   const AttrInfo *attrs;  // numAttrs entries (nullptr when none)
   int numAttrs;
+  /* The op updates a STATE buffer in place (LM_UpdatesStateInPlace in the ODS):
+     its output 0 may be the STATE buffer it reads as input 0 (docs/plan-format.md). */
+  bool updatesState = false;
 
   /* nullptr when the op has no attribute of that name. */
   const AttrInfo *findAttr(std::string_view attr) const;

@@ -604,3 +604,39 @@ func.func @to_float_shape(%x: tensor<2x4xi32>) {
   %0 = lm.to_float %x : (tensor<2x4xi32>) -> tensor<8xf32>
   return
 }
+
+// -----
+
+// Tests that a dynamic slice must fit its dimension.
+func.func @dynamic_slice_size(%x: tensor<8x4xf32>, %off: tensor<i32>) {
+  // expected-error @below {{'lm.dynamic_slice' op start = 6 and size = 3 must satisfy 0 <= start, 1 <= size and start + size <= 8 (dimension 0 of x [8, 4])}}
+  %0 = lm.dynamic_slice %x, %off {axis = 0 : i64, size = 3 : i64, start = 6 : i64} : (tensor<8x4xf32>, tensor<i32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+// Tests that the position offset is a scalar.
+func.func @dynamic_slice_offset(%x: tensor<8x4xf32>, %off: tensor<1xi32>) {
+  // expected-error @below {{'lm.dynamic_slice' op operand #1 must be 0-d i32 tensor}}
+  %0 = lm.dynamic_slice %x, %off {axis = 0 : i64, size = 1 : i64, start = 0 : i64} : (tensor<8x4xf32>, tensor<1xi32>) -> tensor<1x4xf32>
+  return
+}
+
+// -----
+
+// Tests that new cache rows must match the cache's batch and width.
+func.func @cache_write_width(%c: tensor<1x8x4xf32>, %x: tensor<1x1x2xf32>, %off: tensor<i32>) {
+  // expected-error @below {{'lm.cache_write' op x [1, 1, 2] must be [1, C <= 8, 4] to fit the cache [1, 8, 4]}}
+  %0 = lm.cache_write %c, %x, %off : (tensor<1x8x4xf32>, tensor<1x1x2xf32>, tensor<i32>) -> tensor<1x8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that cached attention checks the heads of its queries against the cache.
+func.func @cached_attention_heads(%q: tensor<1x1x32xf32>, %c: tensor<1x8x24xf32>, %off: tensor<i32>) {
+  // expected-error @below {{'lm.cached_attention' op the cache k [1, 8, 24] must be [1, W >= 1, 16] (2 key/value heads of q [1, 1, 32])}}
+  %0 = lm.cached_attention %q, %c, %c, %off {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<1x1x32xf32>, tensor<1x8x24xf32>, tensor<1x8x24xf32>, tensor<i32>) -> tensor<1x1x32xf32>
+  return
+}

@@ -212,3 +212,15 @@ func.func @electra_ops(%x: tensor<2x4x8xf32>, %bits: tensor<2x4xi32>) -> (tensor
   %3 = lm.to_float %2 : (tensor<2x4xi32>) -> tensor<2x4xf32>
   return %0, %1, %2, %3 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>
 }
+
+// CHECK-LABEL: func.func @decode_ops
+func.func @decode_ops(%wpe: tensor<64x32xf32>, %off: tensor<i32>, %q: tensor<1x1x32xf32>, %kc: tensor<1x64x16xf32>) -> (tensor<1x32xf32>, tensor<1x64x16xf32>, tensor<1x1x32xf32>) {
+  // CHECK: lm.dynamic_slice %{{.*}}, %{{.*}} {axis = 0 : i64, size = 1 : i64, start = 0 : i64} : (tensor<64x32xf32>, tensor<i32>) -> tensor<1x32xf32>
+  %0 = lm.dynamic_slice %wpe, %off {axis = 0 : i64, size = 1 : i64, start = 0 : i64} : (tensor<64x32xf32>, tensor<i32>) -> tensor<1x32xf32>
+  %k = lm.slice %q {limit = array<i64: 1, 1, 16>, start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : (tensor<1x1x32xf32>) -> tensor<1x1x16xf32>
+  // CHECK: lm.cache_write %{{.*}}, %{{.*}}, %{{.*}} : (tensor<1x64x16xf32>, tensor<1x1x16xf32>, tensor<i32>) -> tensor<1x64x16xf32>
+  %1 = lm.cache_write %kc, %k, %off : (tensor<1x64x16xf32>, tensor<1x1x16xf32>, tensor<i32>) -> tensor<1x64x16xf32>
+  // CHECK: lm.cached_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<1x1x32xf32>, tensor<1x64x16xf32>, tensor<1x64x16xf32>, tensor<i32>) -> tensor<1x1x32xf32>
+  %2 = lm.cached_attention %q, %1, %1, %off {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<1x1x32xf32>, tensor<1x64x16xf32>, tensor<1x64x16xf32>, tensor<i32>) -> tensor<1x1x32xf32>
+  return %0, %1, %2 : tensor<1x32xf32>, tensor<1x64x16xf32>, tensor<1x1x32xf32>
+}

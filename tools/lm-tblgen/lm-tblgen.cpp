@@ -144,8 +144,13 @@ bool emitOpTable(const RecordKeeper &records, llvm::raw_ostream &os) {
                       row.defaultBool ? "true" : "false");
       os << "};\n";
     }
-    tableOs << formatv("    {{\"{0}\", {1}, {2}, {3}, {4}},\n", name, op.getNumOperands(), op.getNumResults(), attrs,
-                       rows.size());
+    // LM_UpdatesStateInPlace: the step's output may be the STATE buffer it reads as input 0.
+    bool inPlace = op.getTrait("::mlir::OpTrait::lm::UpdatesStateInPlace") != nullptr;
+    if (inPlace && (op.getNumOperands() < 1 || op.getNumResults() != 1))
+      PrintFatalError(op.getLoc(), "'" + op.getOperationName() +
+                                       "' updates state in place, so it needs a first operand and one result");
+    tableOs << formatv("    {{\"{0}\", {1}, {2}, {3}, {4}, {5}},\n", name, op.getNumOperands(), op.getNumResults(),
+                       attrs, rows.size(), inPlace ? "true" : "false");
   }
   os << "\nstatic const OpInfo kGeneratedOps[] = {\n" << table << "};\n";
   return false;

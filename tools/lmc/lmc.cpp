@@ -51,6 +51,7 @@ struct CompileOptions {
   std::vector<std::string> defines;
   std::string preset;
   std::string floatType = "f32";
+  bool noDecodePrograms = false;
   std::string emit;
   std::string dumpDir;
   bool printIRAfterAll = false;
@@ -244,6 +245,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   if (ext == ".lm") {
     mlir::lm::FrontendOptions feOptions;
     feOptions.floatType = opts.floatType;
+    feOptions.decodePrograms = !opts.noDecodePrograms;
     feOptions.preset = opts.preset;
     if (failed(parseDefines(opts.defines, feOptions)))
       return 1;
@@ -385,6 +387,9 @@ int main(int argc, char **argv) {
                       "write every stage: 00-frontend.mlir, 01-autodiff.mlir, 02-optimize.mlir, 03-contract.mlir, "
                       "04-plan.txt, and the generated kernels' kernels.cpp (and kernels.cu)");
   compile->add_flag("--print-ir-after-all", opts.printIRAfterAll, "print the IR after every pass (stderr)");
+  compile->add_flag("--no-decode-programs", opts.noDecodePrograms,
+                    "leave out a causal model's prefill and decode programs (lmrt sample then re-runs the window "
+                    "for every token)");
   compile->add_option("--fusion", opts.fusion, "fusion in the optimize stage: auto (default) or none")
       ->check(CLI::IsMember({"auto", "none"}));
   compile->add_option("--target", opts.target, "what the generated kernels are compiled for: cpu, cuda, or cpu,cuda")

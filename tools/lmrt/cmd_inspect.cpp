@@ -116,6 +116,15 @@ void inspect(const std::string &path, bool steps) {
                 flops((double)prog.flops()).c_str(), ins.c_str(), metrics.c_str());
     if (steps) printSteps(prog);
   }
+  if (p.states_size() > 0) {
+    // The key/value caches of the prefill and decode programs (lmrt sample).
+    int64_t bytes = 0;
+    for (const plan::State &st : p.states()) bytes += toTensorType(st.type()).bytes();
+    std::printf("states: %d (the prefill and decode programs' caches, %s)\n", p.states_size(),
+                human((double)bytes).c_str());
+    for (const plan::State &st : p.states())
+      std::printf("  %-28s %s\n", st.name().c_str(), toTensorType(st.type()).str().c_str());
+  }
   if (p.kernels_size() > 0) {
     std::printf("generated kernels: %d (docs/fusion.md)\n", p.kernels_size());
     const char *schedules[] = {"elementwise", "column_reduce", "matmul_epilogue"};

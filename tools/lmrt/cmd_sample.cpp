@@ -5,7 +5,9 @@
    DIR/meta.json, or given) it encodes the prompt after the end-of-document
    token, generates ids until --tokens or an end-of-document token, and prints
    their decoded text as it grows. */
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "runtime/data/dataset_meta.h"
@@ -25,7 +27,8 @@ namespace {
 struct Options {
   std::string plan, weights, data, tokenizer;
   SampleOptions sample;
-  std::string threads, seed;
+  std::string threads, seed, checkKvCache;
+  bool noKvCache = false;
 };
 
 void print(const std::string &s) {
@@ -71,6 +74,13 @@ void sampleTokens(Session &session, const Tokenizer &tok, const SampleOptions &o
 
 void sample(Options &o) {
   if (!o.seed.empty()) o.sample.seed = parseU64Flag("--seed", o.seed);
+  o.sample.kvCache = !o.noKvCache;
+  if (!o.checkKvCache.empty()) {
+    char *end = nullptr;
+    o.sample.checkCache = std::strtod(o.checkKvCache.c_str(), &end);
+    if (end == o.checkKvCache.c_str() || *end || !(o.sample.checkCache >= 0) || !std::isfinite(o.sample.checkCache))
+      fail("--check-kv-cache needs a tolerance >= 0 (got %s)", o.checkKvCache.c_str());
+  }
   if (!o.threads.empty()) setThreadCount((int)parseIntFlag("--threads", o.threads, 1, kMaxThreads));
   if (!o.data.empty() && !o.tokenizer.empty())
     fail("give --data or --tokenizer, not both (--data uses the tokenizer recorded there)");
@@ -101,7 +111,8 @@ void add(CLI::App &app) {
   auto *cmd = app.add_subcommand("sample", "Generate text with a trained plan");
   auto o = std::make_shared<Options>();
   SampleOptions &s = o->sample;
-  cmd->add_option("plan", o->plan, "Plan written by `lmc compile` (uses its \"forward\" program)")
+  cmd->add_option("plan", o->plan,
+                  "Plan written by `lmc compile` (its \"prefill\" and \"decode\" programs, else \"forward\")")
       ->required();
   cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`")->required();
   cmd->add_option("--data", o->data, "Decode with the tokenizer recorded in DIR/meta.json");
@@ -112,6 +123,12 @@ void add(CLI::App &app) {
   cmd->add_option("--top-k", s.topK, "Sample among the k most likely tokens (0: all)");
   cmd->add_option("--seed", o->seed, "Seed of the sampling draws (64 bits)");
   cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads (1 to 1024)");
+  cmd->add_flag("--no-kv-cache", o->noKvCache,
+                "Re-run the forward program over the whole context for every token instead of decoding with the "
+                "plan's prefill and decode programs (the same text, slower)");
+  cmd->add_option("--check-kv-cache", o->checkKvCache,
+                  "Also run the forward program for every token and fail when a logit of the cached path differs "
+                  "by more than TOL (the largest difference is printed on stderr)");
   cmd->callback([o] { sample(*o); });
 }
 

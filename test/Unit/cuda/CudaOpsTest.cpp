@@ -132,6 +132,30 @@ TEST(CudaOps, Attention) {
   runCase({"attention_grad", {d, d, d, d}, {d, d, d}, a});
 }
 
+// The decode ops, at random offsets that fit (the offset input is drawn below
+// idRange): a dynamic slice of a position table, cache rows written (not in
+// place: the harness gives every output its own buffer), and new queries
+// attending over a cache longer than a key tile, grouped-query heads too.
+TEST(CudaOps, DecodeOps) {
+  for (int64_t size : {1, 5}) {
+    OpCase c{"dynamic_slice", {f32({40, 24}), i32({})}, {f32({size, 24})},
+             attrs({{"axis", int64_t{0}}, {"start", int64_t{2}}, {"size", size}})};
+    c.idRange = 40 - 2 - size + 1;
+    runCase(c);
+  }
+  for (int64_t C : {1, 7}) {
+    OpCase w{"cache_write", {f32({1, 70, 32}), f32({1, C, 32}), i32({})}, {f32({1, 70, 32})}, {}};
+    w.idRange = 70 - C + 1;
+    runCase(w);
+    for (int64_t kv : {4, 2}) {
+      OpCase a{"cached_attention", {f32({1, C, 64}), f32({1, 70, 16 * kv}), f32({1, 70, 16 * kv}), i32({})},
+               {f32({1, C, 64})}, attrs({{"num_heads", int64_t{4}}, {"num_kv_heads", kv}})};
+      a.idRange = 70 - C + 1;
+      runCase(a);
+    }
+  }
+}
+
 // The zoo's ops: the unary math (log, sqrt, rsqrt on positive inputs),
 // comparisons with broadcasting, where, concat, reduce_max, rms_norm, and
 // grouped-query attention (4 query heads over 1 and 2 key/value heads).

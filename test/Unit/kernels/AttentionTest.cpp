@@ -160,5 +160,92 @@ TEST(Attention, SameBitsForAnyThreadCount) {
           << "output " << i << " differs between 1 and " << t + 1 << " threads";
 }
 
+/* cached_attention of C new queries at `offset` over a cache of W rows equals rows
+   offset .. offset + C - 1 of causal attention over the first offset + C rows,
+   whatever the rest of the cache holds; grouped-query heads too. Keys longer than
+   a 128-key tile and offsets across it cover the tiling. */
+TEST(Attention, CachedMatchesCausalRows) {
+  for (DType dt : {DType::F64, DType::F32})
+    for (int64_t W : {4, 70, 200})
+      for (int64_t C : {int64_t(1), std::min<int64_t>(W, 3), W})
+        for (int64_t offset : {int64_t(0), (W - C) / 2, W - C})
+          for (int64_t kvHeads : {2, 1}) {
+            const int64_t H = 2, Dh = 4, L = offset + C;
+            Buf full = randn({1, L, H * Dh}), kf = randn({1, L, kvHeads * Dh}), vf = randn({1, L, kvHeads * Dh});
+            // Causal attention over the L positions (grouped heads expanded for the reference).
+            Buf ke(DType::F64, {1, L, H * Dh}), ve(DType::F64, {1, L, H * Dh});
+            for (int64_t t = 0; t < L; ++t)
+              for (int64_t h = 0; h < H; ++h)
+                for (int64_t e = 0; e < Dh; ++e) {
+                  int64_t g = h / (H / kvHeads);
+                  ke.set((t * H + h) * Dh + e, kf.get((t * kvHeads + g) * Dh + e));
+                  ve.set((t * H + h) * Dh + e, vf.get((t * kvHeads + g) * Dh + e));
+                }
+            Buf ref = naive(full, ke, ve, nullptr, H, true, nullptr);
+            // The cache: the L rows, then garbage the queries must not see.
+            Buf kc = randn({1, W, kvHeads * Dh}, DType::F64, 50.0), vc = randn({1, W, kvHeads * Dh}, DType::F64, 50.0);
+            for (int64_t i = 0; i < L * kvHeads * Dh; ++i) kc.set(i, kf.get(i)), vc.set(i, vf.get(i));
+            Buf q(DType::F64, {1, C, H * Dh});
+            for (int64_t i = 0; i < C * H * Dh; ++i) q.set(i, full.get(offset * H * Dh + i));
+            Buf off(DType::I32, {});
+            off.set(0, (double)offset);
+            Buf y = runKernel("cached_attention", {q.as(dt), kc.as(dt), vc.as(dt), off}, {{dt, {1, C, H * Dh}}},
+                              attrs({{"num_heads", H}, {"num_kv_heads", kvHeads}}))[0];
+            Buf want(DType::F64, {1, C, H * Dh});
+            for (int64_t i = 0; i < C * H * Dh; ++i) want.set(i, ref.get(offset * H * Dh + i));
+            double tol = dt == DType::F64 ? 1e-12 : 2e-5;
+            EXPECT_TRUE(allClose(y, want, tol, tol))
+                << dtypeName(dt) << " W=" << W << " C=" << C << " offset=" << offset << " kv=" << kvHeads;
+          }
+}
+
+TEST(Attention, CachedRefusesAnOffsetOutsideTheCache) {
+  Buf q = randn({1, 2, 8}), kc = randn({1, 5, 8}), off(DType::I32, {});
+  off.set(0, 4);
+  try {
+    runKernel("cached_attention", {q, kc, kc, off}, {q.type}, attrs({{"num_heads", int64_t(2)}}));
+    FAIL() << "offset 4 accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("offset 4 with 2 new positions leaves the cache of 5 positions (it must "
+                                         "be in [0, 3])"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+/* dynamic_slice and cache_write move exactly the rows at the offset; cache_write
+   in place (output = input buffer) leaves the other rows alone. */
+TEST(Decode, DynamicSliceAndCacheWrite) {
+  for (DType dt : {DType::F64, DType::F32, DType::I32}) {
+    Buf x = randn({3, 7, 2}).as(dt), off(DType::I32, {});
+    off.set(0, 2);
+    Buf y = runKernel("dynamic_slice", {x, off}, {{dt, {3, 3, 2}}},
+                      attrs({{"axis", int64_t(1)}, {"start", int64_t(1)}, {"size", int64_t(3)}}))[0];
+    for (int64_t a = 0; a < 3; ++a)
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t c = 0; c < 2; ++c)
+          EXPECT_EQ(y.get((a * 3 + r) * 2 + c), x.get((a * 7 + 3 + r) * 2 + c)) << dtypeName(dt);
+    off.set(0, 4);  // 4 + 1 + 3 > 7
+    EXPECT_THROW(runKernel("dynamic_slice", {x, off}, {{dt, {3, 3, 2}}},
+                           attrs({{"axis", int64_t(1)}, {"start", int64_t(1)}, {"size", int64_t(3)}})),
+                 Error);
+  }
+  Buf cache = randn({2, 5, 3}), rows = randn({2, 2, 3}), off(DType::I32, {});
+  off.set(0, 3);
+  Buf out = runKernel("cache_write", {cache, rows, off}, {cache.type}, Attrs())[0];
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t t = 0; t < 5; ++t)
+      for (int64_t c = 0; c < 3; ++c)
+        EXPECT_EQ(out.get((b * 5 + t) * 3 + c), t >= 3 ? rows.get((b * 2 + t - 3) * 3 + c) : cache.get((b * 5 + t) * 3 + c));
+  // In place.
+  Buf same = cache;
+  Attrs none;
+  KernelCall call{{same.ref(), rows.ref(), off.ref()}, {same.ref()}, none};
+  findKernel("cache_write")->run(call);
+  EXPECT_TRUE(allClose(same, out, 0, 1e-300));
+  off.set(0, 4);
+  EXPECT_THROW(runKernel("cache_write", {cache, rows, off}, {cache.type}, Attrs()), Error);
+}
+
 }  // namespace
 }  // namespace lmrt::kernels::test

@@ -228,6 +228,12 @@ struct Case {
   Attrs attrs;
 };
 
+Buf offset3() {
+  Buf b(DType::I32, {});
+  b.set(0, 3);
+  return b;
+}
+
 std::vector<Case> allCases() {
   Attrs att = attrs({{"num_heads", (int64_t)2}, {"causal", true}});
   Attrs sl = attrs({{"start", std::vector<int64_t>{0, 1}}, {"limit", std::vector<int64_t>{3, 8}},
@@ -290,6 +296,12 @@ std::vector<Case> allCases() {
       {"gelu_erf_grad", {randn(s3), randn(s3)}, {{F64, s3}}, {}},
       {"sample", {randn(s3), randIds({2, 8}, int64_t(1) << 30)}, {{I32, {2, 8}}}, {}},
       {"to_float", {randIds({2, 8}, 300)}, {{F64, {2, 8}}}, {}},
+      // The decode ops (offset 3: an i32 scalar, the same in both runs).
+      {"dynamic_slice", {randn({12, 16}), offset3()}, {{F64, {4, 16}}},
+       attrs({{"axis", int64_t(0)}, {"start", int64_t(1)}, {"size", int64_t(4)}})},
+      {"cache_write", {randn({1, 12, 16}), randn({1, 4, 16}), offset3()}, {{F64, {1, 12, 16}}}, {}},
+      {"cached_attention", {randn({1, 4, 16}), randn({1, 12, 8}), randn({1, 12, 8}), offset3()}, {{F64, {1, 4, 16}}},
+       attrs({{"num_heads", (int64_t)2}, {"num_kv_heads", (int64_t)1}})},
   };
 }
 

@@ -91,7 +91,7 @@ TEST(PlanFile, WrongVersion) {
   bytes[8] = 7;
   std::string msg = readError(bytes, "version.plan");
   EXPECT_NE(msg.find("unsupported plan format version 7"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("reads version " + std::to_string(kPlanFormatVersion)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("reads versions 2 to " + std::to_string(kPlanFormatVersion)), std::string::npos) << msg;
 }
 
 TEST(PlanFile, Truncated) {

@@ -195,6 +195,7 @@ LogicalResult ProgramBuilder::addArguments() {
         p->set_name(name.str());
         *p->mutable_type() = *type;
         p->set_weight_decay(type->shape_size() >= 2);
+        p->set_frozen(func.getArgAttr(i, "lm.frozen") != nullptr);
         if (failed(convertInit(func.getArgAttrOfType<DictionaryAttr>(i, "lm.init"), *p->mutable_init(), emit)))
           return failure();
       } else {

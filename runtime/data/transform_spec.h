@@ -32,6 +32,7 @@ struct TransformOutput {
   bool ignoreIndex;  // accepts kIgnoreIndex besides [0, bound)
   bool needsNsp;     // produced only with nsp = 1
   const char *what;  // for docs and error messages
+  bool needsSop = false;  // produced only with sop = 1
 };
 
 struct TransformParam {
@@ -60,11 +61,16 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"segments", false, false, Bound::Two, false, false, "0 up to the first [SEP], 1 after, 0 on padding"},
            {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
            {"nsp_labels", false, true, Bound::Two, false, true, "0: B follows A, 1: B is random (nsp = true)"},
+           {"sop_labels", false, true, Bound::Two, false, false,
+            "0: A then B in document order, 1: swapped (sop = true)", true},
        },
        {
            {"mask_prob", 0.15, 0.0, 1.0, false, "probability that a non-special token is selected"},
            {"nsp", 0.0, 0.0, 1.0, true, "form sentence pairs A, B with 50 % random B"},
            {"short_seq_prob", 0.0, 0.0, 1.0, false, "probability that a row is shorter than seq (padded)"},
+           {"sop", 0.0, 0.0, 1.0, true,
+            "form sentence pairs A, B of consecutive text of one document, swapped with probability 1/2 "
+            "(ALBERT's sentence-order prediction)"},
        }},
   };
   return specs;
@@ -88,10 +94,15 @@ inline std::string transformNames() {
   return s;
 }
 
-inline std::string outputNames(const TransformSpec &spec, bool nsp) {
+/* Whether the transform produces output `o` with these pair options. */
+inline bool produces(const TransformOutput &o, bool nsp, bool sop = false) {
+  return (nsp || !o.needsNsp) && (sop || !o.needsSop);
+}
+
+inline std::string outputNames(const TransformSpec &spec, bool nsp, bool sop = false) {
   std::string s;
   for (const TransformOutput &o : spec.outputs)
-    if (nsp || !o.needsNsp) s += (s.empty() ? "" : ", ") + std::string(o.name);
+    if (produces(o, nsp, sop)) s += (s.empty() ? "" : ", ") + std::string(o.name);
   return s;
 }
 

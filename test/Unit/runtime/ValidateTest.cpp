@@ -133,6 +133,22 @@ TEST(Validate, MissingGradOutput) {
   EXPECT_HAS(msg, "program 'train_step' has no output 'grad:wte'");
 }
 
+// A frozen parameter has no gradient: its "grad:" output is gone, and a plan
+// that still has one is rejected.
+TEST(Validate, FrozenParameterHasNoGradOutput) {
+  EXPECT_EQ(errorAfter([](plan::Plan &p) {
+              program(p, "train_step")->mutable_outputs()->RemoveLast();
+              for (plan::Param &param : *p.mutable_params())
+                if (param.name() == "wte") param.set_frozen(true);
+            }),
+            "(valid)");
+  std::string msg = errorAfter([](plan::Plan &p) {
+    for (plan::Param &param : *p.mutable_params())
+      if (param.name() == "wte") param.set_frozen(true);
+  });
+  EXPECT_HAS(msg, "output 'grad:wte': parameter 'wte' is frozen and has no gradient");
+}
+
 TEST(Validate, GradOutputMustBeTheGradBuffer) {
   std::string msg = errorAfter([](plan::Plan &p) {
     auto *prog = program(p, "train_step");

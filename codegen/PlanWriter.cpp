@@ -447,7 +447,7 @@ LogicalResult ProgramBuilder::addOutputs(func::ReturnOp ret) {
     return ret.emitError("plan contract: @") << func.getSymName() << " returns no " << valueName;
   if (kind == ProgramKind::TrainStep)
     for (const plan::Param &p : result.params())
-      if (!gradientOutputs.contains(p.name()))
+      if (!p.frozen() && !gradientOutputs.contains(p.name()))
         return ret.emitError("plan contract: @") << func.getSymName() << " returns no gradient for parameter '"
                << p.name() << "' (an lm.grad_of result)";
   return success();

@@ -383,6 +383,19 @@ TEST(Validate, MlmDataContract) {
   (*d.mutable_params())["nsp"] = 0;
   EXPECT_EQ(contract::expectedTransformInput(input("nsp_labels", plan::I32, {2}, 2), d),
             "one of the inputs transform 'mlm' produces (ids, labels, segments, attention_mask)");
+  // Sentence-order pairs (ALBERT): sop_labels only with sop = 1, never with nsp.
+  EXPECT_EQ(contract::expectedTransformInput(input("sop_labels", plan::I32, {2}, 2), d),
+            "one of the inputs transform 'mlm' produces (ids, labels, segments, attention_mask)");
+  (*d.mutable_params())["sop"] = 1;
+  EXPECT_EQ(contract::expectedTransformInput(input("sop_labels", plan::I32, {2}, 2), d), "");
+  EXPECT_FALSE(contract::checkDataConfig(d).has_value());
+  (*d.mutable_params())["nsp"] = 1;
+  EXPECT_EQ(contract::checkDataConfig(d)->str(),
+            "params.sop = 1 cannot be combined with nsp = 1 (a row is one kind of pair)");
+  (*d.mutable_params())["nsp"] = 0;
+  d.set_seq(4);
+  EXPECT_EQ(contract::checkDataConfig(d)->str(),
+            "seq = 4 is too short for mlm (at least [CLS] a [SEP], and b [SEP] with nsp or sop)");
 }
 
 // Without the kernels' checks (as lmc runs it) the contract still holds the

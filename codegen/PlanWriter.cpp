@@ -209,6 +209,7 @@ LogicalResult ProgramBuilder::addArguments() {
         p->set_name(name.str());
         *p->mutable_type() = *type;
         p->set_weight_decay(type->shape_size() >= 2);
+        p->set_frozen(func.getArgAttr(i, "lm.frozen") != nullptr);
         if (failed(convertInit(func.getArgAttrOfType<DictionaryAttr>(i, "lm.init"), *p->mutable_init(), emit)))
           return failure();
       } else {
@@ -527,7 +528,7 @@ LogicalResult ProgramBuilder::addOutputs(func::ReturnOp ret) {
     return ret.emitError("plan contract: @") << func.getSymName() << " returns no " << valueName;
   if (kind == ProgramKind::TrainStep)
     for (const plan::Param &p : result.params())
-      if (!gradientOutputs.contains(p.name()))
+      if (!p.frozen() && !gradientOutputs.contains(p.name()))
         return ret.emitError("plan contract: @") << func.getSymName() << " returns no gradient for parameter '"
                << p.name() << "' (an lm.grad_of result)";
   return success();

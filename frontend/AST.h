@@ -133,6 +133,8 @@ struct Stmt {
   std::vector<Loc> nameLocs;
   TypeExpr paramShape;  ///< Param (elementType empty when written `[dims]`)
   ExprPtr value;        ///< Assign value, Param initializer, Return value
+  /// Param written `frozen param ...`: excluded from gradients and the optimizer.
+  bool frozen = false;
 
   Stmt(Kind kind, Loc loc) : kind(kind), loc(loc) {}
 };

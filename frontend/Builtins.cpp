@@ -120,7 +120,9 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     return emitRepeat(call, env);
   // `name = "..."` names the parameters of the builtins that declare some.
   const bool takesName = call.name == "layernorm" || call.name == "rmsnorm";
-  size_t given = call.args.size() + call.kwargs.size() - (takesName && nameArg(call) ? 1 : 0);
+  size_t given = call.args.size();
+  for (const ast::KeywordArg &kw : call.kwargs)
+    given += takesName && isScopeKeyword(kw.name) ? 0 : 1;
   if (call.args.size() > sig.params.size())
     return error(call.loc) << "'" << sig.name << "' takes at most " << sig.params.size()
                            << (sig.params.size() == 1 ? " argument" : " arguments") << ", got "
@@ -130,7 +132,7 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
   for (size_t i = 0; i < call.args.size(); ++i)
     arg[i] = call.args[i].get();
   for (const ast::KeywordArg &kw : call.kwargs) {
-    if (takesName && kw.name == "name")
+    if (takesName && isScopeKeyword(kw.name))
       continue;
     size_t i = 0;
     while (i < sig.params.size() && kw.name != sig.params[i])
@@ -249,17 +251,23 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
       bias = c->boolValue;
     }
     // Its parameters live in a scope of their own: layernorm.gamma, or the call's name.
-    FailureOr<std::string> scopeOr = callScope(env, call, "layernorm");
+    FailureOr<CallFlags> flags = callFlags(call, env);
+    if (failed(flags))
+      return failure();
+    bool reuse = false;
+    FailureOr<std::string> scopeOr = callScope(env, call, "layernorm", nullptr, *flags, &reuse);
     if (failed(scopeOr))
       return failure();
     std::string scope = *scopeOr;
     auto pt = tensorType({d0.back()}, floatType);
-    FailureOr<Value> gamma = createParam(env, scope + ".gamma", pt, initAttr("ones", {}), call.loc);
+    FailureOr<Value> gamma = createParam(env, scope + ".gamma", pt, initAttr("ones", {}),
+                                         call.loc, flags->frozen, reuse);
     if (failed(gamma))
       return failure();
     // Without a bias, beta is a constant 0 (no parameter): the kernel is the same.
     FailureOr<Value> beta =
-        bias ? createParam(env, scope + ".beta", pt, initAttr("zeros", {}), call.loc)
+        bias ? createParam(env, scope + ".beta", pt, initAttr("zeros", {}), call.loc,
+                           flags->frozen, reuse)
              : FailureOr<Value>(Value(builder.create<ConstantOp>(
                    l, TypeRange{pt}, ValueRange{},
                    ArrayRef<NamedAttribute>{builder.getNamedAttr(
@@ -472,13 +480,14 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
 /// value of the same type, or the copies could not chain; the extra arguments
 /// (RoPE tables, masks, numbers) reach every copy unchanged.
 FailureOr<LMValue> MLIRGen::emitRepeat(const ast::Expr &call, Env &env) {
-  const char *usage = "repeat(n, block, x, extra arguments... [, name = \"...\"])";
+  const char *usage =
+      "repeat(n, block, x, extra arguments... [, name = \"...\", shared = false, frozen = false])";
   const ast::Expr *pos[3] = {nullptr, nullptr, nullptr};
   const char *names[3] = {"n", "block", "x"};
   for (size_t i = 0; i < 3 && i < call.args.size(); ++i)
     pos[i] = call.args[i].get();
   for (const ast::KeywordArg &kw : call.kwargs) {
-    if (kw.name == "name")
+    if (isScopeKeyword(kw.name))
       continue;
     size_t i = 0;
     while (i < 3 && kw.name != names[i])
@@ -526,16 +535,23 @@ FailureOr<LMValue> MLIRGen::emitRepeat(const ast::Expr &call, Env &env) {
     argLocs.push_back(call.args[i]->loc);
   }
 
+  FailureOr<CallFlags> flags = callFlags(call, env);
+  if (failed(flags))
+    return failure();
   Env proto; // what every copy inherits
-  FailureOr<std::string> scope = callScope(env, call, fn->name, &proto);
+  bool reuse = false;
+  FailureOr<std::string> scope = callScope(env, call, fn->name, &proto, *flags, &reuse);
   if (failed(scope))
     return failure();
   if (env.unnamedRepeat)
     proto.unnamedRepeat = env.unnamedRepeat;
   for (int64_t i = 0; i < *n; ++i) {
     Env callee;
-    callee.scope = *scope + "." + std::to_string(i);
-    callee.reuseParams = env.reuseParams;
+    // shared = true (ALBERT's cross-layer sharing): one set of parameters at
+    // <scope>.*, declared by the first copy and reused by the others.
+    callee.scope = flags->shared ? *scope : *scope + "." + std::to_string(i);
+    callee.reuseParams = env.reuseParams || reuse || (flags->shared && i > 0);
+    callee.frozen = env.frozen || flags->frozen;
     callee.unnamedRepeat = proto.unnamedRepeat;
     std::vector<LMValue> args{*x};
     args.insert(args.end(), extra.begin(), extra.end());

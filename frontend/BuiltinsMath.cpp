@@ -366,11 +366,15 @@ FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<co
         return error(arg[1]->loc) << bad;
       eps = *v;
     }
-    FailureOr<std::string> scope = callScope(env, call, "rmsnorm");
+    FailureOr<CallFlags> flags = callFlags(call, env);
+    if (failed(flags))
+      return failure();
+    bool reuse = false;
+    FailureOr<std::string> scope = callScope(env, call, "rmsnorm", nullptr, *flags, &reuse);
     if (failed(scope))
       return failure();
     FailureOr<Value> gamma = createParam(env, *scope + ".gamma", tensorType({dims.back()}, floatType),
-                                         initAttr("ones", {}), call.loc);
+                                         initAttr("ones", {}), call.loc, flags->frozen, reuse);
     if (failed(gamma))
       return failure();
     return LMValue::ofTensor(builder.create<RmsNormOp>(l, *x, *gamma, builder.getF64FloatAttr(eps)));

@@ -54,8 +54,24 @@ const ast::KeywordArg *MLIRGen::nameArg(const ast::Expr &call) {
 /// With `callee` (a block call), a second unnamed call is deferred to the
 /// block's first parameter (Env::unnamedRepeat); builtins that declare
 /// parameters fail at once.
+FailureOr<CallFlags> MLIRGen::callFlags(const ast::Expr &call, Env &env) {
+  CallFlags flags;
+  for (const ast::KeywordArg &kw : call.kwargs) {
+    if (kw.name != "shared" && kw.name != "frozen")
+      continue;
+    FailureOr<LMValue> v = eval(*kw.value, env);
+    if (failed(v))
+      return failure();
+    if (v->kind != LMValue::Kind::Bool)
+      return error(kw.value->loc) << kw.name << " must be true or false, got " << describe(*v);
+    (kw.name == "shared" ? flags.shared : flags.frozen) = v->boolValue;
+  }
+  return flags;
+}
+
 FailureOr<std::string> MLIRGen::callScope(Env &env, const ast::Expr &call, const std::string &dflt,
-                                          Env *callee) {
+                                          Env *callee, const CallFlags &flags,
+                                          bool *reuse) {
   std::string local = dflt;
   const ast::KeywordArg *named = nameArg(call);
   if (named) {
@@ -76,10 +92,18 @@ FailureOr<std::string> MLIRGen::callScope(Env &env, const ast::Expr &call, const
   }
   ast::Loc where = named ? named->value->loc : call.loc;
   auto [it, inserted] = env.scopes.emplace(local, where);
+  if (reuse)
+    *reuse = false;
+  if (!inserted && flags.shared && reuse) {
+    // `shared = true`: this call is the scope opened before, called again.
+    *reuse = true;
+    return join(env.scope, local);
+  }
   if (!inserted) {
     if (named)
       return error(where) << "the name \"" << local << "\" is already used in this scope (at "
-                          << at(it->second) << "); parameter paths must be unique";
+                          << at(it->second) << "); parameter paths must be unique (add "
+                          << "shared = true to reuse that call's parameters)";
     if (callee) {
       callee->unnamedRepeat = Env::UnnamedRepeat{call.loc, it->second, dflt};
       return join(env.scope, local);
@@ -187,6 +211,9 @@ LogicalResult MLIRGen::checkDefinitions() {
       if (p.name == "name")
         return error(p.loc) << "a parameter cannot be called 'name': `name = \"...\"` names the "
                                "parameter scope of a call";
+      if (p.name == "shared" || p.name == "frozen")
+        return error(p.loc) << "a parameter cannot be called '" << p.name << "': `" << p.name
+                            << " = true` is a keyword of every call that declares parameters";
     }
   }
   return success();
@@ -333,7 +360,9 @@ FailureOr<std::vector<LMValue>> MLIRGen::matchArguments(const Function &fn,
                                                         const ast::Expr &call, Env &env,
                                                         std::vector<ast::Loc> &argLocs) {
   size_t n = fn.params.size();
-  size_t given = call.args.size() + call.kwargs.size() - (nameArg(call) ? 1 : 0);
+  size_t given = call.args.size();
+  for (const ast::KeywordArg &kw : call.kwargs)
+    given += isScopeKeyword(kw.name) ? 0 : 1;
   if (call.args.size() > n)
     return error(call.loc) << kindName(fn.kind) << " '" << fn.name << "' takes " << n
                            << (n == 1 ? " argument" : " arguments") << ", got " << given;
@@ -347,9 +376,9 @@ FailureOr<std::vector<LMValue>> MLIRGen::matchArguments(const Function &fn,
     argLocs[i] = call.args[i]->loc;
   }
   for (const ast::KeywordArg &kw : call.kwargs) {
-    if (kw.name == "name") {
+    if (isScopeKeyword(kw.name)) {
       if (fn.kind != Function::Kind::Block)
-        return error(kw.loc) << "name = \"...\" names the parameters of a block call; a "
+        return error(kw.loc) << kw.name << " = ... applies to the parameters of a block call; a "
                              << kindName(fn.kind) << "'s parameters are its own";
       continue;
     }
@@ -416,11 +445,16 @@ FailureOr<LMValue> MLIRGen::emitUserCall(const Function &fn, const ast::Expr &ca
 
   Env callee;
   if (fn.kind == Function::Kind::Block) {
-    FailureOr<std::string> scope = callScope(env, call, fn.name, &callee);
+    FailureOr<CallFlags> flags = callFlags(call, env);
+    if (failed(flags))
+      return failure();
+    bool reuse = false;
+    FailureOr<std::string> scope = callScope(env, call, fn.name, &callee, *flags, &reuse);
     if (failed(scope))
       return failure();
     callee.scope = *scope;
-    callee.reuseParams = env.reuseParams;
+    callee.reuseParams = env.reuseParams || reuse;
+    callee.frozen = env.frozen || flags->frozen;
     if (env.unnamedRepeat)
       callee.unnamedRepeat = env.unnamedRepeat;
   } else {
@@ -664,7 +698,8 @@ LogicalResult MLIRGen::emitParamStmt(const Stmt &stmt, Env &env) {
   if (failed(init))
     return failure();
   env.paramDecls[stmt.name] = stmt.nameLoc;
-  FailureOr<Value> v = createParam(env, join(env.scope, stmt.name), *type, *init, stmt.nameLoc);
+  FailureOr<Value> v =
+      createParam(env, join(env.scope, stmt.name), *type, *init, stmt.nameLoc, stmt.frozen);
   if (failed(v))
     return failure();
   env.vars[stmt.name] = LMValue::ofTensor(*v);
@@ -672,7 +707,9 @@ LogicalResult MLIRGen::emitParamStmt(const Stmt &stmt, Env &env) {
 }
 
 FailureOr<Value> MLIRGen::createParam(Env &env, const std::string &fullName,
-                                      RankedTensorType type, DictionaryAttr init, ast::Loc l) {
+                                      RankedTensorType type, DictionaryAttr init, ast::Loc l,
+                                      bool frozen, bool reuse) {
+  frozen |= env.frozen;
   if (env.unnamedRepeat) {
     const Env::UnnamedRepeat &u = *env.unnamedRepeat;
     return error(u.call) << "'" << u.callee << "' is called a second time in this scope (first at "
@@ -681,24 +718,35 @@ FailureOr<Value> MLIRGen::createParam(Env &env, const std::string &fullName,
                          << "(..., name = \"...\")";
   }
   auto it = cur->params.find(fullName);
-  if (env.reuseParams) {
+  if (env.reuseParams || reuse) {
+    // A model called again, or a shared call: the same parameter, declared
+    // alike (shape and frozenness) on every use.
     if (it == cur->params.end() || it->second.arg.getType() != type)
       return error(l) << "parameter '" << fullName << "' is " << describe(type)
-                      << " on this call of the model but "
-                      << (it == cur->params.end() ? std::string("absent")
-                                                  : describe(cast<RankedTensorType>(
-                                                        it->second.arg.getType())))
-                      << " on its first call; calls of a model share its parameters";
+                      << " on this call but "
+                      << (it == cur->params.end()
+                              ? std::string("absent on the first call")
+                              : describe(cast<RankedTensorType>(it->second.arg.getType())) +
+                                    " on the first call (at " + at(it->second.loc) + ")")
+                      << "; shared calls and the calls of a model share their parameters";
+    if (it->second.frozen != frozen)
+      return error(l) << "parameter '" << fullName << "' is "
+                      << (frozen ? "frozen" : "trainable") << " on this call but "
+                      << (it->second.frozen ? "frozen" : "trainable") << " on the first (at "
+                      << at(it->second.loc) << "); a shared parameter is frozen on every use or on none";
     return Value(it->second.arg);
   }
   if (it != cur->params.end())
     return error(l) << "duplicate parameter name '" << fullName << "' (first declared at "
                     << at(it->second.loc) << ")";
   BlockArgument arg = cur->entry->addArgument(type, loc(l));
-  cur->params[fullName] = {arg, l};
-  cur->argAttrs.push_back(builder.getDictionaryAttr(
-      {builder.getNamedAttr("lm.param", builder.getStringAttr(fullName)),
-       builder.getNamedAttr("lm.init", init)}));
+  cur->params[fullName] = {arg, l, frozen};
+  SmallVector<NamedAttribute> attrs{builder.getNamedAttr("lm.param", builder.getStringAttr(fullName)),
+                                    builder.getNamedAttr("lm.init", init)};
+  // lm.frozen: no gradient, never updated (docs/language.md §5).
+  if (frozen)
+    attrs.push_back(builder.getNamedAttr("lm.frozen", builder.getUnitAttr()));
+  cur->argAttrs.push_back(builder.getDictionaryAttr(attrs));
   return Value(arg);
 }
 

@@ -59,6 +59,18 @@ struct Env {
   /// Set while inlining a model a second time into the same function: its
   /// parameters are looked up instead of declared (a model owns its weights).
   bool reuseParams = false;
+  /// Set inside a call written with `frozen = true`: every parameter declared
+  /// here (and in the calls it makes) is frozen (`lm.frozen`).
+  bool frozen = false;
+};
+
+/// The keywords every call that declares parameters takes besides its own
+/// arguments: `name = "..."` (nameArg), `shared = true` and `frozen = true`.
+struct CallFlags {
+  /// `shared = true`: a call whose scope name is already used reuses the
+  /// parameters declared there; `repeat` gives all copies one set.
+  bool shared = false;
+  bool frozen = false;
 };
 
 /// The shapes and compile-time arguments a model is called with, which its own
@@ -100,6 +112,7 @@ private:
     struct Param {
       BlockArgument arg;
       ast::Loc loc;
+      bool frozen = false;
     };
     std::map<std::string, Param> params;
     std::set<std::string> inlinedModels;
@@ -194,16 +207,29 @@ private:
   FailureOr<Type> elementType(const ast::TypeExpr &type);
 
 public:
-  /// Creates (or, for a model called again, finds) parameter `fullName`.
+  /// Creates (or, for a model called again or a shared call, finds) parameter
+  /// `fullName`; frozen when `frozen` or env.frozen. `reuse` looks it up
+  /// like env.reuseParams.
   FailureOr<Value> createParam(Env &env, const std::string &fullName, RankedTensorType type,
-                               DictionaryAttr init, ast::Loc l);
+                               DictionaryAttr init, ast::Loc l, bool frozen = false,
+                               bool reuse = false);
   /// The parameter scope a call opens in `env`: `<env.scope>.<name>` with the
   /// call's `name = "..."`, else the callee's name `dflt`. A name opened twice
-  /// in one scope is an error (parameter paths never depend on call order).
+  /// in one scope is an error (parameter paths never depend on call order),
+  /// unless the call says `shared = true` (flags.shared): then `*reuse` is set
+  /// and the call uses the parameters already declared under that name.
   FailureOr<std::string> callScope(Env &env, const ast::Expr &call, const std::string &dflt,
-                                   Env *callee = nullptr);
+                                   Env *callee = nullptr, const CallFlags &flags = {},
+                                   bool *reuse = nullptr);
   /// The `name = "..."` keyword of a call, or null.
   static const ast::KeywordArg *nameArg(const ast::Expr &call);
+  /// True for the keywords every parameter-declaring call takes (name,
+  /// shared, frozen), which are not arguments of the callee.
+  static bool isScopeKeyword(const std::string &kw) {
+    return kw == "name" || kw == "shared" || kw == "frozen";
+  }
+  /// The `shared = ...` and `frozen = ...` keywords of `call` (true or false).
+  FailureOr<CallFlags> callFlags(const ast::Expr &call, Env &env);
   static std::string join(const std::string &scope, const std::string &name);
   DictionaryAttr initAttr(StringRef kind, ArrayRef<std::pair<StringRef, double>> args);
 

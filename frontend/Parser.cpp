@@ -296,8 +296,19 @@ private:
   }
 
   void statement(Function &f, const Token &bodyOpen) {
+    // `frozen param ...`: `frozen` is a modifier only right before `param`
+    // (elsewhere it stays an ordinary name).
+    bool frozen = false;
+    ast::Loc frozenLoc;
+    if (is(Token::Kind::Ident) && cur().text == "frozen" && peekTok().kind == Token::Kind::KwParam) {
+      frozenLoc = take().loc;
+      frozen = true;
+    }
     if (is(Token::Kind::KwParam)) {
-      Stmt s(Stmt::Kind::Param, take().loc);
+      Stmt s(Stmt::Kind::Param, frozen ? frozenLoc : take().loc);
+      if (frozen)
+        take();
+      s.frozen = frozen;
       s.name = identifier("a parameter name after 'param'", &s.nameLoc);
       if (!expect(Token::Kind::Colon, "':' and a shape after 'param " + s.name + "'"))
         return;

@@ -354,7 +354,11 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
   }
   for (const data::TransformParam &p : spec->params)
     params.emplace(p.name, p.defaultValue);
-  bool nsp = params.count("nsp") && params["nsp"] != 0;
+  bool nsp = params.count("nsp") && params["nsp"] != 0, sop = params.count("sop") && params["sop"] != 0;
+  if (nsp && sop)
+    return error(e.loc) << e.name << ": nsp = true and sop = true cannot be combined (a row is one "
+                        << "kind of sentence pair)";
+  bool pairs = nsp || sop;
 
   bool hasVocab = false;
   LMValue vocabValue = lookupConfig("vocab", hasVocab);
@@ -373,14 +377,15 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
     argAttrs.push_back(op.getArgAttrDict(i) ? op.getArgAttrDict(i) : builder.getDictionaryAttr({}));
   if (objective.params.empty())
     return error(objective.nameLoc) << "objective '" << objective.name << "' reads no input of "
-                                    << e.name << " (it produces " << data::outputNames(*spec, nsp) << ")";
+                                    << e.name << " (it produces " << data::outputNames(*spec, nsp, sop)
+                                    << ")";
   for (size_t i = 0; i < objective.params.size(); ++i) {
     const ast::Parameter &p = objective.params[i];
     const data::TransformOutput *o = data::findOutput(*spec, p.name);
-    if (!o || (o->needsNsp && !nsp))
+    if (!o || !data::produces(*o, nsp, sop))
       return error(p.loc) << "input '" << p.name << "' is not produced by data transform " << e.name
-                          << (o ? " without nsp = true" : "") << " (it produces "
-                          << data::outputNames(*spec, nsp) << ")";
+                          << (o ? (o->needsSop ? " without sop = true" : " without nsp = true") : "")
+                          << " (it produces " << data::outputNames(*spec, nsp, sop) << ")";
     auto type = cast<RankedTensorType>(op.getArgument(i).getType());
     bool dtypeOk = o->isFloat ? isa<FloatType>(type.getElementType())
                               : type.getElementType().isInteger(32);
@@ -403,9 +408,9 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
     return error(objective.nameLoc) << "objective '" << objective.name
                                     << "' reads no [batch, seq] input of " << e.name
                                     << ", so the sequence length is unknown";
-  if (seq < (nsp ? 5 : 3))
+  if (seq < (pairs ? 5 : 3))
     return error(objective.nameLoc) << "seq " << seq << " is too short for " << e.name
-                                    << " (at least [CLS] a [SEP]" << (nsp ? " b [SEP]" : "") << ")";
+                                    << " (at least [CLS] a [SEP]" << (pairs ? " b [SEP]" : "") << ")";
   // Each input gets its own bound: the vocabulary, 2, batch * seq (row
   // indices), a parameter's value, or none (a mask).
   for (size_t i = 0; i < objective.params.size(); ++i) {

@@ -35,6 +35,7 @@ constexpr llvm::StringLiteral kObjectiveAttr = "lm.objective";
 constexpr llvm::StringLiteral kTrainStepAttr = "lm.train_step";
 constexpr llvm::StringLiteral kParamAttr = "lm.param";
 constexpr llvm::StringLiteral kGradOfAttr = "lm.grad_of";
+constexpr llvm::StringLiteral kFrozenAttr = "lm.frozen";
 
 /// Adjoints of the values of one function, summed over their uses.
 class AdjointMap {
@@ -60,7 +61,7 @@ private:
 struct ObjectiveInfo {
   /// The scalar float loss type.
   RankedTensorType lossType;
-  /// The lm.param arguments, in argument order, and their names.
+  /// The lm.param arguments that are not lm.frozen, in argument order, and their names.
   SmallVector<unsigned> paramIndices;
   SmallVector<StringAttr> paramNames;
 };
@@ -84,6 +85,10 @@ LogicalResult checkParams(func::FuncOp objective, ObjectiveInfo &info) {
       return objective.emitError("argument #")
              << i << " of '@" << objective.getSymName() << "' (parameter " << paramName
              << ") must be a statically shaped float tensor to be differentiated, got " << type;
+    // A frozen parameter (lm.frozen) is read like data: no gradient, and the
+    // reverse sweep does not flow into it.
+    if (objective.getArgAttr(i, kFrozenAttr))
+      continue;
     info.paramIndices.push_back(i);
     info.paramNames.push_back(paramName);
   }

@@ -26,6 +26,8 @@ def LMAutodiffPass : Pass<"lm-autodiff", "mlir::ModuleOp"> {
     of the objective's body) and then runs a reverse sweep built from the ops'
     GradientOpInterface rules, accumulating with lm.add where a value is used
     more than once. Parameters that do not influence the loss get zeros.
+    Arguments that also carry the unit attribute `lm.frozen` get no gradient
+    result (frozen parameters: the optimizer never updates them).
     See docs/autodiff.md.
   }];
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];

@@ -55,7 +55,8 @@ CudaSession::CudaSession(Session &host, const std::string &origin, const DeviceO
            dtypeName(paramType_));
     paramOffset_.push_back(paramElems_);
     const int64_t n = ps[i].type.numel();
-    for (int64_t b = 0; b < n; b += kChunkElems)
+    // A frozen parameter gets no AdamW chunk: the update never touches it.
+    for (int64_t b = 0; !ps[i].frozen && b < n; b += kChunkElems)
       chunks.push_back({paramElems_ + b, paramElems_ + std::min(n, b + kChunkElems), ps[i].weightDecay ? 1 : 0});
     paramElems_ += (int64_t)(alignUp((size_t)n * dtypeSize(paramType_)) / dtypeSize(paramType_));
   }

@@ -41,8 +41,8 @@ const Shard &lmcShard(const TokenFile &f) { return *static_cast<const Shard *>(f
 void checkDocuments(const TokenSource &source) {
   for (const TokenFile &f : source.files())
     if (f.format != "LMC shard")
-      fail("data '%s' is a %s; the mlm transform with nsp needs the document boundaries of LMC "
-           "shards (build the directory with lmrt data build, or compile with nsp = 0)",
+      fail("data '%s' is a %s; the mlm transform with nsp or sop needs the document boundaries of LMC "
+           "shards (build the directory with lmrt data build, or compile without sentence pairs)",
            f.path.c_str(), source.format().c_str());
 }
 
@@ -77,14 +77,15 @@ uint64_t documentCount(const TokenSource &source) {
 
 MlmBatcher::MlmBatcher(const std::string &dirIn, int64_t rows, int64_t seq, const MlmOptions &options,
                        uint64_t seed)
-    : rows_(rows), seq_(seq), content_(seq - (options.nsp ? 3 : 2)), options_(options), seed_(seed) {
-  if (rows <= 0 || content_ < (options.nsp ? 2 : 1))
-    fail("mlm batches need rows >= 1 and seq >= %d (got %lld x %lld)", options.nsp ? 5 : 3,
+    : rows_(rows), seq_(seq), content_(seq - (options.pairs() ? 3 : 2)), options_(options), seed_(seed) {
+  if (options.nsp && options.sop) fail("the mlm transform takes nsp or sop, not both");
+  if (rows <= 0 || content_ < (options.pairs() ? 2 : 1))
+    fail("mlm batches need rows >= 1 and seq >= %d (got %lld x %lld)", options.pairs() ? 5 : 3,
          (long long)rows, (long long)seq);
   checkDataDir(dirIn);
   train_ = TokenSource::open(findSplitFiles(dirIn, "train"));
   val_ = TokenSource::open(findSplitFiles(dirIn, "val"));
-  if (options.nsp) {
+  if (options.pairs()) {
     checkDocuments(*train_);
     checkDocuments(*val_);
   }
@@ -119,6 +120,7 @@ void MlmBatcher::fill(const TokenSource &shard, bool validation, uint64_t index,
   out.attention.assign(rows_ * seq_, 0);
   out.nsp.assign(rows_, 0);
   out.bits.assign(rows_ * seq_, 0);
+  out.sop.assign(rows_, 0);
   for (int64_t r = 0; r < rows_; ++r) fillRow(shard, validation, sampleKey(validation, index, firstRow + r), r, out);
 }
 
@@ -140,7 +142,7 @@ void MlmBatcher::fillRow(const TokenSource &shard, bool validation, uint64_t sam
   int32_t *seg = out.segments.data() + row * seq_;
   int64_t la = len, lb = 0;
   uint64_t startA = uniformBelow(rnd(layout, kStartA), n - len + 1);
-  if (options_.nsp && documentCount(shard) > 1) {
+  if (options_.pairs() && documentCount(shard) > 1) {
     // Sentence pairs stay inside A's document, so "B follows A" is the actual
     // next text of one document: a row crossing the document's end moves back
     // to end there, and a document shorter than the row is the whole row
@@ -155,25 +157,40 @@ void MlmBatcher::fillRow(const TokenSource &shard, bool validation, uint64_t sam
       }
     }
   }
-  if (options_.nsp) {
+  if (options_.pairs()) {
     la = 1 + (int64_t)uniformBelow(rnd(layout, kSplit), len - 1);
     lb = len - la;
   } else {
     la = len;
   }
-  int64_t p = 0;
-  ids[p++] = kCls;
-  shard.copyTokens(startA, la, ids + p);
-  p += la;
-  ids[p++] = kSep;
+  // The row's two pieces of text: A alone; with nsp A and B, B the text after
+  // A or (label 1) from a random offset; with sop A and the text after it, in
+  // document order or (label 1) swapped.
+  struct Piece {
+    uint64_t start;
+    int64_t len;
+  };
+  Piece first{startA, la}, second{startA + la, lb};
   if (options_.nsp) {
     bool random = (rnd(layout, kIsRandom) >> 63) != 0;
-    uint64_t startB = random ? uniformBelow(rnd(layout, kStartB), n - lb + 1) : startA + la;
-    shard.copyTokens(startB, lb, ids + p);
-    for (int64_t i = p; i < p + lb + 1; ++i) seg[i] = 1;
-    p += lb;
-    ids[p++] = kSep;
+    if (random) second.start = uniformBelow(rnd(layout, kStartB), n - lb + 1);
     out.nsp[row] = random ? 1 : 0;
+  }
+  if (options_.sop) {
+    bool swapped = (rnd(layout, kIsRandom) >> 63) != 0;
+    if (swapped) std::swap(first, second);
+    out.sop[row] = swapped ? 1 : 0;
+  }
+  int64_t p = 0;
+  ids[p++] = kCls;
+  shard.copyTokens(first.start, first.len, ids + p);
+  p += first.len;
+  ids[p++] = kSep;
+  if (options_.pairs()) {
+    shard.copyTokens(second.start, second.len, ids + p);
+    for (int64_t i = p; i < p + second.len + 1; ++i) seg[i] = 1;
+    p += second.len;
+    ids[p++] = kSep;
   }
   std::fill(out.attention.begin() + row * seq_, out.attention.begin() + row * seq_ + p, 1);
 

@@ -27,7 +27,13 @@
    replaced by [MASK] (80 %), by a uniform byte (10 %) or kept (10 %), and its
    label is the original id; every other label is -100. Every position also
    gets 32 random bits of a stream of its own (random_bits: the randomness of
-   the model's own draws, lm.sample), keyed like the rest by (sample, position). */
+   the model's own draws, lm.sample), keyed like the rest by (sample, position).
+
+   With sop (ALBERT's sentence-order prediction) a row is a pair too, laid out
+   as with nsp, but B is always the text right after A in A's document; with
+   probability 1/2 the two are swapped, [CLS] B [SEP] A [SEP] (sop label 1, as
+   HF's sentence_order_label; 0: document order). Segment 0 is whichever comes
+   first. nsp and sop exclude each other. */
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -42,11 +48,13 @@ struct MlmOptions {
   double maskProb = 0.15;
   bool nsp = false;
   double shortSeqProb = 0.0;
+  bool sop = false;
+  bool pairs() const { return nsp || sop; }
 };
 
-/* One batch, row-major [rows, seq] (nsp: [rows]). */
+/* One batch, row-major [rows, seq] (nsp, sop: [rows]). */
 struct MlmBatch {
-  std::vector<int32_t> ids, labels, segments, nsp;
+  std::vector<int32_t> ids, labels, segments, nsp, sop;
   std::vector<int32_t> bits;  // 32 random bits a position (uint32 as i32), for lm.sample
   std::vector<uint8_t> attention;  // 1: a real token, 0: padding
 };

@@ -35,6 +35,7 @@ struct TransformOutput {
   bool needsNsp;     // produced only with nsp = 1
   const char *what;  // for docs and error messages
   const char *boundParam = nullptr;  // Bound::Param: the parameter whose value bounds the ids
+  bool needsSop = false;  // produced only with sop = 1
 };
 
 struct TransformParam {
@@ -66,11 +67,16 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"nsp_labels", false, true, Bound::Two, false, true, "0: B follows A, 1: B is random (nsp = true)"},
            {"random_bits", false, false, Bound::None, false, false,
             "32 random bits a position (any i32), keyed by (seed, step, sample): the draws of sample()"},
+           {"sop_labels", false, true, Bound::Two, false, false,
+            "0: A then B in document order, 1: swapped (sop = true)", nullptr, true},
        },
        {
            {"mask_prob", 0.15, 0.0, 1.0, false, "probability that a non-special token is selected"},
            {"nsp", 0.0, 0.0, 1.0, true, "form sentence pairs A, B with 50 % random B"},
            {"short_seq_prob", 0.0, 0.0, 1.0, false, "probability that a row is shorter than seq (padded)"},
+           {"sop", 0.0, 0.0, 1.0, true,
+            "form sentence pairs A, B of consecutive text of one document, swapped with probability 1/2 "
+            "(ALBERT's sentence-order prediction)"},
        }},
       // SpanBERT's (runtime/data/span_mlm.h): contiguous spans masked, and for
       // the span boundary objective each masked token's boundary rows and
@@ -116,10 +122,15 @@ inline std::string transformNames() {
   return s;
 }
 
-inline std::string outputNames(const TransformSpec &spec, bool nsp) {
+/* Whether the transform produces output `o` with these pair options. */
+inline bool produces(const TransformOutput &o, bool nsp, bool sop = false) {
+  return (nsp || !o.needsNsp) && (sop || !o.needsSop);
+}
+
+inline std::string outputNames(const TransformSpec &spec, bool nsp, bool sop = false) {
   std::string s;
   for (const TransformOutput &o : spec.outputs)
-    if (nsp || !o.needsNsp) s += (s.empty() ? "" : ", ") + std::string(o.name);
+    if (produces(o, nsp, sop)) s += (s.empty() ? "" : ", ") + std::string(o.name);
   return s;
 }
 

@@ -98,6 +98,7 @@ std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &o
     st.name = p.name();
     st.type = toTensorType(p.type());
     st.weightDecay = p.weight_decay();
+    st.frozen = p.frozen();
     st.value.assign((size_t)st.type.bytes(), 0);
     st.grad.assign((size_t)st.type.bytes(), 0);
     impl.paramIndex[p.name()] = s->params_.size();

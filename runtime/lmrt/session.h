@@ -27,6 +27,7 @@ struct ParamState {
   std::string name;
   TensorType type;
   bool weightDecay = false;
+  bool frozen = false;      // plan Param.frozen: no gradient, the optimizer skips it
   std::vector<char> value;  // type.bytes() bytes, f32 or f64
   std::vector<char> grad;   // same size; written by "train_step"
   TensorRef valueRef();

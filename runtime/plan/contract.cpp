@@ -135,9 +135,11 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
       return Violation{"vocab", std::to_string(d.vocab()),
                        "must be >= " + std::to_string(data::kMinMlmVocab) + " for " + d.transform() +
                            " (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])"};
-    if (d.seq() < (transformParam(d, "nsp") != 0 ? 5 : 3))
+    if (transformParam(d, "nsp") != 0 && transformParam(d, "sop") != 0)
+      return Violation{"params.sop", "1", "cannot be combined with nsp = 1 (a row is one kind of pair)"};
+    if (d.seq() < (transformParam(d, "nsp") != 0 || transformParam(d, "sop") != 0 ? 5 : 3))
       return Violation{"seq", std::to_string(d.seq()),
-                       "is too short for " + d.transform() + " (at least [CLS] a [SEP], and b [SEP] with nsp)"};
+                       "is too short for " + d.transform() + " (at least [CLS] a [SEP], and b [SEP] with nsp or sop)"};
   }
   return std::nullopt;
 }
@@ -154,10 +156,11 @@ double transformParam(const plan::DataConfig &d, const std::string &name) {
 std::string expectedTransformInput(const plan::Input &in, const plan::DataConfig &d) {
   const data::TransformSpec *spec = data::findTransform(d.transform());
   if (!spec) return "an input of a known transform";
-  bool nsp = transformParam(d, "nsp") != 0;
+  bool nsp = transformParam(d, "nsp") != 0, sop = transformParam(d, "sop") != 0;
   const data::TransformOutput *o = data::findOutput(*spec, in.name());
-  if (!o || (o->needsNsp && !nsp))
-    return "one of the inputs transform '" + d.transform() + "' produces (" + data::outputNames(*spec, nsp) + ")";
+  if (!o || !data::produces(*o, nsp, sop))
+    return "one of the inputs transform '" + d.transform() + "' produces (" +
+           data::outputNames(*spec, nsp, sop) + ")";
   const plan::TensorType &t = in.type();
   bool dtypeOk = o->isFloat ? (t.dtype() == plan::F32 || t.dtype() == plan::F64) : t.dtype() == plan::I32;
   bool shapeOk = o->perRow ? t.shape_size() == 1 && t.shape(0) == d.batch()
@@ -738,13 +741,15 @@ private:
       if (prog.name() != "train_step") error(where + " has a gradient output '" + o.name() + "'");
       const plan::Buffer &b = prog.buffers(o.buffer());
       if (!params_.count(p)) error(where + ", output '" + o.name() + "': no parameter named '" + p + "'");
+      if (params_.at(p)->frozen())
+        error(where + ", output '" + o.name() + "': parameter '" + p + "' is frozen and has no gradient");
       if (b.kind() != plan::Buffer::GRAD || b.name() != p)
         error(where + ", output '" + o.name() + "': must be the GRAD buffer of '" + p + "', is buffer " +
               std::to_string(o.buffer()) + " (" + bufferKindName(b.kind()) + " '" + b.name() + "')");
     }
     if (prog.name() == "train_step")
       for (const plan::Param &p : plan_.params())
-        if (!findOutput(prog, kGradPrefix + p.name()))
+        if (!p.frozen() && !findOutput(prog, kGradPrefix + p.name()))
           error(where + " has no output 'grad:" + p.name() + "' (every parameter needs its gradient)");
   }
 

@@ -97,6 +97,7 @@ void AdamW::step(const std::vector<ParamView> &params, double lr, double gradSca
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamView &p = params[i];
     Moments &s = state_[i];
+    if (p.frozen) continue;  // not even weight decay: it stays bit for bit as loaded
     double decay = p.weightDecay ? config_.weightDecay : 0.0;
     if (p.dtype == DType::F32)
       update<float>((float *)p.value, (const float *)p.grad, (float *)s.m.data(), (float *)s.v.data(),

@@ -436,7 +436,7 @@ Checkpoint findResumeCheckpoint(const std::string &path, const Session &s, FILE 
 void restoreCheckpoint(const Checkpoint &c, Session &s, AdamW &adamw) {
   std::vector<ParamView> views;
   for (ParamState &p : s.params())
-    views.push_back({p.type.dtype, p.value.data(), p.grad.data(), p.type.numel(), p.weightDecay});
+    views.push_back({p.type.dtype, p.value.data(), p.grad.data(), p.type.numel(), p.weightDecay, p.frozen});
   adamw.restoreState(views, c.meta.adamwUpdates);
   std::vector<AdamW::MomentView> mom = adamw.moments();
   for (size_t i = 0; i < s.params().size(); ++i) {

@@ -73,6 +73,7 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     o.maskProb = contract::transformParam(dc, "mask_prob");
     o.nsp = contract::transformParam(dc, "nsp") != 0;
     o.shortSeqProb = contract::transformParam(dc, "short_seq_prob");
+    o.sop = contract::transformParam(dc, "sop") != 0;
     // The byte check reads every token: a file truncated under it raises SIGBUS.
     guardBusErrors("data '" + dir + "'",
                    [&] { mlm_ = std::make_unique<MlmBatcher>(dir, dc.batch(), dc.seq(), o, seed); });
@@ -110,6 +111,7 @@ void DataFeed::convert(const MlmBatch &b) {
     else if (name == "attention_mask") copyAs(b.attention, type, dst);
     else if (name == "nsp_labels") copyAs(b.nsp, type, dst);
     else if (name == "random_bits") copyAs(b.bits, type, dst);
+    else if (name == "sop_labels") copyAs(b.sop, type, dst);
     else fail("the mlm transform produces no input '%s'", name.c_str());
   }
 }

@@ -15,6 +15,7 @@ struct ParamView {
   void *grad = nullptr;
   int64_t numel = 0;
   bool weightDecay = false;
+  bool frozen = false;  // a frozen parameter: AdamW leaves it (and its moments) as they are
 };
 
 }  // namespace lmrt

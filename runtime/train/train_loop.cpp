@@ -44,7 +44,7 @@ using Clock = std::chrono::steady_clock;
 std::vector<ParamView> paramViews(Session &s) {
   std::vector<ParamView> v;
   for (ParamState &p : s.params())
-    v.push_back({p.type.dtype, p.value.data(), p.grad.data(), p.type.numel(), p.weightDecay});
+    v.push_back({p.type.dtype, p.value.data(), p.grad.data(), p.type.numel(), p.weightDecay, p.frozen});
   return v;
 }
 

@@ -325,8 +325,20 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   }
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Frozen parameters count among the parameters (as HF's num_parameters does);
+  // how many of them are frozen is said only when some are.
+  int64_t frozen = 0;
+  for (const lmrt::plan::Param &p : plan.params())
+    if (p.frozen()) {
+      int64_t n = 1;
+      for (int64_t d : p.type().shape())
+        n *= d;
+      frozen += n;
+    }
+  std::string frozenNote = frozen ? " (" + withThousands(frozen) + " frozen)" : "";
   llvm::errs() << "lmc: " << (writePlan ? "wrote " + outPath : std::string("compiled ") + opts.input) << ": "
-               << withThousands(plan.param_count()) << " parameters, " << humanFlops(plan.flops_per_step())
+               << withThousands(plan.param_count()) << " parameters" << frozenNote << ", "
+               << humanFlops(plan.flops_per_step())
                << "/step, predicted peak memory " << humanBytes(plan.predicted_peak_bytes()) << " ("
                << withThousands(plan.predicted_peak_bytes()) << " bytes), " << kernelSummary(plan, report)
                << ", compiled in "

@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 
+#include "runtime/data/transform_spec.h"
 #include "runtime/lmrt/init.h"
 #include "runtime/lmrt/plan_types.h"
 #include "runtime/lmrt/session.h"
@@ -27,9 +28,15 @@ struct Options {
   int64_t maxElems = 16;
 };
 
-/* Random values for every input of `prog`: ids in [0, vocab) for token inputs, any
-   32-bit word for i32 inputs without a bound (random bits). */
-std::map<std::string, std::vector<char>> makeInputs(const plan::Program &prog, uint64_t seed) {
+/* Random values for every input of `prog`: ids in [0, vocab) for token inputs,
+   any 32-bit word for i32 inputs without a bound (random bits); a float input
+   that the plan's batch transform fills as a 0/1 mask (attention_mask) gets 0/1
+   values, mostly 1 (a normal draw there would give padding biases of +-1e9 that
+   saturate every softmax, so the gradients of the attention scores would be
+   exactly zero and go unchecked). */
+std::map<std::string, std::vector<char>> makeInputs(const plan::Program &prog, const plan::DataConfig &dc,
+                                                    uint64_t seed) {
+  const data::TransformSpec *spec = data::findTransform(dc.transform());
   std::map<std::string, std::vector<char>> data;
   for (const plan::Input &in : prog.inputs()) {
     TensorType t = toTensorType(in.type());
@@ -43,6 +50,13 @@ std::map<std::string, std::vector<char>> makeInputs(const plan::Program &prog, u
       const double range = in.vocab() > 0 ? (double)in.vocab() : 4294967296.0;
       for (int64_t i = 0; i < t.numel(); ++i)
         ids[i] = (int32_t)(uint32_t)std::min<int64_t>((int64_t)range - 1, (int64_t)(uniformAt(key, i) * range));
+    } else if (const data::TransformOutput *mask = spec ? data::findOutput(*spec, in.name()) : nullptr;
+               mask && mask->isFloat) {
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        double one = uniformAt(key, i) < 0.75 ? 1.0 : 0.0;
+        if (t.dtype == DType::F64) ref.as<double>()[i] = one;
+        else ref.as<float>()[i] = (float)one;
+      }
     } else {
       fillNormal(ref, 0, 1, seed, "gradcheck-input:" + in.name());
     }
@@ -90,7 +104,7 @@ void gradcheck(const Options &o) {
 
   for (ParamState &p : s->params()) fillNormal(p.valueRef(), 0.0, 0.5, o.seed, "gradcheck:" + p.name);
   const plan::Program &train = program(s->plan(), "train_step");
-  auto inputData = makeInputs(train, o.seed);
+  auto inputData = makeInputs(train, s->plan().data(), o.seed);
   auto trainInputs = refs(train, inputData);
 
   s->run("train_step", trainInputs);
@@ -134,6 +148,10 @@ void gradcheck(const Options &o) {
   double worst = 0, worstAbs = 0;
   for (size_t pi = 0; pi < s->params().size(); ++pi) {
     ParamState &p = s->params()[pi];
+    if (p.frozen) {  // no gradient: the train step computes none
+      std::printf("  %-*s  %-20s frozen: no gradient\n", (int)width, p.name.c_str(), p.type.str().c_str());
+      continue;
+    }
     double *w = p.valueRef().as<double>();
     double maxRel = 0, maxAbs = 0;
     int64_t paramBad = 0, worstAt = -1;

@@ -91,7 +91,7 @@ void inspect(const std::string &path, bool steps) {
   for (const plan::Param &q : p.params()) width = std::max(width, q.name().size());
   for (const plan::Param &q : p.params())
     std::printf("  %-*s  %-18s %-24s %s\n", (int)width, q.name().c_str(), planTypeStr(q.type()).c_str(),
-                initStr(q.init()).c_str(), q.weight_decay() ? "decay" : "");
+                initStr(q.init()).c_str(), q.frozen() ? "frozen" : q.weight_decay() ? "decay" : "");
 
   if (p.inputs_size()) {
     std::printf("inputs:\n");

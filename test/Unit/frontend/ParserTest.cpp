@@ -103,6 +103,31 @@ train { optimizer = adamw(lr = 1e-3); clip_grad_norm = 1.0 }
   EXPECT_EQ(m->train[0].name, "optimizer");
 }
 
+// Tests that `frozen` modifies a `param` right after it and is an ordinary name
+// anywhere else.
+TEST(Parser, FrozenParam) {
+  Errors errs;
+  std::optional<Module> m = parseModule(R"(
+block b(x) {
+  frozen param w: [4] = zeros
+  param v: [4] = ones
+  frozen = x * w
+  return frozen + v
+}
+)",
+                                        errs.handler());
+  ASSERT_TRUE(m.has_value()) << (errs.list.empty() ? "" : errs.list[0]);
+  const Function &b = m->functions[0];
+  ASSERT_EQ(b.body.size(), 4u);
+  EXPECT_EQ(b.body[0].kind, Stmt::Kind::Param);
+  EXPECT_EQ(b.body[0].name, "w");
+  EXPECT_TRUE(b.body[0].frozen);
+  EXPECT_EQ(b.body[0].loc.col, 3);  // the statement starts at `frozen`
+  EXPECT_FALSE(b.body[1].frozen);
+  EXPECT_EQ(b.body[2].kind, Stmt::Kind::Assign);
+  EXPECT_EQ(b.body[2].name, "frozen");
+}
+
 // Tests that the model files of the zoo parse.
 TEST(Parser, ZooModelsParse) {
   struct Zoo {

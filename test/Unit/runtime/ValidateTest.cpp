@@ -133,6 +133,22 @@ TEST(Validate, MissingGradOutput) {
   EXPECT_HAS(msg, "program 'train_step' has no output 'grad:wte'");
 }
 
+// A frozen parameter has no gradient: its "grad:" output is gone, and a plan
+// that still has one is rejected.
+TEST(Validate, FrozenParameterHasNoGradOutput) {
+  EXPECT_EQ(errorAfter([](plan::Plan &p) {
+              program(p, "train_step")->mutable_outputs()->RemoveLast();
+              for (plan::Param &param : *p.mutable_params())
+                if (param.name() == "wte") param.set_frozen(true);
+            }),
+            "(valid)");
+  std::string msg = errorAfter([](plan::Plan &p) {
+    for (plan::Param &param : *p.mutable_params())
+      if (param.name() == "wte") param.set_frozen(true);
+  });
+  EXPECT_HAS(msg, "output 'grad:wte': parameter 'wte' is frozen and has no gradient");
+}
+
 TEST(Validate, GradOutputMustBeTheGradBuffer) {
   std::string msg = errorAfter([](plan::Plan &p) {
     auto *prog = program(p, "train_step");
@@ -383,6 +399,19 @@ TEST(Validate, MlmDataContract) {
   (*d.mutable_params())["nsp"] = 0;
   EXPECT_EQ(contract::expectedTransformInput(input("nsp_labels", plan::I32, {2}, 2), d),
             "one of the inputs transform 'mlm' produces (ids, labels, segments, attention_mask, random_bits)");
+  // Sentence-order pairs (ALBERT): sop_labels only with sop = 1, never with nsp.
+  EXPECT_EQ(contract::expectedTransformInput(input("sop_labels", plan::I32, {2}, 2), d),
+            "one of the inputs transform 'mlm' produces (ids, labels, segments, attention_mask, random_bits)");
+  (*d.mutable_params())["sop"] = 1;
+  EXPECT_EQ(contract::expectedTransformInput(input("sop_labels", plan::I32, {2}, 2), d), "");
+  EXPECT_FALSE(contract::checkDataConfig(d).has_value());
+  (*d.mutable_params())["nsp"] = 1;
+  EXPECT_EQ(contract::checkDataConfig(d)->str(),
+            "params.sop = 1 cannot be combined with nsp = 1 (a row is one kind of pair)");
+  (*d.mutable_params())["nsp"] = 0;
+  d.set_seq(4);
+  EXPECT_EQ(contract::checkDataConfig(d)->str(),
+            "seq = 4 is too short for mlm (at least [CLS] a [SEP], and b [SEP] with nsp or sop)");
 }
 
 // The span_mlm transform's config: whole-number max_span, mask_prob at most 0.5,

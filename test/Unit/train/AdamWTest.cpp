@@ -123,3 +123,21 @@ TEST(AdamW, GradScaleEqualsClippingFirst) {
                           1e-3, 0.0),
                Error);
 }
+
+// A frozen parameter is left bit for bit as it was, with its moments, even with a
+// gradient and weight decay; the others beside it update as usual.
+TEST(AdamW, FrozenParametersAreNeverUpdated) {
+  AdamW opt({0.9, 0.999, 1e-8, 0.1});
+  float a[2] = {1.5f, -0.25f}, ga[2] = {0.3f, -2.0f};
+  float b[2] = {1.5f, -0.25f}, gb[2] = {0.3f, -2.0f};
+  for (int i = 0; i < 3; ++i)
+    opt.step({{DType::F32, a, ga, 2, true, /*frozen=*/true}, {DType::F32, b, gb, 2, true, false}}, 0.01);
+  EXPECT_EQ(a[0], 1.5f);
+  EXPECT_EQ(a[1], -0.25f);
+  EXPECT_NE(b[0], 1.5f);
+  EXPECT_NE(b[1], -0.25f);
+  std::vector<AdamW::MomentView> m = opt.moments();
+  EXPECT_EQ(((float *)m[0].m)[0], 0.0f);
+  EXPECT_EQ(((float *)m[0].v)[1], 0.0f);
+  EXPECT_NE(((float *)m[1].m)[0], 0.0f);
+}

@@ -5,6 +5,7 @@
    sample index): reproducible, fresh per step (dynamic masking), seed-dependent. */
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sys/stat.h>
@@ -344,4 +345,98 @@ TEST(Mlm, RandomBitsAreKeyedBySeedStepAndSample) {
     EXPECT_GT(set, 64) << "bit " << bit;
     EXPECT_LT(set, 192) << "bit " << bit;
   }
+}
+
+// Sentence-order prediction (ALBERT): a row is [CLS] X [SEP] Y [SEP] where A, B
+// are consecutive text of the stream; label 0 keeps them in order (X = A, Y = B),
+// label 1 swaps them (X = B, Y = A), about half the rows each. Segment 1 is Y.
+TEST(Mlm, SentenceOrderPairsAreConsecutiveTextSwappedHalfTheTime) {
+  TempDir d;
+  const uint32_t n = 20000;
+  std::string dir = makeData(d, n);
+  std::vector<int32_t> text(n);
+  for (uint32_t i = 0; i < n; ++i) text[i] = (int32_t)((i * 2654435761u >> 7) % 256);
+  MlmOptions o;
+  o.sop = true;
+  o.maskProb = 0;
+  const int64_t rows = 256, seq = 40;
+  MlmBatcher b(dir, rows, seq, o, 11);
+  MlmBatch x;
+  b.trainBatch(0, x);
+  int swapped = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t *ids = &x.ids[r * seq];
+    const int32_t *seg = &x.segments[r * seq];
+    ASSERT_EQ(ids[0], kCls);
+    ASSERT_TRUE(x.sop[r] == 0 || x.sop[r] == 1);
+    EXPECT_EQ(x.nsp[r], 0);
+    std::vector<int32_t> first, second;
+    int64_t i = 1;
+    for (; ids[i] != kSep; ++i) first.push_back(ids[i]);
+    for (++i; ids[i] != kSep; ++i) {
+      EXPECT_EQ(seg[i], 1) << "row " << r;
+      second.push_back(ids[i]);
+    }
+    EXPECT_EQ(i, seq - 1) << "row " << r << ": a full row";
+    for (int64_t k = 0; k <= (int64_t)first.size() + 1; ++k) EXPECT_EQ(seg[k], 0) << "row " << r;
+    ASSERT_FALSE(first.empty());
+    ASSERT_FALSE(second.empty());
+    // In document order the text is A then B: first + second if kept, second + first if swapped.
+    std::vector<int32_t> a = x.sop[r] ? second : first, bb = x.sop[r] ? first : second;
+    std::vector<int32_t> joined = a;
+    joined.insert(joined.end(), bb.begin(), bb.end());
+    EXPECT_NE(std::search(text.begin(), text.end(), joined.begin(), joined.end()), text.end())
+        << "row " << r << " (sop " << x.sop[r] << ") is not consecutive text";
+    swapped += x.sop[r];
+  }
+  EXPECT_GT(swapped, 96);
+  EXPECT_LT(swapped, 160);
+  // The batch is a function of (seed, sample): the same again, another seed another one.
+  MlmBatch y;
+  b.trainBatch(0, y);
+  EXPECT_EQ(x.ids, y.ids);
+  EXPECT_EQ(x.sop, y.sop);
+  MlmBatcher other(dir, rows, seq, o, 12);
+  other.trainBatch(0, y);
+  EXPECT_NE(x.sop, y.sop);
+}
+
+// With sop, as with nsp, both segments come from one document.
+TEST(Mlm, SentenceOrderPairsStayInsideADocument) {
+  TempDir d;
+  std::string dir = d.file("data");
+  mkdir(dir.c_str(), 0777);
+  std::vector<uint32_t> t;
+  std::vector<uint64_t> starts;
+  for (uint32_t doc = 0; doc < 100; ++doc) {
+    starts.push_back(t.size());
+    for (int i = 0; i < 20; ++i) t.push_back(doc);
+  }
+  writeShard(dir + "/train.bin", t, starts);
+  writeShard(dir + "/val.bin", std::vector<uint32_t>(100, 1), {0});
+  MlmOptions o;
+  o.sop = true;
+  o.maskProb = 0;
+  MlmBatcher b(dir, 32, 40, o, 9);
+  MlmBatch x;
+  b.trainBatch(0, x);
+  for (int64_t r = 0; r < 32; ++r) {
+    const int32_t *ids = &x.ids[r * 40];
+    int64_t len = 0;
+    while (len < 40 && x.attention[r * 40 + len]) ++len;
+    EXPECT_EQ(len, 23) << "row " << r;  // [CLS] 20 tokens [SEP] [SEP]
+    for (int64_t i = 1; i < len; ++i)
+      if (ids[i] != kSep) EXPECT_EQ(ids[i], ids[1]) << "row " << r << " pos " << i;
+  }
+}
+
+TEST(Mlm, SentenceOrderAndNextSentenceExcludeEachOther) {
+  TempDir d;
+  std::string dir = makeData(d, 2000);
+  MlmOptions both;
+  both.nsp = both.sop = true;
+  EXPECT_NE(errorOf([&] { MlmBatcher(dir, 2, 32, both, 1); }).find("nsp or sop, not both"), std::string::npos);
+  MlmOptions sop;
+  sop.sop = true;
+  EXPECT_NE(errorOf([&] { MlmBatcher(dir, 2, 4, sop, 1); }).find("seq >= 5"), std::string::npos);
 }

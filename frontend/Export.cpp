@@ -12,6 +12,7 @@
 #include "frontend/MLIRGen.h"
 #include "frontend/NamePattern.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mlir::lm {
@@ -97,12 +98,21 @@ FailureOr<ArrayAttr> MLIRGen::exportsAttr() {
         std::optional<NamePattern> tp = parseNamePattern(t, why);
         if (!tp)
           return error(r.loc) << "name \"" << t << "\": " << why;
+        // Every hole of a name must be bound by the parameter path.
+        for (const std::string &h : tp->holes)
+          if (std::find(p->holes.begin(), p->holes.end(), h) == p->holes.end())
+            return error(r.loc) << "name \"" << t << "\" uses '{" << h << "}', which the parameter path \""
+                                << r.pattern << "\" does not have";
         rule.targets.push_back(*tp);
       }
       for (const std::string &t : r.tied) {
         std::optional<NamePattern> tp = parseNamePattern(t, why);
         if (!tp)
           return error(r.loc) << "tied name \"" << t << "\": " << why;
+        for (const std::string &h : tp->holes)
+          if (std::find(p->holes.begin(), p->holes.end(), h) == p->holes.end())
+            return error(r.loc) << "tied name \"" << t << "\" uses '{" << h << "}', which the parameter path \""
+                                << r.pattern << "\" does not have";
         rule.tied.push_back(*tp);
       }
       rules.push_back(std::move(rule));
@@ -110,6 +120,7 @@ FailureOr<ArrayAttr> MLIRGen::exportsAttr() {
 
     SmallVector<Attribute> entries;
     std::map<std::string, std::string> produced; // foreign name -> parameter
+    std::vector<std::pair<std::string, Location>> unmapped;
     for (const auto &[name, info] : params) {
       Rule *match = nullptr;
       std::map<std::string, std::string> captures, caps;
@@ -127,11 +138,8 @@ FailureOr<ArrayAttr> MLIRGen::exportsAttr() {
         captures = caps;
       }
       if (!match) {
-        InFlightDiagnostic d = error(e.loc);
-        d << "'export " << e.format << "' maps no name for parameter '" << name << "' "
-          << "(add a rule \"" << name << "\" -> \"...\")";
-        d.attachNote(info.loc) << "parameter '" << name << "' is declared here";
-        return failure();
+        unmapped.push_back({name, info.loc});
+        continue;
       }
       ++match->uses;
       if (match->src->transpose && info.type.getRank() != 2)
@@ -154,6 +162,19 @@ FailureOr<ArrayAttr> MLIRGen::exportsAttr() {
            builder.getNamedAttr("names", builder.getArrayAttr(names)),
            builder.getNamedAttr("transpose", builder.getBoolAttr(match->src->transpose)),
            builder.getNamedAttr("tied", builder.getArrayAttr(tied))}));
+    }
+    if (!unmapped.empty()) {
+      // All of them at once: a new model file usually misses several.
+      InFlightDiagnostic d = error(e.loc);
+      d << "'export " << e.format << "' maps no name for " << unmapped.size() << " parameter"
+        << (unmapped.size() > 1 ? "s" : "") << ": ";
+      for (size_t i = 0; i < unmapped.size() && i < 8; ++i)
+        d << (i ? ", '" : "'") << unmapped[i].first << "'";
+      if (unmapped.size() > 8)
+        d << ", ...";
+      d << " (add rules \"" << unmapped[0].first << "\" -> \"...\")";
+      d.attachNote(unmapped[0].second) << "parameter '" << unmapped[0].first << "' is declared here";
+      return failure();
     }
     for (const Rule &r : rules)
       if (r.uses == 0)

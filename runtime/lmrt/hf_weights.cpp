@@ -172,14 +172,32 @@ std::string jsonText(const json::Value &v) {
 }  // namespace
 
 std::string jsonDouble(double v) {
+  // Python's repr (what HF's json.dump writes): the shortest digits that read
+  // back as v, positional for exponents in [-4, 16), else d.ddde-XX.
+  if (v == 0) return std::signbit(v) ? "-0.0" : "0.0";
   char buf[40];
-  for (int prec = 1; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+  for (int prec = 0; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*e", prec, v);
     if (std::strtod(buf, nullptr) == v) break;
   }
-  std::string s = buf;
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return s;
+  std::string text = buf, sign;
+  if (text[0] == '-') sign = "-", text = text.substr(1);
+  size_t e = text.find('e');
+  int exp = std::atoi(text.c_str() + e + 1);
+  std::string digits;
+  for (size_t i = 0; i < e; ++i)
+    if (text[i] != '.') digits += text[i];
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  if (exp < -4 || exp >= 16) {
+    char ex[8];
+    std::snprintf(ex, sizeof ex, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    return sign + digits.substr(0, 1) + (digits.size() > 1 ? "." + digits.substr(1) : "") + ex;
+  }
+  if (exp < 0) return sign + "0." + std::string(-exp - 1, '0') + digits;
+  std::string intPart = digits.substr(0, std::min(digits.size(), (size_t)exp + 1));
+  intPart += std::string(exp + 1 - intPart.size(), '0');
+  std::string frac = digits.size() > (size_t)exp + 1 ? digits.substr(exp + 1) : "0";
+  return sign + intPart + "." + frac;
 }
 
 const plan::WeightExport &weightExport(const plan::Plan &plan, const std::string &format,
@@ -269,7 +287,8 @@ void importHf(const plan::Plan &plan, const HfImportOptions &o) {
   std::map<std::string, plan::Attr> expected(w.config().begin(), w.config().end());
   for (const auto &[key, want] : expected) {
     const json::Value *got = config.find(key);
-    if (got && !sameConfigValue(want, *got))
+    // null is HF's "the default" (n_inner: 4 * n_embd): nothing to compare.
+    if (got && got->kind != json::Value::Null && !sameConfigValue(want, *got))
       fail("'%s': %s is %s, but plan '%s' was compiled with %s = %s (recompile with matching -D values)",
            configPath.c_str(), key.c_str(), jsonText(*got).c_str(), o.planPath.c_str(), key.c_str(),
            configValueJson(want).c_str());

@@ -10,6 +10,8 @@ save_pretrained writes, lmrt reads.
       its logits with lmrt's (L, from `lmrt forward`): max |diff| <= A (1e-4)
   load --dir DIR --class C
       from_pretrained loads DIR strictly; prints the parameter count
+  compare --logits A --out B [--atol A]
+      two logits files (lmrt's and HF's save) agree: max |diff| <= A
   train --dir DIR --class C --out OUT --tokens T [--steps N]
       loads DIR, trains N steps of causal LM with SGD in PyTorch on T (so the
       weights are HF's own), save_pretrained(OUT), and writes OUT/logits.safetensors
@@ -41,7 +43,7 @@ def load(directory, cls_name):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["tokens", "logits", "load", "train"])
+    ap.add_argument("mode", choices=["tokens", "logits", "load", "train", "compare"])
     ap.add_argument("--dir")
     ap.add_argument("--class", dest="cls")
     ap.add_argument("--tokens")
@@ -59,6 +61,13 @@ def main():
         ids = rng.integers(0, a.vocab, size=a.shape).astype(np.int32)
         safetensors_np.save(a.out, {"tokens": ids})
         return
+
+    if a.mode == "compare":
+        x, y = (safetensors_np.load(p)["logits"].astype(np.float64) for p in (a.logits, a.out))
+        err = float(np.abs(x - y).max()) if x.shape == y.shape else float("inf")
+        ok = err <= a.atol
+        print(f"logits {list(x.shape)}: max |diff| {err:.2e} (atol {a.atol:g}) {'ok' if ok else 'FAIL'}")
+        sys.exit(0 if ok else 1)
 
     print(f"transformers {transformers.__version__}")
     model = load(a.dir, a.cls)

@@ -131,9 +131,9 @@ DType planDtype(const plan::Plan &plan) {
   return plan.params_size() && toTensorType(plan.params(0).type()).dtype == DType::F64 ? DType::F64 : DType::F32;
 }
 
-/* Prepares `dir` for new files: refuses one that holds a model unless
-   `overwrite`, creates it if missing. */
-void prepareOutputDir(const std::string &dir, bool overwrite) {
+/* Checks `dir` before any work: writable (or creatable), and holding no model
+   unless `overwrite`. Creates nothing. */
+void checkOutputDir(const std::string &dir, bool overwrite) {
   if (dir.empty()) fail("--out: give a directory");
   checkOutputDirectory({"--out", dir});
   for (const char *f : {kModelFile, kConfigFile}) {
@@ -141,8 +141,6 @@ void prepareOutputDir(const std::string &dir, bool overwrite) {
     if (exists(p) && !overwrite)
       fail("--out '%s' already holds %s; pass --overwrite to replace it", dir.c_str(), f);
   }
-  if (!exists(dir) && ::mkdir(dir.c_str(), 0777) != 0)
-    fail("--out '%s': cannot create the directory: %s", dir.c_str(), std::strerror(errno));
 }
 
 bool sameConfigValue(const plan::Attr &a, const json::Value &v) {
@@ -216,6 +214,7 @@ void exportHf(const plan::Plan &plan, const HfExportOptions &o) {
   refuseOverlappingPaths({{"--out", modelPath}, {"--out", configPath}},
                          {{"the plan", o.planPath}, {"the weights", o.weightsPath}});
 
+  checkOutputDir(o.outDir, o.overwrite);
   SafetensorsFile file = readSafetensors(o.weightsPath);
   // The weights must be this plan's, exactly (as `lmrt run --init` requires).
   auto meta = file.metadata.find("format");
@@ -246,7 +245,8 @@ void exportHf(const plan::Plan &plan, const HfExportOptions &o) {
     Shape shape = e.transpose() ? transposed(type.shape) : type.shape;
     for (const std::string &name : e.names()) out.push_back({name, dtype, shape, bytes});
   }
-  prepareOutputDir(o.outDir, o.overwrite);
+  if (!exists(o.outDir) && ::mkdir(o.outDir.c_str(), 0777) != 0)
+    fail("--out '%s': cannot create the directory: %s", o.outDir.c_str(), std::strerror(errno));
   sortLikeSafetensors(out);
   writeTensors(modelPath, out, {{"format", "pt"}});
   std::string config = configJson(w, dtype);

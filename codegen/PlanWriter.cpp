@@ -429,6 +429,17 @@ LogicalResult ProgramBuilder::addOutputs(func::ReturnOp ret) {
         continue;
       }
     }
+    if (auto metric = func.getResultAttrOfType<StringAttr>(i, "lm.metric"); metric && kind == ProgramKind::Eval) {
+      // The runtime averages each metric over the evaluation batches.
+      auto type = dyn_cast<RankedTensorType>(value.getType());
+      if (!type || !isa<FloatType>(type.getElementType()) || type.getRank() != 0)
+        return ret.emitError("plan contract: metric '") << metric.getValue() << "' of @" << func.getSymName()
+               << " has type " << value.getType() << ", expected a float scalar";
+      plan::Output *out = program.add_outputs();
+      out->set_name("metric:" + metric.getValue().str());
+      out->set_buffer(bufferOf.lookup(value));
+      continue;
+    }
     if (++named > 1)
       return ret.emitError("plan contract: @") << func.getSymName() << " must return exactly one " << valueName
              << (kind == ProgramKind::TrainStep ? " (besides the lm.grad_of gradients)" : "") << ", it returns more";

@@ -121,11 +121,12 @@ struct Stmt {
     Assign, ///< name = value
     Param,  ///< param name: [dims] = init
     Return, ///< return value
+    Metric, ///< metric name = value (objectives: a scalar reported by evaluation)
   };
   Kind kind;
   Loc loc;
-  std::string name;     ///< Assign, Param
-  Loc nameLoc;          ///< Assign, Param
+  std::string name;     ///< Assign, Param, Metric
+  Loc nameLoc;          ///< Assign, Param, Metric
   /// Assign of several names (`q, k = split(x)`): every name and its
   /// position; empty for a single name.
   std::vector<std::string> names;

@@ -37,6 +37,7 @@ const std::vector<Signature> &signatures() {
       {"transpose", {"x", "perm"}, 1},
       {"reshape", {"x", "shape"}, 2},
       {"cross_entropy", {"logits", "targets", "ignore_index"}, 2},
+      {"accuracy", {"logits", "targets", "ignore_index"}, 2},
       {"repeat", {"n", "block", "x"}, 3},
       {"sqrt", {"x"}, 1},
       {"exp", {"x"}, 1},
@@ -66,6 +67,9 @@ const std::vector<Signature> &signatures() {
       {"concat", {"xs", "axis"}, 1},
       {"rmsnorm", {"x", "eps"}, 1},
       {"arange", {"n"}, 1},
+      {"take_along_axis", {"x", "indices", "axis"}, 3},
+      {"index_constant", {"x"}, 1},
+      {"min", {"a", "b"}, 2},
   };
   return table;
 }
@@ -387,7 +391,7 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     return LMValue::ofTensor(builder.create<ReshapeOp>(l, tensorType(*out, floatType), *x));
   }
 
-  if (name == "cross_entropy") {
+  if (name == "cross_entropy" || name == "accuracy") {
     FailureOr<Value> logits = requireFloat(*first, *arg[0], "logits");
     if (failed(logits))
       return failure();
@@ -395,8 +399,7 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     if (failed(targets))
       return failure();
     if (!targets->isTensor() || !targets->type().getElementType().isInteger(32))
-      return error(arg[1]->loc) << "argument 'targets' of 'cross_entropy' must be an i32 tensor, "
-                                   "got "
+      return error(arg[1]->loc) << "argument 'targets' of '" << name << "' must be an i32 tensor, got "
                                 << describe(*targets);
     int64_t ignore = -100;
     if (arg[2]) {
@@ -407,6 +410,8 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     }
     if (!shapes::crossEntropy(d0, targets->dims(), err))
       return error(call.loc) << err;
+    if (name == "accuracy")
+      return LMValue::ofTensor(builder.create<AccuracyOp>(l, *logits, targets->tensor, ignore));
     Value r = builder.create<CrossEntropyOp>(l, *logits, targets->tensor, ignore);
     return LMValue::ofTensor(r);
   }

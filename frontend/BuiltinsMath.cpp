@@ -2,7 +2,9 @@
 //
 // Elementwise math (tanh, sigmoid, log_sigmoid, relu, silu, exp, log, sqrt,
 // rsqrt, sin, cos), stop_gradient, comparisons and where, the reductions sum,
-// mean and max over axes, concat, rmsnorm and arange. Each maps to one lm op
+// mean and max over axes, concat, rmsnorm, arange, take_along_axis (a gather
+// along one axis) and index_constant (the i32 constant of a float expression
+// evaluated at compile time: gather indices). Each maps to one lm op
 // or a short composition: sum is lm.sum_to to the kept shape (then a
 // reshape), mean is that sum times 1/n, concat of n tensors is n - 1 binary
 // lm.concat ops. Signatures are in Builtins.cpp's table.
@@ -14,6 +16,9 @@
 #include "runtime/kernels/shape_rules.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <sstream>
 
 namespace mlir::lm {
 
@@ -33,7 +38,8 @@ template <size_t N> bool among(const std::string &name, const char *const (&list
 
 bool MLIRGen::isMathBuiltin(const std::string &name) {
   return among(name, kUnary) || among(name, kCompare) || name == "where" || name == "sum" ||
-         name == "mean" || name == "max" || name == "rmsnorm";
+         name == "mean" || name == "max" || name == "rmsnorm" || name == "take_along_axis" ||
+         name == "index_constant" || name == "min";
 }
 
 /// The axes of `sum(x, axis = ...)`: an integer or a list of them, negative
@@ -65,6 +71,116 @@ static FailureOr<SmallVector<int64_t>> reductionAxes(MLIRGen &gen, const ast::Ex
   std::sort(axes.begin(), axes.end());
   return axes;
 }
+
+namespace {
+
+/// The values of a float tensor built from constants at compile time, in f64
+/// and row-major order, for index_constant: lm.constant (arange, numbers),
+/// lm.reshape, the elementwise arithmetic and comparisons (with broadcasting)
+/// and lm.where. The first op it cannot evaluate is returned in `blocker`.
+struct ConstantEval {
+  Operation *blocker = nullptr;
+
+  static shapes::Dims dims(Value v) {
+    ArrayRef<int64_t> s = cast<RankedTensorType>(v.getType()).getShape();
+    return shapes::Dims(s.begin(), s.end());
+  }
+
+  /// v (of shape `from`) read at each position of `to` (which `from` broadcasts to).
+  static std::vector<double> broadcastTo(const std::vector<double> &v, const shapes::Dims &from,
+                                         const shapes::Dims &to) {
+    int64_t n = 1;
+    for (int64_t d : to)
+      n *= d;
+    std::vector<double> out(n);
+    for (int64_t e = 0; e < n; ++e) {
+      int64_t rem = e, src = 0, stride = 1;
+      for (size_t k = 0; k < to.size(); ++k) {
+        size_t d = to.size() - 1 - k;
+        int64_t idx = rem % to[d];
+        rem /= to[d];
+        if (k < from.size()) {
+          int64_t fd = from[from.size() - 1 - k];
+          src += (fd == 1 ? 0 : idx) * stride;
+          stride *= fd;
+        }
+      }
+      out[e] = v[src];
+    }
+    return out;
+  }
+
+  std::optional<std::vector<double>> operator()(Value v) {
+    Operation *op = v.getDefiningOp();
+    if (!op) {
+      blocker = nullptr;
+      return std::nullopt;
+    }
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+      if (!dense || !isa<FloatType>(dense.getElementType()))
+        return fail(op);
+      std::vector<double> out;
+      for (const APFloat &x : dense.getValues<APFloat>())
+        out.push_back(x.convertToDouble());
+      return out;
+    }
+    if (auto r = dyn_cast<ReshapeOp>(op))
+      return (*this)(r.getX());
+    if (auto w = dyn_cast<WhereOp>(op)) {
+      shapes::Dims to = dims(w.getResult());
+      std::vector<std::vector<double>> xs;
+      for (Value operand : op->getOperands()) {
+        std::optional<std::vector<double>> x = (*this)(operand);
+        if (!x)
+          return std::nullopt;
+        xs.push_back(broadcastTo(*x, dims(operand), to));
+      }
+      for (size_t e = 0; e < xs[0].size(); ++e)
+        xs[0][e] = xs[0][e] != 0.0 ? xs[1][e] : xs[2][e];
+      return xs[0];
+    }
+    if (auto neg = dyn_cast<NegOp>(op)) {
+      std::optional<std::vector<double>> x = (*this)(neg.getX());
+      if (x)
+        for (double &e : *x)
+          e = -e;
+      return x;
+    }
+    std::function<double(double, double)> f;
+    if (isa<AddOp>(op)) f = [](double a, double b) { return a + b; };
+    else if (isa<SubOp>(op)) f = [](double a, double b) { return a - b; };
+    else if (isa<MulOp>(op)) f = [](double a, double b) { return a * b; };
+    else if (isa<DivOp>(op)) f = [](double a, double b) { return a / b; };
+    else if (isa<GtOp>(op)) f = [](double a, double b) { return double(a > b); };
+    else if (isa<GeOp>(op)) f = [](double a, double b) { return double(a >= b); };
+    else if (isa<LtOp>(op)) f = [](double a, double b) { return double(a < b); };
+    else if (isa<LeOp>(op)) f = [](double a, double b) { return double(a <= b); };
+    else if (isa<EqOp>(op)) f = [](double a, double b) { return double(a == b); };
+    else if (isa<NeOp>(op)) f = [](double a, double b) { return double(a != b); };
+    else return fail(op);
+    shapes::Dims to = dims(op->getResult(0));
+    std::optional<std::vector<double>> a = (*this)(op->getOperand(0));
+    if (!a)
+      return std::nullopt;
+    std::optional<std::vector<double>> b = (*this)(op->getOperand(1));
+    if (!b)
+      return std::nullopt;
+    std::vector<double> x = broadcastTo(*a, dims(op->getOperand(0)), to),
+                        y = broadcastTo(*b, dims(op->getOperand(1)), to);
+    for (size_t e = 0; e < x.size(); ++e)
+      x[e] = f(x[e], y[e]);
+    return x;
+  }
+
+private:
+  std::nullopt_t fail(Operation *op) {
+    blocker = op;
+    return std::nullopt;
+  }
+};
+
+} // namespace
 
 FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,
                                      const LMValue &first, Env &env) {
@@ -136,6 +252,22 @@ FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<co
     else if (name == "ne") r = builder.create<NeOp>(l, xs[0], xs[1]);
     else r = builder.create<WhereOp>(l, xs[0], xs[1], xs[2]);
     return LMValue::ofTensor(r);
+  }
+
+  // min(a, b) and max(a, b) of two numbers are compile-time (DeBERTa's
+  // min(T, k)); max of a tensor is the reduction below. Integers stay integers.
+  if (name == "min" || (name == "max" && first.isNumber())) {
+    FailureOr<LMValue> b = eval(*arg[1], env);
+    if (failed(b))
+      return failure();
+    if (!first.isNumber() || !b->isNumber() || (name == "max" && arg[2]))
+      return error(call.loc) << "'" << name << "(a, b)' takes two numbers (max(x [, axis, keepdim]) "
+                                                "reduces a tensor), got "
+                             << describe(first) << " and " << describe(*b);
+    bool takeA = name == "min" ? first.asDouble() <= b->asDouble() : first.asDouble() >= b->asDouble();
+    if (first.kind == LMValue::Kind::Int && b->kind == LMValue::Kind::Int)
+      return takeA ? first : *b;
+    return LMValue::ofFloat(takeA ? first.asDouble() : b->asDouble());
   }
 
   if (name == "sum" || name == "mean" || name == "max") {
@@ -255,6 +387,71 @@ FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<co
     for (int64_t i = 0; i < *n; ++i)
       values.push_back(FloatAttr::get(floatType, double(i)));
     auto value = DenseElementsAttr::get(type, values);
+    return LMValue::ofTensor(builder.create<ConstantOp>(
+        l, TypeRange{type}, ValueRange{}, ArrayRef<NamedAttribute>{builder.getNamedAttr("value", value)}));
+  }
+  if (name == "take_along_axis") {
+    if (!first.isTensor())
+      return error(arg[0]->loc) << "argument 'x' of 'take_along_axis' must be a tensor, got "
+                                << describe(first);
+    FailureOr<Value> x = operand(first, *arg[0], "x");
+    if (failed(x))
+      return failure();
+    FailureOr<LMValue> ids = eval(*arg[1], env);
+    if (failed(ids))
+      return failure();
+    if (!ids->isTensor() || !ids->type().getElementType().isInteger(32))
+      return error(arg[1]->loc) << "argument 'indices' of 'take_along_axis' must be an i32 tensor "
+                                   "(index_constant(...) makes one), got "
+                                << describe(*ids);
+    FailureOr<int64_t> a = evalInt(*arg[2], env, "axis");
+    if (failed(a))
+      return failure();
+    int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+    int64_t axis = *a < 0 ? *a + rank : *a;
+    if (axis < 0 || axis >= rank)
+      return error(arg[2]->loc) << "axis " << *a << " is outside a tensor of rank " << rank;
+    if (!shapes::takeAlongAxis(dimsOf(*x), ids->dims(), axis, err))
+      return error(call.loc) << err;
+    // Constant indices (index_constant's) are checked here, not at run time.
+    if (auto c = ids->tensor.getDefiningOp<ConstantOp>()) {
+      int64_t n = dimsOf(*x)[axis], pos = 0;
+      for (const APInt &v : cast<DenseElementsAttr>(c.getValue()).getValues<APInt>()) {
+        if (v.getSExtValue() < 0 || v.getSExtValue() >= n)
+          return error(arg[1]->loc) << "take_along_axis: index " << v.getSExtValue()
+                                    << " at flat position " << pos << " is outside axis " << axis
+                                    << " of x (size " << n << ")";
+        ++pos;
+      }
+    }
+    return LMValue::ofTensor(builder.create<TakeAlongAxisOp>(l, *x, ids->tensor, axis));
+  }
+
+  if (name == "index_constant") {
+    if (!first.isTensor() || !isa<FloatType>(first.type().getElementType()))
+      return error(arg[0]->loc) << "argument 'x' of 'index_constant' must be a float tensor, got "
+                                << describe(first);
+    ConstantEval evaluate;
+    std::optional<std::vector<double>> values = evaluate(first.tensor);
+    if (!values) {
+      InFlightDiagnostic d = error(arg[0]->loc)
+                             << "the argument of 'index_constant' must be computable at compile "
+                                "time (from arange, numbers, reshape, + - * /, comparisons and "
+                                "where)";
+      if (evaluate.blocker)
+        d << ", but it depends on '" << evaluate.blocker->getName().getStringRef() << "'";
+      return failure();
+    }
+    auto type = tensorType(first.dims(), builder.getI32Type());
+    SmallVector<int32_t> ints;
+    for (size_t e = 0; e < values->size(); ++e) {
+      double v = (*values)[e];
+      if (!(v == std::floor(v) && std::fabs(v) < 2147483648.0))
+        return error(arg[0]->loc) << "index_constant: the value " << (std::ostringstream() << v).str()
+                                  << " at flat position " << e << " is not an integer in i32's range";
+      ints.push_back(static_cast<int32_t>(v));
+    }
+    auto value = DenseElementsAttr::get(type, ArrayRef<int32_t>(ints));
     return LMValue::ofTensor(builder.create<ConstantOp>(
         l, TypeRange{type}, ValueRange{}, ArrayRef<NamedAttribute>{builder.getNamedAttr("value", value)}));
   }

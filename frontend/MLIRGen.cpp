@@ -217,10 +217,15 @@ BlockArgument MLIRGen::addInput(FuncState &state, RankedTensorType type, const s
 
 void MLIRGen::finishFunction(FuncState &state, Value result) {
   builder.setInsertionPointToEnd(state.entry);
-  builder.create<func::ReturnOp>(result.getLoc(), ValueRange{result});
+  SmallVector<Value> results{result};
+  for (const FuncState::Metric &m : state.metrics)
+    results.push_back(m.value);
+  builder.create<func::ReturnOp>(result.getLoc(), results);
   state.op.setFunctionType(
-      builder.getFunctionType(state.entry->getArgumentTypes(), {result.getType()}));
+      builder.getFunctionType(state.entry->getArgumentTypes(), ValueRange(results).getTypes()));
   state.op.setAllArgAttrs(state.argAttrs);
+  for (auto [i, m] : llvm::enumerate(state.metrics))
+    state.op.setResultAttr(i + 1, "lm.metric", builder.getStringAttr(m.name));
   cur = nullptr;
 }
 
@@ -580,6 +585,23 @@ LogicalResult MLIRGen::emitStatements(const Function &fn, Env &env,
       if (failed(v))
         return failure();
       returned = *v;
+      break;
+    }
+    case Stmt::Kind::Metric: {
+      if (fn.kind != Function::Kind::Objective)
+        return error(s.loc) << "'metric' belongs in an objective, not in " << kindName(fn.kind) << " '"
+                            << fn.name << "' (return the value and name the metric in the objective)";
+      if (s.name == "loss")
+        return error(s.nameLoc) << "a metric cannot be called 'loss': that name is the objective's loss";
+      for (const FuncState::Metric &m : cur->metrics)
+        if (m.name == s.name)
+          return error(s.nameLoc) << "metric '" << s.name << "' is defined twice (first at " << at(m.loc) << ")";
+      FailureOr<LMValue> v = eval(*s.value, env);
+      if (failed(v))
+        return failure();
+      if (!v->isTensor() || !isa<FloatType>(v->type().getElementType()) || v->type().getRank() != 0)
+        return error(s.nameLoc) << "metric '" << s.name << "' must be a float scalar, got " << describe(*v);
+      cur->metrics.push_back({s.name, v->tensor, s.nameLoc});
       break;
     }
     case Stmt::Kind::Assign: {

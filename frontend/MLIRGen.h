@@ -105,6 +105,14 @@ private:
     std::map<std::string, Param> params;
     std::set<std::string> inlinedModels;
     std::vector<DictionaryAttr> argAttrs;
+    /// An objective's `metric name = expr` scalars, in source order: results
+    /// after the loss, each with its `lm.metric` name.
+    struct Metric {
+      std::string name;
+      Value value;
+      ast::Loc loc;
+    };
+    std::vector<Metric> metrics;
   };
   FuncState *cur = nullptr;
   /// Blocks and models being inlined (to reject recursion).

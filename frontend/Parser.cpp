@@ -410,6 +410,18 @@ private:
       f.body.push_back(std::move(s));
       return;
     }
+    // `metric name = expr`: `metric` is a keyword only here, so it stays
+    // usable as a name elsewhere.
+    if (is(Token::Kind::Ident) && cur().text == "metric" && peekTok().kind == Token::Kind::Ident &&
+        peekTok(2).kind == Token::Kind::Equal) {
+      Stmt s(Stmt::Kind::Metric, take().loc);
+      s.nameLoc = cur().loc;
+      s.name = take().text;
+      take(); // '='
+      s.value = expr();
+      f.body.push_back(std::move(s));
+      return;
+    }
     // `a, b = expr`: unpacks the values a block returns.
     if (is(Token::Kind::Ident) && peekTok().kind == Token::Kind::Comma) {
       Stmt s(Stmt::Kind::Assign, cur().loc);
@@ -447,7 +459,7 @@ private:
         is(Token::Kind::KwConfig) || is(Token::Kind::KwTrain))
       hint = " (is a '}' missing to close the body of '" + f.name + "' opened at " +
              at(bodyOpen.loc) + "?)";
-    fail(cur().loc, "expected a statement ('name = expr', 'param' or 'return'), found " +
+    fail(cur().loc, "expected a statement ('name = expr', 'param', 'return' or 'metric name = expr'), found " +
                         describe(cur()) + hint);
   }
 

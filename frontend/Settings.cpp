@@ -347,12 +347,14 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
       std::snprintf(range, sizeof range, "[%g, %g], got %g", p->lo, p->hi, x);
       return error(kw.value->loc) << kw.name << " must be in " << range;
     }
+    if (p->isInt && x != std::floor(x))
+      return error(kw.value->loc) << kw.name << " must be a whole number";
     if (!params.emplace(kw.name, x).second)
       return error(kw.loc) << kw.name << " is given twice";
   }
   for (const data::TransformParam &p : spec->params)
     params.emplace(p.name, p.defaultValue);
-  bool nsp = params["nsp"] != 0;
+  bool nsp = params.count("nsp") && params["nsp"] != 0;
 
   bool hasVocab = false;
   LMValue vocabValue = lookupConfig("vocab", hasVocab);
@@ -396,14 +398,6 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
     batch = b;
     if (!o->perRow)
       seq = t;
-    // Each input gets its own bound: the vocabulary, 2, or none (a mask).
-    NamedAttrList attrs(argAttrs[i]);
-    attrs.erase("lm.vocab");
-    if (int64_t bound = data::outputBound(*o, vocab))
-      attrs.set("lm.vocab", builder.getI64IntegerAttr(bound));
-    if (o->ignoreIndex)
-      attrs.set("lm.ignore_index", builder.getI64IntegerAttr(data::kIgnoreIndex));
-    argAttrs[i] = attrs.getDictionary(builder.getContext());
   }
   if (seq < 0)
     return error(objective.nameLoc) << "objective '" << objective.name
@@ -412,6 +406,18 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
   if (seq < (nsp ? 5 : 3))
     return error(objective.nameLoc) << "seq " << seq << " is too short for " << e.name
                                     << " (at least [CLS] a [SEP]" << (nsp ? " b [SEP]" : "") << ")";
+  // Each input gets its own bound: the vocabulary, 2, batch * seq (row
+  // indices), a parameter's value, or none (a mask).
+  for (size_t i = 0; i < objective.params.size(); ++i) {
+    const data::TransformOutput *o = data::findOutput(*spec, objective.params[i].name);
+    NamedAttrList attrs(argAttrs[i]);
+    attrs.erase("lm.vocab");
+    if (int64_t bound = data::outputBound(*o, vocab, batch, seq, [&](const char *n) { return params[n]; }))
+      attrs.set("lm.vocab", builder.getI64IntegerAttr(bound));
+    if (o->ignoreIndex)
+      attrs.set("lm.ignore_index", builder.getI64IntegerAttr(data::kIgnoreIndex));
+    argAttrs[i] = attrs.getDictionary(builder.getContext());
+  }
   for (unsigned i = 0; i < op.getNumArguments(); ++i)
     op.setArgAttrs(i, argAttrs[i]);
 

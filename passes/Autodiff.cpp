@@ -97,12 +97,20 @@ FailureOr<ObjectiveInfo> checkObjective(func::FuncOp objective) {
     return objective.emitError("objective '@")
            << objective.getSymName() << "' must have a body of a single block";
   ArrayRef<Type> results = objective.getFunctionType().getResults();
-  auto loss = results.size() == 1 ? llvm::dyn_cast<RankedTensorType>(results[0]) : nullptr;
-  if (!loss || loss.getRank() != 0 || !llvm::isa<FloatType>(loss.getElementType())) {
+  auto isFloatScalar = [](Type t) {
+    auto r = llvm::dyn_cast<RankedTensorType>(t);
+    return r && r.getRank() == 0 && llvm::isa<FloatType>(r.getElementType());
+  };
+  // Results after the loss are metrics (named by lm.metric): evaluated, never differentiated.
+  bool metricsOk = true;
+  for (unsigned i = 1; i < results.size(); ++i)
+    metricsOk &= isFloatScalar(results[i]) && objective.getResultAttrOfType<StringAttr>(i, "lm.metric");
+  auto loss = results.empty() ? nullptr : llvm::dyn_cast<RankedTensorType>(results[0]);
+  if (!loss || !isFloatScalar(loss) || !metricsOk) {
     InFlightDiagnostic diag = objective.emitError("objective '@")
                               << objective.getSymName()
-                              << "' must return a single scalar float loss (tensor<f32> or "
-                                 "tensor<f64>), but returns (";
+                              << "' must return a scalar float loss (tensor<f32> or tensor<f64>), then only "
+                                 "float scalars named by lm.metric, but returns (";
     llvm::interleaveComma(results, diag);
     return diag << ")";
   }

@@ -73,6 +73,8 @@ int64_t SoftmaxGradOp::getFlops() { return 4 * sweptElements(*this); }
 /// Max, sub, exp, sum over the logits.
 int64_t CrossEntropyOp::getFlops() { return 5 * sweptElements(*this); }
 int64_t CrossEntropyGradOp::getFlops() { return 6 * sweptElements(*this); }
+/// One comparison per logit.
+int64_t AccuracyOp::getFlops() { return sweptElements(*this); }
 
 //===----------------------------------------------------------------------===//
 // Attention
@@ -113,3 +115,6 @@ int64_t TransposeOp::getFlops() { return 0; }
 int64_t SliceOp::getFlops() { return 0; }
 int64_t SliceGradOp::getFlops() { return 0; }
 int64_t ConcatOp::getFlops() { return 0; }
+int64_t TakeAlongAxisOp::getFlops() { return 0; }
+/// One scatter-add per element of dy.
+int64_t TakeAlongAxisGradOp::getFlops() { return numElements(getDy().getType()); }

@@ -292,6 +292,15 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return infer.result(shapes::concat(a, b, axis, err), err, infer.elementType(adaptor.getLhs()));
 }
 
+LogicalResult TakeAlongAxisOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims x = infer.dims(adaptor.getX()), indices = infer.dims(adaptor.getIndices());
+  int64_t axis = infer.intOf(adaptor.getAxisAttr(), "axis");
+  return infer.result(shapes::takeAlongAxis(x, indices, axis, err), err, infer.elementType(adaptor.getX()));
+}
+
 LogicalResult ReduceMaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
@@ -329,6 +338,14 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 
 LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                                SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims logits = infer.dims(adaptor.getLogits()), targets = infer.dims(adaptor.getTargets());
+  return infer.result(shapes::crossEntropy(logits, targets, err), err, infer.elementType(adaptor.getLogits()));
+}
+
+LogicalResult AccuracyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
   Dims logits = infer.dims(adaptor.getLogits()), targets = infer.dims(adaptor.getTargets());
@@ -441,6 +458,17 @@ LogicalResult SliceGradOp::verify() {
                                      shapes::slice(dimsOf(getType()), dimsOf(getStart()),
                                                    dimsOf(getLimit()), dimsOf(getStride()), err),
                                      err);
+  if (failed(shape))
+    return failure();
+  return checkShape(*this, "dy", getDy().getType(), *shape);
+}
+
+/// dx has the forward x's shape (the result type): dy must be what
+/// take_along_axis gives for it.
+LogicalResult TakeAlongAxisGradOp::verify() {
+  std::string err;
+  FailureOr<Dims> shape = inferShape(
+      *this, shapes::takeAlongAxis(dimsOf(getType()), dimsOf(getIndices()), getAxis(), err), err);
   if (failed(shape))
     return failure();
   return checkShape(*this, "dy", getDy().getType(), *shape);

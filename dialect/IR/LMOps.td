@@ -387,6 +387,26 @@ def LM_SliceOp : LM_DiffOp<"slice", LM_InferredResultTypes> {
   let hasFolder = 1;
 }
 
+def LM_TakeAlongAxisOp : LM_DiffOp<"take_along_axis", LM_InferredResultTypes> {
+  let summary = "gather along one axis (NumPy's take_along_axis)";
+  let description = [{
+    `out[..., i, ...] = x[..., indices[..., i, ...], ...]` along dimension
+    `axis`: `indices` has the rank of `x`, and along every other dimension it
+    has `x`'s size or 1 (it broadcasts); the result is `x`'s shape with
+    `indices`' size along `axis`. An index outside `[0, x.shape[axis])` is a
+    runtime error. The indices get no gradient; `x`'s is a scatter-add
+    (`lm.take_along_axis_grad`). DeBERTa's relative-position scores gather
+    `[B, H, T, 2k]` with a `[1, 1, T, T]` index.
+
+    ```mlir
+    %y = lm.take_along_axis %x, %idx {axis = 3 : i64} : (tensor<2x4x16x32xf32>, tensor<1x1x16x16xi32>) -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, LM_IntTensor:$indices, I64Attr:$axis);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
 def LM_CrossEntropyOp : LM_DiffOp<"cross_entropy", LM_InferredResultTypes> {
   let summary = "mean softmax cross-entropy";
   let description = [{
@@ -396,6 +416,25 @@ def LM_CrossEntropyOp : LM_DiffOp<"cross_entropy", LM_InferredResultTypes> {
 
     ```mlir
     %loss = lm.cross_entropy %logits, %targets {ignore_index = -100 : i64} : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$logits, LM_IntTensor:$targets,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs LM_FloatScalar:$result);
+  let assemblyFormat = "$logits `,` $targets attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_AccuracyOp : LM_DiffOp<"accuracy", LM_InferredResultTypes> {
+  let summary = "top-1 accuracy of logits against targets (a metric)";
+  let description = [{
+    `logits: [...S, V]`, `targets: i32[...S]`: the fraction of the positions
+    whose target is not `ignore_index` where the target is the row's argmax
+    (the first maximal class, as `torch.argmax`); 0 if every target is
+    ignored. The result is a scalar of the logits' type. A metric, not a
+    loss: no gradient flows through it (its VJP gives both operands none).
+
+    ```mlir
+    %acc = lm.accuracy %logits, %targets {ignore_index = -100 : i64} : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
     ```
   }];
   let arguments = (ins LM_FloatTensor:$logits, LM_IntTensor:$targets,
@@ -559,6 +598,23 @@ def LM_SliceGradOp : LM_GradOp<"slice_grad"> {
   let assemblyFormat = "$dy attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+def LM_TakeAlongAxisGradOp : LM_GradOp<"take_along_axis_grad"> {
+  let summary = "adjoint of lm.take_along_axis (scatter-add along one axis)";
+  let description = [{
+    `dx[..., indices[..., i, ...], ...] += dy[..., i, ...]` along `axis` into
+    zeros of the forward `x`'s shape (the result type); indices repeated or
+    broadcast add up.
+
+    ```mlir
+    %dx = lm.take_along_axis_grad %idx, %dy {axis = 3 : i64} : (tensor<1x1x16x16xi32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x32xf32>
+    ```
+  }];
+  let arguments = (ins LM_IntTensor:$indices, LM_FloatTensor:$dy, I64Attr:$axis);
+  let results = (outs LM_FloatTensor:$dx);
+  let assemblyFormat = "$indices `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

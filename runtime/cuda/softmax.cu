@@ -1,5 +1,5 @@
-/* Implements: lm.softmax, lm.softmax_grad, lm.cross_entropy and
-   lm.cross_entropy_grad on the GPU: one block per row, block reductions in a
+/* Implements: lm.softmax, lm.softmax_grad, lm.cross_entropy,
+   lm.cross_entropy_grad and lm.accuracy on the GPU: one block per row, block reductions in a
    fixed order. Cross-entropy's mean is over the targets that are not
    ignore_index: a one-block pass counts them, the rows' losses are summed in
    row order (double) by another. A target outside the vocabulary (lmrt checks
@@ -170,6 +170,56 @@ void runCrossEntropyGrad(const OpCall &call) {
   });
 }
 
+/* correct[r] = 1 when row r's target is its first maximal class (the CPU
+   kernel's rule: nothing before it reaches its logit, nothing after exceeds it). */
+template <typename T>
+__global__ void accuracyRows(const T *x, const int32_t *tg, int64_t rows, int64_t v, int64_t ignore, int *correct) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int32_t t = tg[r];
+    if (t == ignore || t < 0 || t >= v) {
+      if (threadIdx.x == 0) correct[r] = 0;
+      continue;
+    }
+    const T *xr = x + r * v;
+    const T xt = xr[t];
+    int beaten = 0;
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) beaten += j < t ? xr[j] >= xt : xr[j] > xt;
+    beaten = blockSum(beaten);
+    if (threadIdx.x == 0) correct[r] = beaten == 0 && xt == xt;
+  }
+}
+
+template <typename T>
+__global__ void accuracyFinish(const int *correct, int64_t rows, const long long *valid, T *acc) {
+  long long c = 0;
+  for (int64_t i = threadIdx.x; i < rows; i += blockDim.x) c += correct[i];
+  c = blockSum(c);
+  if (threadIdx.x == 0) *acc = *valid ? (T)((double)c / (double)*valid) : (T)0;
+}
+
+size_t accuracyScratch(const std::vector<TensorType> &in, const std::vector<TensorType> &, const kernels::Attrs &) {
+  return 256 + (size_t)in[1].numel() * sizeof(int);
+}
+
+void runAccuracy(const OpCall &call) {
+  const int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
+  const int64_t ignore = call.attrs.getInt("ignore_index", -100);
+  long long *valid = static_cast<long long *>(call.scratch);
+  int *correct = reinterpret_cast<int *>(static_cast<char *>(call.scratch) + 256);
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    countValid<<<1, 1024, 0, call.stream>>>(call.in[1].as<int32_t>(), rows, ignore, valid);
+    CUDA_CHECK_LAUNCH();
+    if (rows > 0) {
+      accuracyRows<T><<<rowBlocks(rows), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.in[1].as<int32_t>(),
+                                                                     rows, v, ignore, correct);
+      CUDA_CHECK_LAUNCH();
+    }
+    accuracyFinish<T><<<1, 1024, 0, call.stream>>>(correct, rows, valid, call.out[0].as<T>());
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
 }  // namespace
 
 void addSoftmaxKernels(std::vector<CudaKernelDef> &k) {
@@ -177,6 +227,7 @@ void addSoftmaxKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"softmax_grad", runSoftmaxGrad, noScratch});
   k.push_back({"cross_entropy", runCrossEntropy, crossEntropyScratch});
   k.push_back({"cross_entropy_grad", runCrossEntropyGrad, crossEntropyScratch});
+  k.push_back({"accuracy", runAccuracy, accuracyScratch});
 }
 
 }  // namespace lmrt::cuda::detail

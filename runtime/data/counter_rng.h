@@ -22,6 +22,12 @@ enum class RngStream : uint64_t {
   ValPairs = 0x767061697273ull,
   TrainMask = 0x746d61736bull,
   ValMask = 0x766d61736bull,
+  // The span_mlm transform (span_mlm.h): (sample, draw) -> row offset and
+  // spans, and (sample, span / position) -> replacement.
+  TrainSpans = 0x747370616e73ull,
+  ValSpans = 0x767370616e73ull,
+  TrainSpanMask = 0x74736d61736bull,
+  ValSpanMask = 0x76736d61736bull,
 };
 
 

@@ -21,8 +21,10 @@ constexpr int64_t kMinMlmVocab = 260;   // the specials must be ids of the model
 constexpr int64_t kIgnoreIndex = -100;  // labels of positions that carry no loss (as PyTorch)
 
 /* Which bound an output's ids have: none (a float mask), the vocabulary, or 2
-   (segment ids and pair labels). */
-enum class Bound { None, Vocab, Two };
+   (segment ids and pair labels); Rows: batch * seq (row indices into the
+   batch's hidden states flattened to [batch * seq, d]); Param: the value of
+   the transform parameter named by boundParam. */
+enum class Bound { None, Vocab, Two, Rows, Param };
 
 struct TransformOutput {
   const char *name;
@@ -32,6 +34,7 @@ struct TransformOutput {
   bool ignoreIndex;  // accepts kIgnoreIndex besides [0, bound)
   bool needsNsp;     // produced only with nsp = 1
   const char *what;  // for docs and error messages
+  const char *boundParam = nullptr;  // Bound::Param: the parameter whose value bounds the ids
 };
 
 struct TransformParam {
@@ -40,6 +43,7 @@ struct TransformParam {
   double lo, hi;      // inclusive bounds
   bool isBool;        // 0 or 1 (the language's false / true)
   const char *what;
+  bool isInt = false;  // a whole number
 };
 
 struct TransformSpec {
@@ -65,6 +69,28 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"mask_prob", 0.15, 0.0, 1.0, false, "probability that a non-special token is selected"},
            {"nsp", 0.0, 0.0, 1.0, true, "form sentence pairs A, B with 50 % random B"},
            {"short_seq_prob", 0.0, 0.0, 1.0, false, "probability that a row is shorter than seq (padded)"},
+       }},
+      // SpanBERT's (runtime/data/span_mlm.h): contiguous spans masked, and for
+      // the span boundary objective each masked token's boundary rows and
+      // its offset in its span.
+      {"span_mlm",
+       {
+           {"ids", false, false, Bound::Vocab, false, false,
+            "[CLS] text [SEP], spans covering 15 % of the text corrupted 80/10/10 per span"},
+           {"labels", false, false, Bound::Vocab, true, false,
+            "the original id at the masked positions, -100 elsewhere"},
+           {"attention_mask", true, false, Bound::None, false, false, "1 everywhere (rows are never padded)"},
+           {"span_left", false, false, Bound::Rows, false, false,
+            "row b * seq + s - 1 of a masked token's span [s, e] (the token before it); b * seq + i elsewhere"},
+           {"span_right", false, false, Bound::Rows, false, false,
+            "row b * seq + e + 1 of a masked token's span [s, e] (the token after it); b * seq + i elsewhere"},
+           {"span_pos", false, false, Bound::Param, false, false,
+            "i - s, a masked token's offset in its span (0 elsewhere)", "max_span"},
+       },
+       {
+           {"mask_prob", 0.15, 0.0, 0.5, false, "fraction of the text tokens masked (the budget: ceil of it)"},
+           {"geometric_p", 0.2, 0.01, 1.0, false, "span lengths ~ Geometric(geometric_p) truncated to [1, max_span]"},
+           {"max_span", 10, 1, 512, false, "the longest span (bounds span_pos)", true},
        }},
   };
   return specs;
@@ -95,9 +121,18 @@ inline std::string outputNames(const TransformSpec &spec, bool nsp) {
   return s;
 }
 
-/* The exclusive bound of an output's values (0: none). */
-inline int64_t outputBound(const TransformOutput &o, int64_t vocab) {
-  return o.bound == Bound::Vocab ? vocab : o.bound == Bound::Two ? 2 : 0;
+/* The exclusive bound of an output's values (0: none); `param(name)` gives a
+   transform parameter's value (Bound::Param). */
+template <typename ParamFn>
+inline int64_t outputBound(const TransformOutput &o, int64_t vocab, int64_t batch, int64_t seq, ParamFn param) {
+  switch (o.bound) {
+  case Bound::Vocab: return vocab;
+  case Bound::Two: return 2;
+  case Bound::Rows: return batch * seq;
+  case Bound::Param: return (int64_t)param(o.boundParam);
+  case Bound::None: break;
+  }
+  return 0;
 }
 
 }  // namespace data

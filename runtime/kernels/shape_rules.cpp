@@ -264,4 +264,24 @@ std::optional<Dims> crossEntropy(const Dims &logits, const Dims &targets, std::s
   return Dims{};
 }
 
+std::optional<Dims> takeAlongAxis(const Dims &x, const Dims &indices, int64_t axis, std::string &err,
+                                  const char *op) {
+  if (!dimsOk(err, op, {{"x", &x}, {"indices", &indices}})) return std::nullopt;
+  if (x.empty()) return bad(err, std::string(op) + ": x " + S(x) + " must have rank >= 1");
+  if (x.size() != indices.size())
+    return bad(err, std::string(op) + ": indices " + S(indices) + " must have the rank of x " + S(x));
+  if (axis < 0 || axis >= (int64_t)x.size())
+    return bad(err, std::string(op) + ": axis " + I(axis) + " is outside the rank " + I((int64_t)x.size()) +
+                        " of x " + S(x));
+  if (x[axis] == 0 && indices[axis] != 0)
+    return bad(err, std::string(op) + ": cannot take from the empty axis " + I(axis) + " of x " + S(x));
+  Dims out = x;
+  for (size_t i = 0; i < x.size(); ++i)
+    if ((int64_t)i != axis && indices[i] != x[i] && indices[i] != 1)
+      return bad(err, std::string(op) + ": indices " + S(indices) + " do not broadcast to x " + S(x) +
+                          " in dimension " + I((int64_t)i) + " (only axis " + I(axis) + " may differ)");
+  out[axis] = indices[axis];
+  return out;
+}
+
 }  // namespace lmrt::shapes

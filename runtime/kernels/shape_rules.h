@@ -49,5 +49,10 @@ std::optional<Dims> slice(const Dims &x, const Dims &start, const Dims &limit, c
 std::string layerNormEpsilon(double epsilon, const char *op = "layer_norm");
 /* Returns the scalar shape {} when logits [...S, V] and targets [...S] agree. */
 std::optional<Dims> crossEntropy(const Dims &logits, const Dims &targets, std::string &err);
+/* lm.take_along_axis: x and indices of one rank; along every dim but `axis`
+   (in [0, rank)) indices has x's size or 1 (it broadcasts). The result is x's
+   shape with indices' size along `axis`. `op` names the op in the message. */
+std::optional<Dims> takeAlongAxis(const Dims &x, const Dims &indices, int64_t axis, std::string &err,
+                                  const char *op = "take_along_axis");
 
 }  // namespace lmrt::shapes

@@ -190,6 +190,43 @@ void runCrossEntropyGrad(const KernelCall &call) {
   dispatchFloat(call.in[0].type.dtype, [&](auto t) { crossEntropyGradT<decltype(t)>(call); });
 }
 
+// ----------------------------------------------------------------------------
+// accuracy (a metric: no gradient kernel)
+
+std::string checkAccuracy(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                          const Attrs &attrs) {
+  return guardCheck("accuracy", in, out, 2, 1, [&]() -> std::string {
+    LMRT_CHECK(checkCeCommon("accuracy", in, attrs));
+    return expectType("accuracy", "accuracy", out[0], in[0].dtype, {});
+  });
+}
+
+template <typename T> void accuracyT(const KernelCall &call) {
+  const T *x = call.in[0].as<T>();
+  const int32_t *tg = call.in[1].as<int32_t>();
+  int64_t ignore = call.attrs.getInt("ignore_index", -100);
+  int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
+  int64_t valid = validateTargets("accuracy", tg, rows, v, ignore);
+  int64_t correct = 0;
+#pragma omp parallel for reduction(+ : correct) if (rows * v >= kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    if (tg[r] == ignore) continue;
+    // The target is the argmax (the first maximal class) when no class before
+    // it reaches its logit and none after it exceeds it.
+    const T *xi = x + r * v;
+    const T t = xi[tg[r]];
+    bool first = true;
+    for (int64_t j = 0; j < v && first; ++j)
+      first = j < tg[r] ? !(xi[j] >= t) : !(xi[j] > t);
+    correct += first && t == t;  // a NaN logit is never correct
+  }
+  call.out[0].as<T>()[0] = valid ? (T)((double)correct / (double)valid) : (T)0;
+}
+
+void runAccuracy(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { accuracyT<decltype(t)>(call); });
+}
+
 }  // namespace
 
 void addSoftmaxKernels(std::vector<KernelDef> &k) {
@@ -197,6 +234,7 @@ void addSoftmaxKernels(std::vector<KernelDef> &k) {
   k.push_back({"softmax_grad", 2, 1, checkSoftmaxGrad, runSoftmaxGrad});
   k.push_back({"cross_entropy", 2, 1, checkCrossEntropy, runCrossEntropy});
   k.push_back({"cross_entropy_grad", 3, 1, checkCrossEntropyGrad, runCrossEntropyGrad});
+  k.push_back({"accuracy", 2, 1, checkAccuracy, runAccuracy});
 }
 
 }  // namespace lmrt::kernels::detail

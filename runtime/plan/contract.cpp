@@ -126,15 +126,17 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
     if (!(value >= p->lo && value <= p->hi) || (p->isBool && value != 0 && value != 1))
       return Violation{"params." + name, fmtNum(value),
                        p->isBool ? "must be 0 or 1" : "must be in [" + fmtNum(p->lo) + ", " + fmtNum(p->hi) + "]"};
+    if (p->isInt && value != std::floor(value))
+      return Violation{"params." + name, fmtNum(value), "must be a whole number"};
   }
-  if (d.transform() == "mlm") {
+  if (d.transform() == "mlm" || d.transform() == "span_mlm") {
     if (d.vocab() < data::kMinMlmVocab)
       return Violation{"vocab", std::to_string(d.vocab()),
-                       "must be >= " + std::to_string(data::kMinMlmVocab) +
-                           " for mlm (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])"};
+                       "must be >= " + std::to_string(data::kMinMlmVocab) + " for " + d.transform() +
+                           " (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])"};
     if (d.seq() < (transformParam(d, "nsp") != 0 ? 5 : 3))
       return Violation{"seq", std::to_string(d.seq()),
-                       "is too short for mlm (at least [CLS] a [SEP], and b [SEP] with nsp)"};
+                       "is too short for " + d.transform() + " (at least [CLS] a [SEP], and b [SEP] with nsp)"};
   }
   return std::nullopt;
 }
@@ -159,7 +161,8 @@ std::string expectedTransformInput(const plan::Input &in, const plan::DataConfig
   bool dtypeOk = o->isFloat ? (t.dtype() == plan::F32 || t.dtype() == plan::F64) : t.dtype() == plan::I32;
   bool shapeOk = o->perRow ? t.shape_size() == 1 && t.shape(0) == d.batch()
                            : t.shape_size() == 2 && t.shape(0) == d.batch() && t.shape(1) == d.seq();
-  int64_t bound = data::outputBound(*o, d.vocab());
+  int64_t bound = data::outputBound(*o, d.vocab(), d.batch(), d.seq(),
+                                    [&](const char *n) { return transformParam(d, n); });
   std::string shape = o->perRow ? "[" + std::to_string(d.batch()) + "]"
                                 : "[" + std::to_string(d.batch()) + ", " + std::to_string(d.seq()) + "]";
   if (!dtypeOk || !shapeOk) return std::string(o->isFloat ? "f32" : "i32") + shape;
@@ -209,6 +212,7 @@ bool tokenVocabFits(const plan::Input &in, const plan::DataConfig &d) {
 namespace {
 
 const char *const kGradPrefix = "grad:";
+const char *const kMetricPrefix = "metric:";
 
 /* Thrown by Validator::error and caught by checkPlan: the first problem ends
    the check. */
@@ -713,6 +717,13 @@ private:
     requireOutput(prog, "loss", true);
     std::string where = "program '" + prog.name() + "'";
     for (const plan::Output &o : prog.outputs()) {
+      if (o.name().rfind(kMetricPrefix, 0) == 0) {
+        // Metrics: named float scalars the evaluation reports (docs/language.md, `metric`).
+        if (prog.name() != "eval") error(where + " has a metric output '" + o.name() + "' (only eval reports metrics)");
+        if (o.name().size() == std::string(kMetricPrefix).size()) error(where + " has a metric output with no name");
+        requireOutput(prog, o.name(), true);
+        continue;
+      }
       if (o.name().rfind(kGradPrefix, 0) != 0) continue;
       std::string p = o.name().substr(std::string(kGradPrefix).size());
       if (prog.name() != "train_step") error(where + " has a gradient output '" + o.name() + "'");

@@ -5,6 +5,7 @@
 
 #include "runtime/data/batches.h"
 #include "runtime/data/mlm.h"
+#include "runtime/data/span_mlm.h"
 #include "runtime/lmrt/session.h"
 #include "runtime/plan/contract.h"
 #include "runtime/train/program_io.h"
@@ -78,8 +79,18 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     mlmBatch_ = std::make_unique<MlmBatch>();
     tokensPerStep_ = double(dc.batch()) * double(dc.seq());
     rows_ = dc.batch();
+  } else if (transform_ == "span_mlm") {
+    SpanMlmOptions o;
+    o.maskProb = contract::transformParam(dc, "mask_prob");
+    o.geometricP = contract::transformParam(dc, "geometric_p");
+    o.maxSpan = (int64_t)contract::transformParam(dc, "max_span");
+    guardBusErrors("data '" + dir + "'",
+                   [&] { span_ = std::make_unique<SpanMlmBatcher>(dir, dc.batch(), dc.seq(), o, seed); });
+    spanBatch_ = std::make_unique<SpanMlmBatch>();
+    tokensPerStep_ = double(dc.batch()) * double(dc.seq());
+    rows_ = dc.batch();
   } else {
-    fail("plan data transform '%s' is not supported by lmrt run (it implements causal and mlm)",
+    fail("plan data transform '%s' is not supported by lmrt run (it implements causal, mlm and span_mlm)",
          transform_.c_str());
   }
   for (const auto &[name, type] : types_) {
@@ -102,9 +113,25 @@ void DataFeed::convert(const MlmBatch &b) {
   }
 }
 
+void DataFeed::convert(const SpanMlmBatch &b) {
+  for (const auto &[name, type] : types_) {
+    std::vector<char> &dst = bufs_[name];
+    if (name == "ids") copyAs(b.ids, type, dst);
+    else if (name == "labels") copyAs(b.labels, type, dst);
+    else if (name == "attention_mask") copyAs(b.attention, type, dst);
+    else if (name == "span_left") copyAs(b.left, type, dst);
+    else if (name == "span_right") copyAs(b.right, type, dst);
+    else if (name == "span_pos") copyAs(b.pos, type, dst);
+    else fail("the span_mlm transform produces no input '%s'", name.c_str());
+  }
+}
+
 const std::map<std::string, TensorRef> &DataFeed::trainInputs(uint64_t step, uint64_t firstRow) {
   if (causal_) {
     causal_->trainBatch(step, reinterpret_cast<int32_t *>(refs_.begin()->second.data), firstRow);
+  } else if (span_) {
+    span_->trainBatch(step, *spanBatch_, firstRow);
+    convert(*spanBatch_);
   } else {
     mlm_->trainBatch(step, *mlmBatch_, firstRow);
     convert(*mlmBatch_);
@@ -112,20 +139,25 @@ const std::map<std::string, TensorRef> &DataFeed::trainInputs(uint64_t step, uin
   return refs_;
 }
 
-const TokenSource &DataFeed::train() const { return causal_ ? causal_->train() : mlm_->train(); }
-const TokenSource &DataFeed::val() const { return causal_ ? causal_->val() : mlm_->val(); }
+const TokenSource &DataFeed::train() const {
+  return causal_ ? causal_->train() : span_ ? span_->train() : mlm_->train();
+}
+const TokenSource &DataFeed::val() const { return causal_ ? causal_->val() : span_ ? span_->val() : mlm_->val(); }
 
 std::string DataFeed::describe() const {
   if (causal_) return causal_->describe();
   auto one = [](const char *name, const TokenSource &s) {
     return std::string(name) + " " + s.path() + " (" + s.format() + "), " + std::to_string(s.size()) + " tokens";
   };
-  return "data: " + one("train", mlm_->train()) + "; " + one("val", mlm_->val()) + " (mlm)";
+  return "data: " + one("train", train()) + "; " + one("val", val()) + " (" + transform_ + ")";
 }
 
 const std::map<std::string, TensorRef> &DataFeed::valInputs(uint64_t index) {
   if (causal_) {
     causal_->valBatch(index, reinterpret_cast<int32_t *>(refs_.begin()->second.data));
+  } else if (span_) {
+    span_->valBatch(index, *spanBatch_);
+    convert(*spanBatch_);
   } else {
     mlm_->valBatch(index, *mlmBatch_);
     convert(*mlmBatch_);
@@ -135,6 +167,7 @@ const std::map<std::string, TensorRef> &DataFeed::valInputs(uint64_t index) {
 
 void DataFeed::checkValidation() const {
   if (causal_) causal_->checkValidationWindow();
+  else if (span_) span_->checkValidation();
   else mlm_->checkValidation();
 }
 

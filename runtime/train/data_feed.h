@@ -1,7 +1,7 @@
 /* Implements: what `lmrt run` feeds train_step and eval, from the plan's
    DataConfig (docs/runtime.md, "Batch transforms"): the batch transform it
-   names ("causal" windows, or "mlm" masked-LM rows with optional sentence
-   pairs), filling every input the programs declare, each in its own type. A
+   names ("causal" windows, "mlm" masked-LM rows with optional sentence
+   pairs, or "span_mlm" SpanBERT's span-masked rows), filling every input the programs declare, each in its own type. A
    batch depends on nothing but (seed, sample index), so the feed has no state
    a checkpoint would need to hold. */
 #pragma once
@@ -20,6 +20,8 @@ class TokenSource;
 class CausalBatcher;
 class MlmBatcher;
 struct MlmBatch;
+class SpanMlmBatcher;
+struct SpanMlmBatch;
 
 class DataFeed {
 public:
@@ -53,10 +55,13 @@ public:
 
 private:
   void convert(const MlmBatch &b);
+  void convert(const SpanMlmBatch &b);
   std::string transform_;
   std::unique_ptr<CausalBatcher> causal_;
   std::unique_ptr<MlmBatcher> mlm_;
   std::unique_ptr<MlmBatch> mlmBatch_;
+  std::unique_ptr<SpanMlmBatcher> span_;
+  std::unique_ptr<SpanMlmBatch> spanBatch_;
   std::map<std::string, TensorType> types_;       // the programs' inputs
   std::map<std::string, std::vector<char>> bufs_;  // their storage
   std::map<std::string, TensorRef> refs_;

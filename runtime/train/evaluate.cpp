@@ -9,9 +9,55 @@
 #include "runtime/data/dataset_meta.h"
 #include "runtime/data/token_source.h"
 #include "runtime/lmrt/session.h"
+#include "runtime/train/data_feed.h"
 #include "runtime/train/program_io.h"
 
 namespace lmrt {
+namespace {
+
+/* Runs "eval" on `inputs`, adding its loss and metrics to the sums. */
+void scoreBatch(Session &s, const std::map<std::string, TensorRef> &inputs, int64_t b, double &sum,
+                const std::vector<std::string> &names, std::vector<double> &sums) {
+  s.run("eval", inputs);
+  double loss = scalarValue(s.output("eval", "loss"), "eval loss");
+  if (!std::isfinite(loss)) fail("eval batch %lld: loss is %g", (long long)b, loss);
+  sum += loss;
+  for (size_t k = 0; k < names.size(); ++k)
+    sums[k] += scalarValue(s.output("eval", "metric:" + names[k]), names[k].c_str());
+}
+
+void finish(EvalResult &r, double sum, const std::vector<std::string> &names, const std::vector<double> &sums) {
+  r.loss = sum / double(r.batches);
+  for (size_t k = 0; k < names.size(); ++k) r.metrics.push_back({names[k], sums[k] / double(r.batches)});
+}
+
+/* Non-causal transforms: the validation batches `lmrt run` scores. */
+EvalResult evaluateTransform(Session &s, const EvalOptions &o) {
+  struct stat st;
+  if (::stat(o.dataDir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail("data directory '%s' does not exist or is not a directory", o.dataDir.c_str());
+  DataFeed data(s, o.dataDir, o.seed, /*evalOn=*/o.split == "val");
+  const TokenSource &src = o.split == "val" ? data.val() : data.train();
+  EvalResult r;
+  r.transform = s.plan().data().transform();
+  r.file = src.path();
+  r.format = src.format();
+  r.tokens = src.size();
+  r.rows = data.rows();
+  r.seq = s.plan().data().seq();
+  const uint64_t perBatch = (uint64_t)(r.rows * r.seq);
+  r.batches = o.maxBatches > 0 ? o.maxBatches : (int64_t)std::max<uint64_t>(1, r.tokens / perBatch);
+  std::vector<std::string> names = metricNames(findProgram(s, "eval"));
+  std::vector<double> sums(names.size(), 0.0);
+  double sum = 0;
+  for (int64_t b = 0; b < r.batches; ++b)
+    scoreBatch(s, o.split == "val" ? data.valInputs((uint64_t)b) : data.trainInputs((uint64_t)b), b, sum, names,
+               sums);
+  finish(r, sum, names, sums);
+  return r;
+}
+
+}  // namespace
 
 EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
   if (o.split != "val" && o.split != "train")
@@ -20,9 +66,7 @@ EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
   if (o.bytesPerToken < 0 || !std::isfinite(o.bytesPerToken))
     fail("--bytes-per-token must be > 0 (got %g)", o.bytesPerToken);
   const plan::Plan &plan = s.plan();
-  if (plan.data().transform() != "causal")
-    fail("plan data transform '%s' is not supported by lmrt eval (it implements \"causal\")",
-         plan.data().transform().c_str());
+  if (plan.data().transform() != "causal") return evaluateTransform(s, o);
   const plan::Input &in = tokenInput(findProgram(s, "eval"));
   TensorType type = inputType(in);
   const int64_t B = type.shape[0], window = type.shape[1], seq = window - 1;
@@ -45,6 +89,7 @@ EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
   checkTokenRange(*src, vocab);
 
   EvalResult r;
+  r.transform = "causal";
   r.file = src->path();
   r.format = src->format();
   r.tokens = src->size();
@@ -60,16 +105,15 @@ EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
   r.tokensScored = (uint64_t)r.batches * B * seq;
 
   std::vector<int32_t> buf(type.numel());
+  std::vector<std::string> names = metricNames(findProgram(s, "eval"));
+  std::vector<double> sums(names.size(), 0.0);
   double sum = 0;
   for (int64_t b = 0; b < r.batches; ++b) {
     for (int64_t row = 0; row < B; ++row)
       src->copyTokens((uint64_t)(b * B + row) * seq, window, buf.data() + row * window);
-    s.run("eval", {{in.name(), TensorRef{buf.data(), type}}});
-    double loss = scalarValue(s.output("eval", "loss"), "eval loss");
-    if (!std::isfinite(loss)) fail("eval batch %lld: loss is %g", (long long)b, loss);
-    sum += loss;
+    scoreBatch(s, {{in.name(), TensorRef{buf.data(), type}}}, b, sum, names, sums);
   }
-  r.loss = sum / double(r.batches);
+  finish(r, sum, names, sums);
   r.perplexity = std::exp(r.loss);
   if (o.bytesPerToken > 0)
     r.bytesPerToken = o.bytesPerToken;

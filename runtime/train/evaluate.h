@@ -8,11 +8,20 @@
    (the report says how many tokens that leaves out). The loss is the mean of
    the batches' "eval" losses, i.e. nats per scored token; perplexity is its
    exp; bits per byte is loss / ln 2 / (bytes per token), with the bytes per
-   token from the split's meta.json counts (1 for byte-level data), or given. */
+   token from the split's meta.json counts (1 for byte-level data), or given.
+
+   A plan whose data transform is not causal (mlm, ...) is scored on the
+   batches `lmrt run` validates on: the transform's validation batches 0..n-1
+   of the split under `seed` (the run's --seed gives the run's own batches),
+   n = --batches, else as many as the split's tokens fill (rows x seq each);
+   perplexity and bits per byte then do not apply. Every metric the objective
+   declares (`metric name = ...`) is averaged over the batches too. */
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace lmrt {
 
@@ -23,15 +32,18 @@ struct EvalOptions {
   std::string split = "val";  // val | train
   int64_t maxBatches = 0;     // 0: every whole batch
   double bytesPerToken = 0;   // 0: from DIR/meta.json
+  uint64_t seed = 1;          // the batch transform's seed (non-causal plans)
 };
 
 struct EvalResult {
   std::string file, format;
   uint64_t tokens = 0;        // in the split
   int64_t batches = 0, rows = 0, seq = 0;
-  uint64_t tokensScored = 0;  // predictions: batches × rows × seq
+  uint64_t tokensScored = 0;  // predictions: batches × rows × seq (causal)
+  std::string transform;      // the plan's batch transform
   double loss = 0;            // nats per scored token
-  double perplexity = 0;
+  double perplexity = 0;      // causal only
+  std::vector<std::pair<std::string, double>> metrics;  // plan order, means over the batches
   std::optional<double> bytesPerToken, bitsPerByte;
 };
 

@@ -29,6 +29,7 @@ std::string metricsJson(const StepMetrics &m) {
                   ", \"lr\": " + num(m.lr) + ", \"grad_norm\": " + num(m.gradNorm) +
                   ", \"tokens_per_s\": " + num(m.tokensPerS);
   if (m.hasValLoss) s += ", \"val_loss\": " + num(m.valLoss);
+  for (const auto &[name, v] : m.valMetrics) s += ", \"val_" + name + "\": " + num(v);
   if (m.skipped) s += ", \"skipped\": true";
   return s + "}";
 }

@@ -1,12 +1,15 @@
 /* Implements: the --metrics file: one JSON object per line per training step,
-   {"step", "loss", "lr", "grad_norm", "tokens_per_s"} plus "val_loss" on the
-   steps that evaluated. Lines are flushed as written, so a crashed or running
+   {"step", "loss", "lr", "grad_norm", "tokens_per_s"} plus "val_loss" and
+   "val_<metric>" for each of the objective's metrics on the steps that
+   evaluated. Lines are flushed as written, so a crashed or running
    job can be plotted. A new run does not clobber an earlier run's file (unless
    told to); a resumed run continues the file it recorded in its checkpoint. */
 #pragma once
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace lmrt {
 
@@ -16,6 +19,7 @@ struct StepMetrics {
   bool hasValLoss = false;
   bool skipped = false;  // --on-nan skip dropped this step's update
   double valLoss = 0;
+  std::vector<std::pair<std::string, double>> valMetrics;  // the objective's metrics, plan order
 };
 
 /* The JSON line (without the newline). */

@@ -35,6 +35,14 @@ const plan::Input &tokenInput(const plan::Program &program) {
   return in;
 }
 
+std::vector<std::string> metricNames(const plan::Program &program) {
+  static const std::string prefix = "metric:";
+  std::vector<std::string> names;
+  for (const plan::Output &o : program.outputs())
+    if (o.name().rfind(prefix, 0) == 0) names.push_back(o.name().substr(prefix.size()));
+  return names;
+}
+
 double scalarValue(const TensorRef &t, const char *what) {
   if (t.numel() != 1) fail("%s is %s, not a scalar", what, t.type.str().c_str());
   if (t.type.dtype == DType::F32) return *t.as<float>();

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "plan.pb.h"
 #include "runtime/lmrt/tensor.h"
@@ -18,6 +19,10 @@ const plan::Program &findProgram(const Session &session, const std::string &name
 /* The program's single token input; throws unless it is i32 of rank 2. */
 const plan::Input &tokenInput(const plan::Program &program);
 TensorType inputType(const plan::Input &input);
+
+/* The names of the program's metric outputs ("metric:<name>" without the
+   prefix), in plan order: what the objective's `metric` statements named. */
+std::vector<std::string> metricNames(const plan::Program &program);
 
 /* The value of a scalar f32/f64 tensor, as double. */
 double scalarValue(const TensorRef &t, const char *what);

@@ -131,6 +131,7 @@ void TensorBoardWriter::write(const StepMetrics &m, double gflopsPerS) {
                                                    {"train/tokens_per_s", m.tokensPerS}};
   if (gflopsPerS > 0) v.push_back({"train/gflops_per_s", gflopsPerS});
   if (m.hasValLoss) v.push_back({"val/loss", m.valLoss});
+  for (const auto &[name, value] : m.valMetrics) v.push_back({"val/" + name, value});
   scalars(m.step, v);
 }
 

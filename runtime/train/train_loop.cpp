@@ -60,14 +60,21 @@ AdamWConfig adamwConfig(const plan::Optimizer &o) {
   return c;
 }
 
-/* Mean "eval" loss over the fixed validation batches 0..n-1. */
-double evaluate(Session &s, DataFeed &data, int64_t batches) {
+/* Mean "eval" loss, and mean of each metric, over the fixed validation
+   batches 0..n-1. */
+void evaluate(Session &s, DataFeed &data, int64_t batches, StepMetrics &m) {
+  std::vector<std::string> names = metricNames(findProgram(s, "eval"));
+  std::vector<double> sums(names.size(), 0.0);
   double sum = 0;
   for (int64_t i = 0; i < batches; ++i) {
     s.run("eval", data.valInputs(i));
     sum += scalarValue(s.output("eval", "loss"), "eval loss");
+    for (size_t k = 0; k < names.size(); ++k)
+      sums[k] += scalarValue(s.output("eval", "metric:" + names[k]), names[k].c_str());
   }
-  return sum / double(batches);
+  m.valLoss = sum / double(batches);
+  m.valMetrics.clear();
+  for (size_t k = 0; k < names.size(); ++k) m.valMetrics.push_back({names[k], sums[k] / double(batches)});
 }
 
 int digits(int64_t n) { return (int)std::to_string(n).size(); }
@@ -520,10 +527,16 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     if (evalOn && ((o.evalInterval > 0 && step % o.evalInterval == 0) || step == run.steps)) {
       m.hasValLoss = true;
       guardBusErrors("data '" + data.val().path() + "'", [&] {
-        m.valLoss = evaluate(s, data, o.evalBatches);
+        evaluate(s, data, o.evalBatches, m);
       });
       result.lastValLoss = m.valLoss;
-      std::fprintf(log, "step %*lld | val_loss %.4f\n", w, (long long)step, m.valLoss);
+      std::string shown;
+      for (const auto &[name, v] : m.valMetrics) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, " %.4f", v);
+        shown += " | " + name + buf;
+      }
+      std::fprintf(log, "step %*lld | val_loss %.4f%s\n", w, (long long)step, m.valLoss, shown.c_str());
     }
     std::fflush(log);
     metrics->write(m);

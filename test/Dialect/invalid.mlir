@@ -288,6 +288,15 @@ func.func @cross_entropy_targets(%l: tensor<4x16xf32>, %t: tensor<16xi32>) {
 
 // -----
 
+// Tests that accuracy's targets drop the class dim of the logits.
+func.func @accuracy_targets(%l: tensor<4x16xf32>, %t: tensor<16xi32>) {
+  // expected-error @below {{'lm.accuracy' op targets [16] must be [4] (logits [4, 16] without the vocabulary dim)}}
+  %0 = lm.accuracy %l, %t : (tensor<4x16xf32>, tensor<16xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
 // Tests that cross_entropy returns a scalar.
 func.func @cross_entropy_scalar(%l: tensor<4x16xf32>, %t: tensor<4xi32>) {
   // expected-error @below {{result #0 must be 0-d float tensor}}
@@ -530,5 +539,32 @@ func.func @reduce_max_axes(%x: tensor<2x3xf32>) {
 func.func @rms_norm_eps(%x: tensor<2x3xf32>, %g: tensor<3xf32>) {
   // expected-error @below {{'lm.rms_norm' op epsilon must be finite and > 0, got 0}}
   %0 = lm.rms_norm %x, %g {epsilon = 0.0 : f64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Tests that take_along_axis's index must broadcast to x off the axis.
+func.func @take_along_axis_shape(%x: tensor<2x3xf32>, %i: tensor<3x4xi32>) {
+  // expected-error @below {{'lm.take_along_axis' op indices [3, 4] do not broadcast to x [2, 3] in dimension 0 (only axis 1 may differ)}}
+  %0 = lm.take_along_axis %x, %i {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3x4xi32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// Tests that take_along_axis's axis is inside the rank.
+func.func @take_along_axis_axis(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) {
+  // expected-error @below {{'lm.take_along_axis' op axis 2 is outside the rank 2 of x [2, 3]}}
+  %0 = lm.take_along_axis %x, %i {axis = 2 : i64} : (tensor<2x3xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Tests that take_along_axis_grad's dy has the shape the forward op gives.
+func.func @take_along_axis_grad_dy(%i: tensor<1x4xi32>, %dy: tensor<2x5xf32>) {
+  // expected-error @below {{'lm.take_along_axis_grad' op dy type 'tensor<2x5xf32>' does not match the expected shape [2, 4]}}
+  %0 = lm.take_along_axis_grad %i, %dy {axis = 1 : i64} : (tensor<1x4xi32>, tensor<2x5xf32>) -> tensor<2x3xf32>
   return
 }

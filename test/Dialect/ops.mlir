@@ -93,6 +93,15 @@ func.func @losses(%logits: tensor<4x16x256xf32>, %targets: tensor<4x16xi32>, %x:
   return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<16xf32>
 }
 
+// CHECK-LABEL: func.func @metrics
+func.func @metrics(%logits: tensor<4x16x256xf32>, %targets: tensor<4x16xi32>) -> (tensor<f32>, tensor<f32>) {
+  // CHECK: lm.accuracy %{{.*}}, %{{.*}} : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
+  %0 = lm.accuracy %logits, %targets : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
+  // CHECK: lm.accuracy %{{.*}}, %{{.*}} {ignore_index = 0 : i64}
+  %1 = lm.accuracy %logits, %targets {ignore_index = 0 : i64} : (tensor<4x16x256xf32>, tensor<4x16xi32>) -> tensor<f32>
+  return %0, %1 : tensor<f32>, tensor<f32>
+}
+
 // CHECK-LABEL: func.func @backward_ops
 func.func @backward_ops(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %ids: tensor<2x8xi32>, %dl: tensor<f32>,
                         %s: tensor<2x4x32xf32>) {
@@ -178,4 +187,15 @@ func.func @zoo_shapes(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %kv: tensor<2x4x
   // CHECK: lm.attention_grad {{.*}} -> (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>)
   %6, %7, %8 = lm.attention_grad %x, %kv, %kv, %5 {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>)
   return %0, %1, %2, %6 : tensor<2x4x16xf32>, tensor<2x1x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+}
+
+// Tests that take_along_axis (with an index broadcasting over the leading
+// dimensions) and its adjoint round-trip.
+// CHECK-LABEL: func.func @take_along_axis
+func.func @take_along_axis(%x: tensor<2x4x16x32xf32>, %i: tensor<1x1x16x16xi32>, %dy: tensor<2x4x16x16xf32>) {
+  // CHECK: lm.take_along_axis %{{.*}}, %{{.*}} {axis = 3 : i64} : (tensor<2x4x16x32xf32>, tensor<1x1x16x16xi32>) -> tensor<2x4x16x16xf32>
+  %0 = lm.take_along_axis %x, %i {axis = 3 : i64} : (tensor<2x4x16x32xf32>, tensor<1x1x16x16xi32>) -> tensor<2x4x16x16xf32>
+  // CHECK: lm.take_along_axis_grad %{{.*}}, %{{.*}} {axis = 3 : i64} : (tensor<1x1x16x16xi32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x32xf32>
+  %1 = lm.take_along_axis_grad %i, %dy {axis = 3 : i64} : (tensor<1x1x16x16xi32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x32xf32>
+  return
 }

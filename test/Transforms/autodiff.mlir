@@ -147,7 +147,7 @@ func.func @data_movement(%x: tensor<3x4x2xf32> {lm.param = "x"}) -> tensor<f32> 
 // -----
 
 // Tests that the pass refuses an objective whose result is not a scalar.
-// expected-error @below {{objective '@vector_loss' must return a single scalar float loss (tensor<f32> or tensor<f64>), but returns ('tensor<3xf32>')}}
+// expected-error @below {{objective '@vector_loss' must return a scalar float loss (tensor<f32> or tensor<f64>), then only float scalars named by lm.metric, but returns ('tensor<3xf32>')}}
 func.func @vector_loss(%a: tensor<3xf32> {lm.param = "a"}) -> tensor<3xf32> attributes {lm.objective} {
   %0 = lm.neg %a : (tensor<3xf32>) -> tensor<3xf32>
   return %0 : tensor<3xf32>
@@ -156,7 +156,7 @@ func.func @vector_loss(%a: tensor<3xf32> {lm.param = "a"}) -> tensor<3xf32> attr
 // -----
 
 // Tests that the pass refuses an integer loss.
-// expected-error @below {{objective '@int_loss' must return a single scalar float loss (tensor<f32> or tensor<f64>), but returns ('tensor<i32>')}}
+// expected-error @below {{objective '@int_loss' must return a scalar float loss (tensor<f32> or tensor<f64>), then only float scalars named by lm.metric, but returns ('tensor<i32>')}}
 func.func @int_loss(%a: tensor<i32> {lm.input = "a"}) -> tensor<i32> attributes {lm.objective} {
   return %a : tensor<i32>
 }
@@ -241,4 +241,30 @@ func.func @dynamic_param(%x: tensor<f32> {lm.input = "x"}, %d: tensor<?x3xf32> {
 func.func @int_param(%n: tensor<3xi32> {lm.param = "n"}, %x: tensor<f32> {lm.input = "x"}) -> tensor<f32>
     attributes {lm.objective} {
   return %x : tensor<f32>
+}
+
+// -----
+
+// Tests that a result after the loss must be a metric (a float scalar named by
+// lm.metric).
+// expected-error @below {{then only float scalars named by lm.metric, but returns ('tensor<f32>', 'tensor<f32>')}}
+func.func @unnamed_extra(%a: tensor<f32> {lm.param = "a"}) -> (tensor<f32>, tensor<f32>) attributes {lm.objective} {
+  %0 = lm.neg %a : (tensor<f32>) -> tensor<f32>
+  return %0, %a : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// Tests that metrics stay out of the train step: it returns the loss and the
+// gradients only, and the metric's ops (no gradient flows through accuracy)
+// are gone.
+// CHECK-LABEL: func.func @with_metric_train_step
+// CHECK-SAME: -> (tensor<f32>, tensor<2x3xf32> {lm.grad_of = "w"})
+// CHECK-NOT: lm.accuracy
+// CHECK: return
+func.func @with_metric(%w: tensor<2x3xf32> {lm.param = "w"}, %t: tensor<2xi32> {lm.input = "t"})
+    -> (tensor<f32>, tensor<f32> {lm.metric = "acc"}) attributes {lm.objective} {
+  %0 = lm.cross_entropy %w, %t : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+  %1 = lm.accuracy %w, %t : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+  return %0, %1 : tensor<f32>, tensor<f32>
 }

@@ -25,6 +25,14 @@ void run(const Options &o) {
   std::unique_ptr<Session> session = Session::load(o.plan);
   loadWeights(*session, o.weights);
   EvalResult r = evaluateSplit(*session, o.eval);
+  if (r.transform != "causal") {
+    std::printf("data: %s (%s), %llu tokens; %lld %s batches of %lld x %lld (seed %llu)\n", r.file.c_str(),
+                r.format.c_str(), (unsigned long long)r.tokens, (long long)r.batches, r.transform.c_str(),
+                (long long)r.rows, (long long)r.seq, (unsigned long long)o.eval.seed);
+    std::printf("%s loss: %.6f\n", o.eval.split.c_str(), r.loss);
+    for (const auto &[name, v] : r.metrics) std::printf("%s: %.6f\n", name.c_str(), v);
+    return;
+  }
   std::printf("data: %s (%s), %llu tokens; %lld batches of %lld x %lld predictions (%llu tokens "
               "scored, %llu left out)\n", r.file.c_str(), r.format.c_str(),
               (unsigned long long)r.tokens, (long long)r.batches, (long long)r.rows,
@@ -36,6 +44,7 @@ void run(const Options &o) {
     std::printf("bits per byte: %.6f (%.4f bytes per token)\n", *r.bitsPerByte, *r.bytesPerToken);
   else
     std::printf("bits per byte: unknown (no byte count in DIR/meta.json; give --bytes-per-token)\n");
+  for (const auto &[name, v] : r.metrics) std::printf("%s: %.6f\n", name.c_str(), v);
 }
 
 void add(CLI::App &app) {
@@ -48,6 +57,8 @@ void add(CLI::App &app) {
   cmd->add_option("--data", e.dataDir, "Data directory (as lmrt run --data)")->required();
   cmd->add_option("--split", e.split, "val | train");
   cmd->add_option("--batches", e.maxBatches, "Score at most N batches (0: the whole split)");
+  cmd->add_option("--seed", e.seed,
+                  "Seed of a non-causal batch transform (masking); the run's --seed scores its own validation batches");
   cmd->add_option("--bytes-per-token", e.bytesPerToken,
                   "Text bytes per token for bits per byte (default: from DIR/meta.json)");
   CLI::Option *threads = cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads");

@@ -138,9 +138,12 @@ void inspect(const std::string &path, bool steps) {
       progInputs += toTensorType(in.type()).bytes();
     }
     inputBytes = std::max(inputBytes, progInputs);
-    std::printf("  %-10s %5d steps, %5d buffers, arena %s, %s; reads %s\n", prog.name().c_str(),
+    std::string metrics;
+    for (const plan::Output &out : prog.outputs())
+      if (out.name().rfind("metric:", 0) == 0) metrics += (metrics.empty() ? "; reports " : ", ") + out.name().substr(7);
+    std::printf("  %-10s %5d steps, %5d buffers, arena %s, %s; reads %s%s\n", prog.name().c_str(),
                 prog.steps_size(), prog.buffers_size(), human((double)prog.arena_bytes()).c_str(),
-                flops((double)prog.flops()).c_str(), ins.c_str());
+                flops((double)prog.flops()).c_str(), ins.c_str(), metrics.c_str());
     if (steps) printSteps(prog);
   }
   if (p.kernels_size() > 0) {

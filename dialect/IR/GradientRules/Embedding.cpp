@@ -1,7 +1,9 @@
-//===- Embedding.cpp - VJP of lm.embedding ----------------------*- C++ -*-===//
+//===- Embedding.cpp - VJPs of the gathers ----------------------*- C++ -*-===//
 //
-// The table's gradient is a scatter-add of dy rows at the ids (embedding_grad);
-// the ids are integers and get no gradient.
+// lm.embedding: the table's gradient is a scatter-add of dy rows at the ids
+// (embedding_grad). lm.take_along_axis: x's gradient is a scatter-add of dy
+// along the axis (take_along_axis_grad). Ids and indices are integers and get
+// no gradient.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,14 @@ LogicalResult EmbeddingOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrad
                                         SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(
       b.create<EmbeddingGradOp>(getLoc(), getTable().getType(), getIds(), resultGrads[0]));
+  operandGrads.push_back(Value());
+  return success();
+}
+
+LogicalResult TakeAlongAxisOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                            SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(b.create<TakeAlongAxisGradOp>(getLoc(), getX().getType(), getIndices(),
+                                                       resultGrads[0], getAxisAttr()));
   operandGrads.push_back(Value());
   return success();
 }

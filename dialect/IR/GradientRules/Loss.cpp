@@ -1,7 +1,8 @@
-//===- Loss.cpp - VJP of lm.cross_entropy -----------------------*- C++ -*-===//
+//===- Loss.cpp - VJPs of lm.cross_entropy and lm.accuracy ------*- C++ -*-===//
 //
 // cross_entropy_grad folds the scalar incoming gradient into the softmax minus
 // one-hot rows (and the 1/n_valid of the mean); targets get no gradient.
+// accuracy is piecewise constant: neither operand gets a gradient.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,5 +16,10 @@ LogicalResult CrossEntropyOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultG
   operandGrads.push_back(b.create<CrossEntropyGradOp>(getLoc(), getLogits(), getTargets(),
                                                       resultGrads[0], getIgnoreIndex()));
   operandGrads.push_back(Value());
+  return success();
+}
+
+LogicalResult AccuracyOp::buildAdjoint(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.append({Value(), Value()});
   return success();
 }

@@ -10,6 +10,8 @@ ap.add_argument("metrics")
 ap.add_argument("--vocab", type=int, default=256)
 ap.add_argument("--min-drop", type=float, required=True, help="first loss - last loss, nats")
 ap.add_argument("--max-val-loss", type=float, default=None)
+ap.add_argument("--eval-output", help="`lmrt eval` output on the final weights with the run's eval batches: "
+                "its loss and each metric must equal the last evaluation's")
 a = ap.parse_args()
 
 rows = [json.loads(line) for line in open(a.metrics) if line.strip()]
@@ -36,4 +38,21 @@ if not vals:
 print(f"val_loss {vals[0]:.4f} -> {vals[-1]:.4f}")
 if a.max_val_loss is not None and vals[-1] > a.max_val_loss:
     sys.exit(f"final val_loss {vals[-1]:.4f} > {a.max_val_loss}")
+if a.eval_output:
+    last_eval = [r for r in rows if "val_loss" in r][-1]
+    printed = {}
+    for line in open(a.eval_output):  # "val loss: 3.72", "mlm_accuracy: 0.41", ...
+        key, sep, value = line.partition(": ")
+        try:
+            printed[key.strip()] = float(value.split()[0]) if sep else None
+        except (ValueError, IndexError):
+            pass
+    want = {"val loss": last_eval["val_loss"]}
+    want.update({k[4:]: v for k, v in last_eval.items() if k.startswith("val_") and k != "val_loss"})
+    for k, v in want.items():
+        if k not in printed:
+            sys.exit(f"lmrt eval printed no '{k}'")
+        if abs(printed[k] - v) > 1e-6 * max(1.0, abs(v)):
+            sys.exit(f"lmrt eval's {k} {printed[k]} differs from the run's last evaluation {v}")
+    print("eval matches the run: " + ", ".join(f"{k} {v:.4f}" for k, v in want.items()))
 print("metrics: ok")

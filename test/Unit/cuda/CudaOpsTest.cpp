@@ -78,6 +78,16 @@ TEST(CudaOps, Embedding) {
   runCase({"embedding_grad", {i32({2, 300}), f32({2, 300, 40})}, {f32({1000, 40})}, {}, 1000});
 }
 
+TEST(CudaOps, TakeAlongAxis) {
+  // DeBERTa's shape: [B, H, T, 2k] gathered by a [1, 1, T, T] index; and a
+  // middle axis with the index broadcast over the last dim.
+  kernels::Attrs last = attrs({{"axis", int64_t(3)}}), mid = attrs({{"axis", int64_t(1)}});
+  runCase({"take_along_axis", {f32({2, 3, 17, 34}), i32({1, 1, 17, 17})}, {f32({2, 3, 17, 17})}, last, 34});
+  runCase({"take_along_axis_grad", {i32({1, 1, 17, 17}), f32({2, 3, 17, 17})}, {f32({2, 3, 17, 34})}, last, 34});
+  runCase({"take_along_axis", {f64({4, 5, 6}), i32({4, 9, 1})}, {f64({4, 9, 6})}, mid, 5});
+  runCase({"take_along_axis_grad", {i32({4, 9, 1}), f64({4, 9, 6})}, {f64({4, 5, 6})}, mid, 5});
+}
+
 TEST(CudaOps, ShapeOps) {
   runCase({"reshape", {f32({4, 6})}, {f32({24})}, {}});
   runCase({"copy", {f32({4, 6})}, {f32({4, 6})}, {}});

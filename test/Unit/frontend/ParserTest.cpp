@@ -161,7 +161,7 @@ TEST(Parser, Errors) {
             "3:3: expected ',' or ')' to close '(' at 2:8, found 'return'");
   EXPECT_EQ(firstError("block f(x) {\n  y = x +\n}"), "2:10: expected an expression, found end of line");
   EXPECT_EQ(firstError("block f(x) {\n  y = x\nblock g(x) { return x }"),
-            "3:1: expected a statement ('name = expr', 'param' or 'return'), found 'block' (is a "
+            "3:1: expected a statement ('name = expr', 'param', 'return' or 'metric name = expr'), found 'block' (is a "
             "'}' missing to close the body of 'f' opened at 1:12?)");
   EXPECT_EQ(firstError("block f(x) { y = x z }"),
             "1:20: expected end of line or ';' after the statement, found identifier 'z'");

@@ -256,6 +256,7 @@ std::vector<Case> allCases() {
       {"slice_grad", {randn({2, 4})}, {{F64, {3, 8}}}, sl},
       {"cross_entropy", {randn({2, 8, 20}), randIds({2, 8}, 20)}, {{F64, {}}}, {}},
       {"cross_entropy_grad", {randn({2, 8, 20}), randIds({2, 8}, 20), scalar(1.3)}, {{F64, {2, 8, 20}}}, {}},
+      {"accuracy", {randn({2, 8, 20}), randIds({2, 8}, 20)}, {{F64, {}}}, {}},
       {"sum_to", {randn(s3)}, {{F64, {8, 1}}}, {}},
       {"copy", {randn(s3)}, {{F64, s3}}, {}},
       // The zoo's ops.
@@ -282,6 +283,8 @@ std::vector<Case> allCases() {
       {"reduce_max", {randn(s3)}, {{F64, {2, 1, 16}}}, attrs({{"axes", std::vector<int64_t>{1}}})},
       {"rms_norm", {randn(s3), randn({16})}, {{F64, s3}}, {}},
       {"rms_norm_grad", {randn(s3), randn({16}), randn(s3)}, {{F64, s3}, {F64, {16}}}, {}},
+      {"take_along_axis", {randn(s3), randIds({1, 8, 5}, 16)}, {{F64, {2, 8, 5}}}, attrs({{"axis", int64_t(2)}})},
+      {"take_along_axis_grad", {randIds({1, 8, 5}, 16), randn({2, 8, 5})}, {{F64, s3}}, attrs({{"axis", int64_t(2)}})},
   };
 }
 

@@ -221,6 +221,29 @@ TEST(Forward, SoftmaxAndCrossEntropy) {
   EXPECT_EQ(zero[0].get(0), 0.0);
 }
 
+TEST(Forward, Accuracy) {
+  // Rows: target is the unique max (correct); target ties an earlier max (not
+  // the first maximal class: wrong); target ties a later max (first: correct);
+  // ignored; target below the max (wrong); a NaN at the target (wrong).
+  Buf x(DType::F64, {2, 3, 3});
+  const double v[] = {0, 5, 1, /**/ 4, 4, 1, /**/ 7, 2, 7, /**/ 9, 0, 0, /**/ 1, 2, 3, /**/ NAN, 0, 0};
+  for (int i = 0; i < 18; ++i) x.set(i, v[i]);
+  Buf t(DType::I32, {2, 3});
+  const int32_t tg[] = {1, 1, 0, -100, 1, 0};
+  for (int i = 0; i < 6; ++i) t.set(i, tg[i]);
+  auto acc = runKernel("accuracy", {x, t}, {{DType::F64, {}}});
+  EXPECT_DOUBLE_EQ(acc[0].get(0), 2.0 / 5.0);
+  // A custom ignore_index; all ignored gives 0.
+  const int32_t tg2[] = {1, 1, 0, 2, 1, 0};  // ignoring 1 leaves rows 2 (correct), 3 and 5 (wrong)
+  for (int i = 0; i < 6; ++i) t.set(i, tg2[i]);
+  auto some = runKernel("accuracy", {x, t}, {{DType::F64, {}}}, attrs({{"ignore_index", (int64_t)1}}));
+  EXPECT_DOUBLE_EQ(some[0].get(0), 1.0 / 3.0);
+  Buf all(DType::I32, {2, 3});
+  for (int i = 0; i < 6; ++i) all.set(i, 2);
+  auto zero = runKernel("accuracy", {x, all}, {{DType::F64, {}}}, attrs({{"ignore_index", (int64_t)2}}));
+  EXPECT_EQ(zero[0].get(0), 0.0);
+}
+
 TEST(Forward, Embedding) {
   Buf table = randn({10, 4}), ids = randIds({2, 3}, 10);
   auto out = runKernel("embedding", {table, ids}, {{DType::F64, {2, 3, 4}}});

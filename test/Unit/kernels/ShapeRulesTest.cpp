@@ -94,6 +94,13 @@ TEST(ShapeRules, EmbeddingLayerNormAttention) {
   EXPECT_TRUE(failsWith(rmsNorm({2, 8}, {7}, err), err, "rms_norm: gamma [7] must be [8]"));
   EXPECT_EQ(*concat({2, 3}, {2, 5}, 1, err), (Dims{2, 8}));
   EXPECT_TRUE(failsWith(concat({2, 3}, {2, 5}, 2, err), err, "concat: axis 2 is outside the rank 2"));
+  EXPECT_EQ(*takeAlongAxis({2, 4, 8, 16}, {1, 1, 8, 8}, 3, err), (Dims{2, 4, 8, 8}));
+  EXPECT_EQ(*takeAlongAxis({2, 5}, {2, 9}, 1, err), (Dims{2, 9}));
+  EXPECT_TRUE(failsWith(takeAlongAxis({2, 5}, {3, 9}, 1, err), err,
+                        "take_along_axis: indices [3, 9] do not broadcast to x [2, 5] in dimension 0"));
+  EXPECT_TRUE(failsWith(takeAlongAxis({2, 5}, {9}, 0, err), err,
+                        "take_along_axis: indices [9] must have the rank of x [2, 5]"));
+  EXPECT_TRUE(failsWith(takeAlongAxis({2, 5}, {2, 5}, 2, err), err, "take_along_axis: axis 2 is outside the rank 2"));
   EXPECT_EQ(*reduceAxes({2, 3, 4}, {0, 2}, err), (Dims{1, 3, 1}));
   EXPECT_TRUE(failsWith(reduceAxes({2, 3, 4}, {2, 0}, err), err, "reduce_max: axes [2, 0] must be sorted and distinct"));
   EXPECT_EQ(*where({2, 1}, {3}, {}, err), (Dims{2, 3}));

@@ -87,6 +87,24 @@ TEST(ZooForward, Concat) {
   for (int64_t i = 0; i < 36; ++i) EXPECT_EQ(first[0].get(i), i < 24 ? a.get(i) : c.get(i - 24));
 }
 
+/* take_along_axis along the middle axis with an index broadcast over the
+   last dim, against the definition; its grad against the scatter-add loop. */
+TEST(ZooForward, TakeAlongAxis) {
+  Buf x = randn({2, 5, 3}), ids = randIds({2, 4, 1}, 5), dy = randn({2, 4, 3});
+  Attrs ax = attrs({{"axis", int64_t(1)}});
+  auto out = runKernel("take_along_axis", {x, ids}, {{DType::F64, {2, 4, 3}}}, ax);
+  Buf ref(DType::F64, {2, 5, 3});
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t k = 0; k < 4; ++k)
+      for (int64_t j = 0; j < 3; ++j) {
+        int64_t at = (int64_t)ids.get(b * 4 + k);
+        EXPECT_EQ(out[0].get((b * 4 + k) * 3 + j), x.get((b * 5 + at) * 3 + j));
+        ref.set((b * 5 + at) * 3 + j, ref.get((b * 5 + at) * 3 + j) + dy.get((b * 4 + k) * 3 + j));
+      }
+  auto dx = runKernel("take_along_axis_grad", {ids, dy}, {{DType::F64, {2, 5, 3}}}, ax);
+  EXPECT_TRUE(allClose(dx[0], ref, 0, 0));
+}
+
 TEST(ZooForward, ReduceMax) {
   Buf x = randn({2, 3, 5});
   auto last = runKernel("reduce_max", {x}, {{DType::F64, {2, 3, 1}}}, attrs({{"axes", std::vector<int64_t>{2}}}));

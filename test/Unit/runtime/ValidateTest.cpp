@@ -141,6 +141,22 @@ TEST(Validate, GradOutputMustBeTheGradBuffer) {
   EXPECT_HAS(msg, "output 'grad:w': must be the GRAD buffer of 'w'");
 }
 
+TEST(Validate, MetricOutputs) {
+  // eval may report its loss buffer (a float scalar) as a metric too.
+  auto metric = [](const char *prog, const char *name) {
+    return [=](plan::Plan &p) {
+      plan::Program *g = program(p, prog);
+      plan::Output *o = g->add_outputs();
+      o->set_name(name);
+      o->set_buffer(g->outputs(0).buffer());
+    };
+  };
+  EXPECT_EQ(errorAfter(metric("eval", "metric:again")), "(valid)");
+  EXPECT_HAS(errorAfter(metric("train_step", "metric:acc")),
+             "program 'train_step' has a metric output 'metric:acc' (only eval reports metrics)");
+  EXPECT_HAS(errorAfter(metric("eval", "metric:")), "program 'eval' has a metric output with no name");
+}
+
 TEST(Validate, MissingLossAndPrograms) {
   EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "eval")->clear_outputs(); }),
              "program 'eval' has no 'loss' output");
@@ -340,7 +356,7 @@ TEST(Validate, MlmDataContract) {
             "vocab = 256 must be >= 260 for mlm (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])");
   d.set_vocab(260);
   d.set_transform("bert");
-  EXPECT_EQ(contract::checkDataConfig(d)->str(), "transform = \"bert\" is not supported (expected one of causal, mlm)");
+  EXPECT_EQ(contract::checkDataConfig(d)->str(), "transform = \"bert\" is not supported (expected one of causal, mlm, span_mlm)");
   d.set_transform("mlm");
 
   auto input = [](const std::string &name, plan::DType dtype, std::vector<int64_t> shape, int64_t vocab) {
@@ -367,6 +383,52 @@ TEST(Validate, MlmDataContract) {
   (*d.mutable_params())["nsp"] = 0;
   EXPECT_EQ(contract::expectedTransformInput(input("nsp_labels", plan::I32, {2}, 2), d),
             "one of the inputs transform 'mlm' produces (ids, labels, segments, attention_mask)");
+}
+
+// The span_mlm transform's config: whole-number max_span, mask_prob at most 0.5,
+// and its inputs' bounds: batch * seq for the boundary rows, max_span for the
+// offsets.
+TEST(Validate, SpanMlmDataContract) {
+  plan::DataConfig d;
+  d.set_transform("span_mlm");
+  d.set_batch(2);
+  d.set_seq(8);
+  d.set_vocab(260);
+  EXPECT_FALSE(contract::checkDataConfig(d).has_value());
+  EXPECT_EQ(contract::transformParam(d, "max_span"), 10);
+  EXPECT_EQ(contract::transformParam(d, "geometric_p"), 0.2);
+  (*d.mutable_params())["max_span"] = 2.5;
+  EXPECT_EQ(contract::checkDataConfig(d)->str(), "params.max_span = 2.5 must be a whole number");
+  (*d.mutable_params())["max_span"] = 4;
+  (*d.mutable_params())["mask_prob"] = 0.6;
+  EXPECT_EQ(contract::checkDataConfig(d)->str(), "params.mask_prob = 0.6 must be in [0, 0.5]");
+  (*d.mutable_params())["mask_prob"] = 0.15;
+  (*d.mutable_params())["nsp"] = 0;
+  EXPECT_EQ(contract::checkDataConfig(d)->str(), "params = \"nsp\" is not a parameter of transform \"span_mlm\"");
+  d.mutable_params()->erase("nsp");
+  d.set_vocab(256);
+  EXPECT_EQ(contract::checkDataConfig(d)->str(),
+            "vocab = 256 must be >= 260 for span_mlm (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])");
+  d.set_vocab(260);
+  EXPECT_FALSE(contract::checkDataConfig(d).has_value());
+
+  auto input = [](const std::string &name, std::vector<int64_t> shape, int64_t vocab) {
+    plan::Input in;
+    in.set_name(name);
+    in.mutable_type()->set_dtype(plan::I32);
+    for (int64_t s : shape) in.mutable_type()->add_shape(s);
+    in.set_vocab(vocab);
+    return in;
+  };
+  EXPECT_EQ(contract::expectedTransformInput(input("span_left", {2, 8}, 16), d), "");
+  EXPECT_EQ(contract::expectedTransformInput(input("span_right", {2, 8}, 8), d),
+            "i32[2, 8] accepting ids below 16 (it declares 8)");
+  EXPECT_EQ(contract::expectedTransformInput(input("span_pos", {2, 8}, 4), d), "");
+  EXPECT_EQ(contract::expectedTransformInput(input("span_pos", {2, 8}, 3), d),
+            "i32[2, 8] accepting ids below 4 (it declares 3)");
+  EXPECT_EQ(contract::expectedTransformInput(input("segments", {2, 8}, 2), d),
+            "one of the inputs transform 'span_mlm' produces (ids, labels, attention_mask, span_left, span_right, "
+            "span_pos)");
 }
 
 // Without the kernels' checks (as lmc runs it) the contract still holds the

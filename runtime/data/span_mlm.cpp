@@ -1,0 +1,176 @@
+/* Implements: the "span_mlm" batch transform (see span_mlm.h). */
+#include "runtime/data/span_mlm.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+#include "runtime/data/batches.h"
+#include "runtime/data/transform_spec.h"
+#include "runtime/lmrt/tensor.h"
+
+namespace lmrt {
+
+namespace {
+
+using namespace data;
+
+/* The counter of the row offset's draw: the spans' draws count up from 0. */
+constexpr uint64_t kOffset = ~0ull;
+/* Random draws of a start before a length falls back to a scan. */
+constexpr int kStartTries = 64;
+
+void checkBytes(const TokenSource &shard) {
+  uint64_t n = shard.size();
+  for (uint64_t i = 0; i < n; ++i) {
+    int64_t t = shard.token(i);
+    if (t < 0 || t >= kFirstSpecial)
+      fail("data '%s': token %lld at offset %llu is not a byte; the span_mlm transform reads byte "
+           "data (ids >= %d are its special tokens)", shard.path().c_str(), (long long)t,
+           (unsigned long long)i, kFirstSpecial);
+    if ((i & ((1u << 21) - 1)) == (1u << 21) - 1) shard.releasePages();
+  }
+  shard.releasePages();
+}
+
+}  // namespace
+
+int64_t spanLength(uint64_t h, double p, int64_t maxSpan) {
+  const double q = 1.0 - p, z = 1.0 - std::pow(q, (double)maxSpan);
+  const double u = uniform01(h) * z;  // the CDF scaled by z: F(l) z = 1 - q^l
+  double qPow = 1.0;
+  for (int64_t l = 1; l < maxSpan; ++l) {
+    qPow *= q;
+    if (u < 1.0 - qPow) return l;
+  }
+  return maxSpan;
+}
+
+int64_t spanBudget(double maskProb, int64_t n) {
+  // The epsilon keeps 0.15 x 20 = 3.0000000000000004 from becoming 4.
+  return std::min<int64_t>(n, (int64_t)std::ceil(maskProb * (double)n - 1e-9));
+}
+
+std::vector<Span> sampleSpans(uint64_t seed, RngStream stream, uint64_t sample, int64_t n,
+                              const SpanMlmOptions &o) {
+  std::vector<Span> spans;
+  // taken[t + 1] for text position t; taken[0] and taken[n + 1] are [CLS] and
+  // [SEP], never masked.
+  std::vector<char> taken(n + 2, 0);
+  uint64_t k = 0;
+  auto draw = [&] { return counterRandom(seed, stream, sample, k++); };
+  // [s - 1, s + len] free: the span and both its boundary tokens unmasked.
+  auto fits = [&](int64_t s, int64_t len) {
+    for (int64_t t = s; t <= s + len + 1; ++t)
+      if (taken[t]) return false;
+    return true;
+  };
+  for (int64_t left = spanBudget(o.maskProb, n); left > 0;) {
+    const int64_t drawn = spanLength(draw(), o.geometricP, o.maxSpan);
+    int64_t len = std::min({drawn, left, n}), start = -1;
+    for (int a = 0; a < kStartTries && start < 0; ++a) {
+      int64_t s = (int64_t)uniformBelow(draw(), (uint64_t)(n - len + 1));
+      if (fits(s, len)) start = s;
+    }
+    while (start < 0 && len > 0) {  // crowded: the first free start, else shorter
+      for (int64_t s = 0; s + len <= n && start < 0; ++s)
+        if (fits(s, len)) start = s;
+      if (start < 0) --len;
+    }
+    if (start < 0) break;  // no token has two free neighbours left
+    std::fill(taken.begin() + start + 1, taken.begin() + start + 1 + len, 1);
+    spans.push_back({start, len, drawn});
+    left -= len;
+  }
+  return spans;
+}
+
+SpanMlmBatcher::SpanMlmBatcher(const std::string &dir, int64_t rows, int64_t seq,
+                               const SpanMlmOptions &options, uint64_t seed)
+    : rows_(rows), seq_(seq), content_(seq - 2), options_(options), seed_(seed) {
+  if (rows <= 0 || content_ < 1)
+    fail("span_mlm batches need rows >= 1 and seq >= 3 (got %lld x %lld)", (long long)rows,
+         (long long)seq);
+  if (rows * seq > INT32_MAX)
+    fail("span_mlm batches of %lld x %lld tokens are too large for i32 row indices", (long long)rows,
+         (long long)seq);
+  if (!(options.geometricP > 0 && options.geometricP <= 1) || options.maxSpan < 1)
+    fail("span_mlm needs 0 < geometric_p <= 1 and max_span >= 1 (got %g, %lld)", options.geometricP,
+         (long long)options.maxSpan);
+  checkDataDir(dir);
+  train_ = TokenSource::open(findSplitFiles(dir, "train"));
+  val_ = TokenSource::open(findSplitFiles(dir, "val"));
+  if ((int64_t)train_->size() < content_)
+    fail("data '%s' has %llu tokens, fewer than the %lld text tokens of one span_mlm row",
+         train_->path().c_str(), (unsigned long long)train_->size(), (long long)content_);
+  checkBytes(*train_);
+  checkBytes(*val_);
+}
+
+void SpanMlmBatcher::checkValidation() const {
+  if ((int64_t)val_->size() < content_)
+    fail("data '%s' has %llu tokens, fewer than the %lld text tokens of one span_mlm row; rebuild "
+         "with a larger --val-fraction or run with --eval-batches 0",
+         val_->path().c_str(), (unsigned long long)val_->size(), (long long)content_);
+}
+
+void SpanMlmBatcher::valBatch(uint64_t index, SpanMlmBatch &out) const {
+  checkValidation();
+  fill(*val_, true, index, out, 0);
+}
+
+uint64_t SpanMlmBatcher::sampleKey(bool validation, uint64_t index, uint64_t row) const {
+  return counterRandom(seed_, validation ? RngStream::ValSpans : RngStream::TrainSpans, index, row);
+}
+
+void SpanMlmBatcher::fill(const TokenSource &shard, bool validation, uint64_t index, SpanMlmBatch &out,
+                          uint64_t firstRow) const {
+  const size_t n = (size_t)(rows_ * seq_);
+  out.ids.assign(n, kPad);
+  out.labels.assign(n, (int32_t)kIgnoreIndex);
+  out.attention.assign(n, 1);
+  out.left.assign(n, 0);
+  out.right.assign(n, 0);
+  out.pos.assign(n, 0);
+  for (int64_t r = 0; r < rows_; ++r)
+    fillRow(shard, validation, sampleKey(validation, index, firstRow + r), r, out);
+}
+
+void SpanMlmBatcher::fillRow(const TokenSource &shard, bool validation, uint64_t sample, int64_t row,
+                             SpanMlmBatch &out) const {
+  const RngStream layout = validation ? RngStream::ValSpans : RngStream::TrainSpans;
+  const RngStream masking = validation ? RngStream::ValSpanMask : RngStream::TrainSpanMask;
+  const int64_t base = row * seq_;
+  int32_t *ids = out.ids.data() + base, *labels = out.labels.data() + base;
+  int32_t *left = out.left.data() + base, *right = out.right.data() + base, *pos = out.pos.data() + base;
+
+  uint64_t start = uniformBelow(counterRandom(seed_, layout, sample, kOffset), shard.size() - content_ + 1);
+  ids[0] = kCls;
+  shard.copyTokens(start, (uint64_t)content_, ids + 1);
+  ids[seq_ - 1] = kSep;
+  for (int64_t i = 0; i < seq_; ++i) {
+    labels[i] = (int32_t)kIgnoreIndex;
+    left[i] = right[i] = (int32_t)(base + i);
+    pos[i] = 0;
+  }
+
+  std::vector<Span> spans = sampleSpans(seed_, layout, sample, content_, options_);
+  for (size_t j = 0; j < spans.size(); ++j) {
+    // Row positions [s, e] of the span (text position t is row position t + 1).
+    const int64_t s = spans[j].start + 1, e = s + spans[j].length - 1;
+    const double u = uniform01(counterRandom(seed_, masking, sample, j));  // one choice per span
+    for (int64_t i = s; i <= e; ++i) {
+      labels[i] = ids[i];
+      if (u < 0.8)
+        ids[i] = kMask;
+      else if (u < 0.9)
+        ids[i] = (int32_t)uniformBelow(counterRandom(seed_, masking, sample, (uint64_t)(seq_ + i)),
+                                       kFirstSpecial);
+      left[i] = (int32_t)(base + s - 1);
+      right[i] = (int32_t)(base + e + 1);
+      pos[i] = (int32_t)(i - s);
+    }
+  }
+}
+
+}  // namespace lmrt

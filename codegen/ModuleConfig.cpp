@@ -14,6 +14,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <algorithm>
 #include <map>
 
 using namespace mlir;
@@ -165,5 +166,77 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
     return failure();
   if (std::optional<lmrt::contract::Violation> bad = lmrt::contract::checkDataConfig(*dc))
     return data.report(*bad), failure();
+  return success();
+}
+
+LogicalResult mlir::lm::readModuleExports(ModuleOp module, plan::Plan &result) {
+  auto exports = module->getAttrOfType<ArrayAttr>("lm.exports");
+  if (!exports)
+    return success();
+  auto bad = [&](const Twine &what) {
+    return emitError(module.getLoc()) << "plan contract: lm.exports: " << what;
+  };
+  // Plan order: the exporter then writes tensors in a stable, meaningful order.
+  std::map<std::string, int> order;
+  for (int i = 0; i < result.params_size(); ++i)
+    order[result.params(i).name()] = i;
+  for (Attribute a : exports) {
+    auto dict = dyn_cast<DictionaryAttr>(a);
+    auto format = dict ? dict.getAs<StringAttr>("format") : StringAttr();
+    auto arch = dict ? dict.getAs<StringAttr>("architecture") : StringAttr();
+    auto config = dict ? dict.getAs<DictionaryAttr>("config") : DictionaryAttr();
+    auto entries = dict ? dict.getAs<ArrayAttr>("entries") : ArrayAttr();
+    if (!format || !arch || !config || !entries)
+      return bad("each entry needs format, architecture, config and entries");
+    plan::WeightExport *w = result.add_weight_exports();
+    w->set_format(format.str());
+    w->set_architecture(arch.str());
+    if (auto loc = dict.getAs<StringAttr>("loc"))
+      w->set_source_loc(loc.str());
+    for (NamedAttribute c : config) {
+      plan::Attr &v = (*w->mutable_config())[c.getName().str()];
+      Attribute x = c.getValue();
+      if (auto b = dyn_cast<BoolAttr>(x))
+        v.set_b(b.getValue());
+      else if (auto i = dyn_cast<IntegerAttr>(x))
+        v.set_i(i.getValue().getSExtValue());
+      else if (auto f = dyn_cast<FloatAttr>(x))
+        v.set_f(f.getValueAsDouble());
+      else if (auto s = dyn_cast<StringAttr>(x))
+        v.set_s(s.str());
+      else
+        return bad("config '" + c.getName().strref() + "' is not a number, bool or string");
+    }
+    std::vector<std::pair<int, plan::WeightMapEntry>> sorted;
+    for (Attribute ea : entries) {
+      auto e = dyn_cast<DictionaryAttr>(ea);
+      auto param = e ? e.getAs<StringAttr>("param") : StringAttr();
+      auto names = e ? e.getAs<ArrayAttr>("names") : ArrayAttr();
+      if (!param || !names)
+        return bad("each entry needs param and names");
+      auto it = order.find(param.str());
+      if (it == order.end())
+        return bad("'" + param.strref() + "' is not a parameter of the train step");
+      plan::WeightMapEntry entry;
+      entry.set_param(param.str());
+      for (Attribute n : names)
+        if (auto s = dyn_cast<StringAttr>(n))
+          entry.add_names(s.str());
+        else
+          return bad("names of '" + param.strref() + "' must be strings");
+      if (auto tied = e.getAs<ArrayAttr>("tied"))
+        for (Attribute n : tied)
+          if (auto s = dyn_cast<StringAttr>(n))
+            entry.add_tied(s.str());
+          else
+            return bad("tied names of '" + param.strref() + "' must be strings");
+      if (auto t = e.getAs<BoolAttr>("transpose"))
+        entry.set_transpose(t.getValue());
+      sorted.emplace_back(it->second, std::move(entry));
+    }
+    std::sort(sorted.begin(), sorted.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+    for (auto &[i, entry] : sorted)
+      *w->add_entries() = std::move(entry);
+  }
   return success();
 }

@@ -17,4 +17,8 @@ namespace mlir::lm {
 /// Fills `result.config`, `result.train` and `result.data` from `module`.
 LogicalResult readModuleConfig(ModuleOp module, lmrt::plan::Plan &result);
 
+/// Fills `result.weight_exports` from lm.exports (the `export` sections), each
+/// map's entries in the order of `result.params` (so call it once they are set).
+LogicalResult readModuleExports(ModuleOp module, lmrt::plan::Plan &result);
+
 } // namespace mlir::lm

@@ -688,6 +688,8 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
       return failure();
     *result.add_programs() = std::move(*program);
   }
+  if (failed(readModuleExports(module, result)))
+    return failure();
 
   if (failed(compilePlanKernels(module, kernels.all(), options, result, *report)))
     return failure();

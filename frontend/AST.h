@@ -172,6 +172,31 @@ struct Preset {
   std::vector<Setting> settings;
 };
 
+/// One rule of an `export` section:
+/// `"layer.{i}.attn.wq" -> "model.layers.{i}.self_attn.q_proj.weight" transpose`.
+struct ExportRule {
+  Loc loc;
+  /// A parameter path; each `{name}` in it matches a decimal index.
+  std::string pattern;
+  /// The foreign name(s), using the pattern's `{name}`s (several: written to each).
+  std::vector<std::string> targets;
+  bool transpose = false;
+  /// `tied "lm_head.weight"`: names the framework ties to the first target and
+  /// leaves out of its files (not written; checked equal on import if present).
+  std::vector<std::string> tied;
+};
+
+/// `export hf "GPT2LMHeadModel" { config { setting* } rule* }`: how the
+/// parameters map onto another framework's names (docs/language.md).
+struct Export {
+  Loc loc;
+  std::string format;       ///< "hf"
+  Loc formatLoc;
+  std::string architecture; ///< the foreign model class
+  std::vector<Setting> config;
+  std::vector<ExportRule> rules;
+};
+
 /// A whole `.lm` file.
 struct Module {
   std::vector<Import> imports;
@@ -184,6 +209,8 @@ struct Module {
   std::optional<Loc> trainLoc;
   /// Blocks, models and objectives in source order.
   std::vector<Function> functions;
+  /// `export` sections, in source order.
+  std::vector<Export> exports;
 
   const Function *lookup(const std::string &name) const;
 };

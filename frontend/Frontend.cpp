@@ -97,6 +97,8 @@ private:
         return emitError(loc(*mod->configLoc)) << "an imported file defines blocks and models only, not 'config'";
       if (mod->trainLoc)
         return emitError(loc(*mod->trainLoc)) << "an imported file defines blocks and models only, not 'train'";
+      if (!mod->exports.empty())
+        return emitError(loc(mod->exports[0].loc)) << "an imported file defines blocks and models only, not 'export'";
       if (!mod->presets.empty())
         return emitError(loc(mod->presets[0].loc)) << "an imported file defines blocks and models only, not 'preset'";
       for (const ast::Function &fn : mod->functions)

@@ -179,8 +179,13 @@ OwningOpRef<ModuleOp> MLIRGen::run() {
       if (auto op = module.lookupSymbol<func::FuncOp>(name))
         op->moveBefore(module.getBody(), module.getBody()->end());
 
+  FailureOr<ArrayAttr> exports = exportsAttr();
+  if (failed(exports))
+    return nullptr;
   module->setAttr("lm.config", configAttr());
   module->setAttr("lm.train", *train);
+  if (!exports->empty())
+    module->setAttr("lm.exports", *exports);
   if (data)
     module->setAttr("lm.data", *data);
   return owned;

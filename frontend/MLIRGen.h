@@ -11,6 +11,7 @@
 //   BuiltinsMath.cpp  the zoo's math: tanh ... cos, comparisons, where,
 //                 sum/mean/max, concat, rmsnorm, arange
 //   Settings.cpp  config (with presets and -D overrides), train and data attributes
+//   Export.cpp    `export` sections: the lm.exports name maps, checked against the parameters
 // Calls that declare parameters open a scope named by `name = "..."` or after
 // the callee, once per scope (callScope), so parameter paths never depend on
 // call order; errors inside blocks carry the call chain as notes.
@@ -305,6 +306,11 @@ private:
   FailureOr<std::optional<DictionaryAttr>> dataAttr(const ast::Function &objective,
                                                     func::FuncOp op);
   std::optional<DictionaryAttr> causalDataAttr(const ast::Function &objective, func::FuncOp op);
+
+  //--- Export.cpp ---------------------------------------------------------------
+  /// lm.exports: one dictionary per `export` section, each parameter of the
+  /// module (every func argument with lm.param) mapped by exactly one rule.
+  FailureOr<ArrayAttr> exportsAttr();
 };
 
 } // namespace mlir::lm

@@ -82,9 +82,16 @@ public:
         (void)kw;
         break;
       }
+      case Token::Kind::Ident:
+        // `export` is a keyword only here, at the start of a top-level section.
+        if (cur().text == "export") {
+          exportSection(m);
+          break;
+        }
+        [[fallthrough]];
       default:
-        fail(cur().loc, "expected 'config', 'preset', 'import', 'block', 'model', 'objective' or "
-                        "'train', found " +
+        fail(cur().loc, "expected 'config', 'preset', 'import', 'block', 'model', 'objective', "
+                        "'train' or 'export', found " +
                             describe(cur()));
         break;
       }
@@ -229,6 +236,77 @@ private:
       endOfStatement();
     }
     expectClose(Token::Kind::RBrace, open, "'" + section + "' section");
+  }
+
+  /// `export hf "Arch" { config { ... } "pattern" -> "name" [, "name"] [transpose] ... }`
+  void exportSection(Module &m) {
+    Export e;
+    e.loc = take().loc;
+    e.format = identifier("a format after 'export' (hf)", &e.formatLoc);
+    if (failed)
+      return;
+    if (!is(Token::Kind::String)) {
+      fail(cur().loc, "expected the " + e.format + " model class in quotes (e.g. \"GPT2LMHeadModel\"), found " +
+                          describe(cur()));
+      return;
+    }
+    e.architecture = take().text;
+    skipNewlines();
+    Token open = cur();
+    if (!expect(Token::Kind::LBrace, "'{' after the model class"))
+      return;
+    skipNewlines();
+    std::optional<Loc> configLoc;
+    while (!failed && !is(Token::Kind::RBrace) && !is(Token::Kind::Eof)) {
+      if (is(Token::Kind::KwConfig)) {
+        if (configLoc) {
+          fail(cur().loc, "a second 'config' in the export section (the first is at " + at(*configLoc) + ")");
+          return;
+        }
+        configLoc = cur().loc;
+        settings("export config", e.config);
+        endOfStatement();
+        continue;
+      }
+      ExportRule r;
+      r.loc = cur().loc;
+      if (!is(Token::Kind::String)) {
+        fail(cur().loc, "expected 'config' or a parameter path in quotes (\"layer.{i}.w\" -> \"...\"), found " +
+                            describe(cur()));
+        return;
+      }
+      r.pattern = take().text;
+      if (!expect(Token::Kind::Arrow, "'->' and a name after \"" + r.pattern + "\""))
+        return;
+      do {
+        if (!r.targets.empty())
+          take(); // ','
+        if (!is(Token::Kind::String)) {
+          fail(cur().loc, "expected a name in quotes after '->', found " + describe(cur()));
+          return;
+        }
+        r.targets.push_back(take().text);
+      } while (is(Token::Kind::Comma));
+      if (is(Token::Kind::Ident) && cur().text == "transpose") {
+        take();
+        r.transpose = true;
+      }
+      if (is(Token::Kind::Ident) && cur().text == "tied") {
+        do {
+          take(); // 'tied' or ','
+          if (!is(Token::Kind::String)) {
+            fail(cur().loc, "expected a name in quotes after 'tied', found " + describe(cur()));
+            return;
+          }
+          r.tied.push_back(take().text);
+        } while (is(Token::Kind::Comma));
+      }
+      e.rules.push_back(std::move(r));
+      endOfStatement();
+    }
+    expectClose(Token::Kind::RBrace, open, "'export' section");
+    if (!failed)
+      m.exports.push_back(std::move(e));
   }
 
   void function(Module &m) {

@@ -2,11 +2,13 @@
 //
 // Builds an ast::Module from tokens. The grammar (docs/language.md):
 //
-//   file       := (import | config | preset | train | function)*
+//   file       := (import | config | preset | train | function | export)*
 //   import     := 'import' string
 //   config     := 'config' '{' setting* '}'       setting := name '=' expr
 //   preset     := 'preset' name '{' setting* '}'
 //   train      := 'train' '{' setting* '}'
+//   export     := 'export' name string '{' ('config' '{' setting* '}' | rule)* '}'
+//   rule       := string '->' string (',' string)* ['transpose'] ['tied' string (',' string)*]
 //   function   := ('block' | 'model' | 'objective') name '(' params ')'
 //                 ['->' type] '{' stmt* '}'
 //   param      := name [':' type]                  type := name '[' exprs ']'

@@ -250,6 +250,7 @@ public:
       error("declares states but has no prefill and decode programs to use them");
     checkTrain();
     checkData();
+    checkWeightExports();
     if (plan_.flops_per_step() < 0) error("negative flops_per_step");
     if (plan_.predicted_peak_bytes() < 0) error("negative predicted_peak_bytes");
   }
@@ -297,6 +298,50 @@ private:
       if (!bad.empty()) error(where + bad);
       if (st.type().dtype() == plan::I32 || st.type().shape_size() != 3 || st.type().shape(0) != 1)
         error(where + "is " + planTypeStr(st.type()) + "; a state is a float [1, window, dim] cache");
+    }
+  }
+
+  /* The name maps of `export` sections (docs/plan-format.md, "Weight exports"):
+     every parameter mapped exactly once, every foreign name used once, config
+     values plain scalars. What the exporter and importer rely on, checked here so a
+     hand-edited plan cannot make them write a file that silently lacks a tensor. */
+  void checkWeightExports() {
+    std::set<std::string> formats;
+    for (int k = 0; k < plan_.weight_exports_size(); ++k) {
+      const plan::WeightExport &w = plan_.weight_exports(k);
+      std::string where = "weight export " + std::to_string(k) + " ('" + w.format() + "'): ";
+      if (w.format() != "hf") error(where + "unknown format (expected hf)");
+      if (!formats.insert(w.format()).second) error(where + "a second map for this format");
+      if (w.architecture().empty()) error(where + "has no architecture");
+      for (const auto &[key, value] : w.config()) {
+        if (key.empty() || key == "architectures")
+          error(where + "config key '" + key + "' is reserved or empty");
+        switch (value.value_case()) {
+        case plan::Attr::kI: case plan::Attr::kB: case plan::Attr::kS: break;
+        case plan::Attr::kF:
+          if (!std::isfinite(value.f())) error(where + "config '" + key + "' is not finite");
+          break;
+        default: error(where + "config '" + key + "' is not an integer, number, bool or string");
+        }
+      }
+      std::set<std::string> mapped, names;
+      for (const plan::WeightMapEntry &e : w.entries()) {
+        auto it = params_.find(e.param());
+        if (it == params_.end()) error(where + "maps '" + e.param() + "', which is not a parameter");
+        if (!mapped.insert(e.param()).second) error(where + "maps parameter '" + e.param() + "' twice");
+        if (e.names().empty()) error(where + "parameter '" + e.param() + "' has no name");
+        for (const std::string &n : e.tied())
+          if (n.empty() || !names.insert(n).second)
+            error(where + "tied name '" + n + "' (of parameter '" + e.param() + "') is empty or used twice");
+        for (const std::string &n : e.names())
+          if (n.empty() || !names.insert(n).second)
+            error(where + "name '" + n + "' (of parameter '" + e.param() + "') is empty or used twice");
+        if (e.transpose() && it->second->type().shape_size() != 2)
+          error(where + "parameter '" + e.param() + "' is " + planTypeStr(it->second->type()) +
+                ": only 2-D parameters can be transposed");
+      }
+      for (const plan::Param &p : plan_.params())
+        if (!mapped.count(p.name())) error(where + "parameter '" + p.name() + "' is not mapped");
     }
   }
 

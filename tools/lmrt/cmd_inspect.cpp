@@ -66,6 +66,36 @@ void printSteps(const plan::Program &prog) {
   }
 }
 
+std::string attrStr(const plan::Attr &a) {
+  char buf[64];
+  switch (a.value_case()) {
+  case plan::Attr::kI: return std::to_string(a.i());
+  case plan::Attr::kF: std::snprintf(buf, sizeof buf, "%g", a.f()); return buf;
+  case plan::Attr::kB: return a.b() ? "true" : "false";
+  case plan::Attr::kS: return "\"" + a.s() + "\"";
+  default: return "?";
+  }
+}
+
+/* The `export` section's map: `lmrt weights export --format <format>` writes this. */
+void printWeightExport(const plan::WeightExport &w) {
+  int transposed = 0, tied = 0;
+  for (const plan::WeightMapEntry &e : w.entries()) transposed += e.transpose(), tied += e.tied_size();
+  std::printf("export %s \"%s\" (%s): %d parameters, %d transposed, %d tied names\n", w.format().c_str(),
+              w.architecture().c_str(), w.source_loc().c_str(), w.entries_size(), transposed, tied);
+  std::map<std::string, plan::Attr> config(w.config().begin(), w.config().end());
+  std::string line;
+  for (const auto &[k, v] : config) line += (line.empty() ? "" : ", ") + k + " = " + attrStr(v);
+  std::printf("  config: %s\n", line.c_str());
+  for (const plan::WeightMapEntry &e : w.entries()) {
+    std::string names;
+    for (const std::string &n : e.names()) names += (names.empty() ? "" : ", ") + n;
+    std::string extra = e.transpose() ? " (transposed)" : "";
+    for (const std::string &n : e.tied()) extra += " (tied " + n + ")";
+    std::printf("  %s -> %s%s\n", e.param().c_str(), names.c_str(), extra.c_str());
+  }
+}
+
 void inspect(const std::string &path, bool steps) {
   plan::Plan p = readPlanFile(path);
   validatePlan(p, path);
@@ -166,6 +196,7 @@ void inspect(const std::string &path, bool steps) {
   std::map<std::string, double> params(p.data().params().begin(), p.data().params().end());
   for (const auto &[name, value] : params) std::printf(", %s %g", name.c_str(), value);
   std::printf("\n");
+  for (const plan::WeightExport &w : p.weight_exports()) printWeightExport(w);
   std::printf("plan ok\n");
 }
 

@@ -21,3 +21,20 @@ def load(path):
         arr = np.frombuffer(raw[base + lo:base + hi], dtype=_DTYPES[info["dtype"]])
         out[name] = arr.reshape(info["shape"]).copy()
     return out
+
+
+def save(path, tensors):
+    """Writes {name: array} (f32, f64 or i32), tensors in name order."""
+    names = {np.dtype(v): k for k, v in _DTYPES.items()}
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        arr = np.ascontiguousarray(tensors[name])
+        raw = arr.tobytes()
+        header[name] = {"dtype": names[arr.dtype], "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))

@@ -193,8 +193,19 @@ TEST(Parser, Errors) {
   EXPECT_EQ(firstError("model m(x) { param w = zeros }"),
             "1:22: expected ':' and a shape after 'param w', found '='");
   EXPECT_EQ(firstError("x = 1"),
-            "1:1: expected 'config', 'preset', 'import', 'block', 'model', 'objective' or 'train', found "
+            "1:1: expected 'config', 'preset', 'import', 'block', 'model', 'objective', 'train' or "
+            "'export', found identifier 'x'");
+  EXPECT_EQ(firstError("export hf GPT2 { }"),
+            "1:11: expected the hf model class in quotes (e.g. \"GPT2LMHeadModel\"), found identifier 'GPT2'");
+  EXPECT_EQ(firstError("export hf \"M\" { \"a\" -> b }"),
+            "1:24: expected a name in quotes after '->', found identifier 'b'");
+  EXPECT_EQ(firstError("export hf \"M\" { \"a\" -> \"b\" tied c }"),
+            "1:33: expected a name in quotes after 'tied', found identifier 'c'");
+  EXPECT_EQ(firstError("export hf \"M\" { x = 1 }"),
+            "1:17: expected 'config' or a parameter path in quotes (\"layer.{i}.w\" -> \"...\"), found "
             "identifier 'x'");
+  EXPECT_EQ(firstError("export hf \"M\" { config { }; config { } }"),
+            "1:29: a second 'config' in the export section (the first is at 1:17)");
   EXPECT_EQ(firstError("config { a = 1 }\nconfig { b = 2 }"),
             "2:1: a second 'config' section (the first is at 1:1)");
   EXPECT_EQ(firstError("config { a = 1 $ }"), "1:16: unexpected character '$'");

@@ -551,3 +551,46 @@ TEST(Validate, EpilogueProductMustBeTheMatmul) {
 
 }  // namespace
 }  // namespace lmrt
+
+namespace lmrt {
+namespace {
+
+/* A valid hf map of the tiny plan: wte -> embed (tied head), w -> head (transposed). */
+void addHfMap(plan::Plan &p) {
+  plan::WeightExport *w = p.add_weight_exports();
+  w->set_format("hf");
+  w->set_architecture("TinyForCausalLM");
+  (*w->mutable_config())["vocab_size"].set_i(8);
+  plan::WeightMapEntry *e = w->add_entries();
+  e->set_param("wte");
+  e->add_names("embed.weight");
+  e->add_tied("head.weight");
+  e = w->add_entries();
+  e->set_param("w");
+  e->add_names("out.weight");
+  e->set_transpose(true);
+}
+
+TEST(Validate, WeightExportMaps) {
+  EXPECT_EQ(errorAfter(addHfMap), "(valid)");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), p.mutable_weight_exports(0)->mutable_entries()->RemoveLast(); }),
+             "weight export 0 ('hf'): parameter 'w' is not mapped");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), p.mutable_weight_exports(0)->mutable_entries(1)->set_param("wte"); }),
+             "maps parameter 'wte' twice");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), p.mutable_weight_exports(0)->mutable_entries(1)->set_param("v"); }),
+             "maps 'v', which is not a parameter");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), p.mutable_weight_exports(0)->mutable_entries(1)->set_names(0, "head.weight"); }),
+             "name 'head.weight' (of parameter 'w') is empty or used twice");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), p.mutable_weight_exports(0)->set_format("onnx"); }),
+             "weight export 0 ('onnx'): unknown format (expected hf)");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), addHfMap(p); }), "a second map for this format");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), (*p.mutable_weight_exports(0)->mutable_config())["x"].set_f(NAN); }),
+             "config 'x' is not finite");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), p.mutable_weight_exports(0)->mutable_entries(0)->set_transpose(true); }),
+             "(valid)");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), p.mutable_weight_exports(0)->mutable_entries(0)->clear_names(); }),
+             "parameter 'wte' has no name");
+}
+
+}  // namespace
+}  // namespace lmrt

@@ -1,0 +1,76 @@
+/* Implements: `lmrt weights export|import --format hf`: weights to and from a
+   Hugging Face transformers directory (config.json + model.safetensors) through
+   the name map the model file's `export hf` section puts in the plan
+   (runtime/lmrt/hf_weights.h, docs/runtime.md "Hugging Face weights"). */
+#include <cstdio>
+#include <memory>
+
+#include "runtime/lmrt/hf_weights.h"
+#include "runtime/lmrt/plan_file.h"
+#include "runtime/lmrt/validate.h"
+#include "tools/lmrt/commands.h"
+
+namespace lmrt {
+namespace {
+
+struct Options {
+  std::string format, plan, weights, dir, out;
+  bool overwrite = false;
+};
+
+/* The formats lmrt converts to; the plan says how, per format. */
+void checkFormat(const std::string &format) {
+  if (format != "hf") fail("unknown --format '%s' (lmrt knows hf: Hugging Face transformers)", format.c_str());
+}
+
+plan::Plan loadPlan(const std::string &path) {
+  plan::Plan p = readPlanFile(path);
+  validatePlan(p, path);
+  return p;
+}
+
+void exportCmd(const Options &o) {
+  checkFormat(o.format);
+  plan::Plan p = loadPlan(o.plan);
+  exportHf(p, {o.plan, o.weights, o.out, o.overwrite});
+  const plan::WeightExport &w = weightExport(p, "hf", o.plan);
+  std::printf("wrote %s: %s, %d parameters (config.json, model.safetensors)\n", o.out.c_str(),
+              w.architecture().c_str(), w.entries_size());
+}
+
+void importCmd(const Options &o) {
+  checkFormat(o.format);
+  plan::Plan p = loadPlan(o.plan);
+  importHf(p, {o.plan, o.dir, o.out, o.overwrite});
+  std::printf("wrote %s: %d parameters of plan %s from %s\n", o.out.c_str(), p.params_size(), o.plan.c_str(),
+              o.dir.c_str());
+}
+
+void add(CLI::App &app) {
+  auto *cmd = app.add_subcommand("weights", "Convert weights to and from other frameworks (Hugging Face)");
+  cmd->require_subcommand(1);
+  auto e = std::make_shared<Options>();
+  auto *ex = cmd->add_subcommand("export", "Write a Hugging Face directory (config.json, model.safetensors) "
+                                           "that from_pretrained loads");
+  ex->add_option("--format", e->format, "Target format: hf (Hugging Face transformers)")->required();
+  ex->add_option("plan", e->plan, "Plan whose model file has an `export hf` section")->required();
+  ex->add_option("weights", e->weights, "Weights (safetensors with plan names, or a checkpoint's state)")
+      ->required();
+  ex->add_option("--out", e->out, "Directory to write (created if missing)")->required();
+  ex->add_flag("--overwrite", e->overwrite, "Replace config.json and model.safetensors already in --out");
+  ex->callback([e] { exportCmd(*e); });
+
+  auto i = std::make_shared<Options>();
+  auto *im = cmd->add_subcommand("import", "Read a Hugging Face directory (save_pretrained's) into plan weights");
+  im->add_option("--format", i->format, "Source format: hf (Hugging Face transformers)")->required();
+  im->add_option("dir", i->dir, "Directory with config.json and model.safetensors")->required();
+  im->add_option("--plan", i->plan, "Plan of the same model (its `export hf` map)")->required();
+  im->add_option("--out", i->out, "Weights file to write (safetensors, plan names)")->required();
+  im->add_flag("--overwrite", i->overwrite, "Replace --out if it exists");
+  im->callback([i] { importCmd(*i); });
+}
+
+RegisterCommand reg("weights", add);
+
+}  // namespace
+}  // namespace lmrt

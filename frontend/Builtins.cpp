@@ -33,7 +33,7 @@ const std::vector<Signature> &signatures() {
       {"layernorm", {"x", "eps", "bias"}, 1},
       {"gelu", {"x", "approximate"}, 1},
       {"softmax", {"x"}, 1},
-      {"attention", {"q", "k", "v", "heads", "causal", "kv_heads"}, 4},
+      {"attention", {"q", "k", "v", "heads", "causal", "kv_heads", "mask"}, 4},
       {"transpose", {"x", "perm"}, 1},
       {"reshape", {"x", "shape"}, 2},
       {"cross_entropy", {"logits", "targets", "ignore_index"}, 2},
@@ -333,8 +333,34 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
         return error(arg[5]->loc) << "kv_heads must be >= 1, got " << *v;
       kvHeads = *v == *heads ? 0 : *v;
     }
-    if (!shapes::attention(dims[0], dims[1], dims[2], *heads, err, kvHeads))
+    // The key padding mask [B, Tk] (1: attend, 0: padding), data of q's element type.
+    Value mask;
+    shapes::Dims maskDims;
+    if (arg[6]) {
+      FailureOr<LMValue> m = eval(*arg[6], env);
+      if (failed(m))
+        return failure();
+      FailureOr<Value> t = requireFloat(*m, *arg[6], "mask");
+      if (failed(t))
+        return failure();
+      if (cast<RankedTensorType>(t->getType()).getElementType() !=
+          cast<RankedTensorType>(qkv[0].getType()).getElementType())
+        return error(arg[6]->loc) << "argument 'mask' of 'attention' must have the element type of q, got "
+                                  << describe(*m);
+      mask = *t;
+      auto shape = cast<RankedTensorType>(t->getType()).getShape();
+      maskDims = {shape.begin(), shape.end()};
+    }
+    if (!shapes::attention(dims[0], dims[1], dims[2], *heads, err, kvHeads, causal, mask ? &maskDims : nullptr))
       return error(call.loc) << err;
+    if (mask) { // padded or cross-attention: no key/value cache, so no decode program
+      if (decode) {
+        decode->notCausal = true;
+        return failure();
+      }
+      return LMValue::ofTensor(builder.create<MaskedAttentionOp>(l, qkv[0], qkv[1], qkv[2], mask, *heads, causal,
+                                                                 kvHeads));
+    }
     if (decode) {
       if (!causal) { // not a causal model: it gets no decode program (no error shown)
         decode->notCausal = true;

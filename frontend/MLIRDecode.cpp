@@ -42,9 +42,11 @@ void MLIRGen::emitDecodePrograms(const ast::Function &fn, func::FuncOp forward) 
   }
   if (tokenInputs != 1 || other != 0)
     return;
-  // An encoder (any attention without the causal mask) is not sampled from.
+  // An encoder (any attention without the causal mask, or with a padding mask) is
+  // not sampled from.
   bool encoder = false;
   forward.walk([&](AttentionOp op) { encoder |= !op.getCausal(); });
+  forward.walk([&](MaskedAttentionOp) { encoder = true; });
   if (encoder)
     return;
   std::string why;

@@ -84,19 +84,28 @@ int64_t ToFloatOp::getFlops() { return 0; }
 // Attention
 //===----------------------------------------------------------------------===//
 
-/// q·kᵀ and p·v are each 2·B·H·T²·Dh, so 4·B·T²·(H·Dh); the causal mask skips
-/// half of both products. Softmax is not counted (it is O(T²) against the
-/// O(T²·Dh) products).
-static int64_t attentionFlops(ShapedType q, bool causal) {
+/// q·kᵀ and p·v are each 2·B·H·Tq·Tk·Dh, so 4·B·Tq·Tk·(H·Dh); the causal mask
+/// (Tq = Tk) skips half of both products. Softmax is not counted (it is O(Tq·Tk)
+/// against the O(Tq·Tk·Dh) products). A key padding mask is data: the count is
+/// that of no masked key (an upper bound; the kernels skip wholly masked tiles).
+static int64_t attentionFlops(ShapedType q, ShapedType k, bool causal) {
   ArrayRef<int64_t> s = q.getShape();
-  int64_t flops = 4 * s[0] * s[1] * s[1] * s[2];
+  int64_t flops = 4 * s[0] * s[1] * k.getShape()[1] * s[2];
   return causal ? flops / 2 : flops;
 }
 
-int64_t AttentionOp::getFlops() { return attentionFlops(getQ().getType(), getCausal()); }
+int64_t AttentionOp::getFlops() { return attentionFlops(getQ().getType(), getK().getType(), getCausal()); }
+int64_t MaskedAttentionOp::getFlops() {
+  return attentionFlops(getQ().getType(), getK().getType(), getCausal());
+}
 /// Recomputes the probabilities (q·kᵀ) and forms dv, dp, dq and dk: five
-/// T²-sized products against the forward's two, 2.5×.
-int64_t AttentionGradOp::getFlops() { return attentionFlops(getQ().getType(), getCausal()) * 5 / 2; }
+/// Tq·Tk-sized products against the forward's two, 2.5×.
+int64_t AttentionGradOp::getFlops() {
+  return attentionFlops(getQ().getType(), getK().getType(), getCausal()) * 5 / 2;
+}
+int64_t MaskedAttentionGradOp::getFlops() {
+  return attentionFlops(getQ().getType(), getK().getType(), getCausal()) * 5 / 2;
+}
 
 /// At most every cached key: 4·B·C·W·(H·Dh), the bound of C queries over a
 /// window of W keys (a decode step at offset p does (p + 1) / W of it).

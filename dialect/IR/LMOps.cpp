@@ -262,8 +262,33 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context, std::optional<
   std::string err;
   Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
   int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
-  int64_t kvHeads = infer.intOf(withDefaults<AttentionOp>(context, adaptor).num_kv_heads, "num_kv_heads");
-  return infer.result(shapes::attention(q, k, v, heads, err, kvHeads), err, infer.elementType(adaptor.getQ()));
+  auto defaults = withDefaults<AttentionOp>(context, adaptor);
+  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
+  bool causal = defaults.causal && defaults.causal.getValue();
+  return infer.result(shapes::attention(q, k, v, heads, err, kvHeads, causal), err, infer.elementType(adaptor.getQ()));
+}
+
+/// The key padding mask is data of q's element type (no cast on the hot path).
+static LogicalResult checkMaskType(Inference &infer, Value q, Value mask) {
+  if (infer.elementType(mask) && infer.elementType(q) && infer.elementType(mask) != infer.elementType(q))
+    return infer.error("mask must have the element type of q");
+  return success();
+}
+
+LogicalResult MaskedAttentionOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                                  Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV()),
+       mask = infer.dims(adaptor.getMask());
+  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
+  auto defaults = withDefaults<MaskedAttentionOp>(context, adaptor);
+  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
+  bool causal = defaults.causal && defaults.causal.getValue();
+  if (failed(checkMaskType(infer, adaptor.getQ(), adaptor.getMask())))
+    return failure();
+  return infer.result(shapes::attention(q, k, v, heads, err, kvHeads, causal, &mask), err,
+                      infer.elementType(adaptor.getQ()));
 }
 
 LogicalResult DynamicSliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
@@ -441,10 +466,35 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *context, std::optio
   std::string err;
   Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
   int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
-  int64_t kvHeads = infer.intOf(withDefaults<AttentionGradOp>(context, adaptor).num_kv_heads, "num_kv_heads");
-  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err, kvHeads);
+  auto defaults = withDefaults<AttentionGradOp>(context, adaptor);
+  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
+  bool causal = defaults.causal && defaults.causal.getValue();
+  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err, kvHeads, causal);
   Type elem = infer.elementType(adaptor.getQ());
   // dq has q's shape; dk and dv the key/value shape.
+  if (failed(infer.result(shape, err, elem)))
+    return failure();
+  for (int i = 0; i < 2; ++i)
+    if (failed(infer.result(shape ? std::optional<Dims>(k) : std::nullopt, err, elem)))
+      return failure();
+  return success();
+}
+
+LogicalResult MaskedAttentionGradOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                                      Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV()),
+       mask = infer.dims(adaptor.getMask());
+  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
+  auto defaults = withDefaults<MaskedAttentionGradOp>(context, adaptor);
+  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
+  bool causal = defaults.causal && defaults.causal.getValue();
+  if (failed(checkMaskType(infer, adaptor.getQ(), adaptor.getMask())))
+    return failure();
+  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err, kvHeads, causal, &mask);
+  Type elem = infer.elementType(adaptor.getQ());
+  // dq has q's shape; dk and dv the key/value shape; nothing for the mask.
   if (failed(infer.result(shape, err, elem)))
     return failure();
   for (int i = 0; i < 2; ++i)
@@ -469,6 +519,9 @@ LogicalResult RmsNormGradOp::verify() {
   return checkShape(*this, "dy", getDy().getType(), dimsOf(getX()));
 }
 LogicalResult AttentionGradOp::verify() {
+  return checkShape(*this, "dy", getDy().getType(), dimsOf(getQ()));
+}
+LogicalResult MaskedAttentionGradOp::verify() {
   return checkShape(*this, "dy", getDy().getType(), dimsOf(getQ()));
 }
 

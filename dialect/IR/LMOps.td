@@ -322,12 +322,14 @@ def LM_ReduceMaxOp : LM_DiffOp<"reduce_max", LM_InferredResultTypes> {
 def LM_AttentionOp : LM_DiffOp<"attention", LM_InferredResultTypes> {
   let summary = "multi-head scaled dot-product attention";
   let description = [{
-    `q: [B, T, H*Dh]`, `k, v: [B, T, Hkv*Dh]`; head `h` is the column block
+    `q: [B, Tq, H*Dh]`, `k, v: [B, Tk, Hkv*Dh]`; head `h` is the column block
     `h*Dh ... (h+1)*Dh-1` of the last dimension. Per head:
     `softmax(q k^T / sqrt(Dh) + mask) v`, where a causal mask hides keys
     `j > i`. Grouped-query attention: with `num_kv_heads` = Hkv (which
     divides H; 0, the default, means H) query head `h` reads key/value head
-    `h / (H / Hkv)`.
+    `h / (H / Hkv)`. Cross-attention: the keys may be of another length Tk
+    than the queries, without the causal mask (causal needs Tk = Tq). A key
+    padding mask is `lm.masked_attention`.
 
     ```mlir
     %y = lm.attention %q, %k, %v {causal = true, num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
@@ -339,6 +341,33 @@ def LM_AttentionOp : LM_DiffOp<"attention", LM_InferredResultTypes> {
                        DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$q `,` $k `,` $v attr-dict `:` functional-type(operands, results)";
+}
+
+// A separate op rather than an optional operand of lm.attention: a plan step has
+// the fixed arity of its op-table row (docs/plan-format.md), and the kernels, the
+// CUDA table and the decode elaboration keep their one signature.
+def LM_MaskedAttentionOp : LM_DiffOp<"masked_attention", LM_InferredResultTypes> {
+  let summary = "multi-head attention with a key padding mask";
+  let description = [{
+    `lm.attention` (same `q`, `k`, `v`, heads, grouped heads and
+    cross-attention) with a key padding mask `mask: [B, Tk]` of `q`'s element
+    type: key `j` of batch row `b` is attended where `mask[b, j] != 0` (1 on
+    tokens) and gets probability exactly 0 where it is 0 (padding), as
+    Hugging Face's additive `finfo.min` bias gives. A query row whose keys are
+    all masked (with the causal mask too) outputs 0 and passes no gradient to
+    `q`, `k` or `v`. The mask is data: the op has no gradient for it
+    (`lm.masked_attention_grad` returns none).
+
+    ```mlir
+    %y = lm.masked_attention %q, %k, %v, %mask {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<2x5xf32>) -> tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v, LM_FloatTensor:$mask,
+                       I64Attr:$num_heads,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$q `,` $k `,` $v `,` $mask attr-dict `:` functional-type(operands, results)";
 }
 
 def LM_ReshapeOp : LM_DiffOp<"reshape"> {
@@ -594,6 +623,26 @@ def LM_AttentionGradOp : LM_GradOp<"attention_grad", LM_InferredResultTypes> {
                        DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
   let results = (outs LM_FloatTensor:$dq, LM_FloatTensor:$dk, LM_FloatTensor:$dv);
   let assemblyFormat = "$q `,` $k `,` $v `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def LM_MaskedAttentionGradOp : LM_GradOp<"masked_attention_grad", LM_InferredResultTypes> {
+  let summary = "adjoint of lm.masked_attention";
+  let description = [{
+    Returns `dq`, `dk`, `dv` as `lm.attention_grad` does, with the key padding
+    mask of the forward: masked keys get zero `dk`, `dv`, and a row whose keys
+    are all masked passes nothing. No gradient for the mask (it is data).
+
+    ```mlir
+    %dq, %dk, %dv = lm.masked_attention_grad %q, %k, %v, %mask, %dy {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<2x5xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x5x32xf32>, tensor<2x5x32xf32>)
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v, LM_FloatTensor:$mask,
+                       LM_FloatTensor:$dy, I64Attr:$num_heads,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
+  let results = (outs LM_FloatTensor:$dq, LM_FloatTensor:$dk, LM_FloatTensor:$dv);
+  let assemblyFormat = "$q `,` $k `,` $v `,` $mask `,` $dy attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

@@ -1,7 +1,11 @@
-/* Implements: lm.attention and lm.attention_grad (multi-head scaled dot-product
-   attention, optional causal mask, grouped-query heads). q is [B, T, H*Dh] with head
-   h in columns h*Dh .. (h+1)*Dh-1, read in place with row stride H*Dh; k and v are
-   [B, T, Hkv*Dh], and query head h reads key/value head h / (H / Hkv).
+/* Implements: lm.attention, lm.masked_attention and their grads (multi-head scaled
+   dot-product attention, optional causal mask, optional key padding mask, grouped-query
+   heads, cross-attention). q is [B, Tq, H*Dh] with head h in columns h*Dh .. (h+1)*Dh-1,
+   read in place with row stride H*Dh; k and v are [B, Tk, Hkv*Dh], and query head h
+   reads key/value head h / (H / Hkv). The padding mask [B, Tk] (nonzero: attend) sets
+   the scores of masked keys to -inf inside a tile, so their probability is exactly 0,
+   and key tiles with no unmasked key are skipped; a row with no visible key outputs 0
+   (and passes no gradient).
    Flash-attention style: a head is cut into blocks of kBlock queries x kBlock keys;
    the scores of a block are one small GEMM (CBLAS, whose kernels use the widest
    vector unit of the machine), the softmax is online (running row max and sum, the
@@ -32,7 +36,7 @@ constexpr int64_t kBlock = 128;
 /* C: the row stride of q (H*Dh); Ck: that of k and v (Hkv*Dh). Query head h reads
    key/value head h / (H / Hkv) (grouped-query attention; Hkv = H is plain MHA). */
 struct Dims3 {
-  int64_t B, T, C, H, Dh, Ck, Hkv;
+  int64_t B, Tq, Tk, C, H, Dh, Ck, Hkv;
   int64_t group() const { return H / Hkv; }
 };
 
@@ -41,17 +45,31 @@ Dims3 dimsOf(const KernelCall &call) {
   int64_t h = call.attrs.getInt("num_heads");
   int64_t hkv = call.attrs.getInt("num_kv_heads", 0);
   if (hkv == 0) hkv = h;
-  return {s[0], s[1], s[2], h, s[2] / h, call.in[1].shape()[2], hkv};
+  return {s[0], s[1], call.in[1].shape()[1], s[2], h, s[2] / h, call.in[1].shape()[2], hkv};
+}
+
+/* The key padding mask of batch row b (masked_attention), or null. */
+template <typename T> const T *maskRow(const KernelCall &call, bool masked, int64_t b, const Dims3 &d) {
+  return masked ? call.in[3].as<T>() + b * d.Tk : nullptr;
+}
+
+/* True when keys k0 .. k0+nk-1 are all masked: the tile is skipped. */
+template <typename T> inline bool tileMasked(const T *mask, int64_t k0, int64_t nk) {
+  if (!mask) return false;
+  for (int64_t j = 0; j < nk; ++j)
+    if (mask[k0 + j] != (T)0) return false;
+  return true;
 }
 std::string checkAttentionCommon(const char *op, const std::vector<TensorType> &in, const Attrs &attrs,
-                                 Shape &shape) {
+                                 Shape &shape, bool masked = false) {
   LMRT_CHECK(expectFloat(op, "q", in[0]));
   LMRT_CHECK(expectSameDType(op, "k", in[1], "q", in[0]));
   LMRT_CHECK(expectSameDType(op, "v", in[2], "q", in[0]));
-  attrs.getBool("causal");  // required, throws when missing
+  if (masked) LMRT_CHECK(expectSameDType(op, "mask", in[3], "q", in[0]));
+  const bool causal = attrs.getBool("causal");  // required, throws when missing
   std::string err;
   auto s = shapes::attention(in[0].shape, in[1].shape, in[2].shape, attrs.getInt("num_heads"), err,
-                             attrs.getInt("num_kv_heads", 0));
+                             attrs.getInt("num_kv_heads", 0), causal, masked ? &in[3].shape : nullptr);
   if (!s) return std::string(op) + err.substr(err.find(':'));
   shape = *s;
   return "";
@@ -63,6 +81,15 @@ std::string checkAttention(const std::vector<TensorType> &in, const std::vector<
     Shape s;
     LMRT_CHECK(checkAttentionCommon("attention", in, attrs, s));
     return expectType("attention", "out", out[0], in[0].dtype, s);
+  });
+}
+
+std::string checkMaskedAttention(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                 const Attrs &attrs) {
+  return guardCheck("masked_attention", in, out, 4, 1, [&]() -> std::string {
+    Shape s;
+    LMRT_CHECK(checkAttentionCommon("masked_attention", in, attrs, s, true));
+    return expectType("masked_attention", "out", out[0], in[0].dtype, s);
   });
 }
 
@@ -80,24 +107,32 @@ inline int64_t visibleKeys(bool causal, int64_t query, int64_t k0, int64_t nk) {
 
 /* Softmax attention of queries q0 .. q0+nq-1 of one head (q, k, v point at the head's
    first column, row strides C for q, Ck for k and v): writes the rows of y (stride ldy) and, when lse is not
-   null, each row's logsumexp of the scaled scores. Query row r sits at position pos0 + r
-   (pos0 > 0: new queries over a key/value cache, cached_attention), which the causal
-   mask compares with the key index. */
+   null, each row's logsumexp of the scaled scores (0 for a row with no visible key,
+   whose output is 0). Query row r sits at position pos0 + r (pos0 > 0: new queries
+   over a key/value cache, cached_attention), which the causal mask compares with the
+   key index. mask: the batch row's key padding mask [Tk], or null. */
 template <typename T>
 LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, int64_t q0,
-                                   int64_t nq, T *y, int64_t ldy, T *lse, FwdScratch<T> &w, int64_t pos0 = 0) {
+                                   int64_t nq, T *y, int64_t ldy, T *lse, FwdScratch<T> &w, int64_t pos0 = 0,
+                                   const T *mask = nullptr) {
   const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
   const int64_t Dh = d.Dh, C = d.C, Ck = d.Ck;
   T *S = w.s.data(), *O = w.o.data(), *m = w.m.data(), *l = w.l.data();
   for (int64_t i = 0; i < nq; ++i) m[i] = -INFINITY, l[i] = 0;
   std::fill(O, O + nq * Dh, (T)0);
-  const int64_t kEnd = causal ? pos0 + q0 + nq : d.T;
+  const int64_t kEnd = causal ? pos0 + q0 + nq : d.Tk;
   for (int64_t k0 = 0; k0 < kEnd; k0 += kBlock) {
     const int64_t nk = std::min(kBlock, kEnd - k0);
+    if (tileMasked(mask, k0, nk)) continue;  // padding: contributes nothing
     gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * Ck, Ck, (T)0, S, nk);
     for (int64_t i = 0; i < nq; ++i) {
       T *row = S + i * nk, *oi = O + i * Dh;
       const int64_t vis = visibleKeys(causal, pos0 + q0 + i, k0, nk);
+      if (mask) {
+        const T *mk = mask + k0;
+#pragma omp simd
+        for (int64_t j = 0; j < vis; ++j) row[j] = mk[j] != (T)0 ? row[j] : (T)-INFINITY;
+      }
       T mx = -INFINITY;
       // A select, not std::max: GCC left the std::max form scalar in the AVX-512 clone
       // (a chain of dependent vmaxss, 60 % of the forward's time). NaN keeps mx either way.
@@ -121,27 +156,28 @@ LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, cons
     gemm(false, false, nq, Dh, nk, (T)1, S, nk, v + k0 * Ck, Ck, (T)1, O, Dh);
   }
   for (int64_t i = 0; i < nq; ++i) {
-    const T inv = (T)1 / l[i];
+    // l = 0: every key of the row is masked; its output is 0 (O stayed 0).
+    const T inv = l[i] > (T)0 ? (T)1 / l[i] : (T)0;
     T *yi = y + (q0 + i) * ldy;
     const T *oi = O + i * Dh;
 #pragma omp simd
     for (int64_t e = 0; e < Dh; ++e) yi[e] = oi[e] * inv;
-    if (lse) lse[q0 + i] = m[i] + std::log(l[i]);
+    if (lse) lse[q0 + i] = l[i] > (T)0 ? m[i] + std::log(l[i]) : (T)0;
   }
 }
 
-/* Below this many multiply-adds (B*H*T*T*Dh) attention runs on one thread. */
+/* Below this many multiply-adds (B*H*Tq*Tk*Dh) attention runs on one thread. */
 constexpr int64_t kParallelWork = 1 << 15;
 
-template <typename T> void attentionT(const KernelCall &call) {
+template <typename T> void attentionT(const KernelCall &call, bool masked) {
   Dims3 d = dimsOf(call);
   bool causal = call.attrs.getBool("causal");
   const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>();
   T *y = call.out[0].as<T>();
   if (call.out[0].numel() == 0) return;
   singleThreadedBlas();
-  const int64_t qBlocks = (d.T + kBlock - 1) / kBlock, items = d.B * d.H * qBlocks;
-  bool par = items > 1 && d.B * d.H * d.T * d.T * d.Dh >= kParallelWork;
+  const int64_t qBlocks = (d.Tq + kBlock - 1) / kBlock, items = d.B * d.H * qBlocks;
+  bool par = items > 1 && d.B * d.H * d.Tq * d.Tk * d.Dh >= kParallelWork;
 #pragma omp parallel if (par)
   {
     FwdScratch<T> w(d.Dh);
@@ -150,33 +186,45 @@ template <typename T> void attentionT(const KernelCall &call) {
     for (int64_t item = 0; item < items; ++item) {
       int64_t bh = item / qBlocks, qb = item % qBlocks;
       int64_t b = bh / d.H, h = bh % d.H;
-      int64_t base = b * d.T * d.C + h * d.Dh, kvBase = b * d.T * d.Ck + (h / d.group()) * d.Dh;
+      int64_t base = b * d.Tq * d.C + h * d.Dh, kvBase = b * d.Tk * d.Ck + (h / d.group()) * d.Dh;
       int64_t q0 = qb * kBlock;
-      forwardBlock(d, causal, q + base, k + kvBase, v + kvBase, q0, std::min(kBlock, d.T - q0), y + base, d.C,
-                   (T *)nullptr, w);
+      forwardBlock(d, causal, q + base, k + kvBase, v + kvBase, q0, std::min(kBlock, d.Tq - q0), y + base, d.C,
+                   (T *)nullptr, w, 0, maskRow<T>(call, masked, b, d));
     }
   }
 }
 
 void runAttention(const KernelCall &call) {
-  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionT<decltype(t)>(call); });
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionT<decltype(t)>(call, false); });
+}
+void runMaskedAttention(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionT<decltype(t)>(call, true); });
 }
 
 // ----------------------------------------------------------------------------
 // attention_grad: (q, k, v, dy) -> (dq, dk, dv)
 
-std::string checkAttentionGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
-                               const Attrs &attrs) {
-  return guardCheck("attention_grad", in, out, 4, 3, [&]() -> std::string {
-    const char *op = "attention_grad";
+/* attention_grad (q, k, v, dy) and masked_attention_grad (q, k, v, mask, dy). */
+std::string checkGradCommon(const char *op, bool masked, const std::vector<TensorType> &in,
+                            const std::vector<TensorType> &out, const Attrs &attrs) {
+  return guardCheck(op, in, out, masked ? 5 : 4, 3, [&]() -> std::string {
     Shape s;
-    LMRT_CHECK(checkAttentionCommon(op, in, attrs, s));
-    LMRT_CHECK(expectSameDType(op, "dy", in[3], "q", in[0]));
-    if (in[3].shape != s) return std::string(op) + ": dy " + in[3].str() + " must have the shape of q " + in[0].str();
+    LMRT_CHECK(checkAttentionCommon(op, in, attrs, s, masked));
+    const TensorType &dy = in[masked ? 4 : 3];
+    LMRT_CHECK(expectSameDType(op, "dy", dy, "q", in[0]));
+    if (dy.shape != s) return std::string(op) + ": dy " + dy.str() + " must have the shape of q " + in[0].str();
     LMRT_CHECK(expectType(op, "dq", out[0], in[0].dtype, s));
     LMRT_CHECK(expectType(op, "dk", out[1], in[0].dtype, in[1].shape));
     return expectType(op, "dv", out[2], in[0].dtype, in[1].shape);
   });
+}
+std::string checkAttentionGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                               const Attrs &attrs) {
+  return checkGradCommon("attention_grad", false, in, out, attrs);
+}
+std::string checkMaskedAttentionGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                     const Attrs &attrs) {
+  return checkGradCommon("masked_attention_grad", true, in, out, attrs);
 }
 
 /* Scratch of one thread for the backward of one head. */
@@ -184,21 +232,23 @@ template <typename T> struct BwdScratch {
   FwdScratch<T> fwd;
   std::vector<T> o, lse, delta, p, dp, dq;
   explicit BwdScratch(const Dims3 &d)
-      : fwd(d.Dh), o(d.T * d.Dh), lse(d.T), delta(d.T), p(kBlock * kBlock), dp(kBlock * kBlock), dq(kBlock * d.Dh) {}
+      : fwd(d.Dh), o(d.Tq * d.Dh), lse(d.Tq), delta(d.Tq), p(kBlock * kBlock), dp(kBlock * kBlock),
+        dq(kBlock * d.Dh) {}
 };
 
 /* The backward of one (batch, head); q .. dv point at the head's first column (row
    stride C for q, dy, dq; Ck for k, v, dk, dv). dk and dv are accumulated in place
-   (the query heads of a group add into one key/value head) and must start at zero. */
+   (the query heads of a group add into one key/value head) and must start at zero.
+   mask: the batch row's key padding mask, or null; masked keys get P = 0. */
 template <typename T>
 LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, const T *dy,
-                                   T *dq, T *dk, T *dv, BwdScratch<T> &w) {
+                                   T *dq, T *dk, T *dv, BwdScratch<T> &w, const T *mask) {
   const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
   const int64_t Dh = d.Dh, C = d.C, Ck = d.Ck;
   // Output and logsumexp of every row; delta_i = dy_i . y_i = sum_j P_ij dP_ij.
-  for (int64_t q0 = 0; q0 < d.T; q0 += kBlock)
-    forwardBlock(d, causal, q, k, v, q0, std::min(kBlock, d.T - q0), w.o.data(), Dh, w.lse.data(), w.fwd);
-  for (int64_t i = 0; i < d.T; ++i) {
+  for (int64_t q0 = 0; q0 < d.Tq; q0 += kBlock)
+    forwardBlock(d, causal, q, k, v, q0, std::min(kBlock, d.Tq - q0), w.o.data(), Dh, w.lse.data(), w.fwd, 0, mask);
+  for (int64_t i = 0; i < d.Tq; ++i) {
     const T *dyi = dy + i * C, *oi = w.o.data() + i * Dh;
     T s = 0;
 #pragma omp simd reduction(+ : s)
@@ -206,11 +256,12 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
     w.delta[i] = s;
   }
   T *P = w.p.data(), *dP = w.dp.data(), *dQ = w.dq.data();
-  for (int64_t q0 = 0; q0 < d.T; q0 += kBlock) {
-    const int64_t nq = std::min(kBlock, d.T - q0), kEnd = causal ? q0 + nq : d.T;
+  for (int64_t q0 = 0; q0 < d.Tq; q0 += kBlock) {
+    const int64_t nq = std::min(kBlock, d.Tq - q0), kEnd = causal ? q0 + nq : d.Tk;
     std::fill(dQ, dQ + nq * Dh, (T)0);
     for (int64_t k0 = 0; k0 < kEnd; k0 += kBlock) {
       const int64_t nk = std::min(kBlock, kEnd - k0);
+      if (tileMasked(mask, k0, nk)) continue;  // P = 0 there: nothing to add
       gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * Ck, Ck, (T)0, P, nk);
       gemm(false, true, nq, nk, Dh, (T)1, dy + q0 * C, C, v + k0 * Ck, Ck, (T)0, dP, nk);
       // P_ij = exp(s_ij - lse_i); dS_ij = P_ij (dP_ij - delta_i), times the score scale.
@@ -218,10 +269,19 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
         T *pi = P + i * nk, *dpi = dP + i * nk;
         const int64_t vis = visibleKeys(causal, q0 + i, k0, nk);
         const T lse = w.lse[q0 + i], delta = w.delta[q0 + i];
+        if (mask) {
+          const T *mk = mask + k0;
 #pragma omp simd
-        for (int64_t j = 0; j < vis; ++j) {
-          pi[j] = expT(pi[j] - lse);
-          dpi[j] = pi[j] * (dpi[j] - delta) * scale;
+          for (int64_t j = 0; j < vis; ++j) {
+            pi[j] = mk[j] != (T)0 ? expT(pi[j] - lse) : (T)0;
+            dpi[j] = pi[j] * (dpi[j] - delta) * scale;
+          }
+        } else {
+#pragma omp simd
+          for (int64_t j = 0; j < vis; ++j) {
+            pi[j] = expT(pi[j] - lse);
+            dpi[j] = pi[j] * (dpi[j] - delta) * scale;
+          }
         }
         for (int64_t j = vis; j < nk; ++j) pi[j] = dpi[j] = 0;
       }
@@ -233,38 +293,43 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
   }
 }
 
-template <typename T> void attentionGradT(const KernelCall &call) {
+template <typename T> void attentionGradT(const KernelCall &call, bool masked) {
   Dims3 d = dimsOf(call);
   bool causal = call.attrs.getBool("causal");
-  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(), *dy = call.in[3].as<T>();
+  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(),
+          *dy = call.in[masked ? 4 : 3].as<T>();
   T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(), *dv = call.out[2].as<T>();
   if (call.out[0].numel() == 0) return;
   singleThreadedBlas();
   // One work item per (batch, key/value head): it owns that head's dk and dv, and its
   // query heads add into them in head order, so no two threads write one element.
   int64_t pairs = d.B * d.Hkv;
-  bool par = pairs > 1 && d.B * d.H * d.T * d.T * d.Dh >= kParallelWork;
+  bool par = pairs > 1 && d.B * d.H * d.Tq * d.Tk * d.Dh >= kParallelWork;
 #pragma omp parallel if (par)
   {
     BwdScratch<T> w(d);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bg = 0; bg < pairs; ++bg) {
       int64_t b = bg / d.Hkv, g = bg % d.Hkv;
-      int64_t kvBase = b * d.T * d.Ck + g * d.Dh;
-      for (int64_t t = 0; t < d.T; ++t) {
+      int64_t kvBase = b * d.Tk * d.Ck + g * d.Dh;
+      for (int64_t t = 0; t < d.Tk; ++t) {
         std::fill(dk + kvBase + t * d.Ck, dk + kvBase + t * d.Ck + d.Dh, (T)0);
         std::fill(dv + kvBase + t * d.Ck, dv + kvBase + t * d.Ck + d.Dh, (T)0);
       }
       for (int64_t h = g * d.group(); h < (g + 1) * d.group(); ++h) {
-        int64_t base = b * d.T * d.C + h * d.Dh;
-        backwardHead(d, causal, q + base, k + kvBase, v + kvBase, dy + base, dq + base, dk + kvBase, dv + kvBase, w);
+        int64_t base = b * d.Tq * d.C + h * d.Dh;
+        backwardHead(d, causal, q + base, k + kvBase, v + kvBase, dy + base, dq + base, dk + kvBase, dv + kvBase, w,
+                     maskRow<T>(call, masked, b, d));
       }
     }
   }
 }
 
 void runAttentionGrad(const KernelCall &call) {
-  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionGradT<decltype(t)>(call); });
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionGradT<decltype(t)>(call, false); });
+}
+void runMaskedAttentionGrad(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionGradT<decltype(t)>(call, true); });
 }
 
 // ----------------------------------------------------------------------------
@@ -297,7 +362,7 @@ template <typename T> void cachedAttentionT(const KernelCall &call) {
   if (offset < 0 || offset > W - Cq)
     fail("cached_attention: offset %lld with %lld new positions leaves the cache of %lld positions "
          "(it must be in [0, %lld])", (long long)offset, (long long)Cq, (long long)W, (long long)(W - Cq));
-  Dims3 d{B, W, C, h, C / h, Ck, hkv};
+  Dims3 d{B, Cq, W, C, h, C / h, Ck, hkv};
   const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>();
   T *y = call.out[0].as<T>();
   if (call.out[0].numel() == 0) return;
@@ -329,6 +394,8 @@ void addAttentionKernels(std::vector<KernelDef> &k) {
   k.push_back({"cached_attention", 4, 1, checkCachedAttention, runCachedAttention});
   k.push_back({"attention", 3, 1, checkAttention, runAttention});
   k.push_back({"attention_grad", 4, 3, checkAttentionGrad, runAttentionGrad});
+  k.push_back({"masked_attention", 4, 1, checkMaskedAttention, runMaskedAttention});
+  k.push_back({"masked_attention_grad", 5, 3, checkMaskedAttentionGrad, runMaskedAttentionGrad});
 }
 
 }  // namespace lmrt::kernels::detail

@@ -140,8 +140,9 @@ std::string layerNormEpsilon(double epsilon, const char *op) {
 }
 
 std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64_t numHeads,
-                              std::string &err, int64_t numKvHeads) {
+                              std::string &err, int64_t numKvHeads, bool causal, const Dims *mask) {
   if (!dimsOk(err, "attention", {{"q", &q}, {"k", &k}, {"v", &v}})) return std::nullopt;
+  if (mask && !dimsOk(err, "attention", {{"mask", mask}})) return std::nullopt;
   if (q.size() != 3) return bad(err, "attention: q " + S(q) + " must have rank 3 [B, T, H*Dh]");
   if (numHeads < 1) return bad(err, "attention: num_heads = " + I(numHeads) + " must be >= 1");
   if (q[2] % numHeads != 0)
@@ -151,11 +152,21 @@ std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64
   int64_t kvHeads = numKvHeads == 0 ? numHeads : numKvHeads;
   if (numHeads % kvHeads != 0)
     return bad(err, "attention: num_kv_heads = " + I(kvHeads) + " does not divide num_heads = " + I(numHeads));
-  Dims kv{q[0], q[1], q[2] / numHeads * kvHeads};
+  // Keys may be of another length than the queries (cross-attention): k is [B, Tk, Hkv*Dh].
+  const int64_t tk = k.size() == 3 ? k[1] : q[1];
+  Dims kv{q[0], tk, q[2] / numHeads * kvHeads};
   if (k != kv)
-    return bad(err, "attention: k " + S(k) + " must be " + S(kv) + " (" + I(kvHeads) + " key/value heads of q " +
-                        S(q) + ")");
+    return bad(err, "attention: k " + S(k) + " must be " + S(kv) + " (" + I(kvHeads) +
+                        " key/value heads of q " + S(q) + ", any number of keys)");
   if (v != k) return bad(err, "attention: v " + S(v) + " must have the shape of k " + S(k));
+  // A causal mask compares query and key positions, which only means something when
+  // both index the same sequence.
+  if (causal && tk != q[1])
+    return bad(err, "attention: causal attention needs as many keys as queries, got k " + S(k) + " for q " + S(q) +
+                        " (cross-attention is not causal)");
+  if (mask && *mask != Dims{q[0], tk})
+    return bad(err, "attention: mask " + S(*mask) + " must be " + S(Dims{q[0], tk}) +
+                        " [B, Tk] (1 on keys to attend, 0 on padding)");
   return q;
 }
 

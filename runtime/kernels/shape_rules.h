@@ -27,9 +27,12 @@ std::optional<Dims> matmul(const Dims &lhs, const Dims &rhs, bool transposeLhs, 
                            std::string &err);
 std::optional<Dims> embedding(const Dims &table, const Dims &ids, std::string &err);
 std::optional<Dims> layerNorm(const Dims &x, const Dims &gamma, const Dims &beta, std::string &err);
-/* q [B, T, H*Dh], k and v [B, T, Hkv*Dh] with Hkv = numKvHeads (0: H) dividing H. */
+/* q [B, Tq, H*Dh], k and v [B, Tk, Hkv*Dh] with Hkv = numKvHeads (0: H) dividing H;
+   Tk may differ from Tq (cross-attention) only when not causal. With `mask` (the key
+   padding mask of masked_attention) it must be [B, Tk]. Returns q's shape. */
 std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64_t numHeads,
-                              std::string &err, int64_t numKvHeads = 0);
+                              std::string &err, int64_t numKvHeads = 0, bool causal = false,
+                              const Dims *mask = nullptr);
 /* x [..., D] and gamma [D]. */
 std::optional<Dims> rmsNorm(const Dims &x, const Dims &gamma, std::string &err);
 /* The broadcast of cond, a and b (lm.where). */

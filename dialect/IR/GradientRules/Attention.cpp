@@ -17,3 +17,13 @@ LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrad
   operandGrads.append({grad.getDq(), grad.getDk(), grad.getDv()});
   return success();
 }
+
+// The mask is data (1 on tokens, 0 on padding): it gets no gradient, and
+// masked_attention_grad computes none.
+LogicalResult MaskedAttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                              SmallVectorImpl<Value> &operandGrads) {
+  auto grad = b.create<MaskedAttentionGradOp>(getLoc(), getQ(), getK(), getV(), getMask(), resultGrads[0],
+                                              getNumHeads(), getCausal(), getNumKvHeads());
+  operandGrads.append({grad.getDq(), grad.getDk(), grad.getDv(), Value()});
+  return success();
+}

@@ -333,7 +333,7 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
         return error(arg[5]->loc) << "kv_heads must be >= 1, got " << *v;
       kvHeads = *v == *heads ? 0 : *v;
     }
-    // The key padding mask [B, Tk] (1: attend, 0: padding), data of q's element type.
+    // The key padding mask [B, Tk] (1: attend, 0: padding): a float tensor, like q.
     Value mask;
     shapes::Dims maskDims;
     if (arg[6]) {
@@ -343,10 +343,6 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
       FailureOr<Value> t = requireFloat(*m, *arg[6], "mask");
       if (failed(t))
         return failure();
-      if (cast<RankedTensorType>(t->getType()).getElementType() !=
-          cast<RankedTensorType>(qkv[0].getType()).getElementType())
-        return error(arg[6]->loc) << "argument 'mask' of 'attention' must have the element type of q, got "
-                                  << describe(*m);
       mask = *t;
       auto shape = cast<RankedTensorType>(t->getType()).getShape();
       maskDims = {shape.begin(), shape.end()};

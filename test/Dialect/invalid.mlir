@@ -207,10 +207,46 @@ func.func @attention_heads(%q: tensor<2x8x30xf32>) {
 
 // -----
 
-// Tests that attention's q, k and v must have one shape.
-func.func @attention_k(%q: tensor<2x8x32xf32>, %k: tensor<2x4x32xf32>) {
-  // expected-error @below {{k [2, 4, 32] must be [2, 8, 32] (4 key/value heads of q [2, 8, 32])}}
-  %0 = lm.attention %q, %k, %k {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x4x32xf32>, tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
+// Tests that attention's k must have q's batch and head size.
+func.func @attention_k(%q: tensor<2x8x32xf32>, %k: tensor<3x4x32xf32>) {
+  // expected-error @below {{k [3, 4, 32] must be [2, 4, 32] (4 key/value heads of q [2, 8, 32], any number of keys)}}
+  %0 = lm.attention %q, %k, %k {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<3x4x32xf32>, tensor<3x4x32xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+// Tests that causal attention needs as many keys as queries.
+func.func @attention_causal_cross(%q: tensor<2x8x32xf32>, %k: tensor<2x4x32xf32>) {
+  // expected-error @below {{'lm.attention' op causal attention needs as many keys as queries, got k [2, 4, 32] for q [2, 8, 32] (cross-attention is not causal)}}
+  %0 = lm.attention %q, %k, %k {causal = true, num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x4x32xf32>, tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+// Tests that masked_attention's mask is [B, Tk].
+func.func @masked_attention_mask_shape(%q: tensor<2x8x32xf32>, %k: tensor<2x4x32xf32>, %m: tensor<2x8xf32>) {
+  // expected-error @below {{'lm.masked_attention' op mask [2, 8] must be [2, 4] [B, Tk] (1 on keys to attend, 0 on padding)}}
+  %0 = lm.masked_attention %q, %k, %k, %m {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x4x32xf32>, tensor<2x4x32xf32>, tensor<2x8xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+// Tests that masked_attention's mask has q's element type.
+func.func @masked_attention_mask_type(%q: tensor<2x8x32xf32>, %m: tensor<2x8xf64>) {
+  // expected-error @below {{'lm.masked_attention' op mixes float element types 'f32' and 'f64'}}
+  %0 = lm.masked_attention %q, %q, %q, %m {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8xf64>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+// Tests that masked_attention_grad checks the forward rule, the mask's included.
+func.func @masked_attention_grad(%q: tensor<2x8x32xf32>, %m: tensor<8x2xf32>) {
+  // expected-error @below {{'lm.masked_attention_grad' op mask [8, 2] must be [2, 8]}}
+  %0:3 = lm.masked_attention_grad %q, %q, %q, %m, %q {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<8x2xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>)
   return
 }
 

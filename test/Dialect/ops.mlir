@@ -69,6 +69,17 @@ func.func @attention(%q: tensor<2x8x32xf32>) -> tensor<2x8x32xf32> {
   return %0 : tensor<2x8x32xf32>
 }
 
+// CHECK-LABEL: func.func @masked_cross_attention
+func.func @masked_cross_attention(%q: tensor<2x8x32xf32>, %kv: tensor<2x5x16xf32>, %m: tensor<2x5xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>) {
+  // CHECK: lm.masked_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x5x16xf32>, tensor<2x5x16xf32>, tensor<2x5xf32>) -> tensor<2x8x32xf32>
+  %0 = lm.masked_attention %q, %kv, %kv, %m {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x5x16xf32>, tensor<2x5x16xf32>, tensor<2x5xf32>) -> tensor<2x8x32xf32>
+  // CHECK: lm.masked_attention_grad {{.*}} -> (tensor<2x8x32xf32>, tensor<2x5x16xf32>, tensor<2x5x16xf32>)
+  %1:3 = lm.masked_attention_grad %q, %kv, %kv, %m, %0 {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x5x16xf32>, tensor<2x5x16xf32>, tensor<2x5xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x5x16xf32>, tensor<2x5x16xf32>)
+  // CHECK: lm.attention %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x5x16xf32>, tensor<2x5x16xf32>) -> tensor<2x8x32xf32>
+  %2 = lm.attention %q, %kv, %kv {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x5x16xf32>, tensor<2x5x16xf32>) -> tensor<2x8x32xf32>
+  return %0, %2 : tensor<2x8x32xf32>, tensor<2x8x32xf32>
+}
+
 // CHECK-LABEL: func.func @shape_ops
 func.func @shape_ops(%x: tensor<4x16x8xf32>, %t: tensor<4x17xi32>) -> (tensor<64x8xf32>, tensor<8x4x16xf32>, tensor<4x4x4xf32>, tensor<4x16xi32>) {
   // CHECK: lm.reshape %{{.*}} : (tensor<4x16x8xf32>) -> tensor<64x8xf32>

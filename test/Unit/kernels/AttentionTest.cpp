@@ -199,6 +199,213 @@ TEST(Attention, CachedMatchesCausalRows) {
           }
 }
 
+/* The reference of masked_attention and cross-attention: q [B, Tq, H*Dh] over k, v
+   [B, Tk, Hkv*Dh] (query head h reads key/value head h / (H / Hkv)), key j of batch
+   row b hidden where mask[b, j] == 0 (mask may be null), and a row with no visible
+   key giving 0 and no gradient: in double, one whole Tq x Tk matrix at a time. */
+Buf naiveGeneral(const Buf &q, const Buf &k, const Buf &v, const Buf *mask, const Buf *dy, int64_t H, int64_t Hkv,
+                 bool causal, Grads *g) {
+  const int64_t B = q.type.shape[0], Tq = q.type.shape[1], C = q.type.shape[2], Tk = k.type.shape[1];
+  const int64_t Dh = C / H, Ck = Hkv * Dh;
+  const double scale = 1.0 / std::sqrt((double)Dh);
+  Buf y(DType::F64, q.type.shape);
+  if (g) *g = {Buf(DType::F64, q.type.shape), Buf(DType::F64, k.type.shape), Buf(DType::F64, k.type.shape)};
+  auto qa = [&](int64_t b, int64_t t, int64_t h, int64_t e) { return (b * Tq + t) * C + h * Dh + e; };
+  auto ka = [&](int64_t b, int64_t t, int64_t h, int64_t e) { return (b * Tk + t) * Ck + (h / (H / Hkv)) * Dh + e; };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      std::vector<double> P(Tq * Tk, 0.0), dP(Tq * Tk, 0.0);
+      for (int64_t i = 0; i < Tq; ++i) {
+        double mx = -INFINITY;
+        std::vector<bool> seen(Tk);
+        for (int64_t j = 0; j < Tk; ++j)
+          seen[j] = !(causal && j > i) && !(mask && mask->get(b * Tk + j) == 0.0);
+        for (int64_t j = 0; j < Tk; ++j) {
+          double d = 0;
+          for (int64_t e = 0; e < Dh; ++e) d += q.get(qa(b, i, h, e)) * k.get(ka(b, j, h, e));
+          P[i * Tk + j] = d * scale;
+          if (seen[j]) mx = std::max(mx, P[i * Tk + j]);
+        }
+        double z = 0;
+        for (int64_t j = 0; j < Tk; ++j) z += (P[i * Tk + j] = seen[j] ? std::exp(P[i * Tk + j] - mx) : 0.0);
+        for (int64_t j = 0; j < Tk; ++j) P[i * Tk + j] = z > 0 ? P[i * Tk + j] / z : 0.0;
+        for (int64_t e = 0; e < Dh; ++e) {
+          double o = 0;
+          for (int64_t j = 0; j < Tk; ++j) o += P[i * Tk + j] * v.get(ka(b, j, h, e));
+          y.set(qa(b, i, h, e), o);
+        }
+      }
+      if (!g) continue;
+      for (int64_t i = 0; i < Tq; ++i) {
+        double rowDot = 0;
+        for (int64_t j = 0; j < Tk; ++j) {
+          double d = 0;
+          for (int64_t e = 0; e < Dh; ++e) d += dy->get(qa(b, i, h, e)) * v.get(ka(b, j, h, e));
+          dP[i * Tk + j] = d;
+          rowDot += P[i * Tk + j] * d;
+        }
+        for (int64_t j = 0; j < Tk; ++j) dP[i * Tk + j] = P[i * Tk + j] * (dP[i * Tk + j] - rowDot) * scale;
+      }
+      for (int64_t e = 0; e < Dh; ++e) {
+        for (int64_t i = 0; i < Tq; ++i) {
+          double dq = 0;
+          for (int64_t j = 0; j < Tk; ++j) dq += dP[i * Tk + j] * k.get(ka(b, j, h, e));
+          g->dq.set(qa(b, i, h, e), dq);
+        }
+        for (int64_t j = 0; j < Tk; ++j) {  // dk, dv summed over the query heads of a group
+          double dk = 0, dv = 0;
+          for (int64_t i = 0; i < Tq; ++i) {
+            dk += dP[i * Tk + j] * q.get(qa(b, i, h, e));
+            dv += P[i * Tk + j] * dy->get(qa(b, i, h, e));
+          }
+          g->dk.set(ka(b, j, h, e), g->dk.get(ka(b, j, h, e)) + dk);
+          g->dv.set(ka(b, j, h, e), g->dv.get(ka(b, j, h, e)) + dv);
+        }
+      }
+    }
+  return y;
+}
+
+Attrs attKv(int64_t H, int64_t Hkv, bool causal) {
+  return attrs({{"num_heads", H}, {"num_kv_heads", Hkv}, {"causal", causal}});
+}
+
+/* A padding mask [B, Tk]: row 0 padded at the end (a key tile of 128 and more wholly
+   masked when Tk is long), row 1 with every key masked, row 2 with holes. */
+Buf paddingMask(int64_t Tk) {
+  Buf m(DType::F64, {3, Tk});
+  for (int64_t j = 0; j < Tk; ++j) {
+    m.set(j, j < std::max<int64_t>(1, Tk / 3) ? 1.0 : 0.0);
+    m.set(Tk + j, 0.0);
+    m.set(2 * Tk + j, j % 3 == 1 ? 0.0 : 1.0);
+  }
+  return m;
+}
+
+/* masked_attention and its grad against the reference: padded rows, a fully masked
+   batch row, grouped heads, cross-attention (Tk != Tq) across the 128-key tile, causal
+   with the mask; f64 and f32. */
+TEST(Attention, MaskedMatchesNaive) {
+  struct Case {
+    int64_t Tq, Tk;
+    bool causal;
+  };
+  for (DType dt : {DType::F64, DType::F32})
+    for (Case c : {Case{1, 1, false}, Case{5, 7, false}, Case{7, 5, false}, Case{130, 300, false},
+                   Case{65, 65, true}, Case{200, 200, true}, Case{3, 140, false}})
+      for (int64_t Hkv : {4, 2, 1}) {
+        const int64_t H = 4, Dh = 4;
+        Buf q = randn({3, c.Tq, H * Dh}), k = randn({3, c.Tk, Hkv * Dh}), v = randn({3, c.Tk, Hkv * Dh}),
+            dy = randn({3, c.Tq, H * Dh}), mask = paddingMask(c.Tk);
+        Grads ref;
+        Buf yRef = naiveGeneral(q, k, v, &mask, &dy, H, Hkv, c.causal, &ref);
+        Attrs a = attKv(H, Hkv, c.causal);
+        Buf y = runKernel("masked_attention", {q.as(dt), k.as(dt), v.as(dt), mask.as(dt)}, {{dt, q.type.shape}},
+                          a)[0];
+        auto d = runKernel("masked_attention_grad", {q.as(dt), k.as(dt), v.as(dt), mask.as(dt), dy.as(dt)},
+                           {{dt, q.type.shape}, {dt, k.type.shape}, {dt, k.type.shape}}, a);
+        const double tol = dt == DType::F64 ? 1e-11 : 1e-4;
+        std::string what = std::string(dtypeName(dt)) + " Tq=" + std::to_string(c.Tq) + " Tk=" +
+                           std::to_string(c.Tk) + " causal=" + std::to_string(c.causal) + " Hkv=" + std::to_string(Hkv);
+        EXPECT_TRUE(allClose(y, yRef, tol, tol)) << "y " << what;
+        EXPECT_TRUE(allClose(d[0], ref.dq, tol, tol)) << "dq " << what;
+        EXPECT_TRUE(allClose(d[1], ref.dk, tol, tol)) << "dk " << what;
+        EXPECT_TRUE(allClose(d[2], ref.dv, tol, tol)) << "dv " << what;
+        // Batch row 1 has no visible key: output and gradients exactly 0.
+        for (int64_t i = 0; i < c.Tq * H * Dh; ++i) {
+          ASSERT_EQ(y.get(c.Tq * H * Dh + i), 0.0) << what;
+          ASSERT_EQ(d[0].get(c.Tq * H * Dh + i), 0.0) << what;
+        }
+        for (int64_t i = 0; i < c.Tk * Hkv * Dh; ++i) {
+          ASSERT_EQ(d[1].get(c.Tk * Hkv * Dh + i), 0.0) << what;
+          ASSERT_EQ(d[2].get(c.Tk * Hkv * Dh + i), 0.0) << what;
+        }
+      }
+}
+
+/* Masked keys get probability exactly 0: whatever their keys and values hold
+   (here scores that would dominate the softmax), the output and dq keep their bits,
+   and their dk, dv are exactly 0. */
+TEST(Attention, MaskedKeysHaveNoInfluence) {
+  const int64_t Tq = 20, Tk = 150;
+  Buf q = randn({3, Tq, 8}, DType::F32), k = randn({3, Tk, 8}, DType::F32), v = randn({3, Tk, 8}, DType::F32),
+      dy = randn({3, Tq, 8}, DType::F32), mask = paddingMask(Tk).as(DType::F32);
+  Buf k2 = k, v2 = v;
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t j = 0; j < Tk; ++j)
+      if (mask.get(b * Tk + j) == 0.0)
+        for (int64_t e = 0; e < 8; ++e) k2.set((b * Tk + j) * 8 + e, 40.0), v2.set((b * Tk + j) * 8 + e, -1e4);
+  Attrs a = att(2, false);
+  for (const char *op : {"masked_attention", "masked_attention_grad"}) {
+    bool grad = std::string(op) == "masked_attention_grad";
+    std::vector<Buf> in1{q, k, v, mask}, in2{q, k2, v2, mask};
+    std::vector<TensorType> out{q.type};
+    if (grad) in1.push_back(dy), in2.push_back(dy), out = {q.type, k.type, k.type};
+    auto r1 = runKernel(op, in1, out, a), r2 = runKernel(op, in2, out, a);
+    EXPECT_EQ(std::memcmp(r1[0].data(), r2[0].data(), r1[0].type.bytes()), 0) << op;
+    if (!grad) continue;
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t j = 0; j < Tk; ++j)
+        if (mask.get(b * Tk + j) == 0.0)
+          for (int64_t e = 0; e < 8; ++e) {
+            ASSERT_EQ(r2[1].get((b * Tk + j) * 8 + e), 0.0) << "dk of masked key " << j;
+            ASSERT_EQ(r2[2].get((b * Tk + j) * 8 + e), 0.0) << "dv of masked key " << j;
+          }
+  }
+}
+
+/* Cross-attention without a mask (lm.attention with Tk != Tq) and grouped heads. */
+TEST(Attention, CrossAttentionMatchesNaive) {
+  for (auto [Tq, Tk] : {std::pair<int64_t, int64_t>{3, 9}, {150, 20}, {9, 260}})
+    for (int64_t Hkv : {2, 1}) {
+      const int64_t H = 2, Dh = 4;
+      Buf q = randn({2, Tq, H * Dh}), k = randn({2, Tk, Hkv * Dh}), v = randn({2, Tk, Hkv * Dh}),
+          dy = randn({2, Tq, H * Dh});
+      Grads ref;
+      Buf yRef = naiveGeneral(q, k, v, nullptr, &dy, H, Hkv, false, &ref);
+      Attrs a = attKv(H, Hkv, false);
+      Buf y = runKernel("attention", {q, k, v}, {q.type}, a)[0];
+      auto d = runKernel("attention_grad", {q, k, v, dy}, {q.type, k.type, k.type}, a);
+      EXPECT_TRUE(allClose(y, yRef, 1e-11, 1e-11)) << "Tq=" << Tq << " Tk=" << Tk;
+      EXPECT_TRUE(allClose(d[0], ref.dq, 1e-11, 1e-11)) << "dq Tq=" << Tq << " Tk=" << Tk;
+      EXPECT_TRUE(allClose(d[1], ref.dk, 1e-11, 1e-11)) << "dk Tq=" << Tq << " Tk=" << Tk;
+      EXPECT_TRUE(allClose(d[2], ref.dv, 1e-11, 1e-11)) << "dv Tq=" << Tq << " Tk=" << Tk;
+    }
+}
+
+/* Finite differences of the masked forward (the mask held fixed) across tile seams. */
+TEST(Attention, MaskedBackwardMatchesFiniteDifferences) {
+  for (bool causal : {false, true}) {
+    // One batch row (the cost of finite differences): holes, then keys 100 .. 130
+    // padded, so the third key tile (128 .. 130) is wholly masked.
+    const int64_t T = 131;
+    Buf q = randn({1, T, 4}), k = randn({1, T, 4}), v = randn({1, T, 4}), dy = randn({1, T, 4}),
+        mask(DType::F64, {1, T});
+    for (int64_t j = 0; j < T; ++j) mask.set(j, j < 100 && j % 3 != 1 ? 1.0 : 0.0);
+    Attrs a = att(2, causal);
+    auto d = runKernel("masked_attention_grad", {q, k, v, mask, dy}, {q.type, q.type, q.type}, a);
+    auto f = [&](const std::vector<Buf> &in) {
+      return runKernel("masked_attention", {in[0], in[1], in[2], mask}, {q.type}, a)[0];
+    };
+    const char *names[] = {"dq", "dk", "dv"};
+    for (size_t i = 0; i < 3; ++i)
+      EXPECT_TRUE(allClose(d[i], finiteDiff(f, {q, k, v}, i, dy), 1e-6, 1e-7)) << names[i] << " causal=" << causal;
+  }
+}
+
+/* The mask's checks: its shape [B, Tk] and q's element type; causal needs Tk = Tq. */
+TEST(Attention, MaskedChecks) {
+  const KernelDef *def = findKernel("masked_attention");
+  ASSERT_NE(def, nullptr);
+  TensorType q{DType::F32, {2, 4, 8}}, k{DType::F32, {2, 6, 8}};
+  Attrs a = att(2, false);
+  EXPECT_EQ(def->check({q, k, k, {DType::F32, {2, 6}}}, {q}, a), "");
+  EXPECT_NE(def->check({q, k, k, {DType::F32, {2, 4}}}, {q}, a).find("mask [2, 4] must be [2, 6]"), std::string::npos);
+  EXPECT_NE(def->check({q, k, k, {DType::F64, {2, 6}}}, {q}, a).find("mask"), std::string::npos);
+  EXPECT_NE(def->check({q, k, k, {DType::F32, {2, 6}}}, {q}, att(2, true)).find("causal attention needs as many keys"),
+            std::string::npos);
+}
+
 TEST(Attention, CachedRefusesAnOffsetOutsideTheCache) {
   Buf q = randn({1, 2, 8}), kc = randn({1, 5, 8}), off(DType::I32, {});
   off.set(0, 4);

@@ -82,8 +82,20 @@ TEST(ShapeRules, EmbeddingLayerNormAttention) {
   EXPECT_EQ(*attention({2, 4, 12}, {2, 4, 12}, {2, 4, 12}, 3, err), (Dims{2, 4, 12}));
   EXPECT_TRUE(failsWith(attention({2, 4, 12}, {2, 4, 12}, {2, 4, 12}, 5, err), err,
                         "attention: last dim of q [2, 4, 12] (12) is not divisible by num_heads = 5"));
+  EXPECT_TRUE(failsWith(attention({2, 4, 12}, {3, 5, 12}, {3, 5, 12}, 3, err), err,
+                        "attention: k [3, 5, 12] must be [2, 5, 12] (3 key/value heads of q [2, 4, 12], any number "
+                        "of keys)"));
   EXPECT_TRUE(failsWith(attention({2, 4, 12}, {2, 5, 12}, {2, 4, 12}, 3, err), err,
-                        "attention: k [2, 5, 12] must be [2, 4, 12] (3 key/value heads of q [2, 4, 12])"));
+                        "attention: v [2, 4, 12] must have the shape of k [2, 5, 12]"));
+  // Cross-attention: Tk != Tq, not causal; the padding mask is [B, Tk].
+  EXPECT_EQ(*attention({2, 4, 12}, {2, 7, 12}, {2, 7, 12}, 3, err), (Dims{2, 4, 12}));
+  EXPECT_TRUE(failsWith(attention({2, 4, 12}, {2, 7, 12}, {2, 7, 12}, 3, err, 0, true), err,
+                        "attention: causal attention needs as many keys as queries, got k [2, 7, 12] for q [2, 4, 12] "
+                        "(cross-attention is not causal)"));
+  Dims mask{2, 7}, badMask{2, 4};
+  EXPECT_EQ(*attention({2, 4, 12}, {2, 7, 12}, {2, 7, 12}, 3, err, 0, false, &mask), (Dims{2, 4, 12}));
+  EXPECT_TRUE(failsWith(attention({2, 4, 12}, {2, 7, 12}, {2, 7, 12}, 3, err, 0, false, &badMask), err,
+                        "attention: mask [2, 4] must be [2, 7] [B, Tk] (1 on keys to attend, 0 on padding)"));
   // Grouped-query heads: k and v carry Hkv heads of q's head size.
   EXPECT_EQ(*attention({2, 4, 12}, {2, 4, 6}, {2, 4, 6}, 4, err, 2), (Dims{2, 4, 12}));
   EXPECT_TRUE(failsWith(attention({2, 4, 12}, {2, 4, 6}, {2, 4, 6}, 4, err, 3), err,

@@ -1,7 +1,8 @@
 /* Tests that every op's CUDA kernel computes what its CPU kernel computes on the
    same inputs (CudaTestUtil.h: the CPU half runs everywhere, the GPU half where
    a GPU is present): shapes with ragged tiles, broadcasts, transposes, ignored
-   targets, causal and full attention at three head sizes, f32 and f64. */
+   targets, causal and full attention at three head sizes, f32 and f64, padding
+   masks and cross-attention. */
 #include "test/Unit/cuda/CudaTestUtil.h"
 
 namespace lmrt::cuda::test {
@@ -196,6 +197,40 @@ TEST(CudaOps, GroupedQueryAttention) {
       runCase({"attention", {q, k, k}, {q}, a});
       runCase({"attention_grad", {q, k, k, q}, {q, k, k}, a});
     }
+}
+
+/* masked_attention and its grad: padding masks (ragged rows, one row wholly masked)
+   over keys of another length than the queries (cross-attention), across key tiles,
+   grouped heads, causal with a mask, and the three head-size kernels; unmasked
+   cross-attention too. */
+TEST(CudaOps, MaskedAndCrossAttention) {
+  struct Case {
+    int64_t B, Tq, Tk, H, Hkv, Dh;
+    bool causal;
+  };
+  for (Case c : {Case{3, 37, 130, 2, 2, 16, false}, Case{3, 70, 70, 4, 2, 64, true}, Case{2, 130, 9, 2, 1, 96, false},
+                 Case{4, 65, 65, 2, 2, 64, false}}) {
+    SCOPED_TRACE("Tq " + std::to_string(c.Tq) + ", Tk " + std::to_string(c.Tk) + ", Dh " + std::to_string(c.Dh) +
+                 (c.causal ? ", causal" : ""));
+    kernels::Attrs a = attrs({{"num_heads", c.H}, {"causal", c.causal}, {"num_kv_heads", c.Hkv}});
+    TensorType q = f32({c.B, c.Tq, c.H * c.Dh}), k = f32({c.B, c.Tk, c.Hkv * c.Dh}), m = f32({c.B, c.Tk});
+    OpCase fwd{"masked_attention", {q, k, k, m}, {q}, a};
+    fwd.paddingMask = 3;
+    runCase(fwd);
+    OpCase bwd{"masked_attention_grad", {q, k, k, m, q}, {q, k, k}, a};
+    bwd.paddingMask = 3;
+    runCase(bwd);
+    if (!c.causal) {
+      runCase({"attention", {q, k, k}, {q}, a});
+      runCase({"attention_grad", {q, k, k, q}, {q, k, k}, a});
+    }
+  }
+  TensorType d = f64({2, 19, 16}), dm = f64({2, 19});
+  kernels::Attrs a = attrs({{"num_heads", int64_t{2}}, {"causal", true}});
+  OpCase fwd{"masked_attention", {d, d, d, dm}, {d}, a}, bwd{"masked_attention_grad", {d, d, d, dm, d}, {d, d, d}, a};
+  fwd.paddingMask = bwd.paddingMask = 3;
+  runCase(fwd);
+  runCase(bwd);
 }
 
 }  // namespace

@@ -89,7 +89,21 @@ struct OpCase {
   int64_t idRange = 1;
   int ignoreEvery = 0;
   bool positive = false;
+  int paddingMask = -1;  // >= 0: that float input [B, Tk] is a 0/1 key padding mask
 };
+
+/* A key padding mask [B, Tk] in place of random floats: row b keeps its first
+   (b + 1) * Tk / (B + 1) keys (the rest padding; 0 of them in row 0 when Tk < B + 1),
+   and the last row has every key masked (a row of queries with nothing to see). */
+inline void fillPaddingMask(HostTensor &t) {
+  const int64_t B = t.type.shape[0], Tk = t.type.shape[1];
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < Tk; ++j) {
+      const double m = b + 1 < B && j < (b + 1) * Tk / (B + 1) ? 1.0 : 0.0;
+      if (t.type.dtype == DType::F32) static_cast<float *>(t.data())[b * Tk + j] = (float)m;
+      if (t.type.dtype == DType::F64) static_cast<double *>(t.data())[b * Tk + j] = m;
+    }
+}
 
 /* Runs the case on the CPU (checked) and, with a GPU, on the GPU, and compares. */
 inline void runCase(const OpCase &c, uint32_t seed = 1) {
@@ -101,6 +115,7 @@ inline void runCase(const OpCase &c, uint32_t seed = 1) {
   for (const TensorType &t : c.in) in.emplace_back(t);
   for (const TensorType &t : c.out) outCpu.emplace_back(t), outGpu.emplace_back(t);
   fillInputs(in, c.idRange, c.ignoreEvery, seed, c.positive);
+  if (c.paddingMask >= 0) fillPaddingMask(in[c.paddingMask]);
   kernels::KernelCall call{{}, {}, c.attrs};
   for (HostTensor &t : in) call.in.push_back(t.ref());
   for (HostTensor &t : outCpu) call.out.push_back(t.ref());

@@ -268,13 +268,6 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context, std::optional<
   return infer.result(shapes::attention(q, k, v, heads, err, kvHeads, causal), err, infer.elementType(adaptor.getQ()));
 }
 
-/// The key padding mask is data of q's element type (no cast on the hot path).
-static LogicalResult checkMaskType(Inference &infer, Value q, Value mask) {
-  if (infer.elementType(mask) && infer.elementType(q) && infer.elementType(mask) != infer.elementType(q))
-    return infer.error("mask must have the element type of q");
-  return success();
-}
-
 LogicalResult MaskedAttentionOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                                   Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
@@ -285,8 +278,6 @@ LogicalResult MaskedAttentionOp::inferReturnTypes(MLIRContext *context, std::opt
   auto defaults = withDefaults<MaskedAttentionOp>(context, adaptor);
   int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
   bool causal = defaults.causal && defaults.causal.getValue();
-  if (failed(checkMaskType(infer, adaptor.getQ(), adaptor.getMask())))
-    return failure();
   return infer.result(shapes::attention(q, k, v, heads, err, kvHeads, causal, &mask), err,
                       infer.elementType(adaptor.getQ()));
 }
@@ -490,8 +481,6 @@ LogicalResult MaskedAttentionGradOp::inferReturnTypes(MLIRContext *context, std:
   auto defaults = withDefaults<MaskedAttentionGradOp>(context, adaptor);
   int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
   bool causal = defaults.causal && defaults.causal.getValue();
-  if (failed(checkMaskType(infer, adaptor.getQ(), adaptor.getMask())))
-    return failure();
   std::optional<Dims> shape = shapes::attention(q, k, v, heads, err, kvHeads, causal, &mask);
   Type elem = infer.elementType(adaptor.getQ());
   // dq has q's shape; dk and dv the key/value shape; nothing for the mask.

@@ -101,6 +101,13 @@ TEST_F(DialectTest, Costs) {
   EXPECT_EQ(cost.getBytesAccessed(), 4 * (4 * 16 * 64 + 64 * 32 + 4 * 16 * 32));
   auto attn = builder.create<AttentionOp>(loc, x, x, x, 4, true);
   EXPECT_EQ(llvm::cast<CostOpInterface>(attn.getOperation()).getFlops(), 4 * 4 * 16 * 16 * 64 / 2);
+  // Cross-attention counts Tq x Tk; a padding mask is data (no key assumed masked).
+  Value kv = arg({4, 24, 64});
+  auto cross = builder.create<MaskedAttentionOp>(loc, x, kv, kv, arg({4, 24}), 4, false, 0);
+  EXPECT_EQ(llvm::cast<CostOpInterface>(cross.getOperation()).getFlops(), 4 * 4 * 16 * 24 * 64);
+  auto crossGrad = builder.create<MaskedAttentionGradOp>(loc, x, kv, kv, arg({4, 24}), x, 4, false, 0);
+  EXPECT_EQ(llvm::cast<CostOpInterface>(crossGrad.getOperation()).getFlops(), 4 * 4 * 16 * 24 * 64 * 5 / 2);
+  EXPECT_EQ(crossGrad.getDk().getType(), kv.getType());
   auto gelu = builder.create<GeluOp>(loc, x);
   EXPECT_EQ(llvm::cast<CostOpInterface>(gelu.getOperation()).getFlops(), 8 * 4 * 16 * 64);
   // A lookup touches the rows it gathers, not the whole table.

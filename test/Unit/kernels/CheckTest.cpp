@@ -234,8 +234,17 @@ Buf offset3() {
   return b;
 }
 
+/* A key padding mask [2, 5]: row 0 padded after 3 keys, row 1 with holes. */
+Buf paddingMask25() {
+  Buf m(DType::F64, {2, 5});
+  const double v[] = {1, 1, 1, 0, 0, 0, 1, 1, 0, 1};
+  for (int i = 0; i < 10; ++i) m.set(i, v[i]);
+  return m;
+}
+
 std::vector<Case> allCases() {
   Attrs att = attrs({{"num_heads", (int64_t)2}, {"causal", true}});
+  Attrs attNc = attrs({{"num_heads", (int64_t)2}, {"causal", false}});  // cross-attention: 8 queries, 5 keys
   Attrs sl = attrs({{"start", std::vector<int64_t>{0, 1}}, {"limit", std::vector<int64_t>{3, 8}},
                     {"stride", std::vector<int64_t>{2, 2}}});
   Shape s3{2, 8, 16};
@@ -254,6 +263,9 @@ std::vector<Case> allCases() {
       {"layer_norm_grad", {randn(s3), randn({16}), randn(s3)}, {{F64, s3}, {F64, {16}}, {F64, {16}}}, {}},
       {"attention", {randn(s3), randn(s3), randn(s3)}, {{F64, s3}}, att},
       {"attention_grad", {randn(s3), randn(s3), randn(s3), randn(s3)}, {{F64, s3}, {F64, s3}, {F64, s3}}, att},
+      {"masked_attention", {randn(s3), randn({2, 5, 16}), randn({2, 5, 16}), paddingMask25()}, {{F64, s3}}, attNc},
+      {"masked_attention_grad", {randn(s3), randn({2, 5, 16}), randn({2, 5, 16}), paddingMask25(), randn(s3)},
+       {{F64, s3}, {F64, {2, 5, 16}}, {F64, {2, 5, 16}}}, attNc},
       {"softmax", {randn(s3)}, {{F64, s3}}, {}},
       {"softmax_grad", {runKernel("softmax", {randn(s3)}, {{F64, s3}})[0], randn(s3)}, {{F64, s3}}, {}},
       {"reshape", {randn(s3)}, {{F64, {16, 16}}}, {}},

@@ -315,13 +315,19 @@ private:
      values plain scalars. What the exporter and importer rely on, checked here so a
      hand-edited plan cannot make them write a file that silently lacks a tensor. */
   void checkWeightExports() {
-    std::set<std::string> formats;
+    // One map of a format maps every parameter; several (one per model class:
+    // ELECTRA's generator and discriminator) each map some, together all.
+    std::map<std::string, int> count;
+    std::map<std::string, std::set<std::string>> covered;
+    std::set<std::pair<std::string, std::string>> classes;
+    for (const plan::WeightExport &w : plan_.weight_exports()) ++count[w.format()];
     for (int k = 0; k < plan_.weight_exports_size(); ++k) {
       const plan::WeightExport &w = plan_.weight_exports(k);
       std::string where = "weight export " + std::to_string(k) + " ('" + w.format() + "'): ";
       if (w.format() != "hf") error(where + "unknown format (expected hf)");
-      if (!formats.insert(w.format()).second) error(where + "a second map for this format");
       if (w.architecture().empty()) error(where + "has no architecture");
+      if (!classes.insert({w.format(), w.architecture()}).second)
+        error(where + "a second map for this format and architecture '" + w.architecture() + "'");
       for (const auto &[key, value] : w.config()) {
         if (key.empty() || key == "architectures")
           error(where + "config key '" + key + "' is reserved or empty");
@@ -349,9 +355,16 @@ private:
           error(where + "parameter '" + e.param() + "' is " + planTypeStr(it->second->type()) +
                 ": only 2-D parameters can be transposed");
       }
-      for (const plan::Param &p : plan_.params())
-        if (!mapped.count(p.name())) error(where + "parameter '" + p.name() + "' is not mapped");
+      covered[w.format()].insert(mapped.begin(), mapped.end());
+      if (count[w.format()] == 1)
+        for (const plan::Param &p : plan_.params())
+          if (!mapped.count(p.name())) error(where + "parameter '" + p.name() + "' is not mapped");
     }
+    for (const auto &[format, n] : count)
+      if (n > 1)
+        for (const plan::Param &p : plan_.params())
+          if (!covered[format].count(p.name()))
+            error("weight exports ('" + format + "'): no map has parameter '" + p.name() + "'");
   }
 
   template <typename Inputs> void checkDeclaredInputs(const std::string &owner, const Inputs &ins) {

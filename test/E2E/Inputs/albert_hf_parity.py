@@ -31,7 +31,7 @@ import transformers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_export import Exporter  # noqa: E402
-from parity_common import Checks, compare_logits, lmrt_forward, load, rel, step_weights, steps  # noqa: E402
+from parity_common import Checks, check_grads, compare_logits, grad_floor, lmrt_forward, load, rel, step_weights, steps  # noqa: E402
 
 
 def main():
@@ -71,11 +71,8 @@ def main():
         checks.check(err <= a.loss_rtol, f"step {k}: {masked} masked, {pad} padding positions, {swapped} of "
                      f"{len(dump['sop_labels'])} pairs swapped; loss lmc {float(dump['loss']):.8f} "
                      f"hf {loss.item():.8f} rel {err:.2e}")
-        floor = 1e-6 * max(float(np.linalg.norm(p.grad.numpy())) for p in hf_params.values())
         grads = ex.export({n: dump["grad." + n] for n in init})
-        errs = [(rel(g, hf_params[h].grad.numpy(), floor), h) for h, g in grads.items()]
-        worst = max(errs)
-        checks.check(worst[0] <= a.grad_rtol, f"step {k}: {len(errs)} gradients, max rel err {worst[0]:.2e} ({worst[1]})")
+        check_grads(checks, k, grads, hf_params, a.grad_rtol, grad_floor(hf_params))
         lmc = lmrt_forward(a.plan, weights, {n: dump[n] for n in ("ids", "segments", "attention_mask")})
         hf = {"mlm_logits": out.prediction_logits, "sop_logits": out.sop_logits}
         compare_logits(checks, k, lmc, {n: v.detach().numpy() for n, v in hf.items()}, a.logits_rtol)

@@ -33,7 +33,7 @@ import transformers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_export import Exporter  # noqa: E402
-from parity_common import Checks, compare_logits, lmrt_forward, load, rel, step_weights, steps  # noqa: E402
+from parity_common import Checks, check_grads, compare_logits, grad_floor, lmrt_forward, load, rel, step_weights, steps  # noqa: E402
 
 
 def main():
@@ -69,13 +69,8 @@ def main():
         e = rel(float(dump["loss"]), loss.item())
         checks.check(e <= a.loss_rtol, f"step {k}: {masked} masked, {pad} padding positions; loss lmc "
                      f"{float(dump['loss']):.8f} hf {loss.item():.8f} rel {e:.2e}")
-        # A gradient whose norm is below 1e-6 of the largest one's is compared
-        # against that floor (rounding noise where the exact value is ~0).
-        floor = 1e-6 * max(float(np.linalg.norm(p.grad.numpy())) for p in hf_params.values())
         grads = ex.export({n: dump["grad." + n] for n in init})
-        errs = [(rel(g, hf_params[h].grad.numpy(), floor), h) for h, g in grads.items()]
-        worst = max(errs)
-        checks.check(worst[0] <= a.grad_rtol, f"step {k}: {len(errs)} gradients, max rel err {worst[0]:.2e} ({worst[1]})")
+        check_grads(checks, k, grads, hf_params, a.grad_rtol, grad_floor(hf_params))
         lmc = lmrt_forward(a.plan, weights, {n: dump[n] for n in ("ids", "attention_mask")})
         compare_logits(checks, k, lmc, {"logits": out.logits.detach().numpy()}, a.logits_rtol)
         weights = step_weights(init, dump)

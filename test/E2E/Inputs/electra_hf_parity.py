@@ -47,7 +47,7 @@ from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTrainin
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_export import Exporter  # noqa: E402
-from parity_common import Checks, compare_logits, lmrt_forward, load, rel, step_weights, steps  # noqa: E402
+from parity_common import Checks, check_grads, compare_logits, grad_floor, lmrt_forward, load, rel, step_weights, steps  # noqa: E402
 
 
 def build(shapes, a):
@@ -168,14 +168,10 @@ def main():
         checks.check(e <= a.loss_rtol, f"step {k}: rtd lmc {rtd_lmc:.8f} hf {d.loss.item():.8f} rel {e:.2e}")
         e = rel(float(dump["loss"]), loss.item())
         checks.check(e <= a.loss_rtol, f"step {k}: loss lmc {float(dump['loss']):.8f} hf {loss.item():.8f} rel {e:.2e}")
-        floor = 1e-6 * max(float(np.linalg.norm(p.grad.numpy())) for p in unique.values())
+        floor = grad_floor(unique)
         lmc_grads = {n: dump["grad." + n] for n in init}
         for what, ex, model in (("generator", ex_gen, gen), ("discriminator", ex_disc, disc)):
-            params = dict(model.named_parameters())
-            errs = [(rel(v, params[h].grad.numpy(), floor), h) for h, v in ex.export(lmc_grads).items()]
-            worst = max(errs)
-            checks.check(worst[0] <= a.grad_rtol,
-                         f"step {k}: {what} {len(errs)} gradients, max rel err {worst[0]:.2e} ({worst[1]})")
+            check_grads(checks, k, ex.export(lmc_grads), dict(model.named_parameters()), a.grad_rtol, floor, what)
         # The two models alone: the plan's forward programs on the same batch and weights.
         inputs = {"ids": dump["ids"], "segments": dump["segments"], "attention_mask": dump["attention_mask"]}
         lmc = lmrt_forward(a.plan, weights, inputs, model="electra_generator")

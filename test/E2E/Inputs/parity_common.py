@@ -58,6 +58,21 @@ class Checks:
         sys.exit(1 if self.failures else 0)
 
 
+def grad_floor(params):
+    """1e-6 of the largest gradient's norm: a gradient below it (the key biases',
+    zero in exact arithmetic, so rounding noise ~1e-12 on both sides) is compared
+    against that floor instead of its own norm."""
+    return 1e-6 * max(float(np.linalg.norm(p.grad.numpy())) for p in params.values())
+
+
+def check_grads(checks, k, grads, params, rtol, floor=1e-30, what=""):
+    """`step K: [WHAT ]N gradients, max rel err E (NAME) ok`: LMC's gradients
+    {name: array} against the torch parameters of the same names."""
+    worst = max((rel(g, params[n].grad.numpy(), floor), n) for n, g in grads.items())
+    return checks.check(worst[0] <= rtol, f"step {k}: {what + ' ' if what else ''}{len(grads)} gradients, "
+                        f"max rel err {worst[0]:.2e} ({worst[1]})")
+
+
 def lmrt_forward(plan, weights, inputs, model=None, lmrt=None):
     """Runs `lmrt forward PLAN --weights W --inputs I [--model M]` on numpy
     dicts of plan-named weights and program inputs; returns its outputs."""

@@ -39,7 +39,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_np  # noqa: E402
-from parity_common import Checks, compare_logits, lmrt_forward, rel, step_weights, steps  # noqa: E402
+from parity_common import Checks, check_grads, compare_logits, grad_floor, lmrt_forward, rel, step_weights, steps  # noqa: E402
 
 
 def gelu(x):
@@ -143,10 +143,7 @@ def main():
         e = rel(float(dump["loss"]), loss.item())
         checks.check(e <= a.loss_rtol, f"step {k}: loss lmc {float(dump['loss']):.8f} torch {loss.item():.8f} "
                      f"(mlm {mlm.item():.4f} + sbo {sbo.item():.4f}) rel {e:.2e}")
-        floor = 1e-6 * max(float(np.linalg.norm(t.grad.numpy())) for t in p.values())
-        errs = [(rel(dump["grad." + n], t.grad.numpy(), floor), n) for n, t in p.items()]
-        worst = max(errs)
-        checks.check(worst[0] <= a.grad_rtol, f"step {k}: {len(errs)} gradients, max rel err {worst[0]:.2e} ({worst[1]})")
+        check_grads(checks, k, {n: dump["grad." + n] for n in p}, p, a.grad_rtol, grad_floor(p))
         if a.plan:
             names = ("ids", "attention_mask", "span_left", "span_right", "span_pos")
             lmc = lmrt_forward(a.plan, weights, {n: dump[n] for n in names})

@@ -9,6 +9,7 @@
 #include "runtime/lmrt/plan_file.h"
 #include "runtime/lmrt/plan_types.h"
 #include "runtime/lmrt/validate.h"
+#include "runtime/plan/contract.h"
 #include "tools/lmrt/commands.h"
 
 namespace lmrt {
@@ -129,6 +130,8 @@ void inspect(const std::string &path, bool steps) {
   }
   std::printf("programs:\n");
   int64_t arena = 0, inputBytes = 0;
+  int nameWidth = 10;  // "forward:electra_discriminator" is longer than "train_step"
+  for (const plan::Program &prog : p.programs()) nameWidth = std::max(nameWidth, (int)prog.name().size());
   for (const plan::Program &prog : p.programs()) {
     arena = std::max(arena, prog.arena_bytes());
     std::string ins;
@@ -141,7 +144,12 @@ void inspect(const std::string &path, bool steps) {
     std::string metrics;
     for (const plan::Output &out : prog.outputs())
       if (out.name().rfind("metric:", 0) == 0) metrics += (metrics.empty() ? "; reports " : ", ") + out.name().substr(7);
-    std::printf("  %-10s %5d steps, %5d buffers, arena %s, %s; reads %s%s\n", prog.name().c_str(),
+    // A forward program's outputs: "logits", or the names the model returns.
+    if (contract::isForwardProgram(prog.name()))
+      for (const plan::Output &out : prog.outputs())
+        metrics += (metrics.empty() ? "; outputs " : ", ") + out.name() + " " +
+                   toTensorType(prog.buffers(out.buffer()).type()).str();
+    std::printf("  %-*s %5d steps, %5d buffers, arena %s, %s; reads %s%s\n", nameWidth, prog.name().c_str(),
                 prog.steps_size(), prog.buffers_size(), human((double)prog.arena_bytes()).c_str(),
                 flops((double)prog.flops()).c_str(), ins.c_str(), metrics.c_str());
     if (steps) printSteps(prog);

@@ -592,5 +592,32 @@ TEST(Validate, WeightExportMaps) {
              "parameter 'wte' has no name");
 }
 
+/* Several maps of a format (one per model class, ELECTRA's two): each maps some
+   parameters, together all of them. */
+TEST(Validate, SeveralWeightExportMaps) {
+  auto two = [](plan::Plan &p) {
+    addHfMap(p), addHfMap(p);
+    p.mutable_weight_exports(1)->set_architecture("TinyForOther");
+    p.mutable_weight_exports(0)->mutable_entries()->RemoveLast();  // wte only
+  };
+  EXPECT_EQ(errorAfter(two), "(valid)");
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) { two(p), p.mutable_weight_exports(1)->mutable_entries()->RemoveLast(); }),
+             "weight exports ('hf'): no map has parameter 'w'");
+}
+
+/* Forward programs: "forward", or "forward:<model>" each of several (not both);
+   their outputs are float tensors named after the model's results. */
+TEST(Validate, ForwardPrograms) {
+  EXPECT_EQ(errorAfter([](plan::Plan &p) { program(p, "forward")->set_name("forward:gpt"); }), "(valid)");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "forward")->set_name("forward:"); }),
+             "unknown program 'forward:'");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { *p.add_programs() = *program(p, "forward"), program(p, "forward")->set_name("forward:b"); }),
+             "has both 'forward' and 'forward:b'");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "forward")->mutable_outputs(0)->set_name("grad:w"); }),
+             "program 'forward' has an output named 'grad:w'");
+  EXPECT_EQ(errorAfter([](plan::Plan &p) { program(p, "forward")->mutable_outputs(0)->set_name("mlm_logits"); }),
+            "(valid)");
+}
+
 }  // namespace
 }  // namespace lmrt

@@ -20,19 +20,6 @@ constexpr uint64_t kOffset = ~0ull;
 /* Random draws of a start before a length falls back to a scan. */
 constexpr int kStartTries = 64;
 
-void checkBytes(const TokenSource &shard) {
-  uint64_t n = shard.size();
-  for (uint64_t i = 0; i < n; ++i) {
-    int64_t t = shard.token(i);
-    if (t < 0 || t >= kFirstSpecial)
-      fail("data '%s': token %lld at offset %llu is not a byte; the span_mlm transform reads byte "
-           "data (ids >= %d are its special tokens)", shard.path().c_str(), (long long)t,
-           (unsigned long long)i, kFirstSpecial);
-    if ((i & ((1u << 21) - 1)) == (1u << 21) - 1) shard.releasePages();
-  }
-  shard.releasePages();
-}
-
 }  // namespace
 
 int64_t spanLength(uint64_t h, double p, int64_t maxSpan) {
@@ -103,8 +90,7 @@ SpanMlmBatcher::SpanMlmBatcher(const std::string &dir, int64_t rows, int64_t seq
   if ((int64_t)train_->size() < content_)
     fail("data '%s' has %llu tokens, fewer than the %lld text tokens of one span_mlm row",
          train_->path().c_str(), (unsigned long long)train_->size(), (long long)content_);
-  checkBytes(*train_);
-  checkBytes(*val_);
+  checkByteData(dir, *train_, *val_, "span_mlm");
 }
 
 void SpanMlmBatcher::checkValidation() const {

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <sys/stat.h>
 
 #include "MaskedLmData.h"
@@ -517,4 +518,39 @@ TEST(SpanMlm, TokenSpansNeedThePositionTable) {
   EXPECT_NE(e.find("max_span <= max_span_tokens with unit \"token\" (got 15, 20)"), std::string::npos) << e;
   o.unit = SpanUnit::Word;  // 20 words, at most 15 tokens: whole words that fit
   EXPECT_NO_THROW(SpanMlmBatcher(dir, 2, 32, o, 1));
+}
+
+/* A SentencePiece model trained here (BPE, as `lmrt data tokenizer train`
+   trains them: no dummy prefix, whitespace as written, newlines as the byte
+   piece <0x0A>): its words in a text are the text's whitespace-separated words,
+   each decoding to the word with the space before it. */
+TEST(SpanMlm, WordsOfATrainedSentencePieceModel) {
+  TempDir d;
+  TokenizerTrainOptions t;
+  for (uint32_t i = 0; i < 200; ++i) t.texts.push_back(wordText(100, 10 + i));
+  t.vocab = 400;
+  t.outPath = d.file("sp.model");
+  trainTokenizer(t);
+  std::unique_ptr<Tokenizer> sp = loadSentencePiece(t.outPath);
+  const std::vector<TokenClass> classes = tokenClasses(*sp);
+  const std::string text = "the cat, sat\non  the mat. " + wordText(300, 7);
+  const std::vector<int32_t> ids = sp->encode(text);
+  std::vector<std::string> expected, found;
+  for (size_t at = 0; at < text.size();) {  // the text's words, by whitespace
+    size_t start = text.find_first_not_of(" \n", at);
+    if (start == std::string::npos) break;
+    size_t end = std::min(text.find_first_of(" \n", start), text.size());
+    expected.push_back(text.substr(start, end - start));
+    at = end;
+  }
+  for (const Word &w : findWords(ids.data(), (int64_t)ids.size(), -1, -1, classes)) {
+    std::string s = sp->decode(std::vector<int32_t>(ids.begin() + w.start, ids.begin() + w.end));
+    // A word after a space carries it (U+2581 in its first piece); one after a
+    // newline follows the piece <0x0A>.
+    size_t offset = sp->decode(std::vector<int32_t>(ids.begin(), ids.begin() + w.start)).size();
+    EXPECT_EQ(text.compare(offset, s.size(), s), 0) << "'" << s << "'";
+    if (w.start > 0) EXPECT_TRUE(s[0] == ' ' || text[offset - 1] == '\n') << "'" << s << "'";
+    found.push_back(s.substr(s.find_first_not_of(' ')));
+  }
+  EXPECT_EQ(found, expected);
 }

@@ -87,9 +87,10 @@ std::vector<Span> sampleWordSpans(uint64_t seed, RngStream stream, uint64_t samp
     return true;
   };
   int64_t left = spanBudget(o.maskProb, n);
-  // The span of up to `want` words from word j: as many of them as the row has
-  // and the position table holds, cut to the budget; false (start stays -1)
-  // if word j alone exceeds the table or the span would touch another.
+  // Sets start and len to the span of up to `want` words from word j: as many
+  // of them as the row has and the position table holds, cut to the budget;
+  // leaves them if word j alone exceeds the table or the span would touch
+  // another.
   int64_t start = -1, len = 0;
   auto tryAt = [&](int64_t j, int64_t want) {
     int64_t c = std::min(want, m - j);

@@ -17,16 +17,13 @@ PyTorch tensors under LMC's own names (a Linear is stored [in, out], as LMC's).
 The reference does not read the transform's span_left / span_right / span_pos: it
 finds the spans itself as the runs of masked positions (labels != -100; the span_mlm
 transform never lets two spans touch), derives the boundary positions and offsets,
-checks that the dump's indices agree and feeds its own to the SBO; with --unit word
-(span_mlm's default) it also checks, on the original bytes, that every span starts
-at a word's first byte and all but at most one a row (the one cut to the budget)
-end at a word's last. LMC's loss must
+checks that the dump's indices agree and feeds its own to the SBO. LMC's loss must
 match to relative 1e-5 and every parameter's gradient to relative 1e-4 (of its norm,
 or of 1e-6 of the largest gradient's norm where smaller: the key biases' gradient is
 zero in exact arithmetic), in fp32, for each dumped step; each step starts from LMC's
 weights before it.
 
-Usage: spanbert_reference.py --dump DIR --heads H [--eps E] [--unit word|token]
+Usage: spanbert_reference.py --dump DIR --heads H [--eps E]
 """
 import argparse
 import glob
@@ -75,36 +72,6 @@ def spans_from_labels(labels):
     return left, right, pos, lengths
 
 
-SPACE = frozenset(b" \t\n\v\f\r")
-
-
-def word_span_problems(ids, labels):
-    """How span_mlm's whole-word spans (unit "word", byte data) break the rules:
-    a span must start at a word's first byte (after whitespace, or the row's first
-    text byte) and end at a word's last (before whitespace or [SEP]), except at most
-    one span a row, the one cut to the budget. Returns (problems, cut spans)."""
-    orig = np.where(labels != -100, labels, ids)
-    b, t = labels.shape
-    problems, cuts = [], 0
-    for r in range(b):
-        cut, i = 0, 1
-        while i < t - 1:
-            if labels[r, i] == -100:
-                i += 1
-                continue
-            s = i
-            while labels[r, i] != -100:
-                i += 1
-            e = i - 1
-            if s > 1 and orig[r, s - 1] not in SPACE:
-                problems.append(f"row {r}: span [{s}, {e}] starts inside a word")
-            cut += not (e + 1 == t - 1 or orig[r, e + 1] in SPACE)
-        if cut > 1:
-            problems.append(f"row {r}: {cut} spans end inside a word")
-        cuts += cut
-    return problems, cuts
-
-
 def forward(p, batch, heads, eps, layers):
     ids, labels, mask = batch["ids"], batch["labels"], batch["attention_mask"]
     B, T = ids.shape
@@ -146,8 +113,6 @@ def main():
     ap.add_argument("--eps", type=float, default=1e-12)
     ap.add_argument("--loss-rtol", type=float, default=1e-5)
     ap.add_argument("--grad-rtol", type=float, default=1e-4)
-    ap.add_argument("--unit", choices=["word", "token"], default="word",
-                    help="the plan's span_mlm unit: with word, check that spans are whole words")
     a = ap.parse_args()
     print(f"torch {torch.__version__}")
     torch.set_num_threads(2)
@@ -172,13 +137,6 @@ def main():
         failures += not same
         print(f"step {k}: {len(lengths)} spans, {int((labels != -100).sum())} masked, longest "
               f"{max(lengths)}; span_left/right/pos {'agree' if same else 'DISAGREE'} with the labels")
-        if a.unit == "word":
-            problems, cuts = word_span_problems(dump["ids"].astype(np.int64), labels)
-            failures += len(problems)
-            for m in problems[:5]:
-                print(f"step {k}: {m}")
-            print(f"step {k}: spans of whole words {'ok' if not problems else 'FAIL'} ({cuts} cut to the "
-                  f"budget inside a word)")
         p = {n: torch.tensor(np.ascontiguousarray(w), dtype=torch.float32, requires_grad=True)
              for n, w in weights.items()}
         batch = {"ids": torch.from_numpy(dump["ids"].astype(np.int64)), "labels": torch.from_numpy(labels),

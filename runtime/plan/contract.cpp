@@ -124,6 +124,8 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
     for (const data::TransformParam &q : spec->params)
       if (name == q.name) p = &q;
     if (!p) return Violation{"params", quoted(name), "is not a parameter of transform " + quoted(spec->name)};
+    if (p->choices && (value != std::floor(value) || value < 0 || value >= (double)data::choiceNames(*p).size()))
+      return Violation{"params." + name, fmtNum(value), "must be " + data::choiceList(*p)};
     if (!(value >= p->lo && value <= p->hi) || (p->isBool && value != 0 && value != 1))
       return Violation{"params." + name, fmtNum(value),
                        p->isBool ? "must be 0 or 1" : "must be in [" + fmtNum(p->lo) + ", " + fmtNum(p->hi) + "]"};
@@ -137,6 +139,11 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
                            " (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])"};
     if (transformParam(d, "nsp") != 0 && transformParam(d, "sop") != 0)
       return Violation{"params.sop", "1", "cannot be combined with nsp = 1 (a row is one kind of pair)"};
+    if (d.transform() == "span_mlm" && transformParam(d, "unit") == 1 &&
+        transformParam(d, "max_span") > transformParam(d, "max_span_tokens"))
+      return Violation{"params.max_span", fmtNum(transformParam(d, "max_span")),
+                       "must be <= max_span_tokens (" + fmtNum(transformParam(d, "max_span_tokens")) +
+                           ") with unit = \"token\" (1): span_pos indexes max_span_tokens rows"};
     if (d.seq() < (transformParam(d, "nsp") != 0 || transformParam(d, "sop") != 0 ? 5 : 3))
       return Violation{"seq", std::to_string(d.seq()),
                        "is too short for " + d.transform() + " (at least [CLS] a [SEP], and b [SEP] with nsp or sop)"};

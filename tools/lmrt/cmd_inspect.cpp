@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "runtime/data/transform_spec.h"
 #include "runtime/lmrt/plan_file.h"
 #include "runtime/lmrt/plan_types.h"
 #include "runtime/lmrt/validate.h"
@@ -202,7 +203,18 @@ void inspect(const std::string &path, bool steps) {
               (long long)p.data().batch(), (long long)p.data().seq(), (long long)p.data().vocab());
   // The transform's parameters, in name order (a protobuf map has none of its own).
   std::map<std::string, double> params(p.data().params().begin(), p.data().params().end());
-  for (const auto &[name, value] : params) std::printf(", %s %g", name.c_str(), value);
+  const lmrt::data::TransformSpec *spec = lmrt::data::findTransform(p.data().transform());
+  for (const auto &[name, value] : params) {
+    const lmrt::data::TransformParam *choice = nullptr;
+    if (spec)
+      for (const lmrt::data::TransformParam &q : spec->params)
+        if (q.choices && name == q.name) choice = &q;
+    size_t index = (size_t)value;
+    if (choice && index < lmrt::data::choiceNames(*choice).size())  // by name
+      std::printf(", %s %s", name.c_str(), lmrt::data::choiceNames(*choice)[index].c_str());
+    else
+      std::printf(", %s %g", name.c_str(), value);
+  }
   std::printf("\n");
   for (const plan::WeightExport &w : p.weight_exports()) printWeightExport(w);
   std::printf("plan ok\n");

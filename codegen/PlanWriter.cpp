@@ -511,6 +511,23 @@ LogicalResult ProgramBuilder::addOutputs(func::ReturnOp ret) {
       out->set_buffer(bufferOf.lookup(value));
       continue;
     }
+    if (kind == ProgramKind::Forward) {
+      // A model returning several values names each (lm.output); one result is "logits".
+      auto output = func.getResultAttrOfType<StringAttr>(i, "lm.output");
+      auto type = dyn_cast<RankedTensorType>(value.getType());
+      if (!type || !isa<FloatType>(type.getElementType()))
+        return ret.emitError("plan contract: the ")
+               << (output ? "output '" + output.getValue().str() + "'" : std::string("logits")) << " returned by @"
+               << func.getSymName() << " has type " << value.getType() << ", expected a float tensor";
+      if (!output && ret.getNumOperands() != 1)
+        return ret.emitError("plan contract: @") << func.getSymName()
+               << " returns several values; each needs an lm.output name";
+      plan::Output *out = program.add_outputs();
+      out->set_name(output ? output.getValue().str() : "logits");
+      out->set_buffer(bufferOf.lookup(value));
+      ++named;
+      continue;
+    }
     if (++named > 1)
       return ret.emitError("plan contract: @") << func.getSymName() << " must return exactly one " << valueName
              << (kind == ProgramKind::TrainStep ? " (besides the lm.grad_of gradients)" : "") << ", it returns more";
@@ -564,7 +581,8 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
   if (data.transform() != "causal") {
     // Other transforms feed train_step and eval named inputs (the contract's
     // expectedTransformInput); forward is the model alone, for causal sampling.
-    if (program.name() == "forward" || program.name() == "prefill" || program.name() == "decode")
+    if (lmrt::contract::isForwardProgram(program.name()) || program.name() == "prefill" ||
+        program.name() == "decode")
       return success();
     for (BlockArgument arg : func.getArguments()) {
       auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lm.input");
@@ -584,6 +602,9 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
   }
   // prefill and decode read tokens and the offset (the contract's checkInference).
   if (program.name() == "prefill" || program.name() == "decode")
+    return success();
+  // A model reading more than the tokens (a mask) is not sampled from.
+  if (lmrt::contract::isForwardProgram(program.name()) && program.inputs_size() != 1)
     return success();
   if (program.inputs_size() != 1)
     return func.emitError("plan contract: with lm.data, @") << func.getSymName()
@@ -641,10 +662,15 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
     report = &ignored;
   FailureOr<func::FuncOp> trainStep = findFunc(module, "lm.train_step");
   FailureOr<func::FuncOp> objective = findFunc(module, "lm.objective", "lm.train_step");
-  FailureOr<func::FuncOp> model = findFunc(module, "lm.model");
+  // Every model is a forward program: "forward" when there is one,
+  // "forward:<model>" for each of several (docs/plan-format.md).
+  SmallVector<func::FuncOp> models;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr("lm.model"))
+      models.push_back(func);
   FailureOr<func::FuncOp> prefill = findFunc(module, "lm.prefill");
   FailureOr<func::FuncOp> decode = findFunc(module, "lm.decode");
-  if (failed(trainStep) || failed(objective) || failed(model) || failed(prefill) || failed(decode))
+  if (failed(trainStep) || failed(objective) || failed(prefill) || failed(decode))
     return failure();
   if (!*prefill != !*decode)
     return module.emitError("plan contract: a module with an lm.prefill function needs an lm.decode function "
@@ -660,8 +686,14 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
   plan::Plan result;
   result.set_source(options.sourcePath);
   result.set_objective(objective->getSymName().str());
-  if (*model)
-    result.set_model(model->getSymName().str());
+  std::vector<std::string> programNames;
+  for (func::FuncOp m : models) {
+    programNames.push_back(models.size() == 1 ? std::string("forward") : "forward:" + m.getSymName().str());
+    result.set_model(result.model() + (result.model().empty() ? "" : ",") + m.getSymName().str());
+  }
+  if (*prefill && models.size() > 1)
+    return prefill->emitError("plan contract: decode programs need a plan with one model, this one has ")
+           << models.size(), failure();
   result.set_compiler_version(kCompilerVersion.str());
   if (failed(readModuleConfig(module, result)))
     return failure();
@@ -675,8 +707,8 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
   };
   // The train step first: it declares the parameters the others are checked against.
   SmallVector<Job> jobs = {{*trainStep, ProgramKind::TrainStep, "train_step"}, {*objective, ProgramKind::Eval, "eval"}};
-  if (*model)
-    jobs.push_back({*model, ProgramKind::Forward, "forward"});
+  for (auto [m, name] : llvm::zip(models, programNames))
+    jobs.push_back({m, ProgramKind::Forward, name});
   // Prefill before decode: it declares the states decode is checked against.
   if (*prefill) {
     jobs.push_back({*prefill, ProgramKind::Prefill, "prefill"});

@@ -261,13 +261,13 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     std::string scope = *scopeOr;
     auto pt = tensorType({d0.back()}, floatType);
     FailureOr<Value> gamma = createParam(env, scope + ".gamma", pt, initAttr("ones", {}),
-                                         call.loc, flags->frozen, reuse);
+                                         call.loc, flags->frozen, reuse, flags->shared);
     if (failed(gamma))
       return failure();
     // Without a bias, beta is a constant 0 (no parameter): the kernel is the same.
     FailureOr<Value> beta =
         bias ? createParam(env, scope + ".beta", pt, initAttr("zeros", {}), call.loc,
-                           flags->frozen, reuse)
+                           flags->frozen, reuse, flags->shared)
              : FailureOr<Value>(Value(builder.create<ConstantOp>(
                    l, TypeRange{pt}, ValueRange{},
                    ArrayRef<NamedAttribute>{builder.getNamedAttr(
@@ -573,6 +573,7 @@ FailureOr<LMValue> MLIRGen::emitRepeat(const ast::Expr &call, Env &env) {
     // <scope>.*, declared by the first copy and reused by the others.
     callee.scope = flags->shared ? *scope : *scope + "." + std::to_string(i);
     callee.reuseParams = env.reuseParams || reuse || (flags->shared && i > 0);
+    callee.shareExisting = env.shareExisting || flags->shared;
     callee.frozen = env.frozen || flags->frozen;
     callee.unnamedRepeat = proto.unnamedRepeat;
     std::vector<LMValue> args{*x};

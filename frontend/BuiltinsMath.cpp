@@ -374,7 +374,7 @@ FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<co
     if (failed(scope))
       return failure();
     FailureOr<Value> gamma = createParam(env, *scope + ".gamma", tensorType({dims.back()}, floatType),
-                                         initAttr("ones", {}), call.loc, flags->frozen, reuse);
+                                         initAttr("ones", {}), call.loc, flags->frozen, reuse, flags->shared);
     if (failed(gamma))
       return failure();
     return LMValue::ofTensor(builder.create<RmsNormOp>(l, *x, *gamma, builder.getF64FloatAttr(eps)));

@@ -6,7 +6,10 @@
 // against the config constants, and one entry per parameter, resolved from the
 // rules. Checked here, where the source is at hand: every parameter is mapped by
 // exactly one rule, every rule maps some parameter, no foreign name is produced
-// twice, and only 2-D parameters are transposed.
+// twice, and only 2-D parameters are transposed. Several sections of one format
+// (ELECTRA's generator and discriminator, two model classes) each map the
+// parameters their rules match, at most one rule each; together they map every
+// parameter, and their model classes differ.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/MLIRGen.h"
@@ -14,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace mlir::lm {
 
@@ -37,16 +41,22 @@ FailureOr<ArrayAttr> MLIRGen::exportsAttr() {
                                              fn.getArgument(i).getLoc()});
 
   SmallVector<Attribute> out;
-  std::map<std::string, Loc> formats;
+  std::map<std::string, int> sections;                   // format -> how many
+  std::map<std::pair<std::string, std::string>, Loc> classes; // (format, class) -> where
+  std::map<std::string, std::set<std::string>> mappedBy;   // format -> parameters some section maps
+  for (const Export &e : ast.exports)
+    ++sections[e.format];
   for (const Export &e : ast.exports) {
+    const bool several = sections[e.format] > 1;
     if (e.format != "hf")
       return error(e.formatLoc) << "unknown export format '" << e.format
                                 << "' (lmc knows hf: Hugging Face transformers)";
-    if (auto [it, inserted] = formats.emplace(e.format, e.loc); !inserted)
-      return error(e.loc) << "a second 'export " << e.format << "' section (the first is at "
-                          << at(it->second) << ")";
     if (e.architecture.empty())
       return error(e.loc) << "the model class after 'export " << e.format << "' is empty";
+    if (auto [it, inserted] = classes.emplace(std::pair(e.format, e.architecture), e.loc); !inserted)
+      return error(e.loc) << "a second 'export " << e.format << " \"" << e.architecture
+                          << "\"' section (the first is at " << at(it->second)
+                          << "); the sections of a format map different model classes";
 
     // config: numbers, booleans and strings, evaluated against the config constants.
     SmallVector<NamedAttribute> config;
@@ -141,6 +151,7 @@ FailureOr<ArrayAttr> MLIRGen::exportsAttr() {
         unmapped.push_back({name, info.loc});
         continue;
       }
+      mappedBy[e.format].insert(name);
       ++match->uses;
       if (match->src->transpose && info.type.getRank() != 2)
         return error(match->src->loc) << "'transpose' needs a 2-D parameter, but '" << name << "' is rank "
@@ -163,7 +174,7 @@ FailureOr<ArrayAttr> MLIRGen::exportsAttr() {
            builder.getNamedAttr("transpose", builder.getBoolAttr(match->src->transpose)),
            builder.getNamedAttr("tied", builder.getArrayAttr(tied))}));
     }
-    if (!unmapped.empty()) {
+    if (!unmapped.empty() && !several) {
       // All of them at once: a new model file usually misses several.
       InFlightDiagnostic d = error(e.loc);
       d << "'export " << e.format << "' maps no name for " << unmapped.size() << " parameter"
@@ -190,6 +201,26 @@ FailureOr<ArrayAttr> MLIRGen::exportsAttr() {
          builder.getNamedAttr("config", builder.getDictionaryAttr(config)),
          builder.getNamedAttr("entries", builder.getArrayAttr(entries)),
          builder.getNamedAttr("loc", builder.getStringAttr(where))}));
+  }
+  // Several sections of a format: together they map every parameter.
+  for (const Export &e : ast.exports) {
+    if (sections[e.format] < 2)
+      continue;
+    std::vector<std::pair<std::string, Location>> unmapped;
+    for (const auto &[name, info] : params)
+      if (!mappedBy[e.format].count(name))
+        unmapped.push_back({name, info.loc});
+    if (unmapped.empty())
+      continue;
+    InFlightDiagnostic d = error(e.loc);
+    d << "no 'export " << e.format << "' section maps " << unmapped.size() << " parameter"
+      << (unmapped.size() > 1 ? "s" : "") << ": ";
+    for (size_t i = 0; i < unmapped.size() && i < 8; ++i)
+      d << (i ? ", '" : "'") << unmapped[i].first << "'";
+    if (unmapped.size() > 8)
+      d << ", ...";
+    d.attachNote(unmapped[0].second) << "parameter '" << unmapped[0].first << "' is declared here";
+    return failure();
   }
   return builder.getArrayAttr(out);
 }

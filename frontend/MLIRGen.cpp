@@ -249,17 +249,19 @@ BlockArgument MLIRGen::addInput(FuncState &state, RankedTensorType type, const s
   return arg;
 }
 
-void MLIRGen::finishFunction(FuncState &state, Value result) {
+void MLIRGen::finishFunction(FuncState &state, ArrayRef<Value> returned, ArrayRef<std::string> outputNames) {
   builder.setInsertionPointToEnd(state.entry);
-  SmallVector<Value> results{result};
+  SmallVector<Value> results(returned.begin(), returned.end());
   for (const FuncState::Metric &m : state.metrics)
     results.push_back(m.value);
-  builder.create<func::ReturnOp>(result.getLoc(), results);
+  builder.create<func::ReturnOp>(returned.front().getLoc(), results);
   state.op.setFunctionType(
       builder.getFunctionType(state.entry->getArgumentTypes(), ValueRange(results).getTypes()));
   state.op.setAllArgAttrs(state.argAttrs);
   for (auto [i, m] : llvm::enumerate(state.metrics))
-    state.op.setResultAttr(i + 1, "lm.metric", builder.getStringAttr(m.name));
+    state.op.setResultAttr(returned.size() + i, "lm.metric", builder.getStringAttr(m.name));
+  for (auto [i, name] : llvm::enumerate(outputNames))
+    state.op.setResultAttr(i, "lm.output", builder.getStringAttr(name));
   cur = nullptr;
 }
 
@@ -297,7 +299,7 @@ LogicalResult MLIRGen::emitObjective(const Function &fn) {
       loss.type().getRank() != 0)
     return error(fn.closeLoc) << "'loss' of objective '" << fn.name
                               << "' must be a float scalar tensor, got " << describe(loss);
-  finishFunction(state, loss.tensor);
+  finishFunction(state, {loss.tensor});
   return success();
 }
 
@@ -350,11 +352,65 @@ LogicalResult MLIRGen::emitModel(const Function &fn, const ModelSpec *spec) {
       inlineFunction(fn, std::move(args), argLocs, spec ? spec->callLoc : fn.loc, std::move(callee));
   if (failed(result))
     return failure();
-  if (!result->isTensor())
-    return error(fn.closeLoc) << "model '" << fn.name << "' must return a tensor, got "
-                              << describe(*result);
-  finishFunction(state, result->tensor);
+  if (result->isTensor()) {
+    finishFunction(state, {result->tensor});
+    boundEmbeddingInputs(state.op);
+    return success();
+  }
+  // Several results (`return mlm_logits, nsp_logits`): the plan's forward
+  // program outputs each under the name it is returned as.
+  const Stmt *ret = nullptr;
+  for (const Stmt &s : fn.body)
+    if (s.kind == Stmt::Kind::Return)
+      ret = &s;
+  ast::Loc retLoc = ret ? ret->loc : fn.closeLoc;
+  if (result->kind != LMValue::Kind::List || !ret || ret->value->kind != ast::Expr::Kind::Tuple)
+    return error(retLoc) << "model '" << fn.name << "' must return a tensor or several named tensors "
+                         << "(return a, b), got " << describe(*result);
+  SmallVector<Value> outs;
+  std::vector<std::string> names;
+  std::map<std::string, ast::Loc> seen;
+  for (size_t i = 0; i < result->items.size(); ++i) {
+    const ast::Expr &item = *ret->value->args[i];
+    if (item.kind != ast::Expr::Kind::Name)
+      return error(item.loc) << "model '" << fn.name << "' returns several values, so each is named by the "
+                             << "identifier it is returned as (its output in the plan); assign '"
+                             << ast::toString(item) << "' to a name and return that";
+    const LMValue &v = result->items[i];
+    if (!v.isTensor() || !isa<FloatType>(v.type().getElementType()))
+      return error(item.loc) << "output '" << item.name << "' of model '" << fn.name
+                             << "' must be a float tensor, got " << describe(v);
+    auto [it, fresh] = seen.emplace(item.name, item.loc);
+    if (!fresh)
+      return error(item.loc) << "model '" << fn.name << "' returns '" << item.name << "' twice (first at "
+                             << at(it->second) << "); its outputs need distinct names";
+    outs.push_back(v.tensor);
+    names.push_back(item.name);
+  }
+  finishFunction(state, outs, names);
+  boundEmbeddingInputs(state.op);
   return success();
+}
+
+void MLIRGen::boundEmbeddingInputs(func::FuncOp func) {
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!func.getArgAttr(arg.getArgNumber(), "lm.input") || !type || !type.getElementType().isInteger(32) ||
+        arg.use_empty())
+      continue;
+    int64_t bound = 0;
+    for (OpOperand &use : arg.getUses()) {
+      auto embed = dyn_cast<EmbeddingOp>(use.getOwner());
+      if (!embed || use.get() != embed.getIds()) {
+        bound = 0;
+        break;
+      }
+      int64_t rows = cast<RankedTensorType>(embed.getTable().getType()).getDimSize(0);
+      bound = bound == 0 ? rows : std::min(bound, rows);
+    }
+    if (bound > 0)
+      func.setArgAttr(arg.getArgNumber(), "lm.vocab", builder.getI64IntegerAttr(bound));
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -459,6 +515,7 @@ FailureOr<LMValue> MLIRGen::emitUserCall(const Function &fn, const ast::Expr &ca
       return failure();
     callee.scope = *scope;
     callee.reuseParams = env.reuseParams || reuse;
+    callee.shareExisting = env.shareExisting || flags->shared;
     callee.frozen = env.frozen || flags->frozen;
     if (env.unnamedRepeat)
       callee.unnamedRepeat = env.unnamedRepeat;
@@ -713,8 +770,9 @@ LogicalResult MLIRGen::emitParamStmt(const Stmt &stmt, Env &env) {
 
 FailureOr<Value> MLIRGen::createParam(Env &env, const std::string &fullName,
                                       RankedTensorType type, DictionaryAttr init, ast::Loc l,
-                                      bool frozen, bool reuse) {
+                                      bool frozen, bool reuse, bool share) {
   frozen |= env.frozen;
+  share |= env.shareExisting;
   if (env.unnamedRepeat) {
     const Env::UnnamedRepeat &u = *env.unnamedRepeat;
     return error(u.call) << "'" << u.callee << "' is called a second time in this scope (first at "
@@ -723,7 +781,9 @@ FailureOr<Value> MLIRGen::createParam(Env &env, const std::string &fullName,
                          << "(..., name = \"...\")";
   }
   auto it = cur->params.find(fullName);
-  if (env.reuseParams || reuse) {
+  // A shared call meeting a parameter another model declared under this path
+  // (both models inlined into one objective) takes it, checked alike.
+  if (env.reuseParams || reuse || (share && it != cur->params.end())) {
     // A model called again, or a shared call: the same parameter, declared
     // alike (shape and frozenness) on every use.
     if (it == cur->params.end() || it->second.arg.getType() != type)
@@ -743,7 +803,8 @@ FailureOr<Value> MLIRGen::createParam(Env &env, const std::string &fullName,
   }
   if (it != cur->params.end())
     return error(l) << "duplicate parameter name '" << fullName << "' (first declared at "
-                    << at(it->second.loc) << ")";
+                    << at(it->second.loc) << "); two models share parameters through a call with "
+                    << "shared = true";
   BlockArgument arg = cur->entry->addArgument(type, loc(l));
   cur->params[fullName] = {arg, l, frozen};
   SmallVector<NamedAttribute> attrs{builder.getNamedAttr("lm.param", builder.getStringAttr(fullName)),

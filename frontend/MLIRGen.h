@@ -60,6 +60,10 @@ struct Env {
   /// Set while inlining a model a second time into the same function: its
   /// parameters are looked up instead of declared (a model owns its weights).
   bool reuseParams = false;
+  /// Set inside a call written with `shared = true`: a parameter whose path
+  /// another model of this function declared already is that parameter
+  /// (ELECTRA's generator and discriminator share the embeddings).
+  bool shareExisting = false;
   /// Set inside a call written with `frozen = true`: every parameter declared
   /// here (and in the calls it makes) is frozen (`lm.frozen`).
   bool frozen = false;
@@ -181,7 +185,12 @@ public:
 
 private:
   void beginFunction(FuncState &state, const ast::Function &fn);
-  void finishFunction(FuncState &state, Value result);
+  /// Returns `results` (then the metrics); `outputNames`, when given, become
+  /// the results' `lm.output` names (a model returning several values).
+  void finishFunction(FuncState &state, ArrayRef<Value> results, ArrayRef<std::string> outputNames = {});
+  /// The i32 inputs of a model function read only as embedding ids get the
+  /// smallest table's rows as their bound (lm.vocab): `segments` of BERT is 2.
+  void boundEmbeddingInputs(func::FuncOp func);
   BlockArgument addInput(FuncState &state, RankedTensorType type, const std::string &name,
                          ast::Loc l);
 
@@ -210,10 +219,12 @@ private:
 public:
   /// Creates (or, for a model called again or a shared call, finds) parameter
   /// `fullName`; frozen when `frozen` or env.frozen. `reuse` looks it up
-  /// like env.reuseParams.
+  /// like env.reuseParams. `share` (or env.shareExisting): a parameter that
+  /// another model already declared in this function under the same path is
+  /// that parameter (`shared = true` across models, docs/language.md §5).
   FailureOr<Value> createParam(Env &env, const std::string &fullName, RankedTensorType type,
                                DictionaryAttr init, ast::Loc l, bool frozen = false,
-                               bool reuse = false);
+                               bool reuse = false, bool share = false);
   /// The parameter scope a call opens in `env`: `<env.scope>.<name>` with the
   /// call's `name = "..."`, else the callee's name `dflt`. A name opened twice
   /// in one scope is an error (parameter paths never depend on call order),

@@ -336,7 +336,12 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
     if (failed(v))
       return failure();
     double x;
-    if (p->isBool && v->kind == LMValue::Kind::Bool)
+    if (p->choices) {
+      int index = v->kind == LMValue::Kind::String ? data::choiceIndex(*p, v->str) : -1;
+      if (index < 0)
+        return error(kw.value->loc) << kw.name << " must be one of " << data::choiceList(*p);
+      x = index;
+    } else if (p->isBool && v->kind == LMValue::Kind::Bool)
       x = v->boolValue ? 1.0 : 0.0;
     else if (!p->isBool && v->isNumber())
       x = v->asDouble();
@@ -359,6 +364,12 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
     return error(e.loc) << e.name << ": nsp = true and sop = true cannot be combined (a row is one "
                         << "kind of sentence pair)";
   bool pairs = nsp || sop;
+  // Token spans are at most max_span tokens, all of which need a row of the
+  // position table that span_pos indexes.
+  if (params.count("unit") && params["unit"] == 1 && params["max_span"] > params["max_span_tokens"])
+    return error(e.loc) << e.name << ": with unit = \"token\", max_span (" << (int64_t)params["max_span"]
+                        << ") must be <= max_span_tokens (" << (int64_t)params["max_span_tokens"]
+                        << ", the rows of span_pos)";
 
   bool hasVocab = false;
   LMValue vocabValue = lookupConfig("vocab", hasVocab);

@@ -140,7 +140,10 @@ class LM_BinaryOp<string mnemonic, string what, string scalar>
       # "adaptor.getRhs(), types)">.defs;
 }
 
-def LM_AddOp : LM_BinaryOp<"add", "addition", "$0 + $1">;
+def LM_AddOp : LM_BinaryOp<"add", "addition", "$0 + $1"> {
+  // Adjacent slice_grads add up to the slice_grad of their concatenation.
+  let hasCanonicalizer = 1;
+}
 def LM_SubOp : LM_BinaryOp<"sub", "subtraction", "$0 - $1">;
 def LM_MulOp : LM_BinaryOp<"mul", "multiplication", "$0 * $1">;
 def LM_DivOp : LM_BinaryOp<"div", "division", "$0 / $1">;

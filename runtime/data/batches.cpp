@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/data/counter_rng.h"
+#include "runtime/data/transform_spec.h"
 #include "runtime/lmrt/tensor.h"
 
 namespace lmrt {
@@ -29,7 +30,35 @@ bool hasWord(const std::string &name, const std::string &word) {
   return false;
 }
 
+/* Every token a byte; pages are released as the scan goes (a split may be
+   larger than memory). */
+void checkBytes(const TokenSource &shard, const char *transform) {
+  uint64_t n = shard.size();
+  for (uint64_t i = 0; i < n; ++i) {
+    int64_t t = shard.token(i);
+    if (t < 0 || t >= data::kFirstSpecial)
+      fail("data '%s': token %lld at offset %llu is not a byte; the %s transform reads byte data "
+           "(ids >= %d are its special tokens)", shard.path().c_str(), (long long)t,
+           (unsigned long long)i, transform, data::kFirstSpecial);
+    if ((i & ((1u << 21) - 1)) == (1u << 21) - 1) shard.releasePages();
+  }
+  shard.releasePages();
+}
+
 }  // namespace
+
+void checkByteData(const std::string &dir, const TokenSource &train, const TokenSource &val,
+                   const char *transform) {
+  // Named by the tokenizer first: a SentencePiece shard's first large id would
+  // otherwise be reported as "not a byte".
+  if (std::optional<DatasetMeta> meta = readDatasetMeta(dir); meta && meta->tokenizer != "bytes")
+    fail("data '%s' was tokenized with %s (%s); the %s transform reads byte data (its special "
+         "tokens are ids %d.. after the 256 bytes): build the directory without --tokenizer",
+         meta->path.c_str(), meta->tokenizer.c_str(), meta->tokenizerModel.c_str(), transform,
+         data::kFirstSpecial);
+  checkBytes(train, transform);
+  checkBytes(val, transform);
+}
 
 std::vector<std::string> findSplitFiles(const std::string &dirIn, const std::string &split) {
   std::string dir = dirIn.empty() || dirIn.back() == '/' ? dirIn : dirIn + "/";

@@ -32,6 +32,12 @@ namespace lmrt {
 std::vector<std::string> findSplitFiles(const std::string &dir, const std::string &split);
 /* Throws unless `dir` is an existing directory. */
 void checkDataDir(const std::string &dir);
+/* The check of the masked-LM transforms (mlm, span_mlm), which read byte data:
+   throws, naming `transform`, unless DIR's meta.json (if any) records the byte
+   tokenizer and every token of `train` and `val` is a byte (below
+   data::kFirstSpecial: the ids above are the transforms' special tokens). */
+void checkByteData(const std::string &dir, const TokenSource &train, const TokenSource &val,
+                   const char *transform);
 
 class CausalBatcher {
 public:

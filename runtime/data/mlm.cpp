@@ -20,19 +20,6 @@ using namespace data;
    seq..2 seq-1 (replacement), so these sit above any position. */
 enum : uint64_t { kLength = ~0ull, kSplit = ~0ull - 1, kStartA = ~0ull - 2, kIsRandom = ~0ull - 3, kStartB = ~0ull - 4 };
 
-void checkBytes(const TokenSource &shard) {
-  uint64_t n = shard.size();
-  for (uint64_t i = 0; i < n; ++i) {
-    int64_t t = shard.token(i);
-    if (t < 0 || t >= kFirstSpecial)
-      fail("data '%s': token %lld at offset %llu is not a byte; the mlm transform reads byte data "
-           "(ids >= %d are its special tokens)", shard.path().c_str(), (long long)t,
-           (unsigned long long)i, kFirstSpecial);
-    if ((i & ((1u << 21) - 1)) == (1u << 21) - 1) shard.releasePages();
-  }
-  shard.releasePages();
-}
-
 /* The LMC shard behind an "LMC shard" file (its owner; see openLmcShard). */
 const Shard &lmcShard(const TokenFile &f) { return *static_cast<const Shard *>(f.owner.get()); }
 
@@ -92,8 +79,7 @@ MlmBatcher::MlmBatcher(const std::string &dirIn, int64_t rows, int64_t seq, cons
   if ((int64_t)train_->size() < content_)
     fail("data '%s' has %llu tokens, fewer than the %lld text tokens of one mlm row",
          train_->path().c_str(), (unsigned long long)train_->size(), (long long)content_);
-  checkBytes(*train_);
-  checkBytes(*val_);
+  checkByteData(dirIn, *train_, *val_, "mlm");
 }
 
 void MlmBatcher::checkValidation() const {

@@ -37,6 +37,16 @@ public:
     if (!st.ok()) throw std::runtime_error(path_ + ": cannot decode: " + st.ToString());
     return s;
   }
+  std::string piece(int32_t id) const override {
+    if (id < 0 || id >= sp_.GetPieceSize())
+      throw std::runtime_error("token " + std::to_string(id) + " is outside the vocabulary of " + path_ +
+                               " (" + std::to_string(sp_.GetPieceSize()) + ")");
+    if (sp_.IsControl(id) || sp_.IsUnknown(id)) return "";
+    std::string p = sp_.IdToPiece(id);
+    if (sp_.IsByte(id) && p.size() == 6)  // "<0xHH>"
+      return std::string(1, (char)std::stoi(p.substr(3, 2), nullptr, 16));
+    return p;
+  }
   std::vector<std::pair<std::string, int32_t>> specialTokens() const override {
     std::vector<std::pair<std::string, int32_t>> out;
     auto add = [&](const char *name, int id) {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "runtime/data/batches.h"
+#include "runtime/data/tokenizer.h"
 #include "runtime/data/transform_spec.h"
 #include "runtime/lmrt/tensor.h"
 
@@ -19,19 +20,6 @@ using namespace data;
 constexpr uint64_t kOffset = ~0ull;
 /* Random draws of a start before a length falls back to a scan. */
 constexpr int kStartTries = 64;
-
-void checkBytes(const TokenSource &shard) {
-  uint64_t n = shard.size();
-  for (uint64_t i = 0; i < n; ++i) {
-    int64_t t = shard.token(i);
-    if (t < 0 || t >= kFirstSpecial)
-      fail("data '%s': token %lld at offset %llu is not a byte; the span_mlm transform reads byte "
-           "data (ids >= %d are its special tokens)", shard.path().c_str(), (long long)t,
-           (unsigned long long)i, kFirstSpecial);
-    if ((i & ((1u << 21) - 1)) == (1u << 21) - 1) shard.releasePages();
-  }
-  shard.releasePages();
-}
 
 }  // namespace
 
@@ -85,6 +73,46 @@ std::vector<Span> sampleSpans(uint64_t seed, RngStream stream, uint64_t sample, 
   return spans;
 }
 
+std::vector<Span> sampleWordSpans(uint64_t seed, RngStream stream, uint64_t sample, int64_t n,
+                                  const std::vector<Word> &words, const SpanMlmOptions &o) {
+  std::vector<Span> spans;
+  const int64_t m = (int64_t)words.size();
+  if (m == 0) return spans;
+  std::vector<char> taken(n + 2, 0);  // as sampleSpans'
+  uint64_t k = 0;
+  auto draw = [&] { return counterRandom(seed, stream, sample, k++); };
+  auto fits = [&](int64_t s, int64_t len) {
+    for (int64_t t = s; t <= s + len + 1; ++t)
+      if (taken[t]) return false;
+    return true;
+  };
+  int64_t left = spanBudget(o.maskProb, n);
+  // Sets start and len to the span of up to `want` words from word j: as many
+  // of them as the row has and the position table holds, cut to the budget;
+  // leaves them if word j alone exceeds the table or the span would touch
+  // another.
+  int64_t start = -1, len = 0;
+  auto tryAt = [&](int64_t j, int64_t want) {
+    int64_t c = std::min(want, m - j);
+    while (c > 0 && words[j + c - 1].end - words[j].start > o.maxSpanTokens) --c;
+    if (c == 0) return;
+    int64_t l = std::min(words[j + c - 1].end - words[j].start, left);
+    if (fits(words[j].start, l)) start = words[j].start, len = l;
+  };
+  while (left > 0) {
+    const int64_t drawn = spanLength(draw(), o.geometricP, o.maxSpan);
+    start = -1;
+    for (int a = 0; a < kStartTries && start < 0; ++a) tryAt((int64_t)uniformBelow(draw(), (uint64_t)m), drawn);
+    for (int64_t want = drawn; start < 0 && want > 0; --want)  // crowded: the first free word, else fewer
+      for (int64_t j = 0; j < m && start < 0; ++j) tryAt(j, want);
+    if (start < 0) break;  // no word has two free neighbours left
+    std::fill(taken.begin() + start + 1, taken.begin() + start + 1 + len, 1);
+    spans.push_back({start, len, drawn});
+    left -= len;
+  }
+  return spans;
+}
+
 SpanMlmBatcher::SpanMlmBatcher(const std::string &dir, int64_t rows, int64_t seq,
                                const SpanMlmOptions &options, uint64_t seed)
     : rows_(rows), seq_(seq), content_(seq - 2), options_(options), seed_(seed) {
@@ -97,14 +125,17 @@ SpanMlmBatcher::SpanMlmBatcher(const std::string &dir, int64_t rows, int64_t seq
   if (!(options.geometricP > 0 && options.geometricP <= 1) || options.maxSpan < 1)
     fail("span_mlm needs 0 < geometric_p <= 1 and max_span >= 1 (got %g, %lld)", options.geometricP,
          (long long)options.maxSpan);
+  if (options.maxSpanTokens < 1 || (options.unit == SpanUnit::Token && options.maxSpan > options.maxSpanTokens))
+    fail("span_mlm needs max_span_tokens >= 1, and max_span <= max_span_tokens with unit \"token\" (got "
+         "%lld, %lld)", (long long)options.maxSpanTokens, (long long)options.maxSpan);
   checkDataDir(dir);
   train_ = TokenSource::open(findSplitFiles(dir, "train"));
   val_ = TokenSource::open(findSplitFiles(dir, "val"));
   if ((int64_t)train_->size() < content_)
     fail("data '%s' has %llu tokens, fewer than the %lld text tokens of one span_mlm row",
          train_->path().c_str(), (unsigned long long)train_->size(), (long long)content_);
-  checkBytes(*train_);
-  checkBytes(*val_);
+  checkByteData(dir, *train_, *val_, "span_mlm");
+  if (options.unit == SpanUnit::Word) classes_ = tokenClasses(*byteTokenizer());
 }
 
 void SpanMlmBatcher::checkValidation() const {
@@ -154,7 +185,16 @@ void SpanMlmBatcher::fillRow(const TokenSource &shard, bool validation, uint64_t
     pos[i] = 0;
   }
 
-  std::vector<Span> spans = sampleSpans(seed_, layout, sample, content_, options_);
+  std::vector<Span> spans;
+  if (options_.unit == SpanUnit::Word) {
+    // The ids just outside the row tell whether its first and last words are whole.
+    const int64_t before = start > 0 ? shard.token(start - 1) : -1;
+    const int64_t after = start + (uint64_t)content_ < shard.size() ? shard.token(start + content_) : -1;
+    spans = sampleWordSpans(seed_, layout, sample, content_,
+                            findWords(ids + 1, content_, before, after, classes_), options_);
+  } else {
+    spans = sampleSpans(seed_, layout, sample, content_, options_);
+  }
   for (size_t j = 0; j < spans.size(); ++j) {
     // Row positions [s, e] of the span (text position t is row position t + 1).
     const int64_t s = spans[j].start + 1, e = s + spans[j].length - 1;

@@ -39,6 +39,7 @@ public:
     }
     return s;
   }
+  std::string piece(int32_t id) const override { return decode({id}); }
   std::vector<std::pair<std::string, int32_t>> specialTokens() const override { return {}; }
 };
 

@@ -34,6 +34,10 @@ public:
   virtual std::vector<int32_t> encode(const std::string &text) const = 0;
   /* Text of the ids; control tokens (bos, eos, ...) decode to nothing. */
   virtual std::string decode(const std::vector<int32_t> &ids) const = 0;
+  /* The text of one id as the tokenizer spells it: a byte; a SentencePiece
+     piece with its U+2581 for a space, a byte piece as its byte, "" for control
+     and unknown tokens. Throws for an id outside the vocabulary. */
+  virtual std::string piece(int32_t id) const = 0;
   /* (name, id) of every special token the tokenizer has, unk included, by id. */
   virtual std::vector<std::pair<std::string, int32_t>> specialTokens() const = 0;
   /* The id of special token `name`, or -1. */

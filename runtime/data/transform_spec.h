@@ -45,7 +45,41 @@ struct TransformParam {
   bool isBool;        // 0 or 1 (the language's false / true)
   const char *what;
   bool isInt = false;  // a whole number
+  // A choice among names ("word|token"): written as a string in the language,
+  // stored in the plan as its index (params are numbers), default index first.
+  const char *choices = nullptr;
 };
+
+/* The names of a choice parameter, in index order. */
+inline std::vector<std::string> choiceNames(const TransformParam &p) {
+  std::vector<std::string> out;
+  if (!p.choices) return out;
+  std::string all = p.choices;
+  for (size_t at = 0;;) {
+    size_t bar = all.find('|', at);
+    out.push_back(all.substr(at, bar - at));
+    if (bar == std::string::npos) return out;
+    at = bar + 1;
+  }
+}
+
+/* The index of `name` among a choice's names, or -1. */
+inline int choiceIndex(const TransformParam &p, const std::string &name) {
+  std::vector<std::string> names = choiceNames(p);
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return (int)i;
+  return -1;
+}
+
+/* "\"word\" (0) or \"token\" (1)": a choice's values, for messages. */
+inline std::string choiceList(const TransformParam &p) {
+  std::vector<std::string> names = choiceNames(p);
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i)
+    s += std::string(i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + "\"" + names[i] + "\" (" +
+         std::to_string(i) + ")";
+  return s;
+}
 
 struct TransformSpec {
   const char *name;
@@ -93,12 +127,18 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"span_right", false, false, Bound::Rows, false, false,
             "row b * seq + e + 1 of a masked token's span [s, e] (the token after it); b * seq + i elsewhere"},
            {"span_pos", false, false, Bound::Param, false, false,
-            "i - s, a masked token's offset in its span (0 elsewhere)", "max_span"},
+            "i - s, a masked token's offset in its span, in tokens (0 elsewhere)", "max_span_tokens"},
        },
        {
            {"mask_prob", 0.15, 0.0, 0.5, false, "fraction of the text tokens masked (the budget: ceil of it)"},
            {"geometric_p", 0.2, 0.01, 1.0, false, "span lengths ~ Geometric(geometric_p) truncated to [1, max_span]"},
-           {"max_span", 10, 1, 512, false, "the longest span (bounds span_pos)", true},
+           {"max_span", 10, 1, 512, false, "the longest span, in units (words or tokens)", true},
+           {"unit", 0, 0, 1, false,
+            "what a span's length counts: \"word\" (whole words, as the paper) or \"token\"", true,
+            "word|token"},
+           {"max_span_tokens", 15, 1, 512, false,
+            "the most tokens a span has (bounds span_pos: the SBO's position table); longer word spans "
+            "keep fewer words", true},
        }},
   };
   return specs;

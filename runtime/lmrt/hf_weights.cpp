@@ -199,9 +199,23 @@ std::string jsonDouble(double v) {
 }
 
 const plan::WeightExport &weightExport(const plan::Plan &plan, const std::string &format,
-                                       const std::string &planPath) {
+                                       const std::string &planPath, const std::string &section) {
+  std::vector<const plan::WeightExport *> maps;
+  std::string list;
   for (const plan::WeightExport &w : plan.weight_exports())
-    if (w.format() == format) return w;
+    if (w.format() == format) {
+      maps.push_back(&w);
+      list += (list.empty() ? "" : ", ") + w.architecture();
+    }
+  if (maps.size() == 1 && (section.empty() || section == maps[0]->architecture())) return *maps[0];
+  if (maps.size() > 1 && section.empty())
+    fail("plan '%s' has several '%s' name maps (%s): pick one with --section", planPath.c_str(), format.c_str(),
+         list.c_str());
+  for (const plan::WeightExport *w : maps)
+    if (w->architecture() == section) return *w;
+  if (!maps.empty())
+    fail("--section '%s': plan '%s' has no '%s' name map for that model class (it has %s)", section.c_str(),
+         planPath.c_str(), format.c_str(), list.c_str());
   fail("plan '%s' (from %s) has no '%s' name map: add an `export %s \"ModelClass\" { ... }` section to "
        "the model file and recompile (docs/language.md, \"Export\")",
        planPath.c_str(), plan.source().empty() ? "an unknown source" : plan.source().c_str(), format.c_str(),
@@ -209,7 +223,7 @@ const plan::WeightExport &weightExport(const plan::Plan &plan, const std::string
 }
 
 void exportHf(const plan::Plan &plan, const HfExportOptions &o) {
-  const plan::WeightExport &w = weightExport(plan, "hf", o.planPath);
+  const plan::WeightExport &w = weightExport(plan, "hf", o.planPath, o.section);
   std::string modelPath = joinPath(o.outDir, kModelFile), configPath = joinPath(o.outDir, kConfigFile);
   refuseOverlappingPaths({{"--out", modelPath}, {"--out", configPath}},
                          {{"the plan", o.planPath}, {"the weights", o.weightsPath}});
@@ -254,7 +268,16 @@ void exportHf(const plan::Plan &plan, const HfExportOptions &o) {
 }
 
 void importHf(const plan::Plan &plan, const HfImportOptions &o) {
-  const plan::WeightExport &w = weightExport(plan, "hf", o.planPath);
+  const plan::WeightExport &w = weightExport(plan, "hf", o.planPath, o.section);
+  // A map of some of the parameters (one model class of several) takes the
+  // others from --base: the output holds every parameter of the plan.
+  std::set<std::string> inMap;
+  for (const plan::WeightMapEntry &e : w.entries()) inMap.insert(e.param());
+  const bool partial = (int)inMap.size() < plan.params_size();
+  if (partial && o.basePath.empty())
+    fail("the hf name map '%s' of plan '%s' maps %zu of its %d parameters: give the others with --base "
+         "WEIGHTS (plan weights, e.g. `lmrt run --out`)", w.architecture().c_str(), o.planPath.c_str(),
+         inMap.size(), plan.params_size());
   std::string modelPath = joinPath(o.dir, kModelFile), configPath = joinPath(o.dir, kConfigFile);
   struct stat st;
   if (::stat(o.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -269,8 +292,10 @@ void importHf(const plan::Plan &plan, const HfImportOptions &o) {
     fail("'%s' has no %s", o.dir.c_str(), kModelFile);
   }
   if (!exists(configPath)) fail("'%s' has no %s", o.dir.c_str(), kConfigFile);
-  refuseOverlappingPaths({{"--out", o.outPath}},
-                         {{"the plan", o.planPath}, {"the model", modelPath}, {"the config", configPath}});
+  refuseOverlappingPaths({{"--out", o.outPath}}, {{"the plan", o.planPath},
+                                                  {"the model", modelPath},
+                                                  {"the config", configPath},
+                                                  {"--base", o.basePath.empty() ? o.planPath : o.basePath}});
   if (exists(o.outPath) && !o.overwrite)
     fail("--out '%s' exists; pass --overwrite to replace it", o.outPath.c_str());
   checkOutputFile({"--out", o.outPath});
@@ -339,6 +364,23 @@ void importHf(const plan::Plan &plan, const HfImportOptions &o) {
              name.c_str(), all[0].c_str());
     }
     values[e.param()] = std::move(first);
+  }
+  SafetensorsFile base;
+  if (partial) {
+    base = readSafetensors(o.basePath);
+    for (const plan::Param &p : plan.params()) {
+      if (inMap.count(p.name())) continue;
+      TensorType type = toTensorType(p.type());
+      auto it = base.tensors.find(p.name());
+      if (it == base.tensors.end())
+        fail("--base '%s': no tensor for parameter '%s' %s (which map '%s' leaves out)", o.basePath.c_str(),
+             p.name().c_str(), type.str().c_str(), w.architecture().c_str());
+      if (it->second.type.shape != type.shape || it->second.type.dtype == DType::I32)
+        fail("--base '%s': tensor '%s' is %s, the plan's parameter is %s", o.basePath.c_str(), p.name().c_str(),
+             it->second.type.str().c_str(), type.str().c_str());
+      refuseNonFinite("--base '" + o.basePath + "'", p.name(), it->second);
+      values[p.name()] = convert(it->second, dtype, false);
+    }
   }
   // In plan order with plan names and no metadata: what `lmrt run --out` writes.
   std::vector<std::pair<std::string, TensorRef>> refs;

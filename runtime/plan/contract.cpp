@@ -124,6 +124,8 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
     for (const data::TransformParam &q : spec->params)
       if (name == q.name) p = &q;
     if (!p) return Violation{"params", quoted(name), "is not a parameter of transform " + quoted(spec->name)};
+    if (p->choices && (value != std::floor(value) || value < 0 || value >= (double)data::choiceNames(*p).size()))
+      return Violation{"params." + name, fmtNum(value), "must be " + data::choiceList(*p)};
     if (!(value >= p->lo && value <= p->hi) || (p->isBool && value != 0 && value != 1))
       return Violation{"params." + name, fmtNum(value),
                        p->isBool ? "must be 0 or 1" : "must be in [" + fmtNum(p->lo) + ", " + fmtNum(p->hi) + "]"};
@@ -137,6 +139,11 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
                            " (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])"};
     if (transformParam(d, "nsp") != 0 && transformParam(d, "sop") != 0)
       return Violation{"params.sop", "1", "cannot be combined with nsp = 1 (a row is one kind of pair)"};
+    if (d.transform() == "span_mlm" && transformParam(d, "unit") == 1 &&
+        transformParam(d, "max_span") > transformParam(d, "max_span_tokens"))
+      return Violation{"params.max_span", fmtNum(transformParam(d, "max_span")),
+                       "must be <= max_span_tokens (" + fmtNum(transformParam(d, "max_span_tokens")) +
+                           ") with unit = \"token\" (1): span_pos indexes max_span_tokens rows"};
     if (d.seq() < (transformParam(d, "nsp") != 0 || transformParam(d, "sop") != 0 ? 5 : 3))
       return Violation{"seq", std::to_string(d.seq()),
                        "is too short for " + d.transform() + " (at least [CLS] a [SEP], and b [SEP] with nsp or sop)"};
@@ -196,10 +203,14 @@ std::optional<InitViolation> checkInit(const plan::Init &init) {
   }
 }
 
+bool isForwardProgram(const std::string &program) {
+  return program == "forward" || (program.rfind("forward:", 0) == 0 && program.size() > 8);
+}
+
 std::string expectedTokenInput(const std::string &program, const plan::TensorType &t, const plan::DataConfig &d) {
   // train_step and eval read one window of seq + 1 ids per row (inputs and
   // next-token targets); forward (sampling) reads the ids themselves.
-  bool forward = program == "forward";
+  bool forward = isForwardProgram(program);
   bool ok = t.dtype() == plan::I32 && t.shape_size() == 2 && t.shape(0) == d.batch() &&
             (forward ? t.shape(1) >= 1 && t.shape(1) <= d.seq() : t.shape(1) == d.seq() + 1);
   if (ok) return "";
@@ -235,14 +246,19 @@ public:
     checkDeclaredInputs("plan", plan_.inputs());
     std::set<std::string> seen;
     for (const plan::Program &prog : plan_.programs()) {
-      if (prog.name() != "train_step" && prog.name() != "eval" && prog.name() != "forward" &&
+      if (prog.name() != "train_step" && prog.name() != "eval" && !isForwardProgram(prog.name()) &&
           !isInference(prog.name()))
-        error("unknown program '" + prog.name() + "' (expected train_step, eval, forward, prefill or decode)");
+        error("unknown program '" + prog.name() +
+              "' (expected train_step, eval, forward, forward:<model>, prefill or decode)");
       if (!seen.insert(prog.name()).second) error("program '" + prog.name() + "' appears twice");
       checkProgram(prog);
     }
     for (const char *required : {"train_step", "eval"})
       if (!seen.count(required)) error(std::string("has no '") + required + "' program");
+    if (seen.count("forward"))
+      for (const std::string &name : seen)
+        if (name != "forward" && isForwardProgram(name))
+          error("has both 'forward' and '" + name + "' (one model: 'forward'; several: 'forward:<model>' each)");
     if (seen.count("prefill") != seen.count("decode"))
       error(std::string("has a '") + (seen.count("prefill") ? "prefill" : "decode") + "' program but no '" +
             (seen.count("prefill") ? "decode" : "prefill") + "' (incremental decoding needs both)");
@@ -306,13 +322,19 @@ private:
      values plain scalars. What the exporter and importer rely on, checked here so a
      hand-edited plan cannot make them write a file that silently lacks a tensor. */
   void checkWeightExports() {
-    std::set<std::string> formats;
+    // One map of a format maps every parameter; several (one per model class:
+    // ELECTRA's generator and discriminator) each map some, together all.
+    std::map<std::string, int> count;
+    std::map<std::string, std::set<std::string>> covered;
+    std::set<std::pair<std::string, std::string>> classes;
+    for (const plan::WeightExport &w : plan_.weight_exports()) ++count[w.format()];
     for (int k = 0; k < plan_.weight_exports_size(); ++k) {
       const plan::WeightExport &w = plan_.weight_exports(k);
       std::string where = "weight export " + std::to_string(k) + " ('" + w.format() + "'): ";
       if (w.format() != "hf") error(where + "unknown format (expected hf)");
-      if (!formats.insert(w.format()).second) error(where + "a second map for this format");
       if (w.architecture().empty()) error(where + "has no architecture");
+      if (!classes.insert({w.format(), w.architecture()}).second)
+        error(where + "a second map for this format and architecture '" + w.architecture() + "'");
       for (const auto &[key, value] : w.config()) {
         if (key.empty() || key == "architectures")
           error(where + "config key '" + key + "' is reserved or empty");
@@ -340,9 +362,16 @@ private:
           error(where + "parameter '" + e.param() + "' is " + planTypeStr(it->second->type()) +
                 ": only 2-D parameters can be transposed");
       }
-      for (const plan::Param &p : plan_.params())
-        if (!mapped.count(p.name())) error(where + "parameter '" + p.name() + "' is not mapped");
+      covered[w.format()].insert(mapped.begin(), mapped.end());
+      if (count[w.format()] == 1)
+        for (const plan::Param &p : plan_.params())
+          if (!mapped.count(p.name())) error(where + "parameter '" + p.name() + "' is not mapped");
     }
+    for (const auto &[format, n] : count)
+      if (n > 1)
+        for (const plan::Param &p : plan_.params())
+          if (!covered[format].count(p.name()))
+            error("weight exports ('" + format + "'): no map has parameter '" + p.name() + "'");
   }
 
   template <typename Inputs> void checkDeclaredInputs(const std::string &owner, const Inputs &ins) {
@@ -763,8 +792,15 @@ private:
   }
 
   void checkConventions(const plan::Program &prog) {
-    if (prog.name() == "forward") {
-      requireOutput(prog, "logits", false);
+    if (isForwardProgram(prog.name())) {
+      // A model's outputs: "logits", or the names of the several values it returns.
+      if (prog.outputs_size() == 0) error("program '" + prog.name() + "' has no output");
+      for (const plan::Output &o : prog.outputs()) {
+        if (o.name().empty() || o.name().rfind(kGradPrefix, 0) == 0 || o.name().rfind(kMetricPrefix, 0) == 0)
+          error("program '" + prog.name() + "' has an output named '" + o.name() +
+                "' (a forward program's outputs are named after the model's results)");
+        requireOutput(prog, o.name(), false);
+      }
       return;
     }
     if (isInference(prog.name())) {
@@ -856,7 +892,7 @@ private:
       // Other transforms feed train_step and eval each of the named inputs
       // they read; the forward program (sampling) is causal-only and unchecked.
       for (const plan::Program &prog : plan_.programs()) {
-        if (prog.name() == "forward" || isInference(prog.name())) continue;
+        if (isForwardProgram(prog.name()) || isInference(prog.name())) continue;
         std::string where = "data config (" + d.transform() + "): program '" + prog.name() + "' ";
         if (prog.inputs_size() == 0) error(where + "reads no input");
         for (const plan::Input &in : prog.inputs()) {
@@ -880,6 +916,8 @@ private:
                   "] accepting the data vocab " + std::to_string(d.vocab()));
         continue;
       }
+      // A forward program of other inputs (a mask, several models) is not sampled from.
+      if (isForwardProgram(prog.name()) && prog.inputs_size() != 1) continue;
       if (prog.inputs_size() != 1)
         error(where + "must read exactly one token input, it declares " +
               std::to_string(prog.inputs_size()));

@@ -58,6 +58,9 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &data);
    seq + 1 ids a row) or "i32[2, T <= 4]" (forward). */
 std::string expectedTokenInput(const std::string &program, const plan::TensorType &t,
                                const plan::DataConfig &data);
+/* A forward program: "forward" (a plan with one model) or "forward:<model>"
+   (one of several; docs/plan-format.md). */
+bool isForwardProgram(const std::string &program);
 /* A transform parameter's value: the plan's, else the transform's default. */
 double transformParam(const plan::DataConfig &data, const std::string &name);
 /* "" when a non-causal transform of `data` produces input `in` (its name, type

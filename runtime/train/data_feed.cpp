@@ -85,6 +85,8 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     o.maskProb = contract::transformParam(dc, "mask_prob");
     o.geometricP = contract::transformParam(dc, "geometric_p");
     o.maxSpan = (int64_t)contract::transformParam(dc, "max_span");
+    o.unit = contract::transformParam(dc, "unit") == 1 ? SpanUnit::Token : SpanUnit::Word;
+    o.maxSpanTokens = (int64_t)contract::transformParam(dc, "max_span_tokens");
     guardBusErrors("data '" + dir + "'",
                    [&] { span_ = std::make_unique<SpanMlmBatcher>(dir, dc.batch(), dc.seq(), o, seed); });
     spanBatch_ = std::make_unique<SpanMlmBatch>();

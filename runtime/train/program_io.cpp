@@ -6,9 +6,17 @@
 namespace lmrt {
 
 const plan::Program &findProgram(const Session &session, const std::string &name) {
-  for (const plan::Program &p : session.plan().programs())
+  std::string have;
+  for (const plan::Program &p : session.plan().programs()) {
     if (p.name() == name) return p;
-  fail("the plan has no program '%s'", name.c_str());
+    have += (have.empty() ? "" : ", ") + p.name();
+  }
+  // A file with several models has forward:<model> programs and no "forward": say so.
+  fail("the plan has no program '%s' (its programs: %s)%s", name.c_str(), have.c_str(),
+       name == "forward" && have.find("forward:") != std::string::npos
+           ? "; a plan with several models has one forward program each, which only `lmrt forward "
+             "--model` runs"
+           : "");
 }
 
 TensorType inputType(const plan::Input &input) {

@@ -21,6 +21,7 @@
 #include "runtime/train/eta.h"
 #include "runtime/train/grad_clip.h"
 #include "runtime/train/metrics.h"
+#include "runtime/train/threads.h"
 #include "runtime/train/parity_dump.h"
 #include "runtime/train/program_io.h"
 #include "runtime/train/schedule.h"
@@ -97,6 +98,7 @@ void printProfile(FILE *log, const OpProfile &ops, const PhaseTimes &ph, int64_t
   const double n = double(ph.steps), step = ph.total / n;
   std::fprintf(log, "profile: %lld steps, %.2f ms/step, plan %.3f GFLOP/step, %.1f GFLOP/s\n",
                (long long)ph.steps, step * 1e3, planFlops * 1e-9, planFlops * 1e-9 / step);
+  std::fprintf(log, "  threads: %s\n", threadSettings().c_str());
   std::fprintf(log, "  %-40s %7s %10s %7s %9s\n", "train_step kernel", "calls", "ms/step", "share", "GFLOP/s");
   std::vector<std::pair<std::string, OpProfile::Entry>> rows;
   for (const auto &[key, e] : ops.ops)

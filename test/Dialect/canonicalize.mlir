@@ -187,3 +187,43 @@ func.func @full_slice(%x: tensor<6x1xf32>, %d: tensor<6x1xf32>) -> (tensor<6x1xf
   %2 = lm.slice %x {start = array<i64: 1, 0>, limit = array<i64: 6, 1>, stride = array<i64: 1, 1>} : (tensor<6x1xf32>) -> tensor<5x1xf32>
   return %0, %1, %2 : tensor<6x1xf32>, tensor<6x1xf32>, tensor<5x1xf32>
 }
+
+// -----
+
+// Tests that the backward of a fused QKV projection sliced into three column
+// blocks, add(add(slice_grad(dv), slice_grad(dk)), slice_grad(dq)), becomes the
+// concatenation of dq, dk, dv: the whole-tensor slice_grad folds away.
+// CHECK-LABEL: func.func @qkv_slice_grads_concat
+// CHECK-SAME: (%[[Q:[^:]*]]: tensor<2x4x8xf32>, %[[K:[^:]*]]: tensor<2x4x8xf32>, %[[V:[^:]*]]: tensor<2x4x8xf32>)
+// CHECK-NEXT: %[[KV:.*]] = lm.concat %[[K]], %[[V]] {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x16xf32>
+// CHECK-NEXT: %[[QKV:.*]] = lm.concat %[[Q]], %[[KV]] {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x16xf32>) -> tensor<2x4x24xf32>
+// CHECK-NEXT: return %[[QKV]]
+func.func @qkv_slice_grads_concat(%dq: tensor<2x4x8xf32>, %dk: tensor<2x4x8xf32>, %dv: tensor<2x4x8xf32>) -> tensor<2x4x24xf32> {
+  %0 = lm.slice_grad %dv {limit = array<i64: 2, 4, 24>, start = array<i64: 0, 0, 16>, stride = array<i64: 1, 1, 1>} : (tensor<2x4x8xf32>) -> tensor<2x4x24xf32>
+  %1 = lm.slice_grad %dk {limit = array<i64: 2, 4, 16>, start = array<i64: 0, 0, 8>, stride = array<i64: 1, 1, 1>} : (tensor<2x4x8xf32>) -> tensor<2x4x24xf32>
+  %2 = lm.slice_grad %dq {limit = array<i64: 2, 4, 8>, start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : (tensor<2x4x8xf32>) -> tensor<2x4x24xf32>
+  %3 = lm.add %0, %1 : (tensor<2x4x24xf32>, tensor<2x4x24xf32>) -> tensor<2x4x24xf32>
+  %4 = lm.add %3, %2 : (tensor<2x4x24xf32>, tensor<2x4x24xf32>) -> tensor<2x4x24xf32>
+  return %4 : tensor<2x4x24xf32>
+}
+
+// -----
+
+// Tests that slices that are not adjacent, that differ on two dimensions, or
+// that are strided stay as they are (their sum has zeros a concat lacks).
+// CHECK-LABEL: func.func @slice_grads_not_adjacent
+// CHECK-NOT: lm.concat
+// CHECK: return
+func.func @slice_grads_not_adjacent(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>, %c: tensor<1x4xf32>, %d: tensor<2x2xf32>)
+    -> (tensor<2x12xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+  %0 = lm.slice_grad %a {limit = array<i64: 2, 4>, start = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x4xf32>) -> tensor<2x12xf32>
+  %1 = lm.slice_grad %b {limit = array<i64: 2, 12>, start = array<i64: 0, 8>, stride = array<i64: 1, 1>} : (tensor<2x4xf32>) -> tensor<2x12xf32>
+  %2 = lm.add %0, %1 : (tensor<2x12xf32>, tensor<2x12xf32>) -> tensor<2x12xf32>
+  %3 = lm.slice_grad %c {limit = array<i64: 1, 4>, start = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4xf32>) -> tensor<2x8xf32>
+  %4 = lm.slice_grad %b {limit = array<i64: 2, 8>, start = array<i64: 0, 4>, stride = array<i64: 1, 1>} : (tensor<2x4xf32>) -> tensor<2x8xf32>
+  %5 = lm.add %3, %4 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %6 = lm.slice_grad %d {limit = array<i64: 2, 4>, start = array<i64: 0, 0>, stride = array<i64: 1, 2>} : (tensor<2x2xf32>) -> tensor<2x8xf32>
+  %7 = lm.slice_grad %a {limit = array<i64: 2, 8>, start = array<i64: 0, 4>, stride = array<i64: 1, 1>} : (tensor<2x4xf32>) -> tensor<2x8xf32>
+  %8 = lm.add %6, %7 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %2, %5, %8 : tensor<2x12xf32>, tensor<2x8xf32>, tensor<2x8xf32>
+}

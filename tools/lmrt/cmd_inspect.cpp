@@ -6,9 +6,11 @@
 #include <map>
 #include <memory>
 
+#include "runtime/data/transform_spec.h"
 #include "runtime/lmrt/plan_file.h"
 #include "runtime/lmrt/plan_types.h"
 #include "runtime/lmrt/validate.h"
+#include "runtime/plan/contract.h"
 #include "tools/lmrt/commands.h"
 
 namespace lmrt {
@@ -129,6 +131,8 @@ void inspect(const std::string &path, bool steps) {
   }
   std::printf("programs:\n");
   int64_t arena = 0, inputBytes = 0;
+  int nameWidth = 10;  // "forward:electra_discriminator" is longer than "train_step"
+  for (const plan::Program &prog : p.programs()) nameWidth = std::max(nameWidth, (int)prog.name().size());
   for (const plan::Program &prog : p.programs()) {
     arena = std::max(arena, prog.arena_bytes());
     std::string ins;
@@ -141,7 +145,12 @@ void inspect(const std::string &path, bool steps) {
     std::string metrics;
     for (const plan::Output &out : prog.outputs())
       if (out.name().rfind("metric:", 0) == 0) metrics += (metrics.empty() ? "; reports " : ", ") + out.name().substr(7);
-    std::printf("  %-10s %5d steps, %5d buffers, arena %s, %s; reads %s%s\n", prog.name().c_str(),
+    // A forward program's outputs: "logits", or the names the model returns.
+    if (contract::isForwardProgram(prog.name()))
+      for (const plan::Output &out : prog.outputs())
+        metrics += (metrics.empty() ? "; outputs " : ", ") + out.name() + " " +
+                   toTensorType(prog.buffers(out.buffer()).type()).str();
+    std::printf("  %-*s %5d steps, %5d buffers, arena %s, %s; reads %s%s\n", nameWidth, prog.name().c_str(),
                 prog.steps_size(), prog.buffers_size(), human((double)prog.arena_bytes()).c_str(),
                 flops((double)prog.flops()).c_str(), ins.c_str(), metrics.c_str());
     if (steps) printSteps(prog);
@@ -194,7 +203,18 @@ void inspect(const std::string &path, bool steps) {
               (long long)p.data().batch(), (long long)p.data().seq(), (long long)p.data().vocab());
   // The transform's parameters, in name order (a protobuf map has none of its own).
   std::map<std::string, double> params(p.data().params().begin(), p.data().params().end());
-  for (const auto &[name, value] : params) std::printf(", %s %g", name.c_str(), value);
+  const lmrt::data::TransformSpec *spec = lmrt::data::findTransform(p.data().transform());
+  for (const auto &[name, value] : params) {
+    const lmrt::data::TransformParam *choice = nullptr;
+    if (spec)
+      for (const lmrt::data::TransformParam &q : spec->params)
+        if (q.choices && name == q.name) choice = &q;
+    size_t index = (size_t)value;
+    if (choice && index < lmrt::data::choiceNames(*choice).size())  // by name
+      std::printf(", %s %s", name.c_str(), lmrt::data::choiceNames(*choice)[index].c_str());
+    else
+      std::printf(", %s %g", name.c_str(), value);
+  }
   std::printf("\n");
   for (const plan::WeightExport &w : p.weight_exports()) printWeightExport(w);
   std::printf("plan ok\n");

@@ -14,7 +14,7 @@ namespace lmrt {
 namespace {
 
 struct Options {
-  std::string format, plan, weights, dir, out;
+  std::string format, plan, weights, dir, out, section, base;
   bool overwrite = false;
 };
 
@@ -32,8 +32,8 @@ plan::Plan loadPlan(const std::string &path) {
 void exportCmd(const Options &o) {
   checkFormat(o.format);
   plan::Plan p = loadPlan(o.plan);
-  exportHf(p, {o.plan, o.weights, o.out, o.overwrite});
-  const plan::WeightExport &w = weightExport(p, "hf", o.plan);
+  exportHf(p, {o.plan, o.weights, o.out, o.overwrite, o.section});
+  const plan::WeightExport &w = weightExport(p, "hf", o.plan, o.section);
   std::printf("wrote %s: %s, %d parameters (config.json, model.safetensors)\n", o.out.c_str(),
               w.architecture().c_str(), w.entries_size());
 }
@@ -41,7 +41,7 @@ void exportCmd(const Options &o) {
 void importCmd(const Options &o) {
   checkFormat(o.format);
   plan::Plan p = loadPlan(o.plan);
-  importHf(p, {o.plan, o.dir, o.out, o.overwrite});
+  importHf(p, {o.plan, o.dir, o.out, o.overwrite, o.section, o.base});
   std::printf("wrote %s: %d parameters of plan %s from %s\n", o.out.c_str(), p.params_size(), o.plan.c_str(),
               o.dir.c_str());
 }
@@ -58,6 +58,7 @@ void add(CLI::App &app) {
       ->required();
   ex->add_option("--out", e->out, "Directory to write (created if missing)")->required();
   ex->add_flag("--overwrite", e->overwrite, "Replace config.json and model.safetensors already in --out");
+  ex->add_option("--section", e->section, "Which map (model class) of a plan with several `export hf` sections");
   ex->callback([e] { exportCmd(*e); });
 
   auto i = std::make_shared<Options>();
@@ -67,6 +68,8 @@ void add(CLI::App &app) {
   im->add_option("--plan", i->plan, "Plan of the same model (its `export hf` map)")->required();
   im->add_option("--out", i->out, "Weights file to write (safetensors, plan names)")->required();
   im->add_flag("--overwrite", i->overwrite, "Replace --out if it exists");
+  im->add_option("--section", i->section, "Which map (model class) of a plan with several `export hf` sections");
+  im->add_option("--base", i->base, "Plan weights for the parameters the map leaves out (a map of some of them)");
   im->callback([i] { importCmd(*i); });
 }
 

@@ -14,12 +14,14 @@ token_type_ids, attention_mask and sentence_order_label, and HF's loss (MLM + SO
 and autograd's gradients are compared with LMC's: the loss to relative 1e-5, each
 gradient to relative 1e-4 (of its norm, or of 1e-6 of the largest gradient's norm
 where it is smaller: the key biases' gradient is zero in exact arithmetic), in
-fp32.
+fp32. Each step also runs the model's forward program (`lmrt forward --inputs`)
+on the dumped ids, segments and attention_mask with that step's weights and
+compares its logits with HF's prediction_logits and sop_logits (LMC: mlm_logits,
+sop_logits) to relative 1e-4.
 
 Usage: albert_hf_parity.py --dump DIR --plan PLAN
 """
 import argparse
-import glob
 import os
 import sys
 
@@ -28,13 +30,8 @@ import torch
 import transformers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import safetensors_np  # noqa: E402
 from hf_export import Exporter  # noqa: E402
-
-
-def rel(a, b, floor=1e-30):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), floor))
+from parity_common import Checks, check_grads, compare_logits, grad_floor, lmrt_forward, load, rel, step_weights, steps  # noqa: E402
 
 
 def main():
@@ -43,10 +40,11 @@ def main():
     ap.add_argument("--plan", required=True, help="the plan that wrote the dump (its hf map)")
     ap.add_argument("--loss-rtol", type=float, default=1e-5)
     ap.add_argument("--grad-rtol", type=float, default=1e-4)
+    ap.add_argument("--logits-rtol", type=float, default=1e-4)
     a = ap.parse_args()
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
 
-    init = safetensors_np.load(os.path.join(a.dump, "init.safetensors"))
+    init = load(os.path.join(a.dump, "init.safetensors"))
     ex = Exporter(a.plan)
     model = ex.model(init, "AlbertForPreTraining")
     model.train()  # dropout is 0: train mode changes nothing but is what training runs
@@ -55,14 +53,9 @@ def main():
           f"HF {sum(p.numel() for p in model.parameters()):,}; "
           f"{model.config.num_hidden_layers} layers share one")
 
-    steps = sorted(glob.glob(os.path.join(a.dump, "step*.safetensors")),
-                   key=lambda s: int(os.path.basename(s)[4:].split(".")[0]))
-    if not steps:
-        sys.exit("no step*.safetensors in " + a.dump)
-    failures = 0
+    checks = Checks()
     weights = init
-    for k, path in enumerate(steps, 1):
-        dump = safetensors_np.load(path)
+    for k, dump in steps(a.dump):
         ex.copy_into(model, ex.export(weights))
         model.zero_grad()
         t = lambda key: torch.from_numpy(dump[key].astype(np.int64))  # noqa: E731
@@ -75,21 +68,16 @@ def main():
         loss = out.loss
         loss.backward()
         err = rel(float(dump["loss"]), loss.item())
-        ok = err <= a.loss_rtol
-        failures += not ok
-        print(f"step {k}: {masked} masked, {pad} padding positions, {swapped} of {len(dump['sop_labels'])} "
-              f"pairs swapped; loss lmc {float(dump['loss']):.8f} hf {loss.item():.8f} rel {err:.2e} "
-              f"{'ok' if ok else 'FAIL'}")
-        floor = 1e-6 * max(float(np.linalg.norm(p.grad.numpy())) for p in hf_params.values())
+        checks.check(err <= a.loss_rtol, f"step {k}: {masked} masked, {pad} padding positions, {swapped} of "
+                     f"{len(dump['sop_labels'])} pairs swapped; loss lmc {float(dump['loss']):.8f} "
+                     f"hf {loss.item():.8f} rel {err:.2e}")
         grads = ex.export({n: dump["grad." + n] for n in init})
-        errs = [(rel(g, hf_params[h].grad.numpy(), floor), h) for h, g in grads.items()]
-        worst = max(errs)
-        ok = worst[0] <= a.grad_rtol
-        failures += not ok
-        print(f"step {k}: {len(errs)} gradients, max rel err {worst[0]:.2e} ({worst[1]}) {'ok' if ok else 'FAIL'}")
-        weights = {n: dump["param." + n] for n in init}
-    print("parity: " + ("ok" if failures == 0 else f"FAILED ({failures} checks)"))
-    sys.exit(1 if failures else 0)
+        check_grads(checks, k, grads, hf_params, a.grad_rtol, grad_floor(hf_params))
+        lmc = lmrt_forward(a.plan, weights, {n: dump[n] for n in ("ids", "segments", "attention_mask")})
+        hf = {"mlm_logits": out.prediction_logits, "sop_logits": out.sop_logits}
+        compare_logits(checks, k, lmc, {n: v.detach().numpy() for n, v in hf.items()}, a.logits_rtol)
+        weights = step_weights(init, dump)
+    checks.finish()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,10 @@ its norm, or of 1e-6 of the largest gradient's norm where it is smaller: the key
 biases' gradient is zero in exact arithmetic), in fp32. GELU is the tanh form (HF's "gelu_new", the original BERT code's),
 dropout 0, eager attention, pad_token_id = 256 (the mlm transform's [PAD]: HF's
 embedding gives that row no gradient from the lookup; LMC's pad positions give it 0).
+Each step also runs the model's forward program (`lmrt forward --inputs`) on the
+dumped batch with that step's weights and compares its logits with HF's
+(relative 1e-4): BertForPreTraining's prediction_logits and
+seq_relationship_logits (LMC: mlm_logits, nsp_logits), RobertaForMaskedLM's logits.
 
 RoBERTa: no segments or pair labels; HF gets position_ids = 2 + arange(T), the
 positions of unpadded rows with fairseq's padding_idx + 1 offset (the rows of the
@@ -23,7 +27,6 @@ mlm transform without short_seq_prob are never padded), and MLM loss alone.
 Usage: bert_hf_parity.py --dump DIR --plan PLAN [--model bert|roberta]
 """
 import argparse
-import glob
 import os
 import sys
 
@@ -32,13 +35,8 @@ import torch
 import transformers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import safetensors_np  # noqa: E402
 from hf_export import Exporter  # noqa: E402
-
-
-def rel(a, b, floor=1e-30):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), floor))
+from parity_common import Checks, check_grads, compare_logits, grad_floor, lmrt_forward, load, rel, step_weights, steps  # noqa: E402
 
 
 def main():
@@ -48,10 +46,11 @@ def main():
     ap.add_argument("--model", choices=["bert", "roberta"], default="bert")
     ap.add_argument("--loss-rtol", type=float, default=1e-5)
     ap.add_argument("--grad-rtol", type=float, default=1e-4)
+    ap.add_argument("--logits-rtol", type=float, default=1e-4)
     a = ap.parse_args()
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
 
-    init = safetensors_np.load(os.path.join(a.dump, "init.safetensors"))
+    init = load(os.path.join(a.dump, "init.safetensors"))
     m = a.model
     ex = Exporter(a.plan)
     model = ex.model(init, "BertForPreTraining" if m == "bert" else "RobertaForMaskedLM")
@@ -64,14 +63,9 @@ def main():
     print(f"{len(init)} parameters mapped; LMC {sum(v.size for v in init.values()):,} numbers, "
           f"HF {sum(p.numel() for p in model.parameters()):,}")
 
-    steps = sorted(glob.glob(os.path.join(a.dump, "step*.safetensors")),
-                   key=lambda s: int(os.path.basename(s)[4:].split(".")[0]))
-    if not steps:
-        sys.exit("no step*.safetensors in " + a.dump)
-    failures = 0
+    checks = Checks()
     weights = init
-    for k, path in enumerate(steps, 1):
-        dump = safetensors_np.load(path)
+    for k, dump in steps(a.dump):
         ex.copy_into(model, ex.export(weights))
         model.zero_grad()
         t = lambda key: torch.from_numpy(dump[key].astype(np.int64))  # noqa: E731
@@ -81,30 +75,26 @@ def main():
         if m == "bert":
             out = model(input_ids=t("ids"), token_type_ids=t("segments"), attention_mask=mask,
                         labels=t("labels"), next_sentence_label=t("nsp_labels"))
+            hf_logits = {"mlm_logits": out.prediction_logits, "nsp_logits": out.seq_relationship_logits}
+            inputs = ["ids", "segments", "attention_mask"]
         else:
             ids = t("ids")
             positions = 2 + torch.arange(ids.shape[1]).expand_as(ids)
             out = model(input_ids=ids, position_ids=positions, attention_mask=mask, labels=t("labels"))
+            hf_logits = {"logits": out.logits}
+            inputs = ["ids", "attention_mask"]
         loss = out.loss
         loss.backward()
         e = rel(float(dump["loss"]), loss.item())
-        ok = e <= a.loss_rtol
-        failures += not ok
-        print(f"step {k}: {masked} masked, {pad} padding positions; loss lmc {float(dump['loss']):.8f} "
-              f"hf {loss.item():.8f} rel {e:.2e} {'ok' if ok else 'FAIL'}")
-        # The key biases' gradient is zero in exact arithmetic (softmax ignores a
-        # shift of every score of a row), so both sides hold rounding noise ~1e-12:
-        # a norm below 1e-6 of the largest gradient's is compared against that floor.
-        floor = 1e-6 * max(float(np.linalg.norm(p.grad.numpy())) for p in hf_params.values())
+        checks.check(e <= a.loss_rtol, f"step {k}: {masked} masked, {pad} padding positions; loss lmc "
+                     f"{float(dump['loss']):.8f} hf {loss.item():.8f} rel {e:.2e}")
         grads = ex.export({n: dump["grad." + n] for n in init})
-        errs = [(rel(g, hf_params[h].grad.numpy(), floor), h) for h, g in grads.items()]
-        worst = max(errs)
-        ok = worst[0] <= a.grad_rtol
-        failures += not ok
-        print(f"step {k}: {len(errs)} gradients, max rel err {worst[0]:.2e} ({worst[1]}) {'ok' if ok else 'FAIL'}")
-        weights = {n: dump["param." + n] for n in init}
-    print("parity: " + ("ok" if failures == 0 else f"FAILED ({failures} checks)"))
-    sys.exit(1 if failures else 0)
+        check_grads(checks, k, grads, hf_params, a.grad_rtol, grad_floor(hf_params))
+        # The model alone (the plan's forward program) on the same batch and weights.
+        lmc = lmrt_forward(a.plan, weights, {n: dump[n] for n in inputs})
+        compare_logits(checks, k, lmc, {n: v.detach().numpy() for n, v in hf_logits.items()}, a.logits_rtol)
+        weights = step_weights(init, dump)
+    checks.finish()
 
 
 if __name__ == "__main__":

@@ -3,8 +3,11 @@
 discriminator) on the same weights, batches and sampled tokens.
 
 LMC's weights before each dumped step (init.safetensors, then each step's updated
-parameters) are loaded into the two HF models through the name map below (LMC stores
-a Linear's weight [in, out], HF [out, in]). ELECTRA's sharing is HF's modules
+parameters) go to the two HF models through `lmrt weights export --format hf
+--section ElectraForMaskedLM` and `--section ElectraForPreTraining` (the two
+`export hf` sections of models/electra.lm, see hf_export.py): from_pretrained
+builds each from its first export, later ones are copied in, and LMC's gradients
+are exported the same way to compare by HF name. ELECTRA's sharing is HF's modules
 shared: the generator's `electra.embeddings` is the discriminator's, and its
 `generator_lm_head.weight` the shared word embeddings, so autograd sums both
 networks' gradients into them as LMC does. The dumped mlm batch (ids with 80/10/10
@@ -18,18 +21,21 @@ logits LMC sampled from, sample0.logits), its MLM loss and the RTD loss (relativ
 1e-5; LMC's MLM loss is the cross-entropy of its own logits, and its RTD loss
 (loss - mlm) / w), the combined loss (relative 1e-5) and every parameter's
 gradient (relative 1e-4 of its norm, with the floor of bert_hf_parity.py for the
-key biases, whose gradient is zero in exact arithmetic). GELU is the erf form (HF's
+key biases, whose gradient is zero in exact arithmetic), per HF model (the shared
+embeddings in both). Then the two models alone, the plan's forward programs
+(`lmrt forward --model electra_generator` on the dumped ids, segments and
+attention_mask, `--model electra_discriminator` on the discriminator's ids): their
+logits must match ElectraForMaskedLM's and ElectraForPreTraining's to relative 1e-4. GELU is the erf form (HF's
 "gelu"), dropout 0, eager attention; the word embeddings have no padding_idx, since
 the generator may sample [PAD] (256) and LMC gives that row its gradient.
 
 --count-only: prints the parameter counts of HF's two models for the config given
 of a plan and LMC's, both from the parameter list of `lmrt inspect PLAN`.
 
-Usage: electra_hf_parity.py --dump DIR --heads H --gen-heads G
+Usage: electra_hf_parity.py --dump DIR --plan PLAN
        electra_hf_parity.py --count-only --inspect FILE --heads H --gen-heads G
 """
 import argparse
-import glob
 import os
 import re
 import sys
@@ -40,86 +46,24 @@ import transformers
 from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import safetensors_np  # noqa: E402
-
-
-def layer_rules(lmc, hf):
-    L = lmc + r"\.layer\.(\d+)\."
-    H = hf + r"electra.encoder.layer.\1."
-    return [
-        (L + r"attention\.(query|key|value)\.w", H + r"attention.self.\2.weight", True),
-        (L + r"attention\.(query|key|value)\.b", H + r"attention.self.\2.bias", False),
-        (L + r"attention\.output\.w", H + "attention.output.dense.weight", True),
-        (L + r"attention\.output\.b", H + "attention.output.dense.bias", False),
-        (L + r"attention_ln\.gamma", H + "attention.output.LayerNorm.weight", False),
-        (L + r"attention_ln\.beta", H + "attention.output.LayerNorm.bias", False),
-        (L + r"intermediate\.w", H + "intermediate.dense.weight", True),
-        (L + r"intermediate\.b", H + "intermediate.dense.bias", False),
-        (L + r"output\.w", H + "output.dense.weight", True),
-        (L + r"output\.b", H + "output.dense.bias", False),
-        (L + r"output_ln\.gamma", H + "output.LayerNorm.weight", False),
-        (L + r"output_ln\.beta", H + "output.LayerNorm.bias", False),
-    ]
-
-
-# LMC parameter path -> ("<model>:<HF name>", transposed?); the shared embeddings are
-# named by the discriminator's module (the generator's is the same object).
-RULES = [
-    (r"embeddings\.word", "disc:electra.embeddings.word_embeddings.weight", False),
-    (r"embeddings\.position", "disc:electra.embeddings.position_embeddings.weight", False),
-    (r"embeddings\.segment", "disc:electra.embeddings.token_type_embeddings.weight", False),
-    (r"embeddings\.ln_gamma", "disc:electra.embeddings.LayerNorm.weight", False),
-    (r"embeddings\.ln_beta", "disc:electra.embeddings.LayerNorm.bias", False),
-    (r"generator\.embeddings_project\.w", "gen:electra.embeddings_project.weight", True),
-    (r"generator\.embeddings_project\.b", "gen:electra.embeddings_project.bias", False),
-] + layer_rules(r"generator", "gen:") + [
-    (r"generator_predictions\.dense\.w", "gen:generator_predictions.dense.weight", True),
-    (r"generator_predictions\.dense\.b", "gen:generator_predictions.dense.bias", False),
-    (r"generator_predictions\.ln\.gamma", "gen:generator_predictions.LayerNorm.weight", False),
-    (r"generator_predictions\.ln\.beta", "gen:generator_predictions.LayerNorm.bias", False),
-    (r"generator_predictions\.bias", "gen:generator_lm_head.bias", False),
-] + layer_rules(r"discriminator", "disc:") + [
-    (r"discriminator_predictions\.dense\.w", "disc:discriminator_predictions.dense.weight", True),
-    (r"discriminator_predictions\.dense\.b", "disc:discriminator_predictions.dense.bias", False),
-    (r"discriminator_predictions\.dense_prediction\.w",
-     "disc:discriminator_predictions.dense_prediction.weight", True),
-    (r"discriminator_predictions\.dense_prediction\.b",
-     "disc:discriminator_predictions.dense_prediction.bias", False),
-]
-
-
-def hf_name(lmc_name):
-    for pattern, repl, transposed in RULES:
-        if re.fullmatch(pattern, lmc_name):
-            return re.sub(pattern, repl, lmc_name), transposed
-    sys.exit(f"no HF name for LMC parameter '{lmc_name}'")
-
-
-def rel(a, b, floor=1e-30):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), floor))
+from hf_export import Exporter  # noqa: E402
+from parity_common import Checks, check_grads, compare_logits, grad_floor, lmrt_forward, load, rel, step_weights, steps  # noqa: E402
 
 
 def build(shapes, a):
-    """The two HF models for LMC's shapes, sharing ELECTRA's embeddings."""
+    """The two HF models for LMC's shapes (for --count-only: no weights)."""
     vocab, e = shapes["embeddings.word"]
     ctx = shapes["embeddings.position"][0]
     layers = lambda p: 1 + max(int(m.group(1)) for n in shapes for m in [re.match(p + r"\.layer\.(\d+)\.", n)] if m)  # noqa: E731
     d = shapes["discriminator.layer.0.attention.query.w"][0]
     gd = shapes["generator.layer.0.attention.query.w"][0]
-    common = dict(vocab_size=vocab, embedding_size=e, hidden_act="gelu", hidden_dropout_prob=0.0,
-                  attention_probs_dropout_prob=0.0, max_position_embeddings=ctx, type_vocab_size=2,
-                  layer_norm_eps=1e-12, pad_token_id=256, attn_implementation="eager")
+    common = dict(vocab_size=vocab, embedding_size=e, hidden_act="gelu", max_position_embeddings=ctx,
+                  type_vocab_size=2)
     dc = ElectraConfig(hidden_size=d, num_hidden_layers=layers("discriminator"), num_attention_heads=a.heads,
                        intermediate_size=shapes["discriminator.layer.0.intermediate.w"][1], **common)
     gc = ElectraConfig(hidden_size=gd, num_hidden_layers=layers("generator"), num_attention_heads=a.gen_heads,
                        intermediate_size=shapes["generator.layer.0.intermediate.w"][1], **common)
-    disc, gen = ElectraForPreTraining(dc).float(), ElectraForMaskedLM(gc).float()
-    counts = (sum(p.numel() for p in disc.parameters()), sum(p.numel() for p in gen.parameters()))
-    gen.electra.embeddings = disc.electra.embeddings
-    gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight
-    disc.electra.embeddings.word_embeddings.padding_idx = None
-    return disc, gen, counts
+    return tuple(sum(p.numel() for p in m.parameters()) for m in (ElectraForPreTraining(dc), ElectraForMaskedLM(gc)))
 
 
 def lmc_counts(shapes):
@@ -144,13 +88,15 @@ def print_counts(shapes, hf_counts):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dump")
+    ap.add_argument("--plan", help="the plan that wrote the dump (its two hf maps)")
     ap.add_argument("--count-only", action="store_true")
     ap.add_argument("--inspect", help="`lmrt inspect PLAN` output (with --count-only)")
-    ap.add_argument("--heads", type=int, required=True)
-    ap.add_argument("--gen-heads", type=int, required=True)
+    ap.add_argument("--heads", type=int, help="with --count-only")
+    ap.add_argument("--gen-heads", type=int, help="with --count-only")
     ap.add_argument("--rtd-weight", type=float, default=50.0)
     ap.add_argument("--loss-rtol", type=float, default=1e-5)
     ap.add_argument("--grad-rtol", type=float, default=1e-4)
+    ap.add_argument("--logits-rtol", type=float, default=1e-4)
     a = ap.parse_args()
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
 
@@ -162,44 +108,33 @@ def main():
                 shapes[m.group(1)] = tuple(int(x) for x in m.group(2).split(","))
         if "embeddings.word" not in shapes:
             sys.exit("no ELECTRA parameters in " + a.inspect)
-        _, _, hf_counts = build(shapes, a)
-        sys.exit(0 if print_counts(shapes, hf_counts) else 1)
+        sys.exit(0 if print_counts(shapes, build(shapes, a)) else 1)
 
-    init = safetensors_np.load(os.path.join(a.dump, "init.safetensors"))
+    init = load(os.path.join(a.dump, "init.safetensors"))
+    ex_gen = Exporter(a.plan, section="ElectraForMaskedLM")
+    ex_disc = Exporter(a.plan, section="ElectraForPreTraining")
+    gen, disc = ex_gen.model(init, "ElectraForMaskedLM"), ex_disc.model(init, "ElectraForPreTraining")
     shapes = {n: v.shape for n, v in init.items()}
-    disc, gen, hf_counts = build(shapes, a)
-    counts_ok = print_counts(shapes, hf_counts)
-    hf_params = {"disc:" + n: p for n, p in disc.named_parameters()}
-    hf_params.update({"gen:" + n: p for n, p in gen.named_parameters()})
-    unique = {id(p) for p in hf_params.values()}
-    names = {n: hf_name(n) for n in init}
-    if len({id(hf_params[h]) for h, _ in names.values()}) != len(unique) or len(names) != len(unique):
-        sys.exit(f"name map mismatch: {len(names)} LMC parameters, {len(unique)} distinct HF parameters")
-    print(f"{len(names)} parameters mapped; LMC {sum(v.size for v in init.values()):,} numbers, "
-          f"HF {sum(p.numel() for p in {id(p): p for p in hf_params.values()}.values()):,}")
-
-    steps = sorted(glob.glob(os.path.join(a.dump, "step*.safetensors")),
-                   key=lambda s: int(os.path.basename(s)[4:].split(".")[0]))
-    if not steps:
-        sys.exit("no step*.safetensors in " + a.dump)
+    checks = Checks()
+    checks.failures += not print_counts(shapes, (sum(p.numel() for p in disc.parameters()),
+                                                 sum(p.numel() for p in gen.parameters())))
+    # ELECTRA's sharing: one embeddings module, the generator's decoder its word table
+    # (no padding_idx: the generator may sample [PAD], whose row LMC trains).
+    gen.electra.embeddings = disc.electra.embeddings
+    gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight
+    disc.electra.embeddings.word_embeddings.padding_idx = None
+    unique = {id(p): p for m in (gen, disc) for p in m.parameters()}
+    print(f"{len(init)} parameters mapped; LMC {sum(v.size for v in init.values()):,} numbers, "
+          f"HF {sum(p.numel() for p in unique.values()):,}")
     disc.train()
     gen.train()  # dropout is 0: train mode changes nothing but is what training runs
-    failures = 0 if counts_ok else 1
+
     weights = init
-
-    def check(what, err, tol):
-        nonlocal failures
-        ok = err <= tol
-        failures += not ok
-        return f"rel {err:.2e} {'ok' if ok else 'FAIL'}"
-
-    for k, path in enumerate(steps, 1):
-        dump = safetensors_np.load(path)
+    for k, dump in steps(a.dump):
         if "sample0.ids" not in dump:
-            sys.exit(f"{path} holds no sample0.ids: the plan has no lm.sample step, or lmrt dumped none")
-        with torch.no_grad():
-            for n, (h, transposed) in names.items():
-                hf_params[h].copy_(torch.from_numpy(np.ascontiguousarray(weights[n].T if transposed else weights[n])))
+            sys.exit(f"step {k} holds no sample0.ids: the plan has no lm.sample step, or lmrt dumped none")
+        ex_gen.copy_into(gen, ex_gen.export(weights))
+        ex_disc.copy_into(disc, ex_disc.export(weights))
         disc.zero_grad()
         gen.zero_grad()
         t = lambda key: torch.from_numpy(dump[key].astype(np.int64))  # noqa: E731
@@ -225,25 +160,29 @@ def main():
         rtd_lmc = (float(dump["loss"]) - mlm_lmc) / a.rtd_weight
         pad = int((dump["attention_mask"] == 0).sum())
         print(f"step {k}: {int(sel.sum())} masked, {int(replaced.sum())} replaced, {pad} padding positions")
-        print(f"step {k}: generator logits " + check("logits", rel(lg, g.logits.detach().numpy()), a.grad_rtol))
-        print(f"step {k}: mlm lmc {mlm_lmc:.8f} hf {g.loss.item():.8f} "
-              + check("mlm", rel(mlm_lmc, g.loss.item()), a.loss_rtol))
-        print(f"step {k}: rtd lmc {rtd_lmc:.8f} hf {d.loss.item():.8f} "
-              + check("rtd", rel(rtd_lmc, d.loss.item()), a.loss_rtol))
-        print(f"step {k}: loss lmc {float(dump['loss']):.8f} hf {loss.item():.8f} "
-              + check("loss", rel(float(dump["loss"]), loss.item()), a.loss_rtol))
-        floor = 1e-6 * max(float(np.linalg.norm(p.grad.numpy())) for p in hf_params.values())
-        errs = []
-        for n, (h, transposed) in names.items():
-            gr = hf_params[h].grad.numpy()
-            errs.append((rel(dump["grad." + n], gr.T if transposed else gr, floor), n))
-        worst = max(errs)
-        print(f"step {k}: {len(errs)} gradients, max rel err {worst[0]:.2e} ({worst[1]}) "
-              + ("ok" if worst[0] <= a.grad_rtol else "FAIL"))
-        failures += worst[0] > a.grad_rtol
-        weights = {n: dump["param." + n] for n in init}
-    print("parity: " + ("ok" if failures == 0 else f"FAILED ({failures} checks)"))
-    sys.exit(1 if failures else 0)
+        e = rel(lg, g.logits.detach().numpy())
+        checks.check(e <= a.logits_rtol, f"step {k}: generator logits rel {e:.2e}")
+        e = rel(mlm_lmc, g.loss.item())
+        checks.check(e <= a.loss_rtol, f"step {k}: mlm lmc {mlm_lmc:.8f} hf {g.loss.item():.8f} rel {e:.2e}")
+        e = rel(rtd_lmc, d.loss.item())
+        checks.check(e <= a.loss_rtol, f"step {k}: rtd lmc {rtd_lmc:.8f} hf {d.loss.item():.8f} rel {e:.2e}")
+        e = rel(float(dump["loss"]), loss.item())
+        checks.check(e <= a.loss_rtol, f"step {k}: loss lmc {float(dump['loss']):.8f} hf {loss.item():.8f} rel {e:.2e}")
+        floor = grad_floor(unique)
+        lmc_grads = {n: dump["grad." + n] for n in init}
+        for what, ex, model in (("generator", ex_gen, gen), ("discriminator", ex_disc, disc)):
+            check_grads(checks, k, ex.export(lmc_grads), dict(model.named_parameters()), a.grad_rtol, floor, what)
+        # The two models alone: the plan's forward programs on the same batch and weights.
+        inputs = {"ids": dump["ids"], "segments": dump["segments"], "attention_mask": dump["attention_mask"]}
+        lmc = lmrt_forward(a.plan, weights, inputs, model="electra_generator")
+        compare_logits(checks, k, {"generator": lmc["logits"]}, {"generator": g.logits.detach().numpy()},
+                       a.logits_rtol)
+        inputs["ids"] = disc_ids.numpy().astype(np.int32)
+        lmc = lmrt_forward(a.plan, weights, inputs, model="electra_discriminator")
+        compare_logits(checks, k, {"discriminator": lmc["logits"]}, {"discriminator": d.logits.detach().numpy()},
+                       a.logits_rtol)
+        weights = step_weights(init, dump)
+    checks.finish()
 
 
 if __name__ == "__main__":

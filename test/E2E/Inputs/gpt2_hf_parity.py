@@ -11,10 +11,13 @@ autograd every gradient.
 Tolerances: the loss to relative 1e-5, each gradient to relative 1e-4 (of its
 norm), in fp32.
 
+Each step also runs the model's forward program (`lmrt forward --inputs` on the
+dumped tokens[:, :-1] with that step's weights) and compares its logits with HF's
+(relative 1e-4).
+
 Usage: gpt2_hf_parity.py --dump DIR --plan PLAN [--count N]
 """
 import argparse
-import glob
 import os
 import sys
 
@@ -24,13 +27,8 @@ import transformers
 from transformers import GPT2Config, GPT2LMHeadModel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import safetensors_np  # noqa: E402
 from hf_export import Exporter  # noqa: E402
-
-
-def rel(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+from parity_common import Checks, check_grads, compare_logits, lmrt_forward, load, rel, step_weights, steps  # noqa: E402
 
 
 def main():
@@ -40,16 +38,15 @@ def main():
     ap.add_argument("--count", type=int, help="lmc's parameter count of GPT-2 small (the default config)")
     ap.add_argument("--loss-rtol", type=float, default=1e-5)
     ap.add_argument("--grad-rtol", type=float, default=1e-4)
+    ap.add_argument("--logits-rtol", type=float, default=1e-4)
     a = ap.parse_args()
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
-    failures = 0
+    checks = Checks()
     if a.count is not None:
         n = sum(p.numel() for p in GPT2LMHeadModel(GPT2Config()).parameters())
-        ok = n == a.count
-        failures += not ok
-        print(f"GPT-2 small: HF {n:,} parameters, lmc {a.count:,} {'ok' if ok else 'FAIL'}")
+        checks.check(n == a.count, f"GPT-2 small: HF {n:,} parameters, lmc {a.count:,}")
 
-    init = safetensors_np.load(os.path.join(a.dump, "init.safetensors"))
+    init = load(os.path.join(a.dump, "init.safetensors"))
     ex = Exporter(a.plan)
     model = ex.model(init, "GPT2LMHeadModel")
     hf_params = dict(model.named_parameters())  # lm_head.weight is wte's tensor: listed once
@@ -57,13 +54,8 @@ def main():
     print(f"{len(init)} parameters mapped; LMC {sum(v.size for v in init.values()):,} numbers, "
           f"HF {sum(p.numel() for p in model.parameters()):,}")
 
-    steps = sorted(glob.glob(os.path.join(a.dump, "step*.safetensors")),
-                   key=lambda s: int(os.path.basename(s)[4:].split(".")[0]))
-    if not steps:
-        sys.exit("no step*.safetensors in " + a.dump)
     weights = init
-    for k, path in enumerate(steps, 1):
-        dump = safetensors_np.load(path)
+    for k, dump in steps(a.dump):
         ex.copy_into(model, ex.export(weights))
         model.zero_grad()
         tokens = torch.from_numpy(dump["tokens"].astype(np.int64))
@@ -71,17 +63,12 @@ def main():
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab).float(), tokens[:, 1:].reshape(-1))
         loss.backward()
         e = rel(float(dump["loss"]), loss.item())
-        ok = e <= a.loss_rtol
-        failures += not ok
-        print(f"step {k}: loss lmc {float(dump['loss']):.8f} hf {loss.item():.8f} rel {e:.2e} {'ok' if ok else 'FAIL'}")
-        grads = ex.export({n: dump["grad." + n] for n in init})
-        worst = max((rel(g, hf_params[h].grad.numpy()), h) for h, g in grads.items())
-        ok = worst[0] <= a.grad_rtol
-        failures += not ok
-        print(f"step {k}: {len(grads)} gradients, max rel err {worst[0]:.2e} ({worst[1]}) {'ok' if ok else 'FAIL'}")
-        weights = {n: dump["param." + n] for n in init}
-    print("parity: " + ("ok" if failures == 0 else f"FAILED ({failures} checks)"))
-    sys.exit(1 if failures else 0)
+        checks.check(e <= a.loss_rtol, f"step {k}: loss lmc {float(dump['loss']):.8f} hf {loss.item():.8f} rel {e:.2e}")
+        check_grads(checks, k, ex.export({n: dump["grad." + n] for n in init}), hf_params, a.grad_rtol)
+        lmc = lmrt_forward(a.plan, weights, {"tokens": dump["tokens"][:, :-1].copy()})
+        compare_logits(checks, k, lmc, {"logits": logits.detach().numpy()}, a.logits_rtol)
+        weights = step_weights(init, dump)
+    checks.finish()
 
 
 if __name__ == "__main__":

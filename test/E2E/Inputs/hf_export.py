@@ -20,8 +20,12 @@ import safetensors_np
 
 
 class Exporter:
-    def __init__(self, plan, lmrt=None):
+    """`section`: the model class of one of several `export hf` sections
+    (ELECTRA's ElectraForMaskedLM and ElectraForPreTraining)."""
+
+    def __init__(self, plan, lmrt=None, section=None):
         self.plan = plan
+        self.section = section
         self.lmrt = lmrt or os.environ.get("LMRT", "lmrt")
         self.tmp = tempfile.TemporaryDirectory(prefix="hf-export-")
         self.dir = os.path.join(self.tmp.name, "hf")
@@ -30,8 +34,9 @@ class Exporter:
         """{plan name: array} -> {HF name: array}, through lmrt."""
         path = os.path.join(self.tmp.name, "lmc.safetensors")
         safetensors_np.save(path, tensors)
+        section = ["--section", self.section] if self.section else []
         subprocess.run([self.lmrt, "weights", "export", "--format", "hf", self.plan, path, "--out", self.dir,
-                        "--overwrite"], check=True, stdout=subprocess.DEVNULL)
+                        "--overwrite"] + section, check=True, stdout=subprocess.DEVNULL)
         return safetensors_np.load(os.path.join(self.dir, "model.safetensors"))
 
     def model(self, tensors, cls_name):

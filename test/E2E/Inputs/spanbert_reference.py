@@ -21,12 +21,14 @@ checks that the dump's indices agree and feeds its own to the SBO. LMC's loss mu
 match to relative 1e-5 and every parameter's gradient to relative 1e-4 (of its norm,
 or of 1e-6 of the largest gradient's norm where smaller: the key biases' gradient is
 zero in exact arithmetic), in fp32, for each dumped step; each step starts from LMC's
-weights before it.
+weights before it. With --plan, each step also runs the model's forward program
+(`lmrt forward --inputs` on the dumped ids, attention_mask and span indices with
+that step's weights) and compares its MLM and SBO logits [B, T, vocab], every
+position, with the reference's to relative 1e-4.
 
-Usage: spanbert_reference.py --dump DIR --heads H [--eps E]
+Usage: spanbert_reference.py --dump DIR --heads H [--eps E] [--plan PLAN]
 """
 import argparse
-import glob
 import math
 import os
 import sys
@@ -37,11 +39,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_np  # noqa: E402
-
-
-def rel(a, b, floor=1e-30):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), floor))
+from parity_common import Checks, check_grads, compare_logits, grad_floor, lmrt_forward, rel, step_weights, steps  # noqa: E402
 
 
 def gelu(x):
@@ -94,16 +92,16 @@ def forward(p, batch, heads, eps, layers):
     word = p["spanbert.word"]
     # Masked LM.
     t = ln(gelu(dense(x, "mlm.transform")), "mlm.ln")
-    mlm = F.cross_entropy((t @ word.T + p["mlm.bias"]).reshape(B * T, -1), labels.reshape(-1),
-                          ignore_index=-100)
+    mlm_logits = t @ word.T + p["mlm.bias"]
+    mlm = F.cross_entropy(mlm_logits.reshape(B * T, -1), labels.reshape(-1), ignore_index=-100)
     # Span boundary objective, from the boundaries found in the labels.
     rows = x.reshape(B * T, d)
     h0 = torch.cat([rows[batch["left"]], rows[batch["right"]], p["sbo.position"][batch["pos"]]], dim=-1)
     h1 = ln(gelu(dense(h0, "sbo.mlp1")), "sbo.ln1")
     y = ln(gelu(dense(h1, "sbo.mlp2")), "sbo.ln2")
-    sbo = F.cross_entropy((y @ word.T + p["sbo.bias"]).reshape(B * T, -1), labels.reshape(-1),
-                          ignore_index=-100)
-    return mlm + sbo, mlm, sbo
+    sbo_logits = y @ word.T + p["sbo.bias"]
+    sbo = F.cross_entropy(sbo_logits.reshape(B * T, -1), labels.reshape(-1), ignore_index=-100)
+    return mlm + sbo, mlm, sbo, {"mlm_logits": mlm_logits, "sbo_logits": sbo_logits}
 
 
 def main():
@@ -113,6 +111,8 @@ def main():
     ap.add_argument("--eps", type=float, default=1e-12)
     ap.add_argument("--loss-rtol", type=float, default=1e-5)
     ap.add_argument("--grad-rtol", type=float, default=1e-4)
+    ap.add_argument("--logits-rtol", type=float, default=1e-4)
+    ap.add_argument("--plan", help="the plan that wrote the dump: compare its forward program's logits too")
     a = ap.parse_args()
     print(f"torch {torch.__version__}")
     torch.set_num_threads(2)
@@ -120,21 +120,16 @@ def main():
     init = safetensors_np.load(os.path.join(a.dump, "init.safetensors"))
     layers = 1 + max(int(n.split(".")[2]) for n in init if n.startswith("spanbert.layer."))
     print(f"{len(init)} parameters; {sum(v.size for v in init.values()):,} numbers, {layers} layers")
-    steps = sorted(glob.glob(os.path.join(a.dump, "step*.safetensors")),
-                   key=lambda s: int(os.path.basename(s)[4:].split(".")[0]))
-    if not steps:
-        sys.exit("no step*.safetensors in " + a.dump)
-    failures = 0
+    checks = Checks()
     weights = init
-    for k, path in enumerate(steps, 1):
-        dump = safetensors_np.load(path)
+    for k, dump in steps(a.dump):
         if dump["ids"].dtype != np.int32:
             sys.exit("expected an f32 dump with i32 ids")
         labels = dump["labels"].astype(np.int64)
         left, right, pos, lengths = spans_from_labels(labels)
         same = (np.array_equal(left, dump["span_left"]) and np.array_equal(right, dump["span_right"])
                 and np.array_equal(pos, dump["span_pos"]))
-        failures += not same
+        checks.failures += not same
         print(f"step {k}: {len(lengths)} spans, {int((labels != -100).sum())} masked, longest "
               f"{max(lengths)}; span_left/right/pos {'agree' if same else 'DISAGREE'} with the labels")
         p = {n: torch.tensor(np.ascontiguousarray(w), dtype=torch.float32, requires_grad=True)
@@ -143,22 +138,18 @@ def main():
                  "attention_mask": torch.from_numpy(dump["attention_mask"].astype(np.float32)),
                  "left": torch.from_numpy(left), "right": torch.from_numpy(right),
                  "pos": torch.from_numpy(pos)}
-        loss, mlm, sbo = forward(p, batch, a.heads, a.eps, layers)
+        loss, mlm, sbo, logits = forward(p, batch, a.heads, a.eps, layers)
         loss.backward()
         e = rel(float(dump["loss"]), loss.item())
-        ok = e <= a.loss_rtol
-        failures += not ok
-        print(f"step {k}: loss lmc {float(dump['loss']):.8f} torch {loss.item():.8f} (mlm {mlm.item():.4f} "
-              f"+ sbo {sbo.item():.4f}) rel {e:.2e} {'ok' if ok else 'FAIL'}")
-        floor = 1e-6 * max(float(np.linalg.norm(t.grad.numpy())) for t in p.values())
-        errs = [(rel(dump["grad." + n], t.grad.numpy(), floor), n) for n, t in p.items()]
-        worst = max(errs)
-        ok = worst[0] <= a.grad_rtol
-        failures += not ok
-        print(f"step {k}: {len(errs)} gradients, max rel err {worst[0]:.2e} ({worst[1]}) {'ok' if ok else 'FAIL'}")
-        weights = {n: dump["param." + n] for n in init}
-    print("parity: " + ("ok" if failures == 0 else f"FAILED ({failures} checks)"))
-    sys.exit(1 if failures else 0)
+        checks.check(e <= a.loss_rtol, f"step {k}: loss lmc {float(dump['loss']):.8f} torch {loss.item():.8f} "
+                     f"(mlm {mlm.item():.4f} + sbo {sbo.item():.4f}) rel {e:.2e}")
+        check_grads(checks, k, {n: dump["grad." + n] for n in p}, p, a.grad_rtol, grad_floor(p))
+        if a.plan:
+            names = ("ids", "attention_mask", "span_left", "span_right", "span_pos")
+            lmc = lmrt_forward(a.plan, weights, {n: dump[n] for n in names})
+            compare_logits(checks, k, lmc, {n: v.detach().numpy() for n, v in logits.items()}, a.logits_rtol)
+        weights = step_weights(init, dump)
+    checks.finish()
 
 
 if __name__ == "__main__":

@@ -415,8 +415,9 @@ TEST(Validate, MlmDataContract) {
 }
 
 // The span_mlm transform's config: whole-number max_span, mask_prob at most 0.5,
-// and its inputs' bounds: batch * seq for the boundary rows, max_span for the
-// offsets.
+// unit 0 ("word") or 1 ("token"), with token spans max_span <= max_span_tokens;
+// and its inputs' bounds: batch * seq for the boundary rows, max_span_tokens for
+// the offsets.
 TEST(Validate, SpanMlmDataContract) {
   plan::DataConfig d;
   d.set_transform("span_mlm");
@@ -429,6 +430,21 @@ TEST(Validate, SpanMlmDataContract) {
   (*d.mutable_params())["max_span"] = 2.5;
   EXPECT_EQ(contract::checkDataConfig(d)->str(), "params.max_span = 2.5 must be a whole number");
   (*d.mutable_params())["max_span"] = 4;
+  EXPECT_EQ(contract::transformParam(d, "unit"), 0);  // "word"
+  EXPECT_EQ(contract::transformParam(d, "max_span_tokens"), 15);
+  (*d.mutable_params())["unit"] = 2;
+  EXPECT_EQ(contract::checkDataConfig(d)->str(), "params.unit = 2 must be \"word\" (0) or \"token\" (1)");
+  (*d.mutable_params())["unit"] = 0.5;
+  EXPECT_EQ(contract::checkDataConfig(d)->str(), "params.unit = 0.5 must be \"word\" (0) or \"token\" (1)");
+  (*d.mutable_params())["unit"] = 1;
+  (*d.mutable_params())["max_span"] = 16;
+  EXPECT_EQ(contract::checkDataConfig(d)->str(),
+            "params.max_span = 16 must be <= max_span_tokens (15) with unit = \"token\" (1): span_pos indexes "
+            "max_span_tokens rows");
+  (*d.mutable_params())["unit"] = 0;  // words: a span keeps the whole words that fit in 15 tokens
+  EXPECT_FALSE(contract::checkDataConfig(d).has_value());
+  (*d.mutable_params())["max_span"] = 4;
+  (*d.mutable_params())["max_span_tokens"] = 4;
   (*d.mutable_params())["mask_prob"] = 0.6;
   EXPECT_EQ(contract::checkDataConfig(d)->str(), "params.mask_prob = 0.6 must be in [0, 0.5]");
   (*d.mutable_params())["mask_prob"] = 0.15;
@@ -590,6 +606,33 @@ TEST(Validate, WeightExportMaps) {
              "(valid)");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), p.mutable_weight_exports(0)->mutable_entries(0)->clear_names(); }),
              "parameter 'wte' has no name");
+}
+
+/* Several maps of a format (one per model class, ELECTRA's two): each maps some
+   parameters, together all of them. */
+TEST(Validate, SeveralWeightExportMaps) {
+  auto two = [](plan::Plan &p) {
+    addHfMap(p), addHfMap(p);
+    p.mutable_weight_exports(1)->set_architecture("TinyForOther");
+    p.mutable_weight_exports(0)->mutable_entries()->RemoveLast();  // wte only
+  };
+  EXPECT_EQ(errorAfter(two), "(valid)");
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) { two(p), p.mutable_weight_exports(1)->mutable_entries()->RemoveLast(); }),
+             "weight exports ('hf'): no map has parameter 'w'");
+}
+
+/* Forward programs: "forward", or "forward:<model>" each of several (not both);
+   their outputs are float tensors named after the model's results. */
+TEST(Validate, ForwardPrograms) {
+  EXPECT_EQ(errorAfter([](plan::Plan &p) { program(p, "forward")->set_name("forward:gpt"); }), "(valid)");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "forward")->set_name("forward:"); }),
+             "unknown program 'forward:'");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { *p.add_programs() = *program(p, "forward"), program(p, "forward")->set_name("forward:b"); }),
+             "has both 'forward' and 'forward:b'");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "forward")->mutable_outputs(0)->set_name("grad:w"); }),
+             "program 'forward' has an output named 'grad:w'");
+  EXPECT_EQ(errorAfter([](plan::Plan &p) { program(p, "forward")->mutable_outputs(0)->set_name("mlm_logits"); }),
+            "(valid)");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <sys/stat.h>
 
+#include "MaskedLmData.h"
 #include "TempDir.h"
 #include "runtime/data/batches.h"
 #include "runtime/data/mlm.h"
@@ -19,32 +20,9 @@
 
 using namespace lmrt;
 using namespace lmrt::data;
+using lmrt_test::errorOf;
+using lmrt_test::makeData;
 using lmrt_test::TempDir;
-
-namespace {
-
-/* train.bin: a pseudo-random byte text (so that "B follows A" is checkable). */
-std::string makeData(const TempDir &d, uint32_t n, uint32_t valN = 400) {
-  std::string dir = d.file("data");
-  mkdir(dir.c_str(), 0777);
-  std::vector<uint32_t> t(n), v(valN);
-  for (uint32_t i = 0; i < n; ++i) t[i] = (i * 2654435761u >> 7) % 256;
-  for (uint32_t i = 0; i < valN; ++i) v[i] = (i * 7) % 256;
-  writeShard(dir + "/train.bin", t, {0});
-  writeShard(dir + "/val.bin", v, {0});
-  return dir;
-}
-
-std::string errorOf(std::function<void()> f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
 
 TEST(Mlm, RowLayoutSegmentsAndMask) {
   TempDir d;

@@ -1,47 +1,39 @@
 /* Tests the "span_mlm" batch transform (SpanBERT): span lengths follow the
    geometric distribution truncated to [1, max_span] (histograms against it, with
    bounds of 6 standard deviations: the draws are a fixed function of the seed,
-   and another seed would fail a bin with probability below 1e-8), exactly
-   ceil(mask_prob x n) tokens are masked per row, spans never touch, 80/10/10 is
-   chosen per span, the boundary rows and offsets of the span boundary objective
-   are right, and a batch is a pure function of (seed, sample index). */
+   and another seed would fail a bin with probability below 1e-8); spans of whole
+   words (the default) start at a word's first token and end at a word's last
+   (but for a row's last span, cut to the budget), hold 3.8 words on average and
+   no more tokens than the position table; word boundaries of bytes and of
+   SentencePiece pieces; exactly ceil(mask_prob x n) tokens are masked per row,
+   spans never touch, 80/10/10 is chosen per span, the boundary rows and offsets
+   of the span boundary objective are right, and a batch is a pure function of
+   (seed, sample index). */
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <sys/stat.h>
 
+#include "MaskedLmData.h"
 #include "TempDir.h"
 #include "runtime/data/batches.h"
 #include "runtime/data/shard.h"
 #include "runtime/data/span_mlm.h"
+#include "runtime/data/tokenizer.h"
+#include "runtime/data/words.h"
 #include "runtime/data/transform_spec.h"
 #include "runtime/lmrt/tensor.h"
 
 using namespace lmrt;
 using namespace lmrt::data;
+using lmrt_test::errorOf;
+using lmrt_test::makeData;
+using lmrt_test::makeWordData;
+using lmrt_test::wordText;
 using lmrt_test::TempDir;
 
 namespace {
-
-std::string makeData(const TempDir &d, uint32_t n, uint32_t valN = 400) {
-  std::string dir = d.file("data");
-  mkdir(dir.c_str(), 0777);
-  std::vector<uint32_t> t(n), v(valN);
-  for (uint32_t i = 0; i < n; ++i) t[i] = (i * 2654435761u >> 7) % 256;
-  for (uint32_t i = 0; i < valN; ++i) v[i] = (i * 7) % 256;
-  writeShard(dir + "/train.bin", t, {0});
-  writeShard(dir + "/val.bin", v, {0});
-  return dir;
-}
-
-std::string errorOf(std::function<void()> f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
-}
 
 /* P(L = l) of the geometric distribution truncated to [1, m]. */
 double truncatedGeometric(int64_t l, double p, int64_t m) {
@@ -58,6 +50,17 @@ void expectHistogram(const std::vector<int64_t> &count, double p, int64_t m) {
   for (int64_t l = 1; l <= m; ++l) {
     double q = truncatedGeometric(l, p, m), mean = n * q, sd = std::sqrt(n * q * (1 - q));
     EXPECT_LE(std::fabs(count[l] - mean), 6 * sd + 1) << "length " << l << ": " << count[l] << " of " << n
+                                                      << ", expected " << mean;
+  }
+}
+
+/* As expectHistogram, for fewer draws (every bin within 6 sd + 2). */
+void expectHistogramLoose(const std::vector<int64_t> &count, double p, int64_t m) {
+  int64_t n = 0;
+  for (int64_t c : count) n += c;
+  for (int64_t l = 1; l <= m; ++l) {
+    double q = truncatedGeometric(l, p, m), mean = n * q, sd = std::sqrt(n * q * (1 - q));
+    EXPECT_LE(std::fabs(count[l] - mean), 6 * sd + 2) << "length " << l << ": " << count[l] << " of " << n
                                                       << ", expected " << mean;
   }
 }
@@ -157,11 +160,15 @@ TEST(SpanMlm, ShortRows) {
     }
 }
 
-TEST(SpanMlm, RowsSpansAndBoundaries) {
+/* unit = "token" on pseudo-random bytes: spans of at most max_span tokens
+   anywhere in the text. */
+TEST(SpanMlm, TokenSpanRowsAndBoundaries) {
   TempDir d;
   std::string dir = makeData(d, 20000);
   const int64_t rows = 64, seq = 128;
-  SpanMlmBatcher b(dir, rows, seq, SpanMlmOptions{}, 7);
+  SpanMlmOptions o;
+  o.unit = SpanUnit::Token;
+  SpanMlmBatcher b(dir, rows, seq, o, 7);
   SpanMlmBatch x;
   b.trainBatch(0, x);
   int64_t masks = 0, kept = 0, random = 0;
@@ -238,7 +245,7 @@ TEST(SpanMlm, RowTextIsContiguous) {
 
 TEST(SpanMlm, BatchesArePureFunctionsOfSeedAndSampleIndex) {
   TempDir d;
-  std::string dir = makeData(d, 5000);
+  std::string dir = makeWordData(d, 1000);
   SpanMlmBatcher b(dir, 8, 32, SpanMlmOptions{}, 5), again(dir, 8, 32, SpanMlmOptions{}, 5),
       other(dir, 8, 32, SpanMlmOptions{}, 6);
   SpanMlmBatch x, y, z, w;
@@ -292,4 +299,258 @@ TEST(SpanMlm, ErrorsNameTheProblem) {
   SpanMlmBatch x;
   e = errorOf([&] { SpanMlmBatcher(makeData(d, 5000, 10), 2, 40, SpanMlmOptions{}, 1).valBatch(0, x); });
   EXPECT_NE(e.find("--eval-batches 0"), std::string::npos) << e;
+}
+
+namespace {
+
+std::vector<int32_t> bytesOf(const std::string &s) {
+  std::vector<int32_t> out;
+  for (unsigned char c : s) out.push_back(c);
+  return out;
+}
+
+std::vector<std::pair<int64_t, int64_t>> wordPairs(const std::vector<Word> &words) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const Word &w : words) out.push_back({w.start, w.end});
+  return out;
+}
+
+bool isSpace(int32_t t) { return t == ' ' || (t >= '\t' && t <= '\r'); }
+
+/* A tokenizer of the given pieces (id = index), for the word rules alone. */
+class PieceTokenizer final : public Tokenizer {
+public:
+  explicit PieceTokenizer(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {}
+  const char *kind() const override { return "sentencepiece"; }
+  int64_t vocab() const override { return (int64_t)pieces_.size(); }
+  std::vector<int32_t> encode(const std::string &) const override { return {}; }
+  std::string decode(const std::vector<int32_t> &) const override { return ""; }
+  std::string piece(int32_t id) const override { return pieces_.at(id); }
+  std::vector<std::pair<std::string, int32_t>> specialTokens() const override { return {}; }
+
+private:
+  std::vector<std::string> pieces_;
+};
+
+}  // namespace
+
+// Bytes: a word is a maximal run of non-whitespace bytes, punctuation
+// included; a word cut by the row's start or end (the ids just outside it) is
+// none; several spaces or a newline separate as one space does.
+TEST(SpanMlm, WordsOfBytes) {
+  const std::vector<TokenClass> classes = tokenClasses(*byteTokenizer());
+  std::vector<int32_t> t = bytesOf("ab cd,  e\nfg.");
+  using P = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(wordPairs(findWords(t.data(), t.size(), -1, -1, classes)), (P{{0, 2}, {3, 6}, {8, 9}, {10, 13}}));
+  EXPECT_EQ(wordPairs(findWords(t.data(), t.size(), ' ', '\n', classes)), (P{{0, 2}, {3, 6}, {8, 9}, {10, 13}}));
+  // "x" before the row and "y" after it: "ab" and "fg." are parts of longer words.
+  EXPECT_EQ(wordPairs(findWords(t.data(), t.size(), 'x', 'y', classes)), (P{{3, 6}, {8, 9}}));
+  std::vector<int32_t> spaces = bytesOf(" \t\r\n ");
+  EXPECT_TRUE(findWords(spaces.data(), spaces.size(), 'a', 'b', classes).empty());
+  std::vector<int32_t> one = bytesOf("word");
+  EXPECT_TRUE(findWords(one.data(), one.size(), 'a', -1, classes).empty());
+  EXPECT_EQ(findWords(one.data(), one.size(), -1, -1, classes).size(), 1u);
+  // Bytes that are not ASCII (UTF-8) are letters: "é" does not split a word.
+  std::vector<int32_t> utf8 = bytesOf("caf\xC3\xA9 ok");
+  EXPECT_EQ(wordPairs(findWords(utf8.data(), utf8.size(), -1, -1, classes)), (P{{0, 5}, {6, 8}}));
+}
+
+// SentencePiece: a word starts at a piece beginning with U+2581 (its first
+// piece, space mark included) or after a whitespace piece; control pieces ("")
+// separate words.
+TEST(SpanMlm, WordsOfSentencePiecePieces) {
+  const std::string mark = "\xE2\x96\x81";
+  PieceTokenizer sp({"", mark + "the", mark + "cat", "s", ".", "\n", mark, "sat", mark + mark + "on"});
+  std::vector<TokenClass> classes = tokenClasses(sp);
+  EXPECT_EQ(classes[0], TokenClass::Space);
+  EXPECT_EQ(classes[1], TokenClass::WordStart);
+  EXPECT_EQ(classes[3], TokenClass::Inner);
+  EXPECT_EQ(classes[5], TokenClass::Space);
+  EXPECT_EQ(classes[6], TokenClass::Space);
+  EXPECT_EQ(classes[8], TokenClass::WordStart);
+  // "▁the ▁cat s . \n sat ▁ ▁▁on <eos> ▁the s": the cats. / sat / on / the s
+  std::vector<int32_t> ids = {1, 2, 3, 4, 5, 7, 6, 8, 0, 1, 3};
+  using P = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(wordPairs(findWords(ids.data(), ids.size(), -1, -1, classes)),
+            (P{{0, 1}, {1, 4}, {5, 6}, {7, 8}, {9, 11}}));
+  // A row starting inside a word ("s" after "▁cat") skips to the next start;
+  // the last word continues past the row ("s" after it): left out.
+  std::vector<int32_t> cut = {3, 4, 2, 1, 3};
+  EXPECT_EQ(wordPairs(findWords(cut.data(), cut.size(), 2, 3, classes)), (P{{2, 3}}));
+}
+
+TEST(SpanMlm, NoWordBoundariesIsAnError) {
+  PieceTokenizer letters({"a", "b", "ab"});
+  std::string e = errorOf([&] { tokenClasses(letters); });
+  EXPECT_NE(e.find("the sentencepiece tokenizer gives no word boundaries"), std::string::npos) << e;
+  EXPECT_NE(e.find("span_mlm(unit = \"token\")"), std::string::npos) << e;
+}
+
+/* Whole-word spans on a long row of text: every span starts at a word's first
+   token, every span but the row's last ends at a word's last token, the spans
+   hold 3.797 words on average (the paper's 3.8: the truncated geometric's mean;
+   over ~10,000 spans of sd 2.55 words the mean's sd is ~0.026, so 0.1 is 4 sd;
+   measured: 3.757 over these 20 rows, 3.800 over 200),
+   the budget is met exactly and no span touches another. */
+TEST(SpanMlm, WordSpansAreWholeWordsWithTheGeometricMean) {
+  const std::string text = wordText(12000, 3);
+  const std::vector<int32_t> t = bytesOf(text);
+  const int64_t n = (int64_t)t.size();
+  const std::vector<Word> words = findWords(t.data(), n, -1, -1, tokenClasses(*byteTokenizer()));
+  std::vector<int64_t> wordAt(n + 1, -1), wordEnding(n + 1, -1);  // word index by first / one-past-last token
+  for (size_t w = 0; w < words.size(); ++w) wordAt[words[w].start] = wordEnding[words[w].end] = (int64_t)w;
+  SpanMlmOptions o;
+  o.maxSpanTokens = 512;  // no span shortened for the table: the lengths as drawn
+  const int64_t budget = spanBudget(o.maskProb, n);
+  double sum = 0;
+  int64_t count = 0;
+  std::vector<int64_t> histogram(o.maxSpan + 1, 0);
+  for (uint64_t row = 0; row < 20; ++row) {
+    std::vector<Span> spans = sampleWordSpans(9, RngStream::TrainSpans, row, n, words, o);
+    std::vector<char> taken(n, 0);
+    int64_t total = 0;
+    for (size_t j = 0; j < spans.size(); ++j) {
+      const Span &s = spans[j];
+      const int64_t end = s.start + s.length;
+      ASSERT_GE(wordAt[s.start], 0) << "span " << j << " starts inside a word";
+      for (int64_t i = std::max<int64_t>(0, s.start - 1); i < std::min(n, end + 1); ++i)
+        ASSERT_FALSE(taken[i]) << "row " << row << " span " << j << " touches another";
+      std::fill(taken.begin() + s.start, taken.begin() + end, 1);
+      const int64_t before = total;
+      total += s.length;
+      if (j + 1 == spans.size()) continue;  // the last span: cut to the budget
+      ASSERT_GE(wordEnding[end], 0) << "span " << j << " ends inside a word";
+      // Into the mean only where the spans before it left room for any span
+      // (10 words of at most 11 bytes): counting every span but the last would
+      // favour short ones, as the last one is likelier long.
+      if (budget - before <= 110) continue;
+      const int64_t inSpan = wordEnding[end] - wordAt[s.start] + 1;
+      // As drawn, unless the row's words ran out.
+      if (wordEnding[end] + 1 < (int64_t)words.size()) EXPECT_EQ(inSpan, s.drawn) << "span " << j;
+      sum += inSpan;
+      ++count;
+      ++histogram[inSpan];
+    }
+    EXPECT_EQ(total, budget) << "row " << row;
+  }
+  ASSERT_GT(count, 9000);
+  EXPECT_NEAR(sum / count, 3.797, 0.1) << count << " spans";
+  expectHistogramLoose(histogram, o.geometricP, o.maxSpan);
+}
+
+/* With a small position table, a span keeps the whole words that fit in
+   max_span_tokens tokens; a word longer than the table starts no span. */
+TEST(SpanMlm, WordSpansFitThePositionTable) {
+  const std::vector<int32_t> t = bytesOf(wordText(3000, 4) + " abcdefghijklmnopqrstuvwxyz");
+  const int64_t n = (int64_t)t.size();
+  const std::vector<Word> words = findWords(t.data(), n, -1, -1, tokenClasses(*byteTokenizer()));
+  SpanMlmOptions o;
+  o.maxSpanTokens = 12;
+  int64_t spans = 0;
+  for (uint64_t row = 0; row < 20; ++row)
+    for (const Span &s : sampleWordSpans(2, RngStream::ValSpans, row, n, words, o)) {
+      EXPECT_LE(s.length, o.maxSpanTokens);
+      EXPECT_LT(s.start, n - 26) << "the 26-letter word was masked";
+      ++spans;
+    }
+  EXPECT_GT(spans, 1000);
+}
+
+/* Batches of whole-word spans: each span of the row starts after whitespace
+   (or at the row's first token) and ends before whitespace or [SEP], except at
+   most one a row (its last span, cut to the budget, which may end inside a
+   word); the boundary tokens are unmasked; span_pos counts tokens and stays
+   below max_span_tokens; the budget is exact. */
+TEST(SpanMlm, WordSpanRowsAndBoundaries) {
+  TempDir d;
+  std::string dir = makeWordData(d, 20000);
+  const int64_t rows = 64, seq = 256;
+  SpanMlmOptions o;
+  o.maxSpanTokens = 40;
+  SpanMlmBatcher b(dir, rows, seq, o, 7);
+  SpanMlmBatch x;
+  b.trainBatch(0, x);
+  int64_t spans = 0, multiWord = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t base = r * seq;
+    const int32_t *ids = &x.ids[base], *labels = &x.labels[base];
+    std::vector<int32_t> orig(seq);  // the row's text before masking
+    for (int64_t i = 0; i < seq; ++i) orig[i] = labels[i] != kIgnoreIndex ? labels[i] : ids[i];
+    int64_t masked = 0, cutInWord = 0;
+    for (int64_t i = 1; i < seq - 1; ++i) {
+      if (labels[i] == kIgnoreIndex) continue;
+      int64_t s = i, e = i;
+      while (labels[e + 1] != kIgnoreIndex) ++e;
+      EXPECT_EQ(labels[s - 1], kIgnoreIndex);
+      EXPECT_EQ(labels[e + 1], kIgnoreIndex);
+      EXPECT_TRUE(s == 1 || isSpace(orig[s - 1])) << "row " << r << ": span at " << s << " starts inside a word";
+      EXPECT_FALSE(isSpace(orig[s])) << "row " << r << ": span at " << s << " starts with whitespace";
+      if (!(e + 1 == seq - 1 || isSpace(orig[e + 1]))) ++cutInWord;
+      EXPECT_LE(e - s + 1, o.maxSpanTokens);
+      int64_t wordsIn = 1;
+      for (int64_t t = s; t <= e; ++t) {
+        EXPECT_EQ(x.pos[base + t], t - s);
+        EXPECT_EQ(x.left[base + t], base + s - 1);
+        EXPECT_EQ(x.right[base + t], base + e + 1);
+        wordsIn += t > s && isSpace(orig[t - 1]) && !isSpace(orig[t]);
+      }
+      EXPECT_LE(wordsIn, o.maxSpan);
+      multiWord += wordsIn > 1;
+      ++spans;
+      masked += e - s + 1;
+      i = e;
+    }
+    EXPECT_LE(cutInWord, 1) << "row " << r;
+    EXPECT_EQ(masked, spanBudget(0.15, seq - 2)) << "row " << r;
+  }
+  EXPECT_GT(spans, 64);
+  EXPECT_GT(multiWord, spans / 4);
+}
+
+TEST(SpanMlm, TokenSpansNeedThePositionTable) {
+  TempDir d;
+  std::string dir = makeWordData(d, 500);
+  SpanMlmOptions o;
+  o.unit = SpanUnit::Token;
+  o.maxSpan = 20;
+  o.maxSpanTokens = 15;
+  std::string e = errorOf([&] { SpanMlmBatcher(dir, 2, 32, o, 1); });
+  EXPECT_NE(e.find("max_span <= max_span_tokens with unit \"token\" (got 15, 20)"), std::string::npos) << e;
+  o.unit = SpanUnit::Word;  // 20 words, at most 15 tokens: whole words that fit
+  EXPECT_NO_THROW(SpanMlmBatcher(dir, 2, 32, o, 1));
+}
+
+/* A SentencePiece model trained here (BPE, as `lmrt data tokenizer train`
+   trains them: no dummy prefix, whitespace as written, newlines as the byte
+   piece <0x0A>): its words in a text are the text's whitespace-separated words,
+   each decoding to the word with the space before it. */
+TEST(SpanMlm, WordsOfATrainedSentencePieceModel) {
+  TempDir d;
+  TokenizerTrainOptions t;
+  for (uint32_t i = 0; i < 200; ++i) t.texts.push_back(wordText(100, 10 + i));
+  t.vocab = 400;
+  t.outPath = d.file("sp.model");
+  trainTokenizer(t);
+  std::unique_ptr<Tokenizer> sp = loadSentencePiece(t.outPath);
+  const std::vector<TokenClass> classes = tokenClasses(*sp);
+  const std::string text = "the cat, sat\non  the mat. " + wordText(300, 7);
+  const std::vector<int32_t> ids = sp->encode(text);
+  std::vector<std::string> expected, found;
+  for (size_t at = 0; at < text.size();) {  // the text's words, by whitespace
+    size_t start = text.find_first_not_of(" \n", at);
+    if (start == std::string::npos) break;
+    size_t end = std::min(text.find_first_of(" \n", start), text.size());
+    expected.push_back(text.substr(start, end - start));
+    at = end;
+  }
+  for (const Word &w : findWords(ids.data(), (int64_t)ids.size(), -1, -1, classes)) {
+    std::string s = sp->decode(std::vector<int32_t>(ids.begin() + w.start, ids.begin() + w.end));
+    // A word after a space carries it (U+2581 in its first piece); one after a
+    // newline follows the piece <0x0A>.
+    size_t offset = sp->decode(std::vector<int32_t>(ids.begin(), ids.begin() + w.start)).size();
+    EXPECT_EQ(text.compare(offset, s.size(), s), 0) << "'" << s << "'";
+    if (w.start > 0) EXPECT_TRUE(s[0] == ' ' || text[offset - 1] == '\n') << "'" << s << "'";
+    found.push_back(s.substr(s.find_first_not_of(' ')));
+  }
+  EXPECT_EQ(found, expected);
 }

@@ -1,0 +1,64 @@
+//===- LMCanonicalize.cpp - lm canonicalization patterns --------*- C++ -*-===//
+//
+// Rewrites that need more than one op's folder, run by -canonicalize in the
+// optimize stage of every pipeline (fused or not).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/IR/LMOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::lm;
+
+namespace {
+
+/// add(slice_grad(a), slice_grad(b)) -> slice_grad(concat(a, b)) when the two
+/// slices are unit-stride, equal on every dimension but one, and adjacent on
+/// that one. The backward of a fused QKV projection sliced into q, k, v is the
+/// chain add(add(slice_grad(dv), slice_grad(dk)), slice_grad(dq)): each
+/// slice_grad zero-fills the whole [B, T, 3d] gradient and the adds read all
+/// three back, while the rewrite leaves two concats and a slice_grad covering
+/// the whole tensor, which folds away. The sum is exact either way (x + 0).
+struct AdjacentSliceGradsToConcat : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
+    auto lhs = op.getLhs().getDefiningOp<SliceGradOp>();
+    auto rhs = op.getRhs().getDefiningOp<SliceGradOp>();
+    if (!lhs || !rhs || lhs == rhs || lhs.getType() != op.getType() || rhs.getType() != op.getType() ||
+        !lhs->hasOneUse() || !rhs->hasOneUse())
+      return failure();
+    auto unit = [](SliceGradOp s) { return llvm::all_of(s.getStride(), [](int64_t v) { return v == 1; }); };
+    if (!unit(lhs) || !unit(rhs))
+      return failure();
+    std::optional<int64_t> axis;
+    for (size_t d = 0; d < lhs.getStart().size(); ++d) {
+      if (lhs.getStart()[d] == rhs.getStart()[d] && lhs.getLimit()[d] == rhs.getLimit()[d])
+        continue;
+      if (axis)
+        return failure();
+      axis = d;
+    }
+    if (!axis)
+      return failure();
+    SliceGradOp first = lhs, second = rhs;
+    if (first.getLimit()[*axis] != second.getStart()[*axis])
+      std::swap(first, second);
+    if (first.getLimit()[*axis] != second.getStart()[*axis])
+      return failure();
+    Value joined = rewriter.create<ConcatOp>(op.getLoc(), first.getDy(), second.getDy(),
+                                             rewriter.getI64IntegerAttr(*axis));
+    SmallVector<int64_t> limit(first.getLimit());
+    limit[*axis] = second.getLimit()[*axis];
+    rewriter.replaceOpWithNewOp<SliceGradOp>(op, op.getType(), joined, first.getStart(), limit, first.getStride());
+    return success();
+  }
+};
+
+} // namespace
+
+void AddOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<AdjacentSliceGradsToConcat>(context);
+}

@@ -11,6 +11,9 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "runtime/kernels/blas.h"
 #include "runtime/kernels/kernel_common.h"
 
@@ -80,6 +83,35 @@ void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k
   }
 }
 
+/* C [m, n] = A^T B for a tall, narrow output (a weight gradient X^T dY whose input side is
+   the wider: GPT's second MLP matrix [4d, d] and the tied embedding [V, d], with the
+   B*T tokens as K). oneDNN's transposed-A GEMM ran these at 220-240 GFLOP/s on two
+   cores where the same products as C^T = B^T A, a wide output, ran at 260-310, so the
+   kernel computes C^T into a scratch buffer and transposes it, 32 x 32 tiles. Each
+   element is still one dot product over the whole K, so the bits do not depend on the
+   thread count. With a wide or large output the transpose costs more than it saves. */
+bool tallTransposedLhs(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k) {
+  return ta && !tb && batch == 1 && n <= 256 && m >= 4 * n && k >= 512 && m * n <= (int64_t{1} << 22);
+}
+
+template <typename T> void matmulTallTransposedLhs(int64_t m, int64_t n, int64_t k, const T *a, const T *b, T *c) {
+  thread_local std::vector<T> ct;
+  ct.resize((size_t)(m * n));
+  gemmBlocks<T>(true, false, 1, n, m, k, b, a, true, ct.data(), nullptr);  // C^T [n, m] = B^T A
+  constexpr int64_t kTile = 32;
+  const int64_t tiles = (m + kTile - 1) / kTile;
+  const T *src = ct.data();
+#pragma omp parallel for schedule(static) if (m * n >= kParallelMin)
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t i0 = t * kTile, i1 = std::min(m, i0 + kTile);
+    for (int64_t j0 = 0; j0 < n; j0 += kTile) {
+      const int64_t j1 = std::min(n, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) c[i * n + j] = src[j * m + i];
+    }
+  }
+}
+
 template <typename T> void matmulT(const KernelCall &call) {
   singleThreadedBlas();
   const Shape &ls = call.in[0].shape(), &rs = call.in[1].shape();
@@ -92,6 +124,10 @@ template <typename T> void matmulT(const KernelCall &call) {
   const T *a = call.in[0].as<T>(), *b = call.in[1].as<T>();
   T *c = call.out[0].as<T>();
   if (batch * m * n == 0) return;
+  if (tallTransposedLhs(ta, tb, batch, m, n, k)) {
+    matmulTallTransposedLhs<T>(m, n, k, a, b, c);
+    return;
+  }
   bool sharedRhs = rs.size() == 2;
   if (sharedRhs && !ta) {  // one [batch*M, K] x [K, N] GEMM
     m *= batch;

@@ -49,6 +49,10 @@ const std::vector<Case> kCases = {
     {{40, 300}, {300, 30}, false, false, {40, 30}},
     {{300, 45}, {31, 300}, true, true, {45, 31}},
     {{50, 700}, {20, 700}, false, true, {50, 20}},
+    // Tall and narrow, lhs transposed, K >= 512: computed as C^T = B^T A, then
+    // transposed (a weight gradient such as GPT's fc2 or tied embedding); ragged tiles.
+    {{600, 270}, {600, 40}, true, false, {270, 40}},
+    {{512, 1030}, {512, 256}, true, false, {1030, 256}},
 };
 
 TEST(MatmulSplit, MatchesNaive) {

@@ -57,7 +57,48 @@ struct AdjacentSliceGradsToConcat : OpRewritePattern<AddOp> {
   }
 };
 
+/// attention_grad(q, k, v, dy) whose forward y = attention(q, k, v) (same
+/// operands and attributes) precedes it in its block: the forward becomes
+/// attention_stats, which also returns the row logsumexp, and the backward
+/// attention_grad_stats, which reads y and lse instead of re-running the
+/// forward sweep (two of its seven tile products and one of its two passes of
+/// exponentials). The values are the same bits: the forward and the recompute
+/// are one function over the same query blocks.
+struct AttentionGradFromStats : OpRewritePattern<AttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionGradOp grad, PatternRewriter &rewriter) const override {
+    AttentionOp forward;
+    for (Operation *user : grad.getQ().getUsers()) {
+      auto attn = dyn_cast<AttentionOp>(user);
+      if (attn && attn.getQ() == grad.getQ() && attn.getK() == grad.getK() && attn.getV() == grad.getV() &&
+          attn.getNumHeads() == grad.getNumHeads() && attn.getCausal() == grad.getCausal() &&
+          attn.getNumKvHeads() == grad.getNumKvHeads() && attn->getBlock() == grad->getBlock() &&
+          attn->isBeforeInBlock(grad)) {
+        forward = attn;
+        break;
+      }
+    }
+    if (!forward)
+      return failure();
+    rewriter.setInsertionPoint(forward);
+    auto stats = rewriter.create<AttentionStatsOp>(forward.getLoc(), forward.getQ(), forward.getK(), forward.getV(),
+                                                   forward.getNumHeadsAttr(), forward.getCausalAttr(),
+                                                   forward.getNumKvHeadsAttr());
+    rewriter.replaceOp(forward, stats.getY());
+    rewriter.setInsertionPoint(grad);
+    rewriter.replaceOpWithNewOp<AttentionGradStatsOp>(grad, grad.getQ(), grad.getK(), grad.getV(), stats.getY(),
+                                                      stats.getLse(), grad.getDy(), grad.getNumHeadsAttr(),
+                                                      grad.getCausalAttr(), grad.getNumKvHeadsAttr());
+    return success();
+  }
+};
+
 } // namespace
+
+void AttentionGradOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<AttentionGradFromStats>(context);
+}
 
 void AddOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<AdjacentSliceGradsToConcat>(context);

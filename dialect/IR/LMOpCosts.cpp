@@ -103,6 +103,12 @@ int64_t MaskedAttentionOp::getFlops() {
 int64_t AttentionGradOp::getFlops() {
   return attentionFlops(getQ().getType(), getK().getType(), getCausal()) * 5 / 2;
 }
+int64_t AttentionStatsOp::getFlops() { return attentionFlops(getQ().getType(), getK().getType(), getCausal()); }
+/// attention_grad's five products; reading y and lse saves the recomputed forward,
+/// which attention_grad's count leaves out too.
+int64_t AttentionGradStatsOp::getFlops() {
+  return attentionFlops(getQ().getType(), getK().getType(), getCausal()) * 5 / 2;
+}
 int64_t MaskedAttentionGradOp::getFlops() {
   return attentionFlops(getQ().getType(), getK().getType(), getCausal()) * 5 / 2;
 }

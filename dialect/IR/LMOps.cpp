@@ -471,6 +471,49 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *context, std::optio
   return success();
 }
 
+LogicalResult AttentionStatsOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
+  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
+  auto defaults = withDefaults<AttentionStatsOp>(context, adaptor);
+  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
+  bool causal = defaults.causal && defaults.causal.getValue();
+  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err, kvHeads, causal);
+  Type elem = infer.elementType(adaptor.getQ());
+  // y has q's shape; lse is [B, H, Tq].
+  if (failed(infer.result(shape, err, elem)))
+    return failure();
+  return infer.result(shape ? std::optional<Dims>(shapes::attentionLse(q, heads)) : std::nullopt, err, elem);
+}
+
+LogicalResult AttentionGradStatsOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                                     Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
+  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
+  auto defaults = withDefaults<AttentionGradStatsOp>(context, adaptor);
+  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
+  bool causal = defaults.causal && defaults.causal.getValue();
+  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err, kvHeads, causal);
+  Type elem = infer.elementType(adaptor.getQ());
+  // dq has q's shape; dk and dv the key/value shape.
+  if (failed(infer.result(shape, err, elem)))
+    return failure();
+  for (int i = 0; i < 2; ++i)
+    if (failed(infer.result(shape ? std::optional<Dims>(k) : std::nullopt, err, elem)))
+      return failure();
+  return success();
+}
+LogicalResult AttentionGradStatsOp::verify() {
+  if (failed(checkShape(*this, "y", getY().getType(), dimsOf(getQ()))) ||
+      failed(checkShape(*this, "dy", getDy().getType(), dimsOf(getQ()))))
+    return failure();
+  return checkShape(*this, "lse", getLse().getType(), shapes::attentionLse(dimsOf(getQ()), getNumHeads()));
+}
+
 LogicalResult MaskedAttentionGradOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);

@@ -627,6 +627,9 @@ def LM_AttentionGradOp : LM_GradOp<"attention_grad", LM_InferredResultTypes> {
   let results = (outs LM_FloatTensor:$dq, LM_FloatTensor:$dk, LM_FloatTensor:$dv);
   let assemblyFormat = "$q `,` $k `,` $v `,` $dy attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  // With its forward lm.attention in the function: lm.attention_stats and
+  // lm.attention_grad_stats (LMCanonicalize.cpp).
+  let hasCanonicalizer = 1;
 }
 
 def LM_MaskedAttentionGradOp : LM_GradOp<"masked_attention_grad", LM_InferredResultTypes> {
@@ -646,6 +649,49 @@ def LM_MaskedAttentionGradOp : LM_GradOp<"masked_attention_grad", LM_InferredRes
                        DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
   let results = (outs LM_FloatTensor:$dq, LM_FloatTensor:$dk, LM_FloatTensor:$dv);
   let assemblyFormat = "$q `,` $k `,` $v `,` $mask `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def LM_AttentionStatsOp : LM_GradOp<"attention_stats", LM_InferredResultTypes> {
+  let summary = "lm.attention that also returns each query row's logsumexp";
+  let description = [{
+    `y` as `lm.attention` computes it, and `lse: [B, H, Tq]`, the logsumexp
+    of each query row's scaled, masked scores (0 for a row that sees no key).
+    Not written by users: canonicalization turns an `lm.attention` whose
+    operands an `lm.attention_grad` also reads into this op and
+    `lm.attention_grad_stats`, so the backward reuses the forward's output and
+    statistics instead of recomputing them (dialect/IR/LMCanonicalize.cpp).
+
+    ```mlir
+    %y, %lse = lm.attention_stats %q, %k, %v {causal = true, num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x4x8xf32>)
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v,
+                       I64Attr:$num_heads,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
+  let results = (outs LM_FloatTensor:$y, LM_FloatTensor:$lse);
+  let assemblyFormat = "$q `,` $k `,` $v attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_AttentionGradStatsOp : LM_GradOp<"attention_grad_stats", LM_InferredResultTypes> {
+  let summary = "adjoint of lm.attention from the forward's output and logsumexp";
+  let description = [{
+    `dq`, `dk`, `dv` as `lm.attention_grad` returns them, reading the
+    forward's output `y` and row logsumexp `lse` (`lm.attention_stats`)
+    instead of recomputing both: the probabilities are `exp(s - lse)` tile by
+    tile and `delta_i = dy_i . y_i`.
+
+    ```mlir
+    %dq, %dk, %dv = lm.attention_grad_stats %q, %k, %v, %y, %lse, %dy {causal = true, num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x4x8xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>)
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v, LM_FloatTensor:$y,
+                       LM_FloatTensor:$lse, LM_FloatTensor:$dy, I64Attr:$num_heads,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
+  let results = (outs LM_FloatTensor:$dq, LM_FloatTensor:$dk, LM_FloatTensor:$dv);
+  let assemblyFormat = "$q `,` $k `,` $v `,` $y `,` $lse `,` $dy attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

@@ -317,6 +317,21 @@ void runAttentionMaybeMasked(const OpCall &call, bool masked) {
 void runAttention(const OpCall &call) { runAttentionMaybeMasked(call, false); }
 void runMaskedAttention(const OpCall &call) { runAttentionMaybeMasked(call, true); }
 
+/* attention_stats (q, k, v) -> (y, lse [B, H, Tq]): the forward, keeping its row logsumexp. */
+void runAttentionStats(const OpCall &call) {
+  AttnDims d = dimsOf(call);
+  const bool causal = call.attrs.getBool("causal");
+  if (call.out[0].numel() == 0) return;
+  if (d.B * d.H > 65535) fail("attention_stats: batch x heads %lld exceeds the CUDA grid", (long long)(d.B * d.H));
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    byHeadSize(d.Dh, [&](auto dm) {
+      forward<T, decltype(dm)::value>(call, d, causal, call.in[0].as<T>(), call.in[1].as<T>(), call.in[2].as<T>(),
+                                      (const T *)nullptr, call.out[0].as<T>(), call.out[1].as<T>());
+    });
+  });
+}
+
 /* cached_attention: q [B, C, H*Dh] at positions offset .. offset + C - 1 over the
    cache k, v [B, W, Hkv*Dh]: the causal forward with the query positions shifted. */
 void runCachedAttention(const OpCall &call) {
@@ -373,6 +388,42 @@ void runAttentionGradMaybeMasked(const OpCall &call, bool masked) {
   });
 }
 void runAttentionGrad(const OpCall &call) { runAttentionGradMaybeMasked(call, false); }
+
+/* Scratch of attention_grad_stats: delta per (b, h, i). */
+size_t attentionGradStatsScratch(const std::vector<TensorType> &in, const std::vector<TensorType> &,
+                                 const kernels::Attrs &attrs) {
+  const Shape &s = in[0].shape;
+  return (size_t)(s[0] * attrs.getInt("num_heads") * s[1]) * dtypeSize(in[0].dtype) + 256;
+}
+
+/* attention_grad_stats (q, k, v, y, lse, dy): attention_grad's kernels on the forward's
+   saved output and row logsumexp, without the recomputing forward. */
+void runAttentionGradStats(const OpCall &call) {
+  AttnDims d = dimsOf(call);
+  const bool causal = call.attrs.getBool("causal");
+  if (call.in[0].numel() == 0) return;
+  if (d.B * d.H > 65535) fail("attention_grad_stats: batch x heads %lld exceeds the CUDA grid", (long long)(d.B * d.H));
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(), *y = call.in[3].as<T>(),
+            *lse = call.in[4].as<T>(), *dy = call.in[5].as<T>(), *mask = nullptr;
+    T *delta = static_cast<T *>(call.scratch);
+    byHeadSize(d.Dh, [&](auto dm) {
+      constexpr int DMAX = decltype(dm)::value;
+      using Tl = Tile<DMAX>;
+      attnDelta<T><<<gridFor(d.B * d.H * d.T), kThreads, 0, call.stream>>>(dy, y, delta, d);
+      CUDA_CHECK_LAUNCH();
+      dim3 gk((unsigned)((d.Tk + Tl::kK - 1) / Tl::kK), (unsigned)(d.B * d.Hkv));
+      size_t smemKV = (2 * Tl::kK * (DMAX + 1) + 2 * Tl::kBwdQ * DMAX + 2 * Tl::kBwdQ) * sizeof(T);
+      launch(attnBackwardKV<T, DMAX>, gk, Tl::kK, smemKV, call.stream, q, k, v, mask, dy, lse, (const T *)delta,
+             call.out[1].as<T>(), call.out[2].as<T>(), d, causal);
+      dim3 gq((unsigned)((d.T + Tl::kBwdQ - 1) / Tl::kBwdQ), (unsigned)(d.B * d.H));
+      size_t smemQ = (2 * Tl::kBwdQ * (DMAX + 1) + 2 * Tl::kK * DMAX) * sizeof(T);
+      launch(attnBackwardQ<T, DMAX>, gq, Tl::kBwdQ, smemQ, call.stream, q, k, v, mask, dy, lse, (const T *)delta,
+             call.out[0].as<T>(), d, causal);
+    });
+  });
+}
 void runMaskedAttentionGrad(const OpCall &call) { runAttentionGradMaybeMasked(call, true); }
 
 }  // namespace
@@ -383,6 +434,8 @@ void addAttentionKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"cached_attention", runCachedAttention, noScratch});
   k.push_back({"masked_attention", runMaskedAttention, noScratch});
   k.push_back({"masked_attention_grad", runMaskedAttentionGrad, attentionGradScratch});
+  k.push_back({"attention_stats", runAttentionStats, noScratch});
+  k.push_back({"attention_grad_stats", runAttentionGradStats, attentionGradStatsScratch});
 }
 
 }  // namespace lmrt::cuda::detail

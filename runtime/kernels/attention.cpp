@@ -169,11 +169,13 @@ LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, cons
 /* Below this many multiply-adds (B*H*Tq*Tk*Dh) attention runs on one thread. */
 constexpr int64_t kParallelWork = 1 << 15;
 
-template <typename T> void attentionT(const KernelCall &call, bool masked) {
+/* attention, masked_attention and (stats) attention_stats, which also writes each query
+   row's logsumexp to out[1], [B, H, Tq]. */
+template <typename T> void attentionT(const KernelCall &call, bool masked, bool stats = false) {
   Dims3 d = dimsOf(call);
   bool causal = call.attrs.getBool("causal");
   const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>();
-  T *y = call.out[0].as<T>();
+  T *y = call.out[0].as<T>(), *lse = stats ? call.out[1].as<T>() : nullptr;
   if (call.out[0].numel() == 0) return;
   singleThreadedBlas();
   const int64_t qBlocks = (d.Tq + kBlock - 1) / kBlock, items = d.B * d.H * qBlocks;
@@ -189,7 +191,7 @@ template <typename T> void attentionT(const KernelCall &call, bool masked) {
       int64_t base = b * d.Tq * d.C + h * d.Dh, kvBase = b * d.Tk * d.Ck + (h / d.group()) * d.Dh;
       int64_t q0 = qb * kBlock;
       forwardBlock(d, causal, q + base, k + kvBase, v + kvBase, q0, std::min(kBlock, d.Tq - q0), y + base, d.C,
-                   (T *)nullptr, w, 0, maskRow<T>(call, masked, b, d));
+                   lse ? lse + bh * d.Tq : (T *)nullptr, w, 0, maskRow<T>(call, masked, b, d));
     }
   }
 }
@@ -199,6 +201,20 @@ void runAttention(const KernelCall &call) {
 }
 void runMaskedAttention(const KernelCall &call) {
   dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionT<decltype(t)>(call, true); });
+}
+void runAttentionStats(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionT<decltype(t)>(call, false, true); });
+}
+
+std::string checkAttentionStats(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                const Attrs &attrs) {
+  return guardCheck("attention_stats", in, out, 3, 2, [&]() -> std::string {
+    Shape s;
+    LMRT_CHECK(checkAttentionCommon("attention_stats", in, attrs, s));
+    LMRT_CHECK(expectType("attention_stats", "y", out[0], in[0].dtype, s));
+    return expectType("attention_stats", "lse", out[1], in[0].dtype,
+                      shapes::attentionLse(in[0].shape, attrs.getInt("num_heads")));
+  });
 }
 
 // ----------------------------------------------------------------------------
@@ -227,6 +243,27 @@ std::string checkMaskedAttentionGrad(const std::vector<TensorType> &in, const st
   return checkGradCommon("masked_attention_grad", true, in, out, attrs);
 }
 
+/* attention_grad_stats (q, k, v, y, lse, dy). */
+std::string checkAttentionGradStats(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                    const Attrs &attrs) {
+  const char *op = "attention_grad_stats";
+  return guardCheck(op, in, out, 6, 3, [&]() -> std::string {
+    Shape s;
+    LMRT_CHECK(checkAttentionCommon(op, in, attrs, s));
+    for (int i : {3, 5}) {
+      const char *what = i == 3 ? "y" : "dy";
+      LMRT_CHECK(expectSameDType(op, what, in[i], "q", in[0]));
+      if (in[i].shape != s) return std::string(op) + ": " + what + " " + in[i].str() + " must have the shape of q " + in[0].str();
+    }
+    LMRT_CHECK(expectSameDType(op, "lse", in[4], "q", in[0]));
+    Shape lse = shapes::attentionLse(in[0].shape, attrs.getInt("num_heads"));
+    if (in[4].shape != lse) return std::string(op) + ": lse " + in[4].str() + " must be " + shapes::str(lse) + " [B, H, Tq]";
+    LMRT_CHECK(expectType(op, "dq", out[0], in[0].dtype, s));
+    LMRT_CHECK(expectType(op, "dk", out[1], in[0].dtype, in[1].shape));
+    return expectType(op, "dv", out[2], in[0].dtype, in[1].shape);
+  });
+}
+
 /* Scratch of one thread for the backward of one head. */
 template <typename T> struct BwdScratch {
   FwdScratch<T> fwd;
@@ -242,14 +279,23 @@ template <typename T> struct BwdScratch {
    mask: the batch row's key padding mask, or null; masked keys get P = 0. */
 template <typename T>
 LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, const T *dy,
-                                   T *dq, T *dk, T *dv, BwdScratch<T> &w, const T *mask) {
+                                   T *dq, T *dk, T *dv, BwdScratch<T> &w, const T *mask, const T *savedY = nullptr,
+                                   const T *savedLse = nullptr) {
   const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
   const int64_t Dh = d.Dh, C = d.C, Ck = d.Ck;
-  // Output and logsumexp of every row; delta_i = dy_i . y_i = sum_j P_ij dP_ij.
-  for (int64_t q0 = 0; q0 < d.Tq; q0 += kBlock)
-    forwardBlock(d, causal, q, k, v, q0, std::min(kBlock, d.Tq - q0), w.o.data(), Dh, w.lse.data(), w.fwd, 0, mask);
+  // Output and logsumexp of every row, recomputed unless the forward saved them
+  // (attention_grad_stats: y with q's row stride, lse of this head); then
+  // delta_i = dy_i . y_i = sum_j P_ij dP_ij.
+  const T *o = savedY, *lseRow = savedLse;
+  int64_t ldo = C;
+  if (!savedY) {
+    for (int64_t q0 = 0; q0 < d.Tq; q0 += kBlock)
+      forwardBlock(d, causal, q, k, v, q0, std::min(kBlock, d.Tq - q0), w.o.data(), Dh, w.lse.data(), w.fwd, 0,
+                   mask);
+    o = w.o.data(), lseRow = w.lse.data(), ldo = Dh;
+  }
   for (int64_t i = 0; i < d.Tq; ++i) {
-    const T *dyi = dy + i * C, *oi = w.o.data() + i * Dh;
+    const T *dyi = dy + i * C, *oi = o + i * ldo;
     T s = 0;
 #pragma omp simd reduction(+ : s)
     for (int64_t e = 0; e < Dh; ++e) s += dyi[e] * oi[e];
@@ -268,7 +314,7 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
       for (int64_t i = 0; i < nq; ++i) {
         T *pi = P + i * nk, *dpi = dP + i * nk;
         const int64_t vis = visibleKeys(causal, q0 + i, k0, nk);
-        const T lse = w.lse[q0 + i], delta = w.delta[q0 + i];
+        const T lse = lseRow[q0 + i], delta = w.delta[q0 + i];
         if (mask) {
           const T *mk = mask + k0;
 #pragma omp simd
@@ -293,11 +339,14 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
   }
 }
 
-template <typename T> void attentionGradT(const KernelCall &call, bool masked) {
+/* attention_grad, masked_attention_grad and (stats) attention_grad_stats, which reads the
+   forward's y and lse (inputs 3 and 4) instead of recomputing them. */
+template <typename T> void attentionGradT(const KernelCall &call, bool masked, bool stats = false) {
   Dims3 d = dimsOf(call);
   bool causal = call.attrs.getBool("causal");
   const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(),
-          *dy = call.in[masked ? 4 : 3].as<T>();
+          *dy = call.in[stats ? 5 : masked ? 4 : 3].as<T>();
+  const T *savedY = stats ? call.in[3].as<T>() : nullptr, *savedLse = stats ? call.in[4].as<T>() : nullptr;
   T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(), *dv = call.out[2].as<T>();
   if (call.out[0].numel() == 0) return;
   singleThreadedBlas();
@@ -319,7 +368,8 @@ template <typename T> void attentionGradT(const KernelCall &call, bool masked) {
       for (int64_t h = g * d.group(); h < (g + 1) * d.group(); ++h) {
         int64_t base = b * d.Tq * d.C + h * d.Dh;
         backwardHead(d, causal, q + base, k + kvBase, v + kvBase, dy + base, dq + base, dk + kvBase, dv + kvBase, w,
-                     maskRow<T>(call, masked, b, d));
+                     maskRow<T>(call, masked, b, d), savedY ? savedY + base : nullptr,
+                     savedLse ? savedLse + (b * d.H + h) * d.Tq : nullptr);
       }
     }
   }
@@ -330,6 +380,9 @@ void runAttentionGrad(const KernelCall &call) {
 }
 void runMaskedAttentionGrad(const KernelCall &call) {
   dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionGradT<decltype(t)>(call, true); });
+}
+void runAttentionGradStats(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionGradT<decltype(t)>(call, false, true); });
 }
 
 // ----------------------------------------------------------------------------
@@ -396,6 +449,8 @@ void addAttentionKernels(std::vector<KernelDef> &k) {
   k.push_back({"attention_grad", 4, 3, checkAttentionGrad, runAttentionGrad});
   k.push_back({"masked_attention", 4, 1, checkMaskedAttention, runMaskedAttention});
   k.push_back({"masked_attention_grad", 5, 3, checkMaskedAttentionGrad, runMaskedAttentionGrad});
+  k.push_back({"attention_stats", 3, 2, checkAttentionStats, runAttentionStats});
+  k.push_back({"attention_grad_stats", 6, 3, checkAttentionGradStats, runAttentionGradStats});
 }
 
 }  // namespace lmrt::kernels::detail

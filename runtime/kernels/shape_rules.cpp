@@ -170,6 +170,8 @@ std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64
   return q;
 }
 
+Dims attentionLse(const Dims &q, int64_t numHeads) { return {q[0], numHeads, q[1]}; }
+
 namespace {
 std::optional<Dims> offsetScalar(const char *op, const Dims &offset, std::string &err) {
   if (!offset.empty())

@@ -33,6 +33,9 @@ std::optional<Dims> layerNorm(const Dims &x, const Dims &gamma, const Dims &beta
 std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64_t numHeads,
                               std::string &err, int64_t numKvHeads = 0, bool causal = false,
                               const Dims *mask = nullptr);
+/* The row logsumexp of attention over q [B, Tq, H*Dh] (attention_stats, attention_grad_stats):
+   [B, H, Tq]. q must already satisfy attention(). */
+Dims attentionLse(const Dims &q, int64_t numHeads);
 /* x [..., D] and gamma [D]. */
 std::optional<Dims> rmsNorm(const Dims &x, const Dims &gamma, std::string &err);
 /* The broadcast of cond, a and b (lm.where). */

@@ -227,3 +227,37 @@ func.func @slice_grads_not_adjacent(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>, %c
   %8 = lm.add %6, %7 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
   return %2, %5, %8 : tensor<2x12xf32>, tensor<2x8xf32>, tensor<2x8xf32>
 }
+
+// -----
+
+// Tests that an attention_grad whose forward attention (same operands and
+// attributes) comes first in the function becomes attention_grad_stats reading
+// the output and row logsumexp of an attention_stats that replaces the forward.
+// CHECK-LABEL: func.func @attention_grad_reads_stats
+// CHECK-SAME: (%[[Q:[^:]*]]: tensor<2x8x16xf32>, %[[K:[^:]*]]: tensor<2x8x16xf32>, %[[V:[^:]*]]: tensor<2x8x16xf32>, %[[DY:[^:]*]]: tensor<2x8x16xf32>)
+// CHECK-NEXT: %[[Y:.*]], %[[LSE:.*]] = lm.attention_stats %[[Q]], %[[K]], %[[V]] {causal = true, num_heads = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
+// CHECK-NEXT: %{{.*}}, %{{.*}}, %{{.*}} = lm.attention_grad_stats %[[Q]], %[[K]], %[[V]], %[[Y]], %[[LSE]], %[[DY]] {causal = true, num_heads = 2 : i64}
+// CHECK-NOT: lm.attention_grad %
+// CHECK: return %[[Y]],
+func.func @attention_grad_reads_stats(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>, %v: tensor<2x8x16xf32>, %dy: tensor<2x8x16xf32>)
+    -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) {
+  %y = lm.attention %q, %k, %v {causal = true, num_heads = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  %dq, %dk, %dv = lm.attention_grad %q, %k, %v, %dy {causal = true, num_heads = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>)
+  return %y, %dq, %dk, %dv : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>
+}
+
+// -----
+
+// Tests that an attention_grad without its forward in the function (or with a
+// forward of other attributes) keeps recomputing: nothing changes.
+// CHECK-LABEL: func.func @attention_grad_without_forward
+// CHECK-NOT: lm.attention_stats
+// CHECK: lm.attention %{{.*}} {num_heads = 2 : i64}
+// CHECK-NOT: lm.attention_stats
+// CHECK: lm.attention_grad %
+func.func @attention_grad_without_forward(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>, %v: tensor<2x8x16xf32>, %dy: tensor<2x8x16xf32>)
+    -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) {
+  %y = lm.attention %q, %k, %v {causal = false, num_heads = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  %dq, %dk, %dv = lm.attention_grad %q, %k, %v, %dy {causal = true, num_heads = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>)
+  return %y, %dq, %dk, %dv : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>
+}

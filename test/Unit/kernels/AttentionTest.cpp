@@ -139,6 +139,45 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
   }
 }
 
+/* attention_stats returns attention's output bit for bit and each row's logsumexp;
+   attention_grad_stats, which reads them, returns attention_grad's gradients bit for
+   bit (the recompute it skips is the same function over the same query blocks), over
+   several 128-query tiles, grouped heads and both masks. */
+TEST(Attention, StatsPairMatchesRecomputingPair) {
+  for (DType dt : {DType::F64, DType::F32})
+    for (bool causal : {false, true})
+      for (int64_t T : {5, 130, 260}) {
+        const int64_t H = 4, Hkv = 2, Dh = 8;
+        Shape s{2, T, H * Dh}, skv{2, T, Hkv * Dh};
+        Buf q = randn(s, dt), k = randn(skv, dt), v = randn(skv, dt), dy = randn(s, dt);
+        Attrs a = attrs({{"num_heads", H}, {"causal", causal}, {"num_kv_heads", Hkv}});
+        Buf y = runKernel("attention", {q, k, v}, {q.type}, a)[0];
+        auto st = runKernel("attention_stats", {q, k, v}, {q.type, {dt, {2, H, T}}}, a);
+        EXPECT_EQ(std::memcmp(st[0].data(), y.data(), y.type.bytes()), 0) << "y T=" << T << " causal=" << causal;
+        // lse against the naive row logsumexp of the scaled, masked scores.
+        for (int64_t b = 0; b < 2; ++b)
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t i = 0; i < T; ++i) {
+              double mx = -INFINITY, sum = 0;
+              std::vector<double> sc;
+              for (int64_t j = 0; j <= (causal ? i : T - 1); ++j) {
+                double dot = 0;
+                for (int64_t e = 0; e < Dh; ++e)
+                  dot += q.get((b * T + i) * H * Dh + h * Dh + e) * k.get((b * T + j) * Hkv * Dh + h / 2 * Dh + e);
+                sc.push_back(dot / std::sqrt((double)Dh));
+                mx = std::max(mx, sc.back());
+              }
+              for (double x : sc) sum += std::exp(x - mx);
+              EXPECT_NEAR(st[1].get((b * H + h) * T + i), mx + std::log(sum), dt == DType::F64 ? 1e-10 : 1e-4);
+            }
+        auto ref = runKernel("attention_grad", {q, k, v, dy}, {q.type, k.type, v.type}, a);
+        auto got = runKernel("attention_grad_stats", {q, k, v, st[0], st[1], dy}, {q.type, k.type, v.type}, a);
+        for (size_t i = 0; i < 3; ++i)
+          EXPECT_EQ(std::memcmp(got[i].data(), ref[i].data(), ref[i].type.bytes()), 0)
+              << "gradient " << i << " T=" << T << " causal=" << causal << " " << dtypeName(dt);
+      }
+}
+
 /* Work is split into items whose arithmetic does not depend on which thread runs
    them, so the bits do not depend on the thread count. */
 TEST(Attention, SameBitsForAnyThreadCount) {

@@ -242,6 +242,13 @@ Buf paddingMask25() {
   return m;
 }
 
+/* attention_grad_stats on a consistent (q, k, v, y, lse, dy): y and lse from attention_stats. */
+Case attentionGradStatsCase(const Attrs &att, const Shape &s3) {
+  Buf q = randn(s3), k = randn(s3), v = randn(s3);
+  auto fwd = runKernel("attention_stats", {q, k, v}, {{F64, s3}, {F64, {s3[0], 2, s3[1]}}}, att);
+  return {"attention_grad_stats", {q, k, v, fwd[0], fwd[1], randn(s3)}, {{F64, s3}, {F64, s3}, {F64, s3}}, att};
+}
+
 std::vector<Case> allCases() {
   Attrs att = attrs({{"num_heads", (int64_t)2}, {"causal", true}});
   Attrs attNc = attrs({{"num_heads", (int64_t)2}, {"causal", false}});  // cross-attention: 8 queries, 5 keys
@@ -263,6 +270,8 @@ std::vector<Case> allCases() {
       {"layer_norm_grad", {randn(s3), randn({16}), randn(s3)}, {{F64, s3}, {F64, {16}}, {F64, {16}}}, {}},
       {"attention", {randn(s3), randn(s3), randn(s3)}, {{F64, s3}}, att},
       {"attention_grad", {randn(s3), randn(s3), randn(s3), randn(s3)}, {{F64, s3}, {F64, s3}, {F64, s3}}, att},
+      {"attention_stats", {randn(s3), randn(s3), randn(s3)}, {{F64, s3}, {F64, {2, 2, 8}}}, att},
+      attentionGradStatsCase(att, s3),
       {"masked_attention", {randn(s3), randn({2, 5, 16}), randn({2, 5, 16}), paddingMask25()}, {{F64, s3}}, attNc},
       {"masked_attention_grad", {randn(s3), randn({2, 5, 16}), randn({2, 5, 16}), paddingMask25(), randn(s3)},
        {{F64, s3}, {F64, {2, 5, 16}}, {F64, {2, 5, 16}}}, attNc},

@@ -40,6 +40,8 @@
 #include <google/protobuf/text_format.h>
 
 #include <chrono>
+#include <map>
+#include <set>
 
 using namespace mlir;
 
@@ -183,6 +185,30 @@ LogicalResult parseDefines(const std::vector<std::string> &defines, mlir::lm::Fr
     options.defines.emplace_back(d.substr(0, eq), d.substr(eq + 1));
   }
   return success();
+}
+
+/// A plan with several models (one `forward:<model>` program each, as
+/// models/electra.lm's generator and discriminator) also gets each model's own
+/// parameter count, parameters it shares with another model counted in both, so
+/// each can be compared with its Hugging Face class.
+void printModelParams(const lmrt::plan::Plan &plan) {
+  std::map<std::string, int64_t> sizes;
+  for (const lmrt::plan::Param &p : plan.params()) {
+    int64_t n = 1;
+    for (int64_t d : p.type().shape())
+      n *= d;
+    sizes[p.name()] = n;
+  }
+  for (const lmrt::plan::Program &prog : plan.programs()) {
+    if (prog.name().rfind("forward:", 0) != 0)
+      continue;
+    std::set<std::string> seen;
+    int64_t count = 0;
+    for (const lmrt::plan::Buffer &b : prog.buffers())
+      if (b.kind() == lmrt::plan::Buffer::PARAM && seen.insert(b.name()).second)
+        count += sizes[b.name()];
+    llvm::errs() << "lmc: model '" << prog.name().substr(8) << "': " << withThousands(count) << " parameters\n";
+  }
 }
 
 int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
@@ -343,6 +369,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
                << withThousands(plan.predicted_peak_bytes()) << " bytes), " << kernelSummary(plan, report)
                << ", compiled in "
                << llvm::formatv("{0:f2}", seconds) << " s\n";
+  printModelParams(plan);
   return 0;
 }
 

@@ -33,7 +33,11 @@ std::string checkLayerNorm(const std::vector<TensorType> &in, const std::vector<
 }
 
 /* Mean and 1/sqrt(var + eps) of one row, accumulated in double. */
-template <typename T> void rowStats(const T *x, int64_t d, double eps, double &mean, double &rstd) {
+/* Inlined into each SIMD clone of its callers: as a function of its own it was compiled for
+   baseline x86-64 only (SSE2 doubles, 2 a vector) and held layer norm at a quarter of the
+   vector width. */
+template <typename T>
+inline __attribute__((always_inline)) void rowStats(const T *x, int64_t d, double eps, double &mean, double &rstd) {
   double s = 0;
 #pragma omp simd reduction(+ : s)
   for (int64_t j = 0; j < d; ++j) s += x[j];
@@ -160,7 +164,7 @@ std::string checkRmsNorm(const std::vector<TensorType> &in, const std::vector<Te
 }
 
 /* 1/sqrt(mean(x^2) + eps) of one row, accumulated in double. */
-template <typename T> double rowRstd(const T *x, int64_t d, double eps) {
+template <typename T> inline __attribute__((always_inline)) double rowRstd(const T *x, int64_t d, double eps) {
   double s = 0;
 #pragma omp simd reduction(+ : s)
   for (int64_t j = 0; j < d; ++j) s += (double)x[j] * x[j];

@@ -12,7 +12,8 @@ namespace lmrt::kernels::detail {
 namespace {
 
 /* Max and log(sum(exp(x - max))) of one row: logsumexp = mx + lse. */
-template <typename T> inline void rowLse(const T *x, int64_t v, T &mx, T &lse) {
+// always_inline: into each SIMD clone of its callers (alone it would be built for baseline x86-64).
+template <typename T> inline __attribute__((always_inline)) void rowLse(const T *x, int64_t v, T &mx, T &lse) {
   T m = -INFINITY;
 #pragma omp simd reduction(max : m)
   for (int64_t j = 0; j < v; ++j) m = x[j] > m ? x[j] : m;  // a select vectorises; std::max stayed scalar

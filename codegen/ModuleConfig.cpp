@@ -237,6 +237,21 @@ LogicalResult mlir::lm::readModuleExports(ModuleOp module, plan::Plan &result) {
     std::sort(sorted.begin(), sorted.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
     for (auto &[i, entry] : sorted)
       *w->add_entries() = std::move(entry);
+    // Omitted parameters (absent before `omit` existed), in plan order too.
+    std::vector<std::pair<int, std::string>> omitted;
+    if (auto list = dict.getAs<ArrayAttr>("omitted"))
+      for (Attribute o : list) {
+        auto s = dyn_cast<StringAttr>(o);
+        if (!s)
+          return bad("omitted parameters must be strings");
+        auto it = order.find(s.str());
+        if (it == order.end())
+          return bad("omitted '" + s.strref() + "' is not a parameter of the train step");
+        omitted.emplace_back(it->second, s.str());
+      }
+    std::sort(omitted.begin(), omitted.end());
+    for (auto &[i, name] : omitted)
+      w->add_omitted(name);
   }
   return success();
 }

@@ -184,6 +184,9 @@ struct ExportRule {
   /// `tied "lm_head.weight"`: names the framework ties to the first target and
   /// leaves out of its files (not written; checked equal on import if present).
   std::vector<std::string> tied;
+  /// `omit "sbo.bias"`: the parameters the pattern matches have no foreign name
+  /// (the model class lacks them); no targets.
+  bool omit = false;
 };
 
 /// `export hf "GPT2LMHeadModel" { config { setting* } rule* }`: how the

@@ -9,7 +9,11 @@
 // twice, and only 2-D parameters are transposed. Several sections of one format
 // (ELECTRA's generator and discriminator, two model classes) each map the
 // parameters their rules match, at most one rule each; together they map every
-// parameter, and their model classes differ.
+// parameter, and their model classes differ. An `omit "sbo.bias"` rule states
+// that the model class lacks the parameters it matches (SpanBERT's span boundary
+// head in BertForMaskedLM): they count as covered, get no foreign name, and are
+// listed in the section's "omitted"; like a mapping rule, it must match some
+// parameter, and no parameter may match two rules of a section.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/MLIRGen.h"
@@ -128,7 +132,7 @@ FailureOr<ArrayAttr> MLIRGen::exportsAttr() {
       rules.push_back(std::move(rule));
     }
 
-    SmallVector<Attribute> entries;
+    SmallVector<Attribute> entries, omitted;
     std::map<std::string, std::string> produced; // foreign name -> parameter
     std::vector<std::pair<std::string, Location>> unmapped;
     for (const auto &[name, info] : params) {
@@ -153,6 +157,10 @@ FailureOr<ArrayAttr> MLIRGen::exportsAttr() {
       }
       mappedBy[e.format].insert(name);
       ++match->uses;
+      if (match->src->omit) {
+        omitted.push_back(builder.getStringAttr(name));
+        continue;
+      }
       if (match->src->transpose && info.type.getRank() != 2)
         return error(match->src->loc) << "'transpose' needs a 2-D parameter, but '" << name << "' is rank "
                                       << info.type.getRank();
@@ -183,24 +191,32 @@ FailureOr<ArrayAttr> MLIRGen::exportsAttr() {
         d << (i ? ", '" : "'") << unmapped[i].first << "'";
       if (unmapped.size() > 8)
         d << ", ...";
-      d << " (add rules \"" << unmapped[0].first << "\" -> \"...\")";
+      d << " (add rules \"" << unmapped[0].first << "\" -> \"...\", or omit \"" << unmapped[0].first
+        << "\" where the model class lacks it)";
       d.attachNote(unmapped[0].second) << "parameter '" << unmapped[0].first << "' is declared here";
       return failure();
     }
     for (const Rule &r : rules)
       if (r.uses == 0)
-        return error(r.src->loc) << "\"" << r.src->pattern << "\" matches no parameter of this module";
+        return error(r.src->loc) << (r.src->omit ? "omit \"" : "\"") << r.src->pattern
+                                 << "\" matches no parameter of this module";
+    if (entries.empty())
+      return error(e.loc) << "'export " << e.format << " \"" << e.architecture
+                          << "\"' maps no parameter (every one is omitted)";
 
     std::string where = files[e.loc.file] + ":" + at(e.loc);
     size_t slash = where.find_last_of('/', where.find(':'));
     if (slash != std::string::npos)
       where = where.substr(slash + 1);
-    out.push_back(builder.getDictionaryAttr(
-        {builder.getNamedAttr("format", builder.getStringAttr(e.format)),
-         builder.getNamedAttr("architecture", builder.getStringAttr(e.architecture)),
-         builder.getNamedAttr("config", builder.getDictionaryAttr(config)),
-         builder.getNamedAttr("entries", builder.getArrayAttr(entries)),
-         builder.getNamedAttr("loc", builder.getStringAttr(where))}));
+    SmallVector<NamedAttribute> section{
+        builder.getNamedAttr("format", builder.getStringAttr(e.format)),
+        builder.getNamedAttr("architecture", builder.getStringAttr(e.architecture)),
+        builder.getNamedAttr("config", builder.getDictionaryAttr(config)),
+        builder.getNamedAttr("entries", builder.getArrayAttr(entries)),
+        builder.getNamedAttr("loc", builder.getStringAttr(where))};
+    if (!omitted.empty()) // only then: sections without `omit` read as before
+      section.push_back(builder.getNamedAttr("omitted", builder.getArrayAttr(omitted)));
+    out.push_back(builder.getDictionaryAttr(section));
   }
   // Several sections of a format: together they map every parameter.
   for (const Export &e : ast.exports) {
@@ -213,7 +229,7 @@ FailureOr<ArrayAttr> MLIRGen::exportsAttr() {
     if (unmapped.empty())
       continue;
     InFlightDiagnostic d = error(e.loc);
-    d << "no 'export " << e.format << "' section maps " << unmapped.size() << " parameter"
+    d << "no 'export " << e.format << "' section maps or omits " << unmapped.size() << " parameter"
       << (unmapped.size() > 1 ? "s" : "") << ": ";
     for (size_t i = 0; i < unmapped.size() && i < 8; ++i)
       d << (i ? ", '" : "'") << unmapped[i].first << "'";

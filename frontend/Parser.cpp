@@ -238,7 +238,8 @@ private:
     expectClose(Token::Kind::RBrace, open, "'" + section + "' section");
   }
 
-  /// `export hf "Arch" { config { ... } "pattern" -> "name" [, "name"] [transpose] ... }`
+  /// `export hf "Arch" { config { ... } "pattern" -> "name" [, "name"] [transpose] [tied "name"]
+  ///                     omit "pattern" [, "pattern"] ... }`
   void exportSection(Module &m) {
     Export e;
     e.loc = take().loc;
@@ -268,11 +269,32 @@ private:
         endOfStatement();
         continue;
       }
+      if (is(Token::Kind::Ident) && cur().text == "omit") {
+        // `omit "p" [, "p"]*`: one rule per path, each of which must match.
+        take();
+        bool first = true;
+        do {
+          if (!first)
+            take(); // ','
+          first = false;
+          if (!is(Token::Kind::String)) {
+            fail(cur().loc, "expected a parameter path in quotes after 'omit', found " + describe(cur()));
+            return;
+          }
+          ExportRule r;
+          r.loc = cur().loc;
+          r.pattern = take().text;
+          r.omit = true;
+          e.rules.push_back(std::move(r));
+        } while (is(Token::Kind::Comma));
+        endOfStatement();
+        continue;
+      }
       ExportRule r;
       r.loc = cur().loc;
       if (!is(Token::Kind::String)) {
-        fail(cur().loc, "expected 'config' or a parameter path in quotes (\"layer.{i}.w\" -> \"...\"), found " +
-                            describe(cur()));
+        fail(cur().loc, "expected 'config', 'omit' or a parameter path in quotes (\"layer.{i}.w\" -> \"...\"), "
+                        "found " + describe(cur()));
         return;
       }
       r.pattern = take().text;

@@ -274,6 +274,11 @@ void importHf(const plan::Plan &plan, const HfImportOptions &o) {
   std::set<std::string> inMap;
   for (const plan::WeightMapEntry &e : w.entries()) inMap.insert(e.param());
   const bool partial = (int)inMap.size() < plan.params_size();
+  if (partial && o.basePath.empty() && w.omitted_size())
+    fail("the hf name map '%s' of plan '%s' (%s) omits %d of its %d parameters ('%s'%s), which the model "
+         "class lacks: give them with --base WEIGHTS (plan weights, e.g. `lmrt run --out`)",
+         w.architecture().c_str(), o.planPath.c_str(), w.source_loc().c_str(), w.omitted_size(), plan.params_size(),
+         w.omitted(0).c_str(), w.omitted_size() > 1 ? ", ..." : "");
   if (partial && o.basePath.empty())
     fail("the hf name map '%s' of plan '%s' maps %zu of its %d parameters: give the others with --base "
          "WEIGHTS (plan weights, e.g. `lmrt run --out`)", w.architecture().c_str(), o.planPath.c_str(),

@@ -30,7 +30,7 @@ struct HfExportOptions {
 /* Writes outDir/model.safetensors and outDir/config.json. The weights must hold
    exactly the plan's parameters (a checkpoint's state.safetensors too: its
    "adamw.*" moments are skipped), with their shapes and finite values; the file
-   holds those the map (`section`'s) names. */
+   holds those the map (`section`'s) names: not its omitted parameters. */
 void exportHf(const plan::Plan &plan, const HfExportOptions &o);
 
 struct HfImportOptions {
@@ -39,7 +39,7 @@ struct HfImportOptions {
   std::string section;  // the map's model class, with several (weightExport)
   /* Plan weights for the parameters `section`'s map leaves out (required when
      it maps only some of them: ELECTRA's generator class lacks the
-     discriminator). */
+     discriminator, BertForMaskedLM SpanBERT's omitted span boundary head). */
   std::string basePath;
 };
 /* Reads dir/model.safetensors (and checks dir/config.json against the map's

@@ -318,7 +318,7 @@ private:
   }
 
   /* The name maps of `export` sections (docs/plan-format.md, "Weight exports"):
-     every parameter mapped exactly once, every foreign name used once, config
+     every parameter mapped or omitted exactly once, every foreign name used once, config
      values plain scalars. What the exporter and importer rely on, checked here so a
      hand-edited plan cannot make them write a file that silently lacks a tensor. */
   void checkWeightExports() {
@@ -362,16 +362,26 @@ private:
           error(where + "parameter '" + e.param() + "' is " + planTypeStr(it->second->type()) +
                 ": only 2-D parameters can be transposed");
       }
+      if (w.entries().empty()) error(where + "maps no parameter");
+      // Omitted: parameters the model class lacks (never written, --base on import).
+      std::set<std::string> omitted;
+      for (const std::string &o : w.omitted()) {
+        if (!params_.count(o)) error(where + "omits '" + o + "', which is not a parameter");
+        if (!omitted.insert(o).second) error(where + "omits parameter '" + o + "' twice");
+        if (mapped.count(o)) error(where + "both maps and omits parameter '" + o + "'");
+      }
       covered[w.format()].insert(mapped.begin(), mapped.end());
+      covered[w.format()].insert(omitted.begin(), omitted.end());
       if (count[w.format()] == 1)
         for (const plan::Param &p : plan_.params())
-          if (!mapped.count(p.name())) error(where + "parameter '" + p.name() + "' is not mapped");
+          if (!mapped.count(p.name()) && !omitted.count(p.name()))
+            error(where + "parameter '" + p.name() + "' is neither mapped nor omitted");
     }
     for (const auto &[format, n] : count)
       if (n > 1)
         for (const plan::Param &p : plan_.params())
           if (!covered[format].count(p.name()))
-            error("weight exports ('" + format + "'): no map has parameter '" + p.name() + "'");
+            error("weight exports ('" + format + "'): no map maps or omits parameter '" + p.name() + "'");
   }
 
   template <typename Inputs> void checkDeclaredInputs(const std::string &owner, const Inputs &ins) {

@@ -96,6 +96,7 @@ void printWeightExport(const plan::WeightExport &w) {
     for (const std::string &n : e.tied()) extra += " (tied " + n + ")";
     std::printf("  %s -> %s%s\n", e.param().c_str(), names.c_str(), extra.c_str());
   }
+  for (const std::string &o : w.omitted()) std::printf("  %s omitted (the model class lacks it)\n", o.c_str());
 }
 
 void inspect(const std::string &path, bool steps) {

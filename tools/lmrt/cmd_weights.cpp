@@ -34,8 +34,9 @@ void exportCmd(const Options &o) {
   plan::Plan p = loadPlan(o.plan);
   exportHf(p, {o.plan, o.weights, o.out, o.overwrite, o.section});
   const plan::WeightExport &w = weightExport(p, "hf", o.plan, o.section);
-  std::printf("wrote %s: %s, %d parameters (config.json, model.safetensors)\n", o.out.c_str(),
-              w.architecture().c_str(), w.entries_size());
+  std::string omitted = w.omitted_size() ? ", " + std::to_string(w.omitted_size()) + " omitted" : "";
+  std::printf("wrote %s: %s, %d parameters%s (config.json, model.safetensors)\n", o.out.c_str(),
+              w.architecture().c_str(), w.entries_size(), omitted.c_str());
 }
 
 void importCmd(const Options &o) {
@@ -69,7 +70,8 @@ void add(CLI::App &app) {
   im->add_option("--out", i->out, "Weights file to write (safetensors, plan names)")->required();
   im->add_flag("--overwrite", i->overwrite, "Replace --out if it exists");
   im->add_option("--section", i->section, "Which map (model class) of a plan with several `export hf` sections");
-  im->add_option("--base", i->base, "Plan weights for the parameters the map leaves out (a map of some of them)");
+  im->add_option("--base", i->base, "Plan weights for the parameters the map leaves out (omitted ones, or another "
+                                    "section's)");
   im->callback([i] { importCmd(*i); });
 }
 

@@ -202,8 +202,10 @@ TEST(Parser, Errors) {
   EXPECT_EQ(firstError("export hf \"M\" { \"a\" -> \"b\" tied c }"),
             "1:33: expected a name in quotes after 'tied', found identifier 'c'");
   EXPECT_EQ(firstError("export hf \"M\" { x = 1 }"),
-            "1:17: expected 'config' or a parameter path in quotes (\"layer.{i}.w\" -> \"...\"), found "
-            "identifier 'x'");
+            "1:17: expected 'config', 'omit' or a parameter path in quotes (\"layer.{i}.w\" -> \"...\"), "
+            "found identifier 'x'");
+  EXPECT_EQ(firstError("export hf \"M\" { omit \"a\", b }"),
+            "1:27: expected a parameter path in quotes after 'omit', found identifier 'b'");
   EXPECT_EQ(firstError("export hf \"M\" { config { }; config { } }"),
             "1:29: a second 'config' in the export section (the first is at 1:17)");
   EXPECT_EQ(firstError("config { a = 1 }\nconfig { b = 2 }"),

@@ -590,7 +590,7 @@ void addHfMap(plan::Plan &p) {
 TEST(Validate, WeightExportMaps) {
   EXPECT_EQ(errorAfter(addHfMap), "(valid)");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), p.mutable_weight_exports(0)->mutable_entries()->RemoveLast(); }),
-             "weight export 0 ('hf'): parameter 'w' is not mapped");
+             "weight export 0 ('hf'): parameter 'w' is neither mapped nor omitted");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), p.mutable_weight_exports(0)->mutable_entries(1)->set_param("wte"); }),
              "maps parameter 'wte' twice");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { addHfMap(p), p.mutable_weight_exports(0)->mutable_entries(1)->set_param("v"); }),
@@ -618,7 +618,28 @@ TEST(Validate, SeveralWeightExportMaps) {
   };
   EXPECT_EQ(errorAfter(two), "(valid)");
   EXPECT_HAS(errorAfter([&](plan::Plan &p) { two(p), p.mutable_weight_exports(1)->mutable_entries()->RemoveLast(); }),
-             "weight exports ('hf'): no map has parameter 'w'");
+             "weight exports ('hf'): no map maps or omits parameter 'w'");
+}
+
+/* Omitted parameters (`omit` rules: a model class without SpanBERT's span
+   boundary head): each a parameter, once, not also mapped; they cover it. */
+TEST(Validate, OmittedWeightExportParams) {
+  auto omitW = [](plan::Plan &p) {
+    addHfMap(p);
+    p.mutable_weight_exports(0)->mutable_entries()->RemoveLast();
+    p.mutable_weight_exports(0)->add_omitted("w");
+  };
+  EXPECT_EQ(errorAfter(omitW), "(valid)");
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) { omitW(p), p.mutable_weight_exports(0)->add_omitted("w"); }),
+             "weight export 0 ('hf'): omits parameter 'w' twice");
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) { omitW(p), p.mutable_weight_exports(0)->add_omitted("v"); }),
+             "omits 'v', which is not a parameter");
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) { omitW(p), p.mutable_weight_exports(0)->add_omitted("wte"); }),
+             "both maps and omits parameter 'wte'");
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) {
+               omitW(p), p.mutable_weight_exports(0)->clear_entries(), p.mutable_weight_exports(0)->add_omitted("wte");
+             }),
+             "weight export 0 ('hf'): maps no parameter");
 }
 
 /* Forward programs: "forward", or "forward:<model>" each of several (not both);

@@ -182,6 +182,37 @@ private:
 
 } // namespace
 
+/// where(cond, a, b) with i32 values: `a` and `b` both i32 tensors (mixing an
+/// i32 and a float value is an error: nothing converts ids implicitly), `cond`
+/// a float mask as for the float where. The result is i32 and carries no
+/// gradient (lm.where_int has no VJP).
+FailureOr<LMValue> MLIRGen::emitWhereInt(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,
+                                         ArrayRef<LMValue> vs) {
+  auto isI32 = [](const LMValue &v) {
+    return v.isTensor() && cast<RankedTensorType>(v.tensor.getType()).getElementType().isInteger(32);
+  };
+  for (size_t i = 1; i < 3; ++i)
+    if (!isI32(vs[i]))
+      return error(arg[i]->loc) << "argument '" << (i == 1 ? "a" : "b") << "' of 'where' must be an i32 tensor "
+                                << "like argument '" << (i == 1 ? "b" : "a") << "' (where selects i32 values "
+                                << "only from i32 values; to_float converts ids), got " << describe(vs[i]);
+  FailureOr<Value> cond = floatTensor(vs[0], arg[0]->loc, "argument 'cond' of 'where'");
+  if (failed(cond))
+    return failure();
+  auto dimsOf = [](Value v) {
+    ArrayRef<int64_t> s = cast<RankedTensorType>(v.getType()).getShape();
+    return shapes::Dims(s.begin(), s.end());
+  };
+  std::string err;
+  std::optional<shapes::Dims> out = shapes::where(dimsOf(*cond), dimsOf(vs[1].tensor), dimsOf(vs[2].tensor), err);
+  if (!out)
+    return error(call.loc) << err;
+  if (failed(checkElementCount(*out, call.loc)))
+    return failure();
+  return LMValue::ofTensor(
+      builder.create<WhereIntOp>(loc(call.loc), *cond, vs[1].tensor, vs[2].tensor).getResult());
+}
+
 FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,
                                      const LMValue &first, Env &env) {
   const std::string &name = call.name;
@@ -221,15 +252,25 @@ FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<co
   if (among(name, kCompare) || name == "where") {
     // Operands: numbers become scalars; at least one must be a tensor.
     size_t n = name == "where" ? 3 : 2;
-    SmallVector<Value> xs;
-    bool anyTensor = false;
+    SmallVector<LMValue> vs;
     for (size_t i = 0; i < n; ++i) {
       FailureOr<LMValue> v = i == 0 ? FailureOr<LMValue>(first) : eval(*arg[i], env);
       if (failed(v))
         return failure();
-      anyTensor |= v->isTensor();
+      vs.push_back(*v);
+    }
+    // where on i32 values (ids): lm.where_int, both values i32 tensors.
+    auto isI32 = [](const LMValue &v) {
+      return v.isTensor() && cast<RankedTensorType>(v.tensor.getType()).getElementType().isInteger(32);
+    };
+    if (name == "where" && (isI32(vs[1]) || isI32(vs[2])))
+      return emitWhereInt(call, arg, vs);
+    SmallVector<Value> xs;
+    bool anyTensor = false;
+    for (size_t i = 0; i < n; ++i) {
+      anyTensor |= vs[i].isTensor();
       const char *what = name == "where" ? (i == 0 ? "cond" : i == 1 ? "a" : "b") : (i == 0 ? "a" : "b");
-      FailureOr<Value> x = operand(*v, *arg[i], what);
+      FailureOr<Value> x = operand(vs[i], *arg[i], what);
       if (failed(x))
         return failure();
       xs.push_back(*x);

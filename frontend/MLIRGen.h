@@ -306,6 +306,9 @@ public:
                               const LMValue &first, Env &env);
 
 private:
+  /// where(cond, a, b) on i32 values `vs` (evaluated): lm.where_int.
+  FailureOr<LMValue> emitWhereInt(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,
+                                  ArrayRef<LMValue> vs);
 
   //--- Settings.cpp -------------------------------------------------------------
   LogicalResult evalConfig();

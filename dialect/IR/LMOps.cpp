@@ -407,6 +407,14 @@ LogicalResult SampleOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locatio
   return infer.result(shapes::sample(logits, bits, err), err, IntegerType::get(ctx, 32));
 }
 
+LogicalResult WhereIntOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims c = infer.dims(adaptor.getCond()), a = infer.dims(adaptor.getLhs()), b = infer.dims(adaptor.getRhs());
+  return infer.result(shapes::where(c, a, b, err), err, IntegerType::get(ctx, 32));
+}
+
 LogicalResult ToFloatOp::verify() { return checkShape(*this, "result", getType(), dimsOf(getX())); }
 
 LogicalResult SumToOp::verify() {

@@ -521,6 +521,29 @@ def LM_SampleOp : LM_Op<"sample", [Pure, LM_ResultsMatchInferred, InferTypeOpAda
   let assemblyFormat = "$logits `,` $bits attr-dict `:` functional-type(operands, results)";
 }
 
+/// A separate op from lm.where (not an i32 form of it): lm.where is
+/// differentiable and elementwise-fusable, and the fused-kernel emitter writes
+/// float kernels; this one is neither (no VJP, no LM_ElementwiseOpInterface), so
+/// the fuser never places it in a float kernel (docs/dialect.md).
+def LM_WhereIntOp : LM_Op<"where_int", [Pure, LM_ResultsMatchInferred, InferTypeOpAdaptor,
+                                        DeclareOpInterfaceMethods<LM_CostOpInterface>]> {
+  let summary = "elementwise selection of i32 values by a float mask";
+  let description = [{
+    `lhs` where `cond` is not 0, else `rhs`, for i32 values (ids, labels); the
+    three operands broadcast together (NumPy rules, as lm.where). `cond` is a
+    float mask (a comparison's result). The result is i32, so no gradient flows
+    through it: the op has no VJP (ELECTRA's corrupted ids, the generator's
+    samples at the selected positions).
+
+    ```mlir
+    %ids = lm.where_int %m, %sampled, %orig : (tensor<4x16xf32>, tensor<4x16xi32>, tensor<4x16xi32>) -> tensor<4x16xi32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$cond, LM_IntTensor:$lhs, LM_IntTensor:$rhs);
+  let results = (outs LM_IntTensor:$result);
+  let assemblyFormat = "$cond `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
 def LM_ToFloatOp : LM_Op<"to_float", [Pure, DeclareOpInterfaceMethods<LM_CostOpInterface>]> {
   let summary = "i32 to the float type, elementwise";
   let description = [{

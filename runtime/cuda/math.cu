@@ -2,7 +2,7 @@
    relu, silu, exp, log, sqrt, rsqrt, sin, cos, stop_gradient (one grid-stride loop
    each over the scalar forms of runtime/kernels/scalar_math.h, which the CPU
    kernels and the generated kernels use too), the comparisons lm.gt ... lm.ne and
-   lm.where (NumPy broadcasting through StridedIndex, as lm.add). */
+   lm.where and lm.where_int (NumPy broadcasting through StridedIndex, as lm.add). */
 #include "runtime/cuda/kernels.cuh"
 
 namespace lmrt::cuda::detail {
@@ -108,6 +108,31 @@ void runWhere(const OpCall &call) {
   });
 }
 
+// i32 values by a float mask (f32 or f64), broadcasting as where.
+template <typename C>
+__global__ void whereIntKernel(const C *c, const int32_t *a, const int32_t *b, int32_t *y, int64_t n,
+                               StridedIndex ix) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t off[3];
+    ix.offsets(i, off, 3);
+    y[i] = c[off[0]] != (C)0 ? a[off[1]] : b[off[2]];
+  }
+}
+
+void runWhereInt(const OpCall &call) {
+  const int64_t n = call.out[0].numel();
+  if (n == 0) return;
+  StridedIndex ix;
+  stridesFor(call, ix);
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using C = decltype(t);
+    whereIntKernel<C><<<gridFor(n), kThreads, 0, call.stream>>>(call.in[0].as<C>(), call.in[1].as<int32_t>(),
+                                                                call.in[2].as<int32_t>(), call.out[0].as<int32_t>(),
+                                                                n, ix);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
 }  // namespace
 
 void addMathKernels(std::vector<CudaKernelDef> &k) {
@@ -130,6 +155,7 @@ void addMathKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"eq", runCompare<Eq>, noScratch});
   k.push_back({"ne", runCompare<Ne>, noScratch});
   k.push_back({"where", runWhere, noScratch});
+  k.push_back({"where_int", runWhereInt, noScratch});
 }
 
 }  // namespace lmrt::cuda::detail

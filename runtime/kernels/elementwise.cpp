@@ -1,5 +1,5 @@
 /* Implements: lm.add/sub/mul/div and the comparisons lm.gt/ge/lt/le/eq/ne with
-   NumPy broadcasting, lm.where, lm.neg, and lm.sum_to
+   NumPy broadcasting, lm.where and lm.where_int, lm.neg, and lm.sum_to
    (the adjoint of broadcasting). Fast paths: equal shapes (one flat loop), an
    operand that broadcasts along leading dims only (a bias: indexed modulo its
    size) and, for sum_to, reducing leading dims (column sums) or trailing dims
@@ -162,11 +162,14 @@ std::string checkWhere(const std::vector<TensorType> &in, const std::vector<Tens
   });
 }
 
-template <typename T> void whereT(const KernelCall &call) {
+// C: the mask's element type; T: the values' (C for lm.where, int32_t for
+// lm.where_int).
+template <typename C, typename T> void whereT(const KernelCall &call) {
   const TensorRef &c = call.in[0], &a = call.in[1], &b = call.in[2], &o = call.out[0];
   const Shape &os = o.shape();
   auto sc = broadcastStrides(c.shape(), os), sa = broadcastStrides(a.shape(), os), sb = broadcastStrides(b.shape(), os);
-  const T *cp = c.as<T>(), *ap = a.as<T>(), *bp = b.as<T>();
+  const C *cp = c.as<C>();
+  const T *ap = a.as<T>(), *bp = b.as<T>();
   T *op = o.as<T>();
   int64_t n = o.numel();
 #pragma omp parallel for if (n >= kParallelMin)
@@ -179,12 +182,30 @@ template <typename T> void whereT(const KernelCall &call) {
       ia += idx * sa[d];
       ib += idx * sb[d];
     }
-    op[i] = lmc::select(cp[ic], ap[ia], bp[ib]);
+    op[i] = cp[ic] != (C)0 ? ap[ia] : bp[ib];  // lmc::select, with the mask of its own type
   }
 }
 
 void runWhere(const KernelCall &call) {
-  dispatchFloat(call.in[0].type.dtype, [&](auto t) { whereT<decltype(t)>(call); });
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { whereT<decltype(t), decltype(t)>(call); });
+}
+
+// where_int(cond, lhs, rhs): i32 values selected by a float mask (f32 or f64),
+// broadcasting as where.
+std::string checkWhereInt(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &) {
+  return guardCheck("where_int", in, out, 3, 1, [&]() -> std::string {
+    LMRT_CHECK(expectFloat("where_int", "cond", in[0]));
+    LMRT_CHECK(expectI32("where_int", "lhs", in[1]));
+    LMRT_CHECK(expectI32("where_int", "rhs", in[2]));
+    std::string err;
+    auto shape = shapes::where(in[0].shape, in[1].shape, in[2].shape, err);
+    if (!shape) return err;
+    return expectType("where_int", "ids", out[0], DType::I32, *shape);
+  });
+}
+
+void runWhereInt(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { whereT<decltype(t), int32_t>(call); });
 }
 
 // ----------------------------------------------------------------------------
@@ -300,6 +321,7 @@ void addElementwiseKernels(std::vector<KernelDef> &k) {
   k.push_back({"eq", 2, 1, Binary<Eq>::check, Binary<Eq>::run});
   k.push_back({"ne", 2, 1, Binary<Ne>::check, Binary<Ne>::run});
   k.push_back({"where", 3, 1, checkWhere, runWhere});
+  k.push_back({"where_int", 3, 1, checkWhereInt, runWhereInt});
   k.push_back({"neg", 1, 1, checkNeg, runNeg});
   k.push_back({"sum_to", 1, 1, checkSumTo, runSumTo});
 }

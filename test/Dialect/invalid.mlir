@@ -643,6 +643,42 @@ func.func @to_float_shape(%x: tensor<2x4xi32>) {
 
 // -----
 
+// Tests that where_int selects i32 values only.
+func.func @where_int_float_values(%m: tensor<2x4xf32>, %a: tensor<2x4xi32>, %b: tensor<2x4xf32>) {
+  // expected-error @below {{'lm.where_int' op operand #2 must be statically shaped tensor of 32-bit signless integer values}}
+  %0 = lm.where_int %m, %a, %b : (tensor<2x4xf32>, tensor<2x4xi32>, tensor<2x4xf32>) -> tensor<2x4xi32>
+  return
+}
+
+// -----
+
+// Tests that where_int's mask is a float mask.
+func.func @where_int_int_cond(%m: tensor<2x4xi32>, %a: tensor<2x4xi32>) {
+  // expected-error @below {{'lm.where_int' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float values}}
+  %0 = lm.where_int %m, %a, %a : (tensor<2x4xi32>, tensor<2x4xi32>, tensor<2x4xi32>) -> tensor<2x4xi32>
+  return
+}
+
+// -----
+
+// Tests that where_int's operands must broadcast and its result is their broadcast.
+func.func @where_int_shape(%m: tensor<2x4xf32>, %a: tensor<2x4xi32>, %b: tensor<3xi32>) {
+  // expected-error @below {{'lm.where_int' op}}
+  %0 = lm.where_int %m, %a, %b : (tensor<2x4xf32>, tensor<2x4xi32>, tensor<3xi32>) -> tensor<2x4xi32>
+  return
+}
+
+// -----
+
+// Tests that where_int's result type is the inferred one.
+func.func @where_int_result(%m: tensor<2x4xf32>, %a: tensor<2x4xi32>) {
+  // expected-error @below {{'lm.where_int' op result #0 must be statically shaped tensor of 32-bit signless integer values}}
+  %0 = lm.where_int %m, %a, %a : (tensor<2x4xf32>, tensor<2x4xi32>, tensor<2x4xi32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
 // Tests that a dynamic slice must fit its dimension.
 func.func @dynamic_slice_size(%x: tensor<8x4xf32>, %off: tensor<i32>) {
   // expected-error @below {{'lm.dynamic_slice' op start = 6 and size = 3 must satisfy 0 <= start, 1 <= size and start + size <= 8 (dimension 0 of x [8, 4])}}

@@ -224,6 +224,15 @@ func.func @electra_ops(%x: tensor<2x4x8xf32>, %bits: tensor<2x4xi32>) -> (tensor
   return %0, %1, %2, %3 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>
 }
 
+// CHECK-LABEL: func.func @where_int
+func.func @where_int(%m: tensor<2x4xf32>, %a: tensor<2x4xi32>, %b: tensor<4xi32>, %m64: tensor<f64>) -> (tensor<2x4xi32>, tensor<2x4xi32>) {
+  // CHECK: lm.where_int %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x4xf32>, tensor<2x4xi32>, tensor<4xi32>) -> tensor<2x4xi32>
+  %0 = lm.where_int %m, %a, %b : (tensor<2x4xf32>, tensor<2x4xi32>, tensor<4xi32>) -> tensor<2x4xi32>
+  // CHECK: lm.where_int %{{.*}}, %{{.*}}, %{{.*}} : (tensor<f64>, tensor<4xi32>, tensor<2x4xi32>) -> tensor<2x4xi32>
+  %1 = lm.where_int %m64, %b, %a : (tensor<f64>, tensor<4xi32>, tensor<2x4xi32>) -> tensor<2x4xi32>
+  return %0, %1 : tensor<2x4xi32>, tensor<2x4xi32>
+}
+
 // CHECK-LABEL: func.func @decode_ops
 func.func @decode_ops(%wpe: tensor<64x32xf32>, %off: tensor<i32>, %q: tensor<1x1x32xf32>, %kc: tensor<1x64x16xf32>) -> (tensor<1x32xf32>, tensor<1x64x16xf32>, tensor<1x1x32xf32>) {
   // CHECK: lm.dynamic_slice %{{.*}}, %{{.*}} {axis = 0 : i64, size = 1 : i64, start = 0 : i64} : (tensor<64x32xf32>, tensor<i32>) -> tensor<1x32xf32>

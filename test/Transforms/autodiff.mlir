@@ -268,3 +268,28 @@ func.func @with_metric(%w: tensor<2x3xf32> {lm.param = "w"}, %t: tensor<2xi32> {
   %1 = lm.accuracy %w, %t : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
   return %0, %1 : tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// Tests that lm.where_int, whose mask depends on a parameter, needs no gradient
+// rule: its i32 result is never active, so the reverse sweep skips it, and the
+// table's gradient comes from the embedding of the mixed ids alone.
+// CHECK-LABEL: func.func @where_int_inactive_train_step(
+// CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<16x8xf32> {lm.param = "w"}
+// CHECK: %[[MIX:.*]] = lm.where_int
+// CHECK-NOT: where
+// CHECK: lm.embedding_grad %[[MIX]], %{{.*}} : (tensor<2x5xi32>, tensor<2x5x8xf32>) -> tensor<16x8xf32>
+// CHECK-NOT: where
+// CHECK: return
+func.func @where_int_inactive(%w: tensor<16x8xf32> {lm.param = "w"}, %a: tensor<2x5xi32>, %b: tensor<2x5xi32>,
+                              %x: tensor<2x5xf32>) -> tensor<f32>
+    attributes {lm.objective} {
+  %e = lm.embedding %w, %a : (tensor<16x8xf32>, tensor<2x5xi32>) -> tensor<2x5x8xf32>
+  %s = lm.sum_to %e : (tensor<2x5x8xf32>) -> tensor<2x5x1xf32>
+  %r = lm.reshape %s : (tensor<2x5x1xf32>) -> tensor<2x5xf32>
+  %m = lm.gt %r, %x : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  %mix = lm.where_int %m, %a, %b : (tensor<2x5xf32>, tensor<2x5xi32>, tensor<2x5xi32>) -> tensor<2x5xi32>
+  %h = lm.embedding %w, %mix : (tensor<16x8xf32>, tensor<2x5xi32>) -> tensor<2x5x8xf32>
+  %l = lm.sum_to %h : (tensor<2x5x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

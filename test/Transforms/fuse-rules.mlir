@@ -114,3 +114,23 @@ func.func @square_gemm_operand_swapped(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>)
   %y = lm.add %p, %h : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that lm.where_int (i32 values) is never a group member: the float mask
+// that feeds it is fused alone, and it stays a plan step of its own after the
+// group (a generated kernel computes in one float type).
+// CHECK-LABEL: func.func @where_int_apart
+// CHECK:       %[[M:.*]] = lm.fusion
+// CHECK-NEXT:  ^bb0(
+// CHECK-NEXT:    lm.ne
+// CHECK-NEXT:    lm.mul
+// CHECK-NEXT:    lm.yield
+// CHECK:       lm.where_int %[[M]], %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<4x8xi32>, tensor<4x8xi32>) -> tensor<4x8xi32>
+// CHECK-NOT:   lm.fusion
+func.func @where_int_apart(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %a: tensor<4x8xi32>, %b: tensor<4x8xi32>) -> tensor<4x8xi32> {
+  %n = lm.ne %x, %y : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %m = lm.mul %n, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r = lm.where_int %m, %a, %b : (tensor<4x8xf32>, tensor<4x8xi32>, tensor<4x8xi32>) -> tensor<4x8xi32>
+  return %r : tensor<4x8xi32>
+}

@@ -178,6 +178,17 @@ TEST(CudaOps, ZooMath) {
   runCase({"where", {f32({4, 1, 8}), f32({1, 6, 1}), f32({})}, {f32({4, 6, 8})}, {}});
 }
 
+/* lm.where_int selects ids by a 0/1 mask (a padding-mask pattern: both values
+   taken), f32 and f64 masks, with broadcasting of the mask and of either value. */
+TEST(CudaOps, WhereInt) {
+  for (OpCase c : {OpCase{"where_int", {f32({5, 8}), i32({5, 8}), i32({8})}, {i32({5, 8})}, {}, 30522},
+                   OpCase{"where_int", {f64({5, 8}), i32({1}), i32({5, 8})}, {i32({5, 8})}, {}, 30522}}) {
+    c.paddingMask = 0;
+    runCase(c);
+  }
+  runCase({"where_int", {f32({}), i32({3, 1, 4}), i32({6, 1})}, {i32({3, 6, 4})}, {}, 300});
+}
+
 TEST(CudaOps, ZooShapes) {
   runCase({"concat", {f32({2, 5, 7}), f32({2, 5, 3})}, {f32({2, 5, 10})}, attrs({{"axis", int64_t{2}}})});
   runCase({"concat", {f32({2, 5, 7}), f32({1, 5, 7})}, {f32({3, 5, 7})}, attrs({{"axis", int64_t{0}}})});

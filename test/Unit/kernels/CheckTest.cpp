@@ -317,6 +317,8 @@ std::vector<Case> allCases() {
       {"gelu_erf_grad", {randn(s3), randn(s3)}, {{F64, s3}}, {}},
       {"sample", {randn(s3), randIds({2, 8}, int64_t(1) << 30)}, {{I32, {2, 8}}}, {}},
       {"to_float", {randIds({2, 8}, 300)}, {{F64, {2, 8}}}, {}},
+      {"where_int", {runKernel("gt", {randn(s3), scalar(0.0)}, {{F64, s3}})[0], randIds(s3, 300), randIds({16}, 300)},
+       {{I32, s3}}, {}},
       // The decode ops (offset 3: an i32 scalar, the same in both runs).
       {"dynamic_slice", {randn({12, 16}), offset3()}, {{F64, {4, 16}}},
        attrs({{"axis", int64_t(0)}, {"start", int64_t(1)}, {"size", int64_t(4)}})},

@@ -124,5 +124,32 @@ TEST(Sample, ToFloatConvertsIds) {
   }
 }
 
+/* lm.where_int: the i32 value of lhs where the float mask is not 0, else rhs's,
+   with broadcasting (rhs a row, the mask a column), for f32 and f64 masks; the
+   checks name a float value, an i32 mask and a shape that does not broadcast. */
+TEST(WhereInt, SelectsIdsByMask) {
+  const int32_t a[6] = {7, -100, 259, 0, 30521, 5}, b[3] = {11, 12, 13};
+  for (DType dt : {DType::F32, DType::F64}) {
+    Buf cond(dt, {2, 1}), lhs(DType::I32, {2, 3}), rhs(DType::I32, {3});
+    cond.set(0, 1.0);
+    cond.set(1, 0.0);
+    for (int i = 0; i < 6; ++i) lhs.set(i, a[i]);
+    for (int i = 0; i < 3; ++i) rhs.set(i, b[i]);
+    auto out = runKernel("where_int", {cond, lhs, rhs}, {TensorType{DType::I32, {2, 3}}});
+    const int32_t want[6] = {7, -100, 259, 11, 12, 13};
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(out[0].get(i), (double)want[i]) << i;
+  }
+}
+
+TEST(WhereInt, ChecksNameTheProblem) {
+  TensorType m{DType::F32, {2, 3}}, ids{DType::I32, {2, 3}};
+  EXPECT_EQ(checkMsg("where_int", {m, ids, ids}, {ids}), "");
+  EXPECT_EQ(checkMsg("where_int", {m, ids, m}, {ids}), "where_int: rhs f32[2, 3] must be i32");
+  EXPECT_EQ(checkMsg("where_int", {ids, ids, ids}, {ids}), "where_int: cond i32[2, 3] must be f32 or f64");
+  EXPECT_EQ(checkMsg("where_int", {m, ids, TensorType{DType::I32, {4}}}, {ids}),
+            "where: shapes [2, 3] and [4] do not broadcast: dimension 3 vs 4 at position -1 from the end");
+  EXPECT_EQ(checkMsg("where_int", {m, ids, ids}, {m}), "where_int: result ids must be i32[2, 3], got f32[2, 3]");
+}
+
 }  // namespace
 }  // namespace lmrt::kernels::test

@@ -443,16 +443,21 @@ private:
       f.body.push_back(std::move(s));
       return;
     }
-    // `metric name = expr`: `metric` is a keyword only here, so it stays
-    // usable as a name elsewhere.
-    if (is(Token::Kind::Ident) && cur().text == "metric" && peekTok().kind == Token::Kind::Ident &&
-        peekTok(2).kind == Token::Kind::Equal) {
-      Stmt s(Stmt::Kind::Metric, take().loc);
+    // `name = expr` at the current token, as a statement of `kind` that starts at `loc`.
+    auto nameEqualsExpr = [&](Stmt::Kind kind, Loc loc) {
+      Stmt s(kind, loc);
       s.nameLoc = cur().loc;
       s.name = take().text;
       take(); // '='
       s.value = expr();
       f.body.push_back(std::move(s));
+    };
+    // `metric name = expr`: `metric` is a keyword only here, so it stays
+    // usable as a name elsewhere.
+    if (is(Token::Kind::Ident) && cur().text == "metric" && peekTok().kind == Token::Kind::Ident &&
+        peekTok(2).kind == Token::Kind::Equal) {
+      Loc loc = take().loc;
+      nameEqualsExpr(Stmt::Kind::Metric, loc);
       return;
     }
     // `a, b = expr`: unpacks the values a block returns.
@@ -479,12 +484,7 @@ private:
       return;
     }
     if (is(Token::Kind::Ident) && peekTok().kind == Token::Kind::Equal) {
-      Stmt s(Stmt::Kind::Assign, cur().loc);
-      s.nameLoc = cur().loc;
-      s.name = take().text;
-      take(); // '='
-      s.value = expr();
-      f.body.push_back(std::move(s));
+      nameEqualsExpr(Stmt::Kind::Assign, cur().loc);
       return;
     }
     std::string hint;

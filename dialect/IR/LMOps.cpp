@@ -170,6 +170,42 @@ typename OpTy::Properties withDefaults(MLIRContext *context, typename OpTy::Adap
   return properties;
 }
 
+/// The attention family's shape inference (attention, masked_attention, their
+/// grads, attention_stats, attention_grad_stats): q, k, v and, for the masked
+/// ops, the mask through shapes::attention with the op's heads, key/value heads
+/// and causal flag. `out` is q's shape, or nothing after an error in `err`.
+struct AttentionShapes {
+  std::optional<Dims> out;
+  Dims q, k;
+  int64_t heads;
+  Type elem;
+};
+template <typename OpTy>
+AttentionShapes inferAttention(Inference &infer, MLIRContext *context, typename OpTy::Adaptor &adaptor,
+                               std::string &err, Value mask = nullptr) {
+  AttentionShapes a;
+  a.q = infer.dims(adaptor.getQ());
+  a.k = infer.dims(adaptor.getK());
+  Dims v = infer.dims(adaptor.getV()), maskDims = mask ? infer.dims(mask) : Dims{};
+  a.heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
+  auto defaults = withDefaults<OpTy>(context, adaptor);
+  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
+  bool causal = defaults.causal && defaults.causal.getValue();
+  a.out = shapes::attention(a.q, a.k, v, a.heads, err, kvHeads, causal, mask ? &maskDims : nullptr);
+  a.elem = infer.elementType(adaptor.getQ());
+  return a;
+}
+
+/// dq (q's shape), then dk and dv (the key/value shape) of an attention grad op.
+LogicalResult inferAttentionGrads(Inference &infer, const AttentionShapes &a, const std::string &err) {
+  if (failed(infer.result(a.out, err, a.elem)))
+    return failure();
+  for (int i = 0; i < 2; ++i)
+    if (failed(infer.result(a.out ? std::optional<Dims>(a.k) : std::nullopt, err, a.elem)))
+      return failure();
+  return success();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -260,26 +296,16 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context, std::optional<
                                             SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
-  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
-  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
-  auto defaults = withDefaults<AttentionOp>(context, adaptor);
-  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
-  bool causal = defaults.causal && defaults.causal.getValue();
-  return infer.result(shapes::attention(q, k, v, heads, err, kvHeads, causal), err, infer.elementType(adaptor.getQ()));
+  AttentionShapes a = inferAttention<AttentionOp>(infer, context, adaptor, err);
+  return infer.result(a.out, err, a.elem);
 }
 
 LogicalResult MaskedAttentionOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                                   Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
-  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV()),
-       mask = infer.dims(adaptor.getMask());
-  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
-  auto defaults = withDefaults<MaskedAttentionOp>(context, adaptor);
-  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
-  bool causal = defaults.causal && defaults.causal.getValue();
-  return infer.result(shapes::attention(q, k, v, heads, err, kvHeads, causal, &mask), err,
-                      infer.elementType(adaptor.getQ()));
+  AttentionShapes a = inferAttention<MaskedAttentionOp>(infer, context, adaptor, err, adaptor.getMask());
+  return infer.result(a.out, err, a.elem);
 }
 
 LogicalResult DynamicSliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
@@ -463,57 +489,25 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *context, std::optio
                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
-  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
-  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
-  auto defaults = withDefaults<AttentionGradOp>(context, adaptor);
-  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
-  bool causal = defaults.causal && defaults.causal.getValue();
-  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err, kvHeads, causal);
-  Type elem = infer.elementType(adaptor.getQ());
-  // dq has q's shape; dk and dv the key/value shape.
-  if (failed(infer.result(shape, err, elem)))
-    return failure();
-  for (int i = 0; i < 2; ++i)
-    if (failed(infer.result(shape ? std::optional<Dims>(k) : std::nullopt, err, elem)))
-      return failure();
-  return success();
+  return inferAttentionGrads(infer, inferAttention<AttentionGradOp>(infer, context, adaptor, err), err);
 }
 
 LogicalResult AttentionStatsOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                                  Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
-  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
-  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
-  auto defaults = withDefaults<AttentionStatsOp>(context, adaptor);
-  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
-  bool causal = defaults.causal && defaults.causal.getValue();
-  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err, kvHeads, causal);
-  Type elem = infer.elementType(adaptor.getQ());
+  AttentionShapes a = inferAttention<AttentionStatsOp>(infer, context, adaptor, err);
   // y has q's shape; lse is [B, H, Tq].
-  if (failed(infer.result(shape, err, elem)))
+  if (failed(infer.result(a.out, err, a.elem)))
     return failure();
-  return infer.result(shape ? std::optional<Dims>(shapes::attentionLse(q, heads)) : std::nullopt, err, elem);
+  return infer.result(a.out ? std::optional<Dims>(shapes::attentionLse(a.q, a.heads)) : std::nullopt, err, a.elem);
 }
 
 LogicalResult AttentionGradStatsOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                                      Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
-  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV());
-  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
-  auto defaults = withDefaults<AttentionGradStatsOp>(context, adaptor);
-  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
-  bool causal = defaults.causal && defaults.causal.getValue();
-  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err, kvHeads, causal);
-  Type elem = infer.elementType(adaptor.getQ());
-  // dq has q's shape; dk and dv the key/value shape.
-  if (failed(infer.result(shape, err, elem)))
-    return failure();
-  for (int i = 0; i < 2; ++i)
-    if (failed(infer.result(shape ? std::optional<Dims>(k) : std::nullopt, err, elem)))
-      return failure();
-  return success();
+  return inferAttentionGrads(infer, inferAttention<AttentionGradStatsOp>(infer, context, adaptor, err), err);
 }
 LogicalResult AttentionGradStatsOp::verify() {
   if (failed(checkShape(*this, "y", getY().getType(), dimsOf(getQ()))) ||
@@ -526,21 +520,10 @@ LogicalResult MaskedAttentionGradOp::inferReturnTypes(MLIRContext *context, std:
                                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
-  Dims q = infer.dims(adaptor.getQ()), k = infer.dims(adaptor.getK()), v = infer.dims(adaptor.getV()),
-       mask = infer.dims(adaptor.getMask());
-  int64_t heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
-  auto defaults = withDefaults<MaskedAttentionGradOp>(context, adaptor);
-  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
-  bool causal = defaults.causal && defaults.causal.getValue();
-  std::optional<Dims> shape = shapes::attention(q, k, v, heads, err, kvHeads, causal, &mask);
-  Type elem = infer.elementType(adaptor.getQ());
-  // dq has q's shape; dk and dv the key/value shape; nothing for the mask.
-  if (failed(infer.result(shape, err, elem)))
-    return failure();
-  for (int i = 0; i < 2; ++i)
-    if (failed(infer.result(shape ? std::optional<Dims>(k) : std::nullopt, err, elem)))
-      return failure();
-  return success();
+  // Nothing for the mask: it is data.
+  return inferAttentionGrads(infer,
+                             inferAttention<MaskedAttentionGradOp>(infer, context, adaptor, err, adaptor.getMask()),
+                             err);
 }
 
 LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,

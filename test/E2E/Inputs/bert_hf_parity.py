@@ -26,42 +26,27 @@ mlm transform without short_seq_prob are never padded), and MLM loss alone.
 
 Usage: bert_hf_parity.py --dump DIR --plan PLAN [--model bert|roberta]
 """
-import argparse
 import os
 import sys
 
 import numpy as np
 import torch
-import transformers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_export import Exporter  # noqa: E402
-from parity_common import Checks, check_grads, compare_logits, grad_floor, lmrt_forward, load, rel, step_weights, steps  # noqa: E402
+from parity_common import Checks, check_grads, compare_logits, grad_floor, hf_model, lmrt_forward, parity_args, print_mapped, rel, step_weights, steps  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dump", required=True)
-    ap.add_argument("--plan", required=True, help="the plan that wrote the dump (its hf map)")
+    ap = parity_args()
     ap.add_argument("--model", choices=["bert", "roberta"], default="bert")
-    ap.add_argument("--loss-rtol", type=float, default=1e-5)
-    ap.add_argument("--grad-rtol", type=float, default=1e-4)
-    ap.add_argument("--logits-rtol", type=float, default=1e-4)
     a = ap.parse_args()
-    print(f"transformers {transformers.__version__}, torch {torch.__version__}")
-
-    init = load(os.path.join(a.dump, "init.safetensors"))
     m = a.model
-    ex = Exporter(a.plan)
-    model = ex.model(init, "BertForPreTraining" if m == "bert" else "RobertaForMaskedLM")
+    init, ex, model, hf_params = hf_model(a, "BertForPreTraining" if m == "bert" else "RobertaForMaskedLM")
     if m == "roberta":
         # RoBERTa's pad id 1 is also its position table's padding row (never read:
         # positions start at 2); the word embedding's padding row is our [PAD].
         model.roberta.embeddings.word_embeddings.padding_idx = 256
-    model.train()  # dropout is 0: train mode changes nothing but is what training runs
-    hf_params = dict(model.named_parameters())
-    print(f"{len(init)} parameters mapped; LMC {sum(v.size for v in init.values()):,} numbers, "
-          f"HF {sum(p.numel() for p in model.parameters()):,}")
+    print_mapped(init, model)
 
     checks = Checks()
     weights = init

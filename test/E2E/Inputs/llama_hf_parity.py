@@ -16,36 +16,22 @@ dumped tokens[:, :-1] with that step's weights) and compares its logits with HF'
 
 Usage: llama_hf_parity.py --dump DIR --plan PLAN
 """
-import argparse
 import os
 import sys
 
 import numpy as np
 import torch
-import transformers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_export import Exporter  # noqa: E402
-from parity_common import Checks, check_grads, compare_logits, lmrt_forward, load, rel, step_weights, steps  # noqa: E402
+from parity_common import Checks, check_grads, compare_logits, hf_model, lmrt_forward, parity_args, print_mapped, rel, step_weights, steps  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dump", required=True)
-    ap.add_argument("--plan", required=True, help="the plan that wrote the dump (its hf map)")
-    ap.add_argument("--loss-rtol", type=float, default=1e-5)
-    ap.add_argument("--grad-rtol", type=float, default=1e-4)
-    ap.add_argument("--logits-rtol", type=float, default=1e-4)
+    ap = parity_args()
     a = ap.parse_args()
-    print(f"transformers {transformers.__version__}, torch {torch.__version__}")
-
-    init = load(os.path.join(a.dump, "init.safetensors"))
-    ex = Exporter(a.plan)
-    model = ex.model(init, "LlamaForCausalLM")
-    hf_params = dict(model.named_parameters())
+    init, ex, model, hf_params = hf_model(a, "LlamaForCausalLM", train=False)
     vocab = model.config.vocab_size
-    print(f"{len(init)} parameters mapped; LMC {sum(v.size for v in init.values()):,} numbers, "
-          f"HF {sum(p.numel() for p in model.parameters()):,}")
+    print_mapped(init, model)
 
     checks = Checks()
     weights = init

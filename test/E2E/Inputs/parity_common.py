@@ -5,6 +5,7 @@ the loss, every "grad.<param>" and the updated "param.<param>"), a failure
 count with the lines the .test files FileCheck, and the model's own logits
 through `lmrt forward --inputs` on a dumped batch.
 """
+import argparse
 import glob
 import os
 import subprocess
@@ -21,6 +22,41 @@ def rel(a, b, floor=1e-30):
     """|a - b| / |b| over all elements (norms), with |b| at least `floor`."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), floor))
+
+
+def parity_args():
+    """The options every HF parity script takes: --dump, --plan and the loss,
+    gradient and logits tolerances; a script adds its own before parsing."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dump", required=True)
+    ap.add_argument("--plan", required=True, help="the plan that wrote the dump (its hf map)")
+    ap.add_argument("--loss-rtol", type=float, default=1e-5)
+    ap.add_argument("--grad-rtol", type=float, default=1e-4)
+    ap.add_argument("--logits-rtol", type=float, default=1e-4)
+    return ap
+
+
+def hf_model(a, cls, train=True):
+    """Prints the library versions, loads the dump's initial weights and builds
+    HF's `cls` from their export (the plan's name map): (init, exporter, model,
+    the model's parameters by name). `train`: train mode (dropout is 0 in the
+    exported configs, so it changes nothing but is what training runs)."""
+    import torch
+    import transformers
+    from hf_export import Exporter
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}")
+    init = load(os.path.join(a.dump, "init.safetensors"))
+    ex = Exporter(a.plan)
+    model = ex.model(init, cls)
+    if train:
+        model.train()
+    return init, ex, model, dict(model.named_parameters())
+
+
+def print_mapped(init, model, extra=""):
+    """`N parameters mapped; LMC X numbers, HF Y[extra]`."""
+    print(f"{len(init)} parameters mapped; LMC {sum(v.size for v in init.values()):,} numbers, "
+          f"HF {sum(p.numel() for p in model.parameters()):,}{extra}")
 
 
 def load(path):

@@ -14,60 +14,77 @@ struct Grads {
   Buf dq, dk, dv;
 };
 
-/* y = softmax(q kᵀ / sqrt(Dh) + mask) v per head and, from dy, the three gradients,
-   all in double with the whole T x T matrix of one head at a time. */
-Buf naive(const Buf &q, const Buf &k, const Buf &v, const Buf *dy, int64_t H, bool causal, Grads *g) {
-  const Shape &s = q.type.shape;
-  const int64_t B = s[0], T = s[1], C = s[2], Dh = C / H;
+/* The reference of masked_attention and cross-attention: q [B, Tq, H*Dh] over k, v
+   [B, Tk, Hkv*Dh] (query head h reads key/value head h / (H / Hkv)), key j of batch
+   row b hidden where mask[b, j] == 0 (mask may be null), and a row with no visible
+   key giving 0 and no gradient: in double, one whole Tq x Tk matrix at a time. */
+Buf naiveGeneral(const Buf &q, const Buf &k, const Buf &v, const Buf *mask, const Buf *dy, int64_t H, int64_t Hkv,
+                 bool causal, Grads *g) {
+  const int64_t B = q.type.shape[0], Tq = q.type.shape[1], C = q.type.shape[2], Tk = k.type.shape[1];
+  const int64_t Dh = C / H, Ck = Hkv * Dh;
   const double scale = 1.0 / std::sqrt((double)Dh);
-  Buf y(DType::F64, s);
-  if (g) *g = {Buf(DType::F64, s), Buf(DType::F64, s), Buf(DType::F64, s)};
-  auto at = [&](int64_t b, int64_t t, int64_t h, int64_t e) { return (b * T + t) * C + h * Dh + e; };
+  Buf y(DType::F64, q.type.shape);
+  if (g) *g = {Buf(DType::F64, q.type.shape), Buf(DType::F64, k.type.shape), Buf(DType::F64, k.type.shape)};
+  auto qa = [&](int64_t b, int64_t t, int64_t h, int64_t e) { return (b * Tq + t) * C + h * Dh + e; };
+  auto ka = [&](int64_t b, int64_t t, int64_t h, int64_t e) { return (b * Tk + t) * Ck + (h / (H / Hkv)) * Dh + e; };
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h) {
-      std::vector<double> P(T * T, 0.0), dP(T * T, 0.0);
-      for (int64_t i = 0; i < T; ++i) {
+      std::vector<double> P(Tq * Tk, 0.0), dP(Tq * Tk, 0.0);
+      for (int64_t i = 0; i < Tq; ++i) {
         double mx = -INFINITY;
-        for (int64_t j = 0; j < T; ++j) {
+        std::vector<bool> seen(Tk);
+        for (int64_t j = 0; j < Tk; ++j)
+          seen[j] = !(causal && j > i) && !(mask && mask->get(b * Tk + j) == 0.0);
+        for (int64_t j = 0; j < Tk; ++j) {
           double d = 0;
-          for (int64_t e = 0; e < Dh; ++e) d += q.get(at(b, i, h, e)) * k.get(at(b, j, h, e));
-          P[i * T + j] = (causal && j > i) ? -INFINITY : d * scale;
-          mx = std::max(mx, P[i * T + j]);
+          for (int64_t e = 0; e < Dh; ++e) d += q.get(qa(b, i, h, e)) * k.get(ka(b, j, h, e));
+          P[i * Tk + j] = d * scale;
+          if (seen[j]) mx = std::max(mx, P[i * Tk + j]);
         }
         double z = 0;
-        for (int64_t j = 0; j < T; ++j) z += (P[i * T + j] = std::exp(P[i * T + j] - mx));
-        for (int64_t j = 0; j < T; ++j) P[i * T + j] /= z;
+        for (int64_t j = 0; j < Tk; ++j) z += (P[i * Tk + j] = seen[j] ? std::exp(P[i * Tk + j] - mx) : 0.0);
+        for (int64_t j = 0; j < Tk; ++j) P[i * Tk + j] = z > 0 ? P[i * Tk + j] / z : 0.0;
         for (int64_t e = 0; e < Dh; ++e) {
           double o = 0;
-          for (int64_t j = 0; j < T; ++j) o += P[i * T + j] * v.get(at(b, j, h, e));
-          y.set(at(b, i, h, e), o);
+          for (int64_t j = 0; j < Tk; ++j) o += P[i * Tk + j] * v.get(ka(b, j, h, e));
+          y.set(qa(b, i, h, e), o);
         }
       }
       if (!g) continue;
-      for (int64_t i = 0; i < T; ++i) {
+      for (int64_t i = 0; i < Tq; ++i) {
         double rowDot = 0;
-        for (int64_t j = 0; j < T; ++j) {
+        for (int64_t j = 0; j < Tk; ++j) {
           double d = 0;
-          for (int64_t e = 0; e < Dh; ++e) d += dy->get(at(b, i, h, e)) * v.get(at(b, j, h, e));
-          dP[i * T + j] = d;
-          rowDot += P[i * T + j] * d;
+          for (int64_t e = 0; e < Dh; ++e) d += dy->get(qa(b, i, h, e)) * v.get(ka(b, j, h, e));
+          dP[i * Tk + j] = d;
+          rowDot += P[i * Tk + j] * d;
         }
-        for (int64_t j = 0; j < T; ++j) dP[i * T + j] = P[i * T + j] * (dP[i * T + j] - rowDot) * scale;
+        for (int64_t j = 0; j < Tk; ++j) dP[i * Tk + j] = P[i * Tk + j] * (dP[i * Tk + j] - rowDot) * scale;
       }
-      for (int64_t i = 0; i < T; ++i)
-        for (int64_t e = 0; e < Dh; ++e) {
-          double dq = 0, dk = 0, dv = 0;
-          for (int64_t j = 0; j < T; ++j) {
-            dq += dP[i * T + j] * k.get(at(b, j, h, e));
-            dk += dP[j * T + i] * q.get(at(b, j, h, e));
-            dv += P[j * T + i] * dy->get(at(b, j, h, e));
-          }
-          g->dq.set(at(b, i, h, e), dq);
-          g->dk.set(at(b, i, h, e), dk);
-          g->dv.set(at(b, i, h, e), dv);
+      for (int64_t e = 0; e < Dh; ++e) {
+        for (int64_t i = 0; i < Tq; ++i) {
+          double dq = 0;
+          for (int64_t j = 0; j < Tk; ++j) dq += dP[i * Tk + j] * k.get(ka(b, j, h, e));
+          g->dq.set(qa(b, i, h, e), dq);
         }
+        for (int64_t j = 0; j < Tk; ++j) {  // dk, dv summed over the query heads of a group
+          double dk = 0, dv = 0;
+          for (int64_t i = 0; i < Tq; ++i) {
+            dk += dP[i * Tk + j] * q.get(qa(b, i, h, e));
+            dv += P[i * Tk + j] * dy->get(qa(b, i, h, e));
+          }
+          g->dk.set(ka(b, j, h, e), g->dk.get(ka(b, j, h, e)) + dk);
+          g->dv.set(ka(b, j, h, e), g->dv.get(ka(b, j, h, e)) + dv);
+        }
+      }
     }
   return y;
+}
+
+/* Plain and causal self-attention (no padding mask, as many key/value heads as
+   query heads): naiveGeneral's special case. */
+Buf naive(const Buf &q, const Buf &k, const Buf &v, const Buf *dy, int64_t H, bool causal, Grads *g) {
+  return naiveGeneral(q, k, v, nullptr, dy, H, H, causal, g);
 }
 
 Attrs att(int64_t H, bool causal) { return attrs({{"num_heads", H}, {"causal", causal}}); }
@@ -236,73 +253,6 @@ TEST(Attention, CachedMatchesCausalRows) {
             EXPECT_TRUE(allClose(y, want, tol, tol))
                 << dtypeName(dt) << " W=" << W << " C=" << C << " offset=" << offset << " kv=" << kvHeads;
           }
-}
-
-/* The reference of masked_attention and cross-attention: q [B, Tq, H*Dh] over k, v
-   [B, Tk, Hkv*Dh] (query head h reads key/value head h / (H / Hkv)), key j of batch
-   row b hidden where mask[b, j] == 0 (mask may be null), and a row with no visible
-   key giving 0 and no gradient: in double, one whole Tq x Tk matrix at a time. */
-Buf naiveGeneral(const Buf &q, const Buf &k, const Buf &v, const Buf *mask, const Buf *dy, int64_t H, int64_t Hkv,
-                 bool causal, Grads *g) {
-  const int64_t B = q.type.shape[0], Tq = q.type.shape[1], C = q.type.shape[2], Tk = k.type.shape[1];
-  const int64_t Dh = C / H, Ck = Hkv * Dh;
-  const double scale = 1.0 / std::sqrt((double)Dh);
-  Buf y(DType::F64, q.type.shape);
-  if (g) *g = {Buf(DType::F64, q.type.shape), Buf(DType::F64, k.type.shape), Buf(DType::F64, k.type.shape)};
-  auto qa = [&](int64_t b, int64_t t, int64_t h, int64_t e) { return (b * Tq + t) * C + h * Dh + e; };
-  auto ka = [&](int64_t b, int64_t t, int64_t h, int64_t e) { return (b * Tk + t) * Ck + (h / (H / Hkv)) * Dh + e; };
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h) {
-      std::vector<double> P(Tq * Tk, 0.0), dP(Tq * Tk, 0.0);
-      for (int64_t i = 0; i < Tq; ++i) {
-        double mx = -INFINITY;
-        std::vector<bool> seen(Tk);
-        for (int64_t j = 0; j < Tk; ++j)
-          seen[j] = !(causal && j > i) && !(mask && mask->get(b * Tk + j) == 0.0);
-        for (int64_t j = 0; j < Tk; ++j) {
-          double d = 0;
-          for (int64_t e = 0; e < Dh; ++e) d += q.get(qa(b, i, h, e)) * k.get(ka(b, j, h, e));
-          P[i * Tk + j] = d * scale;
-          if (seen[j]) mx = std::max(mx, P[i * Tk + j]);
-        }
-        double z = 0;
-        for (int64_t j = 0; j < Tk; ++j) z += (P[i * Tk + j] = seen[j] ? std::exp(P[i * Tk + j] - mx) : 0.0);
-        for (int64_t j = 0; j < Tk; ++j) P[i * Tk + j] = z > 0 ? P[i * Tk + j] / z : 0.0;
-        for (int64_t e = 0; e < Dh; ++e) {
-          double o = 0;
-          for (int64_t j = 0; j < Tk; ++j) o += P[i * Tk + j] * v.get(ka(b, j, h, e));
-          y.set(qa(b, i, h, e), o);
-        }
-      }
-      if (!g) continue;
-      for (int64_t i = 0; i < Tq; ++i) {
-        double rowDot = 0;
-        for (int64_t j = 0; j < Tk; ++j) {
-          double d = 0;
-          for (int64_t e = 0; e < Dh; ++e) d += dy->get(qa(b, i, h, e)) * v.get(ka(b, j, h, e));
-          dP[i * Tk + j] = d;
-          rowDot += P[i * Tk + j] * d;
-        }
-        for (int64_t j = 0; j < Tk; ++j) dP[i * Tk + j] = P[i * Tk + j] * (dP[i * Tk + j] - rowDot) * scale;
-      }
-      for (int64_t e = 0; e < Dh; ++e) {
-        for (int64_t i = 0; i < Tq; ++i) {
-          double dq = 0;
-          for (int64_t j = 0; j < Tk; ++j) dq += dP[i * Tk + j] * k.get(ka(b, j, h, e));
-          g->dq.set(qa(b, i, h, e), dq);
-        }
-        for (int64_t j = 0; j < Tk; ++j) {  // dk, dv summed over the query heads of a group
-          double dk = 0, dv = 0;
-          for (int64_t i = 0; i < Tq; ++i) {
-            dk += dP[i * Tk + j] * q.get(qa(b, i, h, e));
-            dv += P[i * Tk + j] * dy->get(qa(b, i, h, e));
-          }
-          g->dk.set(ka(b, j, h, e), g->dk.get(ka(b, j, h, e)) + dk);
-          g->dv.set(ka(b, j, h, e), g->dv.get(ka(b, j, h, e)) + dv);
-        }
-      }
-    }
-  return y;
 }
 
 Attrs attKv(int64_t H, int64_t Hkv, bool causal) {

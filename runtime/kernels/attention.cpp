@@ -220,15 +220,30 @@ std::string checkAttentionStats(const std::vector<TensorType> &in, const std::ve
 // ----------------------------------------------------------------------------
 // attention_grad: (q, k, v, dy) -> (dq, dk, dv)
 
-/* attention_grad (q, k, v, dy) and masked_attention_grad (q, k, v, mask, dy). */
-std::string checkGradCommon(const char *op, bool masked, const std::vector<TensorType> &in,
+/* The inputs of the attention grads, dy last: attention_grad (q, k, v, dy),
+   masked_attention_grad (q, k, v, mask, dy) and attention_grad_stats (q, k, v, y,
+   lse, dy), which reads the forward's output and row logsumexp. */
+enum class GradForm { Plain, Masked, Stats };
+
+std::string checkGradCommon(const char *op, GradForm form, const std::vector<TensorType> &in,
                             const std::vector<TensorType> &out, const Attrs &attrs) {
-  return guardCheck(op, in, out, masked ? 5 : 4, 3, [&]() -> std::string {
+  const size_t n = form == GradForm::Plain ? 4 : form == GradForm::Masked ? 5 : 6;
+  return guardCheck(op, in, out, n, 3, [&]() -> std::string {
     Shape s;
-    LMRT_CHECK(checkAttentionCommon(op, in, attrs, s, masked));
-    const TensorType &dy = in[masked ? 4 : 3];
-    LMRT_CHECK(expectSameDType(op, "dy", dy, "q", in[0]));
-    if (dy.shape != s) return std::string(op) + ": dy " + dy.str() + " must have the shape of q " + in[0].str();
+    LMRT_CHECK(checkAttentionCommon(op, in, attrs, s, form == GradForm::Masked));
+    auto likeQ = [&](size_t i, const char *what) -> std::string {
+      LMRT_CHECK(expectSameDType(op, what, in[i], "q", in[0]));
+      if (in[i].shape != s) return std::string(op) + ": " + what + " " + in[i].str() + " must have the shape of q " + in[0].str();
+      return "";
+    };
+    LMRT_CHECK(likeQ(n - 1, "dy"));
+    if (form == GradForm::Stats) {
+      LMRT_CHECK(likeQ(3, "y"));
+      LMRT_CHECK(expectSameDType(op, "lse", in[4], "q", in[0]));
+      Shape lse = shapes::attentionLse(in[0].shape, attrs.getInt("num_heads"));
+      if (in[4].shape != lse)
+        return std::string(op) + ": lse " + in[4].str() + " must be " + shapes::str(lse) + " [B, H, Tq]";
+    }
     LMRT_CHECK(expectType(op, "dq", out[0], in[0].dtype, s));
     LMRT_CHECK(expectType(op, "dk", out[1], in[0].dtype, in[1].shape));
     return expectType(op, "dv", out[2], in[0].dtype, in[1].shape);
@@ -236,32 +251,15 @@ std::string checkGradCommon(const char *op, bool masked, const std::vector<Tenso
 }
 std::string checkAttentionGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
                                const Attrs &attrs) {
-  return checkGradCommon("attention_grad", false, in, out, attrs);
+  return checkGradCommon("attention_grad", GradForm::Plain, in, out, attrs);
 }
 std::string checkMaskedAttentionGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
                                      const Attrs &attrs) {
-  return checkGradCommon("masked_attention_grad", true, in, out, attrs);
+  return checkGradCommon("masked_attention_grad", GradForm::Masked, in, out, attrs);
 }
-
-/* attention_grad_stats (q, k, v, y, lse, dy). */
 std::string checkAttentionGradStats(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
                                     const Attrs &attrs) {
-  const char *op = "attention_grad_stats";
-  return guardCheck(op, in, out, 6, 3, [&]() -> std::string {
-    Shape s;
-    LMRT_CHECK(checkAttentionCommon(op, in, attrs, s));
-    for (int i : {3, 5}) {
-      const char *what = i == 3 ? "y" : "dy";
-      LMRT_CHECK(expectSameDType(op, what, in[i], "q", in[0]));
-      if (in[i].shape != s) return std::string(op) + ": " + what + " " + in[i].str() + " must have the shape of q " + in[0].str();
-    }
-    LMRT_CHECK(expectSameDType(op, "lse", in[4], "q", in[0]));
-    Shape lse = shapes::attentionLse(in[0].shape, attrs.getInt("num_heads"));
-    if (in[4].shape != lse) return std::string(op) + ": lse " + in[4].str() + " must be " + shapes::str(lse) + " [B, H, Tq]";
-    LMRT_CHECK(expectType(op, "dq", out[0], in[0].dtype, s));
-    LMRT_CHECK(expectType(op, "dk", out[1], in[0].dtype, in[1].shape));
-    return expectType(op, "dv", out[2], in[0].dtype, in[1].shape);
-  });
+  return checkGradCommon("attention_grad_stats", GradForm::Stats, in, out, attrs);
 }
 
 /* Scratch of one thread for the backward of one head. */

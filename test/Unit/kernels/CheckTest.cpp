@@ -154,6 +154,15 @@ TEST(Check, LayerNormAttentionSoftmax) {
   EXPECT_TRUE(rejects(checkMsg("attention_grad", {q, q, q, {F32, {2, 4}}}, {q, q, q},
                                attrs({{"num_heads", (int64_t)4}, {"causal", true}})),
                       "attention_grad: dy f32[2, 4] must have the shape of q f32[2, 4, 12]"));
+  // attention_grad_stats reads the forward's y (q's shape) and lse [B, H, Tq].
+  Attrs h4 = attrs({{"num_heads", (int64_t)4}, {"causal", true}});
+  TensorType lse{F32, {2, 4, 4}};
+  EXPECT_TRUE(rejects(checkMsg("attention_grad_stats", {q, q, q, q, {F32, {2, 4, 1}}, q}, {q, q, q}, h4),
+                      "attention_grad_stats: lse f32[2, 4, 1] must be [2, 4, 4] [B, H, Tq]"));
+  EXPECT_TRUE(rejects(checkMsg("attention_grad_stats", {q, q, q, {F32, {2, 4}}, lse, q}, {q, q, q}, h4),
+                      "attention_grad_stats: y f32[2, 4] must have the shape of q f32[2, 4, 12]"));
+  EXPECT_TRUE(rejects(checkMsg("attention_stats", {q, q, q}, {q, {F32, {2, 4}}}, h4),
+                      "attention_stats: result lse must be f32[2, 4, 4], got f32[2, 4]"));
   EXPECT_TRUE(rejects(checkMsg("softmax", {{F32, {}}}, {{F32, {}}}), "softmax: x f32[] must have rank >= 1"));
 }
 

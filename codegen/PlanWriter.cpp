@@ -99,6 +99,9 @@ public:
 private:
   LogicalResult addArguments();
   void collectGradients(func::ReturnOp ret);
+  /// `op` may write its result 0 over its operand 0 (LM_MayOverwriteOperand0)
+  /// and nothing else reads that operand.
+  static bool overwritesOperand0(Operation *op);
   /// Prefill and decode: the lm.state results, each the lm.cache_write of its
   /// own state argument, are written in place into that STATE buffer.
   LogicalResult collectStates(func::ReturnOp ret);
@@ -275,7 +278,22 @@ void ProgramBuilder::collectGradients(func::ReturnOp ret) {
     if (!def || def->getName().getStringRef() == "lm.constant" || gradientOf.count(value))
       continue;
     gradientOf[value] = gradOf.str();
+    // A gradient computed over its operand 0's bytes (LM_MayOverwriteOperand0):
+    // the operand's producer writes straight into the GRAD buffer too.
+    for (Operation *op = cast<OpResult>(value).getResultNumber() == 0 ? def : nullptr;
+         op && overwritesOperand0(op) && !gradientOf.count(op->getOperand(0));) {
+      Operation *producer = op->getOperand(0).getDefiningOp();
+      if (!producer || producer->getName().getStringRef() == "lm.constant")
+        break;
+      gradientOf[op->getOperand(0)] = gradOf.str();
+      op = producer;
+    }
   }
+}
+
+bool ProgramBuilder::overwritesOperand0(Operation *op) {
+  return op->hasTrait<OpTrait::lm::MayOverwriteOperand0>() && op->getNumOperands() > 0 && op->getNumResults() > 0 &&
+         op->getOperand(0).getType() == op->getResult(0).getType() && op->getOperand(0).hasOneUse();
 }
 
 FailureOr<int> ProgramBuilder::addStateArgument(BlockArgument arg, StringRef name, const plan::TensorType &type) {
@@ -417,8 +435,16 @@ FailureOr<plan::Step> ProgramBuilder::stepWithBuffers(Operation *op, StringRef o
     auto grad = gradientOf.find(res);
     int id = grad == gradientOf.end() ? addBuffer(plan::Buffer::ARENA, *type)
                                       : addBuffer(plan::Buffer::GRAD, *type, grad->second);
-    // A state update writes its own state's buffer (the step's input 0).
-    if (stateOf.count(res)) {
+    // A state update writes its own state's buffer (the step's input 0), and so
+    // does an op allowed to when nothing else reads that operand: an arena value,
+    // or the GRAD buffer of the gradient it computes (collectGradients).
+    bool overwrite = false;
+    if (res.getResultNumber() == 0 && overwritesOperand0(op)) {
+      const plan::Buffer &in0 = program.buffers(step.inputs(0));
+      overwrite = grad == gradientOf.end() ? in0.kind() == plan::Buffer::ARENA && !in0.has_view_of()
+                                           : in0.kind() == plan::Buffer::GRAD && in0.name() == grad->second;
+    }
+    if (stateOf.count(res) || overwrite) {
       program.mutable_buffers()->RemoveLast();
       id = step.inputs(0);
     }

@@ -138,6 +138,7 @@ int64_t EmbeddingOp::getBytesAccessed() {
 }
 /// One scatter-add per element of dy.
 int64_t EmbeddingGradOp::getFlops() { return numElements(getDy().getType()); }
+int64_t EmbeddingGradAddOp::getFlops() { return numElements(getDy().getType()); }
 int64_t ReshapeOp::getFlops() { return 0; }
 int64_t TransposeOp::getFlops() { return 0; }
 int64_t SliceOp::getFlops() { return 0; }

@@ -250,6 +250,14 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return infer.result(shapes::embedding(table, ids, err), err, infer.elementType(adaptor.getTable()));
 }
 
+LogicalResult EmbeddingGradAddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                   SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims base = infer.dims(adaptor.getBase()), ids = infer.dims(adaptor.getIds()), dy = infer.dims(adaptor.getDy());
+  return infer.result(shapes::embeddingGradAdd(base, ids, dy, err), err, infer.elementType(adaptor.getBase()));
+}
+
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);

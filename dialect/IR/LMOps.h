@@ -48,6 +48,13 @@ public:
 /// lm-tblgen copies into the plan op table; it verifies nothing.
 template <typename ConcreteType>
 class UpdatesStateInPlace : public TraitBase<ConcreteType, UpdatesStateInPlace> {};
+
+/// A step whose kernel may be given its operand 0's buffer as its result's
+/// (lm.embedding_grad_add): when that operand has no other use, the plan writer
+/// writes the result over it instead of into a buffer of its own. A marker
+/// lm-tblgen copies into the plan op table; it verifies nothing.
+template <typename ConcreteType>
+class MayOverwriteOperand0 : public TraitBase<ConcreteType, MayOverwriteOperand0> {};
 } // namespace mlir::OpTrait::lm
 
 namespace mlir::lm::detail {

@@ -39,6 +39,13 @@ class LM_GradOp<string mnemonic, list<Trait> traits = []>
     : LM_Op<mnemonic, !listconcat(traits,
           [Pure, DeclareOpInterfaceMethods<LM_CostOpInterface>])>;
 
+/// The op's kernel computes correctly when its result is given operand 0's
+/// bytes: the plan writer does that when the operand has no other use
+/// (docs/plan-format.md). lm-tblgen copies it into the plan op table.
+def LM_MayOverwriteOperand0 : NativeOpTrait<"MayOverwriteOperand0"> {
+  let cppNamespace = "::mlir::OpTrait::lm";
+}
+
 //===----------------------------------------------------------------------===//
 // Forward ops
 //===----------------------------------------------------------------------===//
@@ -765,6 +772,26 @@ def LM_EmbeddingGradOp : LM_GradOp<"embedding_grad"> {
   let results = (outs LM_FloatTensor:$dtable);
   let assemblyFormat = "$ids `,` $dy attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+}
+
+def LM_EmbeddingGradAddOp : LM_GradOp<"embedding_grad_add",
+    [LM_ResultsMatchInferred, InferTypeOpAdaptor, LM_MayOverwriteOperand0]> {
+  let summary = "lm.embedding_grad added to another gradient of the table";
+  let description = [{
+    `base` with `dy[s]` added to row `ids[s]`, for every position `s` in
+    order: `base + embedding_grad(ids, dy)` without the zero-filled `[V, D]`
+    table and the pass that adds it. Not written by users: canonicalization
+    forms it where a table's gradient has another term, as a tied input
+    embedding and output projection has (dialect/IR/LMCanonicalize.cpp). The
+    plan may give the result `base`'s own bytes (LM_MayOverwriteOperand0).
+
+    ```mlir
+    %dw = lm.embedding_grad_add %dhead, %ids, %dy : (tensor<256x64xf32>, tensor<4x16xi32>, tensor<4x16x64xf32>) -> tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$base, LM_IntTensor:$ids, LM_FloatTensor:$dy);
+  let results = (outs LM_FloatTensor:$dtable);
+  let assemblyFormat = "$base `,` $ids `,` $dy attr-dict `:` functional-type(operands, results)";
 }
 
 def LM_SliceGradOp : LM_GradOp<"slice_grad"> {

@@ -1,5 +1,6 @@
-/* Implements: lm.embedding (row gather) and lm.embedding_grad (scatter-add of dy
-   rows into a zeroed [V, D] table) on the GPU, and lm.take_along_axis (one
+/* Implements: lm.embedding (row gather), lm.embedding_grad (scatter-add of dy
+   rows into a zeroed [V, D] table) and lm.embedding_grad_add (into another table
+   gradient) on the GPU, and lm.take_along_axis (one
    thread per output element) with lm.take_along_axis_grad (one thread per line
    of dx along the axis, adding its dy line in order: no atomics, the CPU's
    order). The backward uses no atomics, so
@@ -44,20 +45,29 @@ void runEmbedding(const OpCall &call) {
   });
 }
 
-void runEmbeddingGrad(const OpCall &call) {
-  const int64_t v = call.out[0].shape()[0], d = call.out[0].shape()[1], n = call.in[0].numel();
-  byFloat(call.in[1].type.dtype, [&](auto t) {
+/* dt = base (zeros when base is null) plus the dy rows scattered by ids; base may be
+   dt itself (embedding_grad_add given its base's bytes). */
+void scatterRowsInto(const OpCall &call, const DevTensor *base, const DevTensor &ids, const DevTensor &dy) {
+  const DevTensor &dt = call.out[0];
+  const int64_t v = dt.shape()[0], d = dt.shape()[1], n = ids.numel();
+  byFloat(dy.type.dtype, [&](auto t) {
     using T = decltype(t);
-    CUDA_CHECK(cudaMemsetAsync(call.out[0].data, 0, (size_t)(v * d) * sizeof(T), call.stream));
+    const size_t bytes = (size_t)(v * d) * sizeof(T);
+    if (!base)
+      CUDA_CHECK(cudaMemsetAsync(dt.data, 0, bytes, call.stream));
+    else if (base->data != dt.data)
+      CUDA_CHECK(cudaMemcpyAsync(dt.data, base->data, bytes, cudaMemcpyDeviceToDevice, call.stream));
     if (n * d == 0) return;
     // Parts: about 16K threads in all, and no part smaller than 64 rows.
     const int64_t parts = std::max<int64_t>(1, std::min<int64_t>({64, (16384 + d - 1) / d, (v + 63) / 64}));
     dim3 grid((unsigned)((d + kThreads - 1) / kThreads), (unsigned)parts);
-    scatterAdd<T><<<grid, kThreads, 0, call.stream>>>(call.in[0].as<int32_t>(), call.in[1].as<T>(),
-                                                      call.out[0].as<T>(), n, v, d, parts);
+    scatterAdd<T><<<grid, kThreads, 0, call.stream>>>(ids.as<int32_t>(), dy.as<T>(), dt.as<T>(), n, v, d, parts);
     CUDA_CHECK_LAUNCH();
   });
 }
+
+void runEmbeddingGrad(const OpCall &call) { scatterRowsInto(call, nullptr, call.in[0], call.in[1]); }
+void runEmbeddingGradAdd(const OpCall &call) { scatterRowsInto(call, &call.in[0], call.in[1], call.in[2]); }
 
 // take_along_axis. The iteration index `it` walks the result (forward) or its
 // lines (backward: the result's shape with the axis set to 1); its offsets are
@@ -146,6 +156,7 @@ void runTakeAlongAxisGrad(const OpCall &call) {
 void addEmbeddingKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"embedding", runEmbedding, noScratch});
   k.push_back({"embedding_grad", runEmbeddingGrad, noScratch});
+  k.push_back({"embedding_grad_add", runEmbeddingGradAdd, noScratch});
   k.push_back({"take_along_axis", runTakeAlongAxis, noScratch});
   k.push_back({"take_along_axis_grad", runTakeAlongAxisGrad, noScratch});
 }

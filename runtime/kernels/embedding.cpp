@@ -1,5 +1,6 @@
-/* Implements: lm.embedding (row gather) and lm.embedding_grad (scatter-add of
-   dy rows into a zeroed [V, D] table); lm.take_along_axis (gather along one
+/* Implements: lm.embedding (row gather), lm.embedding_grad (scatter-add of
+   dy rows into a zeroed [V, D] table) and lm.embedding_grad_add (into a copy of
+   another table gradient, or into it in place); lm.take_along_axis (gather along one
    axis, the index broadcasting) and lm.take_along_axis_grad (its scatter-add). Ids are validated serially before any
    parallel work, so a bad id is reported with its flat position. The backward
    splits the D columns between threads, so every thread visits all ids but
@@ -58,15 +59,22 @@ std::string checkEmbeddingGrad(const std::vector<TensorType> &in, const std::vec
   });
 }
 
-template <typename T> LMRT_SIMD_CLONES void embeddingGradT(const KernelCall &call) {
-  const int32_t *ids = call.in[0].as<int32_t>();
-  const T *dy = call.in[1].as<T>();
-  T *dt = call.out[0].as<T>();
-  int64_t v = call.out[0].shape()[0], d = call.out[0].shape()[1], n = call.in[0].numel();
-  validateIds("embedding_grad", ids, n, v);
+/* dt = base (zeros when base is null) with each dy row added to row ids[i], in order.
+   base may be dt itself (a plan that gives embedding_grad_add's result its base's
+   bytes): then there is nothing to copy. */
+template <typename T>
+LMRT_SIMD_CLONES void scatterRows(const int32_t *ids, const T *dy, const T *base, T *dt, int64_t v, int64_t d,
+                                  int64_t n) {
   constexpr int64_t kBlock = 32;
+  if (base != dt) {
 #pragma omp parallel for if (v * d >= kParallelMin)
-  for (int64_t r = 0; r < v; ++r) std::memset(dt + r * d, 0, sizeof(T) * d);
+    for (int64_t r = 0; r < v; ++r) {
+      if (base)
+        std::memcpy(dt + r * d, base + r * d, sizeof(T) * d);
+      else
+        std::memset(dt + r * d, 0, sizeof(T) * d);
+    }
+  }
 #pragma omp parallel for if (n * d >= kParallelMin && d >= 2 * kBlock)
   for (int64_t c0 = 0; c0 < d; c0 += kBlock) {
     int64_t c1 = std::min(d, c0 + kBlock);
@@ -79,7 +87,37 @@ template <typename T> LMRT_SIMD_CLONES void embeddingGradT(const KernelCall &cal
 }
 
 void runEmbeddingGrad(const KernelCall &call) {
-  dispatchFloat(call.in[1].type.dtype, [&](auto t) { embeddingGradT<decltype(t)>(call); });
+  const int32_t *ids = call.in[0].as<int32_t>();
+  int64_t v = call.out[0].shape()[0], d = call.out[0].shape()[1], n = call.in[0].numel();
+  validateIds("embedding_grad", ids, n, v);
+  dispatchFloat(call.in[1].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    scatterRows<T>(ids, call.in[1].as<T>(), nullptr, call.out[0].as<T>(), v, d, n);
+  });
+}
+
+std::string checkEmbeddingGradAdd(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                  const Attrs &) {
+  return guardCheck("embedding_grad_add", in, out, 3, 1, [&]() -> std::string {
+    const char *op = "embedding_grad_add";
+    LMRT_CHECK(expectFloat(op, "base", in[0]));
+    LMRT_CHECK(expectI32(op, "ids", in[1]));
+    LMRT_CHECK(expectSameDType(op, "dy", in[2], "base", in[0]));
+    std::string err;
+    auto shape = shapes::embeddingGradAdd(in[0].shape, in[1].shape, in[2].shape, err);
+    if (!shape) return err;
+    return expectType(op, "dtable", out[0], in[0].dtype, *shape);
+  });
+}
+
+void runEmbeddingGradAdd(const KernelCall &call) {
+  const int32_t *ids = call.in[1].as<int32_t>();
+  int64_t v = call.out[0].shape()[0], d = call.out[0].shape()[1], n = call.in[1].numel();
+  validateIds("embedding_grad_add", ids, n, v);
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    scatterRows<T>(ids, call.in[2].as<T>(), call.in[0].as<T>(), call.out[0].as<T>(), v, d, n);
+  });
 }
 
 // ----------------------------------------------------------------------------
@@ -200,6 +238,7 @@ void runTakeAlongAxisGrad(const KernelCall &call) {
 void addEmbeddingKernels(std::vector<KernelDef> &k) {
   k.push_back({"embedding", 2, 1, checkEmbedding, runEmbedding});
   k.push_back({"embedding_grad", 2, 1, checkEmbeddingGrad, runEmbeddingGrad});
+  k.push_back({"embedding_grad_add", 3, 1, checkEmbeddingGradAdd, runEmbeddingGradAdd});
   k.push_back({"take_along_axis", 2, 1, checkTakeAlongAxis, runTakeAlongAxis});
   k.push_back({"take_along_axis_grad", 2, 1, checkTakeAlongAxisGrad, runTakeAlongAxisGrad});
 }

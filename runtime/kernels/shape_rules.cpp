@@ -120,6 +120,17 @@ std::optional<Dims> embedding(const Dims &table, const Dims &ids, std::string &e
   return out;
 }
 
+std::optional<Dims> embeddingGradAdd(const Dims &base, const Dims &ids, const Dims &dy, std::string &err) {
+  if (!dimsOk(err, "embedding_grad_add", {{"base", &base}, {"ids", &ids}, {"dy", &dy}})) return std::nullopt;
+  if (base.size() != 2) return bad(err, "embedding_grad_add: base " + S(base) + " must have rank 2 [V, D]");
+  Dims rows = ids;
+  rows.push_back(base[1]);
+  if (dy != rows)
+    return bad(err, "embedding_grad_add: dy " + S(dy) + " must be " + S(rows) + " (ids " + S(ids) +
+                        " with D of base " + S(base) + ")");
+  return base;
+}
+
 std::optional<Dims> layerNorm(const Dims &x, const Dims &gamma, const Dims &beta, std::string &err) {
   if (!dimsOk(err, "layer_norm", {{"x", &x}, {"gamma", &gamma}, {"beta", &beta}})) return std::nullopt;
   if (x.empty()) return bad(err, "layer_norm: x " + S(x) + " must have rank >= 1");

@@ -26,6 +26,8 @@ std::string checkDims(const char *op, const char *what, const Dims &d);
 std::optional<Dims> matmul(const Dims &lhs, const Dims &rhs, bool transposeLhs, bool transposeRhs,
                            std::string &err);
 std::optional<Dims> embedding(const Dims &table, const Dims &ids, std::string &err);
+/* base [V, D] plus the rows dy [...ids, D] scattered by ids (embedding_grad_add): base. */
+std::optional<Dims> embeddingGradAdd(const Dims &base, const Dims &ids, const Dims &dy, std::string &err);
 std::optional<Dims> layerNorm(const Dims &x, const Dims &gamma, const Dims &beta, std::string &err);
 /* q [B, Tq, H*Dh], k and v [B, Tk, Hkv*Dh] with Hkv = numKvHeads (0: H) dividing H;
    Tk may differ from Tq (cross-attention) only when not causal. With `mask` (the key

@@ -618,7 +618,7 @@ private:
       int id = step.outputs(k);
       checkId(id, "output", k);
       auto kind = prog.buffers(id).kind();
-      if (kind == plan::Buffer::STATE && !inPlaceUpdate(step, info, k))
+      if (kind == plan::Buffer::STATE && !(inPlaceUpdate(step, info, k) && info->updatesState))
         error(where + "output " + std::to_string(k) + " writes STATE buffer " + std::to_string(id) +
               "; only an op that updates state in place (cache_write) writes one, as its output 0, the "
               "buffer it reads as input 0");
@@ -668,11 +668,12 @@ private:
     }
   }
 
-  /* Output k of `step` is the in-place update of a state: an op marked
-     updatesState in the op table, output 0 being the STATE buffer that is input 0. */
+  /* Output k of `step` is written over its input 0: an op marked updatesState
+     (a STATE buffer) or overwritesInput0 (any buffer it may write) in the op table,
+     output 0 being the buffer that is input 0. */
   static bool inPlaceUpdate(const plan::Step &step, const ops::OpInfo *info, int k) {
-    return info && info->updatesState && k == 0 && step.inputs_size() > 0 && step.outputs_size() > 0 &&
-           step.inputs(0) == step.outputs(0);
+    return info && (info->updatesState || info->overwritesInput0) && k == 0 && step.inputs_size() > 0 &&
+           step.outputs_size() > 0 && step.inputs(0) == step.outputs(0);
   }
 
   // --- generated kernels ---------------------------------------------------------

@@ -35,6 +35,9 @@ struct OpInfo {
   /* The op updates a STATE buffer in place (LM_UpdatesStateInPlace in the ODS):
      its output 0 may be the STATE buffer it reads as input 0 (docs/plan-format.md). */
   bool updatesState = false;
+  /* The kernel may be given input 0's buffer as output 0 (LM_MayOverwriteOperand0 in
+     the ODS): lmc does that when nothing else reads input 0 (docs/plan-format.md). */
+  bool overwritesInput0 = false;
 
   /* nullptr when the op has no attribute of that name. */
   const AttrInfo *findAttr(std::string_view attr) const;

@@ -261,3 +261,35 @@ func.func @attention_grad_without_forward(%q: tensor<2x8x16xf32>, %k: tensor<2x8
   %dq, %dk, %dv = lm.attention_grad %q, %k, %v, %dy {causal = true, num_heads = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>)
   return %y, %dq, %dk, %dv : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>
 }
+
+// -----
+
+// Tests that a table gradient added to embedding_grad (either operand order)
+// becomes embedding_grad_add scattering the rows into it, and that an
+// embedding_grad with another use, or an add that broadcasts, stays.
+// CHECK-LABEL: func.func @embedding_grad_added
+// CHECK-SAME: (%[[W:[^:]*]]: tensor<16x8xf32>, %[[IDS:[^:]*]]: tensor<2x4xi32>, %[[DY:[^:]*]]: tensor<2x4x8xf32>)
+// CHECK-NEXT: %[[A:.*]] = lm.embedding_grad_add %[[W]], %[[IDS]], %[[DY]] : (tensor<16x8xf32>, tensor<2x4xi32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
+// CHECK-NEXT: %[[B:.*]] = lm.embedding_grad_add %[[W]], %[[IDS]], %[[DY]]
+// CHECK-NEXT: return %[[A]], %[[B]]
+func.func @embedding_grad_added(%w: tensor<16x8xf32>, %ids: tensor<2x4xi32>, %dy: tensor<2x4x8xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32>) {
+  %0 = lm.embedding_grad %ids, %dy : (tensor<2x4xi32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
+  %1 = lm.add %w, %0 : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+  %2 = lm.embedding_grad %ids, %dy : (tensor<2x4xi32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
+  %3 = lm.add %2, %w : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+  return %1, %3 : tensor<16x8xf32>, tensor<16x8xf32>
+}
+
+// CHECK-LABEL: func.func @embedding_grad_kept
+// CHECK-NEXT: %[[E:.*]] = lm.embedding_grad
+// CHECK-NEXT: lm.add %{{.*}}, %[[E]]
+// CHECK-NEXT: %[[F:.*]] = lm.embedding_grad
+// CHECK-NEXT: lm.add %[[F]], %{{.*}} : (tensor<16x8xf32>, tensor<8xf32>)
+func.func @embedding_grad_kept(%w: tensor<16x8xf32>, %b: tensor<8xf32>, %ids: tensor<2x4xi32>, %dy: tensor<2x4x8xf32>)
+    -> (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) {
+  %0 = lm.embedding_grad %ids, %dy : (tensor<2x4xi32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
+  %1 = lm.add %w, %0 : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+  %2 = lm.embedding_grad %ids, %dy : (tensor<2x4xi32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
+  %3 = lm.add %2, %b : (tensor<16x8xf32>, tensor<8xf32>) -> tensor<16x8xf32>
+  return %0, %1, %3 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+}

@@ -414,6 +414,15 @@ func.func @embedding_grad_rank(%ids: tensor<3xi32>, %dy: tensor<3x4xf32>) {
 
 // -----
 
+// Tests that embedding_grad_add's dy matches the ids and the base table's width.
+func.func @embedding_grad_add(%base: tensor<10x4xf32>, %ids: tensor<3xi32>, %dy: tensor<3x5xf32>) {
+  // expected-error @below {{'lm.embedding_grad_add' op dy [3, 5] must be [3, 4] (ids [3] with D of base [10, 4])}}
+  %0 = lm.embedding_grad_add %base, %ids, %dy : (tensor<10x4xf32>, tensor<3xi32>, tensor<3x5xf32>) -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
 // Tests that slice_grad's dy has the forward slice's shape.
 func.func @slice_grad(%dy: tensor<4x3xf32>) {
   // expected-error @below {{'lm.slice_grad' op dy type 'tensor<4x3xf32>' does not match the expected shape [4, 4]}}

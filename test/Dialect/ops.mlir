@@ -128,6 +128,8 @@ func.func @backward_ops(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %ids: tensor
   %4 = lm.cross_entropy_grad %x, %ids, %dl {ignore_index = -1 : i64} : (tensor<2x8x32xf32>, tensor<2x8xi32>, tensor<f32>) -> tensor<2x8x32xf32>
   // CHECK: lm.embedding_grad %{{.*}}, %{{.*}} : (tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>
   %5 = lm.embedding_grad %ids, %x : (tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>
+  // CHECK: lm.embedding_grad_add %{{.*}}, %{{.*}}, %{{.*}} : (tensor<100x32xf32>, tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>
+  %ega = lm.embedding_grad_add %5, %ids, %x : (tensor<100x32xf32>, tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>
   // CHECK: lm.slice_grad %{{.*}} {limit = array<i64: 2, 8, 32>, start = array<i64: 0, 1, 0>, stride = array<i64: 1, 2, 1>} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
   %6 = lm.slice_grad %s {start = array<i64: 0, 1, 0>, limit = array<i64: 2, 8, 32>, stride = array<i64: 1, 2, 1>} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>
   return

@@ -4,7 +4,8 @@
 // Tests that the train pipeline (autodiff, canonicalize, cse) differentiates
 // a small pre-norm transformer with tied embeddings into a clean train step:
 // one backward op per forward op, the seed's broadcasts folded away (the
-// seed is the only constant left), the tied table's two gradients summed, and
+// seed is the only constant left), the tied table's two gradients summed (the
+// embedding's rows scattered into the projection's gradient), and
 // the three q/k/v slices of one projection joined into one adjoint (the
 // concat of dq, dk, dv: no zero-filled slice_grad is left).
 // The CONST run checks the whole train step: after its first (and only)
@@ -25,8 +26,9 @@
 // CHECK-NEXT: lm.concat %dq, %[[KV]] {axis = 2 : i64}
 // CHECK-NOT: lm.slice_grad
 // CHECK: lm.layer_norm_grad
-// CHECK: lm.embedding_grad
-// CHECK-NEXT: %[[DWTE:.*]] = lm.add
+// The tied table's two gradient terms: the rows scattered into the projection's.
+// CHECK-NOT: lm.embedding_grad %
+// CHECK: %[[DWTE:.*]] = lm.embedding_grad_add %{{[0-9]+}}, %arg0, %{{.*}} : (tensor<16x8xf32>,
 // CHECK-NEXT: return %{{.*}}, %[[DWTE]],
 func.func @lm_loss(%ids: tensor<2x4xi32> {lm.input = "tokens", lm.vocab = 16 : i64},
                    %wte: tensor<16x8xf32> {lm.param = "wte", lm.init = {kind = "normal", mean = 0.0 : f64, std = 0.02 : f64}},

@@ -149,8 +149,14 @@ bool emitOpTable(const RecordKeeper &records, llvm::raw_ostream &os) {
     if (inPlace && (op.getNumOperands() < 1 || op.getNumResults() != 1))
       PrintFatalError(op.getLoc(), "'" + op.getOperationName() +
                                        "' updates state in place, so it needs a first operand and one result");
-    tableOs << formatv("    {{\"{0}\", {1}, {2}, {3}, {4}, {5}},\n", name, op.getNumOperands(), op.getNumResults(),
-                       attrs, rows.size(), inPlace ? "true" : "false");
+    // LM_MayOverwriteOperand0: the step's output 0 may be the buffer it reads as input 0.
+    bool overwrites = op.getTrait("::mlir::OpTrait::lm::MayOverwriteOperand0") != nullptr;
+    if (overwrites && (op.getNumOperands() < 1 || op.getNumResults() < 1))
+      PrintFatalError(op.getLoc(), "'" + op.getOperationName() +
+                                       "' may overwrite operand 0, so it needs a first operand and a result");
+    tableOs << formatv("    {{\"{0}\", {1}, {2}, {3}, {4}, {5}, {6}},\n", name, op.getNumOperands(),
+                       op.getNumResults(), attrs, rows.size(), inPlace ? "true" : "false",
+                       overwrites ? "true" : "false");
   }
   os << "\nstatic const OpInfo kGeneratedOps[] = {\n" << table << "};\n";
   return false;

@@ -179,6 +179,12 @@ TEST(Check, CrossEntropyEmbeddingShapeOps) {
                       "embedding: ids f32[3] must be i32"));
   EXPECT_TRUE(rejects(checkMsg("embedding_grad", {{I32, {3}}, {F32, {3, 5}}}, {{F32, {10, 4}}}),
                       "embedding_grad: dy f32[3, 5] must be [3, 4]"));
+  EXPECT_TRUE(rejects(checkMsg("embedding_grad_add", {{F32, {10, 4}}, {I32, {3}}, {F32, {3, 5}}}, {{F32, {10, 4}}}),
+                      "embedding_grad_add: dy [3, 5] must be [3, 4] (ids [3] with D of base [10, 4])"));
+  EXPECT_TRUE(rejects(checkMsg("embedding_grad_add", {{F32, {10, 4}}, {I32, {3}}, {F64, {3, 4}}}, {{F32, {10, 4}}}),
+                      "embedding_grad_add: dy"));
+  EXPECT_TRUE(rejects(checkMsg("embedding_grad_add", {{F32, {10, 4}}, {I32, {3}}, {F32, {3, 4}}}, {{F32, {11, 4}}}),
+                      "embedding_grad_add: result dtable must be f32[10, 4]"));
   EXPECT_TRUE(rejects(checkMsg("reshape", {{F32, {2, 3}}}, {{F32, {5}}}), "reshape: cannot reshape [2, 3]"));
   EXPECT_TRUE(rejects(checkMsg("reshape", {{F32, {2, 3}}}, {{I32, {6}}}), "reshape: result out must be f32[6]"));
   EXPECT_TRUE(rejects(checkMsg("transpose", {{F32, {2, 3}}}, {{F32, {3, 2}}}),
@@ -209,6 +215,8 @@ TEST(DataErrors, EmbeddingIdOutOfRange) {
   Buf dt(F64, {256, 4}), dy = randn({3, 8, 4});
   KernelCall g{{ids.ref(), dy.ref()}, {dt.ref()}, none};
   EXPECT_THROW(findKernel("embedding_grad")->run(g), Error);
+  KernelCall ga{{dt.ref(), ids.ref(), dy.ref()}, {dt.ref()}, none};
+  EXPECT_THROW(findKernel("embedding_grad_add")->run(ga), Error);
 }
 
 TEST(DataErrors, CrossEntropyTargetOutOfRange) {
@@ -267,6 +275,7 @@ std::vector<Case> allCases() {
   return {
       {"embedding", {randn({20, 16}), randIds({2, 8}, 20)}, {{F64, {2, 8, 16}}}, {}},
       {"embedding_grad", {randIds({2, 8}, 20), randn({2, 8, 16})}, {{F64, {20, 16}}}, {}},
+      {"embedding_grad_add", {randn({20, 16}), randIds({2, 8}, 20), randn({2, 8, 16})}, {{F64, {20, 16}}}, {}},
       {"matmul", {randn({2, 8, 16}), randn({16, 24})}, {{F64, {2, 8, 24}}}, {}},
       {"add", {randn(s3), randn({16})}, {{F64, s3}}, {}},
       {"sub", {randn(s3), randn({8, 1})}, {{F64, s3}}, {}},

@@ -76,6 +76,22 @@ TEST(Grad, Embedding) {
   EXPECT_TRUE(allClose(dt[0], finiteDiff(f, {table}, 0, dy), kRtol, kAtol));
 }
 
+/* embedding_grad_add(base, ids, dy) = base + embedding_grad(ids, dy), into a buffer
+   of its own and into base's bytes (as a plan gives it when nothing else reads base). */
+TEST(Grad, EmbeddingGradAdd) {
+  Buf base = randn({6, 3}), ids = randIds({2, 5}, 6), dy = randn({2, 5, 3});
+  ids.set(0, 4);
+  ids.set(1, 4);
+  Buf scattered = runKernel("embedding_grad", {ids, dy}, {base.type})[0];
+  Buf want = runKernel("add", {base, scattered}, {base.type})[0];
+  EXPECT_TRUE(allClose(runKernel("embedding_grad_add", {base, ids, dy}, {base.type})[0], want, 1e-15, 1e-15));
+  Buf inPlace = base;
+  Attrs none;
+  KernelCall call{{inPlace.ref(), ids.ref(), dy.ref()}, {inPlace.ref()}, none};
+  findKernel("embedding_grad_add")->run(call);
+  EXPECT_TRUE(allClose(inPlace, want, 1e-15, 1e-15));
+}
+
 TEST(Grad, Slice) {
   Buf x = randn({4, 7});
   Attrs a = attrs({{"start", std::vector<int64_t>{1, 0}}, {"limit", std::vector<int64_t>{4, 7}},

@@ -220,6 +220,17 @@ TEST(Validate, ReadBeforeWrite) {
   EXPECT_HAS(msg, "before any step writes it");
 }
 
+TEST(Validate, OnlyMarkedOpsWriteOverTheirInput) {
+  // The matmul writing its own input 0's buffer: only an op marked in the op table
+  // (embedding_grad_add, cache_write) may (test/Codegen/overwrite-operand.mlir).
+  std::string msg = errorAfter([](plan::Plan &p) {
+    auto *step = program(p, "eval")->mutable_steps(2);
+    step->set_outputs(0, step->inputs(0));
+  });
+  EXPECT_HAS(msg, "step 2 (matmul");
+  EXPECT_HAS(msg, "(kernels do not run in place)");
+}
+
 TEST(Validate, ClobberedByAliasingBuffer) {
   // Put the logits where h lives: the matmul output would overlap its input.
   std::string msg = errorAfter([](plan::Plan &p) {

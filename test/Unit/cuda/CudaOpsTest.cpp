@@ -88,6 +88,8 @@ TEST(CudaOps, Embedding) {
   // A vocabulary of 9 for 28 ids: rows receive several contributions.
   runCase({"embedding_grad", {i32({4, 7}), f32({4, 7, 16})}, {f32({9, 16})}, {}, 9});
   runCase({"embedding_grad", {i32({2, 300}), f32({2, 300, 40})}, {f32({1000, 40})}, {}, 1000});
+  // Into another gradient of the table (a copy of it here; in place in a plan).
+  runCase({"embedding_grad_add", {f32({9, 16}), i32({4, 7}), f32({4, 7, 16})}, {f32({9, 16})}, {}, 9});
 }
 
 TEST(CudaOps, TakeAlongAxis) {

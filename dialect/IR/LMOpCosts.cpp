@@ -74,6 +74,8 @@ int64_t SoftmaxGradOp::getFlops() { return 4 * sweptElements(*this); }
 /// Max, sub, exp, sum over the logits.
 int64_t CrossEntropyOp::getFlops() { return 5 * sweptElements(*this); }
 int64_t CrossEntropyGradOp::getFlops() { return 6 * sweptElements(*this); }
+/// The two ops' counts: the same arithmetic, one read of the logits.
+int64_t CrossEntropyWithGradOp::getFlops() { return 11 * numElements(getLogits().getType()); }
 /// One comparison per logit.
 int64_t AccuracyOp::getFlops() { return sweptElements(*this); }
 /// Max, exp, sum, then the cumulative walk: about 4 per logit.

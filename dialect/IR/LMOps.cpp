@@ -562,6 +562,19 @@ LogicalResult SoftmaxGradOp::inferReturnTypes(MLIRContext *, std::optional<Locat
 }
 LogicalResult SoftmaxGradOp::verify() { return checkShape(*this, "dy", getDy().getType(), dimsOf(getY())); }
 
+LogicalResult CrossEntropyWithGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                       SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims logits = infer.dims(adaptor.getLogits()), targets = infer.dims(adaptor.getTargets());
+  // dlogits has the logits' shape; the loss is the rule's scalar.
+  std::optional<Dims> loss = shapes::crossEntropy(logits, targets, err);
+  Type elem = infer.elementType(adaptor.getLogits());
+  if (failed(infer.result(loss ? std::optional<Dims>(logits) : std::nullopt, err, elem)))
+    return failure();
+  return infer.result(loss, err, elem);
+}
+
 LogicalResult CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                                    SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);

@@ -756,6 +756,32 @@ def LM_CrossEntropyGradOp : LM_GradOp<"cross_entropy_grad", LM_InferredResultTyp
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs LM_FloatTensor:$dlogits);
   let assemblyFormat = "$logits `,` $targets `,` $dloss attr-dict `:` functional-type(operands, results)";
+  // With its forward lm.cross_entropy in the function: lm.cross_entropy_with_grad.
+  let hasCanonicalizer = 1;
+}
+
+def LM_CrossEntropyWithGradOp : LM_GradOp<"cross_entropy_with_grad",
+    [LM_ResultsMatchInferred, InferTypeOpAdaptor, LM_MayOverwriteOperand0]> {
+  let summary = "lm.cross_entropy and lm.cross_entropy_grad in one pass";
+  let description = [{
+    `dlogits` as `lm.cross_entropy_grad` and `loss` as `lm.cross_entropy`
+    compute them, from one read of each row of `logits`. Not written by users:
+    canonicalization forms it from a train step's `lm.cross_entropy` and the
+    `lm.cross_entropy_grad` of the same operands when `dloss` is known before
+    the forward (the seed of the backward is a constant), so the logits are
+    read once instead of twice and the exponentials computed once
+    (dialect/IR/LMCanonicalize.cpp). The plan may give `dlogits` the logits'
+    own bytes (LM_MayOverwriteOperand0): each row is read before it is written.
+
+    ```mlir
+    %dl, %loss = lm.cross_entropy_with_grad %logits, %targets, %dloss {ignore_index = -100 : i64} : (tensor<4x16x256xf32>, tensor<4x16xi32>, tensor<f32>) -> (tensor<4x16x256xf32>, tensor<f32>)
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$logits, LM_IntTensor:$targets,
+                       LM_FloatScalar:$dloss,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs LM_FloatTensor:$dlogits, LM_FloatScalar:$loss);
+  let assemblyFormat = "$logits `,` $targets `,` $dloss attr-dict `:` functional-type(operands, results)";
 }
 
 def LM_EmbeddingGradOp : LM_GradOp<"embedding_grad"> {

@@ -1,5 +1,5 @@
 /* Implements: lm.softmax, lm.softmax_grad, lm.cross_entropy,
-   lm.cross_entropy_grad and lm.accuracy on the GPU: one block per row, block reductions in a
+   lm.cross_entropy_grad, lm.cross_entropy_with_grad and lm.accuracy on the GPU: one block per row, block reductions in a
    fixed order. Cross-entropy's mean is over the targets that are not
    ignore_index: a one-block pass counts them, the rows' losses are summed in
    row order (double) by another. A target outside the vocabulary (lmrt checks
@@ -102,6 +102,45 @@ __global__ void crossEntropyGradRows(const T *x, const int32_t *tg, const T *dlo
   }
 }
 
+/* Both of the above from one read of each row; dx may be x itself: every thread reads
+   the target logit before the block's max reduction (a barrier) and before any row
+   element is written, and each element is read by the thread that overwrites it. */
+template <typename T>
+__global__ void crossEntropyWithGradRows(const T *x, const int32_t *tg, const T *dloss, const long long *valid,
+                                         T *dx, int64_t rows, int64_t v, int64_t ignore, double *rowLoss) {
+  const T scale = *valid ? dloss[0] / (T)*valid : T(0);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int32_t t = tg[r];
+    const T *xr = x + r * v;
+    T *dxr = dx + r * v;
+    if (t == ignore) {
+      for (int64_t j = threadIdx.x; j < v; j += blockDim.x) dxr[j] = 0;
+      if (threadIdx.x == 0) rowLoss[r] = 0;
+      __syncthreads();
+      continue;
+    }
+    const bool inVocab = t >= 0 && t < v;
+    const T target = inVocab ? xr[t] : T(0);
+    T mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) mx = max(mx, xr[j]);
+    mx = blockMax(mx);
+    T s = 0;
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) s += (dxr[j] = expOf(xr[j] - mx));
+    s = blockSum(s);
+    const T k = scale / s;
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) dxr[j] *= k;
+    __syncthreads();  // the target's element may have been written by another thread
+    if (threadIdx.x == 0) {
+      rowLoss[r] = inVocab ? (double)(mx + log(s) - target) : NAN;
+      if (inVocab)
+        dxr[t] -= scale;
+      else
+        dxr[0] = NAN;
+    }
+    __syncthreads();  // before the next row's target read
+  }
+}
+
 void rowsOf(const Shape &s, int64_t &rows, int64_t &v) {
   v = s.empty() ? 1 : s.back();
   rows = v ? numel(s) / v : 0;
@@ -170,6 +209,26 @@ void runCrossEntropyGrad(const OpCall &call) {
   });
 }
 
+void runCrossEntropyWithGrad(const OpCall &call) {
+  const int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
+  const int64_t ignore = call.attrs.getInt("ignore_index", -100);
+  long long *valid = static_cast<long long *>(call.scratch);
+  double *rowLoss = reinterpret_cast<double *>(static_cast<char *>(call.scratch) + 256);
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    countValid<<<1, 1024, 0, call.stream>>>(call.in[1].as<int32_t>(), rows, ignore, valid);
+    CUDA_CHECK_LAUNCH();
+    if (rows > 0) {
+      crossEntropyWithGradRows<T><<<rowBlocks(rows), kThreads, 0, call.stream>>>(
+          call.in[0].as<T>(), call.in[1].as<int32_t>(), call.in[2].as<T>(), valid, call.out[0].as<T>(), rows, v,
+          ignore, rowLoss);
+      CUDA_CHECK_LAUNCH();
+    }
+    crossEntropyFinish<T><<<1, 1024, 0, call.stream>>>(rowLoss, rows, valid, call.out[1].as<T>());
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
 /* correct[r] = 1 when row r's target is its first maximal class (the CPU
    kernel's rule: nothing before it reaches its logit, nothing after exceeds it). */
 template <typename T>
@@ -227,6 +286,7 @@ void addSoftmaxKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"softmax_grad", runSoftmaxGrad, noScratch});
   k.push_back({"cross_entropy", runCrossEntropy, crossEntropyScratch});
   k.push_back({"cross_entropy_grad", runCrossEntropyGrad, crossEntropyScratch});
+  k.push_back({"cross_entropy_with_grad", runCrossEntropyWithGrad, crossEntropyScratch});
   k.push_back({"accuracy", runAccuracy, accuracyScratch});
 }
 

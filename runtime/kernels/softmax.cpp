@@ -1,6 +1,6 @@
 /* Implements: lm.softmax / lm.softmax_grad over the last dim, and
    lm.cross_entropy / lm.cross_entropy_grad (fused log-softmax + NLL, mean over
-   non-ignored targets). Targets are validated in one serial pass before any
+   non-ignored targets) and lm.cross_entropy_with_grad (both from one read). Targets are validated in one serial pass before any
    parallel work, so a bad target id is reported with its flat position. The
    loss is reduced through per-row values summed in order (run-to-run stable). */
 #include <cmath>
@@ -191,6 +191,61 @@ void runCrossEntropyGrad(const KernelCall &call) {
   dispatchFloat(call.in[0].type.dtype, [&](auto t) { crossEntropyGradT<decltype(t)>(call); });
 }
 
+std::string checkCrossEntropyWithGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                      const Attrs &attrs) {
+  return guardCheck("cross_entropy_with_grad", in, out, 3, 2, [&]() -> std::string {
+    const char *op = "cross_entropy_with_grad";
+    LMRT_CHECK(checkCeCommon(op, in, attrs));
+    LMRT_CHECK(expectSameDType(op, "dloss", in[2], "logits", in[0]));
+    if (!in[2].shape.empty()) return std::string(op) + ": dloss " + in[2].str() + " must be a scalar";
+    LMRT_CHECK(expectType(op, "dlogits", out[0], in[0].dtype, in[0].shape));
+    return expectType(op, "loss", out[1], in[0].dtype, {});
+  });
+}
+
+/* cross_entropy and cross_entropy_grad from one read of each row, with their
+   formulas and summation orders (the same bits). dlogits may be the logits' own
+   bytes: a row's target logit is read first, and each element is read before the
+   exponential pass writes it. */
+template <typename T> LMRT_SIMD_CLONES void crossEntropyWithGradT(const KernelCall &call) {
+  const T *x = call.in[0].as<T>();
+  const int32_t *tg = call.in[1].as<int32_t>();
+  T dloss = call.in[2].as<T>()[0];
+  T *dx = call.out[0].as<T>();
+  int64_t ignore = call.attrs.getInt("ignore_index", -100);
+  int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
+  int64_t valid = validateTargets("cross_entropy_with_grad", tg, rows, v, ignore);
+  const T scale = valid ? dloss / (T)valid : (T)0;
+  std::vector<double> rowLoss(rows, 0.0);
+#pragma omp parallel for if (rows * v >= kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *xi = x + r * v;
+    T *dxi = dx + r * v;
+    if (tg[r] == ignore) {
+      for (int64_t j = 0; j < v; ++j) dxi[j] = 0;
+      continue;
+    }
+    const T target = xi[tg[r]];
+    T mx = -INFINITY, sum = 0;
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 0; j < v; ++j) mx = xi[j] > mx ? xi[j] : mx;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < v; ++j) sum += (dxi[j] = expT(xi[j] - mx));
+    rowLoss[r] = (double)(mx + std::log(sum) - target);
+    const T k = scale / sum;
+#pragma omp simd
+    for (int64_t j = 0; j < v; ++j) dxi[j] *= k;
+    dxi[tg[r]] -= scale;
+  }
+  double s = 0;
+  for (double l : rowLoss) s += l;
+  call.out[1].as<T>()[0] = valid ? (T)(s / valid) : (T)0;
+}
+
+void runCrossEntropyWithGrad(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { crossEntropyWithGradT<decltype(t)>(call); });
+}
+
 // ----------------------------------------------------------------------------
 // accuracy (a metric: no gradient kernel)
 
@@ -235,6 +290,7 @@ void addSoftmaxKernels(std::vector<KernelDef> &k) {
   k.push_back({"softmax_grad", 2, 1, checkSoftmaxGrad, runSoftmaxGrad});
   k.push_back({"cross_entropy", 2, 1, checkCrossEntropy, runCrossEntropy});
   k.push_back({"cross_entropy_grad", 3, 1, checkCrossEntropyGrad, runCrossEntropyGrad});
+  k.push_back({"cross_entropy_with_grad", 3, 2, checkCrossEntropyWithGrad, runCrossEntropyWithGrad});
   k.push_back({"accuracy", 2, 1, checkAccuracy, runAccuracy});
 }
 

@@ -122,14 +122,10 @@ module attributes {
 // CHECK-NEXT:     type {
 // CHECK-NEXT:       dtype: F32
 // CHECK-NEXT:     }
-// CHECK-NEXT:     offset: 128
 // CHECK-NEXT:     size_bytes: 4
 // CHECK-NEXT:   }
-// Buffer 8: dz in the arena; 9 and 10: the GRAD buffers of b and w.
-// CHECK-NEXT:   buffers {
-// CHECK-NEXT:     type {
-// CHECK:          size_bytes: 24
-// CHECK-NEXT:   }
+// dz has no buffer of its own (cross_entropy_with_grad writes it over z);
+// buffers 8 and 9: the GRAD buffers of b and w.
 // CHECK-NEXT:   buffers {
 // CHECK-NEXT:     kind: GRAD
 // CHECK:          size_bytes: 12
@@ -162,29 +158,26 @@ module attributes {
 // CHECK-NEXT:     inputs: [5, 1]
 // CHECK-NEXT:     outputs: [6]
 // CHECK-NEXT:     flops: 6
+// The loss's forward and backward are one step (canonicalization), dz written
+// over z.
 // CHECK:        steps {
-// CHECK-NEXT:     op: "cross_entropy"
-// CHECK-NEXT:     inputs: [6, 3]
-// CHECK-NEXT:     outputs: [7]
+// CHECK-NEXT:     op: "cross_entropy_with_grad"
+// CHECK-NEXT:     inputs: [6, 3, 4]
+// CHECK-NEXT:     outputs: [6, 7]
 // CHECK-NEXT:     attrs {
 // CHECK-NEXT:       key: "ignore_index"
 // CHECK-NEXT:       value {
 // CHECK-NEXT:         i: -100
-// CHECK:          flops: 30
-// CHECK:        steps {
-// CHECK-NEXT:     op: "cross_entropy_grad"
-// CHECK-NEXT:     inputs: [6, 3, 4]
-// CHECK-NEXT:     outputs: [8]
-// CHECK:          flops: 36
+// CHECK:          flops: 66
 // CHECK:        steps {
 // CHECK-NEXT:     op: "sum_to"
-// CHECK-NEXT:     inputs: [8]
-// CHECK-NEXT:     outputs: [9]
+// CHECK-NEXT:     inputs: [6]
+// CHECK-NEXT:     outputs: [8]
 // CHECK-NEXT:     flops: 6
 // CHECK:        steps {
 // CHECK-NEXT:     op: "matmul"
-// CHECK-NEXT:     inputs: [2, 8]
-// CHECK-NEXT:     outputs: [10]
+// CHECK-NEXT:     inputs: [2, 6]
+// CHECK-NEXT:     outputs: [9]
 // CHECK-NEXT:     attrs {
 // CHECK-NEXT:       key: "transpose_lhs"
 // CHECK-NEXT:       value {
@@ -197,13 +190,13 @@ module attributes {
 // CHECK-NEXT:   }
 // CHECK-NEXT:   outputs {
 // CHECK-NEXT:     name: "grad:w"
-// CHECK-NEXT:     buffer: 10
+// CHECK-NEXT:     buffer: 9
 // CHECK-NEXT:   }
 // CHECK-NEXT:   outputs {
 // CHECK-NEXT:     name: "grad:b"
-// CHECK-NEXT:     buffer: 9
+// CHECK-NEXT:     buffer: 8
 // CHECK-NEXT:   }
-// CHECK:        arena_bytes: 192
+// CHECK:        arena_bytes: 128
 // CHECK-NEXT:   flops: 174
 // CHECK-NEXT: }
 
@@ -237,10 +230,10 @@ module attributes {
 // CHECK-NEXT: }
 
 // 15 parameters; 174 FLOPs per step; peak = 4 * 60 (params, grads, m, v)
-// + 40 (inputs) + 192 (largest arena) = 472 bytes.
+// + 40 (inputs) + 128 (largest arena) = 408 bytes.
 // CHECK-NEXT: param_count: 15
 // CHECK-NEXT: flops_per_step: 174
-// CHECK-NEXT: predicted_peak_bytes: 472
+// CHECK-NEXT: predicted_peak_bytes: 408
 // CHECK-NEXT: compiler_version: "lmc {{.*}}"
 
-// SUMMARY: lmc: wrote {{.*}}.plan: 15 parameters, 174.00 FLOP/step, predicted peak memory 472.0 B (472 bytes), no generated kernels, compiled in {{.*}} s
+// SUMMARY: lmc: wrote {{.*}}.plan: 15 parameters, 174.00 FLOP/step, predicted peak memory 408.0 B (408 bytes), no generated kernels, compiled in {{.*}} s

@@ -47,42 +47,45 @@ module attributes {lm.data = {batch = 2 : i64, seq = 2 : i64, transform = "causa
 }
 
 // Buffers: 0-4 the parameters e a b c d, 5 tokens, 6-7 the constants 1 and
-// 0 (first, as lmc's optimize stage puts constants), 8-12 ids tgt h z loss,
-// 13 dz, 14-15 the in-place GRAD buffers of e and a, 16-18 the GRAD buffers
-// the copies fill.
+// 0 (first, as lmc's optimize stage puts constants), 8-12 ids tgt h z loss
+// (cross_entropy_with_grad writes dz over z), 13-14 the in-place GRAD buffers
+// of e and a, 15-17 the GRAD buffers the copies fill.
 // CHECK-LABEL: name: "train_step"
+// CHECK:      op: "cross_entropy_with_grad"
+// CHECK-NEXT: inputs: [11, 9, 6]
+// CHECK-NEXT: outputs: [11, 12]
 // CHECK:      op: "embedding_grad"
-// CHECK-NEXT: inputs: [8, 13]
-// CHECK-NEXT: outputs: [14]
+// CHECK-NEXT: inputs: [8, 11]
+// CHECK-NEXT: outputs: [13]
 // CHECK:      op: "sum_to"
-// CHECK-NEXT: inputs: [13]
-// CHECK-NEXT: outputs: [15]
+// CHECK-NEXT: inputs: [11]
+// CHECK-NEXT: outputs: [14]
 // CHECK:      op: "copy"
-// CHECK-NEXT: inputs: [15]
-// CHECK-NEXT: outputs: [16]
-// CHECK-NEXT: loc: "{{.*}}grad-copy.mlir:[[@LINE-18]]:5"
+// CHECK-NEXT: inputs: [14]
+// CHECK-NEXT: outputs: [15]
+// CHECK-NEXT: loc: "{{.*}}grad-copy.mlir:[[@LINE-21]]:5"
 // CHECK:      op: "copy"
 // CHECK-NEXT: inputs: [7]
-// CHECK-NEXT: outputs: [17]
+// CHECK-NEXT: outputs: [16]
 // CHECK:      op: "copy"
 // CHECK-NEXT: inputs: [4]
-// CHECK-NEXT: outputs: [18]
+// CHECK-NEXT: outputs: [17]
 // CHECK-NOT:  op: "copy"
 // CHECK:      name: "grad:e"
-// CHECK-NEXT: buffer: 14
+// CHECK-NEXT: buffer: 13
 // CHECK:      name: "grad:a"
-// CHECK-NEXT: buffer: 15
+// CHECK-NEXT: buffer: 14
 // CHECK:      name: "grad:b"
-// CHECK-NEXT: buffer: 16
+// CHECK-NEXT: buffer: 15
 // CHECK:      name: "grad:c"
-// CHECK-NEXT: buffer: 17
+// CHECK-NEXT: buffer: 16
 // CHECK:      name: "grad:d"
-// CHECK-NEXT: buffer: 18
+// CHECK-NEXT: buffer: 17
 // CHECK-LABEL: name: "eval"
 // CHECK-NOT:  GRAD
 
 // lmrt validates the plan (its copy kernel included) and sees the same steps.
-// INSPECT: 8: copy (15) -> (16: f32[3])
-// INSPECT: 9: copy (7) -> (17: f32[3])
-// INSPECT: 10: copy (4) -> (18: f32[3])
+// INSPECT: 7: copy (14) -> (15: f32[3])
+// INSPECT: 8: copy (7) -> (16: f32[3])
+// INSPECT: 9: copy (4) -> (17: f32[3])
 // INSPECT: plan ok

@@ -37,7 +37,7 @@ module attributes {lm.data = {batch = 2 : i64, seq = 4 : i64, transform = "causa
 // CHECK-DAG: op: "transpose"
 // CHECK-DAG: op: "reshape"
 // CHECK-DAG: op: "embedding_grad"
-// CHECK-DAG: op: "cross_entropy_grad"
+// CHECK-DAG: op: "cross_entropy_with_grad"
 // CHECK-LABEL: name: "eval"
 
 // INSPECT: plan ok

@@ -36,19 +36,21 @@ module {
   }
 }
 
-// Train step: live ranges x [0,2) (a reshape of the parameter: a step), big
-// [1,3), s [2,5): w is a view of s (no step), so s lives until w's last read;
-// l [3,6) (an output: to the end), dw [4,6); dp goes straight to the GRAD
-// buffer. The largest value, big (1 KiB), is placed first at 0; x and s are
-// live with it and go above it; w takes s's offset; the loss is live with s and
-// goes above big's slot; dw reuses big's memory once big is dead.
-// CHECK-LABEL: program train_step: 6 steps, 6 arena buffers, arena 1088 bytes
+// Train step (the loss and its gradient are one cross_entropy_with_grad step):
+// live ranges x [0,2) (a reshape of the parameter: a step), big [1,3), s [2,4):
+// w is a view of s (no step), so s lives until w's last read; dw [3,5) and l
+// [3,5) (an output: to the end); dp goes straight to the GRAD buffer. The
+// largest value, big (1 KiB), is placed first at 0; x and s are live with it
+// and go above it; w takes s's offset; dw, written by the step that reads w,
+// gets a buffer of its own (a view is never written over) and reuses big's
+// memory once big is dead; the loss goes above it.
+// CHECK-LABEL: program train_step: 5 steps, 6 arena buffers, arena 1088 bytes
 // CHECK-NEXT:   buffer 3 steps [0, 2) offset 1024 size 64 f32[1, 16]
 // CHECK-NEXT:   buffer 4 steps [1, 3) offset 0 size 1024 f32[16, 16]
-// CHECK-NEXT:   buffer 5 steps [2, 5) offset 1024 size 64 f32[16]
-// CHECK-NEXT:   buffer 6 steps [2, 5) offset 1024 size 64 f32[1, 16] view of buffer 5
-// CHECK-NEXT:   buffer 7 steps [3, 6) offset 64 size 4 f32[]
-// CHECK-NEXT:   buffer 8 steps [4, 6) offset 0 size 64 f32[1, 16]
+// CHECK-NEXT:   buffer 5 steps [2, 4) offset 1024 size 64 f32[16]
+// CHECK-NEXT:   buffer 6 steps [2, 4) offset 1024 size 64 f32[1, 16] view of buffer 5
+// CHECK-NEXT:   buffer 7 steps [3, 5) offset 0 size 64 f32[1, 16]
+// CHECK-NEXT:   buffer 8 steps [3, 5) offset 64 size 4 f32[]
 // CHECK-NEXT: check train_step: ok, no two simultaneously-live buffers overlap
 
 // Eval: each value (a gelu chain, which does not fold) dies at the step after its definition, so the chain

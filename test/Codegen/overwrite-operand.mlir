@@ -1,5 +1,6 @@
 // Tests the plan writer's in-place rule (LM_MayOverwriteOperand0): an
-// embedding_grad_add whose base nothing else reads writes over it. Returned
+// embedding_grad_add (or cross_entropy_with_grad) whose operand 0 nothing else
+// reads writes over it. Returned
 // as a parameter's gradient, its base's producer (the matmul) writes straight
 // into the GRAD buffer and embedding_grad_add updates it there, with no copy;
 // an arena base is overwritten the same way; a base read again later keeps
@@ -48,12 +49,16 @@ module attributes {lm.data = {batch = 2 : i64, seq = 2 : i64, transform = "causa
   }
 }
 
+// The loss and its gradient: one cross_entropy_with_grad (canonicalization),
+// whose dz overwrites the logits z, which nothing else reads.
 // CHECK-LABEL: train_step
-// CHECK:      7: matmul ({{[0-9]+}}, {{[0-9]+}}) -> ([[HEAD:[0-9]+]]: f32[256, 4])
-// CHECK-NEXT: 8: embedding_grad_add ([[HEAD]], [[IDS:[0-9]+]], [[DH:[0-9]+]]) -> ([[HEAD]]: f32[256, 4])
-// CHECK-NEXT: 9: embedding_grad_add ([[HEAD]], [[IDS]], [[DH]]) -> ([[T2:[0-9]+]]: f32[256, 4])
-// CHECK-NEXT: 10: add ([[T2]], [[HEAD]]) -> ([[GRAD:[0-9]+]]: f32[256, 4])
-// CHECK-NEXT: 11: embedding_grad_add ([[GRAD]], [[IDS]], [[DH]]) -> ([[GRAD]]: f32[256, 4])
+// CHECK:      3: matmul ({{[0-9]+}}, 0) -> ([[Z:[0-9]+]]: f32[2, 2, 256])
+// CHECK-NEXT: 4: cross_entropy_with_grad ([[Z]], {{[0-9]+}}, {{[0-9]+}}) -> ([[Z]]: f32[2, 2, 256], {{[0-9]+}}: f32[])
+// CHECK:      6: matmul ({{[0-9]+}}, {{[0-9]+}}) -> ([[HEAD:[0-9]+]]: f32[256, 4])
+// CHECK-NEXT: 7: embedding_grad_add ([[HEAD]], [[IDS:[0-9]+]], [[DH:[0-9]+]]) -> ([[HEAD]]: f32[256, 4])
+// CHECK-NEXT: 8: embedding_grad_add ([[HEAD]], [[IDS]], [[DH]]) -> ([[T2:[0-9]+]]: f32[256, 4])
+// CHECK-NEXT: 9: add ([[T2]], [[HEAD]]) -> ([[GRAD:[0-9]+]]: f32[256, 4])
+// CHECK-NEXT: 10: embedding_grad_add ([[GRAD]], [[IDS]], [[DH]]) -> ([[GRAD]]: f32[256, 4])
 // CHECK-NOT:  copy
 // CHECK:      eval
 

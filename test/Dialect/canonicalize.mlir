@@ -293,3 +293,35 @@ func.func @embedding_grad_kept(%w: tensor<16x8xf32>, %b: tensor<8xf32>, %ids: te
   %3 = lm.add %2, %b : (tensor<16x8xf32>, tensor<8xf32>) -> tensor<16x8xf32>
   return %0, %1, %3 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
 }
+
+// -----
+
+// Tests that a cross_entropy and the cross_entropy_grad of the same operands,
+// with the seed defined before the forward, become one cross_entropy_with_grad
+// at the forward's place; a seed computed after the forward (from the loss)
+// keeps the pair.
+// CHECK-LABEL: func.func @cross_entropy_with_grad
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x4x16xf32>, %[[T:[^:]*]]: tensor<2x4xi32>, %[[S:[^:]*]]: tensor<f32>)
+// CHECK-NEXT: %[[DX:.*]], %[[L:.*]] = lm.cross_entropy_with_grad %[[X]], %[[T]], %[[S]] {ignore_index = -1 : i64} : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<f32>) -> (tensor<2x4x16xf32>, tensor<f32>)
+// CHECK-NEXT: return %[[L]], %[[DX]]
+func.func @cross_entropy_with_grad(%x: tensor<2x4x16xf32>, %t: tensor<2x4xi32>, %s: tensor<f32>) -> (tensor<f32>, tensor<2x4x16xf32>) {
+  %l = lm.cross_entropy %x, %t {ignore_index = -1 : i64} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  %dx = lm.cross_entropy_grad %x, %t, %s {ignore_index = -1 : i64} : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<f32>) -> tensor<2x4x16xf32>
+  return %l, %dx : tensor<f32>, tensor<2x4x16xf32>
+}
+
+// CHECK-LABEL: func.func @cross_entropy_grad_kept
+// CHECK: lm.cross_entropy %
+// CHECK: lm.cross_entropy_grad %
+// CHECK: lm.cross_entropy %
+// CHECK: lm.cross_entropy_grad %
+func.func @cross_entropy_grad_kept(%x: tensor<2x4x16xf32>, %t: tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>) {
+  %l = lm.cross_entropy %x, %t : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  %s = lm.mul %l, %l : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %dx = lm.cross_entropy_grad %x, %t, %s : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<f32>) -> tensor<2x4x16xf32>
+  // Another ignore_index: not the same loss.
+  %l2 = lm.cross_entropy %x, %t : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  %dx2 = lm.cross_entropy_grad %x, %t, %l {ignore_index = 3 : i64} : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<f32>) -> tensor<2x4x16xf32>
+  %sum = lm.add %s, %l2 : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %sum, %dx, %dx2 : tensor<f32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>
+}

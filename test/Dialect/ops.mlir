@@ -126,6 +126,8 @@ func.func @backward_ops(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %ids: tensor
   %3 = lm.softmax_grad %x, %x : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
   // CHECK: lm.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} {ignore_index = -1 : i64} : (tensor<2x8x32xf32>, tensor<2x8xi32>, tensor<f32>) -> tensor<2x8x32xf32>
   %4 = lm.cross_entropy_grad %x, %ids, %dl {ignore_index = -1 : i64} : (tensor<2x8x32xf32>, tensor<2x8xi32>, tensor<f32>) -> tensor<2x8x32xf32>
+  // CHECK: lm.cross_entropy_with_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x32xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<2x8x32xf32>, tensor<f32>)
+  %cg:2 = lm.cross_entropy_with_grad %x, %ids, %dl : (tensor<2x8x32xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<2x8x32xf32>, tensor<f32>)
   // CHECK: lm.embedding_grad %{{.*}}, %{{.*}} : (tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>
   %5 = lm.embedding_grad %ids, %x : (tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>
   // CHECK: lm.embedding_grad_add %{{.*}}, %{{.*}}, %{{.*}} : (tensor<100x32xf32>, tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>

@@ -40,7 +40,7 @@
 // CHECK-NEXT:    lm.add
 // CHECK-NEXT:    %[[G:.*]] = lm.gelu
 // CHECK-NEXT:    lm.yield %{{.*}}, %[[G]]
-// CHECK:       lm.cross_entropy_grad
+// CHECK:       lm.cross_entropy_with_grad
 // CHECK:       lm.sum_to
 // The gelu backward and the b1 gradient: one kernel, two results.
 // CHECK:       lm.fusion

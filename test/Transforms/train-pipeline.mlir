@@ -18,7 +18,7 @@
 // CHECK-SAME: -> (tensor<f32>, tensor<16x8xf32> {lm.grad_of = "wte"}, tensor<8xf32> {lm.grad_of = "ln.gamma"}, tensor<8xf32> {lm.grad_of = "ln.beta"}, tensor<8x24xf32> {lm.grad_of = "wqkv"}, tensor<8x8xf32> {lm.grad_of = "w1"})
 // CHECK-SAME: attributes {lm.train_step}
 // CHECK-NEXT: %[[SEED:.*]] = lm.constant dense<1.000000e+00> : tensor<f32>
-// CHECK: lm.cross_entropy_grad %{{.*}}, %{{.*}}, %[[SEED]]
+// CHECK: lm.cross_entropy_with_grad %{{.*}}, %{{.*}}, %[[SEED]]
 // CHECK: lm.gelu_grad
 // CHECK: lm.attention_grad
 // CHECK-NOT: lm.slice_grad

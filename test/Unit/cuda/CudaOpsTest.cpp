@@ -79,6 +79,8 @@ TEST(CudaOps, CrossEntropy) {
   runCase(ce);
   OpCase ceg{"cross_entropy_grad", {f32({6, 5, 50}), i32({6, 5}), f32({})}, {f32({6, 5, 50})}, {}, 50, 7};
   runCase(ceg);
+  OpCase both{"cross_entropy_with_grad", {f32({6, 5, 50}), i32({6, 5}), f32({})}, {f32({6, 5, 50}), f32({})}, {}, 50, 7};
+  runCase(both);
   OpCase wide{"cross_entropy", {f64({3, 1000}), i32({3})}, {f64({})}, {}, 1000, 0};
   runCase(wide);
 }

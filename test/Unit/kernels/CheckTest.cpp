@@ -175,6 +175,12 @@ TEST(Check, CrossEntropyEmbeddingShapeOps) {
                       "cross_entropy: result loss must be f32[], got f32[1]"));
   EXPECT_TRUE(rejects(checkMsg("cross_entropy_grad", {{F32, {2, 5}}, {I32, {2}}, {F32, {2}}}, {{F32, {2, 5}}}),
                       "cross_entropy_grad: dloss f32[2] must be a scalar"));
+  EXPECT_TRUE(rejects(checkMsg("cross_entropy_with_grad", {{F32, {2, 5}}, {I32, {3}}, {F32, {}}}, {{F32, {2, 5}}, {F32, {}}}),
+                      "cross_entropy_with_grad: targets [3] must be [2]"));
+  EXPECT_TRUE(rejects(checkMsg("cross_entropy_with_grad", {{F32, {2, 5}}, {I32, {2}}, {F32, {}}}, {{F32, {2, 5}}, {F32, {1}}}),
+                      "cross_entropy_with_grad: result loss must be f32[], got f32[1]"));
+  EXPECT_TRUE(rejects(checkMsg("cross_entropy_with_grad", {{F32, {2, 5}}, {I32, {2}}, {F32, {}}}, {{F32, {2, 5}}}),
+                      "cross_entropy_with_grad: expected 3 operands and 2 results, got 3 and 1"));
   EXPECT_TRUE(rejects(checkMsg("embedding", {{F32, {10, 4}}, {F32, {3}}}, {{F32, {3, 4}}}),
                       "embedding: ids f32[3] must be i32"));
   EXPECT_TRUE(rejects(checkMsg("embedding_grad", {{I32, {3}}, {F32, {3, 5}}}, {{F32, {10, 4}}}),
@@ -301,6 +307,8 @@ std::vector<Case> allCases() {
       {"slice_grad", {randn({2, 4})}, {{F64, {3, 8}}}, sl},
       {"cross_entropy", {randn({2, 8, 20}), randIds({2, 8}, 20)}, {{F64, {}}}, {}},
       {"cross_entropy_grad", {randn({2, 8, 20}), randIds({2, 8}, 20), scalar(1.3)}, {{F64, {2, 8, 20}}}, {}},
+      {"cross_entropy_with_grad", {randn({2, 8, 20}), randIds({2, 8}, 20), scalar(1.3)}, {{F64, {2, 8, 20}}, {F64, {}}},
+       {}},
       {"accuracy", {randn({2, 8, 20}), randIds({2, 8}, 20)}, {{F64, {}}}, {}},
       {"sum_to", {randn(s3)}, {{F64, {8, 1}}}, {}},
       {"copy", {randn(s3)}, {{F64, s3}}, {}},

@@ -67,6 +67,26 @@ TEST(Grad, CrossEntropy) {
   for (int j = 0; j < 5; ++j) EXPECT_EQ(dx[0].get(2 * 5 + j), 0.0) << "ignored row must be zero";
 }
 
+/* cross_entropy_with_grad gives the pair's values bit for bit (f32, an ignored row),
+   into buffers of its own and with dlogits over the logits (as a plan gives it). */
+TEST(Grad, CrossEntropyWithGradIsThePair) {
+  Buf x = randn({3, 4, 37}).as(DType::F32), t = randIds({3, 4}, 37);
+  t.set(5, -100);
+  Buf dloss = scalar(0.7).as(DType::F32);
+  TensorType lossType{DType::F32, {}};
+  Buf loss = runKernel("cross_entropy", {x, t}, {lossType})[0];
+  Buf dx = runKernel("cross_entropy_grad", {x, t, dloss}, {x.type})[0];
+  auto both = runKernel("cross_entropy_with_grad", {x, t, dloss}, {x.type, lossType});
+  EXPECT_EQ(both[1].get(0), loss.get(0));
+  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(both[0].get(i), dx.get(i)) << "element " << i;
+  Buf inPlace = x, lossInPlace(DType::F32, {});
+  Attrs none;
+  KernelCall call{{inPlace.ref(), t.ref(), dloss.ref()}, {inPlace.ref(), lossInPlace.ref()}, none};
+  findKernel("cross_entropy_with_grad")->run(call);
+  EXPECT_EQ(lossInPlace.get(0), loss.get(0));
+  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(inPlace.get(i), dx.get(i)) << "in place, element " << i;
+}
+
 TEST(Grad, Embedding) {
   Buf table = randn({6, 3}), ids = randIds({2, 5}, 6), dy = randn({2, 5, 3});
   ids.set(0, 4);

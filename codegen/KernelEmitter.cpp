@@ -327,8 +327,10 @@ const char *storageType(StringRef dtype) {
 }
 
 /// Reduction chunk of the CPU column-reduce wrapper: the accumulators of one
-/// chunk stay in L1 while the rows stream by.
-constexpr int64_t kColumnChunk = 256;
+/// chunk (4 KiB a reduction in f32) stay in L1 while the rows stream by, and
+/// each row's segment is long enough for the hardware prefetcher (256-column
+/// chunks, 1 KiB segments 12 KiB apart, took 12-20 % longer on GPT shapes).
+constexpr int64_t kColumnChunk = 1024;
 
 std::string cpuEntry(const KernelInstance &k, StringRef dtype, StringRef body) {
   const KernelBody &b = *k.body;

@@ -1,12 +1,14 @@
 """The CPU roofline benchmark (driven by bench/roofline.sh): for each model configuration,
 compiles the plan with lmc, trains N steps with lmrt (every variant of LMRT_VARIANTS) and
 with PyTorch eager (bench/torch_train_gpt.py, the same GPT), times OpenBLAS sgemm on square
-matrices right before, and prints one JSON line per (config, implementation):
+matrices right before and right after each implementation's run (the machine's speed drifts
+over minutes on a shared host; the two readings bracket the run), and prints one JSON line per
+(config, implementation):
 
   config, impl, step_time_s (mean over the steps after the warmup), tokens_per_s,
   plan_gflop_per_step (the plan's predicted FLOPs of one train step), achieved_gflops
-  (plan FLOPs / step time, for PyTorch too: same model, same FLOPs), sgemm_gflops,
-  fraction_of_sgemm, timed_steps, threads, load_avg_1m (the machine's 1-minute load average
+  (plan FLOPs / step time, for PyTorch too: same model, same FLOPs), sgemm_gflops (the mean
+  of sgemm_before and sgemm_after), fraction_of_sgemm (achieved / sgemm_gflops), timed_steps, threads, load_avg_1m (the machine's 1-minute load average
   after the config: on a shared machine, compare lines taken under similar load).
 
 Logs (lmrt --profile tables, PyTorch output) go to runs/roofline/.
@@ -22,7 +24,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -39,7 +40,7 @@ CONFIGS = [
     ("tiny", "models/gpt2.lm", "bench_tiny",
      dict(layers=4, d=256, heads=4, vocab=4096, seq=128, ctx=128, batch=8), (20, 8)),
     ("gpt2_b4t64", "models/gpt2.lm", "gpt2_b4t64",
-     dict(layers=12, d=768, heads=12, vocab=50257, seq=64, ctx=1024, batch=4), (8, 4)),
+     dict(layers=12, d=768, heads=12, vocab=50257, seq=64, ctx=1024, batch=4), (12, 4)),
     ("gpt2_b1t1024", "models/gpt2.lm", "gpt2_b1t1024",
      dict(layers=12, d=768, heads=12, vocab=50257, seq=1024, ctx=1024, batch=1), (5, 3)),
     # --device cuda: GPT-2 124M at the shape of the GPU benchmark.
@@ -138,7 +139,8 @@ def main():
             continue
         steps = (quick if a.quick else full)
         warmup = min(a.warmup, steps - 1)
-        rate = sgemm_rate(build, a.threads, 0.3 if a.quick else 0.6)
+        seconds = 0.3 if a.quick else 0.6
+        rate = sgemm_rate(build, a.threads, seconds)
         results = []
         for impl, flags in LMRT_VARIANTS:
             plan = os.path.join(workdir, f"{name}.{impl}.plan")
@@ -146,20 +148,25 @@ def main():
             rows, gflop = lmrt_step(build, plan, a.data, steps, warmup, a.threads, workdir, f"{name}.{impl}")
             tokens = shape["batch"] * shape["seq"]
             step_s = sum(tokens / r["tokens_per_s"] for r in rows) / len(rows)
-            results.append((impl, step_s, len(rows)))
+            after = sgemm_rate(build, a.threads, seconds)
+            results.append((impl, step_s, len(rows), rate, after))
+            rate = after
         if not a.no_torch:
             out = run([sys.executable, "bench/torch_train_gpt.py", "--data", a.data, "--steps", str(steps),
                        "--warmup-steps", str(warmup), "--timing-json", "--threads", str(a.threads),
                        *[f"--{k}={v}" for k, v in shape.items()]], log=os.path.join(workdir, f"{name}.torch.log"))
             t = json.loads(out.strip().splitlines()[-1])
-            results.append(("pytorch-eager", t["step_time_s"], t["timed_steps"]))
+            after = sgemm_rate(build, a.threads, seconds)
+            results.append(("pytorch-eager", t["step_time_s"], t["timed_steps"], rate, after))
         load = round(os.getloadavg()[0], 2)
-        for impl, step_s, timed in results:
+        for impl, step_s, timed, before, after in results:
             achieved = gflop / step_s
+            roof = (before + after) / 2
             print(json.dumps({"config": name, "impl": impl, "step_time_s": round(step_s, 6),
                               "tokens_per_s": round(shape["batch"] * shape["seq"] / step_s, 1),
                               "plan_gflop_per_step": gflop, "achieved_gflops": round(achieved, 2),
-                              "sgemm_gflops": rate, "fraction_of_sgemm": round(achieved / rate, 3),
+                              "sgemm_gflops": round(roof, 2), "sgemm_before": before, "sgemm_after": after,
+                              "fraction_of_sgemm": round(achieved / roof, 3),
                               "timed_steps": timed, "threads": a.threads, "load_avg_1m": load}), flush=True)
 
 

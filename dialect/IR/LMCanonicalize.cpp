@@ -14,6 +14,18 @@ using namespace mlir::lm;
 
 namespace {
 
+/// The op of type ForwardOp among `operand`'s users that `same` accepts and that
+/// precedes `grad` in its block (a backward op's forward), or null.
+template <typename ForwardOp>
+ForwardOp forwardBefore(Operation *grad, Value operand, llvm::function_ref<bool(ForwardOp)> same) {
+  for (Operation *user : operand.getUsers()) {
+    auto fwd = dyn_cast<ForwardOp>(user);
+    if (fwd && fwd->getBlock() == grad->getBlock() && fwd->isBeforeInBlock(grad) && same(fwd))
+      return fwd;
+  }
+  return ForwardOp();
+}
+
 /// add(slice_grad(a), slice_grad(b)) -> slice_grad(concat(a, b)) when the two
 /// slices are unit-stride, equal on every dimension but one, and adjacent on
 /// that one. The backward of a fused QKV projection sliced into q, k, v is the
@@ -68,17 +80,11 @@ struct AttentionGradFromStats : OpRewritePattern<AttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(AttentionGradOp grad, PatternRewriter &rewriter) const override {
-    AttentionOp forward;
-    for (Operation *user : grad.getQ().getUsers()) {
-      auto attn = dyn_cast<AttentionOp>(user);
-      if (attn && attn.getQ() == grad.getQ() && attn.getK() == grad.getK() && attn.getV() == grad.getV() &&
-          attn.getNumHeads() == grad.getNumHeads() && attn.getCausal() == grad.getCausal() &&
-          attn.getNumKvHeads() == grad.getNumKvHeads() && attn->getBlock() == grad->getBlock() &&
-          attn->isBeforeInBlock(grad)) {
-        forward = attn;
-        break;
-      }
-    }
+    auto forward = forwardBefore<AttentionOp>(grad, grad.getQ(), [&](AttentionOp attn) {
+      return attn.getQ() == grad.getQ() && attn.getK() == grad.getK() && attn.getV() == grad.getV() &&
+             attn.getNumHeads() == grad.getNumHeads() && attn.getCausal() == grad.getCausal() &&
+             attn.getNumKvHeads() == grad.getNumKvHeads();
+    });
     if (!forward)
       return failure();
     rewriter.setInsertionPoint(forward);
@@ -130,16 +136,10 @@ struct CrossEntropyWithGrad : OpRewritePattern<CrossEntropyGradOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(CrossEntropyGradOp grad, PatternRewriter &rewriter) const override {
-    CrossEntropyOp forward;
-    for (Operation *user : grad.getLogits().getUsers()) {
-      auto ce = dyn_cast<CrossEntropyOp>(user);
-      if (ce && ce.getLogits() == grad.getLogits() && ce.getTargets() == grad.getTargets() &&
-          ce.getIgnoreIndex() == grad.getIgnoreIndex() && ce->getBlock() == grad->getBlock() &&
-          ce->isBeforeInBlock(grad)) {
-        forward = ce;
-        break;
-      }
-    }
+    auto forward = forwardBefore<CrossEntropyOp>(grad, grad.getLogits(), [&](CrossEntropyOp ce) {
+      return ce.getLogits() == grad.getLogits() && ce.getTargets() == grad.getTargets() &&
+             ce.getIgnoreIndex() == grad.getIgnoreIndex();
+    });
     if (!forward)
       return failure();
     Value dloss = grad.getDloss();

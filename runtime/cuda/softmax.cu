@@ -73,9 +73,13 @@ __global__ void crossEntropyFinish(const double *rowLoss, int64_t rows, const lo
   if (threadIdx.x == 0) *loss = *valid ? (T)(s / (double)*valid) : (T)0;
 }
 
+/* dlogits, and each row's loss when rowLoss is not null (cross_entropy_with_grad),
+   from one read of each row. dx may be x itself: every thread reads the target logit
+   before the block's max reduction (a barrier) and before any row element is
+   written, and each element is read by the thread that overwrites it. */
 template <typename T>
 __global__ void crossEntropyGradRows(const T *x, const int32_t *tg, const T *dloss, const long long *valid, T *dx,
-                                     int64_t rows, int64_t v, int64_t ignore) {
+                                     int64_t rows, int64_t v, int64_t ignore, double *rowLoss) {
   const T scale = *valid ? dloss[0] / (T)*valid : T(0);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int32_t t = tg[r];
@@ -83,39 +87,7 @@ __global__ void crossEntropyGradRows(const T *x, const int32_t *tg, const T *dlo
     T *dxr = dx + r * v;
     if (t == ignore) {
       for (int64_t j = threadIdx.x; j < v; j += blockDim.x) dxr[j] = 0;
-      continue;
-    }
-    T mx = -INFINITY;
-    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) mx = max(mx, xr[j]);
-    mx = blockMax(mx);
-    T s = 0;
-    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) s += (dxr[j] = expOf(xr[j] - mx));
-    const T k = scale / blockSum(s);
-    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) dxr[j] *= k;
-    __syncthreads();  // the target's element may have been written by another thread
-    if (threadIdx.x == 0) {
-      if (t >= 0 && t < v)
-        dxr[t] -= scale;
-      else
-        dxr[0] = NAN;
-    }
-  }
-}
-
-/* Both of the above from one read of each row; dx may be x itself: every thread reads
-   the target logit before the block's max reduction (a barrier) and before any row
-   element is written, and each element is read by the thread that overwrites it. */
-template <typename T>
-__global__ void crossEntropyWithGradRows(const T *x, const int32_t *tg, const T *dloss, const long long *valid,
-                                         T *dx, int64_t rows, int64_t v, int64_t ignore, double *rowLoss) {
-  const T scale = *valid ? dloss[0] / (T)*valid : T(0);
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const int32_t t = tg[r];
-    const T *xr = x + r * v;
-    T *dxr = dx + r * v;
-    if (t == ignore) {
-      for (int64_t j = threadIdx.x; j < v; j += blockDim.x) dxr[j] = 0;
-      if (threadIdx.x == 0) rowLoss[r] = 0;
+      if (rowLoss && threadIdx.x == 0) rowLoss[r] = 0;
       __syncthreads();
       continue;
     }
@@ -131,7 +103,7 @@ __global__ void crossEntropyWithGradRows(const T *x, const int32_t *tg, const T 
     for (int64_t j = threadIdx.x; j < v; j += blockDim.x) dxr[j] *= k;
     __syncthreads();  // the target's element may have been written by another thread
     if (threadIdx.x == 0) {
-      rowLoss[r] = inVocab ? (double)(mx + log(s) - target) : NAN;
+      if (rowLoss) rowLoss[r] = inVocab ? (double)(mx + log(s) - target) : NAN;
       if (inVocab)
         dxr[t] -= scale;
       else
@@ -194,40 +166,31 @@ void runCrossEntropy(const OpCall &call) {
   });
 }
 
-void runCrossEntropyGrad(const OpCall &call) {
+/* cross_entropy_grad, or with loss (output 1) cross_entropy_with_grad. */
+void runCrossEntropyGradRows(const OpCall &call, bool withLoss) {
   const int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
   const int64_t ignore = call.attrs.getInt("ignore_index", -100);
   long long *valid = static_cast<long long *>(call.scratch);
-  if (rows == 0) return;
-  byFloat(call.in[0].type.dtype, [&](auto t) {
-    using T = decltype(t);
-    countValid<<<1, 1024, 0, call.stream>>>(call.in[1].as<int32_t>(), rows, ignore, valid);
-    CUDA_CHECK_LAUNCH();
-    crossEntropyGradRows<T><<<rowBlocks(rows), kThreads, 0, call.stream>>>(
-        call.in[0].as<T>(), call.in[1].as<int32_t>(), call.in[2].as<T>(), valid, call.out[0].as<T>(), rows, v, ignore);
-    CUDA_CHECK_LAUNCH();
-  });
-}
-
-void runCrossEntropyWithGrad(const OpCall &call) {
-  const int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
-  const int64_t ignore = call.attrs.getInt("ignore_index", -100);
-  long long *valid = static_cast<long long *>(call.scratch);
-  double *rowLoss = reinterpret_cast<double *>(static_cast<char *>(call.scratch) + 256);
+  double *rowLoss = withLoss ? reinterpret_cast<double *>(static_cast<char *>(call.scratch) + 256) : nullptr;
   byFloat(call.in[0].type.dtype, [&](auto t) {
     using T = decltype(t);
     countValid<<<1, 1024, 0, call.stream>>>(call.in[1].as<int32_t>(), rows, ignore, valid);
     CUDA_CHECK_LAUNCH();
     if (rows > 0) {
-      crossEntropyWithGradRows<T><<<rowBlocks(rows), kThreads, 0, call.stream>>>(
+      crossEntropyGradRows<T><<<rowBlocks(rows), kThreads, 0, call.stream>>>(
           call.in[0].as<T>(), call.in[1].as<int32_t>(), call.in[2].as<T>(), valid, call.out[0].as<T>(), rows, v,
           ignore, rowLoss);
       CUDA_CHECK_LAUNCH();
     }
-    crossEntropyFinish<T><<<1, 1024, 0, call.stream>>>(rowLoss, rows, valid, call.out[1].as<T>());
-    CUDA_CHECK_LAUNCH();
+    if (withLoss) {
+      crossEntropyFinish<T><<<1, 1024, 0, call.stream>>>(rowLoss, rows, valid, call.out[1].as<T>());
+      CUDA_CHECK_LAUNCH();
+    }
   });
 }
+
+void runCrossEntropyGrad(const OpCall &call) { runCrossEntropyGradRows(call, false); }
+void runCrossEntropyWithGrad(const OpCall &call) { runCrossEntropyGradRows(call, true); }
 
 /* correct[r] = 1 when row r's target is its first maximal class (the CPU
    kernel's rule: nothing before it reaches its logit, nothing after exceeds it). */

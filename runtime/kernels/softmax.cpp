@@ -156,15 +156,20 @@ std::string checkCrossEntropyGrad(const std::vector<TensorType> &in, const std::
   });
 }
 
-template <typename T> LMRT_SIMD_CLONES void crossEntropyGradT(const KernelCall &call) {
+/* dlogits (and, when loss is not null, the mean loss as cross_entropy computes it) of
+   logits x, targets and dloss, the inputs of both cross_entropy_grad and
+   cross_entropy_with_grad. dx may be x itself: a row's target logit is read first,
+   and each element is read before the exponential pass writes it. */
+template <typename T>
+LMRT_SIMD_CLONES void crossEntropyGradRows(const KernelCall &call, const char *op, T *dx, T *loss) {
   const T *x = call.in[0].as<T>();
   const int32_t *tg = call.in[1].as<int32_t>();
   T dloss = call.in[2].as<T>()[0];
-  T *dx = call.out[0].as<T>();
   int64_t ignore = call.attrs.getInt("ignore_index", -100);
   int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
-  int64_t valid = validateTargets("cross_entropy_grad", tg, rows, v, ignore);
+  int64_t valid = validateTargets(op, tg, rows, v, ignore);
   const T scale = valid ? dloss / (T)valid : (T)0;
+  std::vector<double> rowLoss(loss ? rows : 0, 0.0);
 #pragma omp parallel for if (rows * v >= kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     T *dxi = dx + r * v;
@@ -175,20 +180,29 @@ template <typename T> LMRT_SIMD_CLONES void crossEntropyGradT(const KernelCall &
     // softmax(x) * scale with one exp per element: the exps are stored, then scaled by
     // scale / sum (the row is still in L2); rowLse and a second exp pass cost twice the exps.
     const T *xi = x + r * v;
+    const T target = xi[tg[r]];
     T mx = -INFINITY, sum = 0;
 #pragma omp simd reduction(max : mx)
     for (int64_t j = 0; j < v; ++j) mx = xi[j] > mx ? xi[j] : mx;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < v; ++j) sum += (dxi[j] = expT(xi[j] - mx));
+    if (loss) rowLoss[r] = (double)(mx + std::log(sum) - target);
     const T k = scale / sum;
 #pragma omp simd
     for (int64_t j = 0; j < v; ++j) dxi[j] *= k;
     dxi[tg[r]] -= scale;
   }
+  if (!loss) return;
+  double s = 0;
+  for (double l : rowLoss) s += l;
+  *loss = valid ? (T)(s / valid) : (T)0;
 }
 
 void runCrossEntropyGrad(const KernelCall &call) {
-  dispatchFloat(call.in[0].type.dtype, [&](auto t) { crossEntropyGradT<decltype(t)>(call); });
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    crossEntropyGradRows<T>(call, "cross_entropy_grad", call.out[0].as<T>(), nullptr);
+  });
 }
 
 std::string checkCrossEntropyWithGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
@@ -204,46 +218,12 @@ std::string checkCrossEntropyWithGrad(const std::vector<TensorType> &in, const s
 }
 
 /* cross_entropy and cross_entropy_grad from one read of each row, with their
-   formulas and summation orders (the same bits). dlogits may be the logits' own
-   bytes: a row's target logit is read first, and each element is read before the
-   exponential pass writes it. */
-template <typename T> LMRT_SIMD_CLONES void crossEntropyWithGradT(const KernelCall &call) {
-  const T *x = call.in[0].as<T>();
-  const int32_t *tg = call.in[1].as<int32_t>();
-  T dloss = call.in[2].as<T>()[0];
-  T *dx = call.out[0].as<T>();
-  int64_t ignore = call.attrs.getInt("ignore_index", -100);
-  int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
-  int64_t valid = validateTargets("cross_entropy_with_grad", tg, rows, v, ignore);
-  const T scale = valid ? dloss / (T)valid : (T)0;
-  std::vector<double> rowLoss(rows, 0.0);
-#pragma omp parallel for if (rows * v >= kParallelMin)
-  for (int64_t r = 0; r < rows; ++r) {
-    const T *xi = x + r * v;
-    T *dxi = dx + r * v;
-    if (tg[r] == ignore) {
-      for (int64_t j = 0; j < v; ++j) dxi[j] = 0;
-      continue;
-    }
-    const T target = xi[tg[r]];
-    T mx = -INFINITY, sum = 0;
-#pragma omp simd reduction(max : mx)
-    for (int64_t j = 0; j < v; ++j) mx = xi[j] > mx ? xi[j] : mx;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < v; ++j) sum += (dxi[j] = expT(xi[j] - mx));
-    rowLoss[r] = (double)(mx + std::log(sum) - target);
-    const T k = scale / sum;
-#pragma omp simd
-    for (int64_t j = 0; j < v; ++j) dxi[j] *= k;
-    dxi[tg[r]] -= scale;
-  }
-  double s = 0;
-  for (double l : rowLoss) s += l;
-  call.out[1].as<T>()[0] = valid ? (T)(s / valid) : (T)0;
-}
-
+   formulas and summation orders (the same bits). */
 void runCrossEntropyWithGrad(const KernelCall &call) {
-  dispatchFloat(call.in[0].type.dtype, [&](auto t) { crossEntropyWithGradT<decltype(t)>(call); });
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    crossEntropyGradRows<T>(call, "cross_entropy_with_grad", call.out[0].as<T>(), call.out[1].as<T>());
+  });
 }
 
 // ----------------------------------------------------------------------------

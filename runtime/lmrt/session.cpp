@@ -149,7 +149,7 @@ std::unique_ptr<Session> Session::fromPlan(plan::Plan plan, const std::string &o
   // (validated-away) read of unwritten memory would at least be deterministic.
   size_t bytes = (size_t)((impl.arenaBytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment);
   if (bytes == 0) bytes = kArenaAlignment;
-  impl.arena.reset(static_cast<char *>(std::aligned_alloc(kArenaAlignment, bytes)));
+  impl.arena.reset(static_cast<char *>(allocHost(bytes, kArenaAlignment)));
   if (!impl.arena) impl.error("cannot allocate an arena of " + std::to_string(bytes) + " bytes");
   std::memset(impl.arena.get(), 0, bytes);
   return s;

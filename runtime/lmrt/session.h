@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "plan.pb.h"
+#include "runtime/lmrt/host_memory.h"
 #include "runtime/lmrt/tensor.h"
 
 namespace lmrt {
@@ -28,8 +29,8 @@ struct ParamState {
   TensorType type;
   bool weightDecay = false;
   bool frozen = false;      // plan Param.frozen: no gradient, the optimizer skips it
-  std::vector<char> value;  // type.bytes() bytes, f32 or f64
-  std::vector<char> grad;   // same size; written by "train_step"
+  HostBytes value;  // type.bytes() bytes, f32 or f64
+  HostBytes grad;   // same size; written by "train_step"
   TensorRef valueRef();
   TensorRef gradRef();
 };

@@ -58,7 +58,7 @@ void AdamW::allocate(const std::vector<ParamView> &params) {
     if (p.dtype != DType::F32 && p.dtype != DType::F64)
       fail("adamw: parameter of type %s is not a float tensor", dtypeName(p.dtype));
     size_t bytes = (size_t)p.numel * dtypeSize(p.dtype);
-    state_.push_back({p.dtype, p.numel, std::vector<char>(bytes, 0), std::vector<char>(bytes, 0)});
+    state_.push_back({p.dtype, p.numel, HostBytes(bytes, 0), HostBytes(bytes, 0)});
   }
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/lmrt/host_memory.h"
 #include "runtime/train/param_view.h"
 
 namespace lmrt {
@@ -53,7 +54,7 @@ private:
   struct Moments {
     DType dtype;
     int64_t numel;
-    std::vector<char> m, v;  // numel elements of dtype each
+    HostBytes m, v;  // numel elements of dtype each
   };
   AdamWConfig config_;
   int64_t t_ = 0;

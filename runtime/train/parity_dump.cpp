@@ -26,7 +26,7 @@ void ParityDump::writeInit(Session &session) {
 
 void ParityDump::captureGradients(Session &session) {
   grads_.clear();
-  for (ParamState &p : session.params()) grads_.push_back(p.grad);
+  for (ParamState &p : session.params()) grads_.emplace_back(p.grad.begin(), p.grad.end());
 }
 
 void ParityDump::captureSamples(Session &session) {

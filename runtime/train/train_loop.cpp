@@ -397,7 +397,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   if (dump) dump->writeInit(s), dump->captureSamples(s);
   std::vector<ParamView> views = paramViews(s);
   const int64_t rows = data.rows();
-  std::vector<std::vector<char>> accBuf;
+  std::vector<HostBytes> accBuf;
   if (run.accumulate > 1)
     for (ParamState &p : s.params()) accBuf.emplace_back(p.grad.size());
   const double tokensPerStep = data.tokensPerStep() * double(run.accumulate);

@@ -53,7 +53,7 @@ Reference reference(const std::vector<double> &wte, const std::vector<double> &w
   return r;
 }
 
-template <typename T> std::vector<double> values(const std::vector<char> &bytes) {
+template <typename T> std::vector<double> values(const HostBytes &bytes) {
   std::vector<double> out(bytes.size() / sizeof(T));
   const T *p = reinterpret_cast<const T *>(bytes.data());
   for (size_t i = 0; i < out.size(); ++i) out[i] = p[i];
@@ -191,7 +191,7 @@ TEST(Session, GradientsAreOverwrittenNotAccumulated) {
   s->initParams(3);
   std::vector<int32_t> tok = someTokens(d);
   s->run("train_step", {{"tokens", tokensRef(tok, d.B, d.T + 1)}});
-  std::vector<char> first = s->param("w").grad;
+  HostBytes first = s->param("w").grad;
   s->run("train_step", {{"tokens", tokensRef(tok, d.B, d.T + 1)}});
   EXPECT_EQ(first, s->param("w").grad);
 }
@@ -228,6 +228,19 @@ TEST(Session, NonFiniteCheckNamesTheFirstOpOrParameter) {
   EXPECT_HAS(v.tensor, "output 0");
   EXPECT_FALSE(v.op.empty());
   s->setNonFiniteCheck(nullptr);
+}
+
+/* Large host buffers start on a huge page (so THP can back them) and come zeroed;
+   small ones keep the 64-byte alignment the kernels' vector loads assume. */
+TEST(HostMemory, LargeBuffersStartOnAHugePageSmallOnesOn64Bytes) {
+  HostBytes big(kHugePageBytes + 12345, 0), small(100, 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data()) % kHugePageBytes, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data()) % 64, 0u);
+  for (size_t i = 0; i < big.size(); i += 4096) ASSERT_EQ(big[i], 0) << i;
+  void *arena = allocHost(3 * kHugePageBytes, 64);
+  ASSERT_NE(arena, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(arena) % kHugePageBytes, 0u);
+  std::free(arena);
 }
 
 }  // namespace

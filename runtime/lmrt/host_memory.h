@@ -27,8 +27,10 @@ inline void *allocHost(size_t bytes, size_t align = 64) {
   if (bytes < kHugePageBytes) return std::aligned_alloc(align, rounded);
   // Not rounded up to whole huge pages: the partial one at the end stays on small
   // pages, so a tensor holds no more resident memory than it has bytes.
-  void *p = std::aligned_alloc(kHugePageBytes, rounded);
-  if (p) ::madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure leaves small pages
+  // posix_memalign: aligned_alloc may refuse a size that is not a multiple of the alignment.
+  void *p = nullptr;
+  if (::posix_memalign(&p, kHugePageBytes, rounded) != 0) return nullptr;
+  ::madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure leaves small pages
   return p;
 }
 

@@ -755,20 +755,11 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
   // Plan-level facts, all from the train step (what `lmrt run` executes).
   const plan::Program &train = result.programs(0);
   *result.mutable_inputs() = train.inputs();
-  int64_t paramCount = 0, paramBytes = 0, inputBytes = 0, maxArena = 0;
-  for (const plan::Param &p : result.params()) {
-    paramCount += numElements(p.type());
-    paramBytes += typeBytes(p.type());
-  }
-  for (const plan::Input &in : train.inputs())
-    inputBytes += typeBytes(in.type());
-  for (const plan::Program &program : result.programs())
-    maxArena = std::max(maxArena, program.arena_bytes());
+  int64_t paramCount = 0;
+  for (const plan::Param &p : result.params()) paramCount += numElements(p.type());
   result.set_param_count(paramCount);
   result.set_flops_per_step(train.flops());
-  // Values + gradients + AdamW m and v (4x the parameters), one batch of
-  // inputs, and the largest program arena.
-  result.set_predicted_peak_bytes(4 * paramBytes + inputBytes + maxArena);
+  result.set_predicted_peak_bytes(lmrt::predictedMemory(result).total());
 
   // The whole plan against the contract lmrt loads it with. Every check above
   // reports at the source; this one catches a writer bug before a plan leaves

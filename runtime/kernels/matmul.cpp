@@ -16,6 +16,7 @@
 
 #include "runtime/kernels/blas.h"
 #include "runtime/kernels/kernel_common.h"
+#include "runtime/kernels/matmul_scratch.h"
 
 namespace lmrt::kernels::detail {
 namespace {
@@ -83,17 +84,9 @@ void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k
   }
 }
 
-/* C [m, n] = A^T B for a tall, narrow output (a weight gradient X^T dY whose input side is
-   the wider: GPT's second MLP matrix [4d, d] and the tied embedding [V, d], with the
-   B*T tokens as K). oneDNN's transposed-A GEMM ran these at 220-240 GFLOP/s on two
-   cores where the same products as C^T = B^T A, a wide output, ran at 260-310, so the
-   kernel computes C^T into a scratch buffer and transposes it, 32 x 32 tiles. Each
-   element is still one dot product over the whole K, so the bits do not depend on the
-   thread count. With a wide or large output the transpose costs more than it saves. */
-bool tallTransposedLhs(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k) {
-  return ta && !tb && batch == 1 && n <= 256 && m >= 4 * n && k >= 512 && m * n <= (int64_t{1} << 22);
-}
-
+/* The tall weight-gradient form (matmul_scratch.h): C^T [n, m] = B^T A into the calling
+   thread's scratch, then transposed into C, 32 x 32 tiles. Each element is still one dot
+   product over the whole K, so the bits do not depend on the thread count. */
 template <typename T> void matmulTallTransposedLhs(int64_t m, int64_t n, int64_t k, const T *a, const T *b, T *c) {
   thread_local std::vector<T> ct;
   ct.resize((size_t)(m * n));

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "runtime/data/transform_spec.h"
+#include "runtime/kernels/matmul_scratch.h"
 #include "runtime/kernels/shape_rules.h"
 #include "runtime/lmrt/hash.h"
 #include "runtime/plan/op_table.h"
@@ -28,6 +29,39 @@ int64_t numElements(const plan::TensorType &t) {
 }
 
 int64_t typeBytes(const plan::TensorType &t) { return numElements(t) * dtypeBytes(t.dtype()); }
+
+namespace {
+
+int64_t matmulScratch(const plan::Program &program, const plan::Step &step) {
+  if (step.op() != "matmul" || step.inputs_size() != 2) return 0;
+  auto flag = [&](const char *name) {
+    auto it = step.attrs().find(name);
+    return it != step.attrs().end() && it->second.b();
+  };
+  const plan::TensorType &lhs = program.buffers(step.inputs(0)).type(), &rhs = program.buffers(step.inputs(1)).type();
+  const int r = lhs.shape_size(), rr = rhs.shape_size();
+  if (r < 2 || rr < 2) return 0;
+  const bool ta = flag("transpose_lhs"), tb = flag("transpose_rhs");
+  int64_t batch = 1;
+  for (int i = 0; i + 2 < r; ++i) batch *= lhs.shape(i);
+  const int64_t m = ta ? lhs.shape(r - 1) : lhs.shape(r - 2), k = ta ? lhs.shape(r - 2) : lhs.shape(r - 1);
+  const int64_t n = tb ? rhs.shape(rr - 2) : rhs.shape(rr - 1);
+  return kernels::matmulScratchBytes(ta, tb, batch, m, n, k, dtypeBytes(lhs.dtype()));
+}
+
+}  // namespace
+
+PredictedMemory predictedMemory(const plan::Plan &plan) {
+  PredictedMemory m;
+  for (const plan::Param &p : plan.params()) m.params += typeBytes(p.type());
+  if (plan.programs_size() > 0)  // the train step comes first
+    for (const plan::Input &in : plan.programs(0).inputs()) m.inputs += typeBytes(in.type());
+  for (const plan::Program &program : plan.programs()) {
+    m.arena = std::max(m.arena, program.arena_bytes());
+    for (const plan::Step &step : program.steps()) m.matmulScratch = std::max(m.matmulScratch, matmulScratch(program, step));
+  }
+  return m;
+}
 
 std::string checkPlanType(const plan::TensorType &t) {
   if (t.dtype() != plan::F32 && t.dtype() != plan::F64 && t.dtype() != plan::I32)

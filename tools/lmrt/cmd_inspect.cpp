@@ -131,18 +131,11 @@ void inspect(const std::string &path, bool steps) {
     for (const plan::Input &in : p.inputs()) std::printf("  %s\n", inputStr(in).c_str());
   }
   std::printf("programs:\n");
-  int64_t arena = 0, inputBytes = 0;
   int nameWidth = 10;  // "forward:electra_discriminator" is longer than "train_step"
   for (const plan::Program &prog : p.programs()) nameWidth = std::max(nameWidth, (int)prog.name().size());
   for (const plan::Program &prog : p.programs()) {
-    arena = std::max(arena, prog.arena_bytes());
     std::string ins;
-    int64_t progInputs = 0;
-    for (const plan::Input &in : prog.inputs()) {
-      ins += (ins.empty() ? "" : ", ") + inputStr(in);
-      progInputs += toTensorType(in.type()).bytes();
-    }
-    inputBytes = std::max(inputBytes, progInputs);
+    for (const plan::Input &in : prog.inputs()) ins += (ins.empty() ? "" : ", ") + inputStr(in);
     std::string metrics;
     for (const plan::Output &out : prog.outputs())
       if (out.name().rfind("metric:", 0) == 0) metrics += (metrics.empty() ? "; reports " : ", ") + out.name().substr(7);
@@ -179,15 +172,14 @@ void inspect(const std::string &path, bool steps) {
                   human((double)l.image().size()).c_str(), (unsigned long long)l.image_fnv1a(),
                   l.compiler().c_str());
   }
-  // What lmrt itself will hold: values + grads + AdamW m and v, the shared arena,
-  // and one batch of inputs.
-  int64_t runtime = 4 * paramBytes + arena + inputBytes;
+  // What lmrt itself will hold (contract.h's breakdown, the sum lmc wrote into the plan).
+  const PredictedMemory mem = predictedMemory(p);
   std::printf("memory: predicted peak %s (plan); params %s + grads %s + AdamW state %s + arena %s + "
-              "inputs %s = %s\n",
-              human((double)p.predicted_peak_bytes()).c_str(), human((double)paramBytes).c_str(),
-              human((double)paramBytes).c_str(), human(2.0 * paramBytes).c_str(),
-              human((double)arena).c_str(), human((double)inputBytes).c_str(),
-              human((double)runtime).c_str());
+              "inputs %s + matmul scratch %s = %s\n",
+              human((double)p.predicted_peak_bytes()).c_str(), human((double)mem.params).c_str(),
+              human((double)mem.params).c_str(), human(2.0 * mem.params).c_str(), human((double)mem.arena).c_str(),
+              human((double)mem.inputs).c_str(), human((double)mem.matmulScratch).c_str(),
+              human((double)mem.total()).c_str());
   std::printf("flops per train step: %s\n", flops((double)p.flops_per_step()).c_str());
   const plan::Optimizer &o = p.train().optimizer();
   const plan::Schedule &s = p.train().schedule();

@@ -9,6 +9,7 @@
 #include "runtime/lmrt/plan_types.h"
 #include "runtime/lmrt/tensor.h"
 #include "runtime/lmrt/validate.h"
+#include "runtime/plan/contract.h"
 #include "test/Unit/runtime/TinyPlan.h"
 
 namespace lmrt {
@@ -665,6 +666,52 @@ TEST(Validate, ForwardPrograms) {
              "program 'forward' has an output named 'grad:w'");
   EXPECT_EQ(errorAfter([](plan::Plan &p) { program(p, "forward")->mutable_outputs(0)->set_name("mlm_logits"); }),
             "(valid)");
+}
+
+/* The predicted peak counts the tall weight-gradient matmul's scratch (matmul.cpp keeps
+   C^T in a thread-local buffer), the largest one across programs, once. */
+TEST(PredictedMemory, CountsTheLargestMatmulScratchOnce) {
+  plan::Plan p;
+  auto addMatmul = [&](plan::Program *prog, plan::DType dt, std::vector<int64_t> lhs, std::vector<int64_t> rhs,
+                       bool ta, bool tb) {
+    int base = prog->buffers_size();
+    for (const auto &shape : {lhs, rhs}) {
+      plan::Buffer *b = prog->add_buffers();
+      b->mutable_type()->set_dtype(dt);
+      for (int64_t d : shape) b->mutable_type()->add_shape(d);
+    }
+    plan::Step *st = prog->add_steps();
+    st->set_op("matmul");
+    st->add_inputs(base);
+    st->add_inputs(base + 1);
+    (*st->mutable_attrs())["transpose_lhs"].set_b(ta);
+    (*st->mutable_attrs())["transpose_rhs"].set_b(tb);
+  };
+  plan::Program *train = p.add_programs();
+  train->set_arena_bytes(1000);
+  // X^T dY with X [K=1024, M=2048], dY [1024, N=128]: C [2048, 128] as C^T, 1 MiB of f32.
+  addMatmul(train, plan::F32, {1024, 2048}, {1024, 128}, true, false);
+  addMatmul(train, plan::F32, {1024, 2048}, {1024, 128}, false, false);  // not transposed: no scratch
+  EXPECT_EQ(predictedMemory(p).matmulScratch, 2048 * 128 * 4);
+  plan::Program *eval = p.add_programs();
+  eval->set_arena_bytes(500);
+  addMatmul(eval, plan::F64, {1024, 2048}, {1024, 128}, true, false);  // the same in f64: 2 MiB
+  addMatmul(eval, plan::F32, {1024, 2048}, {1024, 512}, true, false);  // a wide output: none
+  PredictedMemory m = predictedMemory(p);
+  EXPECT_EQ(m.matmulScratch, 2048 * 128 * 8);
+  EXPECT_EQ(m.arena, 1000);
+  EXPECT_EQ(m.total(), 1000 + 2048 * 128 * 8);
+}
+
+TEST(PredictedMemory, IsWhatLmcWritesForTheTinyPlanParts) {
+  plan::Plan p = test::tinyPlan(plan::F32);
+  PredictedMemory m = predictedMemory(p);
+  int64_t params = 0;
+  for (const plan::Param &q : p.params()) params += typeBytes(q.type());
+  EXPECT_EQ(m.params, params);
+  EXPECT_GT(m.inputs, 0);
+  EXPECT_EQ(m.matmulScratch, 0);
+  EXPECT_EQ(m.total(), 4 * params + m.inputs + m.arena);
 }
 
 }  // namespace

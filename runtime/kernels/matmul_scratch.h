@@ -1,0 +1,28 @@
+/* Implements: the one CPU matmul form that keeps host scratch beyond its operands,
+   in plain C++ (no MLIR, no BLAS), so that the kernel (matmul.cpp) and lmc's memory
+   prediction (codegen/PlanWriter.cpp) cannot disagree on when it is taken or how
+   large the scratch is. */
+#pragma once
+#include <cstdint>
+
+namespace lmrt::kernels {
+
+/* C [m, n] = A^T B for a tall, narrow output (a weight gradient X^T dY whose input side is
+   the wider: GPT's second MLP matrix [4d, d] and the tied embedding [V, d], with the
+   B*T tokens as K). oneDNN's transposed-A GEMM ran these at 220-240 GFLOP/s on two
+   cores where the same products as C^T = B^T A, a wide output, ran at 260-310, so the
+   kernel computes C^T into a scratch buffer and transposes it. With a wide or large
+   output the transpose costs more than it saves. */
+inline bool tallTransposedLhs(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k) {
+  return ta && !tb && batch == 1 && n <= 256 && m >= 4 * n && k >= 512 && m * n <= (int64_t{1} << 22);
+}
+
+/* The scratch that form keeps: one [n, m] buffer of the element type, held by the
+   calling thread between calls and grown to the largest such matmul it has run (at
+   most 4Mi elements, 16 MiB in f32). 0 for every other matmul. */
+inline int64_t matmulScratchBytes(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                                  int64_t elementBytes) {
+  return tallTransposedLhs(ta, tb, batch, m, n, k) ? m * n * elementBytes : 0;
+}
+
+}  // namespace lmrt::kernels

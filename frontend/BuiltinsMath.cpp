@@ -182,20 +182,36 @@ private:
 
 } // namespace
 
-/// where(cond, a, b) with i32 values: `a` and `b` both i32 tensors (mixing an
-/// i32 and a float value is an error: nothing converts ids implicitly), `cond`
-/// a float mask as for the float where. The result is i32 and carries no
-/// gradient (lm.where_int has no VJP).
+/// where(cond, a, b) with i32 values: `a` and `b` i32 tensors, or one of them an
+/// integer number in i32's range (an i32 scalar that broadcasts: `where(masked,
+/// ids, -100)`); mixing an i32 and a float value is an error (nothing converts ids
+/// implicitly). `cond` is a float mask as for the float where. The result is i32
+/// and carries no gradient (lm.where_int has no VJP).
 FailureOr<LMValue> MLIRGen::emitWhereInt(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,
                                          ArrayRef<LMValue> vs) {
   auto isI32 = [](const LMValue &v) {
     return v.isTensor() && cast<RankedTensorType>(v.tensor.getType()).getElementType().isInteger(32);
   };
-  for (size_t i = 1; i < 3; ++i)
-    if (!isI32(vs[i]))
-      return error(arg[i]->loc) << "argument '" << (i == 1 ? "a" : "b") << "' of 'where' must be an i32 tensor "
-                                << "like argument '" << (i == 1 ? "b" : "a") << "' (where selects i32 values "
-                                << "only from i32 values; to_float converts ids), got " << describe(vs[i]);
+  Value values[2];
+  for (size_t i = 1; i < 3; ++i) {
+    const char *self = i == 1 ? "a" : "b", *other = i == 1 ? "b" : "a";
+    if (isI32(vs[i])) {
+      values[i - 1] = vs[i].tensor;
+      continue;
+    }
+    std::optional<int64_t> n = vs[i].isNumber() ? vs[i].asInt() : std::nullopt;
+    if (!n)
+      return error(arg[i]->loc) << "argument '" << self << "' of 'where' must be an i32 tensor or an integer "
+                                << "like argument '" << other << "' (where selects i32 values only from i32 "
+                                << "values; to_float converts ids), got " << describe(vs[i]);
+    if (*n < INT32_MIN || *n > INT32_MAX)
+      return error(arg[i]->loc) << "argument '" << self << "' of 'where' is " << *n
+                                << ", outside the range of i32 [" << INT32_MIN << ", " << INT32_MAX << "]";
+    auto type = tensorType({}, builder.getI32Type());
+    auto value = DenseElementsAttr::get(type, ArrayRef<int32_t>{static_cast<int32_t>(*n)});
+    values[i - 1] = builder.create<ConstantOp>(loc(arg[i]->loc), TypeRange{type}, ValueRange{},
+                                               ArrayRef<NamedAttribute>{builder.getNamedAttr("value", value)});
+  }
   FailureOr<Value> cond = floatTensor(vs[0], arg[0]->loc, "argument 'cond' of 'where'");
   if (failed(cond))
     return failure();
@@ -204,13 +220,13 @@ FailureOr<LMValue> MLIRGen::emitWhereInt(const ast::Expr &call, const std::vecto
     return shapes::Dims(s.begin(), s.end());
   };
   std::string err;
-  std::optional<shapes::Dims> out = shapes::where(dimsOf(*cond), dimsOf(vs[1].tensor), dimsOf(vs[2].tensor), err);
+  std::optional<shapes::Dims> out = shapes::where(dimsOf(*cond), dimsOf(values[0]), dimsOf(values[1]), err);
   if (!out)
     return error(call.loc) << err;
   if (failed(checkElementCount(*out, call.loc)))
     return failure();
   return LMValue::ofTensor(
-      builder.create<WhereIntOp>(loc(call.loc), *cond, vs[1].tensor, vs[2].tensor).getResult());
+      builder.create<WhereIntOp>(loc(call.loc), *cond, values[0], values[1]).getResult());
 }
 
 FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,

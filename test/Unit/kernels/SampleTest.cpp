@@ -141,6 +141,22 @@ TEST(WhereInt, SelectsIdsByMask) {
   }
 }
 
+/* A rank-0 i32 operand (the DSL's `where(masked, ids, -100)`) broadcasts to every
+   position, on either side. */
+TEST(WhereInt, ScalarValueBroadcasts) {
+  Buf cond(DType::F32, {2, 2}), ids(DType::I32, {2, 2}), fill(DType::I32, {});
+  const double mask[4] = {1, 0, 0, 1};
+  for (int i = 0; i < 4; ++i) cond.set(i, mask[i]), ids.set(i, 40 + i);
+  fill.set(0, -100);
+  auto kept = runKernel("where_int", {cond, ids, fill}, {TensorType{DType::I32, {2, 2}}});
+  auto filled = runKernel("where_int", {cond, fill, ids}, {TensorType{DType::I32, {2, 2}}});
+  const int32_t wantKept[4] = {40, -100, -100, 43}, wantFilled[4] = {-100, 41, 42, -100};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(kept[0].get(i), (double)wantKept[i]) << i;
+    EXPECT_EQ(filled[0].get(i), (double)wantFilled[i]) << i;
+  }
+}
+
 TEST(WhereInt, ChecksNameTheProblem) {
   TensorType m{DType::F32, {2, 3}}, ids{DType::I32, {2, 3}};
   EXPECT_EQ(checkMsg("where_int", {m, ids, ids}, {ids}), "");

@@ -4,6 +4,7 @@
    GEMM, the rhs stride 0 when it is shared. */
 #include "runtime/cuda/gemm.h"
 #include "runtime/cuda/ops.h"
+#include "runtime/kernels/matmul_dims.h"
 
 namespace lmrt::cuda::detail {
 namespace {
@@ -14,11 +15,8 @@ void runMatmul(const OpCall &call) {
   g.dtype = call.in[0].type.dtype;
   g.ta = call.attrs.getBool("transpose_lhs", false);
   g.tb = call.attrs.getBool("transpose_rhs", false);
-  const size_t r = ls.size();
-  g.m = g.ta ? ls[r - 1] : ls[r - 2];
-  g.k = g.ta ? ls[r - 2] : ls[r - 1];
-  g.n = g.tb ? rs[rs.size() - 2] : rs[rs.size() - 1];
-  for (size_t i = 0; i + 2 < r; ++i) g.batch *= ls[i];
+  const kernels::MatmulDims d = kernels::matmulDims(ls, rs, g.ta, g.tb);
+  g.batch = d.batch, g.m = d.m, g.n = d.n, g.k = d.k;
   const bool sharedRhs = rs.size() == 2;
   g.lda = g.ta ? g.m : g.k;
   g.ldb = g.tb ? g.k : g.n;

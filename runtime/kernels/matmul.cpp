@@ -16,7 +16,7 @@
 
 #include "runtime/kernels/blas.h"
 #include "runtime/kernels/kernel_common.h"
-#include "runtime/kernels/matmul_scratch.h"
+#include "runtime/kernels/matmul_dims.h"
 
 namespace lmrt::kernels::detail {
 namespace {
@@ -84,7 +84,7 @@ void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k
   }
 }
 
-/* The tall weight-gradient form (matmul_scratch.h): C^T [n, m] = B^T A into the calling
+/* The tall weight-gradient form (matmul_dims.h): C^T [n, m] = B^T A into the calling
    thread's scratch, then transposed into C, 32 x 32 tiles. Each element is still one dot
    product over the whole K, so the bits do not depend on the thread count. */
 template <typename T> void matmulTallTransposedLhs(int64_t m, int64_t n, int64_t k, const T *a, const T *b, T *c) {
@@ -109,11 +109,7 @@ template <typename T> void matmulT(const KernelCall &call) {
   singleThreadedBlas();
   const Shape &ls = call.in[0].shape(), &rs = call.in[1].shape();
   bool ta = call.attrs.getBool("transpose_lhs", false), tb = call.attrs.getBool("transpose_rhs", false);
-  size_t r = ls.size();
-  int64_t m = ta ? ls[r - 1] : ls[r - 2], k = ta ? ls[r - 2] : ls[r - 1];
-  int64_t n = tb ? rs[rs.size() - 2] : rs[rs.size() - 1];
-  int64_t batch = 1;
-  for (size_t i = 0; i + 2 < r; ++i) batch *= ls[i];
+  auto [batch, m, n, k] = matmulDims(ls, rs, ta, tb);
   const T *a = call.in[0].as<T>(), *b = call.in[1].as<T>();
   T *c = call.out[0].as<T>();
   if (batch * m * n == 0) return;

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "runtime/data/transform_spec.h"
-#include "runtime/kernels/matmul_scratch.h"
+#include "runtime/kernels/matmul_dims.h"
 #include "runtime/kernels/shape_rules.h"
 #include "runtime/lmrt/hash.h"
 #include "runtime/plan/op_table.h"
@@ -39,14 +39,10 @@ int64_t matmulScratch(const plan::Program &program, const plan::Step &step) {
     return it != step.attrs().end() && it->second.b();
   };
   const plan::TensorType &lhs = program.buffers(step.inputs(0)).type(), &rhs = program.buffers(step.inputs(1)).type();
-  const int r = lhs.shape_size(), rr = rhs.shape_size();
-  if (r < 2 || rr < 2) return 0;
+  if (lhs.shape_size() < 2 || rhs.shape_size() < 2) return 0;
   const bool ta = flag("transpose_lhs"), tb = flag("transpose_rhs");
-  int64_t batch = 1;
-  for (int i = 0; i + 2 < r; ++i) batch *= lhs.shape(i);
-  const int64_t m = ta ? lhs.shape(r - 1) : lhs.shape(r - 2), k = ta ? lhs.shape(r - 2) : lhs.shape(r - 1);
-  const int64_t n = tb ? rhs.shape(rr - 2) : rhs.shape(rr - 1);
-  return kernels::matmulScratchBytes(ta, tb, batch, m, n, k, dtypeBytes(lhs.dtype()));
+  const kernels::MatmulDims d = kernels::matmulDims(lhs.shape(), rhs.shape(), ta, tb);
+  return kernels::matmulScratchBytes(ta, tb, d.batch, d.m, d.n, d.k, dtypeBytes(lhs.dtype()));
 }
 
 }  // namespace

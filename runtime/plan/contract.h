@@ -39,7 +39,7 @@ const char *bufferKindName(plan::Buffer::Kind k);
 /* What lmrt holds to train a plan, the sum lmc writes as predicted_peak_bytes:
    parameter values, gradients and AdamW's m and v (4 x the parameters), one batch of
    the train step's inputs, the largest program arena (programs share one), and the
-   largest matmul scratch (runtime/kernels/matmul_scratch.h: thread-local, reused, so
+   largest matmul scratch (runtime/kernels/matmul_dims.h: thread-local, reused, so
    the largest counts once). The plan's programs must have valid buffer ids. */
 struct PredictedMemory {
   int64_t params = 0, inputs = 0, arena = 0, matmulScratch = 0;

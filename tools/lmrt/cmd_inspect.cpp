@@ -116,10 +116,10 @@ void inspect(const std::string &path, bool steps) {
     std::printf("config: %s\n", line.c_str());
   }
 
-  int64_t paramBytes = 0;
-  for (const plan::Param &q : p.params()) paramBytes += toTensorType(q.type()).bytes();
+  // What lmrt will hold (contract.h's breakdown, the sum lmc wrote into the plan).
+  const PredictedMemory mem = predictedMemory(p);
   std::printf("params: %d tensors, %lld elements (%s)\n", p.params_size(), (long long)p.param_count(),
-              human((double)paramBytes).c_str());
+              human((double)mem.params).c_str());
   size_t width = 0;
   for (const plan::Param &q : p.params()) width = std::max(width, q.name().size());
   for (const plan::Param &q : p.params())
@@ -172,8 +172,6 @@ void inspect(const std::string &path, bool steps) {
                   human((double)l.image().size()).c_str(), (unsigned long long)l.image_fnv1a(),
                   l.compiler().c_str());
   }
-  // What lmrt itself will hold (contract.h's breakdown, the sum lmc wrote into the plan).
-  const PredictedMemory mem = predictedMemory(p);
   std::printf("memory: predicted peak %s (plan); params %s + grads %s + AdamW state %s + arena %s + "
               "inputs %s + matmul scratch %s = %s\n",
               human((double)p.predicted_peak_bytes()).c_str(), human((double)mem.params).c_str(),

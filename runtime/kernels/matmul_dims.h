@@ -1,11 +1,28 @@
-/* Implements: the one CPU matmul form that keeps host scratch beyond its operands,
-   in plain C++ (no MLIR, no BLAS), so that the kernel (matmul.cpp) and lmc's memory
-   prediction (codegen/PlanWriter.cpp) cannot disagree on when it is taken or how
-   large the scratch is. */
+/* Implements: an lm.matmul's GEMM sizes from its operand shapes (the CPU and CUDA
+   kernels), and the one CPU form that keeps host scratch beyond its operands, in plain
+   C++ (no MLIR, no BLAS), so that the kernel (matmul.cpp) and the plan's memory
+   prediction (predictedMemory() in runtime/plan/contract.h) cannot disagree on when it
+   is taken or how large the scratch is. */
 #pragma once
 #include <cstdint>
 
 namespace lmrt::kernels {
+
+/* A matmul's GEMM sizes from its operand shapes (any indexable with size(), rank >= 2):
+   lhs [..., M, K] ([..., K, M] when transposed), rhs [K, N] or [..., K, N] ([.., N, K]
+   when transposed); batch is the product of lhs's leading dimensions. */
+struct MatmulDims {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+};
+template <typename Shape> MatmulDims matmulDims(const Shape &lhs, const Shape &rhs, bool ta, bool tb) {
+  const size_t r = (size_t)lhs.size(), rr = (size_t)rhs.size();
+  MatmulDims d;
+  for (size_t i = 0; i + 2 < r; ++i) d.batch *= lhs[i];
+  d.m = ta ? lhs[r - 1] : lhs[r - 2];
+  d.k = ta ? lhs[r - 2] : lhs[r - 1];
+  d.n = tb ? rhs[rr - 2] : rhs[rr - 1];
+  return d;
+}
 
 /* C [m, n] = A^T B for a tall, narrow output (a weight gradient X^T dY whose input side is
    the wider: GPT's second MLP matrix [4d, d] and the tied embedding [V, d], with the

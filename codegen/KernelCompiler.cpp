@@ -2,7 +2,7 @@
 
 #include "codegen/KernelCompiler.h"
 
-#include "runtime/lmrt/hash.h"
+#include "base/hash.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

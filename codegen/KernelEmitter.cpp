@@ -13,7 +13,7 @@
 
 #include "codegen/PlanConvert.h"
 #include "dialect/IR/LMOps.h"
-#include "runtime/lmrt/hash.h"
+#include "base/hash.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -25,7 +25,7 @@ using namespace mlir::lm;
 
 namespace {
 
-/// The text of runtime/kernels/scalar_math.h, embedded at build time.
+/// The text of contract/scalar_math.h, embedded at build time.
 const char kPrelude[] =
 #include "codegen/ScalarMathPrelude.inc"
     ;

@@ -12,7 +12,7 @@
 
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
-#include "plan.pb.h"
+#include "contract/plan.pb.h"
 
 #include <cstdint>
 #include <string>

@@ -15,8 +15,8 @@
 #pragma once
 
 #include "llvm/Support/raw_ostream.h"
-#include "plan.pb.h"
-#include "runtime/lmrt/validate.h"
+#include "contract/plan.pb.h"
+#include "contract/contract.h"
 #include <cstdint>
 #include <string>
 #include <vector>

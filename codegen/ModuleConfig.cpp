@@ -2,13 +2,13 @@
 //
 // Reads the module's configuration dictionaries into the plan (with the
 // defaults of absent keys) and holds the values to the plan contract's bounds
-// (runtime/plan/contract.h), reporting a violation at the module.
+// (contract/contract.h), reporting a violation at the module.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/ModuleConfig.h"
 #include "codegen/PlanConvert.h"
-#include "runtime/plan/contract.h"
+#include "contract/contract.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -72,7 +72,7 @@ public:
     return bad(key, "a string"), fallback.str();
   }
   /// Reports a value of this dictionary outside the plan contract's bounds
-  /// (runtime/plan/contract.h): lmrt would reject the plan.
+  /// (contract/contract.h): lmrt would reject the plan.
   void report(const lmrt::contract::Violation &bad) {
     // The plan's field names are the dictionary's keys, except warmup.
     StringRef key = bad.field == "warmup_steps" ? StringRef("warmup") : StringRef(bad.field);

@@ -10,7 +10,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
-#include "plan.pb.h"
+#include "contract/plan.pb.h"
 
 namespace mlir::lm {
 

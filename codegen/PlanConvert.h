@@ -3,7 +3,7 @@
 // The leaf conversions of the plan writer: tensor types, constant payloads,
 // step attributes, source locations and parameter initialisers, each from its
 // MLIR form to its plan.proto form (sizes of plan types: lmrt::typeBytes and
-// friends of runtime/plan/contract.h). Failures that break the plan contract are
+// friends of contract/contract.h). Failures that break the plan contract are
 // reported through the caller's `emit`, which names the value concerned.
 //
 //===----------------------------------------------------------------------===//
@@ -15,8 +15,8 @@
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Types.h"
 #include "mlir/Support/LogicalResult.h"
-#include "plan.pb.h"
-#include "runtime/plan/contract.h"
+#include "contract/plan.pb.h"
+#include "contract/contract.h"
 #include <optional>
 #include <string>
 
@@ -47,7 +47,7 @@ std::string formatLoc(Location loc);
 
 /// The parameter initialiser from `lm.init = {kind = "normal", mean = .., std = ..}`
 /// (kinds zeros, ones, normal, uniform), held to the plan contract's bounds
-/// (runtime/plan/contract.h, checkInit); errors go through `emit`.
+/// (contract/contract.h, checkInit); errors go through `emit`.
 LogicalResult convertInit(DictionaryAttr init, lmrt::plan::Init &out, function_ref<InFlightDiagnostic()> emit);
 
 } // namespace mlir::lm

@@ -18,7 +18,7 @@
 #include "codegen/PlanConvert.h"
 #include "codegen/RuntimeOps.h"
 #include "dialect/IR/LMOps.h"
-#include "runtime/lmrt/hash.h"
+#include "base/hash.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"

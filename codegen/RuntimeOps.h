@@ -1,7 +1,7 @@
 //===- RuntimeOps.h - The ops the runtime has kernels for -------*- C++ -*-===//
 //
 // The plan contract's op list as the plan writer sees it: every lm op that
-// becomes a plan step must be an entry of runtime/plan/op_table.h, which
+// becomes a plan step must be an entry of contract/op_table.h, which
 // lm-tblgen generates from LMOps.td and the runtime's kernel registry is
 // checked against (test/Unit/kernels), so lmc needs neither the kernels (they
 // pull in BLAS) nor a restated list.
@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/plan/op_table.h"
+#include "contract/op_table.h"
 #include "llvm/ADT/StringRef.h"
 
 namespace mlir::lm {

@@ -11,7 +11,7 @@
 #include "frontend/MLIRGen.h"
 
 #include "dialect/IR/LMOps.h"
-#include "runtime/kernels/shape_rules.h"
+#include "contract/shape_rules.h"
 
 #include <cmath>
 

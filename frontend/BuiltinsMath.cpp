@@ -13,7 +13,7 @@
 #include "frontend/MLIRGen.h"
 
 #include "dialect/IR/LMOps.h"
-#include "runtime/kernels/shape_rules.h"
+#include "contract/shape_rules.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,14 +2,14 @@
 //
 // Evaluates expressions to LMValues. Numbers fold at compile time; tensors
 // become lm ops whose shapes are checked with the shared rules of
-// runtime/kernels/shape_rules.h before the op is built, so a bad program gets
+// contract/shape_rules.h before the op is built, so a bad program gets
 // a message at its own line rather than a verifier error on generated IR.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/MLIRGen.h"
 
 #include "dialect/IR/LMOps.h"
-#include "runtime/kernels/shape_rules.h"
+#include "contract/shape_rules.h"
 
 #include "llvm/Support/raw_ostream.h"
 

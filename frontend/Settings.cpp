@@ -8,7 +8,7 @@
 #include "frontend/MLIRGen.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
-#include "runtime/data/transform_spec.h"
+#include "contract/transform_spec.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -2,7 +2,7 @@
 //
 // The `lm` dialect: tensor ops (value semantics, static shapes) for training
 // language models. Op semantics are specified in docs/dialect.md; the shape
-// rules live in runtime/kernels/shape_rules.h so that the verifiers, the
+// rules live in contract/shape_rules.h so that the verifiers, the
 // frontend and the runtime agree.
 //
 //===----------------------------------------------------------------------===//

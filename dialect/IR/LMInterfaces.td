@@ -78,7 +78,7 @@ def LM_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
     InterfaceMethod<[{
         The C++ expression of one point of the result, over the operands'
         values `$0`, `$1`, ... (of the accumulation type `A`), using the
-        scalar math of runtime/kernels/scalar_math.h: `$0 + $1`, `lmc::gelu($0)`.
+        scalar math of contract/scalar_math.h: `$0 + $1`, `lmc::gelu($0)`.
       }],
       "::llvm::StringRef", "getScalarForm", (ins)>
   ];

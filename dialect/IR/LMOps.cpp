@@ -1,7 +1,7 @@
 //===- LMOps.cpp - lm op type inference and verifiers ----------*- C++ -*-===//
 //
 // Result type inference and verifiers of the lm ops. Every shape rule comes
-// from runtime/kernels/shape_rules.h, so the dialect, the frontend and the
+// from contract/shape_rules.h, so the dialect, the frontend and the
 // runtime accept exactly the same programs; this file only adapts types and
 // diagnostics. An op with inferred result types (InferTypeOpInterface) is
 // verified by comparing its results with the inferred ones
@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialect/IR/LMOps.h"
-#include "runtime/kernels/shape_rules.h"
+#include "contract/shape_rules.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"

@@ -1,7 +1,7 @@
 //===- LMOps.td - lm dialect ops ---------------------------*- tablegen -*-===//
 //
 // Every op of docs/dialect.md. Shapes are checked by the verifiers through
-// the shared rules of runtime/kernels/shape_rules.h; element types by the
+// the shared rules of contract/shape_rules.h; element types by the
 // operand constraints and the dialect-wide LM_SameFloatElementType trait.
 // Differentiable forward ops implement LM_GradientOpInterface; their rules
 // live in GradientRules/.
@@ -17,7 +17,7 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 /// The result types of an op follow from its operands and attributes through
-/// the shared shape rules (runtime/kernels/shape_rules.h): inferReturnTypes
+/// the shared shape rules (contract/shape_rules.h): inferReturnTypes
 /// (LMOps.cpp) calls the rule, so ODS generates builders without result types
 /// and no caller computes them. LM_ResultsMatchInferred, verified before the
 /// interface's generic check, compares each result with the inferred type and

@@ -3,7 +3,7 @@
 #include "runtime/cuda/backend.h"
 
 #include "runtime/cuda/device.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt::cuda {
 

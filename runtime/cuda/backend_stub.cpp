@@ -1,7 +1,7 @@
 /* Implements: backend.h for an lmrt built without the CUDA toolkit. */
 #include "runtime/cuda/backend.h"
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt::cuda {
 namespace {

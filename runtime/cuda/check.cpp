@@ -5,7 +5,7 @@
 #include <string>
 
 #include "runtime/cuda/driver.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt::cuda {
 namespace {

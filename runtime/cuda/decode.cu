@@ -1,5 +1,5 @@
 /* Implements: lm.dynamic_slice and lm.cache_write on the GPU (incremental
-   decoding, runtime/kernels/decode.cpp on the CPU), for any element type (4- or
+   decoding, runtime/cpu/kernels/decode.cpp on the CPU), for any element type (4- or
    8-byte words). The position offset is an i32 scalar in device memory, read by
    the kernels themselves so that a decode step never waits for the host. The
    program boundary refuses an offset outside its bound before it reaches the

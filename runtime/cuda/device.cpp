@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt::cuda {
 

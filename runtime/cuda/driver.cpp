@@ -4,7 +4,7 @@
 #include <string>
 
 #include "runtime/cuda/check.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt::cuda {
 namespace {

@@ -1,6 +1,6 @@
 /* Implements: lm.add/sub/mul/div with NumPy broadcasting, lm.neg, lm.gelu,
    lm.gelu_grad, lm.gelu_erf, lm.gelu_erf_grad and lm.sum_to on the GPU, with the scalar math of the CPU
-   kernels (runtime/kernels/scalar_math.h: lmc::gelu, lmc::geluGrad).
+   kernels (contract/scalar_math.h: lmc::gelu, lmc::geluGrad).
    sum_to reduces leading dims (bias gradients) in two deterministic passes:
    partial sums of fixed 64-row chunks, then the chunks in order. */
 #include "runtime/cuda/kernels.cuh"

@@ -17,7 +17,7 @@
 #include <tuple>
 
 #include "runtime/cuda/device.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt::cuda {
 

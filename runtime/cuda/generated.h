@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "plan.pb.h"
+#include "contract/plan.pb.h"
 #include "runtime/cuda/ops.h"
 
 namespace lmrt::cuda {

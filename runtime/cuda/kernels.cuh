@@ -11,7 +11,7 @@
 
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/ops.h"
-#include "runtime/kernels/scalar_math.h"
+#include "contract/scalar_math.h"
 
 namespace lmrt::cuda::detail {
 

@@ -1,6 +1,6 @@
 /* Implements: the zoo's elementwise ops on the GPU: lm.tanh, sigmoid, log_sigmoid,
    relu, silu, exp, log, sqrt, rsqrt, sin, cos, stop_gradient (one grid-stride loop
-   each over the scalar forms of runtime/kernels/scalar_math.h, which the CPU
+   each over the scalar forms of contract/scalar_math.h, which the CPU
    kernels and the generated kernels use too), the comparisons lm.gt ... lm.ne and
    lm.where and lm.where_int (NumPy broadcasting through StridedIndex, as lm.add). */
 #include "runtime/cuda/kernels.cuh"

@@ -4,7 +4,7 @@
    GEMM, the rhs stride 0 when it is shared. */
 #include "runtime/cuda/gemm.h"
 #include "runtime/cuda/ops.h"
-#include "runtime/kernels/matmul_dims.h"
+#include "contract/matmul_dims.h"
 
 namespace lmrt::cuda::detail {
 namespace {

@@ -1,7 +1,7 @@
 /* Implements: the CUDA kernel table (ops.h). */
 #include "runtime/cuda/ops.h"
 
-#include "runtime/plan/op_table.h"
+#include "contract/op_table.h"
 
 namespace lmrt::cuda {
 

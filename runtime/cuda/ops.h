@@ -1,6 +1,6 @@
 /* Implements: the table of CUDA kernels the device executor dispatches plan
-   steps to, one entry per op of the plan's op table (runtime/plan/op_table.h),
-   mirroring the CPU table of runtime/kernels/registry.h: same operands, same
+   steps to, one entry per op of the plan's op table (contract/op_table.h),
+   mirroring the CPU table of runtime/cpu/kernels/registry.h: same operands, same
    attributes, same results (docs/dialect.md). Validation stays with the CPU
    table's check(): a plan is validated once, on the host, before anything is
    put on the GPU. Every entry enqueues its work on the call's stream and
@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/kernels/registry.h"
-#include "runtime/lmrt/tensor.h"
+#include "runtime/cpu/kernels/registry.h"
+#include "base/tensor.h"
 
 namespace lmrt::cuda {
 

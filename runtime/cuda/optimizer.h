@@ -7,7 +7,7 @@
      max_norm > 0, else 1 (as torch.nn.utils.clip_grad_norm_);
    - AdamW over all parameters in one launch: a block per chunk of at most 64 Ki
      elements of one parameter (the chunk says whether weight decay applies),
-     the formula of runtime/train/adamw.h, the gradient multiplied by clipping's
+     the formula of runtime/cpu/adamw.h, the gradient multiplied by clipping's
      factor as it is read. A non-finite norm leaves the parameters untouched
      (the training loop then stops with an error naming the step).
    Neither waits for the host: the norm stays on the device and AdamW reads it. */
@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt::cuda {
 

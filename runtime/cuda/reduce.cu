@@ -1,7 +1,7 @@
 /* Implements: lm.concat (two operands along one axis: one thread per output
    element, reading whichever operand holds it) and lm.reduce_max (one thread per
    output element walks the reduced dims in order: the same bits every run) on
-   the GPU, as runtime/kernels/reduce.cpp on the CPU. */
+   the GPU, as runtime/cpu/kernels/reduce.cpp on the CPU. */
 #include "runtime/cuda/kernels.cuh"
 
 namespace lmrt::cuda::detail {

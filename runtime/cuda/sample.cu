@@ -1,12 +1,12 @@
 /* Implements: lm.sample and lm.to_float on the GPU. lm.sample runs the CPU's row
-   body (runtime/kernels/sample_math.h: the same f64 walk), one thread a row, so
+   body (contract/sample_math.h: the same f64 walk), one thread a row, so
    both backends draw the same ids from the same bits. A row with no distribution
    (NaN or +inf logits) gives id -1, which the embedding that reads it turns into
    NaN rows (the CPU kernel raises an error instead). One thread a row reads V
    logits three times: fine for the generator's share of an ELECTRA step, and the
    place to start if a profile says otherwise. */
 #include "runtime/cuda/kernels.cuh"
-#include "runtime/kernels/sample_math.h"
+#include "contract/sample_math.h"
 
 namespace lmrt::cuda::detail {
 namespace {

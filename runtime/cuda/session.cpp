@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "runtime/lmrt/plan_types.h"
-#include "runtime/plan/op_table.h"
+#include "contract/plan_types.h"
+#include "contract/op_table.h"
 
 namespace lmrt::cuda {
 namespace {

@@ -28,7 +28,7 @@
 #include "runtime/cuda/generated.h"
 #include "runtime/cuda/ops.h"
 #include "runtime/cuda/optimizer.h"
-#include "runtime/lmrt/session.h"
+#include "runtime/exec/session.h"
 
 namespace lmrt::cuda {
 

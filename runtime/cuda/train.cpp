@@ -13,7 +13,7 @@
 #include "runtime/cuda/backend.h"
 #include "runtime/cuda/session.h"
 #include "runtime/data/batches.h"
-#include "runtime/lmrt/weights.h"
+#include "runtime/weights/weights.h"
 #include "runtime/train/metrics.h"
 #include "runtime/train/parity_dump.h"
 #include "runtime/train/program_io.h"

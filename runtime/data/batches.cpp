@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "runtime/data/counter_rng.h"
-#include "runtime/data/transform_spec.h"
-#include "runtime/lmrt/tensor.h"
+#include "contract/transform_spec.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

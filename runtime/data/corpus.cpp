@@ -11,8 +11,8 @@
 #include <set>
 #include <sys/stat.h>
 
-#include "runtime/lmrt/file_io.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/file_io.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

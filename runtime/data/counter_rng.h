@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#include "runtime/lmrt/hash.h"
+#include "base/hash.h"
 
 namespace lmrt {
 

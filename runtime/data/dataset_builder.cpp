@@ -11,9 +11,9 @@
 #include "runtime/data/counter_rng.h"
 #include "runtime/data/shard.h"
 #include "runtime/data/tokenizer.h"
-#include "runtime/lmrt/file_io.h"
-#include "runtime/lmrt/json.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/file_io.h"
+#include "base/json.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

@@ -4,9 +4,9 @@
 #include <sys/stat.h>
 
 #include "runtime/data/tokenizer.h"
-#include "runtime/lmrt/file_io.h"
-#include "runtime/lmrt/json.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/file_io.h"
+#include "base/json.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

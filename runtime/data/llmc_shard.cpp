@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "runtime/data/token_source.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

@@ -7,8 +7,8 @@
 #include "runtime/data/batches.h"
 #include "runtime/data/counter_rng.h"
 #include "runtime/data/shard.h"
-#include "runtime/data/transform_spec.h"
-#include "runtime/lmrt/tensor.h"
+#include "contract/transform_spec.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

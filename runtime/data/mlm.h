@@ -12,7 +12,7 @@
    same masked rows.
 
    A row is [CLS] A [SEP] [PAD]... or, with nsp, [CLS] A [SEP] B [SEP] [PAD]...
-   (ids in runtime/data/transform_spec.h). The splits are read through
+   (ids in contract/transform_spec.h). The splits are read through
    TokenSource (the files CausalBatcher finds, in any format it reads). A and B
    are contiguous text: A starts
    at a uniform offset; B is the text right after A (nsp label 0) or, with

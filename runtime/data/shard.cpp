@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/lmrt/file_io.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/file_io.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/lmrt/hash.h"
+#include "base/hash.h"
 
 namespace lmrt {
 

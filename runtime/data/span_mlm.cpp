@@ -7,8 +7,8 @@
 
 #include "runtime/data/batches.h"
 #include "runtime/data/tokenizer.h"
-#include "runtime/data/transform_spec.h"
-#include "runtime/lmrt/tensor.h"
+#include "contract/transform_spec.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "runtime/data/shard.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

@@ -13,8 +13,8 @@
 
 #include "runtime/data/sentencepiece_plugin.h"
 
-#include "runtime/lmrt/file_io.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/file_io.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

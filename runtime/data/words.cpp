@@ -2,7 +2,7 @@
 #include "runtime/data/words.h"
 
 #include "runtime/data/tokenizer.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

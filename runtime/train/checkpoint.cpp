@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "runtime/data/token_source.h"
-#include "runtime/lmrt/file_io.h"
-#include "runtime/lmrt/hash.h"
-#include "runtime/lmrt/json.h"
-#include "runtime/lmrt/plan_file.h"
-#include "runtime/lmrt/session.h"
-#include "runtime/train/adamw.h"
+#include "base/file_io.h"
+#include "base/hash.h"
+#include "base/json.h"
+#include "contract/plan_file.h"
+#include "runtime/exec/session.h"
+#include "runtime/cpu/adamw.h"
 
 namespace lmrt {
 namespace {

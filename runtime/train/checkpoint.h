@@ -20,8 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/lmrt/safetensors.h"
-#include "runtime/lmrt/tensor.h"
+#include "runtime/weights/safetensors.h"
+#include "base/tensor.h"
 #include "runtime/train/schedule.h"
 
 namespace lmrt {

@@ -6,8 +6,8 @@
 #include "runtime/data/batches.h"
 #include "runtime/data/mlm.h"
 #include "runtime/data/span_mlm.h"
-#include "runtime/lmrt/session.h"
-#include "runtime/plan/contract.h"
+#include "runtime/exec/session.h"
+#include "contract/contract.h"
 #include "runtime/train/program_io.h"
 #include "runtime/train/signals.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

@@ -8,7 +8,7 @@
 #include "runtime/data/batches.h"
 #include "runtime/data/dataset_meta.h"
 #include "runtime/data/token_source.h"
-#include "runtime/lmrt/session.h"
+#include "runtime/exec/session.h"
 #include "runtime/train/data_feed.h"
 #include "runtime/train/program_io.h"
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "runtime/data/counter_rng.h"
-#include "runtime/lmrt/session.h"
+#include "runtime/exec/session.h"
 #include "runtime/train/program_io.h"
 #include "runtime/train/token_sampler.h"
 

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

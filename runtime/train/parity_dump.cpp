@@ -5,8 +5,8 @@
 #include <cstring>
 #include <sys/stat.h>
 
-#include "runtime/lmrt/safetensors.h"
-#include "runtime/lmrt/session.h"
+#include "runtime/weights/safetensors.h"
+#include "runtime/exec/session.h"
 
 namespace lmrt {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

@@ -1,7 +1,7 @@
 /* Implements: program input lookup and scalar reads (see program_io.h). */
 #include "runtime/train/program_io.h"
 
-#include "runtime/lmrt/session.h"
+#include "runtime/exec/session.h"
 
 namespace lmrt {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "plan.pb.h"
-#include "runtime/lmrt/tensor.h"
+#include "contract/plan.pb.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

@@ -5,7 +5,7 @@
 #include <csignal>
 #include <cstring>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 namespace {

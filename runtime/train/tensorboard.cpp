@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 #include "runtime/train/metrics.h"
-#include "tensorboard.pb.h"
+#include "runtime/train/tensorboard.pb.h"
 
 namespace lmrt {
 

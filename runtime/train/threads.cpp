@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

@@ -1,5 +1,5 @@
 // Tests that lmc writes only plans that lmrt's validation
-// (runtime/lmrt/validate.cpp) accepts: every value the runtime would reject is
+// (runtime/exec/validate.cpp) accepts: every value the runtime would reject is
 // an error at the argument or module it comes from, with the same bounds
 // (parameter dtype and initialiser, lm.vocab, lm.train, a complete lm.data
 // whose token inputs match it, float logits, tensor sizes); that a step carries

@@ -37,7 +37,7 @@ using llvm::StringRef;
 namespace {
 
 /// The plan form of one attribute: the `AttrKind` enumerator of
-/// runtime/plan/op_table.h, and the default value as a C++ literal.
+/// contract/op_table.h, and the default value as a C++ literal.
 struct AttrRow {
   std::string name;
   StringRef kind;
@@ -99,7 +99,7 @@ bool isStepOp(const tblgen::Operator &op) {
 }
 
 bool emitOpTable(const RecordKeeper &records, llvm::raw_ostream &os) {
-  llvm::emitSourceFileHeader("The lm ops a plan step may run (see runtime/plan/op_table.h)", os, records);
+  llvm::emitSourceFileHeader("The lm ops a plan step may run (see contract/op_table.h)", os, records);
   // Sorted by op name, so the table does not depend on the records' def names.
   std::vector<const Record *> defs;
   for (const Record *def : records.getAllDerivedDefinitions("Op")) {

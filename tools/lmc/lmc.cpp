@@ -15,9 +15,9 @@
 #include "codegen/PlanWriter.h"
 #include "frontend/Frontend.h"
 #include "passes/Pipelines.h"
-#include "runtime/lmrt/paths.h"
-#include "runtime/lmrt/plan_file.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/paths.h"
+#include "contract/plan_file.h"
+#include "base/tensor.h"
 #include "tools/RegisterLMDialects.h"
 #include "tools/lmc/DumpDir.h"
 

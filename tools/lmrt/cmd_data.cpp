@@ -9,7 +9,7 @@
 
 #include "runtime/data/dataset_builder.h"
 #include "runtime/data/tokenizer.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 #include "tools/lmrt/commands.h"
 
 namespace lmrt {

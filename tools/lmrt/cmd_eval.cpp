@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "runtime/lmrt/session.h"
-#include "runtime/lmrt/weights.h"
+#include "runtime/exec/session.h"
+#include "runtime/weights/weights.h"
 #include "runtime/train/evaluate.h"
 #include "runtime/train/threads.h"
 #include "tools/lmrt/commands.h"

@@ -14,11 +14,11 @@
 #include <cstring>
 #include <memory>
 
-#include "runtime/lmrt/paths.h"
-#include "runtime/lmrt/safetensors.h"
-#include "runtime/lmrt/session.h"
-#include "runtime/lmrt/weights.h"
-#include "runtime/plan/contract.h"
+#include "base/paths.h"
+#include "runtime/weights/safetensors.h"
+#include "runtime/exec/session.h"
+#include "runtime/weights/weights.h"
+#include "contract/contract.h"
 #include "runtime/train/program_io.h"
 #include "tools/lmrt/commands.h"
 

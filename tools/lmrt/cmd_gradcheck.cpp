@@ -10,10 +10,10 @@
 #include <memory>
 #include <set>
 
-#include "runtime/data/transform_spec.h"
-#include "runtime/lmrt/init.h"
-#include "runtime/lmrt/plan_types.h"
-#include "runtime/lmrt/session.h"
+#include "contract/transform_spec.h"
+#include "runtime/exec/init.h"
+#include "contract/plan_types.h"
+#include "runtime/exec/session.h"
 #include "tools/lmrt/commands.h"
 
 namespace lmrt {

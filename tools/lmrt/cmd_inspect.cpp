@@ -6,11 +6,11 @@
 #include <map>
 #include <memory>
 
-#include "runtime/data/transform_spec.h"
-#include "runtime/lmrt/plan_file.h"
-#include "runtime/lmrt/plan_types.h"
-#include "runtime/lmrt/validate.h"
-#include "runtime/plan/contract.h"
+#include "contract/transform_spec.h"
+#include "contract/plan_file.h"
+#include "contract/plan_types.h"
+#include "runtime/exec/validate.h"
+#include "contract/contract.h"
 #include "tools/lmrt/commands.h"
 
 namespace lmrt {

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "runtime/cuda/backend.h"
-#include "runtime/lmrt/paths.h"
-#include "runtime/lmrt/session.h"
+#include "base/paths.h"
+#include "runtime/exec/session.h"
 #include "runtime/train/threads.h"
 #include "runtime/train/train_loop.h"
 #include "tools/lmrt/commands.h"

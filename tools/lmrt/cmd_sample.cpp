@@ -12,9 +12,9 @@
 
 #include "runtime/data/dataset_meta.h"
 #include "runtime/data/tokenizer.h"
-#include "runtime/lmrt/session.h"
-#include "runtime/lmrt/tensor.h"
-#include "runtime/lmrt/weights.h"
+#include "runtime/exec/session.h"
+#include "base/tensor.h"
+#include "runtime/weights/weights.h"
 #include "runtime/train/generate.h"
 #include "runtime/train/program_io.h"
 #include "runtime/train/threads.h"

@@ -1,13 +1,13 @@
 /* Implements: `lmrt weights export|import --format hf`: weights to and from a
    Hugging Face transformers directory (config.json + model.safetensors) through
    the name map the model file's `export hf` section puts in the plan
-   (runtime/lmrt/hf_weights.h, docs/runtime.md "Hugging Face weights"). */
+   (runtime/weights/hf_weights.h, docs/runtime.md "Hugging Face weights"). */
 #include <cstdio>
 #include <memory>
 
-#include "runtime/lmrt/hf_weights.h"
-#include "runtime/lmrt/plan_file.h"
-#include "runtime/lmrt/validate.h"
+#include "runtime/weights/hf_weights.h"
+#include "contract/plan_file.h"
+#include "runtime/exec/validate.h"
 #include "tools/lmrt/commands.h"
 
 namespace lmrt {

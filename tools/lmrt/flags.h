@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <new>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 #include "tools/lmrt/commands.h"
 
 namespace {

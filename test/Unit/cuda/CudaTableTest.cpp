@@ -5,7 +5,7 @@
 
 #include "runtime/cuda/backend.h"
 #include "runtime/cuda/ops.h"
-#include "runtime/kernels/registry.h"
+#include "runtime/cpu/kernels/registry.h"
 
 namespace lmrt::cuda {
 namespace {

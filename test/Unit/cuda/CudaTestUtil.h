@@ -16,7 +16,7 @@
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/gemm.h"
 #include "runtime/cuda/ops.h"
-#include "runtime/kernels/registry.h"
+#include "runtime/cpu/kernels/registry.h"
 
 namespace lmrt::cuda::test {
 

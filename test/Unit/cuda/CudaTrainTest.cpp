@@ -4,9 +4,9 @@
    cuBLASLt's fused epilogues (bias, GELU + bias, bias gradient) match a naive
    reference. CPU halves run everywhere; GPU halves where a GPU is present. */
 #include "runtime/cuda/optimizer.h"
-#include "runtime/kernels/scalar_math.h"
-#include "runtime/train/adamw.h"
-#include "runtime/train/grad_clip.h"
+#include "contract/scalar_math.h"
+#include "runtime/cpu/adamw.h"
+#include "runtime/cpu/grad_clip.h"
 #include "test/Unit/cuda/CudaTestUtil.h"
 
 namespace lmrt::cuda::test {

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialect/IR/LMOps.h"
-#include "runtime/plan/op_table.h"
+#include "contract/op_table.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

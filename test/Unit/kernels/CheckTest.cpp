@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "runtime/plan/op_table.h"
+#include "contract/op_table.h"
 
 namespace lmrt::kernels::test {
 namespace {
@@ -376,7 +376,7 @@ TEST(Precision, F32AgreesWithF64) {
 }  // namespace
 }  // namespace lmrt::kernels::test
 
-#include "runtime/kernels/kernel_math.h"
+#include "runtime/cpu/kernels/kernel_math.h"
 
 namespace lmrt::kernels::test {
 namespace {

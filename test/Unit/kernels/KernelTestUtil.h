@@ -9,8 +9,8 @@
 #include <functional>
 #include <random>
 
-#include "runtime/kernels/registry.h"
-#include "runtime/kernels/shape_rules.h"
+#include "runtime/cpu/kernels/registry.h"
+#include "contract/shape_rules.h"
 
 namespace lmrt::kernels::test {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "KernelTestUtil.h"
-#include "runtime/kernels/sample_math.h"
+#include "contract/sample_math.h"
 
 namespace lmrt::kernels::test {
 namespace {

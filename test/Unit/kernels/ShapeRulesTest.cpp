@@ -1,11 +1,11 @@
-/* Tests that the shared shape rules (runtime/kernels/shape_rules.h) accept the
+/* Tests that the shared shape rules (contract/shape_rules.h) accept the
    shapes docs/dialect.md allows, compute the right result shapes, and reject the
    rest with a message naming the op and the offending shapes. */
-#include "runtime/kernels/shape_rules.h"
+#include "contract/shape_rules.h"
 
 #include <gtest/gtest.h>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 using namespace lmrt::shapes;
 

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <sys/wait.h>
 
-#include "runtime/lmrt/plan_file.h"
+#include "contract/plan_file.h"
 #include "test/Unit/runtime/TinyPlan.h"
 
 namespace lmrt {

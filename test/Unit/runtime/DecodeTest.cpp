@@ -9,9 +9,9 @@
 #include <cmath>
 #include <functional>
 
-#include "runtime/lmrt/session.h"
-#include "runtime/lmrt/tensor.h"
-#include "runtime/lmrt/validate.h"
+#include "runtime/exec/session.h"
+#include "base/tensor.h"
+#include "runtime/exec/validate.h"
 #include "test/Unit/runtime/TinyPlan.h"
 
 namespace lmrt {

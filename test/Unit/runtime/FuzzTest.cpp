@@ -5,8 +5,8 @@
 
 #include <google/protobuf/stubs/logging.h>
 
-#include "runtime/lmrt/hash.h"
-#include "runtime/lmrt/session.h"
+#include "base/hash.h"
+#include "runtime/exec/session.h"
 #include "test/Unit/runtime/TinyPlan.h"
 
 namespace lmrt {

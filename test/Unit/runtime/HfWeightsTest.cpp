@@ -1,4 +1,4 @@
-/* Tests the Hugging Face weights export and import (runtime/lmrt/hf_weights.h)
+/* Tests the Hugging Face weights export and import (runtime/weights/hf_weights.h)
    on the hand-built tiny plan with a map that transposes one parameter and ties
    a name to another: the file's layout, the config.json, the round trips (byte
    for byte both ways), and the errors of mismatched inputs. */
@@ -10,10 +10,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/lmrt/file_io.h"
-#include "runtime/lmrt/hf_weights.h"
-#include "runtime/lmrt/plan_types.h"
-#include "runtime/lmrt/safetensors.h"
+#include "base/file_io.h"
+#include "runtime/weights/hf_weights.h"
+#include "contract/plan_types.h"
+#include "runtime/weights/safetensors.h"
 #include "test/Unit/runtime/TinyPlan.h"
 
 namespace lmrt {

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "runtime/lmrt/init.h"
-#include "runtime/lmrt/session.h"
+#include "runtime/exec/init.h"
+#include "runtime/exec/session.h"
 #include "test/Unit/runtime/TinyPlan.h"
 
 namespace lmrt {

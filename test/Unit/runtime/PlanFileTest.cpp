@@ -9,8 +9,8 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
-#include "runtime/lmrt/hash.h"
-#include "runtime/lmrt/plan_file.h"
+#include "base/hash.h"
+#include "contract/plan_file.h"
 #include "test/Unit/runtime/TinyPlan.h"
 
 namespace lmrt {

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "runtime/lmrt/safetensors.h"
-#include "runtime/lmrt/weights.h"
+#include "runtime/weights/safetensors.h"
+#include "runtime/weights/weights.h"
 #include "test/Unit/runtime/TinyPlan.h"
 
 namespace lmrt {

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/lmrt/plan_file.h"
-#include "runtime/lmrt/session.h"
+#include "contract/plan_file.h"
+#include "runtime/exec/session.h"
 #include "test/Unit/runtime/TinyPlan.h"
 
 namespace lmrt {

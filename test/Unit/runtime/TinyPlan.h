@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "plan.pb.h"
+#include "contract/plan.pb.h"
 
 namespace lmrt::test {
 

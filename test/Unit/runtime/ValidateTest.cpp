@@ -5,11 +5,11 @@
 #include <cmath>
 #include <functional>
 
-#include "runtime/lmrt/hash.h"
-#include "runtime/lmrt/plan_types.h"
-#include "runtime/lmrt/tensor.h"
-#include "runtime/lmrt/validate.h"
-#include "runtime/plan/contract.h"
+#include "base/hash.h"
+#include "contract/plan_types.h"
+#include "base/tensor.h"
+#include "runtime/exec/validate.h"
+#include "contract/contract.h"
 #include "test/Unit/runtime/TinyPlan.h"
 
 namespace lmrt {
@@ -333,7 +333,7 @@ TEST(Validate, ParamCountAndConfigs) {
 }
 
 // lmc (codegen/ModuleConfig.cpp, PlanConvert.cpp) and lmrt state these bounds
-// once, in runtime/plan/contract.cpp; the lit tests of test/Codegen pin lmc's side.
+// once, in contract/contract.cpp; the lit tests of test/Codegen pin lmc's side.
 TEST(Validate, ContractBounds) {
   plan::TrainConfig train = test::tinyPlan().train();
   EXPECT_FALSE(contract::checkTrainConfig(train).has_value());

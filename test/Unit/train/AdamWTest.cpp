@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/train/adamw.h"
+#include "runtime/cpu/adamw.h"
 
 using namespace lmrt;
 

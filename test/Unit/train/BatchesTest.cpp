@@ -9,7 +9,7 @@
 #include "runtime/data/batches.h"
 #include "runtime/data/shard.h"
 #include "runtime/data/counter_rng.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 using namespace lmrt;
 using lmrt_test::TempDir;

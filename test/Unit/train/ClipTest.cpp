@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/train/grad_clip.h"
+#include "runtime/cpu/grad_clip.h"
 
 using namespace lmrt;
 

@@ -11,7 +11,7 @@
 #include "runtime/data/shard.h"
 #include "runtime/data/corpus.h"
 #include "runtime/data/dataset_builder.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 using namespace lmrt;
 using lmrt_test::readFile;

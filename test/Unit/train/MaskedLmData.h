@@ -9,7 +9,7 @@
 
 #include "TempDir.h"
 #include "runtime/data/shard.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 namespace lmrt_test {
 

@@ -15,8 +15,8 @@
 #include "runtime/data/batches.h"
 #include "runtime/data/mlm.h"
 #include "runtime/data/shard.h"
-#include "runtime/data/transform_spec.h"
-#include "runtime/lmrt/tensor.h"
+#include "contract/transform_spec.h"
+#include "base/tensor.h"
 
 using namespace lmrt;
 using namespace lmrt::data;

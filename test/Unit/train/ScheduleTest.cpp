@@ -2,7 +2,7 @@
    the cosine midpoint, the floor and beyond, constant, and bad configs. */
 #include <gtest/gtest.h>
 
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 #include "runtime/train/schedule.h"
 
 using namespace lmrt;

@@ -4,7 +4,7 @@
 
 #include "TempDir.h"
 #include "runtime/data/shard.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 using namespace lmrt;
 using lmrt_test::readFile;

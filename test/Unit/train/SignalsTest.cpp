@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "TempDir.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 #include "runtime/train/signals.h"
 
 using namespace lmrt;

@@ -22,8 +22,8 @@
 #include "runtime/data/span_mlm.h"
 #include "runtime/data/tokenizer.h"
 #include "runtime/data/words.h"
-#include "runtime/data/transform_spec.h"
-#include "runtime/lmrt/tensor.h"
+#include "contract/transform_spec.h"
+#include "base/tensor.h"
 
 using namespace lmrt;
 using namespace lmrt::data;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "runtime/data/token_source.h"
-#include "runtime/lmrt/tensor.h"
+#include "base/tensor.h"
 
 using namespace lmrt;
 

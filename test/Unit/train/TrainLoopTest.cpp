@@ -10,9 +10,9 @@
 
 #include "TempDir.h"
 #include "runtime/data/shard.h"
-#include "runtime/lmrt/safetensors.h"
-#include "runtime/lmrt/session.h"
-#include "runtime/lmrt/weights.h"
+#include "runtime/weights/safetensors.h"
+#include "runtime/exec/session.h"
+#include "runtime/weights/weights.h"
 #include "runtime/train/generate.h"
 #include "runtime/train/train_loop.h"
 #include "test/Unit/runtime/TinyPlan.h"

@@ -1,0 +1,102 @@
+/* Implements: the plan contract, the one statement of what a valid plan is
+   (docs/plan-format.md), shared by the writer and the reader: lmc checks every
+   plan it writes against it, lmrt every plan it loads. Plain C++ over the plan
+   protobuf (no BLAS, no MLIR): plan types and their sizes, the train and data
+   configs, parameter initialisers, buffers, dataflow, program conventions, and
+   each step against the op table generated from the ODS (op_table.h). What only
+   the kernels know, a step's types against its kernel's check(), is passed in. */
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "contract/plan.pb.h"
+
+namespace lmrt {
+
+/* Byte alignment of every ARENA buffer offset (and of the arena itself). */
+constexpr int64_t kArenaAlignment = 64;
+/* Largest arena a plan may ask for (1 PiB): far beyond any machine, small enough
+   that offset and size arithmetic on it cannot overflow. */
+constexpr int64_t kMaxArenaBytes = int64_t(1) << 50;
+
+// --- plan tensor types ---------------------------------------------------------
+
+/* Bytes per element: f64 8, f32 and i32 4. */
+int64_t dtypeBytes(plan::DType dtype);
+/* Elements and bytes of a tensor of `t` (one that passed checkPlanType: no overflow). */
+int64_t numElements(const plan::TensorType &t);
+int64_t typeBytes(const plan::TensorType &t);
+/* "" when `t` has a known dtype, no negative dim and at most 2^50 bytes at 8
+   bytes an element, else what is wrong. */
+std::string checkPlanType(const plan::TensorType &t);
+/* "f32[2, 3]", with "invalid[...]" for a type that fails checkPlanType. */
+std::string planTypeStr(const plan::TensorType &t);
+const char *bufferKindName(plan::Buffer::Kind k);
+
+/* What lmrt holds to train a plan, the sum lmc writes as predicted_peak_bytes:
+   parameter values, gradients and AdamW's m and v (4 x the parameters), one batch of
+   the train step's inputs, the largest program arena (programs share one), and the
+   largest matmul scratch (contract/matmul_dims.h: thread-local, reused, so
+   the largest counts once). The plan's programs must have valid buffer ids. */
+struct PredictedMemory {
+  int64_t params = 0, inputs = 0, arena = 0, matmulScratch = 0;
+  int64_t total() const { return 4 * params + inputs + arena + matmulScratch; }
+};
+PredictedMemory predictedMemory(const plan::Plan &plan);
+
+namespace contract {
+
+/* A configuration value outside its bounds, as "<field> = <value> <rule>":
+   `field` is the plan's field name ("lr", "warmup_steps"), `value` as %g or a
+   quoted string, `rule` what it must be ("must be finite and >= 0"). lmrt
+   prefixes "train config: ", lmc names the module attribute it came from. */
+struct Violation {
+  std::string field, value, rule;
+  std::string str() const { return field + " = " + value + " " + rule; }
+};
+
+std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train);
+/* True when the plan carries a data config (all fields empty: it has none, as
+   an op-level gradient check does; `lmrt run` refuses such a plan itself). */
+bool hasDataConfig(const plan::DataConfig &data);
+std::optional<Violation> checkDataConfig(const plan::DataConfig &data);
+
+/* "" when the causal data pipeline of `data` feeds program `program` a token
+   input of type `t`, else the type it feeds: "i32[2, 5]" (train_step and eval:
+   seq + 1 ids a row) or "i32[2, T <= 4]" (forward). */
+std::string expectedTokenInput(const std::string &program, const plan::TensorType &t,
+                               const plan::DataConfig &data);
+/* A forward program: "forward" (a plan with one model) or "forward:<model>"
+   (one of several; docs/plan-format.md). */
+bool isForwardProgram(const std::string &program);
+/* A transform parameter's value: the plan's, else the transform's default. */
+double transformParam(const plan::DataConfig &data, const std::string &name);
+/* "" when a non-causal transform of `data` produces input `in` (its name, type
+   and bounds), else what it would feed (or the names it produces). */
+std::string expectedTransformInput(const plan::Input &in, const plan::DataConfig &data);
+/* False when the input's vocab bound (if any) is below the data's vocabulary:
+   the pipeline would feed it ids it rejects. */
+bool tokenVocabFits(const plan::Input &in, const plan::DataConfig &data);
+
+/* A parameter initialiser outside its bounds: a `kind` ("normal") initialiser
+   with `values` ("mean 0 and std -1"); `rule` ("both must be finite and std >= 0"). */
+struct InitViolation {
+  std::string kind, values, rule;
+};
+std::optional<InitViolation> checkInit(const plan::Init &init);
+
+/* A step's types and attributes against its kernel: "" when they pass, else the
+   kernel's message. lmrt passes its kernels' check(); lmc none, since the
+   dialect's verifiers have applied the same shape rules to every op. */
+using StepCheck = std::function<std::string(const plan::Step &step, const std::vector<plan::TensorType> &in,
+                                            const std::vector<plan::TensorType> &out)>;
+
+/* "" when `plan` keeps the contract, else the first problem, naming where it is:
+   "program 'train_step', step 17 (matmul, from gpt_tiny.lm:12:5): ...". */
+std::string checkPlan(const plan::Plan &plan, const StepCheck &stepCheck = nullptr);
+
+}  // namespace contract
+}  // namespace lmrt

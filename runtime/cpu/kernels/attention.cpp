@@ -1,0 +1,454 @@
+/* Implements: lm.attention, lm.masked_attention and their grads (multi-head scaled
+   dot-product attention, optional causal mask, optional key padding mask, grouped-query
+   heads, cross-attention). q is [B, Tq, H*Dh] with head h in columns h*Dh .. (h+1)*Dh-1,
+   read in place with row stride H*Dh; k and v are [B, Tk, Hkv*Dh], and query head h
+   reads key/value head h / (H / Hkv). The padding mask [B, Tk] (nonzero: attend) sets
+   the scores of masked keys to -inf inside a tile, so their probability is exactly 0,
+   and key tiles with no unmasked key are skipped; a row with no visible key outputs 0
+   (and passes no gradient).
+   Flash-attention style: a head is cut into blocks of kBlock queries x kBlock keys;
+   the scores of a block are one small GEMM (CBLAS, whose kernels use the widest
+   vector unit of the machine), the softmax is online (running row max and sum, the
+   output rescaled when the max grows), so nothing of size T x T is ever stored, and
+   causal blocks above the diagonal are never computed.
+   Forward: parallel over (batch, head, query block); every item writes its own rows.
+   Backward (flash-attention-2): each (batch, key/value head) takes its query heads in
+   order; each first recomputes its output and row logsumexp with the forward sweep
+   (the op has no saved statistics), then walks query blocks x key blocks recomputing
+   the probabilities; the item owns its slices of dq, dk, dv, so GEMMs accumulate
+   into them directly and no two threads write the same element. Work items never depend on the thread count, so results are
+   bit-identical for any --threads. */
+#include <cmath>
+
+#include "runtime/cpu/kernels/blas.h"
+#include "runtime/cpu/kernels/kernel_common.h"
+#include "runtime/cpu/kernels/kernel_math.h"
+
+namespace lmrt::kernels::detail {
+namespace {
+
+/* Queries and keys per tile: a 128 x 128 score tile (64 KiB in f32) and the q, k, v
+   rows it reads stay in L2, and the tile GEMMs run at 150 GFLOP/s on one core where
+   64 x 64 tiles reach 125 (oneDNN, Dh 64); at GPT-2's T = 1024 the backward took 12 %
+   less CPU time (bench_kernels 1 1024 768 12). */
+constexpr int64_t kBlock = 128;
+
+/* C: the row stride of q (H*Dh); Ck: that of k and v (Hkv*Dh). Query head h reads
+   key/value head h / (H / Hkv) (grouped-query attention; Hkv = H is plain MHA). */
+struct Dims3 {
+  int64_t B, Tq, Tk, C, H, Dh, Ck, Hkv;
+  int64_t group() const { return H / Hkv; }
+};
+
+Dims3 dimsOf(const KernelCall &call) {
+  const Shape &s = call.in[0].shape();
+  int64_t h = call.attrs.getInt("num_heads");
+  int64_t hkv = call.attrs.getInt("num_kv_heads", 0);
+  if (hkv == 0) hkv = h;
+  return {s[0], s[1], call.in[1].shape()[1], s[2], h, s[2] / h, call.in[1].shape()[2], hkv};
+}
+
+/* The key padding mask of batch row b (masked_attention), or null. */
+template <typename T> const T *maskRow(const KernelCall &call, bool masked, int64_t b, const Dims3 &d) {
+  return masked ? call.in[3].as<T>() + b * d.Tk : nullptr;
+}
+
+/* True when keys k0 .. k0+nk-1 are all masked: the tile is skipped. */
+template <typename T> inline bool tileMasked(const T *mask, int64_t k0, int64_t nk) {
+  if (!mask) return false;
+  for (int64_t j = 0; j < nk; ++j)
+    if (mask[k0 + j] != (T)0) return false;
+  return true;
+}
+std::string checkAttentionCommon(const char *op, const std::vector<TensorType> &in, const Attrs &attrs,
+                                 Shape &shape, bool masked = false) {
+  LMRT_CHECK(expectFloat(op, "q", in[0]));
+  LMRT_CHECK(expectSameDType(op, "k", in[1], "q", in[0]));
+  LMRT_CHECK(expectSameDType(op, "v", in[2], "q", in[0]));
+  if (masked) LMRT_CHECK(expectSameDType(op, "mask", in[3], "q", in[0]));
+  const bool causal = attrs.getBool("causal");  // required, throws when missing
+  std::string err;
+  auto s = shapes::attention(in[0].shape, in[1].shape, in[2].shape, attrs.getInt("num_heads"), err,
+                             attrs.getInt("num_kv_heads", 0), causal, masked ? &in[3].shape : nullptr);
+  if (!s) return std::string(op) + err.substr(err.find(':'));
+  shape = *s;
+  return "";
+}
+
+std::string checkAttention(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                           const Attrs &attrs) {
+  return guardCheck("attention", in, out, 3, 1, [&]() -> std::string {
+    Shape s;
+    LMRT_CHECK(checkAttentionCommon("attention", in, attrs, s));
+    return expectType("attention", "out", out[0], in[0].dtype, s);
+  });
+}
+
+std::string checkMaskedAttention(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                 const Attrs &attrs) {
+  return guardCheck("masked_attention", in, out, 4, 1, [&]() -> std::string {
+    Shape s;
+    LMRT_CHECK(checkAttentionCommon("masked_attention", in, attrs, s, true));
+    return expectType("masked_attention", "out", out[0], in[0].dtype, s);
+  });
+}
+
+/* Scratch of one thread for one query block. */
+template <typename T> struct FwdScratch {
+  std::vector<T> s, o, m, l;
+  explicit FwdScratch(int64_t Dh) : s(kBlock * kBlock), o(kBlock * Dh), m(kBlock), l(kBlock) {}
+};
+
+/* Keys a query row may see in the key tile starting at k0: all nk of them, or under a
+   causal mask those with index <= the query's (possibly none). */
+inline int64_t visibleKeys(bool causal, int64_t query, int64_t k0, int64_t nk) {
+  return causal ? std::max<int64_t>(0, std::min(nk, query - k0 + 1)) : nk;
+}
+
+/* Softmax attention of queries q0 .. q0+nq-1 of one head (q, k, v point at the head's
+   first column, row strides C for q, Ck for k and v): writes the rows of y (stride ldy) and, when lse is not
+   null, each row's logsumexp of the scaled scores (0 for a row with no visible key,
+   whose output is 0). Query row r sits at position pos0 + r (pos0 > 0: new queries
+   over a key/value cache, cached_attention), which the causal mask compares with the
+   key index. mask: the batch row's key padding mask [Tk], or null. */
+template <typename T>
+LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, int64_t q0,
+                                   int64_t nq, T *y, int64_t ldy, T *lse, FwdScratch<T> &w, int64_t pos0 = 0,
+                                   const T *mask = nullptr) {
+  const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
+  const int64_t Dh = d.Dh, C = d.C, Ck = d.Ck;
+  T *S = w.s.data(), *O = w.o.data(), *m = w.m.data(), *l = w.l.data();
+  for (int64_t i = 0; i < nq; ++i) m[i] = -INFINITY, l[i] = 0;
+  std::fill(O, O + nq * Dh, (T)0);
+  const int64_t kEnd = causal ? pos0 + q0 + nq : d.Tk;
+  for (int64_t k0 = 0; k0 < kEnd; k0 += kBlock) {
+    const int64_t nk = std::min(kBlock, kEnd - k0);
+    if (tileMasked(mask, k0, nk)) continue;  // padding: contributes nothing
+    gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * Ck, Ck, (T)0, S, nk);
+    for (int64_t i = 0; i < nq; ++i) {
+      T *row = S + i * nk, *oi = O + i * Dh;
+      const int64_t vis = visibleKeys(causal, pos0 + q0 + i, k0, nk);
+      if (mask) {
+        const T *mk = mask + k0;
+#pragma omp simd
+        for (int64_t j = 0; j < vis; ++j) row[j] = mk[j] != (T)0 ? row[j] : (T)-INFINITY;
+      }
+      T mx = -INFINITY;
+      // A select, not std::max: GCC left the std::max form scalar in the AVX-512 clone
+      // (a chain of dependent vmaxss, 60 % of the forward's time). NaN keeps mx either way.
+#pragma omp simd reduction(max : mx)
+      for (int64_t j = 0; j < vis; ++j) mx = row[j] > mx ? row[j] : mx;
+      if (vis == 0 || mx == -INFINITY) {  // nothing visible (yet): the row contributes nothing
+        std::fill(row, row + nk, (T)0);
+        continue;
+      }
+      const T mNew = std::max(m[i], mx), corr = expT(m[i] - mNew);
+      T sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = 0; j < vis; ++j) sum += (row[j] = expT(row[j] - mNew));
+      for (int64_t j = vis; j < nk; ++j) row[j] = 0;
+      l[i] = l[i] * corr + sum;
+      m[i] = mNew;
+      if (corr != (T)1)
+#pragma omp simd
+        for (int64_t e = 0; e < Dh; ++e) oi[e] *= corr;
+    }
+    gemm(false, false, nq, Dh, nk, (T)1, S, nk, v + k0 * Ck, Ck, (T)1, O, Dh);
+  }
+  for (int64_t i = 0; i < nq; ++i) {
+    // l = 0: every key of the row is masked; its output is 0 (O stayed 0).
+    const T inv = l[i] > (T)0 ? (T)1 / l[i] : (T)0;
+    T *yi = y + (q0 + i) * ldy;
+    const T *oi = O + i * Dh;
+#pragma omp simd
+    for (int64_t e = 0; e < Dh; ++e) yi[e] = oi[e] * inv;
+    if (lse) lse[q0 + i] = l[i] > (T)0 ? m[i] + std::log(l[i]) : (T)0;
+  }
+}
+
+/* Below this many multiply-adds (B*H*Tq*Tk*Dh) attention runs on one thread. */
+constexpr int64_t kParallelWork = 1 << 15;
+
+/* attention, masked_attention and (stats) attention_stats, which also writes each query
+   row's logsumexp to out[1], [B, H, Tq]. */
+template <typename T> void attentionT(const KernelCall &call, bool masked, bool stats = false) {
+  Dims3 d = dimsOf(call);
+  bool causal = call.attrs.getBool("causal");
+  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>();
+  T *y = call.out[0].as<T>(), *lse = stats ? call.out[1].as<T>() : nullptr;
+  if (call.out[0].numel() == 0) return;
+  singleThreadedBlas();
+  const int64_t qBlocks = (d.Tq + kBlock - 1) / kBlock, items = d.B * d.H * qBlocks;
+  bool par = items > 1 && d.B * d.H * d.Tq * d.Tk * d.Dh >= kParallelWork;
+#pragma omp parallel if (par)
+  {
+    FwdScratch<T> w(d.Dh);
+    // Causal query blocks grow in cost along the sequence: hand them out dynamically.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t item = 0; item < items; ++item) {
+      int64_t bh = item / qBlocks, qb = item % qBlocks;
+      int64_t b = bh / d.H, h = bh % d.H;
+      int64_t base = b * d.Tq * d.C + h * d.Dh, kvBase = b * d.Tk * d.Ck + (h / d.group()) * d.Dh;
+      int64_t q0 = qb * kBlock;
+      forwardBlock(d, causal, q + base, k + kvBase, v + kvBase, q0, std::min(kBlock, d.Tq - q0), y + base, d.C,
+                   lse ? lse + bh * d.Tq : (T *)nullptr, w, 0, maskRow<T>(call, masked, b, d));
+    }
+  }
+}
+
+void runAttention(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionT<decltype(t)>(call, false); });
+}
+void runMaskedAttention(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionT<decltype(t)>(call, true); });
+}
+void runAttentionStats(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionT<decltype(t)>(call, false, true); });
+}
+
+std::string checkAttentionStats(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                const Attrs &attrs) {
+  return guardCheck("attention_stats", in, out, 3, 2, [&]() -> std::string {
+    Shape s;
+    LMRT_CHECK(checkAttentionCommon("attention_stats", in, attrs, s));
+    LMRT_CHECK(expectType("attention_stats", "y", out[0], in[0].dtype, s));
+    return expectType("attention_stats", "lse", out[1], in[0].dtype,
+                      shapes::attentionLse(in[0].shape, attrs.getInt("num_heads")));
+  });
+}
+
+// ----------------------------------------------------------------------------
+// attention_grad: (q, k, v, dy) -> (dq, dk, dv)
+
+/* The inputs of the attention grads, dy last: attention_grad (q, k, v, dy),
+   masked_attention_grad (q, k, v, mask, dy) and attention_grad_stats (q, k, v, y,
+   lse, dy), which reads the forward's output and row logsumexp. */
+enum class GradForm { Plain, Masked, Stats };
+
+std::string checkGradCommon(const char *op, GradForm form, const std::vector<TensorType> &in,
+                            const std::vector<TensorType> &out, const Attrs &attrs) {
+  const size_t n = form == GradForm::Plain ? 4 : form == GradForm::Masked ? 5 : 6;
+  return guardCheck(op, in, out, n, 3, [&]() -> std::string {
+    Shape s;
+    LMRT_CHECK(checkAttentionCommon(op, in, attrs, s, form == GradForm::Masked));
+    auto likeQ = [&](size_t i, const char *what) -> std::string {
+      LMRT_CHECK(expectSameDType(op, what, in[i], "q", in[0]));
+      if (in[i].shape != s) return std::string(op) + ": " + what + " " + in[i].str() + " must have the shape of q " + in[0].str();
+      return "";
+    };
+    LMRT_CHECK(likeQ(n - 1, "dy"));
+    if (form == GradForm::Stats) {
+      LMRT_CHECK(likeQ(3, "y"));
+      LMRT_CHECK(expectSameDType(op, "lse", in[4], "q", in[0]));
+      Shape lse = shapes::attentionLse(in[0].shape, attrs.getInt("num_heads"));
+      if (in[4].shape != lse)
+        return std::string(op) + ": lse " + in[4].str() + " must be " + shapes::str(lse) + " [B, H, Tq]";
+    }
+    LMRT_CHECK(expectType(op, "dq", out[0], in[0].dtype, s));
+    LMRT_CHECK(expectType(op, "dk", out[1], in[0].dtype, in[1].shape));
+    return expectType(op, "dv", out[2], in[0].dtype, in[1].shape);
+  });
+}
+std::string checkAttentionGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                               const Attrs &attrs) {
+  return checkGradCommon("attention_grad", GradForm::Plain, in, out, attrs);
+}
+std::string checkMaskedAttentionGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                     const Attrs &attrs) {
+  return checkGradCommon("masked_attention_grad", GradForm::Masked, in, out, attrs);
+}
+std::string checkAttentionGradStats(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                    const Attrs &attrs) {
+  return checkGradCommon("attention_grad_stats", GradForm::Stats, in, out, attrs);
+}
+
+/* Scratch of one thread for the backward of one head. */
+template <typename T> struct BwdScratch {
+  FwdScratch<T> fwd;
+  std::vector<T> o, lse, delta, p, dp, dq;
+  explicit BwdScratch(const Dims3 &d)
+      : fwd(d.Dh), o(d.Tq * d.Dh), lse(d.Tq), delta(d.Tq), p(kBlock * kBlock), dp(kBlock * kBlock),
+        dq(kBlock * d.Dh) {}
+};
+
+/* The backward of one (batch, head); q .. dv point at the head's first column (row
+   stride C for q, dy, dq; Ck for k, v, dk, dv). dk and dv are accumulated in place
+   (the query heads of a group add into one key/value head) and must start at zero.
+   mask: the batch row's key padding mask, or null; masked keys get P = 0. */
+template <typename T>
+LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, const T *dy,
+                                   T *dq, T *dk, T *dv, BwdScratch<T> &w, const T *mask, const T *savedY = nullptr,
+                                   const T *savedLse = nullptr) {
+  const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
+  const int64_t Dh = d.Dh, C = d.C, Ck = d.Ck;
+  // Output and logsumexp of every row, recomputed unless the forward saved them
+  // (attention_grad_stats: y with q's row stride, lse of this head); then
+  // delta_i = dy_i . y_i = sum_j P_ij dP_ij.
+  const T *o = savedY, *lseRow = savedLse;
+  int64_t ldo = C;
+  if (!savedY) {
+    for (int64_t q0 = 0; q0 < d.Tq; q0 += kBlock)
+      forwardBlock(d, causal, q, k, v, q0, std::min(kBlock, d.Tq - q0), w.o.data(), Dh, w.lse.data(), w.fwd, 0,
+                   mask);
+    o = w.o.data(), lseRow = w.lse.data(), ldo = Dh;
+  }
+  for (int64_t i = 0; i < d.Tq; ++i) {
+    const T *dyi = dy + i * C, *oi = o + i * ldo;
+    T s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t e = 0; e < Dh; ++e) s += dyi[e] * oi[e];
+    w.delta[i] = s;
+  }
+  T *P = w.p.data(), *dP = w.dp.data(), *dQ = w.dq.data();
+  for (int64_t q0 = 0; q0 < d.Tq; q0 += kBlock) {
+    const int64_t nq = std::min(kBlock, d.Tq - q0), kEnd = causal ? q0 + nq : d.Tk;
+    std::fill(dQ, dQ + nq * Dh, (T)0);
+    for (int64_t k0 = 0; k0 < kEnd; k0 += kBlock) {
+      const int64_t nk = std::min(kBlock, kEnd - k0);
+      if (tileMasked(mask, k0, nk)) continue;  // P = 0 there: nothing to add
+      gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * Ck, Ck, (T)0, P, nk);
+      gemm(false, true, nq, nk, Dh, (T)1, dy + q0 * C, C, v + k0 * Ck, Ck, (T)0, dP, nk);
+      // P_ij = exp(s_ij - lse_i); dS_ij = P_ij (dP_ij - delta_i), times the score scale.
+      for (int64_t i = 0; i < nq; ++i) {
+        T *pi = P + i * nk, *dpi = dP + i * nk;
+        const int64_t vis = visibleKeys(causal, q0 + i, k0, nk);
+        const T lse = lseRow[q0 + i], delta = w.delta[q0 + i];
+        if (mask) {
+          const T *mk = mask + k0;
+#pragma omp simd
+          for (int64_t j = 0; j < vis; ++j) {
+            pi[j] = mk[j] != (T)0 ? expT(pi[j] - lse) : (T)0;
+            dpi[j] = pi[j] * (dpi[j] - delta) * scale;
+          }
+        } else {
+#pragma omp simd
+          for (int64_t j = 0; j < vis; ++j) {
+            pi[j] = expT(pi[j] - lse);
+            dpi[j] = pi[j] * (dpi[j] - delta) * scale;
+          }
+        }
+        for (int64_t j = vis; j < nk; ++j) pi[j] = dpi[j] = 0;
+      }
+      gemm(true, false, nk, Dh, nq, (T)1, P, nk, dy + q0 * C, C, (T)1, dv + k0 * Ck, Ck);  // dV += P^T dY
+      gemm(true, false, nk, Dh, nq, (T)1, dP, nk, q + q0 * C, C, (T)1, dk + k0 * Ck, Ck);  // dK += dS^T Q
+      gemm(false, false, nq, Dh, nk, (T)1, dP, nk, k + k0 * Ck, Ck, (T)1, dQ, Dh);         // dQ += dS K
+    }
+    for (int64_t i = 0; i < nq; ++i) std::copy(dQ + i * Dh, dQ + (i + 1) * Dh, dq + (q0 + i) * C);
+  }
+}
+
+/* attention_grad, masked_attention_grad and (stats) attention_grad_stats, which reads the
+   forward's y and lse (inputs 3 and 4) instead of recomputing them. */
+template <typename T> void attentionGradT(const KernelCall &call, bool masked, bool stats = false) {
+  Dims3 d = dimsOf(call);
+  bool causal = call.attrs.getBool("causal");
+  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(),
+          *dy = call.in[stats ? 5 : masked ? 4 : 3].as<T>();
+  const T *savedY = stats ? call.in[3].as<T>() : nullptr, *savedLse = stats ? call.in[4].as<T>() : nullptr;
+  T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(), *dv = call.out[2].as<T>();
+  if (call.out[0].numel() == 0) return;
+  singleThreadedBlas();
+  // One work item per (batch, key/value head): it owns that head's dk and dv, and its
+  // query heads add into them in head order, so no two threads write one element.
+  int64_t pairs = d.B * d.Hkv;
+  bool par = pairs > 1 && d.B * d.H * d.Tq * d.Tk * d.Dh >= kParallelWork;
+#pragma omp parallel if (par)
+  {
+    BwdScratch<T> w(d);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t bg = 0; bg < pairs; ++bg) {
+      int64_t b = bg / d.Hkv, g = bg % d.Hkv;
+      int64_t kvBase = b * d.Tk * d.Ck + g * d.Dh;
+      for (int64_t t = 0; t < d.Tk; ++t) {
+        std::fill(dk + kvBase + t * d.Ck, dk + kvBase + t * d.Ck + d.Dh, (T)0);
+        std::fill(dv + kvBase + t * d.Ck, dv + kvBase + t * d.Ck + d.Dh, (T)0);
+      }
+      for (int64_t h = g * d.group(); h < (g + 1) * d.group(); ++h) {
+        int64_t base = b * d.Tq * d.C + h * d.Dh;
+        backwardHead(d, causal, q + base, k + kvBase, v + kvBase, dy + base, dq + base, dk + kvBase, dv + kvBase, w,
+                     maskRow<T>(call, masked, b, d), savedY ? savedY + base : nullptr,
+                     savedLse ? savedLse + (b * d.H + h) * d.Tq : nullptr);
+      }
+    }
+  }
+}
+
+void runAttentionGrad(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionGradT<decltype(t)>(call, false); });
+}
+void runMaskedAttentionGrad(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionGradT<decltype(t)>(call, true); });
+}
+void runAttentionGradStats(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionGradT<decltype(t)>(call, false, true); });
+}
+
+// ----------------------------------------------------------------------------
+// cached_attention: (q [B, C, H*Dh], k, v [B, W, Hkv*Dh], offset i32[]) -> y [B, C, H*Dh]
+
+std::string checkCachedAttention(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                 const Attrs &attrs) {
+  return guardCheck("cached_attention", in, out, 4, 1, [&]() -> std::string {
+    const char *op = "cached_attention";
+    LMRT_CHECK(expectFloat(op, "q", in[0]));
+    LMRT_CHECK(expectSameDType(op, "k", in[1], "q", in[0]));
+    LMRT_CHECK(expectSameDType(op, "v", in[2], "q", in[0]));
+    LMRT_CHECK(expectI32(op, "offset", in[3]));
+    std::string err;
+    auto s = shapes::cachedAttention(in[0].shape, in[1].shape, in[2].shape, in[3].shape, attrs.getInt("num_heads"),
+                                     err, attrs.getInt("num_kv_heads", 0));
+    if (!s) return err;
+    return expectType(op, "out", out[0], in[0].dtype, *s);
+  });
+}
+
+/* The forward sweep of attention with the queries at positions offset ... offset + C - 1
+   and the keys 0 ... W - 1 of the cache: query i sees keys 0 ... offset + i, as row
+   offset + i of causal attention does. */
+template <typename T> void cachedAttentionT(const KernelCall &call) {
+  const Shape &qs = call.in[0].shape(), &ks = call.in[1].shape();
+  const int64_t h = call.attrs.getInt("num_heads"), hkvAttr = call.attrs.getInt("num_kv_heads", 0);
+  const int64_t B = qs[0], Cq = qs[1], C = qs[2], W = ks[1], Ck = ks[2], hkv = hkvAttr == 0 ? h : hkvAttr;
+  const int64_t offset = call.in[3].as<int32_t>()[0];
+  if (offset < 0 || offset > W - Cq)
+    fail("cached_attention: offset %lld with %lld new positions leaves the cache of %lld positions "
+         "(it must be in [0, %lld])", (long long)offset, (long long)Cq, (long long)W, (long long)(W - Cq));
+  Dims3 d{B, Cq, W, C, h, C / h, Ck, hkv};
+  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>();
+  T *y = call.out[0].as<T>();
+  if (call.out[0].numel() == 0) return;
+  singleThreadedBlas();
+  const int64_t qBlocks = (Cq + kBlock - 1) / kBlock, items = B * h * qBlocks;
+  bool par = items > 1 && B * h * Cq * (offset + Cq) * d.Dh >= kParallelWork;
+#pragma omp parallel if (par)
+  {
+    FwdScratch<T> w(d.Dh);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t item = 0; item < items; ++item) {
+      int64_t bh = item / qBlocks, qb = item % qBlocks;
+      int64_t b = bh / h, hh = bh % h;
+      int64_t base = b * Cq * C + hh * d.Dh, kvBase = b * W * Ck + (hh / d.group()) * d.Dh;
+      int64_t q0 = qb * kBlock;
+      forwardBlock(d, true, q + base, k + kvBase, v + kvBase, q0, std::min(kBlock, Cq - q0), y + base, C,
+                   (T *)nullptr, w, offset);
+    }
+  }
+}
+
+void runCachedAttention(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { cachedAttentionT<decltype(t)>(call); });
+}
+
+}  // namespace
+
+void addAttentionKernels(std::vector<KernelDef> &k) {
+  k.push_back({"cached_attention", 4, 1, checkCachedAttention, runCachedAttention});
+  k.push_back({"attention", 3, 1, checkAttention, runAttention});
+  k.push_back({"attention_grad", 4, 3, checkAttentionGrad, runAttentionGrad});
+  k.push_back({"masked_attention", 4, 1, checkMaskedAttention, runMaskedAttention});
+  k.push_back({"masked_attention_grad", 5, 3, checkMaskedAttentionGrad, runMaskedAttentionGrad});
+  k.push_back({"attention_stats", 3, 2, checkAttentionStats, runAttentionStats});
+  k.push_back({"attention_grad_stats", 6, 3, checkAttentionGradStats, runAttentionGradStats});
+}
+
+}  // namespace lmrt::kernels::detail

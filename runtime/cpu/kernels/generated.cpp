@@ -1,0 +1,71 @@
+/* Implements: the CPU schedules of generated kernels (generated.h). Each thread
+   gets one contiguous range, so every point and every column sum is computed
+   by exactly one thread in a fixed order: results do not depend on timing. */
+#include "runtime/cpu/kernels/generated.h"
+
+#include <omp.h>
+
+#include "runtime/cpu/kernels/kernel_common.h"
+
+namespace lmrt::kernels {
+namespace {
+
+/* Splits [0, n) into one range per thread, each a multiple of `grain` long
+   (but the last), and calls f(begin, end) on each; one thread when `work`
+   (the elements the whole call touches) is too little to share. */
+template <typename F> void parallelRanges(int64_t n, int64_t grain, int64_t work, F &&f) {
+  int nt = work >= detail::kParallelMin && n >= 2 * grain ? omp_get_max_threads() : 1;
+  if (nt <= 1) {
+    f(int64_t{0}, n);
+    return;
+  }
+  int64_t per = (n + nt - 1) / nt;
+  per = (per + grain - 1) / grain * grain;
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int t = 0; t < nt; ++t) {
+    int64_t b = std::min<int64_t>(n, t * per), e = std::min<int64_t>(n, b + per);
+    if (b < e) f(b, e);
+  }
+}
+
+}  // namespace
+
+const char *scheduleName(GeneratedKernel::Schedule schedule) {
+  switch (schedule) {
+  case GeneratedKernel::Schedule::Elementwise: return "elementwise";
+  case GeneratedKernel::Schedule::ColumnReduce: return "column_reduce";
+  case GeneratedKernel::Schedule::MatmulEpilogue: return "matmul_epilogue";
+  }
+  return "?";
+}
+
+void runGenerated(const GeneratedKernel &k, const std::vector<TensorRef> &args) {
+  std::vector<void *> p(args.size());
+  for (size_t i = 0; i < args.size(); ++i) p[i] = args[i].data;
+  void *const *argv = p.data();
+  switch (k.schedule) {
+  case GeneratedKernel::Schedule::Elementwise:
+    parallelRanges(k.rows * k.cols, 16, k.rows * k.cols, [&](int64_t b, int64_t e) { k.fn(argv, b, e); });
+    return;
+  case GeneratedKernel::Schedule::ColumnReduce:
+    // Parallel over columns only: a column is summed by one thread, in row order.
+    parallelRanges(k.cols, 16, k.rows * k.cols, [&](int64_t b, int64_t e) { k.fn(argv, b, e); });
+    return;
+  case GeneratedKernel::Schedule::MatmulEpilogue: {
+    const TensorRef &a = args[k.lhs], &w = args[k.rhs], &c = args[k.product];
+    int64_t kdim = a.shape().back();
+    // The kernel's points are flat indices r * cols + c: a block of whole rows is
+    // one range, a block of columns one range per row.
+    detail::gemmWithEpilogue(a, w, k.transposeRhs, c, k.rows, kdim, k.cols,
+                             [&](int64_t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+                               if (c0 == 0 && c1 == k.cols)
+                                 k.fn(argv, r0 * k.cols, r1 * k.cols);
+                               else
+                                 for (int64_t r = r0; r < r1; ++r) k.fn(argv, r * k.cols + c0, r * k.cols + c1);
+                             });
+    return;
+  }
+  }
+}
+
+}  // namespace lmrt::kernels

@@ -1,0 +1,45 @@
+/* Implements: the table of CPU kernels the executor dispatches plan steps to.
+   One entry per lm dialect op (name without "lm."), each with a shape/attribute
+   check (used when a plan is validated) and a run function (f32 and f64). */
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/tensor.h"
+#include "contract/attrs.h"
+
+namespace lmrt::kernels {
+
+struct KernelCall {
+  std::vector<TensorRef> in;
+  std::vector<TensorRef> out;
+  const Attrs &attrs;
+};
+
+struct KernelDef {
+  const char *op;
+  int numInputs;
+  int numOutputs;
+  /* Returns "" when the operand/result types and attributes are valid for this op,
+     else a message saying what is wrong ("matmul: lhs f32[2, 3] and rhs f32[4, 5]
+     disagree on the contracted dimension (3 vs 4)"). */
+  std::string (*check)(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                       const Attrs &attrs);
+  /* Runs the kernel; every output is fully overwritten (no accumulation).
+     May throw lmrt::Error on bad data (e.g. a token id outside the vocabulary). */
+  void (*run)(const KernelCall &call);
+};
+
+/* "" when `kernels` and the plan's op table (contract/op_table.h, generated
+   from the ODS) agree: one kernel per listed op with the op's operand and result
+   counts, and no kernel that is not listed (or listed twice). Else every
+   disagreement, one per line. The unit tests run it on allKernels(). */
+std::string compareWithOpTable(const std::vector<KernelDef> &kernels);
+
+/* nullptr when no kernel has that name. */
+const KernelDef *findKernel(std::string_view op);
+/* All kernels, for listing and tests. */
+const std::vector<KernelDef> &allKernels();
+
+}  // namespace lmrt::kernels

@@ -1,0 +1,65 @@
+/* Implements: lm.sample (a categorical draw per row of logits, from the random
+   bits the runtime supplies: sample_math.h) and lm.to_float (i32 ids to the
+   float type, for masks on ids) on the CPU. */
+#include "runtime/cpu/kernels/kernel_common.h"
+#include "contract/sample_math.h"
+
+namespace lmrt::kernels::detail {
+namespace {
+
+std::string checkSample(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &) {
+  return guardCheck("sample", in, out, 2, 1, [&]() -> std::string {
+    LMRT_CHECK(expectFloat("sample", "logits", in[0]));
+    LMRT_CHECK(expectI32("sample", "bits", in[1]));
+    std::string err;
+    std::optional<shapes::Dims> s = shapes::sample(in[0].shape, in[1].shape, err);
+    if (!s) return err;
+    return expectType("sample", "ids", out[0], DType::I32, *s);
+  });
+}
+
+void runSample(const KernelCall &call) {
+  const TensorRef &logits = call.in[0];
+  const int64_t v = logits.type.shape.back(), rows = call.out[0].numel();
+  const uint32_t *bits = reinterpret_cast<const uint32_t *>(call.in[1].as<int32_t>());
+  int32_t *ids = call.out[0].as<int32_t>();
+  int64_t bad = -1;
+  dispatchFloat(logits.type.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T *x = logits.as<T>();
+#pragma omp parallel for if (rows * v >= kParallelMin)
+    for (int64_t r = 0; r < rows; ++r) ids[r] = lmc::sampleRow(x + r * v, v, bits[r]);
+  });
+  for (int64_t r = 0; r < rows && bad < 0; ++r)
+    if (ids[r] < 0) bad = r;
+  if (bad >= 0)
+    fail("sample: logits row %lld (of %lld) is not finite (NaN or +inf), so it defines no distribution",
+         (long long)bad, (long long)rows);
+}
+
+std::string checkToFloat(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &) {
+  return guardCheck("to_float", in, out, 1, 1, [&]() -> std::string {
+    LMRT_CHECK(expectI32("to_float", "x", in[0]));
+    LMRT_CHECK(expectFloat("to_float", "result", out[0]));
+    return expectType("to_float", "result", out[0], out[0].dtype, in[0].shape);
+  });
+}
+
+void runToFloat(const KernelCall &call) {
+  const int32_t *x = call.in[0].as<int32_t>();
+  const int64_t n = call.in[0].numel();
+  dispatchFloat(call.out[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    T *y = call.out[0].as<T>();
+    for (int64_t i = 0; i < n; ++i) y[i] = (T)x[i];
+  });
+}
+
+}  // namespace
+
+void addSampleKernels(std::vector<KernelDef> &k) {
+  k.push_back({"sample", 2, 1, checkSample, runSample});
+  k.push_back({"to_float", 1, 1, checkToFloat, runToFloat});
+}
+
+}  // namespace lmrt::kernels::detail

@@ -1,0 +1,67 @@
+/* Implements: counter-based RNG and parameter initialisation (see init.h). */
+#include "runtime/exec/init.h"
+
+#include <cmath>
+
+#include "base/hash.h"
+
+namespace lmrt {
+
+uint64_t streamKey(uint64_t seed, const std::string &name) {
+  return splitmix64(splitmix64(seed) ^ fnv1a64(name));
+}
+
+double uniformAt(uint64_t key, uint64_t index) {
+  // Two rounds so that neighbouring keys and indices decorrelate fully.
+  uint64_t bits = splitmix64(splitmix64(key + index * 0x9e3779b97f4a7c15ull) ^ key);
+  return ((bits >> 11) + 0.5) * 0x1.0p-53;  // centre of one of 2^53 cells: in (0, 1)
+}
+
+double normalAt(uint64_t key, uint64_t index) {
+  // Box–Muller with both uniforms drawn from this element's own counters (2i, 2i+1).
+  double u1 = uniformAt(key, 2 * index), u2 = uniformAt(key, 2 * index + 1);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+namespace {
+
+template <typename F> void fill(const TensorRef &t, F value) {
+  int64_t n = t.numel();
+  if (t.type.dtype == DType::F64) {
+    double *p = t.as<double>();
+    for (int64_t i = 0; i < n; ++i) p[i] = value((uint64_t)i);
+  } else if (t.type.dtype == DType::F32) {
+    float *p = t.as<float>();
+    for (int64_t i = 0; i < n; ++i) p[i] = (float)value((uint64_t)i);
+  } else {
+    fail("cannot initialise an %s tensor (parameters are f32 or f64)", t.type.str().c_str());
+  }
+}
+
+}  // namespace
+
+void fillInit(const TensorRef &t, const plan::Init &init, uint64_t seed, const std::string &name) {
+  uint64_t key = streamKey(seed, name);
+  switch (init.kind()) {
+  case plan::Init::ZEROS: fill(t, [](uint64_t) { return 0.0; }); return;
+  case plan::Init::ONES: fill(t, [](uint64_t) { return 1.0; }); return;
+  case plan::Init::NORMAL: {
+    double mean = init.mean(), std = init.std();
+    fill(t, [&](uint64_t i) { return mean + std * normalAt(key, i); });
+    return;
+  }
+  case plan::Init::UNIFORM: {
+    double lo = init.low(), hi = init.high();
+    fill(t, [&](uint64_t i) { return lo + (hi - lo) * uniformAt(key, i); });
+    return;
+  }
+  default: fail("parameter '%s': unknown init kind %d", name.c_str(), (int)init.kind());
+  }
+}
+
+void fillNormal(const TensorRef &t, double mean, double std, uint64_t seed, const std::string &name) {
+  uint64_t key = streamKey(seed, name);
+  fill(t, [&](uint64_t i) { return mean + std * normalAt(key, i); });
+}
+
+}  // namespace lmrt

@@ -15,15 +15,10 @@
 
 #include "base/host_memory.h"
 #include "runtime/cpu/param_view.h"
+#include "runtime/exec/optimizer.h"
 
 namespace lmrt {
 
-struct AdamWConfig {
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weightDecay = 0.0;
-};
 
 class AdamW {
 public:

@@ -65,13 +65,6 @@ double globalGradNorm(const std::vector<ParamView> &params) {
   return std::sqrt(s);
 }
 
-double clipScale(double norm, double maxNorm) {
-  if (!std::isfinite(norm)) fail("gradient norm is %g (non-finite); training diverged", norm);
-  if (maxNorm <= 0) return 1.0;
-  double c = maxNorm / (norm + 1e-6);
-  return c >= 1.0 ? 1.0 : c;
-}
-
 double clipGradients(const std::vector<ParamView> &params, double norm, double maxNorm) {
   double c = clipScale(norm, maxNorm);
   if (c == 1.0) return 1.0;

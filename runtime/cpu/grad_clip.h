@@ -6,14 +6,12 @@
 #include <vector>
 
 #include "runtime/cpu/param_view.h"
+#include "runtime/exec/optimizer.h"  // clipScale
 
 namespace lmrt {
 
 double globalGradNorm(const std::vector<ParamView> &params);
 
-/* The factor clipping applies for this norm: max_norm / (norm + 1e-6) when
-   max_norm > 0 and the norm exceeds it, else 1. A non-finite norm is an Error. */
-double clipScale(double norm, double maxNorm);
 
 /* Scales the gradients in place when needed; returns the scale applied (1 if none).
    `norm` is the value globalGradNorm returned. The training loop instead hands

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/cpu/kernels/registry.h"
+#include "contract/attrs.h"
 #include "base/tensor.h"
 
 namespace lmrt::cuda {

@@ -25,9 +25,7 @@ __global__ void normFinish(const double *partials, int blocks, double *out, doub
 }
 
 template <typename T>
-__global__ void adamw(T *p, const T *g, T *m, T *v, const AdamWChunk *chunks, const double *normOut, AdamWStep s) {
-  const double norm = normOut[0], gradScale = normOut[1];
-  if (!isfinite(norm)) return;
+__global__ void adamw(T *p, const T *g, T *m, T *v, const AdamWChunk *chunks, double gradScale, AdamWStep s) {
   const AdamWChunk c = chunks[blockIdx.x];
   const double decay = c.decay ? s.weightDecay : 0.0;
   const T keep = T(1.0 - s.lr * decay), w1 = T(1.0 - s.beta1), b2 = T(s.beta2), w2 = T(1.0 - s.beta2);
@@ -47,7 +45,29 @@ __global__ void adamw(T *p, const T *g, T *m, T *v, const AdamWChunk *chunks, co
   }
 }
 
+/* The three cases of runtime/cpu/cpu_backend.cpp's accumulateInto, element for element. */
+template <typename T> __global__ void accumulate(T *grad, T *acc, int64_t n, int micro, int count) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    if (micro == 0)
+      acc[i] = grad[i];
+    else if (micro < count - 1)
+      acc[i] += grad[i];
+    else
+      grad[i] = (acc[i] + grad[i]) / T(count);
+  }
+}
+
 }  // namespace
+
+void launchAccumulate(DType dtype, void *grads, void *acc, int64_t n, int micro, int count, cudaStream_t stream) {
+  if (n == 0) return;
+  detail::byFloat(dtype, [&](auto t) {
+    using T = decltype(t);
+    accumulate<T><<<detail::gridFor(n), detail::kThreads, 0, stream>>>(static_cast<T *>(grads), static_cast<T *>(acc),
+                                                                       n, micro, count);
+    CUDA_CHECK_LAUNCH();
+  });
+}
 
 void launchGradNorm(DType dtype, const void *grads, int64_t n, double *partials, double *normOut, double maxNorm,
                     cudaStream_t stream) {
@@ -61,14 +81,14 @@ void launchGradNorm(DType dtype, const void *grads, int64_t n, double *partials,
 }
 
 void launchAdamW(DType dtype, void *params, const void *grads, void *m, void *v, const AdamWChunk *chunks,
-                 int64_t numChunks, const double *normOut, const AdamWStep &step, cudaStream_t stream) {
+                 int64_t numChunks, double gradScale, const AdamWStep &step, cudaStream_t stream) {
   if (numChunks == 0) return;
   if (numChunks > (1ll << 31) - 1) fail("adamw: %lld chunks exceed the CUDA grid", (long long)numChunks);
   detail::byFloat(dtype, [&](auto t) {
     using T = decltype(t);
     adamw<T><<<(unsigned)numChunks, detail::kThreads, 0, stream>>>(static_cast<T *>(params),
                                                                    static_cast<const T *>(grads), static_cast<T *>(m),
-                                                                   static_cast<T *>(v), chunks, normOut, step);
+                                                                   static_cast<T *>(v), chunks, gradScale, step);
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -8,9 +8,9 @@
    - AdamW over all parameters in one launch: a block per chunk of at most 64 Ki
      elements of one parameter (the chunk says whether weight decay applies),
      the formula of runtime/cpu/adamw.h, the gradient multiplied by clipping's
-     factor as it is read. A non-finite norm leaves the parameters untouched
-     (the training loop then stops with an error naming the step).
-   Neither waits for the host: the norm stays on the device and AdamW reads it. */
+     factor (clipScale of runtime/exec/optimizer.h, computed on the host from the
+     norm) as it is read;
+   - gradient accumulation over micro-batches, as the CPU backend's. */
 #pragma once
 #include <cuda_runtime.h>
 
@@ -38,6 +38,10 @@ void launchGradNorm(DType dtype, const void *grads, int64_t n, double *partials,
                     cudaStream_t stream);
 
 void launchAdamW(DType dtype, void *params, const void *grads, void *m, void *v, const AdamWChunk *chunks,
-                 int64_t numChunks, const double *normOut, const AdamWStep &step, cudaStream_t stream);
+                 int64_t numChunks, double gradScale, const AdamWStep &step, cudaStream_t stream);
+
+/* After micro-batch `micro` of `count`: micro 0 copies the gradients into `acc`, the
+   middle ones add them, the last leaves (acc + grads) / count in the gradients. */
+void launchAccumulate(DType dtype, void *grads, void *acc, int64_t n, int micro, int count, cudaStream_t stream);
 
 }  // namespace lmrt::cuda

@@ -1,104 +1,92 @@
-/* Implements: a loaded, validated plan with its parameter, gradient and arena
-   storage, and the execution of its programs ("train_step", "eval", "forward").
-   The training loop, sampling, gradcheck and parity dumps are all built on this. */
+/* Implements: a loaded plan ready to run on one backend: the plan binding
+   (bound_plan.h), the host copies of the parameters and their gradients, and the
+   Backend (backend.h) that runs the programs and steps the optimizer on the
+   device the session was opened for. Training, evaluation, sampling, gradcheck,
+   checkpoints, weights files and parity dumps are all built on this, and so run
+   on every backend.
+
+   Host and backend: the host parameter values are where weights are initialised,
+   loaded, restored, saved and dumped. initParams() and the weights and checkpoint
+   readers push them to the backend when they are done (pushParams()); whatever
+   reads them first pulls the backend's (pullParams()). On the CPU both are no-ops:
+   the CPU backend computes on the host copies themselves. */
 #pragma once
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "contract/plan.pb.h"
 #include "base/host_memory.h"
 #include "base/tensor.h"
+#include "contract/plan.pb.h"
+#include "runtime/exec/backend.h"
+#include "runtime/exec/bound_plan.h"
 
 namespace lmrt {
-
-/* Wall time of run()'s steps summed per program and kernel (`lmrt run --profile`). */
-struct OpProfile {
-  struct Entry {
-    double seconds = 0;
-    int64_t calls = 0;
-    int64_t flops = 0;  // the plan's predicted FLOPs of those calls
-  };
-  std::map<std::string, Entry> ops;  // "train_step/matmul", "train_step/matmul(lhs^T)", ...
-};
 
 struct ParamState {
   std::string name;
   TensorType type;
   bool weightDecay = false;
-  bool frozen = false;      // plan Param.frozen: no gradient, the optimizer skips it
-  HostBytes value;  // type.bytes() bytes, f32 or f64
-  HostBytes grad;   // same size; written by "train_step"
+  bool frozen = false;  // plan Param.frozen: no gradient, the optimizer skips it
+  HostBytes value;      // type.bytes() bytes, f32 or f64
+  HostBytes grad;       // same size; written by "train_step"
   TensorRef valueRef();
   TensorRef gradRef();
 };
 
-/* The first non-finite value a checked run() met (NaN attribution, docs/runtime.md §3). */
-struct NonFiniteValue {
-  bool found = false;
-  std::string where;    // "program 'train_step', step 17 (matmul, from gpt_tiny.lm:12:5)"
-  std::string program;  // "train_step"
-  int64_t step = 0;     // index of the step in the program
-  std::string op, loc;  // the step's op and its .lm location ("" when the plan has none)
-  std::string tensor;   // "output 0 f32[2, 16, 256]", or "parameter 'wte' f32[256, 32]"
-  int64_t element = 0;  // flat index of the first non-finite element
-  double value = 0;
-};
-
 class Session {
 public:
-  /* Reads the plan file, checks magic/version/checksum and validates every program
-     (buffer ids, arena bounds, each step against its kernel's check). Throws Error.
-     With cpuKernels false the plan's generated CPU kernels are not loaded (a
-     plan compiled only for CUDA loads too), and run() refuses its fused steps:
-     the CUDA backend (runtime/cuda/) runs the programs and uses this session for
-     the plan, the parameters' host copies, init and checkpoints. */
-  static std::unique_ptr<Session> load(const std::string &planPath, bool cpuKernels = true);
+  /* Opens the device first (a machine without it says so before the plan is read),
+     then reads the plan file, checks magic/version/checksum, validates it and binds
+     it, and makes the backend. Throws Error. */
+  static std::unique_ptr<Session> load(const std::string &planPath, const DeviceOptions &device = {});
   /* Same from an in-memory plan (tests). */
-  static std::unique_ptr<Session> fromPlan(plan::Plan plan, const std::string &origin, bool cpuKernels = true);
+  static std::unique_ptr<Session> fromPlan(plan::Plan plan, const std::string &origin,
+                                           const DeviceOptions &device = {});
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
 
-  const plan::Plan &plan() const { return plan_; }
+  const plan::Plan &plan() const { return bound_->plan(); }
+  const BoundPlan &bound() const { return *bound_; }
+  const std::string &origin() const { return bound_->origin(); }
+  const DeviceOptions &device() const { return device_; }
+  Backend &backend() { return *backend_; }
+
+  /* The host copies (see above). */
   std::vector<ParamState> &params() { return params_; }
   const std::vector<ParamState> &params() const { return params_; }
   ParamState &param(const std::string &name);  // throws Error if unknown
-  bool hasProgram(const std::string &name) const;
+  bool hasProgram(const std::string &name) const { return bound_->hasProgram(name); }
   const plan::Input &input(const std::string &name) const;  // throws Error if unknown
 
-  /* Deterministic initialisation from the plan's Init specs: each parameter's RNG
-     stream is keyed by (seed, parameter name), so adding a parameter never changes
-     the others. */
+  /* Deterministic initialisation from the plan's Init specs, on the host, then
+     pushed: each parameter's RNG stream is keyed by (seed, parameter name), so
+     adding a parameter never changes the others, and every backend starts from the
+     same bits. */
   void initParams(uint64_t seed);
+  /* The host values, changed, become the backend's (gradients zeroed). */
+  void pushParams() { backend_->uploadParams(); }
+  /* The backend's values (and gradients) are copied into the host copies. */
+  void pullParams(bool grads = false) { backend_->downloadParams(grads); }
 
-  /* Runs a program. `inputs` maps every input name the program reads to a tensor of
-     exactly the declared type (checked). Outputs stay valid until the next run. */
-  void run(const std::string &program, const std::map<std::string, TensorRef> &inputs);
-  /* An output of the last run of `program`: "loss", "logits", ... (throws if absent). */
-  TensorRef output(const std::string &program, const std::string &name);
-  /* While set (not owned), every run() adds each step's time to it; nullptr turns it off. */
-  void setProfile(OpProfile *profile) { profile_ = profile; }
-  /* While set (not owned), run() checks every f32/f64 parameter a step reads and every
-     output it writes, and stops the program at the first non-finite value, described
-     in `*check` (found = true; the program's outputs are then not valid). Slow: for
-     re-running a step that diverged. nullptr turns it off. */
-  void setNonFiniteCheck(NonFiniteValue *check) { nonFinite_ = check; }
-  /* While set, run() calls it after every step with the program's name, the plan
-     step and the step's operands and results (valid only during the call). The
-     parity dump records lm.sample's draws this way. An empty function turns it off. */
-  using StepObserver = std::function<void(const std::string &program, const plan::Step &step,
-                                          const std::vector<TensorRef> &in, const std::vector<TensorRef> &out)>;
-  void setStepObserver(StepObserver observer) { observer_ = std::move(observer); }
+  /* Backend::run and Backend::output (backend.h). */
+  void run(const std::string &program, const std::map<std::string, TensorRef> &inputs) {
+    backend_->run(program, inputs);
+  }
+  TensorRef output(const std::string &program, const std::string &name) { return backend_->output(program, name); }
+  void setProfile(OpProfile *profile) { backend_->setProfile(profile); }
+  void setNonFiniteCheck(NonFiniteValue *check) { backend_->setNonFiniteCheck(check); }
+  void setStepObserver(StepObserver observer) { backend_->setStepObserver(std::move(observer)); }
 
 private:
-  explicit Session(plan::Plan plan);
-  plan::Plan plan_;
+  Session() = default;
+  static std::unique_ptr<Session> open(plan::Plan plan, const std::string &origin, const DeviceOptions &device);
+  DeviceOptions device_;
+  std::unique_ptr<BoundPlan> bound_;
   std::vector<ParamState> params_;
-  struct Impl;
-  std::shared_ptr<Impl> impl_;
-  OpProfile *profile_ = nullptr;
-  NonFiniteValue *nonFinite_ = nullptr;
-  StepObserver observer_;
+  std::unique_ptr<Backend> backend_;  // last: it refers to the rest
 };
 
 }  // namespace lmrt

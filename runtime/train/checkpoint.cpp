@@ -15,7 +15,6 @@
 #include "base/json.h"
 #include "contract/plan_file.h"
 #include "runtime/exec/session.h"
-#include "runtime/cpu/adamw.h"
 
 namespace lmrt {
 namespace {
@@ -261,7 +260,7 @@ uint64_t dataFingerprint(const TokenSource &shard) {
   return h.h;
 }
 
-std::string writeCheckpoint(const std::string &dir, Session &s, AdamW &adamw, const CheckpointMeta &m) {
+std::string writeCheckpoint(const std::string &dir, Session &s, const CheckpointMeta &m) {
   if (!isDirectory(dir) && ::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
     fail("cannot create checkpoint directory '%s': %s", dir.c_str(), std::strerror(errno));
   const std::string final = dir + "/" + checkpointName(m.step), tmp = final + ".tmp", old = final + ".old";
@@ -269,16 +268,10 @@ std::string writeCheckpoint(const std::string &dir, Session &s, AdamW &adamw, co
   if (::mkdir(tmp.c_str(), 0777) != 0)
     fail("cannot create checkpoint directory '%s': %s", tmp.c_str(), std::strerror(errno));
 
+  s.pullParams();
   std::vector<std::pair<std::string, TensorRef>> tensors;
   for (ParamState &p : s.params()) tensors.emplace_back(p.name, p.valueRef());
-  std::vector<AdamW::MomentView> mom = adamw.moments();
-  if (mom.size() != s.params().size())
-    fail("checkpoint: the optimizer holds %zu moments for %zu parameters", mom.size(), s.params().size());
-  for (size_t i = 0; i < mom.size(); ++i) {
-    TensorType t = s.params()[i].type;
-    tensors.emplace_back("adamw.m." + s.params()[i].name, TensorRef{mom[i].m, t});
-    tensors.emplace_back("adamw.v." + s.params()[i].name, TensorRef{mom[i].v, t});
-  }
+  for (const NamedTensor &t : s.backend().optimizerState()) tensors.push_back(t);
   uint64_t fnv = 0;
   writeSafetensors(tmp + "/" + kStateFile, tensors, {{"format", kFormat}}, &fnv);
   struct stat st;
@@ -433,19 +426,17 @@ Checkpoint findResumeCheckpoint(const std::string &path, const Session &s, FILE 
                         skipped, false);
 }
 
-void restoreCheckpoint(const Checkpoint &c, Session &s, AdamW &adamw) {
-  std::vector<ParamView> views;
-  for (ParamState &p : s.params())
-    views.push_back({p.type.dtype, p.value.data(), p.grad.data(), p.type.numel(), p.weightDecay, p.frozen});
-  adamw.restoreState(views, c.meta.adamwUpdates);
-  std::vector<AdamW::MomentView> mom = adamw.moments();
-  for (size_t i = 0; i < s.params().size(); ++i) {
-    ParamState &p = s.params()[i];
+void restoreCheckpoint(const Checkpoint &c, Session &s) {
+  for (const NamedTensor &t : s.backend().beginRestore(c.meta.adamwUpdates)) {
+    const std::string_view bytes = c.state.tensors.at(t.first).bytes;
+    std::memcpy(t.second.data, bytes.data(), bytes.size());
+  }
+  s.backend().finishRestore();
+  for (ParamState &p : s.params()) {
     const std::string_view value = c.state.tensors.at(p.name).bytes;
     std::memcpy(p.value.data(), value.data(), value.size());
-    std::memcpy(mom[i].m, c.state.tensors.at("adamw.m." + p.name).bytes.data(), value.size());
-    std::memcpy(mom[i].v, c.state.tensors.at("adamw.v." + p.name).bytes.data(), value.size());
   }
+  s.pushParams();
 }
 
 void pruneCheckpoints(const std::string &dir, int64_t keep, FILE *log) {

@@ -27,7 +27,6 @@
 namespace lmrt {
 
 class Session;
-class AdamW;
 class TokenSource;
 
 constexpr int64_t kCheckpointFormatVersion = 1;
@@ -70,8 +69,7 @@ uint64_t dataFingerprint(const TokenSource &shard);
 
 /* Writes DIR/step-<step> (see above) and returns its path. An existing checkpoint of
    the same step (from a run that was resumed earlier) is replaced. */
-std::string writeCheckpoint(const std::string &dir, Session &session, AdamW &adamw,
-                            const CheckpointMeta &meta);
+std::string writeCheckpoint(const std::string &dir, Session &session, const CheckpointMeta &meta);
 
 /* Reads and verifies one checkpoint directory against the session's plan. Throws
    CheckpointError. */
@@ -82,8 +80,8 @@ Checkpoint readCheckpoint(const std::string &path, const Session &session);
    CheckpointError if there is none, or if one is of another plan or version. */
 Checkpoint findResumeCheckpoint(const std::string &path, const Session &session, FILE *log);
 
-/* Copies the parameters and moments into the session and optimizer. */
-void restoreCheckpoint(const Checkpoint &ckpt, Session &session, AdamW &adamw);
+/* Copies the parameters and the optimizer state into the session and its backend. */
+void restoreCheckpoint(const Checkpoint &ckpt, Session &session);
 
 /* The checkpoints in `dir` (names step-NNNNNNNN, complete or not), oldest first. */
 std::vector<std::pair<int64_t, std::string>> listCheckpoints(const std::string &dir);

@@ -25,6 +25,7 @@ void ParityDump::writeInit(Session &session) {
 }
 
 void ParityDump::captureGradients(Session &session) {
+  session.pullParams(/*grads=*/true);
   grads_.clear();
   for (ParamState &p : session.params()) grads_.emplace_back(p.grad.begin(), p.grad.end());
 }
@@ -48,6 +49,7 @@ void ParityDump::writeStep(int64_t step, Session &session,
   t.push_back({"loss", loss});
   double lrValue = lr;
   t.push_back({"lr", TensorRef{&lrValue, TensorType{DType::F64, {}}}});
+  session.pullParams();
   std::vector<ParamState> &params = session.params();
   if (grads_.size() != params.size())
     fail("parity dump: gradients of step %lld were not captured", (long long)step);

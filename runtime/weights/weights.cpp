@@ -10,6 +10,7 @@ namespace lmrt {
 
 void saveWeights(Session &session, const std::string &path,
                  const std::map<std::string, std::string> &metadata) {
+  session.pullParams();
   std::vector<std::pair<std::string, TensorRef>> tensors;
   for (ParamState &p : session.params()) tensors.emplace_back(p.name, p.valueRef());
   writeSafetensors(path, tensors, metadata);
@@ -72,6 +73,7 @@ void loadWeights(Session &session, const std::string &path) {
       for (int64_t i = 0; i < n; ++i) dst[i] = (float)src[i];
     }
   }
+  session.pushParams();
 }
 
 }  // namespace lmrt

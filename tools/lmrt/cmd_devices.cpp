@@ -3,7 +3,7 @@
    device) it says why and exits non-zero. The GPU tests use it to skip. */
 #include <cstdio>
 
-#include "runtime/cuda/backend.h"
+#include "runtime/exec/backend_registry.h"
 #include "tools/lmrt/commands.h"
 
 namespace lmrt {
@@ -12,7 +12,7 @@ namespace {
 void add(CLI::App &app) {
   auto *cmd = app.add_subcommand("devices", "List the CUDA GPUs that --device cuda can use");
   cmd->callback([] {
-    for (const std::string &line : cuda::listDevices()) std::printf("%s\n", line.c_str());
+    for (const std::string &line : backendProvider("cuda").listDevices()) std::printf("%s\n", line.c_str());
   });
 }
 

@@ -9,6 +9,7 @@
 #include "runtime/train/evaluate.h"
 #include "runtime/train/threads.h"
 #include "tools/lmrt/commands.h"
+#include "tools/lmrt/device_flags.h"
 
 namespace lmrt {
 namespace {
@@ -18,11 +19,12 @@ struct Options {
   EvalOptions eval;
   int threads = 0;
   bool setThreads = false;
+  DeviceOptions device;
 };
 
 void run(const Options &o) {
   if (o.setThreads) setThreadCount(o.threads);
-  std::unique_ptr<Session> session = Session::load(o.plan);
+  std::unique_ptr<Session> session = Session::load(o.plan, o.device);
   loadWeights(*session, o.weights);
   EvalResult r = evaluateSplit(*session, o.eval);
   if (r.transform != "causal") {
@@ -62,6 +64,7 @@ void add(CLI::App &app) {
   cmd->add_option("--bytes-per-token", e.bytesPerToken,
                   "Text bytes per token for bits per byte (default: from DIR/meta.json)");
   CLI::Option *threads = cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads");
+  addDeviceOptions(cmd, o->device);
   cmd->callback([o, threads] {
     o->setThreads = threads->count() > 0;
     run(*o);

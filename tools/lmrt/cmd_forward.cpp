@@ -21,6 +21,7 @@
 #include "contract/contract.h"
 #include "runtime/train/program_io.h"
 #include "tools/lmrt/commands.h"
+#include "tools/lmrt/device_flags.h"
 
 namespace lmrt {
 namespace {
@@ -28,6 +29,7 @@ namespace {
 struct Options {
   std::string plan, weights, tokens, inputs, model, out;
   bool overwrite = false;
+  DeviceOptions device;
 };
 
 /* The forward program --model names (or the plan's only one). */
@@ -79,7 +81,7 @@ void forward(const Options &o) {
     if (!o.overwrite) fail("--out '%s' exists; pass --overwrite to replace it", o.out.c_str());
   }
   checkOutputFile({"--out", o.out});
-  std::unique_ptr<Session> session = Session::load(o.plan);
+  std::unique_ptr<Session> session = Session::load(o.plan, o.device);
   const std::string name = pickProgram(*session, o);
   const plan::Program &program = findProgram(*session, name);
   SafetensorsFile file = readSafetensors(source);
@@ -146,6 +148,7 @@ void add(CLI::App &app) {
   cmd->add_option("--out", o->out, "Where to write the outputs (safetensors: \"logits\", or the model's names)")
       ->required();
   cmd->add_flag("--overwrite", o->overwrite, "Replace --out if it exists");
+  addDeviceOptions(cmd, o->device);
   cmd->callback([o] { forward(*o); });
 }
 

@@ -6,12 +6,11 @@
 #include <cstdlib>
 #include <memory>
 
-#include "runtime/cuda/backend.h"
-#include "base/paths.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/threads.h"
 #include "runtime/train/train_loop.h"
 #include "tools/lmrt/commands.h"
+#include "tools/lmrt/device_flags.h"
 #include "tools/lmrt/flags.h"
 
 namespace lmrt {
@@ -21,28 +20,8 @@ struct Options {
   TrainOptions train;
   std::string steps, seed, threads, evalInterval = "100", evalBatches = "10", checkpointEvery = "0", keep = "0",
                                     accumulate = "0", stopAt = "0", onNan = "stop";
-  std::string device = "cpu";
-  cuda::DeviceOptions cuda;
+  DeviceOptions device;
 };
-
-/* The CUDA backend's loop (runtime/cuda/train.cpp) has none of the CPU loop's
-   checkpoints, accumulation or NaN handling yet: refuse those flags rather than
-   ignore them, and apply the path rules of docs/runtime.md §9 here. */
-void checkCudaRun(const TrainOptions &t) {
-  const std::pair<const char *, bool> unsupported[] = {
-      {"--checkpoint-dir", !t.checkpointDir.empty()}, {"--resume", !t.resumePath.empty()},
-      {"--init", !t.initPath.empty()},                {"--accumulate", t.accumulate > 1},
-      {"--stop-at", t.stopAt > 0},                    {"--on-nan skip", t.skipNonFinite}};
-  for (const auto &[flag, given] : unsupported)
-    if (given) fail("%s is not available with --device cuda yet (the CPU loop has it)", flag);
-  std::string out = t.outPath.empty() ? defaultWeightsPath(t.planPath) : t.outPath;
-  std::string dir = t.dataDir.empty() || t.dataDir.back() == '/' ? t.dataDir : t.dataDir + "/";
-  refuseOverlappingPaths({{"--out", out}, {"--metrics", t.metricsPath}},
-                         {{"the plan", t.planPath}, {"--data's train.bin", dir + "train.bin"},
-                          {"--data's val.bin", dir + "val.bin"}});
-  checkOutputFile({"--out", out});
-  if (!t.metricsPath.empty()) checkOutputFile({"--metrics", t.metricsPath});
-}
 
 void run(Options &o) {
   TrainOptions &t = o.train;
@@ -59,12 +38,7 @@ void run(Options &o) {
   t.stopAt = parseIntFlag("--stop-at", o.stopAt, 0, kMaxSteps);
   t.skipNonFinite = o.onNan == "skip";
   if (o.threads.size()) setThreadCount((int)parseIntFlag("--threads", o.threads, 1, kMaxThreads));
-  if (o.device == "cuda") {  // the CUDA backend's own loop (runtime/cuda/train.cpp)
-    checkCudaRun(t);
-    cuda::train(t, o.cuda);
-    return;
-  }
-  std::unique_ptr<Session> session = Session::load(t.planPath);
+  std::unique_ptr<Session> session = Session::load(t.planPath, o.device);
   TrainResult r = train(*session, t);
   // Stopped by a signal with nothing saved: say so in the exit status, as the
   // signal itself would have.
@@ -108,10 +82,7 @@ void add(CLI::App &app) {
       ->check(CLI::IsMember({"stop", "skip"}));
   cmd->add_flag("--overwrite", t.overwrite,
                 "Replace an earlier run's --metrics file and the checkpoints in --checkpoint-dir");
-  cmd->add_option("--device", o->device, "Where the plan runs: cpu (the default) or cuda (docs/runtime.md)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd->add_option("--cuda-device", o->cuda.device, "--device cuda: the CUDA device index (default 0)");
-  cmd->add_flag("--tf32", o->cuda.tf32, "--device cuda: run f32 GEMMs on TF32 tensor cores");
+  addDeviceOptions(cmd, o->device);
   cmd->callback([o] { run(*o); });
 }
 

@@ -19,6 +19,7 @@
 #include "runtime/train/program_io.h"
 #include "runtime/train/threads.h"
 #include "tools/lmrt/commands.h"
+#include "tools/lmrt/device_flags.h"
 #include "tools/lmrt/flags.h"
 
 namespace lmrt {
@@ -29,6 +30,7 @@ struct Options {
   SampleOptions sample;
   std::string threads, seed, checkKvCache;
   bool noKvCache = false;
+  DeviceOptions device;
 };
 
 void print(const std::string &s) {
@@ -93,7 +95,7 @@ void sample(Options &o) {
            "build); give --tokenizer instead", o.data.c_str());
     tok = meta->loadTokenizer();
   }
-  std::unique_ptr<Session> session = Session::load(o.plan);
+  std::unique_ptr<Session> session = Session::load(o.plan, o.device);
   loadWeights(*session, o.weights);
   if (tok && std::string(tok->kind()) != "bytes") {
     sampleTokens(*session, *tok, o.sample);
@@ -123,6 +125,7 @@ void add(CLI::App &app) {
   cmd->add_option("--top-k", s.topK, "Sample among the k most likely tokens (0: all)");
   cmd->add_option("--seed", o->seed, "Seed of the sampling draws (64 bits)");
   cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads (1 to 1024)");
+  addDeviceOptions(cmd, o->device);
   cmd->add_flag("--no-kv-cache", o->noKvCache,
                 "Re-run the forward program over the whole context for every token instead of decoding with the "
                 "plan's prefill and decode programs (the same text, slower)");

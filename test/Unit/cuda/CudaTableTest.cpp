@@ -3,7 +3,8 @@
    kernel table has, so a new op cannot be forgotten on one side. */
 #include <gtest/gtest.h>
 
-#include "runtime/cuda/backend.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/exec/backend_registry.h"
 #include "runtime/cuda/ops.h"
 #include "runtime/cpu/kernels/registry.h"
 
@@ -16,7 +17,7 @@ TEST(CudaTable, EveryCpuKernelHasACudaKernel) {
   for (const kernels::KernelDef &k : kernels::allKernels()) EXPECT_NE(findCudaKernel(k.op), nullptr) << k.op;
 }
 
-TEST(CudaTable, Built) { EXPECT_TRUE(built()); }
+TEST(CudaTable, ProvidesTheCudaDevice) { EXPECT_STREQ(provider().device, "cuda"); }
 
 }  // namespace
 }  // namespace lmrt::cuda

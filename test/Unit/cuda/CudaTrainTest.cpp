@@ -50,15 +50,16 @@ TEST(CudaTrain, GradNormClipAndAdamW) {
   ASSERT_EQ(cudaMemset(dv.get(), 0, total * 4), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dc.get(), chunks.data(), chunks.size() * sizeof(AdamWChunk), cudaMemcpyHostToDevice), cudaSuccess);
   double *norm = static_cast<double *>(dn.get());
+  double gpuNorm[2];
   for (int t = 1; t <= 3; ++t) {
+    // As the backend does: the norm read back, clipping's factor computed on the host.
     launchGradNorm(DType::F32, dg.get(), total, norm + 2, norm, maxNorm, nullptr);
+    ASSERT_EQ(cudaMemcpy(gpuNorm, norm, sizeof gpuNorm, cudaMemcpyDeviceToHost), cudaSuccess);
     AdamWStep s{lrs[t - 1], cfg.beta1, cfg.beta2, cfg.eps, cfg.weightDecay, 1 - std::pow(cfg.beta1, t),
                 1 - std::pow(cfg.beta2, t)};
-    launchAdamW(DType::F32, dp.get(), dg.get(), dm.get(), dv.get(), static_cast<const AdamWChunk *>(dc.get()), 3, norm,
-                s, nullptr);
+    launchAdamW(DType::F32, dp.get(), dg.get(), dm.get(), dv.get(), static_cast<const AdamWChunk *>(dc.get()), 3,
+                clipScale(gpuNorm[0], maxNorm), s, nullptr);
   }
-  double gpuNorm[2];
-  ASSERT_EQ(cudaMemcpy(gpuNorm, norm, sizeof gpuNorm, cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(flatP.data(), dp.get(), total * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_NEAR(gpuNorm[0], cpuNorm, 1e-9 * cpuNorm);
   EXPECT_NEAR(gpuNorm[1], maxNorm / (cpuNorm + 1e-6), 1e-9);

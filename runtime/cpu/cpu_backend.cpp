@@ -1,0 +1,302 @@
+/* Implements: the CPU backend (cpu_backend.h). */
+#include "runtime/cpu/cpu_backend.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "contract/contract.h"
+#include "contract/plan_types.h"
+#include "runtime/cpu/adamw.h"
+#include "runtime/cpu/grad_clip.h"
+#include "runtime/cpu/kernel_library.h"
+#include "runtime/cpu/kernels/registry.h"
+#include "runtime/exec/backend_registry.h"
+#include "runtime/exec/optimizer.h"
+#include "runtime/exec/session.h"
+
+namespace lmrt::cpu {
+namespace {
+
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
+
+/* A step of a program, resolved to the code that runs it. */
+struct ExecStep {
+  const StepBinding *binding;
+  const kernels::KernelDef *def;        // a library kernel, or
+  const kernels::GeneratedKernel *gen;  // a generated one ("fused" steps)
+};
+
+struct ExecProgram {
+  const ProgramBinding *binding = nullptr;
+  std::vector<std::vector<double>> constants;  // per buffer: aligned copy of CONSTANT data
+  std::vector<ExecStep> steps;
+};
+
+class CpuBackend final : public Backend {
+public:
+  CpuBackend(Session &session);
+  std::string describe() const override { return "cpu"; }
+  void uploadParams() override {}
+  void downloadParams(bool) override {}
+  void run(const std::string &program, const std::map<std::string, TensorRef> &inputs) override;
+  TensorRef output(const std::string &program, const std::string &name) override;
+  void accumulateGradients(int micro, int count) override;
+  double gradientNorm() override { return globalGradNorm(views_); }
+  void optimizerStep(double lr, double gradScale) override { adamw().step(views_, lr, gradScale); }
+  int64_t optimizerUpdates() const override { return adamw_ ? adamw_->stepCount() : 0; }
+  std::vector<NamedTensor> optimizerState() override;
+  std::vector<NamedTensor> beginRestore(int64_t updates) override;
+  void finishRestore() override {}
+  void setProfile(OpProfile *profile) override { profile_ = profile; }
+  void setNonFiniteCheck(NonFiniteValue *check) override { nonFinite_ = check; }
+  void setStepObserver(StepObserver observer) override { observer_ = std::move(observer); }
+
+private:
+  const ExecProgram &program(const std::string &name) const;
+  /* Made on first use: a plan run only forward (eval, sample) needs no optimizer. */
+  AdamW &adamw() {
+    if (!adamw_) adamw_ = std::make_unique<AdamW>(adamwConfig(session_.plan()));
+    return *adamw_;
+  }
+  std::vector<NamedTensor> momentTensors();
+
+  Session &session_;
+  const BoundPlan &bound_;
+  std::unique_ptr<KernelLibrary> generated_;
+  std::unique_ptr<char, FreeDeleter> arena_;
+  std::map<std::string, ExecProgram> programs_;
+  // Plan.states (the prefill/decode caches): allocated, zeroed, by the first run
+  // of a program that uses them (training never does), then kept between runs;
+  // doubles, so f64 states are aligned.
+  std::vector<std::vector<double>> states_;
+  std::string lastRun_;  // outputs in the arena belong to this program's last run
+  std::vector<ParamView> views_;
+  std::unique_ptr<AdamW> adamw_;
+  std::vector<HostBytes> accumulated_;  // the micro-batches' summed gradients (--accumulate)
+  OpProfile *profile_ = nullptr;
+  NonFiniteValue *nonFinite_ = nullptr;
+  StepObserver observer_;
+};
+
+CpuBackend::CpuBackend(Session &session)
+    : session_(session), bound_(session.bound()) {
+  // The generated kernels first: a plan this CPU cannot run fails before any
+  // memory is allocated for it.
+  generated_ = KernelLibrary::load(bound_.plan(), bound_.origin());
+  for (const plan::Program &prog : bound_.plan().programs()) {
+    ExecProgram &ep = programs_[prog.name()];
+    ep.binding = &bound_.program(prog.name());
+    ep.constants.resize(ep.binding->buffers.size());
+    for (size_t i = 0; i < ep.binding->buffers.size(); ++i) {
+      const BufferBinding &b = ep.binding->buffers[i];
+      if (b.kind != plan::Buffer::CONSTANT) continue;
+      // Protobuf bytes have no alignment guarantee; kernels read f64 from here.
+      ep.constants[i].resize((b.constant->size() + 7) / 8);
+      if (!b.constant->empty()) std::memcpy(ep.constants[i].data(), b.constant->data(), b.constant->size());
+    }
+    for (const StepBinding &sb : ep.binding->steps) {
+      const kernels::GeneratedKernel *gen = sb.kernel >= 0 ? &generated_->kernel(sb.kernel) : nullptr;
+      ep.steps.push_back({&sb, gen ? nullptr : kernels::findKernel(sb.step->op()), gen});
+    }
+  }
+  states_.resize(bound_.states().size());
+  // One arena for all programs: they never run at the same time. Zeroed so that a
+  // (validated-away) read of unwritten memory would at least be deterministic.
+  size_t bytes = (size_t)((bound_.arenaBytes() + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment);
+  if (bytes == 0) bytes = kArenaAlignment;
+  arena_.reset(static_cast<char *>(allocHost(bytes, kArenaAlignment)));
+  if (!arena_) bound_.error("cannot allocate an arena of " + std::to_string(bytes) + " bytes");
+  std::memset(arena_.get(), 0, bytes);
+  for (ParamState &p : session.params())
+    views_.push_back({p.type.dtype, p.value.data(), p.grad.data(), p.type.numel(), p.weightDecay, p.frozen});
+}
+
+const ExecProgram &CpuBackend::program(const std::string &name) const {
+  auto it = programs_.find(name);
+  if (it == programs_.end()) bound_.program(name);  // throws, listing the programs
+  return it->second;
+}
+
+void CpuBackend::run(const std::string &programName, const std::map<std::string, TensorRef> &inputs) {
+  const ExecProgram &ep = program(programName);
+  const ProgramBinding &pb = *ep.binding;
+  bound_.checkInputs(programName, inputs);
+
+  lastRun_.clear();  // a failed run leaves no valid outputs
+  for (const BufferBinding &b : pb.buffers)
+    if (b.state >= 0 && states_[b.state].empty())
+      states_[b.state].assign((size_t)(b.type.bytes() + 7) / 8, 0.0);
+  std::vector<ParamState> &params = session_.params();
+  auto ref = [&](int id) -> TensorRef {
+    const BufferBinding &b = pb.buffers[id];
+    switch (b.kind) {
+    case plan::Buffer::ARENA: return TensorRef{arena_.get() + b.offset, b.type};
+    case plan::Buffer::PARAM: return TensorRef{params[b.param].value.data(), b.type};
+    case plan::Buffer::GRAD: return TensorRef{params[b.param].grad.data(), b.type};
+    case plan::Buffer::INPUT: return TensorRef{inputs.at(b.name).data, b.type};
+    case plan::Buffer::CONSTANT: return TensorRef{const_cast<double *>(ep.constants[id].data()), b.type};
+    case plan::Buffer::STATE: return TensorRef{states_[b.state].data(), b.type};
+    default: bound_.error("buffer " + std::to_string(id) + " has an unknown kind");
+    }
+  };
+  for (size_t si = 0; si < ep.steps.size(); ++si) {
+    const ExecStep &st = ep.steps[si];
+    const StepBinding &sb = *st.binding;
+    auto t0 = std::chrono::steady_clock::now();
+    kernels::KernelCall call{{}, {}, sb.attrs};
+    for (int id : sb.in) call.in.push_back(ref(id));
+    for (int id : sb.out) call.out.push_back(ref(id));
+    auto report = [&](const std::string &tensor, int64_t element, double value) {
+      *nonFinite_ = NonFiniteValue{true, sb.where, programName, (int64_t)si, sb.step->op(), sb.step->loc(),
+                                   tensor, element, value};
+    };
+    if (nonFinite_) {  // a parameter that is already non-finite is the cause, not this op
+      for (size_t k = 0; k < sb.in.size(); ++k) {
+        const BufferBinding &b = pb.buffers[sb.in[k]];
+        double v;
+        int64_t at;
+        if (b.kind == plan::Buffer::PARAM && (at = firstNonFinite(call.in[k], v)) >= 0)
+          return report("parameter '" + b.name + "' " + call.in[k].type.str(), at, v);
+      }
+    }
+    try {
+      if (st.gen) {
+        std::vector<TensorRef> args(call.in);
+        args.insert(args.end(), call.out.begin(), call.out.end());
+        kernels::runGenerated(*st.gen, args);
+      } else {
+        st.def->run(call);
+      }
+    } catch (const std::exception &e) {
+      throw Error("plan '" + bound_.origin() + "': " + sb.where + ": " + e.what());
+    }
+    if (profile_) {
+      OpProfile::Entry &e = profile_->ops[profileKey(bound_.plan(), programName, sb)];
+      e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      e.calls += 1;
+      e.flops += sb.step->flops();
+    }
+    if (observer_) observer_(programName, *sb.step, call.in, call.out);
+    if (nonFinite_)
+      for (size_t k = 0; k < call.out.size(); ++k) {
+        double v;
+        int64_t at = firstNonFinite(call.out[k], v);
+        if (at >= 0) return report("output " + std::to_string(k) + " " + call.out[k].type.str(), at, v);
+      }
+  }
+  lastRun_ = programName;
+}
+
+TensorRef CpuBackend::output(const std::string &programName, const std::string &name) {
+  const ExecProgram &ep = program(programName);
+  const int id = bound_.outputBuffer(programName, name);
+  const BufferBinding &b = ep.binding->buffers[id];
+  // Gradients live in parameter-owned storage and survive other programs' runs;
+  // arena outputs are only valid until any program runs again.
+  if (b.kind == plan::Buffer::GRAD) return TensorRef{session_.params()[b.param].grad.data(), b.type};
+  if (lastRun_ != programName)
+    bound_.error("output '" + name + "' of program '" + programName +
+                 "' is valid only right after a successful run of that program (last successful run: " +
+                 (lastRun_.empty() ? std::string("none") : "'" + lastRun_ + "'") + ")");
+  switch (b.kind) {
+  case plan::Buffer::ARENA: return TensorRef{arena_.get() + b.offset, b.type};
+  case plan::Buffer::PARAM: return TensorRef{session_.params()[b.param].value.data(), b.type};
+  case plan::Buffer::CONSTANT: return TensorRef{const_cast<double *>(ep.constants[id].data()), b.type};
+  default: bound_.error("output '" + name + "' of program '" + programName + "' is an INPUT buffer");
+  }
+}
+
+/* Every micro-batch's gradients summed into `acc`, then their mean left in the
+   gradient buffers (where the norm, clipping and AdamW read them). */
+template <typename T> void accumulateInto(T *acc, T *grad, int64_t n, int micro, int k) {
+  if (micro == 0) {
+    std::copy(grad, grad + n, acc);
+  } else if (micro < k - 1) {
+    for (int64_t i = 0; i < n; ++i) acc[i] += grad[i];
+  } else {
+    const T div = T(k);
+    for (int64_t i = 0; i < n; ++i) grad[i] = (acc[i] + grad[i]) / div;
+  }
+}
+
+void CpuBackend::accumulateGradients(int micro, int count) {
+  if (accumulated_.empty())
+    for (const ParamState &p : session_.params()) accumulated_.emplace_back(p.grad.size());
+  for (size_t i = 0; i < views_.size(); ++i) {
+    const ParamView &v = views_[i];
+    if (v.dtype == DType::F32)
+      accumulateInto((float *)accumulated_[i].data(), (float *)v.grad, v.numel, micro, count);
+    else
+      accumulateInto((double *)accumulated_[i].data(), (double *)v.grad, v.numel, micro, count);
+  }
+}
+
+std::vector<NamedTensor> CpuBackend::momentTensors() {
+  std::vector<AdamW::MomentView> mom = adamw().moments();
+  const std::vector<ParamState> &params = session_.params();
+  if (mom.size() != params.size())
+    fail("the optimizer holds %zu moments for %zu parameters", mom.size(), params.size());
+  std::vector<NamedTensor> out;
+  for (size_t i = 0; i < mom.size(); ++i) {
+    out.emplace_back("adamw.m." + params[i].name, TensorRef{mom[i].m, params[i].type});
+    out.emplace_back("adamw.v." + params[i].name, TensorRef{mom[i].v, params[i].type});
+  }
+  return out;
+}
+
+std::vector<NamedTensor> CpuBackend::optimizerState() {
+  // Before any update (every step so far skipped) the moments are all zero.
+  if (adamw().moments().empty()) adamw().restoreState(views_, adamw().stepCount());
+  return momentTensors();
+}
+
+std::vector<NamedTensor> CpuBackend::beginRestore(int64_t updates) {
+  adamw().restoreState(views_, updates);
+  return momentTensors();
+}
+
+// --- registration -------------------------------------------------------------------
+
+/* Plan validation's kernel check: the step's types and attributes against its CPU
+   kernel's check() (the contract has matched the step against the op table, and the
+   kernel table agrees with it: kernels::compareWithOpTable, unit-tested). */
+std::string kernelCheck(const plan::Step &step, const std::vector<plan::TensorType> &in,
+                        const std::vector<plan::TensorType> &out) {
+  const kernels::KernelDef *def = kernels::findKernel(step.op());
+  if (!def) return "no kernel for op '" + step.op() + "'";
+  std::vector<TensorType> inTypes, outTypes;
+  for (const plan::TensorType &t : in) inTypes.push_back(toTensorType(t));
+  for (const plan::TensorType &t : out) outTypes.push_back(toTensorType(t));
+  try {
+    return def->check(inTypes, outTypes, decodeAttrs(step));
+  } catch (const Error &e) {  // attribute getters throw on an attribute of another kind
+    return e.what();
+  }
+}
+
+void probe(const DeviceOptions &options) {
+  if (options.index != 0) fail("--device cpu has one device (index 0), not %d", options.index);
+}
+
+std::vector<std::string> listDevices() { return {"cpu"}; }
+
+const BackendProvider kProvider = {"cpu", probe, createBackend, listDevices};
+
+/* At program start: everything that links the CPU backend can open sessions. */
+struct Registrar {
+  Registrar() {
+    registerBackend(kProvider);
+    registerStepCheck(kernelCheck);
+  }
+} registrar;
+
+}  // namespace
+
+std::unique_ptr<Backend> createBackend(Session &session, const DeviceOptions &) {
+  return std::make_unique<CpuBackend>(session);
+}
+
+}  // namespace lmrt::cpu

@@ -1,0 +1,455 @@
+/* Implements: the CUDA backend (cuda_backend.h) and its provider, which the
+   plugin entry point (plugin.cpp) hands to lmrt. */
+#include "runtime/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "contract/op_table.h"
+#include "contract/plan_types.h"
+#include "runtime/cuda/device.h"
+#include "runtime/cuda/gemm.h"
+#include "runtime/cuda/generated.h"
+#include "runtime/cuda/ops.h"
+#include "runtime/cuda/optimizer.h"
+#include "runtime/exec/backend_registry.h"
+#include "runtime/exec/optimizer.h"
+#include "runtime/exec/session.h"
+
+namespace lmrt::cuda {
+namespace {
+
+constexpr size_t kAlign = 256;
+size_t alignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+/* AdamW's chunks: no block gets more than this many elements. */
+constexpr int64_t kChunkElems = 1 << 16;
+
+struct Step {
+  const StepBinding *binding = nullptr;
+  const CudaKernelDef *def = nullptr;  // a library kernel, or a generated one (binding->kernel >= 0)
+};
+
+struct Program {
+  const ProgramBinding *binding = nullptr;
+  std::vector<DevTensor> buffers;  // every buffer's device address and type, fixed for the backend
+  std::vector<Step> steps;
+};
+
+/* Host copies of device tensors, for the diagnostics and the outputs. */
+struct HostCopy {
+  std::vector<double> words;  // doubles: f64 data is aligned
+  TensorRef ref;
+};
+
+class CudaBackend final : public Backend {
+public:
+  CudaBackend(Session &session, const DeviceOptions &options);
+  ~CudaBackend() override;
+
+  std::string describe() const override { return device_.str() + (options_.tf32 ? ", TF32 GEMMs" : ""); }
+  int64_t deviceBytes() const override;
+  void uploadParams() override;
+  void downloadParams(bool grads) override;
+  void run(const std::string &program, const std::map<std::string, TensorRef> &inputs) override;
+  TensorRef output(const std::string &program, const std::string &name) override;
+  void accumulateGradients(int micro, int count) override;
+  double gradientNorm() override;
+  void optimizerStep(double lr, double gradScale) override;
+  int64_t optimizerUpdates() const override { return updates_; }
+  std::vector<NamedTensor> optimizerState() override;
+  std::vector<NamedTensor> beginRestore(int64_t updates) override;
+  void finishRestore() override;
+  void setProfile(OpProfile *profile) override { profile_ = profile; }
+  void setNonFiniteCheck(NonFiniteValue *check) override { nonFinite_ = check; }
+  void setStepObserver(StepObserver observer) override { observer_ = std::move(observer); }
+
+private:
+  Program &program(const std::string &name);
+  /* Waits for the stream; a fault of an earlier kernel surfaces here, with a hint. */
+  void sync(const char *what);
+  /* Copies a device tensor to the host (after the stream's work so far). */
+  TensorRef toHost(const DevTensor &t, HostCopy &copy);
+  /* The moments as host tensors, in checkpoint order, from host_ (downloaded or to upload). */
+  std::vector<NamedTensor> momentTensors();
+  void *paramAt(const DeviceBuffer &flat, int index) const {
+    return flat.bytes() + paramOffset_[index] * dtypeSize(paramType_);
+  }
+
+  Session &session_;
+  const BoundPlan &bound_;
+  DeviceOptions options_;
+  DeviceInfo device_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<Gemm> gemm_;
+  std::unique_ptr<GeneratedModule> generated_;
+  DType paramType_ = DType::F32;
+  std::vector<int64_t> paramOffset_;  // elements into the flat storage, per parameter
+  int64_t paramElems_ = 0;
+  DeviceBuffer arena_, params_, grads_, m_, v_, acc_, constants_, scratch_, norm_, chunks_;
+  int64_t numChunks_ = 0;
+  int64_t updates_ = 0;
+  std::map<std::string, DeviceBuffer> inputs_;  // "program/input"
+  std::vector<DeviceBuffer> states_;            // Plan.states (zeroed on first use; the decode caches)
+  std::map<std::string, Program> programs_;
+  std::string lastRun_;  // arena outputs belong to this program's last run
+  std::map<std::string, HostCopy> outputs_;  // host copies handed out by output()
+  std::vector<HostBytes> hostMoments_;       // m, v per parameter: optimizerState() / beginRestore()
+  bool syncEveryStep_ = false;               // LMRT_CUDA_SYNC=1
+  OpProfile *profile_ = nullptr;
+  NonFiniteValue *nonFinite_ = nullptr;
+  StepObserver observer_;
+};
+
+CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
+    : session_(session), bound_(session.bound()), options_(options) {
+  device_ = openDevice(options.index);
+  const plan::Plan &plan = bound_.plan();
+  const char *syncEnv = std::getenv("LMRT_CUDA_SYNC");
+  syncEveryStep_ = syncEnv && *syncEnv && std::strcmp(syncEnv, "0") != 0;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  gemm_ = std::make_unique<Gemm>(stream_, options.tf32);
+  generated_ = GeneratedModule::load(plan, bound_.origin(), device_.smCount);
+
+  // Parameters: one flat layout shared by values, gradients and both moments.
+  const std::vector<ParamState> &ps = session.params();
+  if (!ps.empty()) paramType_ = ps[0].type.dtype;
+  std::vector<AdamWChunk> chunks;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    if (ps[i].type.dtype != paramType_)
+      fail("plan '%s': parameter '%s' is %s while '%s' is %s; the CUDA backend keeps all parameters in one "
+           "precision", bound_.origin().c_str(), ps[i].name.c_str(), dtypeName(ps[i].type.dtype),
+           ps[0].name.c_str(), dtypeName(paramType_));
+    paramOffset_.push_back(paramElems_);
+    const int64_t n = ps[i].type.numel();
+    // A frozen parameter gets no AdamW chunk: the update never touches it.
+    for (int64_t b = 0; !ps[i].frozen && b < n; b += kChunkElems)
+      chunks.push_back({paramElems_ + b, paramElems_ + std::min(n, b + kChunkElems), ps[i].weightDecay ? 1 : 0});
+    paramElems_ += (int64_t)(alignUp((size_t)n * dtypeSize(paramType_)) / dtypeSize(paramType_));
+  }
+  const size_t paramBytes = std::max<size_t>(kAlign, (size_t)paramElems_ * dtypeSize(paramType_));
+  params_ = DeviceBuffer(paramBytes, "the parameters");
+  grads_ = DeviceBuffer(paramBytes, "the gradients");
+  m_ = DeviceBuffer(paramBytes, "AdamW's first moments");
+  v_ = DeviceBuffer(paramBytes, "AdamW's second moments");
+  for (DeviceBuffer *b : {&params_, &grads_, &m_, &v_}) CUDA_CHECK(cudaMemsetAsync(b->get(), 0, b->size(), stream_));
+  numChunks_ = (int64_t)chunks.size();
+  chunks_ = DeviceBuffer(std::max<size_t>(1, chunks.size()) * sizeof(AdamWChunk), "AdamW's chunk table");
+  if (!chunks.empty())
+    CUDA_CHECK(cudaMemcpyAsync(chunks_.get(), chunks.data(), chunks.size() * sizeof(AdamWChunk),
+                               cudaMemcpyHostToDevice, stream_));
+  norm_ = DeviceBuffer((kNormBlocks + 2) * sizeof(double), "the gradient norm");
+
+  // Arena, constants, inputs; then each program's buffers resolved to addresses.
+  size_t constBytes = 0;
+  for (const plan::Program &prog : plan.programs())
+    for (const plan::Buffer &b : prog.buffers())
+      if (b.kind() == plan::Buffer::CONSTANT) constBytes += alignUp(b.data().size());
+  arena_ = DeviceBuffer(std::max<size_t>(kAlign, (size_t)bound_.arenaBytes()), "the activation arena");
+  CUDA_CHECK(cudaMemsetAsync(arena_.get(), 0, arena_.size(), stream_));
+  constants_ = DeviceBuffer(std::max<size_t>(kAlign, constBytes), "the plan's constants");
+  states_.resize(bound_.states().size());
+
+  size_t constOff = 0, scratchBytes = 0;
+  for (const plan::Program &prog : plan.programs()) {
+    Program &p = programs_[prog.name()];
+    p.binding = &bound_.program(prog.name());
+    for (const plan::Input &in : prog.inputs()) {
+      TensorType t = toTensorType(in.type());
+      inputs_.emplace(prog.name() + "/" + in.name(),
+                      DeviceBuffer(std::max<size_t>(kAlign, (size_t)t.bytes()), "a program input"));
+    }
+    const std::vector<BufferBinding> &buffers = p.binding->buffers;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const BufferBinding &b = buffers[i];
+      DevTensor t{nullptr, b.type};
+      switch (b.kind) {
+      case plan::Buffer::ARENA: t.data = arena_.bytes() + b.offset; break;
+      case plan::Buffer::PARAM: t.data = paramAt(params_, b.param); break;
+      case plan::Buffer::GRAD: t.data = paramAt(grads_, b.param); break;
+      case plan::Buffer::INPUT: t.data = inputs_.at(prog.name() + "/" + b.name).get(); break;
+      case plan::Buffer::CONSTANT:
+        t.data = constants_.bytes() + constOff;
+        if (!b.constant->empty())
+          CUDA_CHECK(cudaMemcpyAsync(t.data, b.constant->data(), b.constant->size(), cudaMemcpyHostToDevice, stream_));
+        constOff += alignUp(b.constant->size());
+        break;
+      case plan::Buffer::STATE: break;  // allocated by the first run that reads it (run())
+      default: bound_.error("program '" + prog.name() + "', buffer " + std::to_string(i) + " has an unknown kind");
+      }
+      p.buffers.push_back(t);
+    }
+    for (const StepBinding &sb : p.binding->steps) {
+      Step s{&sb, nullptr};
+      if (sb.kernel < 0) {
+        s.def = findCudaKernel(sb.step->op());
+        if (!s.def) bound_.error(sb.where + ": no CUDA kernel for op '" + sb.step->op() + "'");
+        std::vector<TensorType> inT, outT;
+        for (int id : sb.in) inT.push_back(p.buffers[id].type);
+        for (int id : sb.out) outT.push_back(p.buffers[id].type);
+        scratchBytes = std::max(scratchBytes, s.def->scratchBytes(inT, outT, sb.attrs));
+      }
+      p.steps.push_back(s);
+    }
+  }
+  scratch_ = DeviceBuffer(std::max<size_t>(kAlign, alignUp(scratchBytes)), "kernel scratch");
+  sync("setting up the device memory");
+}
+
+CudaBackend::~CudaBackend() {
+  programs_.clear();
+  generated_.reset();
+  gemm_.reset();
+  if (stream_) {
+    cudaStreamSynchronize(stream_);  // unchecked: a destructor must not throw
+    cudaStreamDestroy(stream_);
+  }
+}
+
+int64_t CudaBackend::deviceBytes() const {
+  size_t n = arena_.size() + params_.size() * 4 + acc_.size() + constants_.size() + scratch_.size() + norm_.size() +
+             chunks_.size();
+  for (const auto &[name, b] : inputs_) n += b.size();
+  for (const DeviceBuffer &b : states_) n += b.size();
+  return (int64_t)n;
+}
+
+void CudaBackend::sync(const char *what) {
+  try {
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  } catch (const Error &e) {
+    throw Error(std::string(e.what()) + " (while " + what +
+                "; kernels run asynchronously: rerun with LMRT_CUDA_SYNC=1 to name the plan step that failed)");
+  }
+}
+
+Program &CudaBackend::program(const std::string &name) {
+  auto it = programs_.find(name);
+  if (it == programs_.end()) bound_.program(name);  // throws, listing the programs
+  return it->second;
+}
+
+TensorRef CudaBackend::toHost(const DevTensor &t, HostCopy &copy) {
+  const size_t bytes = (size_t)t.type.bytes();
+  copy.words.resize((bytes + 7) / 8);
+  if (bytes) CUDA_CHECK(cudaMemcpyAsync(copy.words.data(), t.data, bytes, cudaMemcpyDeviceToHost, stream_));
+  sync("copying a result to the host");
+  copy.ref = TensorRef{copy.words.data(), t.type};
+  return copy.ref;
+}
+
+void CudaBackend::uploadParams() {
+  const std::vector<ParamState> &ps = session_.params();
+  for (size_t i = 0; i < ps.size(); ++i)
+    CUDA_CHECK(cudaMemcpyAsync(paramAt(params_, (int)i), ps[i].value.data(), ps[i].value.size(),
+                               cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.size(), stream_));
+  sync("uploading the parameters");
+}
+
+void CudaBackend::downloadParams(bool grads) {
+  std::vector<ParamState> &ps = session_.params();
+  for (size_t i = 0; i < ps.size(); ++i) {
+    CUDA_CHECK(cudaMemcpyAsync(ps[i].value.data(), paramAt(params_, (int)i), ps[i].value.size(),
+                               cudaMemcpyDeviceToHost, stream_));
+    if (grads)
+      CUDA_CHECK(cudaMemcpyAsync(ps[i].grad.data(), paramAt(grads_, (int)i), ps[i].grad.size(),
+                                 cudaMemcpyDeviceToHost, stream_));
+  }
+  sync("downloading the parameters");
+}
+
+void CudaBackend::run(const std::string &programName, const std::map<std::string, TensorRef> &inputs) {
+  Program &p = program(programName);
+  bound_.checkInputs(programName, inputs);
+  lastRun_.clear();  // a failed run leaves no valid outputs
+  for (const plan::Input &in : p.binding->program->inputs()) {
+    const TensorRef &t = inputs.at(in.name());
+    if (t.type.bytes() > 0)
+      CUDA_CHECK(cudaMemcpyAsync(inputs_.at(programName + "/" + in.name()).get(), t.data, (size_t)t.type.bytes(),
+                                 cudaMemcpyHostToDevice, stream_));
+  }
+  // States (the decode caches) take memory only once a program that uses them
+  // runs: training never does. Zeroed, then kept between runs.
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    const BufferBinding &b = p.binding->buffers[i];
+    if (b.kind != plan::Buffer::STATE || p.buffers[i].data) continue;
+    DeviceBuffer &d = states_[b.state];
+    if (!d.get()) {
+      d = DeviceBuffer(std::max<size_t>(kAlign, (size_t)b.type.bytes()), "a decode cache");
+      CUDA_CHECK(cudaMemsetAsync(d.get(), 0, d.size(), stream_));
+    }
+    p.buffers[i].data = d.get();
+  }
+  const bool watch = profile_ || nonFinite_ || observer_;
+  for (size_t si = 0; si < p.steps.size(); ++si) {
+    const Step &s = p.steps[si];
+    const StepBinding &sb = *s.binding;
+    std::vector<DevTensor> in, out;
+    for (int id : sb.in) in.push_back(p.buffers[id]);
+    for (int id : sb.out) out.push_back(p.buffers[id]);
+    auto report = [&](const std::string &tensor, int64_t element, double value) {
+      *nonFinite_ = NonFiniteValue{true, sb.where, programName, (int64_t)si, sb.step->op(), sb.step->loc(),
+                                   tensor, element, value};
+    };
+    if (nonFinite_)  // a parameter that is already non-finite is the cause, not this op
+      for (size_t k = 0; k < sb.in.size(); ++k) {
+        const BufferBinding &b = p.binding->buffers[sb.in[k]];
+        if (b.kind != plan::Buffer::PARAM) continue;
+        HostCopy copy;
+        double v;
+        int64_t at = firstNonFinite(toHost(in[k], copy), v);
+        if (at >= 0) return report("parameter '" + b.name + "' " + in[k].type.str(), at, v);
+      }
+    if (watch) sync("running the program");
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      if (s.def) {
+        OpCall call{in, out, sb.attrs, stream_, scratch_.get(), *gemm_};
+        s.def->run(call);
+      } else {
+        std::vector<DevTensor> args(in);
+        args.insert(args.end(), out.begin(), out.end());
+        generated_->launch(sb.kernel, args, *gemm_, stream_);
+      }
+      if (syncEveryStep_ || watch) CUDA_CHECK(cudaStreamSynchronize(stream_));
+    } catch (const Error &e) {
+      throw Error("plan '" + bound_.origin() + "': " + sb.where + ": " + e.what());
+    }
+    if (profile_) {
+      OpProfile::Entry &e = profile_->ops[profileKey(bound_.plan(), programName, sb)];
+      e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      e.calls += 1;
+      e.flops += sb.step->flops();
+    }
+    if (observer_ || nonFinite_) {
+      std::vector<HostCopy> inCopies(in.size()), outCopies(out.size());
+      std::vector<TensorRef> hostIn, hostOut;
+      for (size_t k = 0; k < out.size(); ++k) hostOut.push_back(toHost(out[k], outCopies[k]));
+      if (observer_) {
+        for (size_t k = 0; k < in.size(); ++k) hostIn.push_back(toHost(in[k], inCopies[k]));
+        observer_(programName, *sb.step, hostIn, hostOut);
+      }
+      if (nonFinite_)
+        for (size_t k = 0; k < hostOut.size(); ++k) {
+          double v;
+          int64_t at = firstNonFinite(hostOut[k], v);
+          if (at >= 0) return report("output " + std::to_string(k) + " " + hostOut[k].type.str(), at, v);
+        }
+    }
+  }
+  lastRun_ = programName;
+}
+
+TensorRef CudaBackend::output(const std::string &programName, const std::string &name) {
+  Program &p = program(programName);
+  const int id = bound_.outputBuffer(programName, name);
+  const BufferBinding &b = p.binding->buffers[id];
+  // Gradients live in parameter-owned storage and survive other programs' runs;
+  // arena outputs are only valid until any program runs again.
+  if (b.kind != plan::Buffer::GRAD && lastRun_ != programName)
+    bound_.error("output '" + name + "' of program '" + programName +
+                 "' is valid only right after a successful run of that program (last successful run: " +
+                 (lastRun_.empty() ? std::string("none") : "'" + lastRun_ + "'") + ")");
+  if (b.kind == plan::Buffer::INPUT)
+    bound_.error("output '" + name + "' of program '" + programName + "' is an INPUT buffer");
+  return toHost(p.buffers[id], outputs_[programName + "/" + name]);
+}
+
+void CudaBackend::accumulateGradients(int micro, int count) {
+  if (!acc_.get()) {
+    acc_ = DeviceBuffer(grads_.size(), "the accumulated gradients (--accumulate)");
+    CUDA_CHECK(cudaMemsetAsync(acc_.get(), 0, acc_.size(), stream_));
+  }
+  launchAccumulate(paramType_, grads_.get(), acc_.get(), paramElems_, micro, count, stream_);
+}
+
+double CudaBackend::gradientNorm() {
+  double *norm = static_cast<double *>(norm_.get());
+  launchGradNorm(paramType_, grads_.get(), paramElems_, norm + 2, norm, /*maxNorm=*/0, stream_);
+  double result = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&result, norm, sizeof result, cudaMemcpyDeviceToHost, stream_));
+  sync("computing the gradient norm");
+  return result;
+}
+
+void CudaBackend::optimizerStep(double lr, double gradScale) {
+  const AdamWConfig c = adamwConfig(bound_.plan());
+  if (!(lr >= 0) || !std::isfinite(lr)) fail("adamw: learning rate %g is not a finite non-negative number", lr);
+  if (!(gradScale > 0) || !std::isfinite(gradScale))
+    fail("adamw: gradient scale %g is not finite and positive", gradScale);
+  ++updates_;
+  AdamWStep s{lr, c.beta1, c.beta2, c.eps, c.weightDecay, 1.0 - std::pow(c.beta1, (double)updates_),
+              1.0 - std::pow(c.beta2, (double)updates_)};
+  launchAdamW(paramType_, params_.get(), grads_.get(), m_.get(), v_.get(), static_cast<const AdamWChunk *>(chunks_.get()),
+              numChunks_, gradScale, s, stream_);
+}
+
+std::vector<NamedTensor> CudaBackend::momentTensors() {
+  const std::vector<ParamState> &ps = session_.params();
+  if (hostMoments_.size() != 2 * ps.size()) {
+    hostMoments_.clear();
+    for (const ParamState &p : ps) hostMoments_.emplace_back(p.value.size()), hostMoments_.emplace_back(p.value.size());
+  }
+  std::vector<NamedTensor> out;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    out.emplace_back("adamw.m." + ps[i].name, TensorRef{hostMoments_[2 * i].data(), ps[i].type});
+    out.emplace_back("adamw.v." + ps[i].name, TensorRef{hostMoments_[2 * i + 1].data(), ps[i].type});
+  }
+  return out;
+}
+
+std::vector<NamedTensor> CudaBackend::optimizerState() {
+  std::vector<NamedTensor> out = momentTensors();
+  for (size_t i = 0; i < out.size(); ++i)
+    CUDA_CHECK(cudaMemcpyAsync(out[i].second.data, paramAt(i % 2 ? v_ : m_, (int)(i / 2)),
+                               (size_t)out[i].second.type.bytes(), cudaMemcpyDeviceToHost, stream_));
+  sync("downloading the optimizer state");
+  return out;
+}
+
+std::vector<NamedTensor> CudaBackend::beginRestore(int64_t updates) {
+  if (updates < 0) fail("adamw: update count %lld is negative", (long long)updates);
+  updates_ = updates;
+  std::vector<NamedTensor> out = momentTensors();
+  for (HostBytes &b : hostMoments_) std::fill(b.begin(), b.end(), 0);
+  return out;
+}
+
+void CudaBackend::finishRestore() {
+  std::vector<NamedTensor> in = momentTensors();
+  for (size_t i = 0; i < in.size(); ++i)
+    CUDA_CHECK(cudaMemcpyAsync(paramAt(i % 2 ? v_ : m_, (int)(i / 2)), in[i].second.data,
+                               (size_t)in[i].second.type.bytes(), cudaMemcpyHostToDevice, stream_));
+  sync("uploading the optimizer state");
+}
+
+// --- the provider -------------------------------------------------------------------
+
+void probe(const DeviceOptions &options) { openDevice(options.index); }
+
+std::vector<std::string> listDevices() {
+  std::string why = unavailableReason();
+  if (!why.empty()) fail("no CUDA GPU is usable on this machine: %s", why.c_str());
+  int count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
+  std::vector<std::string> lines;
+  for (int i = 0; i < count; ++i) lines.push_back(openDevice(i).str());
+  return lines;
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> createBackend(Session &session, const DeviceOptions &options) {
+  return std::make_unique<CudaBackend>(session, options);
+}
+
+const BackendProvider &provider() {
+  static const BackendProvider p = {"cuda", probe, createBackend, listDevices};
+  return p;
+}
+
+}  // namespace lmrt::cuda

@@ -1,0 +1,196 @@
+/* Implements: run_setup.h. */
+#include "runtime/train/run_setup.h"
+
+#include "base/file_io.h"
+#include "base/paths.h"
+#include "contract/plan.pb.h"
+#include "runtime/data/token_source.h"
+#include "runtime/exec/optimizer.h"
+#include "runtime/exec/session.h"
+#include "runtime/train/data_feed.h"
+
+namespace lmrt {
+namespace {
+
+void checkScheduleMatches(const LrSchedule &now, const LrSchedule &was, int64_t steps, int64_t wasSteps) {
+  auto differ = [&](const char *what, const std::string &a, const std::string &b) {
+    if (a != b)
+      fail("the resumed run's schedule differs from the checkpoint's: %s is %s in the checkpoint and %s now "
+           "(--steps %lld, the checkpoint's run had --steps %lld); resume with the same --steps",
+           what, b.c_str(), a.c_str(), (long long)steps, (long long)wasSteps);
+  };
+  auto g = [](double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return std::string(buf);
+  };
+  differ("kind", now.kind, was.kind);
+  differ("lr", g(now.lr), g(was.lr));
+  differ("min_lr", g(now.minLr), g(was.minLr));
+  differ("warmup_steps", std::to_string(now.warmupSteps), std::to_string(was.warmupSteps));
+  differ("decay_steps", std::to_string(now.decaySteps), std::to_string(was.decaySteps));
+  differ("cooldown_fraction", g(now.cooldownFraction), g(was.cooldownFraction));
+}
+
+void checkCounts(const TrainOptions &o) {
+  if (o.evalInterval < 0) fail("--eval-interval must be >= 0 (got %lld)", (long long)o.evalInterval);
+  if (o.evalBatches < 0) fail("--eval-batches must be >= 0 (got %lld)", (long long)o.evalBatches);
+  if (o.checkpointEvery < 0) fail("--checkpoint-every must be >= 0 (got %lld)", (long long)o.checkpointEvery);
+  if (o.keep < 0) fail("--keep must be >= 0 (got %lld)", (long long)o.keep);
+  if (o.stopAt < 0) fail("--stop-at must be >= 0 (got %lld)", (long long)o.stopAt);
+  if (o.accumulate < 0 || o.accumulate > kMaxAccumulate)
+    fail("--accumulate must be in [1, %lld] (got %lld)", (long long)kMaxAccumulate, (long long)o.accumulate);
+  if (!o.resumePath.empty() && !o.initPath.empty())
+    fail("--init and --resume exclude each other: a resumed run continues from its checkpoint's weights");
+}
+
+/* Where the run starts (step 1, or after a checkpoint), how long it runs and with
+   which seed, micro-batches and schedule; every flag combination checked. */
+void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
+  const plan::TrainConfig &tc = s.plan().train();
+  run.seed = o.seed;
+  run.steps = o.steps;
+  run.accumulate = o.accumulate > 0 ? o.accumulate : tc.accumulate() > 0 ? tc.accumulate() : 1;
+  if (run.accumulate > kMaxAccumulate)
+    fail("plan accumulate %lld exceeds %lld", (long long)run.accumulate, (long long)kMaxAccumulate);
+  run.checkpointDir = o.checkpointDir;
+  if (!o.resumePath.empty()) {
+    run.resume = std::make_unique<Checkpoint>(findResumeCheckpoint(o.resumePath, s, log));
+    const CheckpointMeta &m = run.resume->meta;
+    if (run.steps == 0) run.steps = m.totalSteps;
+    if (o.seedGiven && o.seed != m.seed)
+      fail("--seed %llu differs from the checkpoint's seed %llu (%s); drop --seed to resume",
+           (unsigned long long)o.seed, (unsigned long long)m.seed, run.resume->path.c_str());
+    run.seed = m.seed;
+    if (run.accumulate != m.accumulate)
+      fail("accumulate is %lld now and %lld in the checkpoint %s: a resumed step must see the same micro-batches",
+           (long long)run.accumulate, (long long)m.accumulate, run.resume->path.c_str());
+    run.firstStep = m.step + 1;
+    // A checkpoint at the last step (killed before the weights were written) just
+    // writes them; past the last step, the run asked for is shorter than the one done.
+    if (m.step > run.steps)
+      fail("checkpoint %s is at step %lld, past --steps %lld", run.resume->path.c_str(), (long long)m.step,
+           (long long)run.steps);
+    if (run.checkpointDir.empty())  // keep checkpointing where the run came from
+      run.checkpointDir = samePath(run.resume->path, o.resumePath) ? parentDirectory(o.resumePath) : o.resumePath;
+  }
+  if (run.steps < 1) fail("--steps must be at least 1 (got %lld)", (long long)run.steps);
+  if (run.steps > kMaxSteps) fail("--steps %lld exceeds %lld", (long long)run.steps, (long long)kMaxSteps);
+  run.stopAt = o.stopAt;
+  if (run.stopAt > 0 && run.stopAt < run.firstStep)
+    fail("--stop-at %lld is before the first step of this run (%lld)", (long long)run.stopAt,
+         (long long)run.firstStep);
+  if (run.stopAt > 0 && run.checkpointDir.empty())
+    fail("--stop-at needs --checkpoint-dir: stopping early keeps the run in a checkpoint");
+  if ((o.checkpointEvery > 0 || o.keep > 0) && run.checkpointDir.empty())
+    fail("--checkpoint-every and --keep need --checkpoint-dir (where the checkpoints go)");
+  if (!o.dumpDir.empty() && (run.resume || run.accumulate > 1))
+    fail("--dump-dir records a whole run from its initial weights, one batch a step: it cannot be combined "
+         "with --resume or accumulate > 1");
+  const plan::Schedule &ps = tc.schedule();
+  run.schedule = makeSchedule(ps.kind(), tc.optimizer().lr(), ps.min_lr(), ps.warmup_steps(), ps.decay_steps(),
+                              run.steps, ps.kind() == "wsd" ? ps.cooldown_fraction() : 0.2);
+  if (run.resume)
+    checkScheduleMatches(run.schedule, run.resume->meta.schedule, run.steps, run.resume->meta.totalSteps);
+  run.lastStep = run.stopAt > 0 ? std::min(run.stopAt, run.steps) : run.steps;
+}
+
+/* Every path the run names, before any work (docs/runtime.md §9): outputs may not be
+   inputs, must be writable, and an earlier run's checkpoints are not replaced
+   without --overwrite (they are replaced at this run's first checkpoint). */
+void checkRunPaths(RunSetup &run, const TrainOptions &o, FILE *log) {
+  std::string dataDir = o.dataDir.empty() || o.dataDir.back() == '/' ? o.dataDir : o.dataDir + "/";
+  std::vector<NamedPath> inputs = {{"the plan", o.planPath},
+                                   {"--data's train.bin", dataDir + "train.bin"},
+                                   {"--data's val.bin", dataDir + "val.bin"},
+                                   {"--data's meta.json", dataDir + "meta.json"},
+                                   {"--init", o.initPath}};
+  if (run.resume) {
+    inputs.push_back({"the checkpoint's state", run.resume->path + "/state.safetensors"});
+    inputs.push_back({"the checkpoint's metadata", run.resume->path + "/meta.json"});
+  }
+  refuseOverlappingPaths({{"--out", run.outPath}, {"--metrics", o.metricsPath}}, inputs);
+  removeStaleTemp(run.outPath, log);
+  checkOutputFile({"--out", run.outPath});
+  if (!o.metricsPath.empty()) checkOutputFile({"--metrics", o.metricsPath});
+  if (!o.dumpDir.empty()) checkOutputDirectory({"--dump-dir", o.dumpDir});
+  if (!run.checkpointDir.empty()) {
+    checkOutputDirectory({"--checkpoint-dir", run.checkpointDir});
+    removeStaleCheckpointTemps(run.checkpointDir, log);
+    if (!run.resume && !listCheckpoints(run.checkpointDir).empty()) {
+      if (!o.overwrite)
+        fail("--checkpoint-dir '%s' already holds checkpoints of an earlier run; continue it with --resume %s, "
+             "or pass --overwrite to replace them", run.checkpointDir.c_str(), run.checkpointDir.c_str());
+      run.clearOldCheckpoints = true;
+    }
+  }
+}
+
+}  // namespace
+
+RunSetup planRun(Session &s, const TrainOptions &o, FILE *log) {
+  checkCounts(o);
+  adamwConfig(s.plan());  // an optimizer lmrt does not implement fails before any work
+  RunSetup run;
+  run.evalOn = o.evalBatches > 0;  // validatePlan guarantees an "eval" program
+  planSteps(run, s, o, log);
+  run.outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
+  checkRunPaths(run, o, log);
+  return run;
+}
+
+CheckpointMeta startMeta(const RunSetup &run, const DataFeed &data, const std::string &dataDir) {
+  CheckpointMeta meta;
+  meta.seed = run.seed;
+  meta.totalSteps = run.steps;
+  meta.accumulate = run.accumulate;
+  meta.schedule = run.schedule;
+  meta.trainTokens = data.train().size();
+  meta.valTokens = data.val().size();
+  meta.trainFingerprint = dataFingerprint(data.train());
+  meta.valFingerprint = dataFingerprint(data.val());
+  if (!run.resume) return meta;
+  const CheckpointMeta &m = run.resume->meta;
+  meta.nanSkips = m.nanSkips;
+  if (m.trainTokens != meta.trainTokens || m.valTokens != meta.valTokens ||
+      m.trainFingerprint != meta.trainFingerprint || m.valFingerprint != meta.valFingerprint)
+    fail("--data '%s' is not the data of checkpoint %s: train.bin has %llu tokens (fingerprint %016llx), the "
+         "checkpoint's run had %llu (%016llx); val.bin %llu (%016llx) vs %llu (%016llx)",
+         dataDir.c_str(), run.resume->path.c_str(), (unsigned long long)meta.trainTokens,
+         (unsigned long long)meta.trainFingerprint, (unsigned long long)m.trainTokens,
+         (unsigned long long)m.trainFingerprint, (unsigned long long)meta.valTokens,
+         (unsigned long long)meta.valFingerprint, (unsigned long long)m.valTokens,
+         (unsigned long long)m.valFingerprint);
+  return meta;
+}
+
+DataWatch::Stamp DataWatch::Stamp::of(const std::string &path) {
+  struct stat st;
+  Stamp f;
+  f.path = path;
+  if (::stat(path.c_str(), &st) != 0) return f;
+  f.dev = st.st_dev;
+  f.ino = st.st_ino;
+  f.size = st.st_size;
+  f.mtime = st.st_mtim;
+  return f;
+}
+
+bool DataWatch::Stamp::operator==(const Stamp &o) const {
+  return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
+         mtime.tv_nsec == o.mtime.tv_nsec;
+}
+
+DataWatch::DataWatch(const TokenSource &train, const TokenSource &val) {
+  // llm.c splits span several files.
+  for (const TokenSource *split : {&train, &val})
+    for (const TokenFile &f : split->files()) stamps_.push_back(Stamp::of(f.path));
+}
+
+std::string DataWatch::changedFile() const {
+  for (const Stamp &s : stamps_)
+    if (!(Stamp::of(s.path) == s)) return s.path;
+  return "";
+}
+
+}  // namespace lmrt

@@ -38,4 +38,26 @@ const OpInfo *findOp(std::string_view name) {
   return nullptr;
 }
 
+std::string compareKernelTable(const std::vector<KernelEntry> &kernels, const std::string &kind) {
+  const std::string kernel = kind.empty() ? "kernel" : kind + " kernel";
+  std::string problems;
+  auto report = [&](const std::string &line) { problems += line + "\n"; };
+  for (const OpInfo &op : allOps()) {
+    int found = 0;
+    for (const KernelEntry &k : kernels) {
+      if (op.name != std::string_view(k.op)) continue;
+      ++found;
+      if (k.numInputs >= 0 && (k.numInputs != op.numInputs || k.numOutputs != op.numOutputs))
+        report(kernel + " '" + k.op + "' takes " + std::to_string(k.numInputs) + " inputs and " +
+               std::to_string(k.numOutputs) + " outputs, the op takes " + std::to_string(op.numInputs) + " and " +
+               std::to_string(op.numOutputs));
+    }
+    if (found == 0) report(std::string("op '") + op.name + "' has no " + kernel);
+    if (found > 1) report(std::string("op '") + op.name + "' has " + std::to_string(found) + " " + kernel + "s");
+  }
+  for (const KernelEntry &k : kernels)
+    if (!findOp(k.op)) report(kernel + " '" + k.op + "' is not an op of the plan's op table");
+  return problems;
+}
+
 }  // namespace lmrt::ops

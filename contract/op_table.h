@@ -5,6 +5,7 @@
    proves it has one kernel per entry, so the list of ops is stated once. */
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -51,6 +52,19 @@ inline constexpr const char *kCopyOpName = "copy";
    Plan.kernels[attr "kernel"], on its inputs then outputs (docs/fusion.md). Its
    arity and types come from that kernel, not from this table. */
 inline constexpr const char *kFusedOpName = "fused";
+
+/* A backend's kernel table as the op table sees it: one entry per kernel, with its
+   operand and result counts where the backend states them (-1: not stated). */
+struct KernelEntry {
+  const char *op;
+  int numInputs = -1, numOutputs = -1;
+};
+
+/* "" when `kernels` has exactly one kernel for every op of the table, with the op's
+   operand and result counts where stated, and none for anything else; else every
+   disagreement, one per line ("op 'gelu' has no CUDA kernel"). `kind` names the
+   table in the messages: "" (the CPU's) or "CUDA". Every backend's unit tests run it. */
+std::string compareKernelTable(const std::vector<KernelEntry> &kernels, const std::string &kind = "");
 
 /* Every op a plan step may name: the generated lm ops, then "copy". */
 const std::vector<OpInfo> &allOps();

@@ -31,16 +31,9 @@ const CudaKernelDef *findCudaKernel(std::string_view op) {
 }
 
 std::string compareCudaWithOpTable() {
-  std::string problems;
-  for (const ops::OpInfo &op : ops::allOps()) {
-    int found = 0;
-    for (const CudaKernelDef &k : allCudaKernels()) found += op.name == std::string_view(k.op);
-    if (found != 1)
-      problems += std::string("op '") + op.name + "' has " + std::to_string(found) + " CUDA kernels\n";
-  }
-  for (const CudaKernelDef &k : allCudaKernels())
-    if (!ops::findOp(k.op)) problems += std::string("CUDA kernel '") + k.op + "' is not an op of the plan's op table\n";
-  return problems;
+  std::vector<ops::KernelEntry> entries;
+  for (const CudaKernelDef &k : allCudaKernels()) entries.push_back({k.op});
+  return ops::compareKernelTable(entries, "CUDA");
 }
 
 }  // namespace lmrt::cuda

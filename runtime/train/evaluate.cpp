@@ -15,20 +15,9 @@
 namespace lmrt {
 namespace {
 
-/* Runs "eval" on `inputs`, adding its loss and metrics to the sums. */
-void scoreBatch(Session &s, const std::map<std::string, TensorRef> &inputs, int64_t b, double &sum,
-                const std::vector<std::string> &names, std::vector<double> &sums) {
-  s.run("eval", inputs);
-  double loss = scalarValue(s.output("eval", "loss"), "eval loss");
-  if (!std::isfinite(loss)) fail("eval batch %lld: loss is %g", (long long)b, loss);
-  sum += loss;
-  for (size_t k = 0; k < names.size(); ++k)
-    sums[k] += scalarValue(s.output("eval", "metric:" + names[k]), names[k].c_str());
-}
-
-void finish(EvalResult &r, double sum, const std::vector<std::string> &names, const std::vector<double> &sums) {
-  r.loss = sum / double(r.batches);
-  for (size_t k = 0; k < names.size(); ++k) r.metrics.push_back({names[k], sums[k] / double(r.batches)});
+void finish(EvalResult &r, const EvalScores &scores) {
+  r.loss = scores.loss;
+  r.metrics = scores.metrics;
 }
 
 /* Non-causal transforms: the validation batches `lmrt run` scores. */
@@ -47,17 +36,32 @@ EvalResult evaluateTransform(Session &s, const EvalOptions &o) {
   r.seq = s.plan().data().seq();
   const uint64_t perBatch = (uint64_t)(r.rows * r.seq);
   r.batches = o.maxBatches > 0 ? o.maxBatches : (int64_t)std::max<uint64_t>(1, r.tokens / perBatch);
-  std::vector<std::string> names = metricNames(findProgram(s, "eval"));
-  std::vector<double> sums(names.size(), 0.0);
-  double sum = 0;
-  for (int64_t b = 0; b < r.batches; ++b)
-    scoreBatch(s, o.split == "val" ? data.valInputs((uint64_t)b) : data.trainInputs((uint64_t)b), b, sum, names,
-               sums);
-  finish(r, sum, names, sums);
+  finish(r, scoreEval(s, r.batches, [&](int64_t b) {
+    return o.split == "val" ? data.valInputs((uint64_t)b) : data.trainInputs((uint64_t)b);
+  }, /*requireFinite=*/true));
   return r;
 }
 
 }  // namespace
+
+EvalScores scoreEval(Session &s, int64_t batches,
+                     const std::function<std::map<std::string, TensorRef>(int64_t)> &batch, bool requireFinite) {
+  const std::vector<std::string> names = metricNames(findProgram(s, "eval"));
+  std::vector<double> sums(names.size(), 0.0);
+  double sum = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    s.run("eval", batch(b));
+    double loss = scalarValue(s.output("eval", "loss"), "eval loss");
+    if (requireFinite && !std::isfinite(loss)) fail("eval batch %lld: loss is %g", (long long)b, loss);
+    sum += loss;
+    for (size_t k = 0; k < names.size(); ++k)
+      sums[k] += scalarValue(s.output("eval", "metric:" + names[k]), names[k].c_str());
+  }
+  EvalScores r;
+  r.loss = sum / double(batches);
+  for (size_t k = 0; k < names.size(); ++k) r.metrics.push_back({names[k], sums[k] / double(batches)});
+  return r;
+}
 
 EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
   if (o.split != "val" && o.split != "train")
@@ -105,15 +109,11 @@ EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
   r.tokensScored = (uint64_t)r.batches * B * seq;
 
   std::vector<int32_t> buf(type.numel());
-  std::vector<std::string> names = metricNames(findProgram(s, "eval"));
-  std::vector<double> sums(names.size(), 0.0);
-  double sum = 0;
-  for (int64_t b = 0; b < r.batches; ++b) {
+  finish(r, scoreEval(s, r.batches, [&](int64_t b) {
     for (int64_t row = 0; row < B; ++row)
       src->copyTokens((uint64_t)(b * B + row) * seq, window, buf.data() + row * window);
-    scoreBatch(s, {{in.name(), TensorRef{buf.data(), type}}}, b, sum, names, sums);
-  }
-  finish(r, sum, names, sums);
+    return std::map<std::string, TensorRef>{{in.name(), TensorRef{buf.data(), type}}};
+  }, /*requireFinite=*/true));
   r.perplexity = std::exp(r.loss);
   if (o.bytesPerToken > 0)
     r.bytesPerToken = o.bytesPerToken;

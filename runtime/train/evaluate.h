@@ -18,10 +18,14 @@
    declares (`metric name = ...`) is averaged over the batches too. */
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "base/tensor.h"
 
 namespace lmrt {
 
@@ -48,5 +52,16 @@ struct EvalResult {
 };
 
 EvalResult evaluateSplit(Session &session, const EvalOptions &options);
+
+/* The mean "eval" loss and the mean of each metric (plan order) over batches
+   0..n-1, whose inputs `batch(i)` gives: the one loop that scores a plan, used by
+   `lmrt eval` and by `lmrt run`'s evaluations alike. With `requireFinite`, a
+   non-finite batch loss is an error naming the batch. */
+struct EvalScores {
+  double loss = 0;
+  std::vector<std::pair<std::string, double>> metrics;
+};
+EvalScores scoreEval(Session &session, int64_t batches,
+                     const std::function<std::map<std::string, TensorRef>(int64_t)> &batch, bool requireFinite);
 
 }  // namespace lmrt

@@ -14,6 +14,7 @@
 #include "runtime/exec/session.h"
 #include "runtime/train/data_feed.h"
 #include "runtime/train/eta.h"
+#include "runtime/train/evaluate.h"
 #include "runtime/train/program_io.h"
 #include "runtime/train/run_setup.h"
 #include "runtime/train/signals.h"
@@ -123,18 +124,10 @@ void RunOutputs::checkpoint(int64_t step) {
 void RunOutputs::evaluate(int64_t step, StepMetrics &m) {
   m.hasValLoss = true;
   guardBusErrors("data '" + data_.val().path() + "'", [&] {
-    std::vector<std::string> names = metricNames(findProgram(session_, "eval"));
-    std::vector<double> sums(names.size(), 0.0);
-    double sum = 0;
-    for (int64_t i = 0; i < options_.evalBatches; ++i) {
-      session_.run("eval", data_.valInputs(i));
-      sum += scalarValue(session_.output("eval", "loss"), "eval loss");
-      for (size_t k = 0; k < names.size(); ++k)
-        sums[k] += scalarValue(session_.output("eval", "metric:" + names[k]), names[k].c_str());
-    }
-    m.valLoss = sum / double(options_.evalBatches);
-    m.valMetrics.clear();
-    for (size_t k = 0; k < names.size(); ++k) m.valMetrics.push_back({names[k], sums[k] / double(options_.evalBatches)});
+    EvalScores scores = scoreEval(session_, options_.evalBatches, [&](int64_t i) { return data_.valInputs(i); },
+                                  /*requireFinite=*/false);
+    m.valLoss = scores.loss;
+    m.valMetrics = scores.metrics;
   });
   result_.lastValLoss = m.valLoss;
   std::string shown;

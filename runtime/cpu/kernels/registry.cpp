@@ -31,24 +31,9 @@ const std::vector<KernelDef> &allKernels() {
 }
 
 std::string compareWithOpTable(const std::vector<KernelDef> &kernels) {
-  std::string problems;
-  auto report = [&](const std::string &line) { problems += line + "\n"; };
-  for (const ops::OpInfo &op : ops::allOps()) {
-    int found = 0;
-    for (const KernelDef &k : kernels) {
-      if (op.name != std::string_view(k.op)) continue;
-      ++found;
-      if (k.numInputs != op.numInputs || k.numOutputs != op.numOutputs)
-        report(std::string("kernel '") + k.op + "' takes " + std::to_string(k.numInputs) + " inputs and " +
-               std::to_string(k.numOutputs) + " outputs, the op takes " + std::to_string(op.numInputs) + " and " +
-               std::to_string(op.numOutputs));
-    }
-    if (found == 0) report(std::string("op '") + op.name + "' has no kernel");
-    if (found > 1) report(std::string("op '") + op.name + "' has " + std::to_string(found) + " kernels");
-  }
-  for (const KernelDef &k : kernels)
-    if (!ops::findOp(k.op)) report(std::string("kernel '") + k.op + "' is not an op of the plan's op table");
-  return problems;
+  std::vector<ops::KernelEntry> entries;
+  for (const KernelDef &k : kernels) entries.push_back({k.op, k.numInputs, k.numOutputs});
+  return ops::compareKernelTable(entries);
 }
 
 const KernelDef *findKernel(std::string_view op) {

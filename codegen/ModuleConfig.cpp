@@ -9,6 +9,7 @@
 #include "codegen/ModuleConfig.h"
 #include "codegen/PlanConvert.h"
 #include "contract/contract.h"
+#include "contract/train_settings.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -74,8 +75,13 @@ public:
   /// Reports a value of this dictionary outside the plan contract's bounds
   /// (contract/contract.h): lmrt would reject the plan.
   void report(const lmrt::contract::Violation &bad) {
-    // The plan's field names are the dictionary's keys, except warmup.
-    StringRef key = bad.field == "warmup_steps" ? StringRef("warmup") : StringRef(bad.field);
+    // The plan's field names are the dictionary's keys, except where the
+    // train settings' table says otherwise (warmup_steps is lm.train's warmup).
+    StringRef key = bad.field;
+    if (dictName == "lm.train")
+      for (const lmrt::settings::Setting *s : lmrt::settings::allSettings())
+        if (bad.field == s->field)
+          key = s->attr;
     emitError(module.getLoc()) << "plan contract: " << dictName << "." << key << " = " << bad.value << " "
                                << bad.rule;
     hadError = true;
@@ -120,29 +126,35 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
     }
   }
 
-  // Absent keys take AdamW's usual defaults; a module without lm.train (a
-  // hand-written test module) trains with constant lr 1e-3 and no clipping.
-  // The values are held to the plan contract, so a plan lmc writes is one lmrt
-  // loads.
+  // Absent keys take the train settings' defaults (contract/train_settings.h),
+  // as an empty train block would, except that a hand-written module trains
+  // without weight decay. The values are held to the plan contract, so a plan
+  // lmc writes is one lmrt loads.
+  namespace st = lmrt::settings;
   DictReader train(module, "lm.train");
+  auto number = [&](const st::Setting &s) { return train.getFloat(s.attr, s.defaultValue); };
+  auto integer = [&](const st::Setting &s) { return train.getInt(s.attr, (int64_t)s.defaultValue); };
   plan::TrainConfig *tc = result.mutable_train();
   plan::Optimizer *opt = tc->mutable_optimizer();
-  opt->set_kind(train.getString("optimizer", "adamw"));
-  opt->set_lr(train.getFloat("lr", 1e-3));
-  opt->set_beta1(train.getFloat("beta1", 0.9));
-  opt->set_beta2(train.getFloat("beta2", 0.999));
-  opt->set_eps(train.getFloat("eps", 1e-8));
-  opt->set_weight_decay(train.getFloat("weight_decay", 0.0));
+  opt->set_kind(train.getString("optimizer", st::kDefaultOptimizer));
+  opt->set_lr(number(st::kLr));
+  opt->set_beta1(number(st::kBeta1));
+  opt->set_beta2(number(st::kBeta2));
+  opt->set_eps(number(st::kEps));
+  opt->set_weight_decay(train.getFloat(st::kWeightDecay.attr, st::kBareModuleWeightDecay));
   plan::Schedule *schedule = tc->mutable_schedule();
-  schedule->set_kind(train.getString("schedule", "constant"));
-  schedule->set_warmup_steps(train.getInt("warmup", 0));
-  schedule->set_min_lr(train.getFloat("min_lr", 0.0));
-  schedule->set_decay_steps(train.getInt("decay_steps", 0));
-  schedule->set_cooldown_fraction(train.getFloat("cooldown_fraction", schedule->kind() == "wsd" ? 0.2 : 0.0));
-  tc->set_clip_grad_norm(train.getFloat("clip_grad_norm", 0.0));
-  // 0 in the plan means 1 (plans from before accumulation); writing nothing for 1
-  // keeps those plans byte-identical.
-  if (int64_t accumulate = train.getInt("accumulate", 1); accumulate != 1)
+  schedule->set_kind(train.getString("schedule", st::kDefaultSchedule));
+  schedule->set_warmup_steps(integer(st::kWarmup));
+  schedule->set_min_lr(number(st::kMinLr));
+  schedule->set_decay_steps(integer(st::kDecaySteps));
+  // A schedule that does not take a cooldown has none in the plan (0).
+  const st::Kind *kind = st::findSchedule(schedule->kind());
+  schedule->set_cooldown_fraction(kind && st::takes(*kind, st::kCooldown) ? number(st::kCooldown)
+                                                                           : train.getFloat(st::kCooldown.attr, 0.0));
+  tc->set_clip_grad_norm(number(st::kClipGradNorm));
+  // 0 in the plan means the default, 1 (plans from before accumulation);
+  // writing nothing for it keeps those plans byte-identical.
+  if (int64_t accumulate = integer(st::kAccumulate); accumulate != (int64_t)st::kAccumulate.defaultValue)
     tc->set_accumulate(accumulate);
   if (failed(train.finish()))
     return failure();
@@ -224,12 +236,13 @@ LogicalResult mlir::lm::readModuleExports(ModuleOp module, plan::Plan &result) {
           entry.add_names(s.str());
         else
           return bad("names of '" + param.strref() + "' must be strings");
-      if (auto tied = e.getAs<ArrayAttr>("tied"))
+      if (auto tied = e.getAs<ArrayAttr>("tied")) {
         for (Attribute n : tied)
           if (auto s = dyn_cast<StringAttr>(n))
             entry.add_tied(s.str());
           else
             return bad("tied names of '" + param.strref() + "' must be strings");
+      }
       if (auto t = e.getAs<BoolAttr>("transpose"))
         entry.set_transpose(t.getValue());
       sorted.emplace_back(it->second, std::move(entry));

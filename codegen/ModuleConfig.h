@@ -2,8 +2,9 @@
 //
 // Reads the module attributes that configure a run (docs/dialect.md,
 // "Function conventions") into Plan.config, Plan.train and Plan.data. Absent
-// lm.train keys take AdamW's usual defaults (docs/compilation.md); a value of
-// the wrong kind is an error at the module, an unknown key a warning.
+// lm.train keys take the train settings' defaults (contract/train_settings.h,
+// docs/compilation.md); a value of the wrong kind is an error at the module,
+// an unknown key a warning.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -1,7 +1,9 @@
-/* Implements: the attribute getters of attrs.h, with errors naming the attribute. */
+/* Implements: the attribute getters of attrs.h, with errors naming the
+   attribute, and the ODS defaults of an op's attributes. */
 #include "contract/attrs.h"
 
 #include "base/tensor.h"
+#include "contract/op_table.h"
 
 namespace lmrt::kernels {
 
@@ -44,6 +46,21 @@ const std::string &Attrs::getString(const std::string &name) const {
 
 const std::vector<int64_t> &Attrs::getInts(const std::string &name) const {
   return getAs<std::vector<int64_t>>(values_, name, "an integer list");
+}
+
+void addOpDefaults(std::string_view op, Attrs &attrs) {
+  const ops::OpInfo *info = ops::findOp(op);
+  if (!info) return;
+  for (int i = 0; i < info->numAttrs; ++i) {
+    const ops::AttrInfo &a = info->attrs[i];
+    if (!a.hasDefault || attrs.has(a.name)) continue;
+    switch (a.kind) {
+    case ops::AttrKind::Int: attrs.set(a.name, a.defaultInt); break;
+    case ops::AttrKind::Float: attrs.set(a.name, a.defaultFloat); break;
+    case ops::AttrKind::Bool: attrs.set(a.name, a.defaultBool); break;
+    case ops::AttrKind::IntList: break;  // lm-tblgen admits no list defaults
+    }
+  }
 }
 
 }  // namespace lmrt::kernels

@@ -1,10 +1,13 @@
 /* Implements: a plan step's attributes as the kernels of every backend read
    them, decoded from the plan by decodeAttrs (contract/plan_types.h), which also
-   fills in the op's ODS defaults. Names match the MLIR op attributes. */
+   fills in the op's ODS defaults (addOpDefaults below), so a kernel reads every
+   attribute with the plain getters and states no default of its own. Names
+   match the MLIR op attributes. */
 #pragma once
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -22,7 +25,8 @@ public:
   bool getBool(const std::string &name) const;
   const std::string &getString(const std::string &name) const;
   const std::vector<int64_t> &getInts(const std::string &name) const;
-  /* The same, but `def` when the attribute is absent (docs/dialect.md defaults). */
+  /* The same, but `def` when the attribute is absent. Not for kernels: the
+     defaults of op attributes are the ODS's (addOpDefaults). */
   int64_t getInt(const std::string &name, int64_t def) const { return has(name) ? getInt(name) : def; }
   double getFloat(const std::string &name, double def) const { return has(name) ? getFloat(name) : def; }
   bool getBool(const std::string &name, bool def) const { return has(name) ? getBool(name) : def; }
@@ -32,5 +36,11 @@ public:
 private:
   std::map<std::string, Value> values_;
 };
+
+/* Gives every attribute of op `op` that has an ODS default (contract/op_table.h)
+   and that `attrs` lacks its default; an op the table does not list gets none.
+   decodeAttrs applies it to every plan step, and tests to the Attrs they build,
+   so that a missing attribute after it means a plan/ODS mismatch. */
+void addOpDefaults(std::string_view op, Attrs &attrs);
 
 }  // namespace lmrt::kernels

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "contract/train_settings.h"
 #include "contract/transform_spec.h"
 #include "contract/matmul_dims.h"
 #include "contract/shape_rules.h"
@@ -107,33 +108,42 @@ std::string quoted(const std::string &s) { return "\"" + s + "\""; }
 // --- configuration bounds ------------------------------------------------------
 
 std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train) {
+  namespace st = settings;
   const plan::Optimizer &o = train.optimizer();
-  auto bad = [](const char *field, double v, std::string rule) {
-    return Violation{field, fmtNum(v), std::move(rule)};
-  };
-  // Written so that NaN, which fails every comparison, is out of bounds too.
-  if (o.kind() != "adamw") return Violation{"optimizer", quoted(o.kind()), "is not supported (expected \"adamw\")"};
-  if (!(o.lr() >= 0) || !std::isfinite(o.lr())) return bad("lr", o.lr(), "must be finite and >= 0");
-  if (!(o.beta1() >= 0 && o.beta1() < 1)) return bad("beta1", o.beta1(), "must be in [0, 1)");
-  if (!(o.beta2() >= 0 && o.beta2() < 1)) return bad("beta2", o.beta2(), "must be in [0, 1)");
-  if (!(o.eps() > 0) || !std::isfinite(o.eps())) return bad("eps", o.eps(), "must be finite and > 0");
-  if (!(o.weight_decay() >= 0) || !std::isfinite(o.weight_decay()))
-    return bad("weight_decay", o.weight_decay(), "must be finite and >= 0");
   const plan::Schedule &s = train.schedule();
-  if (s.kind() != "constant" && s.kind() != "linear" && s.kind() != "cosine" && s.kind() != "wsd")
+  // The bounds and their wording are the table's (contract/train_settings.h);
+  // `when` says why a setting that only some kinds take is checked.
+  auto bound = [](const st::Setting &setting, double v, double atMost = st::kNoLimit,
+                  const std::string &when = "") -> std::optional<Violation> {
+    if (st::within(setting, v, atMost)) return std::nullopt;
+    return Violation{setting.field, st::format(setting, v), st::rule(setting, atMost) + when};
+  };
+  if (!st::findOptimizer(o.kind()))
+    return Violation{"optimizer", quoted(o.kind()),
+                     "is not supported (expected " + st::kindList(st::optimizers(), true) + ")"};
+  const std::pair<const st::Setting *, double> adamw[] = {{&st::kLr, o.lr()},
+                                                          {&st::kBeta1, o.beta1()},
+                                                          {&st::kBeta2, o.beta2()},
+                                                          {&st::kEps, o.eps()},
+                                                          {&st::kWeightDecay, o.weight_decay()}};
+  for (const auto &[setting, v] : adamw)
+    if (auto bad = bound(*setting, v)) return bad;
+  const st::Kind *schedule = st::findSchedule(s.kind());
+  if (!schedule)
     return Violation{"schedule", quoted(s.kind()),
-                     "is not supported (expected \"constant\", \"linear\", \"cosine\" or \"wsd\")"};
-  if (s.kind() == "wsd" && !(s.cooldown_fraction() > 0 && s.cooldown_fraction() <= 1))
-    return bad("cooldown_fraction", s.cooldown_fraction(), "must be in (0, 1] for a wsd schedule");
-  if (s.warmup_steps() < 0) return Violation{"warmup_steps", std::to_string(s.warmup_steps()), "must be >= 0"};
-  if (s.decay_steps() < 0) return Violation{"decay_steps", std::to_string(s.decay_steps()), "must be >= 0"};
-  if (!(s.min_lr() >= 0 && s.min_lr() <= o.lr()))
-    return bad("min_lr", s.min_lr(), "must be in [0, lr = " + fmtNum(o.lr()) + "]");
-  double clip = train.clip_grad_norm();
-  if (!(clip >= 0) || !std::isfinite(clip)) return bad("clip_grad_norm", clip, "must be finite and >= 0 (0: off)");
+                     "is not supported (expected " + st::kindList(st::schedules(), true) + ")"};
+  // Absent (0) where the schedule does not take it.
+  if (st::takes(*schedule, st::kCooldown))
+    if (auto bad = bound(st::kCooldown, s.cooldown_fraction(), st::kNoLimit,
+                         " for a " + std::string(schedule->name) + " schedule"))
+      return bad;
+  if (auto bad = bound(st::kWarmup, (double)s.warmup_steps())) return bad;
+  if (auto bad = bound(st::kDecaySteps, (double)s.decay_steps())) return bad;
+  if (auto bad = bound(st::kMinLr, s.min_lr(), o.lr())) return bad;
+  if (auto bad = bound(st::kClipGradNorm, train.clip_grad_norm())) return bad;
   // 0 is what plans from before accumulation say: one micro-batch.
-  if (train.accumulate() < 0 || train.accumulate() > (1 << 20))
-    return Violation{"accumulate", std::to_string(train.accumulate()), "must be in [1, 1048576]"};
+  if (train.accumulate() != 0)
+    if (auto bad = bound(st::kAccumulate, (double)train.accumulate())) return bad;
   return std::nullopt;
 }
 

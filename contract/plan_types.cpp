@@ -1,8 +1,6 @@
 /* Implements: plan message -> runtime type conversions (see plan_types.h). */
 #include "contract/plan_types.h"
 
-#include "contract/op_table.h"
-
 namespace lmrt {
 
 TensorType toTensorType(const plan::TensorType &t) {
@@ -36,17 +34,7 @@ kernels::Attrs decodeAttrs(const plan::Step &step) {
   }
   // Attributes the step leaves out take the op's ODS default, so a kernel
   // never falls back on a default of its own.
-  if (const ops::OpInfo *op = ops::findOp(step.op()))
-    for (int i = 0; i < op->numAttrs; ++i) {
-      const ops::AttrInfo &a = op->attrs[i];
-      if (!a.hasDefault || attrs.has(a.name)) continue;
-      switch (a.kind) {
-      case ops::AttrKind::Int: attrs.set(a.name, a.defaultInt); break;
-      case ops::AttrKind::Float: attrs.set(a.name, a.defaultFloat); break;
-      case ops::AttrKind::Bool: attrs.set(a.name, a.defaultBool); break;
-      case ops::AttrKind::IntList: break;  // lm-tblgen admits no list defaults
-      }
-    }
+  kernels::addOpDefaults(step.op(), attrs);
   return attrs;
 }
 

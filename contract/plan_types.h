@@ -15,8 +15,8 @@ namespace lmrt {
 TensorType toTensorType(const plan::TensorType &t);
 plan::TensorType toPlanType(const TensorType &t);
 
-/* Decodes a step's attributes, adding the op's defaults (contract/op_table.h)
-   for those it leaves out; throws Error naming the attribute if one has no value. */
+/* Decodes a step's attributes, adding the op's ODS defaults for those it leaves
+   out (kernels::addOpDefaults); throws Error naming the attribute if one has no value. */
 kernels::Attrs decodeAttrs(const plan::Step &step);
 
 }  // namespace lmrt

@@ -8,6 +8,7 @@
 #include "frontend/MLIRGen.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "contract/train_settings.h"
 #include "contract/transform_spec.h"
 
 #include <algorithm>
@@ -15,7 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
+#include <map>
 #include <set>
 
 namespace mlir::lm {
@@ -128,57 +129,96 @@ DictionaryAttr MLIRGen::configAttr() {
 }
 
 FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
-  // PyTorch's AdamW defaults, a constant schedule and no clipping, for
-  // whatever the train section leaves out.
-  std::string optimizer = "adamw", schedule = "constant";
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
-  double minLr = 0.0, clip = 0.0, cooldown = 0.2;
-  int64_t warmup = 0, decaySteps = 0, accumulate = 1;
+  namespace st = lmrt::settings;
+  // Whatever the train section leaves out takes the table's default
+  // (contract/train_settings.h: PyTorch's AdamW, a constant schedule, no
+  // clipping); its bounds are the plan contract's.
+  const st::Kind *optimizer = st::findOptimizer(st::kDefaultOptimizer);
+  const st::Kind *schedule = st::findSchedule(st::kDefaultSchedule);
+  // A whole-number setting keeps its int64 exactly (a double would round past 2^53).
+  struct Value {
+    double real;
+    int64_t whole;
+  };
+  std::map<const st::Setting *, Value> values;
+  for (const st::Setting *s : st::allSettings())
+    values[s] = {s->defaultValue, (int64_t)s->defaultValue};
+  std::optional<ast::Loc> minLrLoc; // min_lr <= lr waits until lr is known
 
   Env env;
   std::set<std::string> seen;
-  // `name(k = v, ...)` or a bare `name`: checks the name against `known` and
-  // hands each keyword to `onKeyword`.
-  auto call = [&](const ast::Setting &s, const std::vector<std::string> &known,
-                  const std::string &what, std::string &chosen,
-                  const std::function<LogicalResult(const ast::KeywordArg &)> &onKeyword)
-      -> LogicalResult {
+  // Evaluates a value of setting `s` and holds it to its bounds; `shown` names
+  // it in messages.
+  auto setNumber = [&](const st::Setting &s, const ast::Expr &e, const std::string &shown) -> LogicalResult {
+    Value v;
+    if (s.isInt) {
+      FailureOr<int64_t> i = evalInt(e, env, shown);
+      if (failed(i))
+        return failure();
+      v = {double(*i), *i};
+    } else {
+      FailureOr<double> d = evalNumber(e, env, shown);
+      if (failed(d))
+        return failure();
+      v = {*d, 0};
+    }
+    if (!st::within(s, v.real))
+      return error(e.loc) << shown << (s.meaning ? " is " + std::string(s.meaning) + ": it " : " ")
+                          << st::rule(s) << ", got " << st::format(s, v.real);
+    values[&s] = v;
+    return success();
+  };
+  // One keyword argument of an optimizer or a schedule: a setting, or a tuple
+  // of the settings that share the keyword (betas = (beta1, beta2)).
+  auto setArgument = [&](const st::Kind &kind, const ast::KeywordArg &kw) -> LogicalResult {
+    std::vector<const st::Setting *> named;
+    for (const st::Setting *s : kind.takes)
+      if (kw.name == s->keyword)
+        named.push_back(s);
+    if (named.empty())
+      return error(kw.loc) << kind.name << " has no argument '" << kw.name << "' (expected "
+                           << st::keywordList(kind) << ")";
+    if (named[0] == &st::kMinLr)
+      minLrLoc = kw.value->loc;
+    if (named.size() == 1)
+      return setNumber(*named[0], *kw.value, kw.name);
+    FailureOr<LMValue> tuple = eval(*kw.value, env);
+    if (failed(tuple))
+      return failure();
+    std::string names;
+    for (const st::Setting *s : named)
+      names += (names.empty() ? "" : ", ") + std::string(s->attr);
+    bool numbers = tuple->kind == LMValue::Kind::List && tuple->items.size() == named.size();
+    for (size_t i = 0; numbers && i < named.size(); ++i)
+      numbers = named[i]->isInt ? tuple->items[i].asInt().has_value() : tuple->items[i].isNumber();
+    if (!numbers)
+      return error(kw.value->loc) << kw.name << " must be " << (named.size() == 2 ? "a pair" : "a tuple")
+                                  << " (" << names << ")";
+    for (size_t i = 0; i < named.size(); ++i) {
+      const LMValue &item = tuple->items[i];
+      Value v = {item.asDouble(), named[i]->isInt ? *item.asInt() : 0};
+      if (!st::within(*named[i], v.real))
+        return error(kw.value->loc) << kw.name << ": " << named[i]->attr << " " << st::rule(*named[i])
+                                    << ", got " << st::format(*named[i], v.real);
+      values[named[i]] = v;
+    }
+    return success();
+  };
+  // `name(k = v, ...)` or a bare `name`, one of `kinds`.
+  auto choose = [&](const ast::Setting &s, const std::vector<st::Kind> &kinds,
+                    const st::Kind *&chosen) -> LogicalResult {
     const ast::Expr &e = *s.value;
     if (e.kind != ast::Expr::Kind::Name && e.kind != ast::Expr::Kind::Call)
-      return error(e.loc) << s.name << " must name a " << what << ", e.g. " << known[0] << "(...)";
-    if (std::find(known.begin(), known.end(), e.name) == known.end()) {
-      std::string list;
-      for (const std::string &k : known)
-        list += (list.empty() ? "" : " or ") + k;
-      return error(e.loc) << "unknown " << what << " '" << e.name << "' (expected " << list
-                          << ")";
-    }
-    chosen = e.name;
+      return error(e.loc) << s.name << " must name a " << s.name << ", e.g. " << kinds[0].name << "(...)";
+    chosen = st::findKind(kinds, e.name);
+    if (!chosen)
+      return error(e.loc) << "unknown " << s.name << " '" << e.name << "' (expected "
+                          << st::kindList(kinds, false) << ")";
     if (!e.args.empty())
       return error(e.args[0]->loc) << e.name << " takes keyword arguments (name = value)";
     for (const ast::KeywordArg &kw : e.kwargs)
-      if (failed(onKeyword(kw)))
+      if (failed(setArgument(*chosen, kw)))
         return failure();
-    return success();
-  };
-  auto number = [&](const ast::KeywordArg &kw, double &out, double lo,
-                    bool loExclusive) -> LogicalResult {
-    FailureOr<double> v = evalNumber(*kw.value, env, kw.name);
-    if (failed(v))
-      return failure();
-    if (*v < lo || (loExclusive && *v == lo))
-      return error(kw.value->loc) << kw.name << " must be " << (loExclusive ? "> " : ">= ") << lo
-                                  << ", got " << *v;
-    out = *v;
-    return success();
-  };
-  auto integer = [&](const ast::KeywordArg &kw, int64_t &out) -> LogicalResult {
-    FailureOr<int64_t> v = evalInt(*kw.value, env, kw.name);
-    if (failed(v))
-      return failure();
-    if (*v < 0)
-      return error(kw.value->loc) << kw.name << " must be >= 0, got " << *v;
-    out = *v;
     return success();
   };
 
@@ -186,107 +226,53 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     if (!seen.insert(s.name).second)
       return error(s.loc) << "train option '" << s.name << "' is set twice";
     if (s.name == "optimizer") {
-      if (failed(call(s, {"adamw"}, "optimizer", optimizer, [&](const ast::KeywordArg &kw) {
-            if (kw.name == "lr")
-              return number(kw, lr, 0.0, true);
-            if (kw.name == "eps")
-              return number(kw, eps, 0.0, true);
-            if (kw.name == "weight_decay")
-              return number(kw, weightDecay, 0.0, false);
-            if (kw.name == "betas") {
-              FailureOr<LMValue> b = eval(*kw.value, env);
-              if (failed(b))
-                return failure();
-              if (b->kind != LMValue::Kind::List || b->items.size() != 2 ||
-                  !b->items[0].isNumber() || !b->items[1].isNumber())
-                return LogicalResult(error(kw.value->loc) << "betas must be a pair (beta1, beta2)");
-              beta1 = b->items[0].asDouble();
-              beta2 = b->items[1].asDouble();
-              if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
-                return LogicalResult(error(kw.value->loc) << "betas must lie in [0, 1)");
-              return success();
-            }
-            return LogicalResult(error(kw.loc) << "adamw has no argument '" << kw.name
-                                         << "' (expected lr, betas, eps, weight_decay)");
-          })))
+      if (failed(choose(s, st::optimizers(), optimizer)))
         return failure();
-    } else if (s.name == "schedule") {
-      // constant(warmup); linear and cosine(warmup, min_lr, decay_steps);
-      // wsd(warmup, min_lr, decay_steps, cooldown) - cooldown a fraction in (0, 1].
-      if (failed(call(s, {"cosine", "constant", "linear", "wsd"}, "schedule", schedule,
-                      [&](const ast::KeywordArg &kw) {
-                        const std::string &kind = s.value->name;
-                        bool decays = kind != "constant";
-                        if (kw.name == "warmup")
-                          return integer(kw, warmup);
-                        if (decays && kw.name == "min_lr")
-                          return number(kw, minLr, 0.0, false);
-                        if (decays && kw.name == "decay_steps")
-                          return integer(kw, decaySteps);
-                        if (kind == "wsd" && kw.name == "cooldown") {
-                          if (failed(number(kw, cooldown, 0.0, true)))
-                            return failure();
-                          if (cooldown > 1)
-                            return LogicalResult(error(kw.value->loc)
-                                                 << "cooldown is the fraction of the steps after warmup "
-                                                    "spent decaying: it must be in (0, 1], got "
-                                                 << cooldown);
-                          return success();
-                        }
-                        return LogicalResult(error(kw.loc)
-                                       << kind << " has no argument '" << kw.name << "' (expected "
-                                       << (kind == "constant" ? "warmup"
-                                           : kind == "wsd"    ? "warmup, min_lr, decay_steps, cooldown"
-                                                              : "warmup, min_lr, decay_steps")
-                                       << ")");
-                      })))
-        return failure();
-    } else if (s.name == "clip_grad_norm") {
-      FailureOr<double> v = evalNumber(*s.value, env, "clip_grad_norm");
-      if (failed(v))
-        return failure();
-      if (*v < 0)
-        return error(s.value->loc) << "clip_grad_norm must be >= 0 (0 turns it off), got " << *v;
-      clip = *v;
-    } else if (s.name == "accumulate") {
-      // Gradient accumulation: micro-batches summed (mean) per optimizer step.
-      FailureOr<int64_t> v = evalInt(*s.value, env, "accumulate");
-      if (failed(v))
-        return failure();
-      if (*v < 1 || *v > (1 << 20))
-        return error(s.value->loc) << "accumulate must be in [1, 1048576], got " << *v;
-      accumulate = *v;
-    } else if (s.name == "data") {
-      continue;  // the batch transform: dataAttr reads it with the objective's inputs
-    } else {
-      return error(s.loc) << "unknown train option '" << s.name
-                          << "' (expected optimizer, schedule, clip_grad_norm, accumulate or data)";
+      continue;
     }
+    if (s.name == "schedule") {
+      if (failed(choose(s, st::schedules(), schedule)))
+        return failure();
+      continue;
+    }
+    if (s.name == "data")
+      continue; // the batch transform: dataAttr reads it with the objective's inputs
+    const st::Setting *setting = nullptr;
+    std::string known = "optimizer, schedule";
+    for (const st::Setting *b : st::blockSettings()) {
+      known += ", " + std::string(b->keyword);
+      if (s.name == b->keyword)
+        setting = b;
+    }
+    if (!setting)
+      return error(s.loc) << "unknown train option '" << s.name << "' (expected " << known << " or data)";
+    if (failed(setNumber(*setting, *s.value, s.name)))
+      return failure();
   }
-  if (schedule != "constant" && minLr > lr)
-    return error(ast.trainLoc.value_or(ast::Loc{1, 1}))
-           << schedule << " schedule: min_lr (" << minLr << ") is above lr (" << lr << ")";
+  double lr = values[&st::kLr].real, minLr = values[&st::kMinLr].real;
+  if (!st::within(st::kMinLr, minLr, lr))
+    return error(minLrLoc.value_or(ast.trainLoc.value_or(ast::Loc{1, 1})))
+           << "min_lr " << st::rule(st::kMinLr, lr) << ", got " << st::format(st::kMinLr, minLr);
 
-  auto f = [&](double v) { return builder.getF64FloatAttr(v); };
-  auto i = [&](int64_t v) { return builder.getI64IntegerAttr(v); };
-  SmallVector<NamedAttribute> attrs = {
-      builder.getNamedAttr("optimizer", builder.getStringAttr(optimizer)),
-      builder.getNamedAttr("lr", f(lr)),
-      builder.getNamedAttr("beta1", f(beta1)),
-      builder.getNamedAttr("beta2", f(beta2)),
-      builder.getNamedAttr("eps", f(eps)),
-      builder.getNamedAttr("weight_decay", f(weightDecay)),
-      builder.getNamedAttr("schedule", builder.getStringAttr(schedule)),
-      builder.getNamedAttr("warmup", i(warmup)),
-      builder.getNamedAttr("min_lr", f(minLr)),
-      builder.getNamedAttr("decay_steps", i(decaySteps)),
-      builder.getNamedAttr("clip_grad_norm", f(clip)),
+  auto put = [&](SmallVector<NamedAttribute> &attrs, const st::Setting &s) {
+    Attribute v = s.isInt ? Attribute(builder.getI64IntegerAttr(values[&s].whole))
+                          : Attribute(builder.getF64FloatAttr(values[&s].real));
+    attrs.push_back(builder.getNamedAttr(s.attr, v));
   };
-  // Only where they mean something, so plans without them keep their bytes.
-  if (schedule == "wsd")
-    attrs.push_back(builder.getNamedAttr("cooldown_fraction", f(cooldown)));
-  if (accumulate != 1)
-    attrs.push_back(builder.getNamedAttr("accumulate", i(accumulate)));
+  SmallVector<NamedAttribute> attrs = {
+      builder.getNamedAttr("optimizer", builder.getStringAttr(optimizer->name)),
+      builder.getNamedAttr("schedule", builder.getStringAttr(schedule->name)),
+  };
+  for (const st::Setting *s : optimizer->takes)
+    put(attrs, *s);
+  for (const st::Setting *s : {&st::kWarmup, &st::kMinLr, &st::kDecaySteps, &st::kClipGradNorm})
+    put(attrs, *s);
+  // The settings added later only where they mean something, so the plans of
+  // files without them keep their bytes.
+  if (st::takes(*schedule, st::kCooldown))
+    put(attrs, st::kCooldown);
+  if (values[&st::kAccumulate].whole != (int64_t)st::kAccumulate.defaultValue)
+    put(attrs, st::kAccumulate);
   return builder.getDictionaryAttr(attrs);
 }
 

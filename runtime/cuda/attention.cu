@@ -255,7 +255,7 @@ AttnDims dimsOf(const OpCall &call) {
   AttnDims d;
   d.B = s[0], d.T = s[1], d.C = s[2], d.H = call.attrs.getInt("num_heads");
   d.Dh = d.C / d.H;
-  d.Hkv = call.attrs.getInt("num_kv_heads", 0);
+  d.Hkv = call.attrs.getInt("num_kv_heads");
   if (d.Hkv == 0) d.Hkv = d.H;
   d.Ck = call.in[1].shape()[2];
   d.Tk = call.in[1].shape()[1];

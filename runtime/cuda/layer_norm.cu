@@ -101,7 +101,7 @@ void runLayerNorm(const OpCall &call) {
   int64_t rows, d;
   rowsOf(call.in[0].shape(), rows, d);
   if (rows * d == 0) return;
-  const double eps = call.attrs.getFloat("epsilon", 1e-5);
+  const double eps = call.attrs.getFloat("epsilon");
   byFloat(call.in[0].type.dtype, [&](auto t) {
     using T = decltype(t);
     unsigned blocks = (unsigned)((rows + kRowsPerBlock - 1) / kRowsPerBlock);
@@ -121,7 +121,7 @@ size_t layerNormGradScratch(const std::vector<TensorType> &in, const std::vector
 void runLayerNormGrad(const OpCall &call) {
   int64_t rows, d;
   rowsOf(call.in[0].shape(), rows, d);
-  const double eps = call.attrs.getFloat("epsilon", 1e-5);
+  const double eps = call.attrs.getFloat("epsilon");
   byFloat(call.in[0].type.dtype, [&](auto t) {
     using T = decltype(t);
     if (rows * d == 0) {
@@ -207,7 +207,7 @@ void runRmsNorm(const OpCall &call) {
   int64_t rows, d;
   rowsOf(call.in[0].shape(), rows, d);
   if (rows * d == 0) return;
-  const double eps = call.attrs.getFloat("epsilon", 1e-6);
+  const double eps = call.attrs.getFloat("epsilon");
   byFloat(call.in[0].type.dtype, [&](auto t) {
     using T = decltype(t);
     unsigned blocks = (unsigned)((rows + kRowsPerBlock - 1) / kRowsPerBlock);
@@ -227,7 +227,7 @@ size_t rmsNormGradScratch(const std::vector<TensorType> &in, const std::vector<T
 void runRmsNormGrad(const OpCall &call) {
   int64_t rows, d;
   rowsOf(call.in[0].shape(), rows, d);
-  const double eps = call.attrs.getFloat("epsilon", 1e-6);
+  const double eps = call.attrs.getFloat("epsilon");
   byFloat(call.in[0].type.dtype, [&](auto t) {
     using T = decltype(t);
     if (rows * d == 0) {

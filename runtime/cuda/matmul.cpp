@@ -13,8 +13,8 @@ void runMatmul(const OpCall &call) {
   const Shape &ls = call.in[0].shape(), &rs = call.in[1].shape();
   GemmArgs g;
   g.dtype = call.in[0].type.dtype;
-  g.ta = call.attrs.getBool("transpose_lhs", false);
-  g.tb = call.attrs.getBool("transpose_rhs", false);
+  g.ta = call.attrs.getBool("transpose_lhs");
+  g.tb = call.attrs.getBool("transpose_rhs");
   const kernels::MatmulDims d = kernels::matmulDims(ls, rs, g.ta, g.tb);
   g.batch = d.batch, g.m = d.m, g.n = d.n, g.k = d.k;
   const bool sharedRhs = rs.size() == 2;

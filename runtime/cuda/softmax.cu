@@ -149,7 +149,7 @@ size_t crossEntropyScratch(const std::vector<TensorType> &in, const std::vector<
 
 void runCrossEntropy(const OpCall &call) {
   const int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
-  const int64_t ignore = call.attrs.getInt("ignore_index", -100);
+  const int64_t ignore = call.attrs.getInt("ignore_index");
   long long *valid = static_cast<long long *>(call.scratch);
   double *rowLoss = reinterpret_cast<double *>(static_cast<char *>(call.scratch) + 256);
   byFloat(call.in[0].type.dtype, [&](auto t) {
@@ -169,7 +169,7 @@ void runCrossEntropy(const OpCall &call) {
 /* cross_entropy_grad, or with loss (output 1) cross_entropy_with_grad. */
 void runCrossEntropyGradRows(const OpCall &call, bool withLoss) {
   const int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
-  const int64_t ignore = call.attrs.getInt("ignore_index", -100);
+  const int64_t ignore = call.attrs.getInt("ignore_index");
   long long *valid = static_cast<long long *>(call.scratch);
   double *rowLoss = withLoss ? reinterpret_cast<double *>(static_cast<char *>(call.scratch) + 256) : nullptr;
   byFloat(call.in[0].type.dtype, [&](auto t) {
@@ -225,7 +225,7 @@ size_t accuracyScratch(const std::vector<TensorType> &in, const std::vector<Tens
 
 void runAccuracy(const OpCall &call) {
   const int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
-  const int64_t ignore = call.attrs.getInt("ignore_index", -100);
+  const int64_t ignore = call.attrs.getInt("ignore_index");
   long long *valid = static_cast<long long *>(call.scratch);
   int *correct = reinterpret_cast<int *>(static_cast<char *>(call.scratch) + 256);
   byFloat(call.in[0].type.dtype, [&](auto t) {

@@ -11,22 +11,27 @@ namespace lmrt {
 LrSchedule makeSchedule(const std::string &kind, double lr, double minLr, int64_t warmup,
                         int64_t decaySteps, int64_t runSteps, double cooldownFraction) {
   LrSchedule s;
-  s.kind = kind.empty() ? "constant" : kind;
-  if (s.kind != "constant" && s.kind != "linear" && s.kind != "cosine" && s.kind != "wsd")
-    fail("plan schedule '%s' is not supported (expected constant, linear, cosine or wsd)", kind.c_str());
-  // Same bounds as validatePlan: lr = 0 (a frozen run) is allowed.
-  if (!(lr >= 0) || !std::isfinite(lr)) fail("plan learning rate %g must be finite and >= 0", lr);
-  if (!(minLr >= 0) || minLr > lr)
-    fail("plan min_lr %g must be in [0, lr = %g]", minLr, lr);
-  if (warmup < 0) fail("plan warmup_steps %lld is negative", (long long)warmup);
-  if (decaySteps < 0) fail("plan decay_steps %lld is negative", (long long)decaySteps);
-  if (s.kind == "wsd" && !(cooldownFraction > 0 && cooldownFraction <= 1))
-    fail("plan wsd cooldown_fraction %g must be in (0, 1]", cooldownFraction);
+  s.kind = kind.empty() ? settings::kDefaultSchedule : kind;
+  const settings::Kind *schedule = settings::findSchedule(s.kind);
+  if (!schedule)
+    fail("plan schedule '%s' is not supported (expected %s)", kind.c_str(),
+         settings::kindList(settings::schedules(), false).c_str());
+  // The plan contract's bounds (lr = 0, a frozen run, is allowed), in its words.
+  auto check = [](const settings::Setting &setting, double v, double atMost = settings::kNoLimit) {
+    if (!settings::within(setting, v, atMost))
+      fail("plan %s = %s %s", setting.field, settings::format(setting, v).c_str(),
+           settings::rule(setting, atMost).c_str());
+  };
+  check(settings::kLr, lr);
+  check(settings::kMinLr, minLr, lr);
+  check(settings::kWarmup, (double)warmup);
+  check(settings::kDecaySteps, (double)decaySteps);
+  if (settings::takes(*schedule, settings::kCooldown)) check(settings::kCooldown, cooldownFraction);
   s.lr = lr;
   s.minLr = minLr;
   s.warmupSteps = warmup;
   s.decaySteps = decaySteps > 0 ? decaySteps : runSteps;
-  if (s.kind == "wsd") {
+  if (settings::takes(*schedule, settings::kCooldown)) {
     s.cooldownFraction = cooldownFraction;
     int64_t span = std::max<int64_t>(0, s.decaySteps - warmup);
     s.cooldownSteps = std::max<int64_t>(1, std::llround(cooldownFraction * double(span)));
@@ -47,7 +52,8 @@ double learningRate(const LrSchedule &s, int64_t step) {
   double r = double(step - s.warmupSteps) / double(s.decaySteps - s.warmupSteps);
   r = std::min(1.0, std::max(0.0, r));
   if (s.kind == "linear") return s.lr - (s.lr - s.minLr) * r;
-  return s.minLr + (s.lr - s.minLr) * 0.5 * (1.0 + std::cos(M_PI * r));
+  if (s.kind == "cosine") return s.minLr + (s.lr - s.minLr) * 0.5 * (1.0 + std::cos(M_PI * r));
+  fail("schedule '%s' has no formula in runtime/train/schedule.cpp", s.kind.c_str());
 }
 
 }  // namespace lmrt

@@ -11,16 +11,19 @@
    r and the cooldown fraction are clamped to [0, 1]. D is decay_steps, or the
    run's total steps when decay_steps is 0, and counts from step 0 (warmup
    included), as in nanoGPT; from D on the rate stays min_lr. f is the plan's
-   cooldown_fraction (wsd only, in (0, 1]). */
+   cooldown_fraction (wsd only). The kinds, defaults and bounds are the train
+   settings' table (contract/train_settings.h). */
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "contract/train_settings.h"
+
 namespace lmrt {
 
 struct LrSchedule {
-  std::string kind = "constant";  // "constant" | "linear" | "cosine" | "wsd"
-  double lr = 1e-3;
+  std::string kind = settings::kDefaultSchedule;  // settings::schedules()
+  double lr = settings::kLr.defaultValue;
   double minLr = 0.0;
   int64_t warmupSteps = 0;
   int64_t decaySteps = 0;        // resolved: never 0 for a decaying kind
@@ -28,9 +31,12 @@ struct LrSchedule {
   int64_t cooldownSteps = 0;     // wsd, resolved: C above
 };
 
-/* Checks the kind and the numbers; `runSteps` resolves decay_steps == 0. */
+/* Checks the kind and the numbers against the train settings' table;
+   `runSteps` resolves decay_steps == 0. A kind that takes no cooldown ignores
+   `cooldownFraction`, so a plan's cooldown_fraction (0 there) may be passed as is. */
 LrSchedule makeSchedule(const std::string &kind, double lr, double minLr, int64_t warmup,
-                        int64_t decaySteps, int64_t runSteps, double cooldownFraction = 0.2);
+                        int64_t decaySteps, int64_t runSteps,
+                        double cooldownFraction = settings::kCooldown.defaultValue);
 
 double learningRate(const LrSchedule &s, int64_t step);
 

@@ -16,13 +16,15 @@
 #include <cstdio>
 #include <string>
 
+#include "contract/train_settings.h"
+
 namespace lmrt {
 
 class Session;
 
 /* Bounds of the run's counts: beyond them a flag is a typo, not a plan. */
 constexpr int64_t kMaxSteps = 1000000000000;  // 1e12
-constexpr int64_t kMaxAccumulate = 1 << 20;
+constexpr int64_t kMaxAccumulate = int64_t(settings::kAccumulate.hi);  // the train settings' bound
 
 struct TrainOptions {
   std::string planPath;  // for the default output name

@@ -43,7 +43,7 @@ struct Dims3 {
 Dims3 dimsOf(const KernelCall &call) {
   const Shape &s = call.in[0].shape();
   int64_t h = call.attrs.getInt("num_heads");
-  int64_t hkv = call.attrs.getInt("num_kv_heads", 0);
+  int64_t hkv = call.attrs.getInt("num_kv_heads");
   if (hkv == 0) hkv = h;
   return {s[0], s[1], call.in[1].shape()[1], s[2], h, s[2] / h, call.in[1].shape()[2], hkv};
 }
@@ -66,10 +66,10 @@ std::string checkAttentionCommon(const char *op, const std::vector<TensorType> &
   LMRT_CHECK(expectSameDType(op, "k", in[1], "q", in[0]));
   LMRT_CHECK(expectSameDType(op, "v", in[2], "q", in[0]));
   if (masked) LMRT_CHECK(expectSameDType(op, "mask", in[3], "q", in[0]));
-  const bool causal = attrs.getBool("causal");  // required, throws when missing
+  const bool causal = attrs.getBool("causal");
   std::string err;
   auto s = shapes::attention(in[0].shape, in[1].shape, in[2].shape, attrs.getInt("num_heads"), err,
-                             attrs.getInt("num_kv_heads", 0), causal, masked ? &in[3].shape : nullptr);
+                             attrs.getInt("num_kv_heads"), causal, masked ? &in[3].shape : nullptr);
   if (!s) return std::string(op) + err.substr(err.find(':'));
   shape = *s;
   return "";
@@ -396,7 +396,7 @@ std::string checkCachedAttention(const std::vector<TensorType> &in, const std::v
     LMRT_CHECK(expectI32(op, "offset", in[3]));
     std::string err;
     auto s = shapes::cachedAttention(in[0].shape, in[1].shape, in[2].shape, in[3].shape, attrs.getInt("num_heads"),
-                                     err, attrs.getInt("num_kv_heads", 0));
+                                     err, attrs.getInt("num_kv_heads"));
     if (!s) return err;
     return expectType(op, "out", out[0], in[0].dtype, *s);
   });
@@ -407,7 +407,7 @@ std::string checkCachedAttention(const std::vector<TensorType> &in, const std::v
    offset + i of causal attention does. */
 template <typename T> void cachedAttentionT(const KernelCall &call) {
   const Shape &qs = call.in[0].shape(), &ks = call.in[1].shape();
-  const int64_t h = call.attrs.getInt("num_heads"), hkvAttr = call.attrs.getInt("num_kv_heads", 0);
+  const int64_t h = call.attrs.getInt("num_heads"), hkvAttr = call.attrs.getInt("num_kv_heads");
   const int64_t B = qs[0], Cq = qs[1], C = qs[2], W = ks[1], Ck = ks[2], hkv = hkvAttr == 0 ? h : hkvAttr;
   const int64_t offset = call.in[3].as<int32_t>()[0];
   if (offset < 0 || offset > W - Cq)

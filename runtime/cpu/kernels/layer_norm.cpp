@@ -15,7 +15,7 @@ namespace lmrt::kernels::detail {
 namespace {
 
 std::string checkEpsilon(const char *op, const Attrs &attrs) {
-  return shapes::layerNormEpsilon(attrs.getFloat("epsilon", 1e-5), op);
+  return shapes::layerNormEpsilon(attrs.getFloat("epsilon"), op);
 }
 
 std::string checkLayerNorm(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
@@ -52,7 +52,7 @@ template <typename T> LMRT_SIMD_CLONES void layerNormT(const KernelCall &call) {
   const TensorRef &xr = call.in[0];
   const T *x = xr.as<T>(), *g = call.in[1].as<T>(), *b = call.in[2].as<T>();
   T *y = call.out[0].as<T>();
-  double eps = call.attrs.getFloat("epsilon", 1e-5);
+  double eps = call.attrs.getFloat("epsilon");
   int64_t d = xr.shape().back(), rows = d ? xr.numel() / d : 0;
 #pragma omp parallel for if (rows * d >= kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
@@ -95,7 +95,7 @@ template <typename T> LMRT_SIMD_CLONES void layerNormGradT(const KernelCall &cal
   const TensorRef &xr = call.in[0];
   const T *x = xr.as<T>(), *g = call.in[1].as<T>(), *dy = call.in[2].as<T>();
   T *dx = call.out[0].as<T>(), *dg = call.out[1].as<T>(), *db = call.out[2].as<T>();
-  double eps = call.attrs.getFloat("epsilon", 1e-5);
+  double eps = call.attrs.getFloat("epsilon");
   int64_t d = xr.shape().back(), rows = d ? xr.numel() / d : 0;
   bool par = rows * d >= kParallelMin;
   // dgamma | dbeta partials per fixed chunk of rows, summed in chunk order afterwards:
@@ -155,7 +155,7 @@ std::string checkRmsNorm(const std::vector<TensorType> &in, const std::vector<Te
   return guardCheck("rms_norm", in, out, 2, 1, [&]() -> std::string {
     LMRT_CHECK(expectFloat("rms_norm", "x", in[0]));
     LMRT_CHECK(expectSameDType("rms_norm", "gamma", in[1], "x", in[0]));
-    LMRT_CHECK(shapes::layerNormEpsilon(attrs.getFloat("epsilon", 1e-6), "rms_norm"));
+    LMRT_CHECK(shapes::layerNormEpsilon(attrs.getFloat("epsilon"), "rms_norm"));
     std::string err;
     auto shape = shapes::rmsNorm(in[0].shape, in[1].shape, err);
     if (!shape) return err;
@@ -175,7 +175,7 @@ template <typename T> LMRT_SIMD_CLONES void rmsNormT(const KernelCall &call) {
   const TensorRef &xr = call.in[0];
   const T *x = xr.as<T>(), *g = call.in[1].as<T>();
   T *y = call.out[0].as<T>();
-  double eps = call.attrs.getFloat("epsilon", 1e-6);
+  double eps = call.attrs.getFloat("epsilon");
   int64_t d = xr.shape().back(), rows = d ? xr.numel() / d : 0;
 #pragma omp parallel for if (rows * d >= kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
@@ -198,7 +198,7 @@ std::string checkRmsNormGrad(const std::vector<TensorType> &in, const std::vecto
     LMRT_CHECK(expectFloat(op, "x", in[0]));
     LMRT_CHECK(expectSameDType(op, "gamma", in[1], "x", in[0]));
     LMRT_CHECK(expectSameDType(op, "dy", in[2], "x", in[0]));
-    LMRT_CHECK(shapes::layerNormEpsilon(attrs.getFloat("epsilon", 1e-6), op));
+    LMRT_CHECK(shapes::layerNormEpsilon(attrs.getFloat("epsilon"), op));
     std::string err;
     if (!shapes::rmsNorm(in[0].shape, in[1].shape, err)) return std::string(op) + err.substr(err.find(':'));
     if (in[2].shape != in[0].shape) return std::string(op) + ": dy " + in[2].str() + " must have the shape of x " + in[0].str();
@@ -213,7 +213,7 @@ template <typename T> LMRT_SIMD_CLONES void rmsNormGradT(const KernelCall &call)
   const TensorRef &xr = call.in[0];
   const T *x = xr.as<T>(), *g = call.in[1].as<T>(), *dy = call.in[2].as<T>();
   T *dx = call.out[0].as<T>(), *dg = call.out[1].as<T>();
-  double eps = call.attrs.getFloat("epsilon", 1e-6);
+  double eps = call.attrs.getFloat("epsilon");
   int64_t d = xr.shape().back(), rows = d ? xr.numel() / d : 0;
   constexpr int64_t kChunk = 32;
   const int64_t chunks = (rows + kChunk - 1) / kChunk;

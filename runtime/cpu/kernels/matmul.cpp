@@ -26,8 +26,8 @@ std::string checkMatmul(const std::vector<TensorType> &in, const std::vector<Ten
     LMRT_CHECK(expectFloat("matmul", "lhs", in[0]));
     LMRT_CHECK(expectSameDType("matmul", "rhs", in[1], "lhs", in[0]));
     std::string err;
-    auto shape = shapes::matmul(in[0].shape, in[1].shape, attrs.getBool("transpose_lhs", false),
-                                attrs.getBool("transpose_rhs", false), err);
+    auto shape = shapes::matmul(in[0].shape, in[1].shape, attrs.getBool("transpose_lhs"),
+                                attrs.getBool("transpose_rhs"), err);
     if (!shape) return err;
     return expectType("matmul", "out", out[0], in[0].dtype, *shape);
   });
@@ -108,7 +108,7 @@ template <typename T> void matmulTallTransposedLhs(int64_t m, int64_t n, int64_t
 template <typename T> void matmulT(const KernelCall &call) {
   singleThreadedBlas();
   const Shape &ls = call.in[0].shape(), &rs = call.in[1].shape();
-  bool ta = call.attrs.getBool("transpose_lhs", false), tb = call.attrs.getBool("transpose_rhs", false);
+  bool ta = call.attrs.getBool("transpose_lhs"), tb = call.attrs.getBool("transpose_rhs");
   auto [batch, m, n, k] = matmulDims(ls, rs, ta, tb);
   const T *a = call.in[0].as<T>(), *b = call.in[1].as<T>();
   T *c = call.out[0].as<T>();

@@ -95,7 +95,7 @@ void runSoftmaxGrad(const KernelCall &call) {
 std::string checkCeCommon(const char *op, const std::vector<TensorType> &in, const Attrs &attrs) {
   LMRT_CHECK(expectFloat(op, "logits", in[0]));
   LMRT_CHECK(expectI32(op, "targets", in[1]));
-  attrs.getInt("ignore_index", -100);  // throws when present but not an integer
+  attrs.getInt("ignore_index");  // throws, so check() refuses it, unless an integer
   std::string err;
   if (!shapes::crossEntropy(in[0].shape, in[1].shape, err)) return std::string(op) + err.substr(err.find(':'));
   return "";
@@ -125,7 +125,7 @@ int64_t validateTargets(const char *op, const int32_t *t, int64_t n, int64_t v, 
 template <typename T> LMRT_SIMD_CLONES void crossEntropyT(const KernelCall &call) {
   const T *x = call.in[0].as<T>();
   const int32_t *tg = call.in[1].as<int32_t>();
-  int64_t ignore = call.attrs.getInt("ignore_index", -100);
+  int64_t ignore = call.attrs.getInt("ignore_index");
   int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
   int64_t valid = validateTargets("cross_entropy", tg, rows, v, ignore);
   std::vector<double> rowLoss(rows, 0.0);
@@ -165,7 +165,7 @@ LMRT_SIMD_CLONES void crossEntropyGradRows(const KernelCall &call, const char *o
   const T *x = call.in[0].as<T>();
   const int32_t *tg = call.in[1].as<int32_t>();
   T dloss = call.in[2].as<T>()[0];
-  int64_t ignore = call.attrs.getInt("ignore_index", -100);
+  int64_t ignore = call.attrs.getInt("ignore_index");
   int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
   int64_t valid = validateTargets(op, tg, rows, v, ignore);
   const T scale = valid ? dloss / (T)valid : (T)0;
@@ -240,7 +240,7 @@ std::string checkAccuracy(const std::vector<TensorType> &in, const std::vector<T
 template <typename T> void accuracyT(const KernelCall &call) {
   const T *x = call.in[0].as<T>();
   const int32_t *tg = call.in[1].as<int32_t>();
-  int64_t ignore = call.attrs.getInt("ignore_index", -100);
+  int64_t ignore = call.attrs.getInt("ignore_index");
   int64_t v = call.in[0].shape().back(), rows = call.in[1].numel();
   int64_t valid = validateTargets("accuracy", tg, rows, v, ignore);
   int64_t correct = 0;

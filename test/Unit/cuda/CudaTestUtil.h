@@ -105,18 +105,22 @@ inline void fillPaddingMask(HostTensor &t) {
     }
 }
 
-/* Runs the case on the CPU (checked) and, with a GPU, on the GPU, and compares. */
+/* Runs the case on the CPU (checked) and, with a GPU, on the GPU, and compares.
+   The case's attributes get the ODS defaults of those it leaves out, as
+   decodeAttrs gives them to a plan step: kernels state no defaults. */
 inline void runCase(const OpCase &c, uint32_t seed = 1) {
   SCOPED_TRACE(c.op);
   const kernels::KernelDef *cpu = kernels::findKernel(c.op);
   ASSERT_NE(cpu, nullptr);
-  ASSERT_EQ(cpu->check(c.in, c.out, c.attrs), "");
+  kernels::Attrs attrs = c.attrs;
+  kernels::addOpDefaults(c.op, attrs);
+  ASSERT_EQ(cpu->check(c.in, c.out, attrs), "");
   std::vector<HostTensor> in, outCpu, outGpu;
   for (const TensorType &t : c.in) in.emplace_back(t);
   for (const TensorType &t : c.out) outCpu.emplace_back(t), outGpu.emplace_back(t);
   fillInputs(in, c.idRange, c.ignoreEvery, seed, c.positive);
   if (c.paddingMask >= 0) fillPaddingMask(in[c.paddingMask]);
-  kernels::KernelCall call{{}, {}, c.attrs};
+  kernels::KernelCall call{{}, {}, attrs};
   for (HostTensor &t : in) call.in.push_back(t.ref());
   for (HostTensor &t : outCpu) call.out.push_back(t.ref());
   cpu->run(call);
@@ -128,9 +132,9 @@ inline void runCase(const OpCase &c, uint32_t seed = 1) {
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   {
     Gemm gemm(stream, /*tf32=*/false);
-    DeviceBuffer scratch(std::max<size_t>(256, gpu->scratchBytes(c.in, c.out, c.attrs)), "test scratch");
+    DeviceBuffer scratch(std::max<size_t>(256, gpu->scratchBytes(c.in, c.out, attrs)), "test scratch");
     std::vector<DeviceBuffer> dIn, dOut;
-    OpCall g{{}, {}, c.attrs, stream, scratch.get(), gemm};
+    OpCall g{{}, {}, attrs, stream, scratch.get(), gemm};
     for (HostTensor &t : in) {
       dIn.emplace_back(std::max<int64_t>(t.type.bytes(), 8), "test input");
       ASSERT_EQ(cudaMemcpy(dIn.back().get(), t.data(), t.type.bytes(), cudaMemcpyHostToDevice), cudaSuccess);

@@ -387,11 +387,11 @@ TEST(Attention, MaskedChecks) {
   const KernelDef *def = findKernel("masked_attention");
   ASSERT_NE(def, nullptr);
   TensorType q{DType::F32, {2, 4, 8}}, k{DType::F32, {2, 6, 8}};
-  Attrs a = att(2, false);
+  Attrs a = withDefaults("masked_attention", att(2, false));
   EXPECT_EQ(def->check({q, k, k, {DType::F32, {2, 6}}}, {q}, a), "");
   EXPECT_NE(def->check({q, k, k, {DType::F32, {2, 4}}}, {q}, a).find("mask [2, 4] must be [2, 6]"), std::string::npos);
   EXPECT_NE(def->check({q, k, k, {DType::F64, {2, 6}}}, {q}, a).find("mask"), std::string::npos);
-  EXPECT_NE(def->check({q, k, k, {DType::F32, {2, 6}}}, {q}, att(2, true)).find("causal attention needs as many keys"),
+  EXPECT_NE(def->check({q, k, k, {DType::F32, {2, 6}}}, {q}, withDefaults("masked_attention", att(2, true))).find("causal attention needs as many keys"),
             std::string::npos);
 }
 

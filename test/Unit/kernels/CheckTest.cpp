@@ -42,6 +42,25 @@ TEST(Check, AttrsGetters) {
   }
 }
 
+// The kernels read every attribute with a default through addOpDefaults, which
+// takes the values from the ODS (through the generated op table): a value the
+// caller gave stays, an op without defaults or unknown to the table gets none.
+TEST(Check, OpDefaultsComeFromTheOds) {
+  Attrs ln = withDefaults("layer_norm"), rms = withDefaults("rms_norm");
+  EXPECT_EQ(ln.getFloat("epsilon"), 1e-5);
+  EXPECT_EQ(rms.getFloat("epsilon"), 1e-6);
+  EXPECT_EQ(withDefaults("cross_entropy").getInt("ignore_index"), -100);
+  Attrs mm = withDefaults("matmul", attrs({{"transpose_lhs", true}}));
+  EXPECT_TRUE(mm.getBool("transpose_lhs"));
+  EXPECT_FALSE(mm.getBool("transpose_rhs"));
+  Attrs at = withDefaults("attention", attrs({{"num_heads", (int64_t)4}}));
+  EXPECT_FALSE(at.getBool("causal"));
+  EXPECT_EQ(at.getInt("num_kv_heads"), 0);
+  EXPECT_EQ(at.getInt("num_heads"), 4);
+  EXPECT_FALSE(withDefaults("slice").has("start"));  // required: no default to give
+  EXPECT_FALSE(withDefaults("no_such_op").has("epsilon"));
+}
+
 TEST(Check, Registry) {
   EXPECT_EQ(findKernel("no_such_op"), nullptr);
   EXPECT_EQ(findKernel("constant"), nullptr);  // constants are CONSTANT buffers, not steps
@@ -147,7 +166,10 @@ TEST(Check, LayerNormAttentionSoftmax) {
   TensorType q{F32, {2, 4, 12}};
   EXPECT_TRUE(rejects(checkMsg("attention", {q, q, q}, {q}, attrs({{"causal", true}})),
                       "attention: attribute 'num_heads' is missing"));
-  EXPECT_TRUE(rejects(checkMsg("attention", {q, q, q}, {q}, attrs({{"num_heads", (int64_t)4}})),
+  // causal has an ODS default, which decodeAttrs (and checkMsg) supply; a kernel
+  // handed Attrs without it names the attribute rather than guessing a default.
+  EXPECT_EQ(checkMsg("attention", {q, q, q}, {q}, attrs({{"num_heads", (int64_t)4}})), "");
+  EXPECT_TRUE(rejects(findKernel("attention")->check({q, q, q}, {q}, attrs({{"num_heads", (int64_t)4}})),
                       "attention: attribute 'causal' is missing"));
   EXPECT_TRUE(rejects(checkMsg("attention", {q, q, q}, {q}, attrs({{"num_heads", (int64_t)5}, {"causal", true}})),
                       "attention: last dim of q [2, 4, 12] (12) is not divisible by num_heads = 5"));
@@ -229,8 +251,8 @@ TEST(DataErrors, CrossEntropyTargetOutOfRange) {
   Buf x = randn({2, 3, 5}), t = randIds({2, 3}, 5), loss(F64, {});
   t.set(4, 5);
   t.set(1, -100);  // the default ignore_index is allowed
-  Attrs none;
-  KernelCall call{{x.ref(), t.ref()}, {loss.ref()}, none};
+  Attrs defaults = withDefaults("cross_entropy");
+  KernelCall call{{x.ref(), t.ref()}, {loss.ref()}, defaults};
   try {
     findKernel("cross_entropy")->run(call);
     FAIL() << "no error";
@@ -239,7 +261,7 @@ TEST(DataErrors, CrossEntropyTargetOutOfRange) {
                  "cross_entropy: target 5 at flat position 4 is outside the vocabulary [0, 5) and is not ignore_index -100");
   }
   Buf dl = scalar(1.0), dx(F64, {2, 3, 5});
-  KernelCall g{{x.ref(), t.ref(), dl.ref()}, {dx.ref()}, none};
+  KernelCall g{{x.ref(), t.ref(), dl.ref()}, {dx.ref()}, defaults};
   EXPECT_THROW(findKernel("cross_entropy_grad")->run(g), Error);
 }
 

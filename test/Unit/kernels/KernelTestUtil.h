@@ -78,20 +78,28 @@ inline std::vector<TensorType> typesOf(const std::vector<Buf> &bs) {
   return t;
 }
 
+/* `attrs` with the ODS default of every attribute of `op` it leaves out, as
+   decodeAttrs gives a kernel a plan step's: kernels state no defaults. */
+inline Attrs withDefaults(const std::string &op, Attrs attrs = Attrs()) {
+  addOpDefaults(op, attrs);
+  return attrs;
+}
+
 /* Message of the kernel's check() for these operand and result types. */
 inline std::string checkMsg(const std::string &op, const std::vector<TensorType> &in,
-                            const std::vector<TensorType> &out, const Attrs &attrs = Attrs()) {
+                            const std::vector<TensorType> &out, const Attrs &given = Attrs()) {
   const KernelDef *k = findKernel(op);
   if (!k) return "no kernel " + op;
-  return k->check(in, out, attrs);
+  return k->check(in, out, withDefaults(op, given));
 }
 
 /* Runs kernel `op` on `in`, producing outputs of the given types; fails the test if check() rejects. */
 inline std::vector<Buf> runKernel(const std::string &op, std::vector<Buf> in, const std::vector<TensorType> &outTypes,
-                                  const Attrs &attrs = Attrs()) {
+                                  const Attrs &given = Attrs()) {
   const KernelDef *k = findKernel(op);
   EXPECT_NE(k, nullptr) << op;
   if (!k) return {};
+  const Attrs attrs = withDefaults(op, given);
   std::string err = k->check(typesOf(in), outTypes, attrs);
   EXPECT_EQ(err, "") << op;
   std::vector<Buf> out;

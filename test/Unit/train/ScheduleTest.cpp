@@ -78,3 +78,11 @@ TEST(Schedule, ConstantIgnoresDecay) {
   EXPECT_DOUBLE_EQ(learningRate(c, 0), 0.3);
   EXPECT_DOUBLE_EQ(learningRate(c, 50), 0.3);
 }
+
+/* A kind without a formula is an error, not cosine: every kind of the train
+   settings' table must have its own (test/Unit/contract/TrainSettingsTest.cpp). */
+TEST(Schedule, KindWithoutAFormulaIsAnError) {
+  LrSchedule s = makeSchedule("cosine", 1.0, 0.0, 0, 10, 10);
+  s.kind = "step";
+  EXPECT_THROW(learningRate(s, 5), Error);
+}

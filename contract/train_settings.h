@@ -1,0 +1,184 @@
+/* Implements: the table of the train settings: the optimizers and learning-rate
+   schedules a plan may name, and every number of a `train` block with its
+   default and its bounds (docs/language.md, "train"; docs/plan-format.md).
+   Header-only plain C++, shared by the four places that must agree: the
+   frontend (the `train` block, turned into the lm.train module attribute),
+   the plan writer (lm.train -> the plan's TrainConfig, with the defaults of
+   absent keys), the plan contract (lmc and lmrt check every TrainConfig against
+   it) and the runtime's learning-rate schedule. A default or a bound is stated
+   here and nowhere else; each side only binds the settings to its own form. */
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace lmrt::settings {
+
+/* The upper bound of a setting with none: any finite value. */
+inline constexpr double kNoLimit = std::numeric_limits<double>::infinity();
+
+/* One number of the train block. It has three names because the language, the
+   module attribute and the plan named it apart before this table existed:
+   `keyword` in a .lm file ("cooldown"), `attr` in lm.train ("cooldown_fraction"),
+   `field` in the plan's TrainConfig ("warmup_steps"). */
+struct Setting {
+  const char *keyword;
+  const char *attr;
+  const char *field;
+  double defaultValue;
+  double lo, hi;         // bounds; hi = kNoLimit: none above (NaN and infinities never pass)
+  bool loOpen, hiOpen;   // an open bound excludes its own value
+  bool isInt;            // a whole number (i64 in lm.train and in the plan)
+  const char *note = nullptr;       // said after the rule: "(0: off)"
+  const char *meaning = nullptr;    // said before the rule where the name does not explain the number
+  const Setting *atMost = nullptr;  // also at most that setting's value (min_lr <= lr)
+};
+
+// --- AdamW, with PyTorch's defaults ---------------------------------------------
+// lr = 0 is allowed: a frozen run (evaluation on the training path).
+inline constexpr Setting kLr{"lr", "lr", "lr", 1e-3, 0, kNoLimit, false, false, false};
+// The language writes the two as one keyword: betas = (beta1, beta2).
+inline constexpr Setting kBeta1{"betas", "beta1", "beta1", 0.9, 0, 1, false, true, false};
+inline constexpr Setting kBeta2{"betas", "beta2", "beta2", 0.999, 0, 1, false, true, false};
+inline constexpr Setting kEps{"eps", "eps", "eps", 1e-8, 0, kNoLimit, true, false, false};
+inline constexpr Setting kWeightDecay{"weight_decay", "weight_decay", "weight_decay", 0.01, 0, kNoLimit,
+                                      false, false, false};
+
+/* The weight decay of a hand-written module whose lm.train leaves it out (or
+   that has no lm.train): none, unlike a train block's PyTorch default above.
+   Such modules are test inputs whose trained results predate this table. */
+inline constexpr double kBareModuleWeightDecay = 0.0;
+
+// --- learning-rate schedules (formulas in runtime/train/schedule.h) ---------------
+inline constexpr Setting kWarmup{"warmup", "warmup", "warmup_steps", 0, 0, kNoLimit, false, false, true};
+inline constexpr Setting kMinLr{"min_lr", "min_lr", "min_lr", 0, 0, kNoLimit, false, false, false,
+                                nullptr, nullptr, &kLr};
+// 0: decay over the run's --steps.
+inline constexpr Setting kDecaySteps{"decay_steps", "decay_steps", "decay_steps", 0, 0, kNoLimit,
+                                     false, false, true};
+// WSD (warmup-stable-decay): MiniCPM's 20 % cooldown.
+inline constexpr Setting kCooldown{"cooldown", "cooldown_fraction", "cooldown_fraction", 0.2, 0, 1,
+                                   true, false, false, nullptr,
+                                   "the fraction of the steps after warmup spent decaying"};
+
+// --- the block's own settings ---------------------------------------------------
+inline constexpr Setting kClipGradNorm{"clip_grad_norm", "clip_grad_norm", "clip_grad_norm", 0, 0, kNoLimit,
+                                       false, false, false, "0: off"};
+// Micro-batches averaged per optimizer step; beyond 2^20 a count is a typo, not a plan.
+inline constexpr Setting kAccumulate{"accumulate", "accumulate", "accumulate", 1, 1, 1 << 20, false, false, true};
+
+/* An optimizer or a schedule: its name and the settings it takes, in the order
+   messages list their keywords. */
+struct Kind {
+  const char *name;
+  std::vector<const Setting *> takes;
+};
+
+inline constexpr const char *kDefaultOptimizer = "adamw";
+inline constexpr const char *kDefaultSchedule = "constant";
+
+inline const std::vector<Kind> &optimizers() {
+  static const std::vector<Kind> kinds = {{"adamw", {&kLr, &kBeta1, &kBeta2, &kEps, &kWeightDecay}}};
+  return kinds;
+}
+
+inline const std::vector<Kind> &schedules() {
+  static const std::vector<Kind> kinds = {
+      {"constant", {&kWarmup}},
+      {"linear", {&kWarmup, &kMinLr, &kDecaySteps}},
+      {"cosine", {&kWarmup, &kMinLr, &kDecaySteps}},
+      {"wsd", {&kWarmup, &kMinLr, &kDecaySteps, &kCooldown}},
+  };
+  return kinds;
+}
+
+/* The settings of the train block outside optimizer and schedule. */
+inline const std::vector<const Setting *> &blockSettings() {
+  static const std::vector<const Setting *> list = {&kClipGradNorm, &kAccumulate};
+  return list;
+}
+
+/* Every setting once: the optimizers', the schedules', the block's. */
+inline const std::vector<const Setting *> &allSettings() {
+  static const std::vector<const Setting *> list = {&kLr,     &kBeta1,      &kBeta2,    &kEps,
+                                                    &kWeightDecay, &kWarmup, &kMinLr, &kDecaySteps,
+                                                    &kCooldown,    &kClipGradNorm, &kAccumulate};
+  return list;
+}
+
+inline const Kind *findKind(const std::vector<Kind> &kinds, const std::string &name) {
+  for (const Kind &k : kinds)
+    if (name == k.name) return &k;
+  return nullptr;
+}
+inline const Kind *findOptimizer(const std::string &name) { return findKind(optimizers(), name); }
+inline const Kind *findSchedule(const std::string &name) { return findKind(schedules(), name); }
+
+inline bool takes(const Kind &kind, const Setting &s) {
+  for (const Setting *t : kind.takes)
+    if (t == &s) return true;
+  return false;
+}
+
+/* "constant, linear, cosine or wsd"; quoted: "\"constant\", ... or \"wsd\"". */
+inline std::string kindList(const std::vector<Kind> &kinds, bool quoted) {
+  std::string s;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    std::string name = quoted ? "\"" + std::string(kinds[i].name) + "\"" : kinds[i].name;
+    s += (i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + name;
+  }
+  return s;
+}
+
+/* The keywords a kind takes, each once: "lr, betas, eps, weight_decay". */
+inline std::string keywordList(const Kind &kind) {
+  std::string s;
+  const char *last = nullptr;
+  for (const Setting *t : kind.takes) {
+    if (last && std::string(last) == t->keyword) continue;
+    s += (s.empty() ? "" : ", ") + std::string(t->keyword);
+    last = t->keyword;
+  }
+  return s;
+}
+
+/* A value as messages show it: an integer for a whole-number setting, else %g. */
+inline std::string format(const Setting &s, double v) {
+  char buf[40];
+  if (s.isInt && std::isfinite(v))
+    std::snprintf(buf, sizeof buf, "%lld", (long long)v);
+  else
+    std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+/* Whether `v` keeps the bounds of `s`; `atMost` is the value of s.atMost where
+   known. NaN fails every comparison, so it never passes. */
+inline bool within(const Setting &s, double v, double atMost = kNoLimit) {
+  if (!std::isfinite(v)) return false;
+  if (!(s.loOpen ? v > s.lo : v >= s.lo)) return false;
+  if (!(s.hiOpen ? v < s.hi : v <= s.hi)) return false;
+  if (s.atMost && !(v <= atMost)) return false;
+  return !s.isInt || v == std::floor(v);
+}
+
+/* What `within` asks, as messages say it: "must be in [0, 1)", "must be finite and
+   > 0", "must be >= 0", "must be in [0, lr = 0.001]", "must be finite and >= 0 (0: off)". */
+inline std::string rule(const Setting &s, double atMost = kNoLimit) {
+  std::string r;
+  const char *open = s.loOpen ? "(" : "[";
+  if (s.atMost && std::isfinite(atMost))
+    r = "must be in " + std::string(open) + format(s, s.lo) + ", " + s.atMost->field + " = " +
+        format(*s.atMost, atMost) + "]";
+  else if (s.hi == kNoLimit)
+    r = std::string(s.isInt ? "must be " : "must be finite and ") + (s.loOpen ? "> " : ">= ") + format(s, s.lo);
+  else
+    r = "must be in " + std::string(open) + format(s, s.lo) + ", " + format(s, s.hi) + (s.hiOpen ? ")" : "]");
+  if (s.note) r += " (" + std::string(s.note) + ")";
+  return r;
+}
+
+}  // namespace lmrt::settings

@@ -1,0 +1,265 @@
+//===- TrainSettingsTest.cpp - The train settings' table, read four ways -===//
+//
+// Tests the table of contract/train_settings.h against the four places that
+// read it: a `train` block compiled by the frontend, the module attribute
+// turned into the plan's TrainConfig by the plan writer, the plan contract's
+// check of that TrainConfig, and the runtime's makeSchedule. Every kind the
+// frontend accepts trains; every default reaches the plan; and at the values
+// around every bound, the frontend, the contract and (for the numbers of a
+// schedule) the runtime accept and refuse alike.
+//
+//===----------------------------------------------------------------------===//
+#include "base/tensor.h"
+#include "codegen/ModuleConfig.h"
+#include "contract/contract.h"
+#include "contract/train_settings.h"
+#include "frontend/Frontend.h"
+#include "runtime/train/schedule.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <set>
+
+using namespace mlir;
+namespace st = lmrt::settings;
+namespace plan = lmrt::plan;
+
+namespace {
+
+/// A train block through the frontend and the plan writer (which holds the
+/// TrainConfig to the contract too): the diagnostics, and the TrainConfig when
+/// both succeed.
+struct Compiled {
+  std::string diagnostics;
+  std::optional<plan::TrainConfig> train;
+};
+
+Compiled compileTrain(const std::string &body) {
+  Compiled out;
+  MLIRContext context;
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy("train {\n" + body + "\n}\n", "t.lm"),
+                               llvm::SMLoc());
+  llvm::raw_string_ostream os(out.diagnostics);
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context, os);
+  OwningOpRef<ModuleOp> module = lm::emitModuleFromSource(sourceMgr, context, lm::FrontendOptions());
+  plan::Plan p;
+  if (module && succeeded(lm::readModuleConfig(*module, p)))
+    out.train = p.train();
+  os.flush();
+  return out;
+}
+
+bool contractAccepts(const plan::TrainConfig &train) { return !lmrt::contract::checkTrainConfig(train); }
+
+bool runtimeAccepts(const plan::TrainConfig &train) {
+  const plan::Schedule &s = train.schedule();
+  try {
+    lmrt::makeSchedule(s.kind(), train.optimizer().lr(), s.min_lr(), s.warmup_steps(), s.decay_steps(), 100,
+                       s.cooldown_fraction());
+    return true;
+  } catch (const lmrt::Error &) {
+    return false;
+  }
+}
+
+/// The kind of schedule that first takes `s`, or null (an optimizer's or the block's).
+const st::Kind *scheduleTaking(const st::Setting &s) {
+  for (const st::Kind &k : st::schedules())
+    if (st::takes(k, s))
+      return &k;
+  return nullptr;
+}
+
+/// Sets the plan field the table names for `s`, found by name among the
+/// TrainConfig's, the Optimizer's and the Schedule's fields: so the table's
+/// field names are the plan's.
+void setPlanField(plan::TrainConfig &train, const st::Setting &s, double v) {
+  for (google::protobuf::Message *m : {static_cast<google::protobuf::Message *>(&train),
+                                       static_cast<google::protobuf::Message *>(train.mutable_optimizer()),
+                                       static_cast<google::protobuf::Message *>(train.mutable_schedule())}) {
+    const google::protobuf::FieldDescriptor *f = m->GetDescriptor()->FindFieldByName(s.field);
+    if (!f)
+      continue;
+    ASSERT_EQ(f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64, s.isInt) << s.field;
+    if (s.isInt)
+      m->GetReflection()->SetInt64(m, f, (int64_t)v);
+    else
+      m->GetReflection()->SetDouble(m, f, v);
+    return;
+  }
+  FAIL() << "the plan has no field '" << s.field << "'";
+}
+
+double planField(const plan::TrainConfig &train, const st::Setting &s) {
+  for (const google::protobuf::Message *m : {static_cast<const google::protobuf::Message *>(&train),
+                                             static_cast<const google::protobuf::Message *>(&train.optimizer()),
+                                             static_cast<const google::protobuf::Message *>(&train.schedule())})
+    if (const google::protobuf::FieldDescriptor *f = m->GetDescriptor()->FindFieldByName(s.field))
+      return s.isInt ? (double)m->GetReflection()->GetInt64(*m, f) : m->GetReflection()->GetDouble(*m, f);
+  ADD_FAILURE() << "the plan has no field '" << s.field << "'";
+  return NAN;
+}
+
+/// `v` as .lm source: an integer, a float that reads back exactly, or an
+/// expression for infinity (a literal that large is a lexer error).
+std::string source(const st::Setting &s, double v) {
+  if (std::isinf(v))
+    return v > 0 ? "1e308 * 10" : "-1e308 * 10";
+  char buf[40];
+  if (s.isInt)
+    std::snprintf(buf, sizeof buf, "%lld", (long long)v);
+  else
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string text = buf;
+  if (!s.isInt && text.find_first_of(".e") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
+/// The train block that sets `s` to `v` (written `text`), all else default.
+std::string blockSetting(const st::Setting &s, const std::string &text) {
+  if (&s == &st::kBeta1 || &s == &st::kBeta2) {
+    std::string b1 = &s == &st::kBeta1 ? text : source(st::kBeta1, st::kBeta1.defaultValue);
+    std::string b2 = &s == &st::kBeta2 ? text : source(st::kBeta2, st::kBeta2.defaultValue);
+    return "optimizer = " + std::string(st::kDefaultOptimizer) + "(betas = (" + b1 + ", " + b2 + "))";
+  }
+  if (st::takes(*st::findOptimizer(st::kDefaultOptimizer), s))
+    return "optimizer = " + std::string(st::kDefaultOptimizer) + "(" + s.keyword + " = " + text + ")";
+  if (const st::Kind *k = scheduleTaking(s))
+    return "schedule = " + std::string(k->name) + "(" + s.keyword + " = " + text + ")";
+  return std::string(s.keyword) + " = " + text;
+}
+
+/// Values on and around the bounds of `s`: each bound, just outside it, one
+/// inside, far outside, and the non-finite (for a float).
+std::vector<double> probes(const st::Setting &s) {
+  double step = s.isInt ? 1 : 1e-9;
+  std::vector<double> v = {s.lo, s.lo - step, s.lo + step, s.defaultValue, -1e6};
+  if (s.hi != st::kNoLimit)
+    v.insert(v.end(), {s.hi, s.hi - step, s.hi + step});
+  else
+    v.push_back(1e15);
+  if (s.atMost) // min_lr against the default lr
+    v.insert(v.end(), {s.atMost->defaultValue, s.atMost->defaultValue * (1 + 1e-9)});
+  if (!s.isInt)
+    v.push_back(st::kNoLimit);
+  return v;
+}
+
+// The table itself: every default keeps its own bounds, every kind takes
+// settings of the table, and every name is used once in its column (betas,
+// one keyword for two settings, aside).
+TEST(TrainSettings, TableIsConsistent) {
+  std::set<std::string> attrs, fields, keywords;
+  for (const st::Setting *s : st::allSettings()) {
+    double atMost = s->atMost ? s->atMost->defaultValue : st::kNoLimit;
+    EXPECT_TRUE(st::within(*s, s->defaultValue, atMost)) << s->attr << " = " << s->defaultValue;
+    EXPECT_TRUE(attrs.insert(s->attr).second) << s->attr;
+    EXPECT_TRUE(fields.insert(s->field).second) << s->field;
+    EXPECT_TRUE(keywords.insert(s->keyword).second || std::string(s->keyword) == "betas") << s->keyword;
+  }
+  EXPECT_EQ(attrs.size(), st::allSettings().size());
+  for (const std::vector<st::Kind> *kinds : {&st::optimizers(), &st::schedules()})
+    for (const st::Kind &k : *kinds)
+      for (const st::Setting *t : k.takes)
+        EXPECT_NE(std::find(st::allSettings().begin(), st::allSettings().end(), t), st::allSettings().end())
+            << k.name << " takes a setting outside allSettings()";
+  ASSERT_NE(st::findOptimizer(st::kDefaultOptimizer), nullptr);
+  ASSERT_NE(st::findSchedule(st::kDefaultSchedule), nullptr);
+  EXPECT_EQ(st::findSchedule("step"), nullptr);
+}
+
+// Every optimizer and schedule of the table compiles, is a plan the contract
+// accepts, and gives the runtime a schedule with a finite rate in [0, lr] at
+// every step (a kind without a formula would throw).
+TEST(TrainSettings, EveryKindTrains) {
+  for (const st::Kind &optimizer : st::optimizers())
+    for (const st::Kind &schedule : st::schedules()) {
+      SCOPED_TRACE(std::string(optimizer.name) + " / " + schedule.name);
+      Compiled c = compileTrain("optimizer = " + std::string(optimizer.name) + "\nschedule = " + schedule.name +
+                                (st::takes(schedule, st::kWarmup) ? "(warmup = 3)" : ""));
+      ASSERT_TRUE(c.train) << c.diagnostics;
+      EXPECT_EQ(c.train->optimizer().kind(), optimizer.name);
+      EXPECT_EQ(c.train->schedule().kind(), schedule.name);
+      EXPECT_TRUE(contractAccepts(*c.train));
+      const plan::Schedule &s = c.train->schedule();
+      lmrt::LrSchedule lr = lmrt::makeSchedule(s.kind(), c.train->optimizer().lr(), s.min_lr(), s.warmup_steps(),
+                                               s.decay_steps(), 20, s.cooldown_fraction());
+      for (int64_t step = 0; step <= 25; ++step) {
+        double rate = lmrt::learningRate(lr, step);
+        EXPECT_TRUE(rate >= 0 && rate <= c.train->optimizer().lr()) << "step " << step << ": " << rate;
+      }
+    }
+}
+
+// An empty train block gives the plan every default of the table, and a
+// schedule's own settings (the cooldown) where it takes them; a module with no
+// lm.train at all trains without weight decay.
+TEST(TrainSettings, DefaultsReachThePlan) {
+  Compiled empty = compileTrain("");
+  ASSERT_TRUE(empty.train) << empty.diagnostics;
+  EXPECT_EQ(empty.train->optimizer().kind(), st::kDefaultOptimizer);
+  EXPECT_EQ(empty.train->schedule().kind(), st::kDefaultSchedule);
+  for (const st::Setting *s : st::allSettings()) {
+    // Absent from the plan (0): what the constant schedule does not take, and
+    // accumulate, whose plan 0 means the default, 1.
+    bool absent = (scheduleTaking(*s) && !st::takes(*st::findSchedule(st::kDefaultSchedule), *s)) ||
+                  s == &st::kAccumulate;
+    EXPECT_EQ(planField(*empty.train, *s), absent ? 0.0 : s->defaultValue) << s->field;
+  }
+  Compiled wsd = compileTrain("schedule = wsd");
+  ASSERT_TRUE(wsd.train) << wsd.diagnostics;
+  EXPECT_EQ(wsd.train->schedule().cooldown_fraction(), st::kCooldown.defaultValue);
+
+  MLIRContext context;
+  OwningOpRef<ModuleOp> bare = ModuleOp::create(UnknownLoc::get(&context));
+  plan::Plan p;
+  ASSERT_TRUE(succeeded(lm::readModuleConfig(*bare, p)));
+  EXPECT_EQ(p.train().optimizer().weight_decay(), st::kBareModuleWeightDecay);
+  EXPECT_EQ(p.train().optimizer().lr(), st::kLr.defaultValue);
+  EXPECT_EQ(p.train().schedule().kind(), st::kDefaultSchedule);
+  EXPECT_TRUE(contractAccepts(p.train()));
+}
+
+// At every probe value of every setting, the frontend accepts the train block
+// exactly when the contract accepts the plan field, and for the numbers a
+// schedule reads, exactly when makeSchedule does. Each setting has values of
+// both kinds, so a bound missing on one side cannot hide.
+TEST(TrainSettings, FrontendContractAndRuntimeShareEveryBound) {
+  for (const st::Setting *s : st::allSettings()) {
+    const st::Kind *k = scheduleTaking(*s);
+    Compiled base = compileTrain(k ? "schedule = " + std::string(k->name) : "");
+    ASSERT_TRUE(base.train) << base.diagnostics;
+    bool readBySchedule = k || s == &st::kLr;
+    int accepted = 0, refused = 0;
+    for (double v : probes(*s)) {
+      if (s == &st::kAccumulate && v == 0)
+        continue;  // the plan's 0 is the default, 1 (plans from before accumulation)
+      std::string block = blockSetting(*s, source(*s, v));
+      SCOPED_TRACE(block);
+      bool frontend = compileTrain(block).train.has_value();
+      plan::TrainConfig train = *base.train;
+      setPlanField(train, *s, v);
+      EXPECT_EQ(frontend, contractAccepts(train));
+      if (readBySchedule) {
+        EXPECT_EQ(frontend, runtimeAccepts(train));
+      }
+      (frontend ? accepted : refused)++;
+    }
+    EXPECT_GT(accepted, 0) << s->keyword;
+    EXPECT_GT(refused, 0) << s->keyword;
+  }
+}
+
+} // namespace

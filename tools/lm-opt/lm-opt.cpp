@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
-#include "passes/Pipelines.h"
+#include "pipelines/Pipelines.h"
 #include "tools/RegisterLMDialects.h"
 
 #include "mlir/Tools/Plugins/PassPlugin.h"

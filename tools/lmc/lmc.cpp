@@ -14,7 +14,7 @@
 #include "codegen/MemoryPlanner.h"
 #include "codegen/PlanWriter.h"
 #include "frontend/Frontend.h"
-#include "passes/Pipelines.h"
+#include "pipelines/Pipelines.h"
 #include "base/paths.h"
 #include "contract/plan_file.h"
 #include "base/tensor.h"

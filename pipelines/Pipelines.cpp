@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/Pipelines.h"
+#include "pipelines/Pipelines.h"
 
 #include "codegen/PlanWriter.h"
 #include "passes/Passes.h"

@@ -96,9 +96,29 @@ llvm::Error writeFile(llvm::StringRef path, llvm::StringRef bytes) {
 
 } // namespace
 
+llvm::StringRef mlir::lm::getKernelTargetName(KernelTarget target) {
+  switch (target) {
+  case KernelTarget::Cpu:
+    // Baseline x86-64: the entry points carry target clones (AVX-512, AVX2),
+    // so the library runs on any x86-64 machine at that machine's width.
+    return "cpu-x86-64";
+  case KernelTarget::Cuda:
+    return "cuda";
+  }
+  llvm_unreachable("unknown kernel target");
+}
+
+std::optional<KernelTarget> mlir::lm::parseKernelTargetName(llvm::StringRef name) {
+  for (KernelTarget target : {KernelTarget::Cpu, KernelTarget::Cuda})
+    if (name == getKernelTargetName(target))
+      return target;
+  return std::nullopt;
+}
+
 llvm::Expected<CompiledKernels> mlir::lm::compileKernels(llvm::StringRef source, KernelTarget target,
                                                          const KernelCompileOptions &options) {
   CompiledKernels out;
+  out.target = getKernelTargetName(target).str();
   std::vector<std::string> flags;
   std::string compiler, ext;
   if (target == KernelTarget::Cpu) {
@@ -106,9 +126,6 @@ llvm::Expected<CompiledKernels> mlir::lm::compileKernels(llvm::StringRef source,
     if (!cxx)
       return cxx.takeError();
     compiler = *cxx;
-    // Baseline x86-64: the entry points carry target clones (AVX-512, AVX2),
-    // so the library runs on any x86-64 machine at that machine's width.
-    out.target = "cpu-x86-64";
     flags = {"-std=c++17", "-O3", "-fPIC", "-shared", "-fopenmp-simd", "-fno-math-errno",
              // Without it GCC keeps the exp's selects as branches and the loops scalar.
              "-fno-trapping-math", "-w", "-march=x86-64"};
@@ -118,7 +135,6 @@ llvm::Expected<CompiledKernels> mlir::lm::compileKernels(llvm::StringRef source,
     if (!nvcc)
       return nvcc.takeError();
     compiler = *nvcc;
-    out.target = "cuda";
     flags = {"-std=c++17", "-O3", "--fatbin", "-gencode", "arch=compute_80,code=sm_80", "-gencode",
              "arch=compute_90,code=[sm_90,compute_90]"};
     ext = ".cu";
@@ -195,4 +211,26 @@ llvm::Expected<CompiledKernels> mlir::lm::compileKernels(llvm::StringRef source,
     return bytes.takeError();
   out.image = std::move(*bytes);
   return out;
+}
+
+void mlir::lm::setKernelImage(lmrt::plan::KernelLibrary &library, std::string image) {
+  library.set_image_fnv1a(lmrt::fnv1a64(image.data(), image.size()));
+  library.set_image(std::move(image));
+}
+
+llvm::Expected<KernelCompileReport> mlir::lm::compilePlanKernels(lmrt::plan::Plan &plan,
+                                                                 const KernelCompileOptions &options) {
+  KernelCompileReport report;
+  for (lmrt::plan::KernelLibrary &library : *plan.mutable_kernel_libraries()) {
+    std::optional<KernelTarget> target = parseKernelTargetName(library.target());
+    if (!target)
+      return error("kernel library for unknown target '" + library.target() + "'");
+    llvm::Expected<CompiledKernels> compiled = compileKernels(library.source(), *target, options);
+    if (!compiled)
+      return compiled.takeError();
+    (compiled->cached ? report.cachedLibraries : report.compiledLibraries)++;
+    setKernelImage(library, std::move(compiled->image));
+    library.set_compiler(std::move(compiled->compiler));
+  }
+  return report;
 }

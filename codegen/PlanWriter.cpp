@@ -1,24 +1,25 @@
 //===- PlanWriter.cpp - lm module to runtime plan -------------------------===//
 //
-// Walks the functions of a trained module generically (op name minus "lm.",
-// attribute dictionaries, tensor types) and produces the plan protobuf. Each
-// function becomes a program: its arguments become PARAM/INPUT buffers,
-// lm.constant ops CONSTANT buffers, a reshape of an arena value a view of its
-// buffer, every other op one step whose results live in the program's arena (or,
-// for the train step's gradients, directly in the parameter's GRAD buffer).
+// Plan translation. Walks the functions of a trained module generically (op
+// name minus "lm.", attribute dictionaries, tensor types) and produces the plan
+// protobuf. Each function becomes a program: its arguments become PARAM/INPUT
+// buffers, lm.constant ops CONSTANT buffers, a reshape of an arena value a view
+// of its buffer, every other op one step whose results live in the program's
+// arena (or, for the train step's gradients, directly in the parameter's GRAD
+// buffer).
 // See docs/compilation.md.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/PlanWriter.h"
 
+#include "codegen/KernelCompiler.h"
 #include "codegen/KernelEmitter.h"
 #include "codegen/MemoryPlanner.h"
 #include "codegen/ModuleConfig.h"
 #include "codegen/PlanConvert.h"
 #include "codegen/RuntimeOps.h"
 #include "dialect/IR/LMOps.h"
-#include "base/hash.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -653,10 +654,12 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
   return success();
 }
 
-/// Compiles the generated kernels for every requested target into the plan.
-static LogicalResult compilePlanKernels(ModuleOp module, const std::vector<KernelInstance> &kernels,
-                                        const PlanOptions &options, plan::Plan &result, PlanReport &report) {
-  report.kernels = kernels.size();
+/// One kernel library per requested target, holding the kernels' source for
+/// it. Its image is kernel compilation's (compilePlanKernels); until then it is
+/// empty, with the checksum of the empty image, so that the translated plan is
+/// whole for the contract check.
+static LogicalResult addKernelSources(ModuleOp module, const std::vector<KernelInstance> &kernels,
+                                      const PlanTranslationOptions &options, plan::Plan &result) {
   if (kernels.empty())
     return success();
   SmallVector<KernelTarget> targets;
@@ -667,25 +670,15 @@ static LogicalResult compilePlanKernels(ModuleOp module, const std::vector<Kerne
   if (targets.empty())
     return module.emitError("codegen: the plan has generated kernels but no target to compile them for"), failure();
   for (KernelTarget target : targets) {
-    std::string source = writeKernelSource(kernels, target == KernelTarget::Cuda);
-    llvm::Expected<CompiledKernels> compiled = compileKernels(source, target, options.compile);
-    if (!compiled)
-      return module.emitError("codegen: ") << llvm::toString(compiled.takeError()), failure();
-    (compiled->cached ? report.cachedLibraries : report.compiledLibraries)++;
     plan::KernelLibrary *lib = result.add_kernel_libraries();
-    lib->set_target(compiled->target);
-    lib->set_image_fnv1a(lmrt::fnv1a64(compiled->image.data(), compiled->image.size()));
-    lib->set_image(std::move(compiled->image));
-    lib->set_source(std::move(source));
-    lib->set_compiler(compiled->compiler);
+    lib->set_target(getKernelTargetName(target).str());
+    lib->set_source(writeKernelSource(kernels, target == KernelTarget::Cuda));
+    setKernelImage(*lib, "");
   }
   return success();
 }
 
-FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &options, PlanReport *report) {
-  PlanReport ignored;
-  if (!report)
-    report = &ignored;
+FailureOr<plan::Plan> mlir::lm::translateModuleToPlan(ModuleOp module, const PlanTranslationOptions &options) {
   FailureOr<func::FuncOp> trainStep = findFunc(module, "lm.train_step");
   FailureOr<func::FuncOp> objective = findFunc(module, "lm.objective", "lm.train_step");
   // Every model is a forward program: "forward" when there is one,
@@ -749,7 +742,7 @@ FailureOr<plan::Plan> mlir::lm::buildPlan(ModuleOp module, const PlanOptions &op
   if (failed(readModuleExports(module, result)))
     return failure();
 
-  if (failed(compilePlanKernels(module, kernels.all(), options, result, *report)))
+  if (failed(addKernelSources(module, kernels.all(), options, result)))
     return failure();
 
   // Plan-level facts, all from the train step (what `lmrt run` executes).

@@ -1,14 +1,15 @@
 //===- lm-opt.cpp - Pass driver for the lm dialect --------------*- C++ -*-===//
 //
-// mlir-opt for LMC: parses lm + func IR, runs the lm passes, the compile
-// pipeline (--lm-compile-pipeline='fusion=none after-autodiff={my-pass}')
-// and MLIR's generic transforms. Used by the lit tests of the dialect and of
-// every pass. Pass plugins (--load-pass-plugin) share its libMLIR.so.
+// mlir-opt for LMC: parses lm + func IR, runs the lm passes (passes/, and
+// codegen's -lm-check-plan-contract), the compile pipeline from pipelines/,
+// the code lmc runs (--lm-compile-pipeline='fusion=none
+// after-autodiff={my-pass}'), and MLIR's generic transforms. Used by the lit
+// tests of the dialect and of every pass. Pass plugins (--load-pass-plugin)
+// share its libMLIR.so.
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/Passes.h"
-#include "passes/Pipelines.h"
+#include "pipelines/Pipelines.h"
 #include "tools/RegisterLMDialects.h"
 
 #include "mlir/Tools/Plugins/PassPlugin.h"
@@ -50,7 +51,7 @@ static bool preloadPassPlugins(int argc, char **argv) {
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::lm::registerLMDialects(registry);
-  mlir::lm::registerLMPasses();
+  mlir::lm::registerLMPassesAndPipelines();
   if (!preloadPassPlugins(argc, argv))
     return 1;
   return mlir::asMainReturnCode(

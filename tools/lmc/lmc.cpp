@@ -1,32 +1,27 @@
 //===- lmc.cpp - The LMC compiler driver ----------------------------------===//
 //
-// `lmc compile FILE.lm|FILE.mlir` runs the whole compiler: the frontend (or the
-// MLIR parser), the compile pipeline shared with lm-opt (autodiff, optimize,
-// contract, with user passes from --load-pass-plugin at its extension points),
-// the plan writer, and the plan file writer. Each stage can be printed (--emit)
-// or dumped (--dump-dir); see docs/compilation.md. `lmc memory-plan PLAN`
-// re-checks the memory plan of an existing plan (binary or protobuf text).
+// `lmc compile FILE.lm|FILE.mlir` runs the whole compiler through compileToPlan
+// (pipelines/CompileToPlan.h): the frontend (or the MLIR parser), the compile
+// pipeline shared with lm-opt (autodiff, optimize, contract, with user passes
+// from --load-pass-plugin at its extension points), plan translation and
+// kernel compilation; then it writes the plan file. Each stage can be printed
+// (--emit) or dumped (--dump-dir); see docs/compilation.md. `lmc memory-plan
+// PLAN` re-checks the memory plan of an existing plan (binary or protobuf text).
 // Errors are printed as file:line:col with the source line and a caret; every
 // failure exits 1.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/MemoryPlanner.h"
-#include "codegen/PlanWriter.h"
-#include "frontend/Frontend.h"
-#include "passes/Pipelines.h"
+#include "pipelines/CompileToPlan.h"
 #include "base/paths.h"
 #include "contract/plan_file.h"
 #include "base/tensor.h"
 #include "tools/RegisterLMDialects.h"
 #include "tools/lmc/DumpDir.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/Pass.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Tools/Plugins/PassPlugin.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
@@ -127,33 +122,6 @@ std::string printModule(ModuleOp module) {
   return text;
 }
 
-/// Added by lmc after each stage of the compile pipeline when --dump-dir is
-/// given: writes the module to `NN-<stage>.mlir`. A pass, so that the file holds
-/// the IR exactly where the stage ends in the one pipeline run.
-struct DumpStagePass : public PassWrapper<DumpStagePass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DumpStagePass)
-
-  DumpStagePass(std::string dir, std::string name) : dir(std::move(dir)), name(std::move(name)) {}
-  StringRef getName() const override { return "LMCDumpStagePass"; }
-  StringRef getArgument() const final { return "lmc-dump-stage"; }
-  StringRef getDescription() const final { return "Writes the module to a file of lmc's --dump-dir"; }
-
-  void runOnOperation() override {
-    if (failed(writeDump(dir, name, printModule(getOperation()))))
-      signalPassFailure();
-    markAllAnalysesPreserved();
-  }
-
-  std::string dir, name;
-};
-
-bool hasTrainStep(ModuleOp module) {
-  for (auto func : module.getOps<func::FuncOp>())
-    if (func->hasAttr("lm.train_step"))
-      return true;
-  return false;
-}
-
 /// Prints every program's memory plan; false if any check failed.
 bool printMemoryPlans(const lmrt::plan::Plan &plan, llvm::raw_ostream &os) {
   bool ok = true;
@@ -163,8 +131,9 @@ bool printMemoryPlans(const lmrt::plan::Plan &plan, llvm::raw_ostream &os) {
 }
 
 /// "12 generated kernels (cpu-x86-64: compiled)" or "no generated kernels".
-std::string kernelSummary(const lmrt::plan::Plan &plan, const mlir::lm::PlanReport &report) {
-  if (report.kernels == 0)
+std::string kernelSummary(const lmrt::plan::Plan &plan, const mlir::lm::KernelCompileReport &report) {
+  int kernels = plan.kernels_size();
+  if (kernels == 0)
     return "no generated kernels";
   std::string targets;
   for (const lmrt::plan::KernelLibrary &lib : plan.kernel_libraries())
@@ -172,7 +141,7 @@ std::string kernelSummary(const lmrt::plan::Plan &plan, const mlir::lm::PlanRepo
   const char *how = report.compiledLibraries == 0 ? "from the kernel cache"
                     : report.cachedLibraries == 0 ? "compiled"
                                                   : "compiled and cached";
-  return std::to_string(report.kernels) + (report.kernels == 1 ? " generated kernel (" : " generated kernels (") +
+  return std::to_string(kernels) + (kernels == 1 ? " generated kernel (" : " generated kernels (") +
          targets + ": " + how + ")";
 }
 
@@ -235,19 +204,19 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
       return fail("cannot create --dump-dir '" + opts.dumpDir + "': " + ec.message());
 
   // Plugins first: their passes must be registered before --passes names them.
-  mlir::lm::registerLMPasses();
+  mlir::lm::registerLMPassesAndPipelines();
   for (const std::string &path : opts.passPlugins) {
     llvm::Expected<PassPlugin> plugin = PassPlugin::load(path);
     if (!plugin)
       return fail("cannot load pass plugin '" + path + "': " + llvm::toString(plugin.takeError()));
     plugin->registerPassRegistryCallbacks();
   }
-  mlir::lm::CompilePipelineOptions pipelineOptions;
-  pipelineOptions.fusion = opts.fusion == "none" ? mlir::lm::FusionMode::None : mlir::lm::FusionMode::Auto;
+  mlir::lm::CompileToPlanOptions compileOptions;
+  compileOptions.pipeline.fusion = opts.fusion == "none" ? mlir::lm::FusionMode::None : mlir::lm::FusionMode::Auto;
   for (const std::string &spec : opts.passes) {
     std::string error;
     llvm::raw_string_ostream errors(error);
-    if (failed(mlir::lm::parseExtensionPasses(spec, pipelineOptions, errors)))
+    if (failed(mlir::lm::parseExtensionPasses(spec, compileOptions.pipeline, errors)))
       return fail(StringRef(error).rtrim());
   }
 
@@ -265,74 +234,70 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  // An error with no place in the source (an extension point's passes that
+  // do not parse) is about lmc's flags: it reads as lmc's own.
+  ScopedDiagnosticHandler flagErrors(&context, [](Diagnostic &diag) {
+    if (!isa<UnknownLoc>(diag.getLocation()) || diag.getSeverity() != DiagnosticSeverity::Error)
+      return failure();
+    fail(diag.str());
+    return success();
+  });
 
-  // Stage 0: the lm module.
-  OwningOpRef<ModuleOp> module;
   if (ext == ".lm") {
-    mlir::lm::FrontendOptions feOptions;
-    feOptions.floatType = opts.floatType;
-    feOptions.decodePrograms = !opts.noDecodePrograms;
-    feOptions.preset = opts.preset;
-    if (failed(parseDefines(opts.defines, feOptions)))
+    compileOptions.input = mlir::lm::InputKind::LmSource;
+    compileOptions.frontend.floatType = opts.floatType;
+    compileOptions.frontend.decodePrograms = !opts.noDecodePrograms;
+    compileOptions.frontend.preset = opts.preset;
+    if (failed(parseDefines(opts.defines, compileOptions.frontend)))
       return 1;
-    module = mlir::lm::emitModuleFromSource(sourceMgr, context, feOptions);
   } else {
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    compileOptions.input = mlir::lm::InputKind::MlirModule;
   }
-  if (!module || failed(verify(*module)))
-    return 1;
-  bool writePlan = opts.emit.empty() || !opts.output.empty();
-  std::string frontendText = printModule(*module);
-  if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, "00-frontend.mlir", frontendText)))
-    return 1;
-  if (opts.emit == "mlir") {
-    llvm::outs() << frontendText;
-    if (!writePlan && opts.dumpDir.empty())
-      return 0;
-  }
+  compileOptions.translation.sourcePath = opts.input;
+  compileOptions.translation.targetCpu = StringRef(opts.target).contains("cpu");
+  compileOptions.translation.targetCuda = StringRef(opts.target).contains("cuda");
+  compileOptions.printIRAfterAll = opts.printIRAfterAll;
 
-  // Stages 1-3: the compile pipeline. A module that already has its train
-  // step (a hand-written test, or lmc's own --emit=train-mlir output) skips
-  // autodiff only; optimize and the contract always run. The contract stage
-  // builds the plan while checking it and hands it over.
-  lmrt::plan::Plan plan;
-  pipelineOptions.autodiff = !hasTrainStep(*module);
-  mlir::lm::PlanReport report;
-  pipelineOptions.plan.sourcePath = opts.input;
-  pipelineOptions.plan.targetCpu = StringRef(opts.target).contains("cpu");
-  pipelineOptions.plan.targetCuda = StringRef(opts.target).contains("cuda");
-  pipelineOptions.planOut = &plan;
-  pipelineOptions.reportOut = &report;
-  PassManager pm(&context);
-  if (opts.printIRAfterAll) {
-    context.disableMultithreading();
-    auto notDump = [](Pass *pass, Operation *) { return pass->getTypeID() != TypeID::get<DumpStagePass>(); };
-    pm.enableIRPrinting(notDump, notDump);
-  }
-  std::string pipelineError;
-  llvm::raw_string_ostream pipelineErrors(pipelineError);
-  auto dumpStage = [&](mlir::lm::CompileStage stage, OpPassManager &stagePm) {
-    if (opts.dumpDir.empty())
-      return;
-    std::string name = llvm::formatv("{0:d2}-{1}.mlir", static_cast<int>(stage) + 1,
-                                     mlir::lm::getStageName(stage)).str();
-    stagePm.addPass(std::make_unique<DumpStagePass>(opts.dumpDir, name));
+  // --emit prints one stage and stops there, unless -o or --dump-dir asks for
+  // the rest too.
+  bool emitOnly = !writesPlan && opts.dumpDir.empty();
+  if (emitOnly && opts.emit == "mlir")
+    compileOptions.compileTo = mlir::lm::CompileTo::Frontend;
+  else if (emitOnly && opts.emit == "train-mlir")
+    compileOptions.compileTo = mlir::lm::CompileTo::Pipeline;
+  // The IR of each stage: --dump-dir's NN-<stage>.mlir, and --emit=mlir (the
+  // frontend's) or --emit=train-mlir (the pipeline's last stage's).
+  compileOptions.afterStage = [&](mlir::lm::CompileStage stage, ModuleOp module) -> LogicalResult {
+    bool emitted = (stage == mlir::lm::CompileStage::Frontend && opts.emit == "mlir") ||
+                   (stage == mlir::lm::CompileStage::Contract && opts.emit == "train-mlir");
+    if (!emitted && opts.dumpDir.empty())
+      return success();
+    std::string text = printModule(module);
+    std::string name =
+        llvm::formatv("{0:d2}-{1}.mlir", static_cast<int>(stage), mlir::lm::getStageName(stage)).str();
+    if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, name, text)))
+      return failure();
+    if (emitted)
+      llvm::outs() << text;
+    return success();
   };
-  if (failed(mlir::lm::buildLMCompilePipeline(pm, pipelineOptions, pipelineErrors, dumpStage)))
-    return fail(StringRef(pipelineError).rtrim());
-  if (failed(pm.run(*module)))
-    return 1;
-  if (opts.emit == "train-mlir") {
-    llvm::outs() << printModule(*module);
-    if (!writePlan && opts.dumpDir.empty())
-      return 0;
-  }
+  // The generated kernels' sources, before they are compiled.
+  StringRef cudaTarget = mlir::lm::getKernelTargetName(mlir::lm::KernelTarget::Cuda);
+  compileOptions.afterTranslation = [&](const lmrt::plan::Plan &plan) -> LogicalResult {
+    if (!opts.dumpDir.empty())
+      for (const lmrt::plan::KernelLibrary &lib : plan.kernel_libraries())
+        if (failed(writeDump(opts.dumpDir, lib.target() == cudaTarget ? "kernels.cu" : "kernels.cpp", lib.source())))
+          return failure();
+    return success();
+  };
 
-  // Stage 4: the plan, and the generated kernels' sources it embeds.
-  for (const lmrt::plan::KernelLibrary &lib : plan.kernel_libraries())
-    if (!opts.dumpDir.empty() &&
-        failed(writeDump(opts.dumpDir, lib.target() == "cuda" ? "kernels.cu" : "kernels.cpp", lib.source())))
-      return 1;
+  FailureOr<mlir::lm::CompiledPlan> compiled = mlir::lm::compileToPlan(sourceMgr, context, compileOptions);
+  if (failed(compiled))
+    return 1;
+  if (!compiled->plan)
+    return 0;
+  const lmrt::plan::Plan &plan = *compiled->plan;
+
   std::string planText = planToText(plan);
   if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, "04-plan.txt", planText)))
     return 1;
@@ -342,7 +307,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     return fail("the memory plan check failed");
 
   std::string outPath = opts.output;
-  if (writePlan) {
+  if (writesPlan) {
     if (outPath.empty())
       outPath = (llvm::sys::path::stem(opts.input) + ".plan").str();
     std::string error;
@@ -362,11 +327,11 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
       frozen += n;
     }
   std::string frozenNote = frozen ? " (" + withThousands(frozen) + " frozen)" : "";
-  llvm::errs() << "lmc: " << (writePlan ? "wrote " + outPath : std::string("compiled ") + opts.input) << ": "
+  llvm::errs() << "lmc: " << (writesPlan ? "wrote " + outPath : std::string("compiled ") + opts.input) << ": "
                << withThousands(plan.param_count()) << " parameters" << frozenNote << ", "
                << humanFlops(plan.flops_per_step())
                << "/step, predicted peak memory " << humanBytes(plan.predicted_peak_bytes()) << " ("
-               << withThousands(plan.predicted_peak_bytes()) << " bytes), " << kernelSummary(plan, report)
+               << withThousands(plan.predicted_peak_bytes()) << " bytes), " << kernelSummary(plan, compiled->kernels)
                << ", compiled in "
                << llvm::formatv("{0:f2}", seconds) << " s\n";
   printModelParams(plan);

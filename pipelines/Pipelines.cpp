@@ -1,14 +1,13 @@
 //===- Pipelines.cpp - The lm compile pipeline ----------------------------===//
 //
-// buildLMCompilePipeline (stages and extension points), the
-// -lm-check-plan-contract pass that runs the plan writer's checks as the last
-// stage, and the registration lmc and lm-opt share.
+// buildLMCompilePipeline (stages and extension points) and the registration
+// lmc and lm-opt share.
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/Pipelines.h"
+#include "pipelines/Pipelines.h"
 
-#include "codegen/PlanWriter.h"
+#include "codegen/Passes.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -30,6 +29,8 @@ using namespace mlir::lm;
 
 StringRef mlir::lm::getStageName(CompileStage stage) {
   switch (stage) {
+  case CompileStage::Frontend:
+    return "frontend";
   case CompileStage::Autodiff:
     return "autodiff";
   case CompileStage::Optimize:
@@ -135,10 +136,10 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
     return failure();
   stageDone(CompileStage::Optimize);
 
-  // Stage 3: contract. The plan writer's own checks, so that a module that
+  // Stage 3: contract. Plan translation's own checks, so that a module that
   // passes this stage is one lmc can write as a plan.
   if (opts.checkContract)
-    pm.addPass(createLMCheckPlanContractPass(opts.plan, opts.planOut, opts.reportOut));
+    pm.addPass(createLMCheckPlanContractPass());
   stageDone(CompileStage::Contract);
   return success();
 }
@@ -171,50 +172,6 @@ LogicalResult mlir::lm::parseExtensionPasses(StringRef spec, CompilePipelineOpti
 }
 
 //===----------------------------------------------------------------------===//
-// -lm-check-plan-contract
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// Builds the plan and throws it away (or hands it to lmc): the checks are the
-/// plan writer's, so they cannot drift from what lmc writes.
-struct CheckPlanContractPass : public PassWrapper<CheckPlanContractPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckPlanContractPass)
-
-  CheckPlanContractPass() = default;
-  CheckPlanContractPass(PlanOptions options, lmrt::plan::Plan *planOut, PlanReport *reportOut)
-      : options(std::move(options)), planOut(planOut), reportOut(reportOut) {}
-  CheckPlanContractPass(const CheckPlanContractPass &other)
-      : PassWrapper(other), options(other.options), planOut(other.planOut), reportOut(other.reportOut) {}
-
-  StringRef getName() const override { return "LMCheckPlanContractPass"; }
-  StringRef getArgument() const final { return "lm-check-plan-contract"; }
-  StringRef getDescription() const final {
-    return "Fails, at the offending op, if the module breaks the plan contract (the plan writer's checks)";
-  }
-
-  void runOnOperation() override {
-    FailureOr<lmrt::plan::Plan> plan = buildPlan(getOperation(), options, reportOut);
-    if (failed(plan))
-      return signalPassFailure();
-    if (planOut)
-      *planOut = std::move(*plan);
-    markAllAnalysesPreserved();
-  }
-
-  PlanOptions options;
-  lmrt::plan::Plan *planOut = nullptr;
-  PlanReport *reportOut = nullptr;
-};
-
-} // namespace
-
-std::unique_ptr<Pass> mlir::lm::createLMCheckPlanContractPass(PlanOptions options, lmrt::plan::Plan *planOut,
-                                                              PlanReport *reportOut) {
-  return std::make_unique<CheckPlanContractPass>(std::move(options), planOut, reportOut);
-}
-
-//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -235,12 +192,12 @@ static LogicalResult buildFromOptionString(OpPassManager &pm, StringRef optionSt
   return success();
 }
 
-void mlir::lm::registerLMPasses() {
+void mlir::lm::registerLMPassesAndPipelines() {
   static std::once_flag once;
   std::call_once(once, [] {
     registerLMTransformsPasses();
+    registerLMCodegenPasses();
     registerTransformsPasses();
-    PassRegistration<CheckPlanContractPass>();
     auto printOptions = [](function_ref<void(const detail::PassOptions &)> print) {
       print(CompilePipelineOptions());
     };

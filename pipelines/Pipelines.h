@@ -1,34 +1,29 @@
 //===- Pipelines.h - The lm compile pipeline --------------------*- C++ -*-===//
 //
-// The compile pipeline as one C++ function, shared by lmc and lm-opt so both
-// run exactly the same passes: stages (autodiff, optimize, contract) with
-// named extension points between them where user passes (from a
-// --load-pass-plugin) go. See docs/compilation.md.
+// The compile pipeline as one C++ function, shared by compileToPlan (lmc) and
+// lm-opt so both run exactly the same passes: stages (autodiff, optimize,
+// contract) with named extension points between them where user passes (from
+// a --load-pass-plugin) go. See docs/compilation.md.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
-
-#include "codegen/PlanWriter.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "llvm/ADT/ArrayRef.h"
 
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
-namespace lmrt::plan {
-class Plan;
-} // namespace lmrt::plan
-
 namespace mlir::lm {
 
-/// The stages of the compile pipeline, in order.
-enum class CompileStage { Autodiff, Optimize, Contract };
+/// The stages that end in IR, in order: the frontend (compileToPlan's, before
+/// the pipeline), then the compile pipeline's. A stage's number is that of
+/// its --dump-dir file (00-frontend.mlir .. 03-contract.mlir).
+enum class CompileStage { Frontend, Autodiff, Optimize, Contract };
 
-/// "autodiff", "optimize", "contract".
+/// "frontend", "autodiff", "optimize", "contract".
 StringRef getStageName(CompileStage stage);
 
 /// The extension points, in pipeline order: where user passes may run.
@@ -60,14 +55,6 @@ struct CompilePipelineOptions : public PassPipelineOptions<CompilePipelineOption
   Option<std::string> afterOptimize{*this, "after-optimize",
                                     llvm::cl::desc("pass pipeline run after the optimize stage, before the contract")};
 
-  /// Not an option (C++ callers only): where the contract stage stores the
-  /// plan it built while checking, so that lmc need not build it again.
-  lmrt::plan::Plan *planOut = nullptr;
-  /// Not an option: how the contract stage builds the plan (Plan.source, the
-  /// targets the generated kernels are compiled for), and what it reports.
-  PlanOptions plan;
-  PlanReport *reportOut = nullptr;
-
   /// The pipeline text of an extension point ("" if none); null for an
   /// unknown name.
   Option<std::string> *getExtensionPoint(StringRef name);
@@ -76,8 +63,9 @@ struct CompilePipelineOptions : public PassPipelineOptions<CompilePipelineOption
   }
 };
 
-/// Called once the passes of a stage (and those of the extension point right
-/// after it) have been added; lmc adds its --dump-dir pass here.
+/// Called once the passes of a stage of the pipeline (and those of the
+/// extension point right after it) have been added, never for the frontend;
+/// compileToPlan adds its stage hooks here (lmc's --dump-dir files).
 using StageHook = std::function<void(CompileStage stage, OpPassManager &pm)>;
 
 /// The compile pipeline, on a builtin.module pass manager:
@@ -98,21 +86,14 @@ LogicalResult buildLMCompilePipeline(OpPassManager &pm, const CompilePipelineOpt
 /// missing ':'.
 LogicalResult parseExtensionPasses(StringRef spec, CompilePipelineOptions &opts, raw_ostream &errorStream);
 
-/// The -lm-check-plan-contract pass: runs the plan writer (codegen/PlanWriter.h)
-/// on the module and fails with its diagnostics if the module breaks the plan
-/// contract. The IR is left unchanged. If `planOut` is set, the plan is stored
-/// there.
-std::unique_ptr<Pass> createLMCheckPlanContractPass(PlanOptions options = {},
-                                                    lmrt::plan::Plan *planOut = nullptr,
-                                                    PlanReport *reportOut = nullptr);
-
 /// The names of every registered pass and pass pipeline, sorted (plugins'
 /// passes included once loaded); for error messages.
 std::vector<std::string> getRegisteredPassNames();
 
-/// Registers every lm pass, the generic passes LMC offers (canonicalize, cse,
-/// ...), -lm-check-plan-contract, and the "lm-compile-pipeline" and
-/// "lm-train-pipeline" pipelines with the global registry. Idempotent.
-void registerLMPasses();
+/// Registers every lm pass (passes/ and codegen/, -lm-check-plan-contract
+/// included), the generic passes LMC offers (canonicalize, cse, ...), and the
+/// "lm-compile-pipeline" and "lm-train-pipeline" pipelines with the global
+/// registry: what lmc's --passes and lm-opt's flags can name. Idempotent.
+void registerLMPassesAndPipelines();
 
 } // namespace mlir::lm

@@ -25,11 +25,6 @@ public:
   bool getBool(const std::string &name) const;
   const std::string &getString(const std::string &name) const;
   const std::vector<int64_t> &getInts(const std::string &name) const;
-  /* The same, but `def` when the attribute is absent. Not for kernels: the
-     defaults of op attributes are the ODS's (addOpDefaults). */
-  int64_t getInt(const std::string &name, int64_t def) const { return has(name) ? getInt(name) : def; }
-  double getFloat(const std::string &name, double def) const { return has(name) ? getFloat(name) : def; }
-  bool getBool(const std::string &name, bool def) const { return has(name) ? getBool(name) : def; }
   /* Raw constant bytes travel as a string. */
   const std::string &getData(const std::string &name) const { return getString(name); }
 

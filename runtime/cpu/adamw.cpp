@@ -8,10 +8,13 @@
 namespace lmrt {
 
 AdamW::AdamW(const AdamWConfig &c) : config_(c) {
-  if (!(c.beta1 >= 0 && c.beta1 < 1) || !(c.beta2 >= 0 && c.beta2 < 1))
-    fail("adamw betas (%g, %g) must be in [0, 1)", c.beta1, c.beta2);
-  if (!(c.eps > 0)) fail("adamw eps %g must be positive", c.eps);
-  if (!(c.weightDecay >= 0)) fail("adamw weight_decay %g must be non-negative", c.weightDecay);
+  // The train settings' bounds (contract/train_settings.h), in their words.
+  const std::pair<const settings::Setting &, double> values[] = {
+      {settings::kBeta1, c.beta1}, {settings::kBeta2, c.beta2}, {settings::kEps, c.eps},
+      {settings::kWeightDecay, c.weightDecay}};
+  for (const auto &[setting, v] : values)
+    if (!settings::within(setting, v))
+      fail("adamw %s = %s %s", setting.field, settings::format(setting, v).c_str(), settings::rule(setting).c_str());
 }
 
 namespace {

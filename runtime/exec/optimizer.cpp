@@ -9,8 +9,9 @@ namespace lmrt {
 
 AdamWConfig adamwConfig(const plan::Plan &plan) {
   const plan::Optimizer &o = plan.train().optimizer();
-  if (o.kind() != "adamw")
-    fail("plan optimizer '%s' is not supported by lmrt run (it implements \"adamw\")", o.kind().c_str());
+  if (o.kind() != settings::kDefaultOptimizer)
+    fail("plan optimizer '%s' is not supported by lmrt run (it implements %s)", o.kind().c_str(),
+         settings::kindList(settings::optimizers(), /*quoted=*/true).c_str());
   AdamWConfig c;
   c.beta1 = o.beta1();
   c.beta2 = o.beta2();

@@ -4,14 +4,16 @@
    both following the formulas of adamw.h. */
 #pragma once
 #include "contract/plan.pb.h"
+#include "contract/train_settings.h"
 
 namespace lmrt {
 
+/* AdamW's hyperparameters; the defaults are the train settings' (contract/train_settings.h). */
 struct AdamWConfig {
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weightDecay = 0.0;
+  double beta1 = settings::kBeta1.defaultValue;
+  double beta2 = settings::kBeta2.defaultValue;
+  double eps = settings::kEps.defaultValue;
+  double weightDecay = settings::kBareModuleWeightDecay;
 };
 
 /* The plan's AdamW settings; throws naming the optimizer when the plan asks for one

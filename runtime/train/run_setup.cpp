@@ -89,7 +89,7 @@ void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
          "with --resume or accumulate > 1");
   const plan::Schedule &ps = tc.schedule();
   run.schedule = makeSchedule(ps.kind(), tc.optimizer().lr(), ps.min_lr(), ps.warmup_steps(), ps.decay_steps(),
-                              run.steps, ps.kind() == "wsd" ? ps.cooldown_fraction() : 0.2);
+                              run.steps, ps.cooldown_fraction());
   if (run.resume)
     checkScheduleMatches(run.schedule, run.resume->meta.schedule, run.steps, run.resume->meta.totalSteps);
   run.lastStep = run.stopAt > 0 ? std::min(run.stopAt, run.steps) : run.steps;

@@ -11,6 +11,7 @@
 #include "contract/plan_types.h"
 #include "runtime/exec/validate.h"
 #include "contract/contract.h"
+#include "contract/train_settings.h"
 #include "tools/lmrt/commands.h"
 
 namespace lmrt {
@@ -187,7 +188,9 @@ void inspect(const std::string &path, bool steps) {
               s.kind().c_str(), (long long)s.warmup_steps(), s.min_lr(), (long long)s.decay_steps(),
               s.decay_steps() ? "" : " (the run's --steps)", p.train().clip_grad_norm(),
               p.train().clip_grad_norm() ? "" : " (off)");
-  if (s.kind() == "wsd") std::printf("wsd cooldown: the last %g of the steps after warmup\n", s.cooldown_fraction());
+  const settings::Kind *schedule = settings::findSchedule(s.kind());
+  if (schedule && settings::takes(*schedule, settings::kCooldown))
+    std::printf("wsd cooldown: the last %g of the steps after warmup\n", s.cooldown_fraction());
   if (p.train().accumulate() > 1)
     std::printf("accumulate: %lld micro-batches per step\n", (long long)p.train().accumulate());
   std::printf("data: %s, batch %lld, seq %lld, vocab %lld", p.data().transform().c_str(),

@@ -8,6 +8,8 @@
 #include "frontend/Lexer.h"
 
 #include <cctype>
+#include <cstdint>
+#include <cstdio>
 #include <cerrno>
 #include <cstdlib>
 #include <unordered_map>
@@ -208,6 +210,29 @@ private:
   }
 
   /// `"..."` on one line; `\"` and `\\` are the only escapes.
+  /// The length of the UTF-8 sequence that starts at `pos` (1 to 4), or 0 when
+  /// it is not valid UTF-8 (a stray continuation byte, a truncated sequence, an
+  /// overlong form, a surrogate, or a code point above U+10FFFF).
+  size_t utf8Length() const {
+    const unsigned char b0 = static_cast<unsigned char>(peek());
+    if (b0 < 0x80)
+      return 1;
+    size_t n = b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : b0 >= 0xC0 ? 2 : 0;
+    if (n == 0 || b0 > 0xF4 || b0 == 0xC0 || b0 == 0xC1)
+      return 0;
+    uint32_t cp = b0 & (0x7F >> n);
+    for (size_t i = 1; i < n; ++i) {
+      const unsigned char b = static_cast<unsigned char>(peek(i));
+      if (pos + i >= src.size() || (b & 0xC0) != 0x80)
+        return 0;
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return 0;
+    return n;
+  }
+
   Token string(ast::Loc loc) {
     advance(); // the opening quote
     std::string value;
@@ -215,6 +240,23 @@ private:
       char c = peek();
       if (pos >= src.size() || c == '\n')
         return error(loc, "unterminated string: '\"' is never closed on its line");
+      // Strings become protobuf string fields of the plan, which must be UTF-8:
+      // a plan lmrt cannot read must not be written.
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        size_t n = utf8Length();
+        if (n == 0) {
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(c));
+          return error(ast::Loc{line, col, file},
+                       std::string("invalid UTF-8 in a string: byte ") + hex +
+                           " does not start a valid UTF-8 character (strings must be UTF-8 text)");
+        }
+        for (size_t i = 0; i < n; ++i) {
+          value += peek();
+          advance();
+        }
+        continue;
+      }
       advance();
       if (c == '"')
         break;

@@ -8,7 +8,23 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".lm", ".test"]
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
 config.test_source_root = os.path.dirname(__file__)
-config.test_exec_root = os.path.join(config.lmc_obj_root, "test")
+# Every lit run gets scratch space of its own (each test's %t lives under it), so two
+# runs in one build folder (ctest's and a manual one) never remove or rewrite each
+# other's files mid-test. Runs whose process is gone are cleared when a new one starts;
+# the last run's files stay until then, for a look at a failure.
+def _lit_runs_root():
+    root = os.path.join(config.lmc_obj_root, "test", "runs")
+    os.makedirs(root, exist_ok=True)
+    for name in os.listdir(root):
+        try:
+            os.kill(int(name), 0)  # still running: leave it
+        except (ValueError, ProcessLookupError):
+            import shutil
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        except PermissionError:
+            pass
+    return os.path.join(root, str(os.getpid()))
+config.test_exec_root = _lit_runs_root()
 
 # Our tools first, then LLVM 19's FileCheck/not/count (never the v14 ones on PATH).
 # (append_path puts the new folder in front of the existing PATH.)

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -281,9 +283,21 @@ std::string writeCheckpoint(const std::string &dir, Session &s, const Checkpoint
   writeFileAtomic(tmp + "/" + kMetaFile, "checkpoint metadata",
                   [&](std::ostream &f) { f.write(meta.data(), (std::streamsize)meta.size()); });
   fsyncPath(tmp, "checkpoint directory");
-  // A checkpoint of this step may exist (a corrupted one a resume skipped): move it
-  // aside, put the new one in place, then drop the old one.
+  // A checkpoint of this step may exist (a corrupted one a resume skipped, or this
+  // step's own from a run resumed earlier). The two are swapped in one atomic
+  // rename, so a kill at any instant leaves a complete step-N: the new one, or the
+  // old one with the new one in step-N.tmp (removed by the next run as stale).
   if (isDirectory(final)) {
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final.c_str(), RENAME_EXCHANGE) == 0) {
+      fsyncPath(dir, "checkpoint directory");
+      removeCheckpointDir(tmp, nullptr);  // now the old one
+      return final;
+    }
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+      fail("cannot replace checkpoint '%s': %s", final.c_str(), std::strerror(errno));
+    // A file system without the exchange: move the old one aside first. A kill
+    // between the two renames leaves only step-N.old, which the next run puts back
+    // (removeStaleCheckpointTemps) rather than losing both.
     if (isDirectory(old)) removeCheckpointDir(old, nullptr);
     if (std::rename(final.c_str(), old.c_str()) != 0)
       fail("cannot replace checkpoint '%s': %s", final.c_str(), std::strerror(errno));
@@ -449,8 +463,19 @@ void removeStaleCheckpointTemps(const std::string &dir, FILE *log) {
   for (const std::string &n : directoryEntries(dir)) {
     for (const char *suffix : {".tmp", ".old"}) {
       size_t k = std::strlen(suffix);
-      if (n.size() > k && n.compare(n.size() - k, k, suffix) == 0 && stepOfName(n.substr(0, n.size() - k)) >= 0 &&
-          isDirectory(dir + "/" + n) && removeCheckpointDir(dir + "/" + n, log) && log)
+      if (n.size() <= k || n.compare(n.size() - k, k, suffix) != 0) continue;
+      const std::string name = n.substr(0, n.size() - k), path = dir + "/" + n;
+      if (stepOfName(name) < 0 || !isDirectory(path)) continue;
+      // step-N.old without step-N: a replace killed between its two renames; the
+      // old checkpoint is the one that was complete.
+      if (std::strcmp(suffix, ".old") == 0 && !isDirectory(dir + "/" + name) &&
+          std::rename(path.c_str(), (dir + "/" + name).c_str()) == 0) {
+        fsyncPath(dir, "checkpoint directory");
+        if (log) std::fprintf(log, "restored '%s/%s' from '%s', left by an interrupted checkpoint write\n",
+                              dir.c_str(), name.c_str(), n.c_str());
+        continue;
+      }
+      if (removeCheckpointDir(path, log) && log)
         std::fprintf(log, "removed '%s/%s', left by an interrupted checkpoint write\n", dir.c_str(), n.c_str());
     }
   }

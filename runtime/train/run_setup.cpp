@@ -116,6 +116,13 @@ void checkRunPaths(RunSetup &run, const TrainOptions &o, FILE *log) {
   if (!o.dumpDir.empty()) checkOutputDirectory({"--dump-dir", o.dumpDir});
   if (!run.checkpointDir.empty()) {
     checkOutputDirectory({"--checkpoint-dir", run.checkpointDir});
+    if (samePath(run.checkpointDir, o.dataDir))
+      fail("--checkpoint-dir '%s' is the data directory --data '%s': checkpoints go in a directory of their own",
+           run.checkpointDir.c_str(), o.dataDir.c_str());
+    // One run per directory, taken before anything in it is touched: a second run
+    // (a requeued job while the first still runs) would remove the first one's
+    // in-flight checkpoint as stale, or its checkpoints under --overwrite.
+    run.lock = DirectoryLock::acquire(run.checkpointDir, "--checkpoint-dir");
     removeStaleCheckpointTemps(run.checkpointDir, log);
     if (!run.resume && !listCheckpoints(run.checkpointDir).empty()) {
       if (!o.overwrite)

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <vector>
 
+#include "base/dir_lock.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/schedule.h"
 #include "runtime/train/train_loop.h"
@@ -31,6 +32,7 @@ struct RunSetup {
   std::string outPath;               // the final weights
   bool clearOldCheckpoints = false;  // --overwrite: remove an earlier run's at this run's first checkpoint
   std::unique_ptr<Checkpoint> resume;
+  std::unique_ptr<DirectoryLock> lock;  // held on checkpointDir for the life of the run
 };
 
 /* Checks the options and every path, finds the checkpoint a resume continues from;

@@ -2,7 +2,10 @@
    register themselves from cmd_*.cpp (see commands.h). Every failure ends as
    "lmrt: error: <what and where>" and exit status 1; bad flags get CLI11's
    message and a non-zero status. */
+#include <pthread.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cstdio>
@@ -11,29 +14,47 @@
 #include <new>
 
 #include "base/tensor.h"
+#include "runtime/train/signals.h"
 #include "tools/lmrt/commands.h"
 
 namespace {
 
-/* An idle OpenMP thread spins 300,000 rounds (milliseconds) before it sleeps. On a
-   machine shared with other jobs that spinning holds the cores the team is waiting
-   for: with 10 other runnable jobs a GPT training step took 1.8 s instead of 0.6 s
-   with a 10,000-round spin, while on an idle machine the two are equally fast
-   (docs/runtime.md, "Threads"). libgomp reads GOMP_SPINCOUNT once, when it loads,
-   before main, so lmrt re-executes itself with it set, unless the user chose a
-   spin count or a wait policy, or valgrind runs it (it would not follow the exec). */
-void shortOpenMPSpin(char **argv) {
-  if (std::getenv("GOMP_SPINCOUNT") || std::getenv("OMP_WAIT_POLICY")) return;
+/* lmrt re-executes itself once, at the start, for two things that must be in
+   place before the shared libraries' constructors run, which is before main:
+   - SIGTERM and SIGINT blocked (signals.h): OpenBLAS starts its worker threads in
+     its constructor, and a thread inherits its creator's mask; a signal mask
+     survives exec, so in the new image every thread has them blocked and only
+     the signal thread (routeStopSignals) takes them;
+   - GOMP_SPINCOUNT: an idle OpenMP thread spins 300,000 rounds (milliseconds)
+     before it sleeps. On a machine shared with other jobs that spinning holds the
+     cores the team is waiting for: with 10 other runnable jobs a GPT training step
+     took 1.8 s instead of 0.6 s with a 10,000-round spin, while on an idle machine
+     the two are equally fast (docs/runtime.md, "Threads"). libgomp reads it once,
+     when it loads; the user's own spin count or wait policy is kept.
+   The image started with the signals blocked is the re-executed one (or one whose
+   parent blocked them, which serves as well). Under valgrind (which would not
+   follow the exec) nothing is done. */
+void reexecWithSignalsBlocked(char **argv) {
+  sigset_t now;
+  if (pthread_sigmask(SIG_BLOCK, nullptr, &now) != 0) return;
+  if (sigismember(&now, SIGTERM) && sigismember(&now, SIGINT)) return;
   const char *preload = std::getenv("LD_PRELOAD");
   if (preload && std::strstr(preload, "vgpreload")) return;
-  if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0) return;
-  execv("/proc/self/exe", argv);  // returns only on failure: carry on with the defaults
+  if (!std::getenv("GOMP_SPINCOUNT") && !std::getenv("OMP_WAIT_POLICY")) setenv("GOMP_SPINCOUNT", "10000", 1);
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  execv("/proc/self/exe", argv);
+  // Only on failure: carry on, with the signals taken by the signal thread from now on.
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
-  shortOpenMPSpin(argv);
+  reexecWithSignalsBlocked(argv);
+  lmrt::routeStopSignals();
   CLI::App app{"lmrt: runs plans compiled by lmc (train, evaluate, sample, check gradients)"};
   app.name("lmrt");
   app.require_subcommand(1);

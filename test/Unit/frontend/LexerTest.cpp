@@ -115,4 +115,27 @@ TEST(Lexer, StringsKeywordsAndComparisons) {
   EXPECT_EQ(lexAll("x = !y").errors.at(0), "1:5: unexpected character '!'");
 }
 
+// Tests that strings hold UTF-8 text and nothing else (they become protobuf string
+// fields of the plan, which lmrt could not read otherwise): every valid form passes
+// unchanged, and each kind of invalid byte is reported at its column.
+TEST(Lexer, StringsMustBeUtf8) {
+  Lexed ok = lexAll("s = \"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF\"");
+  EXPECT_TRUE(ok.errors.empty());
+  EXPECT_EQ(ok.tokens[2].text, "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF");
+  const std::pair<const char *, const char *> bad[] = {
+      {"s = \"ab\xFF\"", "1:8: invalid UTF-8 in a string: byte 0xFF"},        // never in UTF-8
+      {"s = \"\x80\"", "1:6: invalid UTF-8 in a string: byte 0x80"},          // a stray continuation byte
+      {"s = \"a\xC3\"", "1:7: invalid UTF-8 in a string: byte 0xC3"},         // truncated by the quote
+      {"s = \"\xC0\xAF\"", "1:6: invalid UTF-8 in a string: byte 0xC0"},     // overlong '/'
+      {"s = \"\xE0\x80\xAF\"", "1:6: invalid UTF-8 in a string: byte 0xE0"}, // overlong
+      {"s = \"\xED\xA0\x80\"", "1:6: invalid UTF-8 in a string: byte 0xED"}, // a surrogate
+      {"s = \"\xF4\x90\x80\x80\"", "1:6: invalid UTF-8 in a string: byte 0xF4"}, // above U+10FFFF
+  };
+  for (const auto &[src, want] : bad) {
+    Lexed l = lexAll(src);
+    ASSERT_FALSE(l.errors.empty()) << src;
+    EXPECT_EQ(l.errors.at(0).rfind(want, 0), 0u) << l.errors.at(0);
+  }
+}
+
 } // namespace

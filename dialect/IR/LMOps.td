@@ -267,6 +267,10 @@ def LM_SigmoidOp : LM_UnaryOp<"sigmoid", "logistic sigmoid", "`1 / (1 + exp(-x))
 def LM_LogSigmoidOp : LM_UnaryOp<"log_sigmoid", "log of the logistic sigmoid",
     "`log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|))`, elementwise (no overflow).", 8, 0,
     "lmc::logSigmoid($0)">, LM_Builtin<"log_sigmoid">;
+// Mamba's step size, positive heads (ELECTRA-style): exp, log1p, abs, max, add.
+def LM_SoftplusOp : LM_UnaryOp<"softplus", "softplus",
+    "`log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))`, elementwise (no overflow).", 8, 0,
+    "lmc::softplus($0)">, LM_Builtin<"softplus">;
 def LM_ReluOp : LM_UnaryOp<"relu", "rectified linear unit", "`max(x, 0)`, elementwise.", 1, 0,
                            "lmc::relu($0)">, LM_Builtin<"relu">;
 def LM_SiluOp : LM_UnaryOp<"silu", "SiLU (swish)", "`x * sigmoid(x)`, elementwise.", 5, 0,

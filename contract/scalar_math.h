@@ -171,6 +171,8 @@ template <typename A> LMC_HD A geluErfGrad(A x, A dy) {
    on the host and on CUDA devices alike. */
 LMC_HD float log(float x) { return ::logf(x); }
 LMC_HD double log(double x) { return ::log(x); }
+LMC_HD float log1p(float x) { return ::log1pf(x); }
+LMC_HD double log1p(double x) { return ::log1p(x); }
 LMC_HD float sqrt(float x) { return ::sqrtf(x); }
 LMC_HD double sqrt(double x) { return ::sqrt(x); }
 LMC_HD float sin(float x) { return ::sinf(x); }
@@ -185,6 +187,12 @@ template <typename A> LMC_HD A sigmoid(A x) { return (A)1 / ((A)1 + lmc::exp(-x)
 template <typename A> LMC_HD A logSigmoid(A x) {
   A ax = x < (A)0 ? -x : x;
   return (x < (A)0 ? x : (A)0) - lmc::log((A)1 + lmc::exp(-ax));
+}
+/* softplus(x) = log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)): no overflow,
+   and ~exp(x) (not 0) far below zero. */
+template <typename A> LMC_HD A softplus(A x) {
+  A ax = x < (A)0 ? -x : x;
+  return (x > (A)0 ? x : (A)0) + lmc::log1p(lmc::exp(-ax));
 }
 /* x * sigmoid(x) (SiLU, the gate of SwiGLU). */
 template <typename A> LMC_HD A silu(A x) { return x * lmc::sigmoid(x); }

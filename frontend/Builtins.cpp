@@ -5,12 +5,16 @@
 // compile-time sqrt/exp/log/floor/ceil; the zoo's math builtins are in
 // BuiltinsMath.cpp (their signatures are in the one table here). Each builtin has
 // a signature (ordered parameter names, how many are required) so that
-// arity and keyword errors read the same for all of them.
+// arity and keyword errors read the same for all of them. The builtins that
+// emit one elementwise op (tanh, gt, where, ...) take their names and
+// signatures from the elementwise table (contract/elementwise.h, generated
+// from the ODS), so a new one needs no line here.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/MLIRGen.h"
 
 #include "dialect/IR/LMOps.h"
+#include "contract/elementwise.h"
 #include "contract/shape_rules.h"
 
 #include <cmath>
@@ -28,51 +32,40 @@ struct Signature {
 };
 
 const std::vector<Signature> &signatures() {
-  static const std::vector<Signature> table = {
-      {"embed", {"table", "ids"}, 2},
-      {"layernorm", {"x", "eps", "bias"}, 1},
-      {"gelu", {"x", "approximate"}, 1},
-      {"softmax", {"x"}, 1},
-      {"attention", {"q", "k", "v", "heads", "causal", "kv_heads", "mask"}, 4},
-      {"transpose", {"x", "perm"}, 1},
-      {"reshape", {"x", "shape"}, 2},
-      {"cross_entropy", {"logits", "targets", "ignore_index"}, 2},
-      {"accuracy", {"logits", "targets", "ignore_index"}, 2},
-      {"sample", {"logits", "bits"}, 2},
-      {"to_float", {"x"}, 1},
-      {"repeat", {"n", "block", "x"}, 3},
-      {"sqrt", {"x"}, 1},
-      {"exp", {"x"}, 1},
-      {"log", {"x"}, 1},
-      {"floor", {"x"}, 1},
-      {"ceil", {"x"}, 1},
-      // The zoo's math (BuiltinsMath.cpp).
-      {"tanh", {"x"}, 1},
-      {"sigmoid", {"x"}, 1},
-      {"log_sigmoid", {"x"}, 1},
-      {"relu", {"x"}, 1},
-      {"silu", {"x"}, 1},
-      {"rsqrt", {"x"}, 1},
-      {"sin", {"x"}, 1},
-      {"cos", {"x"}, 1},
-      {"stop_gradient", {"x"}, 1},
-      {"gt", {"a", "b"}, 2},
-      {"ge", {"a", "b"}, 2},
-      {"lt", {"a", "b"}, 2},
-      {"le", {"a", "b"}, 2},
-      {"eq", {"a", "b"}, 2},
-      {"ne", {"a", "b"}, 2},
-      {"where", {"cond", "a", "b"}, 3},
-      {"sum", {"x", "axis", "keepdim"}, 1},
-      {"mean", {"x", "axis", "keepdim"}, 1},
-      {"max", {"x", "axis", "keepdim"}, 1},
-      {"concat", {"xs", "axis"}, 1},
-      {"rmsnorm", {"x", "eps"}, 1},
-      {"take_along_axis", {"x", "indices", "axis"}, 3},
-      {"index_constant", {"x"}, 1},
-      {"min", {"a", "b"}, 2},
-      {"arange", {"n", "stop"}, 1},
-  };
+  static const std::vector<Signature> table = [] {
+    std::vector<Signature> sigs = {
+        {"embed", {"table", "ids"}, 2},
+        {"layernorm", {"x", "eps", "bias"}, 1},
+        {"gelu", {"x", "approximate"}, 1},
+        {"softmax", {"x"}, 1},
+        {"attention", {"q", "k", "v", "heads", "causal", "kv_heads", "mask"}, 4},
+        {"transpose", {"x", "perm"}, 1},
+        {"reshape", {"x", "shape"}, 2},
+        {"cross_entropy", {"logits", "targets", "ignore_index"}, 2},
+        {"accuracy", {"logits", "targets", "ignore_index"}, 2},
+        {"sample", {"logits", "bits"}, 2},
+        {"to_float", {"x"}, 1},
+        {"repeat", {"n", "block", "x"}, 3},
+        {"floor", {"x"}, 1},
+        {"ceil", {"x"}, 1},
+        // The zoo's math (BuiltinsMath.cpp) besides the elementwise table's.
+        {"sum", {"x", "axis", "keepdim"}, 1},
+        {"mean", {"x", "axis", "keepdim"}, 1},
+        {"max", {"x", "axis", "keepdim"}, 1},
+        {"concat", {"xs", "axis"}, 1},
+        {"rmsnorm", {"x", "eps"}, 1},
+        {"take_along_axis", {"x", "indices", "axis"}, 3},
+        {"index_constant", {"x"}, 1},
+        {"min", {"a", "b"}, 2},
+        {"arange", {"n", "stop"}, 1},
+    };
+    // The elementwise table's, each with the op's operand count (all required).
+    for (const lmrt::elementwise::ElementwiseOp &op : lmrt::elementwise::allOps())
+      if (op.builtin)
+        sigs.push_back({op.builtin, {op.builtinParams, op.builtinParams + op.arity},
+                        static_cast<size_t>(op.arity)});
+    return sigs;
+  }();
   return table;
 }
 

@@ -1,18 +1,19 @@
 //===- BuiltinsMath.cpp - The zoo's math builtins of the .lm language -----===//
 //
-// Elementwise math (tanh, sigmoid, log_sigmoid, relu, silu, exp, log, sqrt,
-// rsqrt, sin, cos), stop_gradient, comparisons and where, the reductions sum,
-// mean and max over axes, concat, rmsnorm, arange, take_along_axis (a gather
-// along one axis) and index_constant (the i32 constant of a float expression
-// evaluated at compile time: gather indices). Each maps to one lm op
-// or a short composition: sum is lm.sum_to to the kept shape (then a
-// reshape), mean is that sum times 1/n, concat of n tensors is n - 1 binary
-// lm.concat ops. Signatures are in Builtins.cpp's table.
+// The builtins of the elementwise table (contract/elementwise.h, generated
+// from the ODS: tanh, sigmoid, ..., stop_gradient, the comparisons and where,
+// each emitting its op), the reductions sum, mean and max over axes, concat,
+// rmsnorm, arange, take_along_axis (a gather along one axis) and index_constant
+// (the i32 constant of a float expression evaluated at compile time: gather
+// indices). Each maps to one lm op or a short composition: sum is lm.sum_to to
+// the kept shape (then a reshape), mean is that sum times 1/n, concat of n
+// tensors is n - 1 binary lm.concat ops. Signatures are in Builtins.cpp's table.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/MLIRGen.h"
 
 #include "dialect/IR/LMOps.h"
+#include "contract/elementwise.h"
 #include "contract/shape_rules.h"
 
 #include <algorithm>
@@ -24,22 +25,29 @@ namespace mlir::lm {
 
 namespace shapes = lmrt::shapes;
 
-namespace {
-
-const char *const kUnary[] = {"tanh", "sigmoid", "log_sigmoid", "relu", "silu", "exp",
-                              "log",  "sqrt",    "rsqrt",       "sin",  "cos",  "stop_gradient"};
-const char *const kCompare[] = {"gt", "ge", "lt", "le", "eq", "ne"};
-
-template <size_t N> bool among(const std::string &name, const char *const (&list)[N]) {
-  return std::any_of(std::begin(list), std::end(list), [&](const char *s) { return name == s; });
-}
-
-} // namespace
+namespace elementwise = lmrt::elementwise;
 
 bool MLIRGen::isMathBuiltin(const std::string &name) {
-  return among(name, kUnary) || among(name, kCompare) || name == "where" || name == "sum" ||
-         name == "mean" || name == "max" || name == "rmsnorm" || name == "take_along_axis" ||
-         name == "index_constant" || name == "min";
+  return elementwise::findBuiltin(name) || name == "sum" || name == "mean" || name == "max" ||
+         name == "rmsnorm" || name == "take_along_axis" || name == "index_constant" || name == "min";
+}
+
+/// Builds the elementwise op `op` on `operands` by its name, with the result
+/// type its InferTypeOpInterface infers (as the op's own builders do), so a
+/// builtin of the elementwise table needs no code of its own here. Null when
+/// the op is not registered or its inference fails (and said why at `l`).
+static Value buildElementwise(OpBuilder &builder, Location l, const elementwise::ElementwiseOp &op,
+                              ValueRange operands) {
+  OperationState state(l, "lm." + std::string(op.name));
+  std::optional<RegisteredOperationName> info = state.name.getRegisteredInfo();
+  auto *infer = info ? info->getInterface<InferTypeOpInterface>() : nullptr;
+  SmallVector<Type, 1> types;
+  if (!infer || failed(infer->inferReturnTypes(builder.getContext(), l, operands, DictionaryAttr(),
+                                               OpaqueProperties(nullptr), RegionRange(), types)))
+    return Value();
+  state.addOperands(operands);
+  state.addTypes(types);
+  return builder.create(state)->getResult(0);
 }
 
 /// The axes of `sum(x, axis = ...)`: an integer or a list of them, negative
@@ -242,32 +250,25 @@ FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<co
     return shapes::Dims(s.begin(), s.end());
   };
 
-  if (among(name, kUnary)) {
-    if (!first.isTensor())
-      return error(arg[0]->loc) << "argument 'x' of '" << name << "' must be a tensor, got "
-                                << describe(first);
-    FailureOr<Value> x = operand(first, *arg[0], "x");
-    if (failed(x))
-      return failure();
-    Value r;
-    if (name == "tanh") r = builder.create<TanhOp>(l, *x);
-    else if (name == "sigmoid") r = builder.create<SigmoidOp>(l, *x);
-    else if (name == "log_sigmoid") r = builder.create<LogSigmoidOp>(l, *x);
-    else if (name == "relu") r = builder.create<ReluOp>(l, *x);
-    else if (name == "silu") r = builder.create<SiluOp>(l, *x);
-    else if (name == "exp") r = builder.create<ExpOp>(l, *x);
-    else if (name == "log") r = builder.create<LogOp>(l, *x);
-    else if (name == "sqrt") r = builder.create<SqrtOp>(l, *x);
-    else if (name == "rsqrt") r = builder.create<RsqrtOp>(l, *x);
-    else if (name == "sin") r = builder.create<SinOp>(l, *x);
-    else if (name == "cos") r = builder.create<CosOp>(l, *x);
-    else r = builder.create<StopGradientOp>(l, *x);
-    return LMValue::ofTensor(r);
-  }
-
-  if (among(name, kCompare) || name == "where") {
-    // Operands: numbers become scalars; at least one must be a tensor.
-    size_t n = name == "where" ? 3 : 2;
+  if (const elementwise::ElementwiseOp *op = elementwise::findBuiltin(name)) {
+    auto built = [&](ValueRange operands) -> FailureOr<LMValue> {
+      Value r = buildElementwise(builder, l, *op, operands);
+      if (!r)
+        return error(call.loc) << "internal error: 'lm." << op->name << "' could not be built";
+      return LMValue::ofTensor(r);
+    };
+    if (op->arity == 1) {
+      const char *what = op->builtinParams[0];
+      if (!first.isTensor())
+        return error(arg[0]->loc) << "argument '" << what << "' of '" << name << "' must be a tensor, got "
+                                  << describe(first);
+      FailureOr<Value> x = operand(first, *arg[0], what);
+      if (failed(x))
+        return failure();
+      return built({*x});
+    }
+    // Several operands: numbers become scalars; at least one must be a tensor.
+    size_t n = op->arity;
     SmallVector<LMValue> vs;
     for (size_t i = 0; i < n; ++i) {
       FailureOr<LMValue> v = i == 0 ? FailureOr<LMValue>(first) : eval(*arg[i], env);
@@ -285,30 +286,31 @@ FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<co
     bool anyTensor = false;
     for (size_t i = 0; i < n; ++i) {
       anyTensor |= vs[i].isTensor();
-      const char *what = name == "where" ? (i == 0 ? "cond" : i == 1 ? "a" : "b") : (i == 0 ? "a" : "b");
-      FailureOr<Value> x = operand(vs[i], *arg[i], what);
+      FailureOr<Value> x = operand(vs[i], *arg[i], op->builtinParams[i]);
       if (failed(x))
         return failure();
       xs.push_back(*x);
     }
     if (!anyTensor)
-      return error(call.loc) << "'" << name << "' needs a tensor operand (it builds a mask)";
-    std::optional<shapes::Dims> out =
-        n == 3 ? shapes::where(dimsOf(xs[0]), dimsOf(xs[1]), dimsOf(xs[2]), err)
-               : shapes::broadcast(dimsOf(xs[0]), dimsOf(xs[1]), err, name.c_str());
+      return error(call.loc) << "'" << name << "' needs a tensor operand";
+    // The op's shape rule (elementwise.h), checked here to point at the call.
+    std::optional<shapes::Dims> out = dimsOf(xs[0]);
+    if (op->broadcasts && n == 2)
+      out = shapes::broadcast(dimsOf(xs[0]), dimsOf(xs[1]), err, name.c_str());
+    else if (op->broadcasts && n == 3)
+      out = shapes::where(dimsOf(xs[0]), dimsOf(xs[1]), dimsOf(xs[2]), err);
+    else if (op->broadcasts)
+      return error(call.loc) << "internal error: no shape rule for '" << name << "' of " << n << " operands";
+    for (size_t i = 1; i < n && !op->broadcasts; ++i)
+      if (dimsOf(xs[i]) != *out)
+        return error(arg[i]->loc) << "argument '" << op->builtinParams[i] << "' of '" << name
+                                  << "' must have the shape of argument '" << op->builtinParams[0] << "', "
+                                  << describe(vs[0]) << ", got " << describe(vs[i]);
     if (!out)
       return error(call.loc) << err;
     if (failed(checkElementCount(*out, call.loc)))
       return failure();
-    Value r;
-    if (name == "gt") r = builder.create<GtOp>(l, xs[0], xs[1]);
-    else if (name == "ge") r = builder.create<GeOp>(l, xs[0], xs[1]);
-    else if (name == "lt") r = builder.create<LtOp>(l, xs[0], xs[1]);
-    else if (name == "le") r = builder.create<LeOp>(l, xs[0], xs[1]);
-    else if (name == "eq") r = builder.create<EqOp>(l, xs[0], xs[1]);
-    else if (name == "ne") r = builder.create<NeOp>(l, xs[0], xs[1]);
-    else r = builder.create<WhereOp>(l, xs[0], xs[1], xs[2]);
-    return LMValue::ofTensor(r);
+    return built(xs);
   }
 
   // min(a, b) and max(a, b) of two numbers are compile-time (DeBERTa's

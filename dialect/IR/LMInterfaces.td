@@ -72,7 +72,10 @@ def LM_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
     An op computed point by point (its operands broadcast into its result):
     `-lm-fuse` may put it in a fused region, and codegen writes it into the
     generated kernel as the op's scalar form (docs/fusion.md). Ops state the
-    form in their ODS definition (`scalar` of LM_BinaryOp / LM_UnaryOp).
+    form in their ODS definition (LM_ScalarForm, through the `scalar` of
+    LM_BinaryOp / LM_UnaryOp), from which lm-tblgen also writes the
+    elementwise table (contract/elementwise.h) that instantiates the op's CPU
+    and CUDA kernels.
   }];
   let methods = [
     InterfaceMethod<[{

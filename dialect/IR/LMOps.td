@@ -119,14 +119,33 @@ class LM_ElementwiseDefs<int flops, string infer> {
   }];
 }
 
-/// The scalar form of a point of an elementwise op, for generated kernels
-/// (LM_ElementwiseOpInterface): a C++ expression over `$0`, `$1`, ...
-class LM_ScalarForm<string expr> {
+/// What makes an op elementwise (LM_ElementwiseOpInterface, whose trait the op
+/// lists too): its scalar form, the C++ expression of one point of the result
+/// over the operands `$0`, `$1`, ... (of the accumulation type `A`) and
+/// contract/scalar_math.h, and whether its operands broadcast into the result
+/// (NumPy rules) or all have the result's shape. `decl` is the interface's
+/// getScalarForm. lm-tblgen -gen-lm-elementwise-table writes both facts into the
+/// elementwise table (contract/elementwise.h), from which the CPU and CUDA
+/// kernels are instantiated; generated kernels read getScalarForm.
+class LM_ScalarForm<string expr, bit broadcast> {
+  string scalarForm = expr;
+  bit operandsBroadcast = broadcast;
   code decl = "::llvm::StringRef getScalarForm() { return \"" # expr # "\"; }";
 }
 
+/// Makes an elementwise op a builtin function of the .lm language:
+/// `name(args...)` emits the op (numbers become rank-0 tensors when the op has
+/// several operands). `params` are the language's names of the operands, in
+/// order; the ODS operand names when empty. The frontend reads them from the
+/// elementwise table.
+class LM_Builtin<string name, list<string> params = []> {
+  string builtinName = name;
+  list<string> builtinParams = params;
+}
+
 class LM_BinaryOp<string mnemonic, string what, string scalar>
-    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])> {
+    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])>,
+      LM_ScalarForm<scalar, 1> {
   let summary = "elementwise " # what # " with broadcasting";
   let description = [{
     Elementwise }] # what # [{ with NumPy broadcasting: trailing dimensions
@@ -140,7 +159,7 @@ class LM_BinaryOp<string mnemonic, string what, string scalar>
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasFolder = 1;
-  let extraClassDeclaration = LM_ScalarForm<scalar>.decl;
+  let extraClassDeclaration = decl;
   // One flop per element of the broadcast result; shapes::broadcast.
   let extraClassDefinition = LM_ElementwiseDefs<1,
       "::mlir::lm::detail::inferBroadcast(getOperationName(), loc, adaptor.getLhs(), "
@@ -159,7 +178,8 @@ def LM_DivOp : LM_BinaryOp<"div", "division", "$0 / $1">;
 /// (a mask that multiplies or selects). Broadcasting as the arithmetic ops; no
 /// gradient flows through it (its VJP gives both operands none).
 class LM_CompareOp<string mnemonic, string what, string cmp>
-    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])> {
+    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])>,
+      LM_ScalarForm<"lmc::mask<A>($0 " # cmp # " $1)", 1>, LM_Builtin<mnemonic, ["a", "b"]> {
   let summary = "elementwise comparison `" # what # "` as a 0/1 mask";
   let description = [{
     `1` where `lhs }] # what # [{ rhs`, else `0`, with NumPy broadcasting; the
@@ -172,7 +192,7 @@ class LM_CompareOp<string mnemonic, string what, string cmp>
   let arguments = (ins LM_FloatTensor:$lhs, LM_FloatTensor:$rhs);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
-  let extraClassDeclaration = LM_ScalarForm<"lmc::mask<A>($0 " # cmp # " $1)">.decl;
+  let extraClassDeclaration = decl;
   let extraClassDefinition = LM_ElementwiseDefs<1,
       "::mlir::lm::detail::inferBroadcast(getOperationName(), loc, adaptor.getLhs(), "
       # "adaptor.getRhs(), types)">.defs;
@@ -186,7 +206,9 @@ def LM_EqOp : LM_CompareOp<"eq", "==", "==">;
 def LM_NeOp : LM_CompareOp<"ne", "!=", "!=">;
 
 def LM_WhereOp : LM_DiffOp<"where", [LM_ResultsMatchInferred, InferTypeOpAdaptor,
-                                     LM_ElementwiseOpInterface]> {
+                                     LM_ElementwiseOpInterface]>,
+                 LM_ScalarForm<"lmc::select($0, $1, $2)", 1>,
+                 LM_Builtin<"where", ["cond", "a", "b"]> {
   let summary = "elementwise selection by a mask";
   let description = [{
     `lhs` where `cond` is not 0, else `rhs`; the three operands broadcast
@@ -200,7 +222,7 @@ def LM_WhereOp : LM_DiffOp<"where", [LM_ResultsMatchInferred, InferTypeOpAdaptor
   let arguments = (ins LM_FloatTensor:$cond, LM_FloatTensor:$lhs, LM_FloatTensor:$rhs);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$cond `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
-  let extraClassDeclaration = LM_ScalarForm<"lmc::select($0, $1, $2)">.decl;
+  let extraClassDeclaration = decl;
 }
 
 /// `flops` per element; `minRank` 1 for ops working along the last dimension;
@@ -208,7 +230,8 @@ def LM_WhereOp : LM_DiffOp<"where", [LM_ResultsMatchInferred, InferTypeOpAdaptor
 class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops, int minRank = 0,
                  string scalar = "">
     : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes,
-          !if(!empty(scalar), []<Trait>, [LM_ElementwiseOpInterface]))> {
+          !if(!empty(scalar), []<Trait>, [LM_ElementwiseOpInterface]))>,
+      LM_ScalarForm<scalar, 0> {
   let summary = summ;
   let description = semantics # [{
 
@@ -219,7 +242,7 @@ class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops, int 
   let arguments = (ins LM_FloatTensor:$x);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
-  let extraClassDeclaration = !if(!empty(scalar), "", LM_ScalarForm<scalar>.decl);
+  let extraClassDeclaration = !if(!empty(scalar), "", decl);
   let extraClassDefinition = LM_ElementwiseDefs<flops,
       "::mlir::lm::detail::inferElementwise(getOperationName(), loc, adaptor.getX(), \"operand\", "
       # !cast<string>(minRank) # ", types)">.defs;
@@ -238,26 +261,36 @@ def LM_GeluErfOp : LM_UnaryOp<"gelu_erf", "GELU, exact (erf) form",
     8, 0, "lmc::geluErf($0)">;
 // The zoo's math: flops per element are rough (a transcendental counts 4).
 def LM_TanhOp : LM_UnaryOp<"tanh", "hyperbolic tangent", "`tanh(x)`, elementwise.", 4, 0,
-                           "lmc::tanh($0)">;
+                           "lmc::tanh($0)">, LM_Builtin<"tanh">;
 def LM_SigmoidOp : LM_UnaryOp<"sigmoid", "logistic sigmoid", "`1 / (1 + exp(-x))`, elementwise.", 4, 0,
-                              "lmc::sigmoid($0)">;
+                              "lmc::sigmoid($0)">, LM_Builtin<"sigmoid">;
 def LM_LogSigmoidOp : LM_UnaryOp<"log_sigmoid", "log of the logistic sigmoid",
     "`log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|))`, elementwise (no overflow).", 8, 0,
-    "lmc::logSigmoid($0)">;
+    "lmc::logSigmoid($0)">, LM_Builtin<"log_sigmoid">;
+// Mamba's step size, positive heads (ELECTRA-style): exp, log1p, abs, max, add.
+def LM_SoftplusOp : LM_UnaryOp<"softplus", "softplus",
+    "`log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))`, elementwise (no overflow).", 8, 0,
+    "lmc::softplus($0)">, LM_Builtin<"softplus">;
 def LM_ReluOp : LM_UnaryOp<"relu", "rectified linear unit", "`max(x, 0)`, elementwise.", 1, 0,
-                           "lmc::relu($0)">;
+                           "lmc::relu($0)">, LM_Builtin<"relu">;
 def LM_SiluOp : LM_UnaryOp<"silu", "SiLU (swish)", "`x * sigmoid(x)`, elementwise.", 5, 0,
-                           "lmc::silu($0)">;
-def LM_ExpOp : LM_UnaryOp<"exp", "exponential", "`exp(x)`, elementwise.", 4, 0, "lmc::exp($0)">;
-def LM_LogOp : LM_UnaryOp<"log", "natural logarithm", "`log(x)`, elementwise.", 4, 0, "lmc::log($0)">;
-def LM_SqrtOp : LM_UnaryOp<"sqrt", "square root", "`sqrt(x)`, elementwise.", 4, 0, "lmc::sqrt($0)">;
+                           "lmc::silu($0)">, LM_Builtin<"silu">;
+def LM_ExpOp : LM_UnaryOp<"exp", "exponential", "`exp(x)`, elementwise.", 4, 0, "lmc::exp($0)">,
+               LM_Builtin<"exp">;
+def LM_LogOp : LM_UnaryOp<"log", "natural logarithm", "`log(x)`, elementwise.", 4, 0, "lmc::log($0)">,
+               LM_Builtin<"log">;
+def LM_SqrtOp : LM_UnaryOp<"sqrt", "square root", "`sqrt(x)`, elementwise.", 4, 0, "lmc::sqrt($0)">,
+                LM_Builtin<"sqrt">;
 def LM_RsqrtOp : LM_UnaryOp<"rsqrt", "reciprocal square root", "`1 / sqrt(x)`, elementwise.", 5, 0,
-                            "lmc::rsqrt($0)">;
-def LM_SinOp : LM_UnaryOp<"sin", "sine", "`sin(x)`, elementwise.", 4, 0, "lmc::sin($0)">;
-def LM_CosOp : LM_UnaryOp<"cos", "cosine", "`cos(x)`, elementwise.", 4, 0, "lmc::cos($0)">;
+                            "lmc::rsqrt($0)">, LM_Builtin<"rsqrt">;
+def LM_SinOp : LM_UnaryOp<"sin", "sine", "`sin(x)`, elementwise.", 4, 0, "lmc::sin($0)">,
+               LM_Builtin<"sin">;
+def LM_CosOp : LM_UnaryOp<"cos", "cosine", "`cos(x)`, elementwise.", 4, 0, "lmc::cos($0)">,
+               LM_Builtin<"cos">;
 // The identity whose VJP is zero: gradients do not flow into x.
 def LM_StopGradientOp : LM_UnaryOp<"stop_gradient", "identity without gradient",
-    "`x`; the VJP gives x no gradient (a frozen value, a sampled target).", 0, 0, "$0">;
+    "`x`; the VJP gives x no gradient (a frozen value, a sampled target).", 0, 0, "$0">,
+    LM_Builtin<"stop_gradient">;
 
 // Max, sub, exp, sum, div.
 def LM_SoftmaxOp : LM_UnaryOp<"softmax", "softmax over the last dimension",
@@ -573,7 +606,8 @@ def LM_ToFloatOp : LM_Op<"to_float", [Pure, DeclareOpInterfaceMethods<LM_CostOpI
 //===----------------------------------------------------------------------===//
 
 def LM_GeluGradOp : LM_GradOp<"gelu_grad",
-    !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])> {
+    !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])>,
+    LM_ScalarForm<"lmc::geluGrad($0, $1)", 0> {
   let summary = "adjoint of lm.gelu";
   let description = [{
     `dx = dy * gelu'(x)` for the tanh form of GELU.
@@ -586,11 +620,12 @@ def LM_GeluGradOp : LM_GradOp<"gelu_grad",
   let results = (outs LM_FloatTensor:$dx);
   let assemblyFormat = "$x `,` $dy attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
-  let extraClassDeclaration = LM_ScalarForm<"lmc::geluGrad($0, $1)">.decl;
+  let extraClassDeclaration = decl;
 }
 
 def LM_GeluErfGradOp : LM_GradOp<"gelu_erf_grad",
-    !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])> {
+    !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])>,
+    LM_ScalarForm<"lmc::geluErfGrad($0, $1)", 0> {
   let summary = "adjoint of lm.gelu_erf";
   let description = [{
     `dx = dy * (Phi(x) + x phi(x))`, with `Phi` the standard normal CDF
@@ -604,7 +639,7 @@ def LM_GeluErfGradOp : LM_GradOp<"gelu_erf_grad",
   let results = (outs LM_FloatTensor:$dx);
   let assemblyFormat = "$x `,` $dy attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
-  let extraClassDeclaration = LM_ScalarForm<"lmc::geluErfGrad($0, $1)">.decl;
+  let extraClassDeclaration = decl;
 }
 
 def LM_LayerNormGradOp : LM_GradOp<"layer_norm_grad", LM_InferredResultTypes> {

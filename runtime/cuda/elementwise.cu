@@ -1,8 +1,8 @@
-/* Implements: lm.add/sub/mul/div with NumPy broadcasting, lm.neg, lm.gelu,
-   lm.gelu_grad, lm.gelu_erf, lm.gelu_erf_grad and lm.sum_to on the GPU, with the scalar math of the CPU
-   kernels (contract/scalar_math.h: lmc::gelu, lmc::geluGrad).
-   sum_to reduces leading dims (bias gradients) in two deterministic passes:
-   partial sums of fixed 64-row chunks, then the chunks in order. */
+/* Implements: the broadcasting ops outside the elementwise table on the GPU:
+   lm.where_int (i32 values selected by a float mask, NumPy broadcasting through
+   StridedIndex) and lm.sum_to, which reduces leading dims (bias gradients) in two
+   deterministic passes: partial sums of fixed 64-row chunks, then the chunks in
+   order. The table's ops (lm.add, lm.where, lm.gelu, ...) are in math.cu. */
 #include "runtime/cuda/kernels.cuh"
 
 namespace lmrt::cuda::detail {
@@ -14,117 +14,33 @@ void checkRank(const char *op, const Shape &s) {
 
 namespace {
 
-struct Add { template <typename T> __device__ static T f(T a, T b) { return a + b; } };
-struct Sub { template <typename T> __device__ static T f(T a, T b) { return a - b; } };
-struct Mul { template <typename T> __device__ static T f(T a, T b) { return a * b; } };
-struct Div { template <typename T> __device__ static T f(T a, T b) { return a / b; } };
+// --- where_int ------------------------------------------------------------------
 
-template <typename Op, typename T> __global__ void binarySame(const T *a, const T *b, T *c, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    c[i] = Op::f(a[i], b[i]);
-}
-
-template <typename Op, typename T> __global__ void binaryStrided(const T *a, const T *b, T *c, int64_t n, StridedIndex ix) {
+// i32 values by a float mask (f32 or f64), broadcasting as where.
+template <typename C>
+__global__ void whereIntKernel(const C *c, const int32_t *a, const int32_t *b, int32_t *y, int64_t n,
+                               StridedIndex ix) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t off[2];
-    ix.offsets(i, off, 2);
-    c[i] = Op::f(a[off[0]], b[off[1]]);
+    int64_t off[3];
+    ix.offsets(i, off, 3);
+    y[i] = c[off[0]] != (C)0 ? a[off[1]] : b[off[2]];
   }
 }
 
-template <typename Op> void runBinary(const OpCall &call) {
-  const DevTensor &l = call.in[0], &r = call.in[1], &o = call.out[0];
-  const int64_t n = o.numel();
+void runWhereInt(const OpCall &call) {
+  const Shape &os = call.out[0].shape();
+  const int64_t n = call.out[0].numel();
   if (n == 0) return;
-  byFloat(o.type.dtype, [&](auto t) {
-    using T = decltype(t);
-    if (l.numel() == n && r.numel() == n) {
-      binarySame<Op, T><<<gridFor(n), kThreads, 0, call.stream>>>(l.as<T>(), r.as<T>(), o.as<T>(), n);
-    } else {
-      checkRank("broadcast", o.shape());
-      StridedIndex ix;
-      ix.rank = (int)o.shape().size();
-      for (int d = 0; d < ix.rank; ++d) ix.shape[d] = o.shape()[d];
-      broadcastStrides(l.shape(), o.shape(), ix.stride[0]);
-      broadcastStrides(r.shape(), o.shape(), ix.stride[1]);
-      binaryStrided<Op, T><<<gridFor(n), kThreads, 0, call.stream>>>(l.as<T>(), r.as<T>(), o.as<T>(), n, ix);
-    }
-    CUDA_CHECK_LAUNCH();
-  });
-}
-
-// --- neg, gelu, gelu_grad -----------------------------------------------------
-
-template <typename T> __global__ void negKernel(const T *x, T *y, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    y[i] = -x[i];
-}
-template <typename T> __global__ void geluKernel(const T *x, T *y, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    y[i] = lmc::gelu(x[i]);
-}
-template <typename T> __global__ void geluGradKernel(const T *x, const T *dy, T *dx, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    dx[i] = lmc::geluGrad(x[i], dy[i]);
-}
-
-template <typename T> __global__ void geluErfKernel(const T *x, T *y, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    y[i] = lmc::geluErf(x[i]);
-}
-template <typename T> __global__ void geluErfGradKernel(const T *x, const T *dy, T *dx, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    dx[i] = lmc::geluErfGrad(x[i], dy[i]);
-}
-
-void runNeg(const OpCall &call) {
-  int64_t n = call.in[0].numel();
-  if (n == 0) return;
+  checkRank("broadcast", os);
+  StridedIndex ix;
+  ix.rank = (int)os.size();
+  for (int d = 0; d < ix.rank; ++d) ix.shape[d] = os[d];
+  for (size_t o = 0; o < call.in.size(); ++o) broadcastStrides(call.in[o].shape(), os, ix.stride[o]);
   byFloat(call.in[0].type.dtype, [&](auto t) {
-    using T = decltype(t);
-    negKernel<T><<<gridFor(n), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.out[0].as<T>(), n);
-    CUDA_CHECK_LAUNCH();
-  });
-}
-
-void runGelu(const OpCall &call) {
-  int64_t n = call.in[0].numel();
-  if (n == 0) return;
-  byFloat(call.in[0].type.dtype, [&](auto t) {
-    using T = decltype(t);
-    geluKernel<T><<<gridFor(n), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.out[0].as<T>(), n);
-    CUDA_CHECK_LAUNCH();
-  });
-}
-
-void runGeluGrad(const OpCall &call) {
-  int64_t n = call.in[0].numel();
-  if (n == 0) return;
-  byFloat(call.in[0].type.dtype, [&](auto t) {
-    using T = decltype(t);
-    geluGradKernel<T><<<gridFor(n), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.in[1].as<T>(),
-                                                                call.out[0].as<T>(), n);
-    CUDA_CHECK_LAUNCH();
-  });
-}
-
-void runGeluErf(const OpCall &call) {
-  int64_t n = call.in[0].numel();
-  if (n == 0) return;
-  byFloat(call.in[0].type.dtype, [&](auto t) {
-    using T = decltype(t);
-    geluErfKernel<T><<<gridFor(n), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.out[0].as<T>(), n);
-    CUDA_CHECK_LAUNCH();
-  });
-}
-
-void runGeluErfGrad(const OpCall &call) {
-  int64_t n = call.in[0].numel();
-  if (n == 0) return;
-  byFloat(call.in[0].type.dtype, [&](auto t) {
-    using T = decltype(t);
-    geluErfGradKernel<T><<<gridFor(n), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.in[1].as<T>(),
-                                                                   call.out[0].as<T>(), n);
+    using C = decltype(t);
+    whereIntKernel<C><<<gridFor(n), kThreads, 0, call.stream>>>(call.in[0].as<C>(), call.in[1].as<int32_t>(),
+                                                                call.in[2].as<int32_t>(), call.out[0].as<int32_t>(),
+                                                                n, ix);
     CUDA_CHECK_LAUNCH();
   });
 }
@@ -232,15 +148,7 @@ void runSumTo(const OpCall &call) {
 }  // namespace
 
 void addElementwiseKernels(std::vector<CudaKernelDef> &k) {
-  k.push_back({"add", runBinary<Add>, noScratch});
-  k.push_back({"sub", runBinary<Sub>, noScratch});
-  k.push_back({"mul", runBinary<Mul>, noScratch});
-  k.push_back({"div", runBinary<Div>, noScratch});
-  k.push_back({"neg", runNeg, noScratch});
-  k.push_back({"gelu", runGelu, noScratch});
-  k.push_back({"gelu_grad", runGeluGrad, noScratch});
-  k.push_back({"gelu_erf", runGeluErf, noScratch});
-  k.push_back({"gelu_erf_grad", runGeluErfGrad, noScratch});
+  k.push_back({"where_int", runWhereInt, noScratch});
   k.push_back({"sum_to", runSumTo, sumToScratch});
 }
 

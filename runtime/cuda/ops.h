@@ -56,13 +56,13 @@ std::string compareCudaWithOpTable();
 /* Each family's kernels (one .cu file each), gathered by ops.cpp. */
 namespace detail {
 void addMatmulKernels(std::vector<CudaKernelDef> &k);
-void addElementwiseKernels(std::vector<CudaKernelDef> &k);
+void addElementwiseKernels(std::vector<CudaKernelDef> &k);  // where_int, sum_to
 void addLayerNormKernels(std::vector<CudaKernelDef> &k);
 void addSoftmaxKernels(std::vector<CudaKernelDef> &k);
 void addEmbeddingKernels(std::vector<CudaKernelDef> &k);
 void addShapeKernels(std::vector<CudaKernelDef> &k);
 void addAttentionKernels(std::vector<CudaKernelDef> &k);
-void addMathKernels(std::vector<CudaKernelDef> &k);
+void addMathKernels(std::vector<CudaKernelDef> &k);  // every op of the elementwise table
 void addReduceKernels(std::vector<CudaKernelDef> &k);
 void addSampleKernels(std::vector<CudaKernelDef> &k);
 void addDecodeKernels(std::vector<CudaKernelDef> &k);

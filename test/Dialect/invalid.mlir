@@ -144,6 +144,15 @@ func.func @gelu(%a: tensor<4xf32>) {
 
 // -----
 
+// Tests that lm.softplus keeps the shape.
+func.func @softplus(%a: tensor<4xf32>) {
+  // expected-error @below {{'lm.softplus' op result type 'tensor<5xf32>' does not match the expected shape [4]}}
+  %0 = lm.softplus %a : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
 // Tests that softmax needs a last dimension.
 func.func @softmax_rank(%a: tensor<f32>) {
   // expected-error @below {{'lm.softmax' op operand must have rank >= 1}}

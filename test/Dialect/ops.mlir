@@ -160,6 +160,8 @@ func.func @zoo_math(%x: tensor<2x8xf32>, %b: tensor<8xf32>, %c: tensor<f32>) -> 
   %1 = lm.sigmoid %0 : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK: lm.log_sigmoid
   %2 = lm.log_sigmoid %1 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: lm.softplus %{{.*}} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %sp = lm.softplus %2 : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK: lm.relu
   %3 = lm.relu %2 : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK: lm.silu

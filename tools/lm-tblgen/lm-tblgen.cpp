@@ -1,7 +1,9 @@
 //===- lm-tblgen.cpp - TableGen backends of the lm dialect ----------------===//
 //
 // mlir-tblgen plus the lm dialect's own backends (in the manner of IREE's
-// VMOpTableGen). `-gen-lm-op-table` reads dialect/IR/LMOps.td and writes the
+// VMOpTableGen): `-gen-lm-op-table` here, and `-gen-lm-elementwise-table`
+// (ElementwiseTableGen.cpp, the scalar forms and builtins of the elementwise
+// ops). `-gen-lm-op-table` reads dialect/IR/LMOps.td and writes the
 // table of ops a plan step may run as plain C++ (no MLIR or LLVM includes), so
 // the runtime, which links no MLIR, and lmc read the ops' names, operand and
 // result counts and attributes from the ODS instead of restating them.

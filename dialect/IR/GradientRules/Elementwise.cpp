@@ -119,6 +119,14 @@ LogicalResult LogSigmoidOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGra
   return success();
 }
 
+LogicalResult SoftplusOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  // d/dx log(1 + exp(x)) = sigmoid(x).
+  Location loc = getLoc();
+  operandGrads.push_back(b.create<MulOp>(loc, resultGrads[0], b.create<SigmoidOp>(loc, getX())));
+  return success();
+}
+
 LogicalResult ReluOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                    SmallVectorImpl<Value> &operandGrads) {
   // dx = dy where x > 0 (0 at the kink, as PyTorch).

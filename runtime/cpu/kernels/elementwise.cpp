@@ -1,27 +1,26 @@
-/* Implements: lm.add/sub/mul/div and the comparisons lm.gt/ge/lt/le/eq/ne with
-   NumPy broadcasting, lm.where and lm.where_int, lm.neg, and lm.sum_to
-   (the adjoint of broadcasting). Fast paths: equal shapes (one flat loop), an
-   operand that broadcasts along leading dims only (a bias: indexed modulo its
-   size) and, for sum_to, reducing leading dims (column sums) or trailing dims
-   (row sums: sum and mean over the last axes). Anything else goes
-   through a strided walk whose innermost dim is a plain loop. */
+/* Implements: the kernel of every op of the elementwise table (contract/elementwise.h:
+   the arithmetic, the comparisons and lm.where, neg, the GELU pair and their
+   adjoints, the zoo's unary math), instantiated from each op's scalar form
+   (contract/elementwise_forms.h, generated from the ODS), which the generated
+   kernels compute too, so fused and unfused plans give the same values; plus
+   lm.where_int and lm.sum_to (the adjoint of broadcasting). One loop per operand
+   count: one operand is a flat parallel loop; two take the fast paths of
+   equal shapes (one flat loop) and of an operand that broadcasts along leading
+   dims only (a bias: indexed modulo its size), else a strided walk whose
+   innermost dim is a plain loop; three or more a strided walk. sum_to reduces
+   leading dims (column sums) or trailing dims (row sums: sum and mean over the
+   last axes) directly, anything else by a strided scatter. */
+#include <optional>
+#include <utility>
+
+#include "contract/elementwise_forms.h"
 #include "runtime/cpu/kernels/kernel_common.h"
 #include "runtime/cpu/kernels/kernel_math.h"
 
 namespace lmrt::kernels::detail {
 namespace {
 
-struct Add { template <typename T> static T f(T a, T b) { return a + b; } };
-struct Sub { template <typename T> static T f(T a, T b) { return a - b; } };
-struct Mul { template <typename T> static T f(T a, T b) { return a * b; } };
-struct Div { template <typename T> static T f(T a, T b) { return a / b; } };
-// Comparisons: 1 or 0 in the operands' type, as their scalar forms (lmc::mask).
-struct Gt { template <typename T> static T f(T a, T b) { return lmc::mask<T>(a > b); } };
-struct Ge { template <typename T> static T f(T a, T b) { return lmc::mask<T>(a >= b); } };
-struct Lt { template <typename T> static T f(T a, T b) { return lmc::mask<T>(a < b); } };
-struct Le { template <typename T> static T f(T a, T b) { return lmc::mask<T>(a <= b); } };
-struct Eq { template <typename T> static T f(T a, T b) { return lmc::mask<T>(a == b); } };
-struct Ne { template <typename T> static T f(T a, T b) { return lmc::mask<T>(a != b); } };
+namespace forms = elementwise::forms;
 
 /* Drops leading 1s: [1, 1, 3, 4] -> [3, 4]. */
 Shape stripLeadingOnes(const Shape &s) {
@@ -60,18 +59,45 @@ std::vector<int64_t> broadcastStrides(const Shape &s, const Shape &full) {
   return st;
 }
 
-std::string checkBinary(const char *op, const std::vector<TensorType> &in, const std::vector<TensorType> &out) {
-  return guardCheck(op, in, out, 2, 1, [&]() -> std::string {
-    LMRT_CHECK(expectFloat(op, "lhs", in[0]));
-    LMRT_CHECK(expectSameDType(op, "rhs", in[1], "lhs", in[0]));
-    std::string err;
-    auto shape = shapes::broadcast(in[0].shape, in[1].shape, err, op);
-    if (!shape) return err;
-    return expectType(op, "out", out[0], in[0].dtype, *shape);
+/* The broadcast of an op's operands: two by NumPy rules, three as lm.where's. */
+template <typename Fn> std::optional<Shape> broadcastShape(const std::vector<TensorType> &in, std::string &err) {
+  static_assert(Fn::arity == 2 || Fn::arity == 3, "a broadcasting elementwise op of this arity needs its shape rule");
+  if constexpr (Fn::arity == 2)
+    return shapes::broadcast(in[0].shape, in[1].shape, err, Fn::name);
+  else
+    return shapes::where(in[0].shape, in[1].shape, in[2].shape, err);
+}
+
+/* Float operands of one element type that broadcast into the result (or, for an
+   op whose operands do not broadcast, all have its shape); the result of that
+   type and shape. The operands are named as in the ODS. */
+template <typename Fn>
+std::string checkElementwise(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &) {
+  return guardCheck(Fn::name, in, out, Fn::arity, 1, [&]() -> std::string {
+    const char *first = Fn::operands[0];
+    LMRT_CHECK(expectFloat(Fn::name, first, in[0]));
+    for (int k = 1; k < Fn::arity; ++k) {
+      LMRT_CHECK(expectSameDType(Fn::name, Fn::operands[k], in[k], first, in[0]));
+      if (!Fn::broadcasts && in[k].shape != in[0].shape)
+        return std::string(Fn::name) + ": " + Fn::operands[k] + " " + in[k].str() + " must have the shape of " +
+               first + " " + in[0].str();
+    }
+    if constexpr (Fn::broadcasts) {
+      std::string err;
+      std::optional<Shape> shape = broadcastShape<Fn>(in, err);
+      if (!shape) return err;
+      return expectType(Fn::name, "out", out[0], in[0].dtype, *shape);
+    }
+    return expectType(Fn::name, "out", out[0], in[0].dtype, in[0].shape);
   });
 }
 
-template <typename Op, typename T>
+template <typename Fn, typename T> LMRT_SIMD_CLONES void unaryT(const T *x, T *y, int64_t n) {
+#pragma omp parallel for simd if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) y[i] = Fn::f(x[i]);
+}
+
+template <typename Fn, typename T>
 LMRT_SIMD_CLONES void binaryT(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out) {
   const T *a = lhs.as<T>(), *b = rhs.as<T>();
   T *c = out.as<T>();
@@ -81,7 +107,7 @@ LMRT_SIMD_CLONES void binaryT(const TensorRef &lhs, const TensorRef &rhs, const 
   bool par = n >= kParallelMin;
   if (na == n && nb == n) {
 #pragma omp parallel for simd if (par)
-    for (int64_t i = 0; i < n; ++i) c[i] = Op::f(a[i], b[i]);
+    for (int64_t i = 0; i < n; ++i) c[i] = Fn::f(a[i], b[i]);
     return;
   }
   if (na == n && isSuffixOf(rhs.shape(), os)) {  // x + bias
@@ -91,7 +117,7 @@ LMRT_SIMD_CLONES void binaryT(const TensorRef &lhs, const TensorRef &rhs, const 
       const T *ar = a + r * nb;
       T *cr = c + r * nb;
 #pragma omp simd
-      for (int64_t j = 0; j < nb; ++j) cr[j] = Op::f(ar[j], b[j]);
+      for (int64_t j = 0; j < nb; ++j) cr[j] = Fn::f(ar[j], b[j]);
     }
     return;
   }
@@ -102,7 +128,7 @@ LMRT_SIMD_CLONES void binaryT(const TensorRef &lhs, const TensorRef &rhs, const 
       const T *br = b + r * na;
       T *cr = c + r * na;
 #pragma omp simd
-      for (int64_t j = 0; j < na; ++j) cr[j] = Op::f(a[j], br[j]);
+      for (int64_t j = 0; j < na; ++j) cr[j] = Fn::f(a[j], br[j]);
     }
     return;
   }
@@ -121,75 +147,50 @@ LMRT_SIMD_CLONES void binaryT(const TensorRef &lhs, const TensorRef &rhs, const 
       offB += idx * sb[d];
     }
     T *cr = c + r * inner;
-    for (int64_t j = 0; j < inner; ++j) cr[j] = Op::f(a[offA + j * ia], b[offB + j * ib]);
+    for (int64_t j = 0; j < inner; ++j) cr[j] = Fn::f(a[offA + j * ia], b[offB + j * ib]);
   }
 }
 
-template <typename Op> struct Binary {
-  static const char *name;
-  static std::string check(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &) {
-    return checkBinary(name, in, out);
-  }
-  static void run(const KernelCall &call) {
-    dispatchFloat(call.in[0].type.dtype,
-                  [&](auto t) { binaryT<Op, decltype(t)>(call.in[0], call.in[1], call.out[0]); });
-  }
-};
-template <> const char *Binary<Add>::name = "add";
-template <> const char *Binary<Sub>::name = "sub";
-template <> const char *Binary<Mul>::name = "mul";
-template <> const char *Binary<Div>::name = "div";
-template <> const char *Binary<Gt>::name = "gt";
-template <> const char *Binary<Ge>::name = "ge";
-template <> const char *Binary<Lt>::name = "lt";
-template <> const char *Binary<Le>::name = "le";
-template <> const char *Binary<Eq>::name = "eq";
-template <> const char *Binary<Ne>::name = "ne";
-
-// ----------------------------------------------------------------------------
-// where(cond, lhs, rhs): three operands broadcast together; a strided walk (the
-// zoo's uses are masks, not hot loops).
-
-std::string checkWhere(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &) {
-  return guardCheck("where", in, out, 3, 1, [&]() -> std::string {
-    LMRT_CHECK(expectFloat("where", "cond", in[0]));
-    LMRT_CHECK(expectSameDType("where", "lhs", in[1], "cond", in[0]));
-    LMRT_CHECK(expectSameDType("where", "rhs", in[2], "cond", in[0]));
-    std::string err;
-    auto shape = shapes::where(in[0].shape, in[1].shape, in[2].shape, err);
-    if (!shape) return err;
-    return expectType("where", "out", out[0], in[0].dtype, *shape);
-  });
-}
-
-// C: the mask's element type; T: the values' (C for lm.where, int32_t for
-// lm.where_int).
-template <typename C, typename T> void whereT(const KernelCall &call) {
-  const TensorRef &c = call.in[0], &a = call.in[1], &b = call.in[2], &o = call.out[0];
-  const Shape &os = o.shape();
-  auto sc = broadcastStrides(c.shape(), os), sa = broadcastStrides(a.shape(), os), sb = broadcastStrides(b.shape(), os);
-  const C *cp = c.as<C>();
-  const T *ap = a.as<T>(), *bp = b.as<T>();
-  T *op = o.as<T>();
-  int64_t n = o.numel();
+/* Three or more operands: each output element walks to its operands' elements
+   through their broadcast strides (lm.where's masks are not hot loops). */
+template <typename Fn, typename T, size_t... I>
+void stridedT(const KernelCall &call, std::index_sequence<I...>) {
+  constexpr size_t N = sizeof...(I);
+  const Shape &os = call.out[0].shape();
+  const std::vector<int64_t> strides[N] = {broadcastStrides(call.in[I].shape(), os)...};
+  const T *in[N] = {call.in[I].as<T>()...};
+  T *y = call.out[0].as<T>();
+  int64_t n = call.out[0].numel();
 #pragma omp parallel for if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
-    int64_t rem = i, ic = 0, ia = 0, ib = 0;
+    int64_t rem = i, off[N] = {};
     for (size_t d = os.size(); d-- > 0;) {
       int64_t idx = rem % os[d];
       rem /= os[d];
-      ic += idx * sc[d];
-      ia += idx * sa[d];
-      ib += idx * sb[d];
+      for (size_t k = 0; k < N; ++k) off[k] += idx * strides[k][d];
     }
-    op[i] = cp[ic] != (C)0 ? ap[ia] : bp[ib];  // lmc::select, with the mask of its own type
+    y[i] = Fn::f(in[I][off[I]]...);
   }
 }
 
-void runWhere(const KernelCall &call) {
-  dispatchFloat(call.in[0].type.dtype, [&](auto t) { whereT<decltype(t), decltype(t)>(call); });
+template <typename Fn> void runElementwise(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (Fn::arity == 1)
+      unaryT<Fn, T>(call.in[0].as<T>(), call.out[0].as<T>(), call.in[0].numel());
+    else if constexpr (Fn::arity == 2)
+      binaryT<Fn, T>(call.in[0], call.in[1], call.out[0]);
+    else
+      stridedT<Fn, T>(call, std::make_index_sequence<Fn::arity>());
+  });
 }
 
+/* One kernel per functor of the table. */
+template <typename... Fn> void addTableKernels(std::vector<KernelDef> &k, forms::List<Fn...>) {
+  (k.push_back({Fn::name, Fn::arity, 1, checkElementwise<Fn>, runElementwise<Fn>}), ...);
+}
+
+// ----------------------------------------------------------------------------
 // where_int(cond, lhs, rhs): i32 values selected by a float mask (f32 or f64),
 // broadcasting as where.
 std::string checkWhereInt(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &) {
@@ -204,29 +205,31 @@ std::string checkWhereInt(const std::vector<TensorType> &in, const std::vector<T
   });
 }
 
+// C: the mask's element type.
+template <typename C> void whereIntT(const KernelCall &call) {
+  const TensorRef &c = call.in[0], &a = call.in[1], &b = call.in[2], &o = call.out[0];
+  const Shape &os = o.shape();
+  auto sc = broadcastStrides(c.shape(), os), sa = broadcastStrides(a.shape(), os), sb = broadcastStrides(b.shape(), os);
+  const C *cp = c.as<C>();
+  const int32_t *ap = a.as<int32_t>(), *bp = b.as<int32_t>();
+  int32_t *op = o.as<int32_t>();
+  int64_t n = o.numel();
+#pragma omp parallel for if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, ic = 0, ia = 0, ib = 0;
+    for (size_t d = os.size(); d-- > 0;) {
+      int64_t idx = rem % os[d];
+      rem /= os[d];
+      ic += idx * sc[d];
+      ia += idx * sa[d];
+      ib += idx * sb[d];
+    }
+    op[i] = cp[ic] != (C)0 ? ap[ia] : bp[ib];
+  }
+}
+
 void runWhereInt(const KernelCall &call) {
-  dispatchFloat(call.in[0].type.dtype, [&](auto t) { whereT<decltype(t), int32_t>(call); });
-}
-
-// ----------------------------------------------------------------------------
-// neg
-
-std::string checkNeg(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &) {
-  return guardCheck("neg", in, out, 1, 1, [&]() -> std::string {
-    LMRT_CHECK(expectFloat("neg", "x", in[0]));
-    return expectType("neg", "out", out[0], in[0].dtype, in[0].shape);
-  });
-}
-
-void runNeg(const KernelCall &call) {
-  dispatchFloat(call.in[0].type.dtype, [&](auto t) {
-    using T = decltype(t);
-    const T *x = call.in[0].as<T>();
-    T *y = call.out[0].as<T>();
-    int64_t n = call.in[0].numel();
-#pragma omp parallel for simd if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) y[i] = -x[i];
-  });
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { whereIntT<decltype(t)>(call); });
 }
 
 // ----------------------------------------------------------------------------
@@ -310,19 +313,8 @@ void runSumTo(const KernelCall &call) {
 }  // namespace
 
 void addElementwiseKernels(std::vector<KernelDef> &k) {
-  k.push_back({"add", 2, 1, Binary<Add>::check, Binary<Add>::run});
-  k.push_back({"sub", 2, 1, Binary<Sub>::check, Binary<Sub>::run});
-  k.push_back({"mul", 2, 1, Binary<Mul>::check, Binary<Mul>::run});
-  k.push_back({"div", 2, 1, Binary<Div>::check, Binary<Div>::run});
-  k.push_back({"gt", 2, 1, Binary<Gt>::check, Binary<Gt>::run});
-  k.push_back({"ge", 2, 1, Binary<Ge>::check, Binary<Ge>::run});
-  k.push_back({"lt", 2, 1, Binary<Lt>::check, Binary<Lt>::run});
-  k.push_back({"le", 2, 1, Binary<Le>::check, Binary<Le>::run});
-  k.push_back({"eq", 2, 1, Binary<Eq>::check, Binary<Eq>::run});
-  k.push_back({"ne", 2, 1, Binary<Ne>::check, Binary<Ne>::run});
-  k.push_back({"where", 3, 1, checkWhere, runWhere});
+  addTableKernels(k, forms::All{});
   k.push_back({"where_int", 3, 1, checkWhereInt, runWhereInt});
-  k.push_back({"neg", 1, 1, checkNeg, runNeg});
   k.push_back({"sum_to", 1, 1, checkSumTo, runSumTo});
 }
 

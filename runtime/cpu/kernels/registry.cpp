@@ -15,8 +15,6 @@ const std::vector<KernelDef> &allKernels() {
     std::vector<KernelDef> k;
     detail::addMatmulKernels(k);
     detail::addElementwiseKernels(k);
-    detail::addGeluKernels(k);
-    detail::addUnaryKernels(k);
     detail::addReduceKernels(k);
     detail::addLayerNormKernels(k);
     detail::addAttentionKernels(k);

@@ -4,10 +4,12 @@
 // over the shared shape rules), checks that inference reports a bad shape as an
 // error instead of building a broken op, and pins the CostOpInterface numbers
 // the plan writer copies into Step.flops; every op of the generated plan op
-// table must state its cost.
+// table must state its cost, and the generated elementwise table must list
+// exactly the dialect's ElementwiseOpInterface ops, with their scalar forms.
 //
 //===----------------------------------------------------------------------===//
 #include "dialect/IR/LMOps.h"
+#include "contract/elementwise.h"
 #include "contract/op_table.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -127,6 +129,46 @@ TEST_F(DialectTest, EveryStepOpHasACost) {
     ASSERT_TRUE(name.has_value()) << op.name;
     EXPECT_TRUE(name->hasInterface<CostOpInterface>()) << op.name;
   }
+}
+
+// The elementwise table, from which the kernels and builtins are instantiated,
+// holds exactly the ops with a scalar form, each with the form the kernel
+// emitter writes into fused kernels and the op's operand names.
+TEST_F(DialectTest, ElementwiseTableMatchesTheInterface) {
+  size_t withForm = 0;
+  for (RegisteredOperationName name : context.getRegisteredOperations()) {
+    if (name.getDialectNamespace() != "lm" || !name.hasInterface<ElementwiseOpInterface>())
+      continue;
+    ++withForm;
+    std::string opName = name.getStringRef().drop_front(strlen("lm.")).str();
+    EXPECT_NE(lmrt::elementwise::findOp(opName), nullptr) << opName << " is missing from the elementwise table";
+  }
+  EXPECT_EQ(lmrt::elementwise::allOps().size(), withForm);
+  for (const lmrt::elementwise::ElementwiseOp &row : lmrt::elementwise::allOps()) {
+    OperationState state(builder.getUnknownLoc(), "lm." + std::string(row.name));
+    std::vector<int64_t> shape = {2, 3};
+    for (int k = 0; k < row.arity; ++k)
+      state.addOperands(arg(shape));
+    state.addTypes(RankedTensorType::get(shape, builder.getF32Type()));
+    Operation *op = builder.create(state);
+    auto elementwise = llvm::dyn_cast<ElementwiseOpInterface>(op);
+    ASSERT_TRUE(elementwise) << row.name;
+    EXPECT_EQ(elementwise.getScalarForm().str(), row.scalarForm) << row.name;
+    EXPECT_EQ(op->getNumOperands(), static_cast<unsigned>(row.arity)) << row.name;
+    EXPECT_TRUE(succeeded(verify(op))) << row.name;
+    // A unary builtin's argument is named as the ODS operand (x), by default.
+    if (row.builtin && row.arity == 1) {
+      EXPECT_STREQ(row.builtinParams[0], row.operands[0]) << row.name;
+    }
+  }
+  const lmrt::elementwise::ElementwiseOp *where = lmrt::elementwise::findBuiltin("where");
+  ASSERT_NE(where, nullptr);
+  EXPECT_STREQ(where->name, "where");
+  EXPECT_TRUE(where->broadcasts);
+  EXPECT_STREQ(where->operands[0], "cond");
+  EXPECT_STREQ(where->builtinParams[1], "a");
+  EXPECT_EQ(lmrt::elementwise::findBuiltin("gelu"), nullptr); // the frontend's own (approximate = ...)
+  EXPECT_FALSE(lmrt::elementwise::findOp("gelu_grad")->broadcasts);
 }
 
 } // namespace

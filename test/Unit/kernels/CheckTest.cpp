@@ -337,6 +337,7 @@ std::vector<Case> allCases() {
       {"tanh", {randn(s3)}, {{F64, s3}}, {}},
       {"sigmoid", {randn(s3)}, {{F64, s3}}, {}},
       {"log_sigmoid", {randn(s3)}, {{F64, s3}}, {}},
+      {"softplus", {randn(s3)}, {{F64, s3}}, {}},
       {"relu", {randn(s3)}, {{F64, s3}}, {}},
       {"silu", {randn(s3)}, {{F64, s3}}, {}},
       {"exp", {randn(s3)}, {{F64, s3}}, {}},

@@ -19,6 +19,7 @@ TEST(ZooForward, Unary) {
       {"tanh", [](double x) { return std::tanh(x); }, false},
       {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, false},
       {"log_sigmoid", [](double x) { return std::log(1 / (1 + std::exp(-x))); }, false},
+      {"softplus", [](double x) { return std::log1p(std::exp(x)); }, false},
       {"relu", [](double x) { return x > 0 ? x : 0.0; }, false},
       {"silu", [](double x) { return x / (1 + std::exp(-x)); }, false},
       {"exp", [](double x) { return std::exp(x); }, false},
@@ -49,6 +50,16 @@ TEST(ZooForward, Unary) {
   auto out = runKernel("log_sigmoid", {far}, {far.type});
   EXPECT_DOUBLE_EQ(out[0].get(0), -800.0);
   EXPECT_DOUBLE_EQ(out[0].get(1), 0.0);
+  // softplus neither overflows far above 0 nor loses its value, ~exp(x), far
+  // below it (log(1 + exp(-30)) would be off by 1e-3 relative).
+  Buf tails(DType::F64, {3});
+  tails.set(0, 800.0);
+  tails.set(1, -30.0);
+  tails.set(2, -800.0);
+  auto soft = runKernel("softplus", {tails}, {tails.type});
+  EXPECT_DOUBLE_EQ(soft[0].get(0), 800.0);
+  EXPECT_DOUBLE_EQ(soft[0].get(1), std::log1p(std::exp(-30.0)));
+  EXPECT_EQ(soft[0].get(2), 0.0);
 }
 
 TEST(ZooForward, ComparisonsAndWhere) {

@@ -6,10 +6,10 @@ replays them there, so the tests' `lmc compile ...` lines run unchanged on both.
   record  (scripts/gpu-bundle.sh's dry run): with LMC_PLAN_RECORD=DIR and
           LMC_REAL_LMC=PATH set, runs the real lmc and stores what it wrote (the plan
           given by -o/--output, its stdout, stderr and exit code) in DIR under a key;
-  replay  (the bundle's bin/lmc): looks the key up in LMC_PLAN_DIR (default: plans/
-          beside this script's folder, i.e. the bundle's plans/), writes the recorded
-          plan where -o says, prints the recorded output and exits with its code; a
-          command that was never recorded is an error that says so.
+  replay  (the bundle's bin/lmc, which sets LMC_PLAN_DIR to the bundle's plans/): looks
+          the key up in LMC_PLAN_DIR, writes the recorded plan where -o says, prints
+          the recorded output and exits with its code; a command that was never
+          recorded is an error that says so.
 
 The key is the argument list without the output path, with every argument that names
 a file replaced by a hash of the file's contents: the same command on the same .lm
@@ -60,11 +60,14 @@ def record(args, out, key, store, real):
     os.makedirs(store, exist_ok=True)
     entry = {"args": args, "out": out, "rc": res.returncode,
              "stdout": res.stdout.decode("utf-8", "replace"), "stderr": res.stderr.decode("utf-8", "replace")}
+    # Tests running in parallel may record the same key: write aside, then rename.
     if res.returncode == 0 and out and os.path.isfile(out):
-        shutil.copyfile(out, os.path.join(store, key + ".plan"))
+        shutil.copyfile(out, os.path.join(store, f"{key}.plan.{os.getpid()}"))
+        os.replace(os.path.join(store, f"{key}.plan.{os.getpid()}"), os.path.join(store, key + ".plan"))
         entry["plan"] = key + ".plan"
-    with open(os.path.join(store, key + ".json"), "w") as f:
+    with open(os.path.join(store, f"{key}.json.{os.getpid()}"), "w") as f:
         json.dump(entry, f, indent=1)
+    os.replace(os.path.join(store, f"{key}.json.{os.getpid()}"), os.path.join(store, key + ".json"))
     sys.stdout.write(entry["stdout"])
     sys.stderr.write(entry["stderr"])
     return res.returncode
@@ -102,9 +105,9 @@ def main():
         if not real:
             sys.exit("lmc_replay: LMC_PLAN_RECORD is set but LMC_REAL_LMC (the real lmc) is not")
         return record(args, out, key, os.environ["LMC_PLAN_RECORD"], real)
-    here = os.path.dirname(os.path.realpath(__file__))
-    store = os.environ.get("LMC_PLAN_DIR", os.path.join(here, "..", "plans"))
-    return replay(args, out, key, os.path.normpath(store))
+    if not os.environ.get("LMC_PLAN_DIR"):
+        sys.exit("lmc_replay: set LMC_PLAN_DIR (replay) or LMC_PLAN_RECORD and LMC_REAL_LMC (record)")
+    return replay(args, out, key, os.environ["LMC_PLAN_DIR"])
 
 
 if __name__ == "__main__":

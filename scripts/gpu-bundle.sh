@@ -169,7 +169,7 @@ rm -rf "$stage/build/test/GPU"   # the dry run's outputs
 # Every binary and library resolves inside the bundle, but for glibc and CUDA 13 (ldd here
 # would also find the system's copies, so where each one resolves is what is checked).
 outside=$(for e in "${elves[@]}" "$stage"/lib/*.so* "$stage"/lib/compat/*.so*; do
-    env -i LD_LIBRARY_PATH="$stage/lib:$stage/lib/compat" ldd "$e" | awk -v e="${e#$stage/}" '/=>/ {print e, $1, $3}'
+    env -i LD_LIBRARY_PATH="$stage/lib:$stage/lib/compat" ldd "$e" | awk -v e="${e#"$stage"/}" '/=>/ {print e, $1, $3}'
   done | while read -r e soname path; do
     [[ $soname =~ $system_re || $soname =~ $cuda_re || $path == "$stage"/* ]] || echo "  $e needs $soname ($path)"
   done)
@@ -217,5 +217,6 @@ say "packing (xz)"
 tar -C "$stage_parent" -cf - lmc-gpu-bundle | xz -6 -T2 > "$out.tmp"
 mv "$out.tmp" "$out"
 bytes=$(stat -c %s "$out")
-say "wrote $out: $bytes bytes ($(du -sh "$stage" | cut -f1) unpacked, $(ls "$stage/plans" | grep -c '\.plan$') plans)"
+plans=("$stage"/plans/*.plan)
+say "wrote $out: $bytes bytes ($(du -sh "$stage" | cut -f1) unpacked, ${#plans[@]} plans)"
 ((bytes < max_bytes)) || die "$out is $bytes bytes, over the $max_bytes the device tool's carry allows for it"

@@ -55,7 +55,7 @@ summary() {
 }
 have_gpu=0 W=
 limit() {  # limit CAP RESERVE: seconds for a phase (at most CAP, leaving RESERVE for the rest; >= 10)
-  local l=$(($(left) - $2)); ((l > $1)) && l=$1; ((l < 10)) && l=10; echo $l
+  local l=$(($(left) - $2)); ((l > $1)) && l=$1; ((l < 10)) && l=10; echo "$l"
 }
 
 section "LMC GPU check: $bundle"
@@ -109,7 +109,7 @@ else
 fi
 
 section "Python and torch"
-py= have_torch=0
+py='' have_torch=0
 for cand in python3 python3.12 python /usr/bin/python3 /usr/local/bin/python3 /opt/conda/bin/python; do
   command -v "$cand" > /dev/null || continue
   if "$cand" -c 'import torch, numpy' 2> /dev/null; then py=$(command -v "$cand") have_torch=1; break; fi
@@ -173,7 +173,7 @@ for f in "$B"/bin/* "$B"/lib/*.so*; do
   [[ $(head -c 4 "$f" 2> /dev/null) == $'\x7fELF' ]] || continue
   out=$(ldd "$f" 2>&1)
   nf=$(grep -E 'not found' <<< "$out")
-  [[ -n $nf ]] && missing+="${f#$B/}: $(tr -s ' \t\n' ' ' <<< "$nf")"$'\n'
+  [[ -n $nf ]] && missing+="${f#"$B"/}: $(tr -s ' \t\n' ' ' <<< "$nf")"$'\n'
 done
 ldd "$B/bin/lmrt" "$B/lib/liblmrt_cuda.so" | grep -E 'libcublasLt|libstdc\+\+|libgomp|libdnnl|libopenblas' | sort -u
 if [[ -z $missing ]]; then
@@ -194,7 +194,7 @@ devices_rc=$?
 cat "$W/devices.txt"
 have_gpu=0; ((devices_rc == 0)) && have_gpu=1
 gpu_name=$(head -1 "$W/devices.txt")
-((have_gpu)) && record PASS "lmrt devices" "$gpu_name" || record SKIP "lmrt devices" "no GPU: $gpu_name"
+if ((have_gpu)); then record PASS "lmrt devices" "$gpu_name"; else record SKIP "lmrt devices" "no GPU: $gpu_name"; fi
 smoke=(run "$B/plans/smoke.plan" --data "$B/data/fortunes" --steps 5 --eval-batches 0 --overwrite)
 if timeout 120 "$B/bin/lmrt" "${smoke[@]}" --out "$W/smoke-cpu.safetensors" > "$W/smoke-cpu.txt" 2>&1; then
   record PASS "lmrt run (CPU, 5 steps of a tiny GPT)" "$(grep 'step 5/5' "$W/smoke-cpu.txt" | cut -d'|' -f2 | xargs)"
@@ -282,8 +282,8 @@ if ((have_gpu)); then
   ((have_torch)) || torch_modes=
   lim=$(limit 100000 25)
   timeout -k 10 $((lim + 10)) "$py" "$B/src/bench/roofline.py" --device cuda --build "$B" --data "$B/data/fortunes" \
-    --workdir "$W/bench" --precisions f32,tf32 --torch-modes "$torch_modes" --steps 12 --warmup 2 \
-    --python "$B/bin/python" --time-budget "$lim" --run-timeout 150 --keep-going | tee "$logdir/bench.jsonl"
+    --workdir "$W/bench" --precisions f32,tf32 --torch-modes "$torch_modes" --steps 10 --warmup 2 \
+    --python "$B/bin/python" --time-budget "$lim" --run-timeout 120 --keep-going | tee "$logdir/bench.jsonl"
   "$py" - "$logdir/bench.jsonl" <<'EOF' > "$W/bench-table.txt"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]

@@ -15,15 +15,19 @@ Logs (lmrt --profile tables, PyTorch output) go to runs/roofline/.
 
 With --device cuda it is the GPU benchmark instead: GPT-2 124M at batch 8 x seq 1024
 (config gpt2_b8t1024; --configs picks others), the plan compiled with --target cpu,cuda and
-trained by `lmrt run --device cuda`, beside PyTorch eager on the same GPU in the same run, in
-f32 (--tf32: both on TF32 tensor cores). Each line then has tokens_per_s and achieved_tflops
-(plan FLOPs / step time) instead of the sgemm columns."""
+trained by `lmrt run --device cuda`, beside PyTorch on the same GPU in the same run (eager, and
+torch.compile with --torch-modes eager,compile; attention through PyTorch's fused SDPA, as one
+would write it for speed), in f32 and/or TF32 (--precisions f32,tf32; --tf32 alone means tf32).
+Each line then has tokens_per_s, achieved_tflops (plan FLOPs / step time) and mfu (against
+--peak-tflops, 989 for an H100/H200's dense bf16) instead of the sgemm columns. The GPU check
+(scripts/gpu-check.sh) runs it from the GPU bundle with --time-budget and --keep-going."""
 import argparse
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -82,36 +86,87 @@ def plan_gflop(build, plan):
     return float(m.group(1)) * {"": 1e-9, "K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}[m.group(2)]
 
 
+def timed(cmd, log, timeout):
+    """Runs cmd with its output in log: (True, its output), or (False, why it failed)."""
+    try:
+        res = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout if isinstance(e.stdout, str) else (e.stdout or b"").decode("utf-8", "replace")
+        with open(log, "w") as f:
+            f.write(" ".join(cmd) + "\n" + out)
+        return False, f"timed out after {timeout:.0f} s"
+    with open(log, "w") as f:
+        f.write(" ".join(cmd) + "\n" + res.stdout)
+    if res.returncode != 0:
+        return False, f"exit code {res.returncode}: {res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ''}"
+    return True, res.stdout
+
+
 def cuda_main(a, build, workdir):
-    """lmrt --device cuda and PyTorch eager on the same GPU, one JSON line each."""
-    precision = "tf32" if a.tf32 else "f32"
+    """lmrt --device cuda beside PyTorch (eager, torch.compile) on the same GPU, one JSON line
+    per (implementation, precision): f32 (strict fp32 GEMMs) and tf32 (TF32 tensor cores), each
+    with the plan's FLOPs per step over the measured step time and the MFU against --peak-tflops
+    (the GPU's dense bf16 peak: what the run would need to reach to use the chip fully). With
+    --time-budget, a measurement that would start after the budget is reported as skipped, and
+    each one is cut off where the budget ends; with --keep-going a failed one is a JSON line with
+    its error, and the rest still run (the GPU check wants every number it can get)."""
+    deadline = time.monotonic() + a.time_budget if a.time_budget else None
+    precisions = a.precisions.split(",") if a.precisions else (["tf32"] if a.tf32 else ["f32"])
+    torch_modes = [m for m in a.torch_modes.split(",") if m] if not a.no_torch else []
     for name, model, preset, shape, (full, quick) in CONFIGS:
         if name not in a.configs.split(","):
             continue
-        steps = quick if a.quick else full
+        steps = a.steps or (quick if a.quick else full)
         warmup = min(a.warmup, steps - 1)
+        tokens = shape["batch"] * shape["seq"]
         plan = os.path.join(workdir, f"{name}.cuda.plan")
         run([f"{build}/bin/lmc", "compile", model, "--preset", preset, "--target", "cpu,cuda", "-o", plan])
+        if a.compile_only:
+            continue
         gflop = plan_gflop(build, plan)
-        metrics = os.path.join(workdir, f"{name}.cuda.metrics.jsonl")
-        run([f"{build}/bin/lmrt", "run", plan, "--device", "cuda", "--data", a.data, "--steps", str(steps),
-             "--eval-batches", "0", "--metrics", metrics, "--overwrite", "--out", os.path.join(workdir, f"{name}.cuda.safetensors"),
-             *(["--tf32"] if a.tf32 else [])], log=os.path.join(workdir, f"{name}.cuda.log"))
-        rows = [json.loads(line) for line in open(metrics)][warmup:]
-        tokens = shape["batch"] * shape["seq"]
-        results = [("lmrt-cuda", sum(tokens / r["tokens_per_s"] for r in rows) / len(rows), len(rows))]
-        if not a.no_torch:
-            out = run([sys.executable, "bench/torch_train_gpt.py", "--data", a.data, "--steps", str(steps),
-                       "--warmup-steps", str(warmup), "--timing-json", "--device", "cuda",
-                       *(["--tf32"] if a.tf32 else []), *[f"--{k}={v}" for k, v in shape.items()]],
-                      log=os.path.join(workdir, f"{name}.torch-cuda.log"))
-            t = json.loads(out.strip().splitlines()[-1])
-            results.append(("pytorch-eager-cuda", t["step_time_s"], t["timed_steps"]))
-        for impl, step_s, timed in results:
-            print(json.dumps({"config": name, "impl": impl, "device": "cuda", "precision": precision,
-                              "step_time_s": round(step_s, 6), "tokens_per_s": round(tokens / step_s, 1),
-                              "plan_gflop_per_step": gflop, "achieved_tflops": round(gflop / step_s / 1e3, 2),
-                              "timed_steps": timed}), flush=True)
+        jobs = [("lmrt-cuda", p) for p in precisions]
+        jobs += [(f"pytorch-{m}-cuda", p) for m in torch_modes for p in precisions]
+        for impl, precision in jobs:
+            line = {"config": name, "impl": impl, "device": "cuda", "precision": precision}
+            left = deadline - time.monotonic() if deadline else None
+            if left is not None and left < 15:
+                print(json.dumps({**line, "skipped": "time budget spent"}), flush=True)
+                continue
+            limit = min(x for x in (left, a.run_timeout or None) if x) if (left or a.run_timeout) else None
+            tag = f"{name}.{impl}.{precision}"
+            tf32 = ["--tf32"] if precision == "tf32" else []
+            if impl == "lmrt-cuda":
+                metrics = os.path.join(workdir, f"{tag}.metrics.jsonl")
+                ok, out = timed([f"{build}/bin/lmrt", "run", plan, "--device", "cuda", "--data", a.data,
+                                 "--steps", str(steps), "--eval-batches", "0", "--metrics", metrics, "--overwrite",
+                                 "--out", os.path.join(workdir, f"{tag}.safetensors"), *tf32],
+                                os.path.join(workdir, f"{tag}.log"), limit)
+                if ok:
+                    rows = [json.loads(r) for r in open(metrics)][warmup:]
+                    step_s, timed_steps = sum(tokens / r["tokens_per_s"] for r in rows) / len(rows), len(rows)
+            else:
+                mode = impl.split("-")[1]
+                # torch.compile compiles in its first step and may recompile in the second.
+                ok, out = timed([a.python, "bench/torch_train_gpt.py", "--data", a.data, "--steps", str(steps),
+                                 "--warmup-steps", str(max(warmup, 3) if mode == "compile" else warmup),
+                                 "--timing-json", "--device", "cuda", "--attention", "sdpa",
+                                 *(["--compile"] if mode == "compile" else []), *tf32,
+                                 *[f"--{k}={v}" for k, v in shape.items()]],
+                                os.path.join(workdir, f"{tag}.log"), limit)
+                if ok:
+                    t = json.loads(out.strip().splitlines()[-1])
+                    step_s, timed_steps = t["step_time_s"], t["timed_steps"]
+            if not ok:
+                if not a.keep_going:
+                    sys.exit(f"roofline: {impl} ({precision}) failed: {out}")
+                print(json.dumps({**line, "error": out, "log": os.path.join(workdir, f"{tag}.log")}), flush=True)
+                continue
+            achieved = gflop / step_s / 1e3
+            print(json.dumps({**line, "step_time_s": round(step_s, 6), "tokens_per_s": round(tokens / step_s, 1),
+                              "plan_gflop_per_step": gflop, "achieved_tflops": round(achieved, 2),
+                              "mfu": round(achieved / a.peak_tflops, 4), "peak_tflops": a.peak_tflops,
+                              "timed_steps": timed_steps}), flush=True)
 
 
 def main():
@@ -125,9 +180,22 @@ def main():
     ap.add_argument("--tf32", action="store_true", help="--device cuda: f32 GEMMs on TF32 tensor cores")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps at the start of each run")
+    cuda = ap.add_argument_group("--device cuda")
+    cuda.add_argument("--precisions", help="comma list of f32 and tf32 (default: f32, or tf32 with --tf32)")
+    cuda.add_argument("--torch-modes", default="eager", help="PyTorch variants: eager, compile (torch.compile)")
+    cuda.add_argument("--steps", type=int, default=0, help="steps per run (default: the config's)")
+    cuda.add_argument("--python", default=sys.executable, help="the Python with torch that runs PyTorch")
+    cuda.add_argument("--peak-tflops", type=float, default=989.0,
+                      help="the GPU's peak for the MFU column (H100/H200 SXM dense bf16: 989)")
+    cuda.add_argument("--time-budget", type=float, default=0, help="seconds for all runs (0: no limit)")
+    cuda.add_argument("--compile-only", action="store_true",
+                      help="only compile the plans (scripts/gpu-bundle.sh records them for the GPU machine)")
+    cuda.add_argument("--run-timeout", type=float, default=0, help="seconds for one run (0: no limit)")
+    cuda.add_argument("--keep-going", action="store_true", help="report a failed run and go on")
+    ap.add_argument("--workdir", default=os.path.join(ROOT, "runs", "roofline"), help="plans, logs, metrics")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
-    workdir = os.path.join(ROOT, "runs", "roofline")
+    workdir = os.path.abspath(a.workdir)
     os.makedirs(workdir, exist_ok=True)
     if a.configs is None:
         a.configs = CUDA_CONFIGS if a.device == "cuda" else CPU_CONFIGS

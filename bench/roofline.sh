@@ -3,7 +3,9 @@
 # each trained by lmrt and by PyTorch eager, next to the OpenBLAS sgemm rate measured in the same run.
 # Prints one JSON line per (config, implementation); see bench/roofline.py.
 # Usage: bench/roofline.sh [--quick] [--threads N] [--configs nano,tiny] [--no-torch]
-#        bench/roofline.sh --device cuda [--tf32] [--quick]   (GPU: GPT-2 124M, batch 8 x seq 1024, vs PyTorch eager)
+#        bench/roofline.sh --device cuda [--precisions f32,tf32] [--torch-modes eager,compile] [--quick]
+#          (GPU: GPT-2 124M, batch 8 x seq 1024, vs PyTorch eager / torch.compile; scripts/gpu-check.sh
+#          runs it from the GPU bundle)
 # Needs a build (scripts/build.sh) and python3-torch; about 5 minutes on 2 cores (--quick: about 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."

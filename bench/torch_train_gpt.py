@@ -1,8 +1,8 @@
-"""PyTorch eager baseline for bench/gpt_tiny.sh and bench/roofline.sh: trains the same GPT
-(test/E2E/Inputs/torch_gpt.py, LMC's parameter names and math) with the same recipe on the same
-byte shards, and reports tokens/s and the validation loss. The batch order differs from lmrt's;
-the recipe does not. With --timing-json it instead prints one JSON object with the mean step
-time over the steps after --warmup-steps (no validation)."""
+"""PyTorch baseline for bench/gpt_tiny.sh and bench/roofline.sh, eager or through torch.compile
+(--compile): trains the same GPT (test/E2E/Inputs/torch_gpt.py, LMC's parameter names and math)
+with the same recipe on the same byte shards, and reports tokens/s and the validation loss. The
+batch order differs from lmrt's; the recipe does not. With --timing-json it instead prints one
+JSON object with the mean step time over the steps after --warmup-steps (no validation)."""
 import argparse
 import json
 import math
@@ -14,7 +14,16 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "E2E", "Inputs"))
+import torch_gpt  # noqa: E402
 from torch_gpt import causal_lm_loss  # noqa: E402
+
+
+def sdpa_attention(q, k, v, heads):
+    """torch_gpt.attention's math through F.scaled_dot_product_attention (causal)."""
+    B, T, D = q.shape
+    q, k, v = (t.view(B, T, heads, D // heads).transpose(1, 2) for t in (q, k, v))
+    y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return y.transpose(1, 2).reshape(B, T, D)
 
 
 def read_shard(path):
@@ -46,7 +55,14 @@ def main():
     ap.add_argument("--warmup-steps", type=int, default=1, help="untimed steps with --timing-json")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (the bench's --device cuda mode)")
     ap.add_argument("--tf32", action="store_true", help="cuda: f32 matmuls on TF32 tensor cores")
+    ap.add_argument("--attention", choices=["manual", "sdpa"], default="manual",
+                    help="manual: torch_gpt's (the T x T matrix, the oracle's math); sdpa: PyTorch's fused "
+                         "scaled_dot_product_attention (flash-style kernels, what one writes for speed)")
+    ap.add_argument("--compile", action="store_true", help="train through torch.compile (inductor)")
     a = ap.parse_args()
+    if a.attention == "sdpa":
+        torch_gpt.attention = sdpa_attention  # gpt_logits looks `attention` up when it runs
+    loss_fn = torch.compile(causal_lm_loss) if a.compile else causal_lm_loss
     dev = torch.device(a.device)
     if dev.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = a.tf32
@@ -92,7 +108,7 @@ def main():
             a.min_lr + 0.5 * (a.lr - a.min_lr) * (1 + math.cos(math.pi * (step - a.warmup) / max(1, a.steps - a.warmup)))
         for g in opt.param_groups:
             g["lr"] = lr
-        loss = causal_lm_loss(p, batch(train), L, a.heads)
+        loss = loss_fn(p, batch(train), L, a.heads)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(list(p.values()), 1.0)
@@ -113,7 +129,7 @@ def main():
                           "timed_steps": a.steps - a.warmup_steps, "threads": a.threads}))
         return
     with torch.no_grad():
-        vl = sum(causal_lm_loss(p, batch(val), L, a.heads).item() for _ in range(20)) / 20
+        vl = sum(loss_fn(p, batch(val), L, a.heads).item() for _ in range(20)) / 20
     print(f"torch: {a.steps} steps in {elapsed:.1f} s, {tokens / elapsed:.0f} tok/s, val_loss {vl:.4f}")
 
 

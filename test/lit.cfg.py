@@ -34,7 +34,8 @@ llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS", "LMC_R
                                      "LMC_HF_VENV", "LMC_HF_PYTHON"])
 config.substitutions.append(("%models", os.path.join(config.lmc_src_root, "models")))
 config.substitutions.append(("%python", config.python))
-config.substitutions.append(("%fortunes", "/usr/share/games/fortunes"))  # scripts/setup.sh installs it
+# The fortune files scripts/setup.sh installs; the GPU bundle carries its own copy (fortunes_dir).
+config.substitutions.append(("%fortunes", getattr(config, "fortunes_dir", "/usr/share/games/fortunes")))
 config.substitutions.append(("%lmc_src", config.lmc_src_root))
 config.substitutions.append(("%mlir_include", config.mlir_include_dir))
 config.substitutions.append(("%lmc_lib", os.path.join(config.lmc_obj_root, "lib")))  # LMC's shared libraries

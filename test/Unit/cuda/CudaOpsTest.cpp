@@ -3,6 +3,7 @@
    a GPU is present): shapes with ragged tiles, broadcasts, transposes, ignored
    targets, causal and full attention at three head sizes, f32 and f64, padding
    masks and cross-attention. */
+#include "contract/elementwise.h"
 #include "test/Unit/cuda/CudaTestUtil.h"
 
 namespace lmrt::cuda::test {
@@ -180,6 +181,25 @@ TEST(CudaOps, ZooMath) {
   }
   runCase({"where", {f32({4, 6, 8}), f32({4, 6, 8}), f32({8})}, {f32({4, 6, 8})}, {}});
   runCase({"where", {f32({4, 1, 8}), f32({1, 6, 1}), f32({})}, {f32({4, 6, 8})}, {}});
+}
+
+/* Every op of the elementwise table (contract/elementwise.h), one kernel each on
+   both sides generated from the same scalar form: a new elementwise op is covered
+   here without naming it. Operands broadcast where the op's do. */
+TEST(CudaOps, EveryElementwiseOpOfTheTable) {
+  for (const elementwise::ElementwiseOp &op : elementwise::allOps()) {
+    const std::string name = op.name;
+    const bool positive = name == "log" || name == "sqrt" || name == "rsqrt" || name == "div";
+    for (bool f64 : {false, true}) {
+      auto t = [&](Shape s) { return f64 ? TensorType{DType::F64, s} : TensorType{DType::F32, s}; };
+      OpCase c{op.name, {}, {t({4, 6, 8})}, {}};
+      for (int k = 0; k < op.arity; ++k)
+        c.in.push_back(op.broadcasts && k == op.arity - 1 ? t({8}) : t({4, 6, 8}));
+      c.positive = positive;
+      SCOPED_TRACE(name + (f64 ? " f64" : " f32"));
+      runCase(c);
+    }
+  }
 }
 
 /* lm.where_int selects ids by a 0/1 mask (a padding-mask pattern: both values

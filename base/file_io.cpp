@@ -2,6 +2,7 @@
 #include "base/file_io.h"
 
 #include <cerrno>
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -15,18 +16,93 @@
 
 namespace lmrt {
 
-std::string readWholeFile(const std::string &path, const char *what) {
-  auto error = [&](const std::string &verb, const std::string &why) {
-    return Error("cannot " + verb + " " + what + " '" + path + "': " + why);
+namespace {
+
+/* "64 MiB" for the bounds in messages. */
+std::string byteCount(uint64_t n) {
+  const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 4 && n >= 1024 && n % 1024 == 0) n /= 1024, ++u;
+  return std::to_string(n) + " " + units[u];
+}
+
+/* Opens `path` for reading without blocking (a FIFO with no writer would wait
+   forever in open) and checks what the descriptor is, so a FIFO swapped in
+   after a stat is still caught. -1 with `error` set on failure. */
+int openRegular(const std::string &path, const char *what, uint64_t maxBytes, struct stat &st,
+                std::string &error) {
+  auto refuse = [&](const std::string &verb, const std::string &why) {
+    error = "cannot " + verb + " " + what + " '" + path + "': " + why;
   };
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    refuse("open", std::strerror(errno));
+    return -1;
+  }
+  if (::fstat(fd, &st) != 0) {
+    refuse("open", std::strerror(errno));
+  } else if (S_ISDIR(st.st_mode)) {
+    refuse("open", "it is a directory");
+  } else if (!S_ISREG(st.st_mode)) {
+    refuse("open", S_ISFIFO(st.st_mode) ? "not a regular file (a FIFO would be waited on forever)"
+                                        : "not a regular file (a device or socket is never read)");
+  } else if ((uint64_t)st.st_size > maxBytes) {
+    refuse("read", std::to_string((uint64_t)st.st_size) + " bytes, over the bound of " + byteCount(maxBytes));
+  } else {
+    return fd;
+  }
+  ::close(fd);
+  return -1;
+}
+
+}  // namespace
+
+bool checkRegularFile(const std::string &path, const char *what, uint64_t maxBytes, std::string &error) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) throw error("open", std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) throw error("open", "it is a directory");
-  if (!S_ISREG(st.st_mode)) throw error("open", "not a regular file (a FIFO or device is never read)");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw error("open", std::strerror(errno));
-  std::string bytes((size_t)st.st_size, '\0');
-  if (!f.read(bytes.data(), (std::streamsize)bytes.size())) throw error("read", "short read");
+  int fd = openRegular(path, what, maxBytes, st, error);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+bool readRegularFile(const std::string &path, const char *what, uint64_t maxBytes, std::string &bytes,
+                     std::string &error) {
+  struct stat st;
+  int fd = openRegular(path, what, maxBytes, st, error);
+  if (fd < 0) return false;
+  bytes.clear();
+  // stat's size is a hint only (0 for /proc files); the loop reads to the end.
+  // One byte past the bound is asked for, to tell a file at the bound from one over it.
+  const uint64_t cap = maxBytes == kNoSizeBound ? maxBytes : maxBytes + 1;
+  bytes.resize((size_t)std::min<uint64_t>((uint64_t)st.st_size + 1, cap));
+  size_t have = 0;
+  for (;;) {
+    if (have == bytes.size()) {
+      if (have > maxBytes) break;
+      bytes.resize((size_t)std::min<uint64_t>(std::max<uint64_t>(2 * (uint64_t)have, 4096), cap));
+    }
+    ssize_t n = ::read(fd, bytes.data() + have, bytes.size() - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      error = std::string("cannot read ") + what + " '" + path + "': " + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    have += (size_t)n;
+  }
+  ::close(fd);
+  if (have > maxBytes) {
+    error = std::string("cannot read ") + what + " '" + path + "': more than the bound of " + byteCount(maxBytes);
+    return false;
+  }
+  bytes.resize(have);
+  return true;
+}
+
+std::string readWholeFile(const std::string &path, const char *what, uint64_t maxBytes) {
+  std::string bytes, error;
+  if (!readRegularFile(path, what, maxBytes, bytes, error)) throw Error(error);
   return bytes;
 }
 

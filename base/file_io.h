@@ -17,10 +17,28 @@
 
 namespace lmrt {
 
-/* The whole of a regular file. `what` names the kind of file in errors
-   ("cannot open plan 'x.plan': No such file or directory"). Anything but a
-   regular file (a FIFO would block forever) is refused. Throws lmrt::Error. */
-std::string readWholeFile(const std::string &path, const char *what);
+/* No bound on a file's size (readWholeFile's default). */
+constexpr uint64_t kNoSizeBound = ~uint64_t(0);
+
+/* The whole of a regular file into `bytes`, or false with `error` set to
+   "cannot open plan 'x.plan': No such file or directory" (`what` names the kind
+   of file). The one reader of files a user names, so that every tool reads them
+   by the same rules (docs/runtime.md, "Paths"):
+   - only a regular file is read: a FIFO would block forever and /dev/zero never
+     ends; it is opened without blocking and checked on the open descriptor;
+   - it is read until end of file, not for as many bytes as stat says: a file
+     of /proc or /sys says 0 and holds more;
+   - more than `maxBytes` is refused, naming the bound.
+   Throws nothing (the compiler's libraries are built without exceptions). */
+bool readRegularFile(const std::string &path, const char *what, uint64_t maxBytes, std::string &bytes,
+                     std::string &error);
+
+/* The same, for a file that is not read here (a pass plugin dlopen maps): true
+   when `path` is a regular file of at most `maxBytes`, else false and `error`. */
+bool checkRegularFile(const std::string &path, const char *what, uint64_t maxBytes, std::string &error);
+
+/* readRegularFile, throwing lmrt::Error. */
+std::string readWholeFile(const std::string &path, const char *what, uint64_t maxBytes = kNoSizeBound);
 
 /* Writes `path` by the rules above, streaming the contents through `emit`.
    `what` names the kind of file in errors ("cannot write plan 'x.plan': ...").

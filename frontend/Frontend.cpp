@@ -13,6 +13,8 @@
 #include "frontend/MLIRGen.h"
 #include "frontend/Parser.h"
 
+#include "base/file_io.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -80,14 +82,17 @@ private:
                                        << "\" is already being imported: imports cannot form a cycle";
       if (!done.insert(key).second)
         continue; // imported already: its definitions are in
-      auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-      if (!buffer)
-        return emitError(loc(imp.loc)) << "cannot import \"" << imp.path << "\": "
-                                       << buffer.getError().message();
+      // The reader every user file goes through (base/file_io.h): a regular
+      // file only (a FIFO would block, /dev/zero never end), read to its end
+      // (a /proc file's stat size is 0), at most kMaxSourceBytes.
+      std::string text, error;
+      if (!lmrt::readRegularFile(path.str().str(), "imported file", kMaxSourceBytes, text, error))
+        return emitError(loc(imp.loc)) << "cannot import \"" << imp.path << "\": " << error;
+      std::unique_ptr<llvm::MemoryBuffer> buffer = llvm::MemoryBuffer::getMemBufferCopy(text, path);
       int file = files.size();
       files.push_back(path.str().str());
-      const llvm::MemoryBuffer *raw = buffer->get();
-      sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+      const llvm::MemoryBuffer *raw = buffer.get();
+      sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
       std::optional<ast::Module> mod = parse(*raw, file);
       if (!mod)
         return failure();

@@ -9,11 +9,17 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/SourceMgr.h"
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace mlir::lm {
+
+/// The largest `.lm` source, imported file or `.mlir` module lmc reads (256 MiB):
+/// far beyond any model file, and a bound on what a mistaken path (a log, a
+/// disk image) costs before it is refused with this number.
+constexpr uint64_t kMaxSourceBytes = uint64_t(256) << 20;
 
 struct FrontendOptions {
   /// `-D name=value` overrides of config constants, in command-line order.

@@ -14,6 +14,7 @@
 
 #include "codegen/MemoryPlanner.h"
 #include "pipelines/CompileToPlan.h"
+#include "base/file_io.h"
 #include "base/paths.h"
 #include "contract/plan_file.h"
 #include "base/tensor.h"
@@ -57,6 +58,10 @@ struct CompileOptions {
   std::vector<std::string> passPlugins;
   std::vector<std::string> passes;
 };
+
+/// A pass plugin is mapped by dlopen, not read: it is checked to be a regular
+/// file (a FIFO would block dlopen's open) of a plausible size first.
+constexpr uint64_t kMaxPluginBytes = uint64_t(1) << 30;
 
 int fail(const llvm::Twine &message) {
   llvm::outs().flush(); // keep what was printed before the error first in a 2>&1 pipe
@@ -206,6 +211,11 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   // Plugins first: their passes must be registered before --passes names them.
   mlir::lm::registerLMPassesAndPipelines();
   for (const std::string &path : opts.passPlugins) {
+    // A missing path is left to the loader, which also searches the library
+    // path for a bare name and says what it tried.
+    std::string error;
+    if (llvm::sys::fs::exists(path) && !lmrt::checkRegularFile(path, "pass plugin", kMaxPluginBytes, error))
+      return fail(error);
     llvm::Expected<PassPlugin> plugin = PassPlugin::load(path);
     if (!plugin)
       return fail("cannot load pass plugin '" + path + "': " + llvm::toString(plugin.takeError()));
@@ -228,11 +238,13 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   // module, for module-level errors) under every error only buries that.
   context.printOpOnDiagnostic(false);
 
-  auto file = llvm::MemoryBuffer::getFile(opts.input, /*IsText=*/true);
-  if (!file)
-    return fail("cannot open '" + opts.input + "': " + file.getError().message());
+  // Read by the one reader of user files (base/file_io.h): a regular file,
+  // bounded, read to its end; imports are read the same way by the frontend.
+  std::string sourceText, readError;
+  if (!lmrt::readRegularFile(opts.input, "source", mlir::lm::kMaxSourceBytes, sourceText, readError))
+    return fail(readError);
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(sourceText, opts.input), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   // An error with no place in the source (an extension point's passes that
   // do not parse) is about lmc's flags: it reads as lmc's own.
@@ -342,14 +354,12 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
 /// (what --emit=plan-text prints), so tests can hand-write broken plans. A file
 /// that starts with the plan magic is a plan file, whatever its name.
 int runMemoryPlan(const std::string &path) {
-  // A FIFO or device would block or never end: plans are regular files.
-  llvm::sys::fs::file_status status;
-  if (!llvm::sys::fs::status(path, status) && status.type() != llvm::sys::fs::file_type::regular_file)
-    return fail("plan '" + path + "' is not a regular file");
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!file)
-    return fail("cannot open plan '" + path + "': " + file.getError().message());
-  StringRef bytes = (*file)->getBuffer();
+  // A FIFO or device would block or never end: plans are regular files, of at
+  // most protobuf's 2 GiB (the plan reader's own bound) and their framing.
+  std::string text, error;
+  if (!lmrt::readRegularFile(path, "plan", (uint64_t(2) << 30) + 4096, text, error))
+    return fail(error);
+  StringRef bytes = text;
   lmrt::plan::Plan plan;
   if (bytes.starts_with(StringRef(lmrt::kPlanMagic, sizeof lmrt::kPlanMagic))) {
     try {

@@ -19,6 +19,7 @@
 #include "contract/plan_file.h"
 #include "base/tensor.h"
 #include "tools/RegisterLMDialects.h"
+#include "tools/cli_checks.h"
 #include "tools/lmc/DumpDir.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -425,12 +426,23 @@ int main(int argc, char **argv) {
       app.add_subcommand("memory-plan", "print and check the memory plan of a plan (a plan file, or protobuf text)");
   memoryPlan->add_option("plan", planPath, "the plan file")->required();
 
+  lmc_tools::refuseEmptyValues(app, {});
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
-  if (*compile)
-    return runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0);
-  return runMemoryPlan(planPath);
+  int status = *compile ? runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0)
+                        : runMemoryPlan(planPath);
+  // What --emit and memory-plan printed must have reached stdout: a full disk
+  // or a closed pipe is a failure, not exit 0 (and not LLVM's fatal error when
+  // the stream is destroyed with its error unread).
+  llvm::outs().flush();
+  if (std::error_code ec = llvm::outs().error()) {
+    llvm::outs().clear_error();
+    if (status == 0)
+      fail("cannot write to standard output: " + ec.message());
+    return 1;
+  }
+  return lmc_tools::finishStdout("lmc") ? 1 : status;
 }

@@ -10,6 +10,7 @@
 #include "runtime/train/threads.h"
 #include "tools/lmrt/commands.h"
 #include "tools/lmrt/device_flags.h"
+#include "tools/lmrt/flags.h"
 
 namespace lmrt {
 namespace {
@@ -17,13 +18,12 @@ namespace {
 struct Options {
   std::string plan, weights;
   EvalOptions eval;
-  int threads = 0;
-  bool setThreads = false;
+  int threads = 0;  // 0: not given
   DeviceOptions device;
 };
 
 void run(const Options &o) {
-  if (o.setThreads) setThreadCount(o.threads);
+  if (o.threads) setThreadCount(o.threads);
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
   loadWeights(*session, o.weights);
   EvalResult r = evaluateSplit(*session, o.eval);
@@ -58,17 +58,15 @@ void add(CLI::App &app) {
   cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`")->required();
   cmd->add_option("--data", e.dataDir, "Data directory (as lmrt run --data)")->required();
   cmd->add_option("--split", e.split, "val | train");
-  cmd->add_option("--batches", e.maxBatches, "Score at most N batches (0: the whole split)");
-  cmd->add_option("--seed", e.seed,
-                  "Seed of a non-causal batch transform (masking); the run's --seed scores its own validation batches");
-  cmd->add_option("--bytes-per-token", e.bytesPerToken,
-                  "Text bytes per token for bits per byte (default: from DIR/meta.json)");
-  CLI::Option *threads = cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads");
+  addIntOption(cmd, "--batches", e.maxBatches, 0, int64_t(1) << 30, "Score at most N batches (0: the whole split)");
+  addU64Option(cmd, "--seed", e.seed,
+               "Seed of a non-causal batch transform (masking); the run's --seed scores its own validation batches");
+  // A token is at least a part of a byte and at most a long word: outside this a value is a typo.
+  addRealOption(cmd, "--bytes-per-token", e.bytesPerToken, 0.01, 1000,
+                "Text bytes per token for bits per byte (default: from DIR/meta.json)");
+  addIntOption(cmd, "--threads", o->threads, 1, kMaxThreads, "OpenMP and OpenBLAS threads (1 to 1024)");
   addDeviceOptions(cmd, o->device);
-  cmd->callback([o, threads] {
-    o->setThreads = threads->count() > 0;
-    run(*o);
-  });
+  cmd->callback([o] { run(*o); });
 }
 
 RegisterCommand reg("eval", add);

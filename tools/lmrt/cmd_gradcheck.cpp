@@ -15,6 +15,7 @@
 #include "contract/plan_types.h"
 #include "runtime/exec/session.h"
 #include "tools/lmrt/commands.h"
+#include "tools/lmrt/flags.h"
 
 namespace lmrt {
 namespace {
@@ -197,11 +198,12 @@ void add(CLI::App &app) {
   auto *cmd = app.add_subcommand("gradcheck", "Check a plan's gradients against finite differences (f64 plans)");
   auto o = std::make_shared<Options>();
   cmd->add_option("plan", o->plan, "Plan compiled with `lmc compile --float-type=f64`")->required();
-  cmd->add_option("--seed", o->seed, "Seed for the test point (parameters, inputs, chosen elements)");
-  cmd->add_option("--eps", o->eps, "Finite-difference step");
-  cmd->add_option("--rtol", o->rtol, "Relative tolerance |a-n| / (|a|+|n|)");
-  cmd->add_option("--atol", o->atol, "Absolute tolerance |a-n| (for gradients near zero)");
-  cmd->add_option("--max-elems", o->maxElems, "Elements checked per parameter");
+  addU64Option(cmd, "--seed", o->seed, "Seed for the test point (parameters, inputs, chosen elements)");
+  // A step of 0 divides by zero, one above 1 is no derivative; tolerances of 1 accept anything.
+  addRealOption(cmd, "--eps", o->eps, 1e-15, 1, "Finite-difference step");
+  addRealOption(cmd, "--rtol", o->rtol, 0, 1, "Relative tolerance |a-n| / (|a|+|n|)");
+  addRealOption(cmd, "--atol", o->atol, 0, 1, "Absolute tolerance |a-n| (for gradients near zero)");
+  addIntOption(cmd, "--max-elems", o->maxElems, 1, int64_t(1) << 30, "Elements checked per parameter");
   cmd->callback([o] { gradcheck(*o); });
 }
 

@@ -5,9 +5,11 @@
    DIR/meta.json, or given) it encodes the prompt after the end-of-document
    token, generates ids until --tokens or an end-of-document token, and prints
    their decoded text as it grows. */
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "runtime/data/dataset_meta.h"
@@ -33,9 +35,17 @@ struct Options {
   DeviceOptions device;
 };
 
+/* Bounds of --tokens and --top-k. A million tokens is hours of generation on
+   the CPU; 2^31 - 1 is the largest token id a plan's i32 inputs hold, so no
+   vocabulary (and no useful k) is larger. */
+constexpr int64_t kMaxSampleTokens = 1000000;
+constexpr int64_t kMaxTopK = 2147483647;
+
+/* Text goes out as it is generated; a stdout that takes no more (a full disk, a
+   closed pipe) stops the generation instead of running it to the end unseen. */
 void print(const std::string &s) {
-  std::fwrite(s.data(), 1, s.size(), stdout);
-  std::fflush(stdout);
+  if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size() || std::fflush(stdout) != 0)
+    fail("cannot write the sample to standard output: %s", std::strerror(errno));
 }
 
 /* Generation through a SentencePiece tokenizer. */
@@ -101,12 +111,9 @@ void sample(Options &o) {
     sampleTokens(*session, *tok, o.sample);
   } else {
     print(o.sample.prompt);
-    generate(*session, o.sample, [](unsigned char c) {
-      std::fputc(c, stdout);
-      std::fflush(stdout);
-    });
+    generate(*session, o.sample, [](unsigned char c) { print(std::string(1, (char)c)); });
   }
-  std::fputc('\n', stdout);
+  print("\n");
 }
 
 void add(CLI::App &app) {
@@ -120,9 +127,10 @@ void add(CLI::App &app) {
   cmd->add_option("--data", o->data, "Decode with the tokenizer recorded in DIR/meta.json");
   cmd->add_option("--tokenizer", o->tokenizer, "Decode with this SentencePiece model");
   cmd->add_option("--prompt", s.prompt, "Text to continue (empty: start a new document)");
-  cmd->add_option("--tokens", s.tokens, "Tokens to generate (bytes for byte-level data)");
-  cmd->add_option("--temperature", s.temperature, "Softmax temperature (0: greedy)");
-  cmd->add_option("--top-k", s.topK, "Sample among the k most likely tokens (0: all)");
+  addIntOption(cmd, "--tokens", s.tokens, 0, kMaxSampleTokens,
+               "Tokens to generate (bytes for byte-level data; 0 to 1000000)");
+  addRealOption(cmd, "--temperature", s.temperature, 0, 1e6, "Softmax temperature (0: greedy)");
+  addIntOption(cmd, "--top-k", s.topK, 0, kMaxTopK, "Sample among the k most likely tokens (0: all)");
   cmd->add_option("--seed", o->seed, "Seed of the sampling draws (64 bits)");
   cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads (1 to 1024)");
   addDeviceOptions(cmd, o->device);

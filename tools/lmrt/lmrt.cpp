@@ -1,7 +1,8 @@
 /* Implements: the `lmrt` main, a thin CLI11 shell over the subcommands that
    register themselves from cmd_*.cpp (see commands.h). Every failure ends as
-   "lmrt: error: <what and where>" and exit status 1; bad flags get CLI11's
-   message and a non-zero status. */
+   "lmrt: error: <what and where>" and exit status 1; bad flags (an empty value
+   included) get CLI11's message and a non-zero status, and a result that could
+   not be written to stdout is a failure (tools/cli_checks.h). */
 #include <pthread.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 
 #include "base/tensor.h"
 #include "runtime/train/signals.h"
+#include "tools/cli_checks.h"
 #include "tools/lmrt/commands.h"
 
 namespace {
@@ -63,6 +65,8 @@ int main(int argc, char **argv) {
     return std::string(a.name) < b.name;
   });
   for (const lmrt::Command &c : commands) c.add(app);
+  // The prompt is text, and the empty text is a prompt (a new document).
+  lmc_tools::refuseEmptyValues(app, {"--prompt"});
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -80,5 +84,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "lmrt: error: %s\n", e.what());
     return 1;
   }
-  return 0;
+  // What the command printed (samples, an inspection, eval's numbers) must have
+  // reached stdout, or the run did not do its job.
+  return lmc_tools::finishStdout("lmrt");
 }

@@ -9,10 +9,12 @@
 #include <sys/stat.h>
 
 #include "runtime/data/counter_rng.h"
+#include "runtime/data/dataset_meta.h"
 #include "runtime/data/shard.h"
 #include "runtime/data/tokenizer.h"
 #include "base/file_io.h"
 #include "base/json.h"
+#include "base/paths.h"
 #include "base/tensor.h"
 
 namespace lmrt {
@@ -77,6 +79,31 @@ void writeMeta(const std::string &path, const DatasetBuildOptions &o, const Data
   writeFileAtomic(path, "dataset metadata", [&](std::ostream &f) { f << j; });
 }
 
+/* The output rules (base/paths.h) for DIR and its files, before any work. */
+void checkBuildOutputs(const DatasetBuildOptions &o, const std::vector<std::string> &files) {
+  std::string dir = o.outDir.back() == '/' ? o.outDir : o.outDir + "/";
+  auto isShard = [](const std::string &path) { return fileStartsWith(path, std::string(kShardMagic, 8)); };
+  auto isMeta = [&](const std::string &) {
+    try {
+      return readDatasetMeta(o.outDir).has_value();
+    } catch (const Error &) {
+      return false;
+    }
+  };
+  std::vector<OutputSpec> outputs = {
+      {"--out", o.outDir, true},
+      {"--out", dir + "train.bin", false, IfExists::ReplaceEarlier, isShard, "a token shard (LMCSHARD)"},
+      {"--out", dir + "val.bin", false, IfExists::ReplaceEarlier, isShard, "a token shard (LMCSHARD)"},
+      {"--out", dir + "meta.json", false, IfExists::ReplaceEarlier, isMeta, "the meta.json of a data build"}};
+  if (!o.tokenizer.empty())
+    outputs.push_back({"--out", dir + "tokenizer.model", false, IfExists::ReplaceEarlier, isSentencePieceModel,
+                       "a SentencePiece model"});
+  std::vector<NamedPath> inputs;
+  for (const std::string &f : files) inputs.push_back({"--input", f});
+  if (!o.tokenizer.empty()) inputs.push_back({"--tokenizer", o.tokenizer});
+  checkOutputs(outputs, inputs, o.overwrite, o.log);
+}
+
 }  // namespace
 
 DatasetBuildStats buildDataset(const DatasetBuildOptions &o) {
@@ -86,6 +113,7 @@ DatasetBuildStats buildDataset(const DatasetBuildOptions &o) {
     fail("data build: --val-fraction %g is outside [0, 1)", o.valFraction);
   DatasetBuildStats stats;
   stats.files = collectInputFiles(o.inputs, &stats.skipped);
+  checkBuildOutputs(o, stats.files);
   std::unique_ptr<Tokenizer> tok =
       o.tokenizer.empty() ? byteTokenizer() : loadSentencePiece(o.tokenizer);
   stats.tokenizer = tok->kind();

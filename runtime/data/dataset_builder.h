@@ -10,6 +10,7 @@
    DIR/train.bin, DIR/val.bin and DIR/meta.json. */
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,9 @@ struct DatasetBuildOptions {
   uint64_t seed = 1;
   TextFormat format = TextFormat::Auto;
   std::string tokenizer;  // SentencePiece model; "" = bytes
+  /* Replace files in outDir that are not an earlier build's (see buildDataset). */
+  bool overwrite = false;
+  FILE *log = nullptr;    // where a removed stale temporary is reported
 };
 
 struct DatasetBuildStats {
@@ -45,6 +49,12 @@ bool isValidationDocument(uint64_t seed, uint64_t index, double valFraction);
 /* The byte tokenizer: one token per byte (vocabulary 256). */
 constexpr int64_t kByteVocab = 256;
 
+/* Builds the directory. Before anything is tokenized, its outputs are checked by
+   the output rules (base/paths.h, docs/runtime.md "Paths"): none may be an input
+   (an input named DIR/train.bin is refused, --overwrite or not), and an existing
+   DIR/train.bin, val.bin, meta.json or tokenizer.model is replaced only when it
+   is an earlier build's (an LMC shard, a data build's meta.json, a SentencePiece
+   model), anything else only with `overwrite`. */
 DatasetBuildStats buildDataset(const DatasetBuildOptions &options);
 
 }  // namespace lmrt

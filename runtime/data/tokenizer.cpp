@@ -14,6 +14,7 @@
 #include "runtime/data/sentencepiece_plugin.h"
 
 #include "base/file_io.h"
+#include "base/paths.h"
 #include "base/tensor.h"
 
 namespace lmrt {
@@ -43,31 +44,21 @@ public:
   std::vector<std::pair<std::string, int32_t>> specialTokens() const override { return {}; }
 };
 
-/* Creates the output's missing parent folders and checks that a file can be
-   created there (then removes the probe), so a bad --out fails before training. */
-void prepareOutput(const std::string &out) {
+/* Creates the output's missing parent folders (docs/runtime.md: `--out
+   new/dir/tok.model` makes new/dir). */
+void makeParentFolders(const std::string &out) {
   size_t slash = out.rfind('/');
-  if (slash != std::string::npos && slash > 0) {
-    std::string dir = out.substr(0, slash);
-    for (size_t at = 1; at <= dir.size(); ++at) {
-      if (at < dir.size() && dir[at] != '/') continue;
-      std::string part = dir.substr(0, at);
-      struct stat st;
-      if (::stat(part.c_str(), &st) == 0) {
-        if (!S_ISDIR(st.st_mode)) fail("--out '%s': '%s' is not a directory", out.c_str(), part.c_str());
-      } else if (::mkdir(part.c_str(), 0777) != 0 && errno != EEXIST) {
-        fail("--out '%s': cannot create directory '%s': %s", out.c_str(), part.c_str(),
-             std::strerror(errno));
-      }
+  if (slash == std::string::npos || slash == 0) return;
+  std::string dir = out.substr(0, slash);
+  for (size_t at = 1; at <= dir.size(); ++at) {
+    if (at < dir.size() && dir[at] != '/') continue;
+    std::string part = dir.substr(0, at);
+    struct stat st;
+    if (::stat(part.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) fail("--out '%s': '%s' is not a directory", out.c_str(), part.c_str());
+    } else if (::mkdir(part.c_str(), 0777) != 0 && errno != EEXIST) {
+      fail("--out '%s': cannot create directory '%s': %s", out.c_str(), part.c_str(), std::strerror(errno));
     }
-  }
-  std::string probe = out + ".tmp";
-  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0 && errno != EEXIST)
-    fail("cannot write tokenizer model '%s': %s", out.c_str(), std::strerror(errno));
-  if (fd >= 0) {
-    ::close(fd);
-    ::unlink(probe.c_str());
   }
 }
 
@@ -128,24 +119,56 @@ std::unique_ptr<Tokenizer> loadSentencePiece(const std::string &modelPath) {
   return std::unique_ptr<Tokenizer>(t);
 }
 
-int64_t trainTokenizer(const TokenizerTrainOptions &o) {
+bool isSentencePieceModel(const std::string &path) {
+  try {
+    loadSentencePiece(path);
+    return true;
+  } catch (const Error &) {
+    return false;
+  }
+}
+
+void checkTokenizerTrainOptions(const TokenizerTrainOptions &o) {
   if (o.modelType != "bpe" && o.modelType != "unigram")
     fail("tokenizer train: --model-type must be bpe or unigram (got '%s')", o.modelType.c_str());
   if (o.outPath.empty()) fail("tokenizer train: no --out given");
-  for (const std::string &s : o.specials)
+  for (size_t i = 0; i < o.specials.size(); ++i) {
+    const std::string &s = o.specials[i];
     if (std::find_if(std::begin(kSpecialTokenNames), std::end(kSpecialTokenNames),
                      [&](const char *n) { return s == n; }) == std::end(kSpecialTokenNames))
       fail("tokenizer train: unknown special token '%s' (known: pad, bos, eos, cls, sep, mask)",
            s.c_str());
-  auto declared = [&](const char *n) {
-    return std::find(o.specials.begin(), o.specials.end(), n) != o.specials.end();
-  };
-  // unk 0, then the declared specials in a fixed order.
+    // A second 'pad' would reserve an id that no token ever gets.
+    if (std::find(o.specials.begin(), o.specials.begin() + (ptrdiff_t)i, s) != o.specials.begin() + (ptrdiff_t)i)
+      fail("tokenizer train: --special names '%s' twice; name each special token once", s.c_str());
+  }
+  if (o.threads < 1 || o.threads > kMaxTokenizerThreads)
+    fail("tokenizer train: --threads %d is outside [1, %d]", o.threads, kMaxTokenizerThreads);
   const int64_t reserved = 1 + (int64_t)o.specials.size();
   if (o.vocab < reserved + 256 + 1)
     fail("tokenizer train: --vocab %lld is too small: the byte pieces take 256 ids and unk plus "
          "the %zu declared special tokens take %lld; use at least %lld", (long long)o.vocab,
          o.specials.size(), (long long)reserved, (long long)(reserved + 256 + 1));
+  if (o.vocab > kMaxTokenizerVocab)
+    fail("tokenizer train: --vocab %lld is larger than %lld", (long long)o.vocab, (long long)kMaxTokenizerVocab);
+}
+
+void prepareTokenizerOutput(const TokenizerTrainOptions &o, const std::vector<std::string> &inputFiles,
+                            bool overwrite, FILE *log) {
+  checkTokenizerTrainOptions(o);
+  makeParentFolders(o.outPath);
+  std::vector<NamedPath> inputs;
+  for (const std::string &f : inputFiles) inputs.push_back({"--input", f});
+  checkOutputs({{"--out", o.outPath, false, IfExists::ReplaceEarlier, isSentencePieceModel, "a SentencePiece model"}},
+               inputs, overwrite, log);
+}
+
+int64_t trainTokenizer(const TokenizerTrainOptions &o) {
+  checkTokenizerTrainOptions(o);
+  auto declared = [&](const char *n) {
+    return std::find(o.specials.begin(), o.specials.end(), n) != o.specials.end();
+  };
+  // unk 0, then the declared specials in a fixed order.
   std::unordered_map<std::string, std::string> args = {
       {"model_type", o.modelType},
       {"vocab_size", std::to_string(o.vocab)},
@@ -155,7 +178,7 @@ int64_t trainTokenizer(const TokenizerTrainOptions &o) {
       {"allow_whitespace_only_pieces", "true"},
       {"byte_fallback", "true"},
       {"character_coverage", "0.9995"},  // SentencePiece's default; rarer characters are spelled in bytes
-      {"num_threads", std::to_string(std::max(1, o.threads))},
+      {"num_threads", std::to_string(o.threads)},
       {"minloglevel", "2"},
       {"unk_id", "0"}};
   int next = 1;
@@ -166,7 +189,6 @@ int64_t trainTokenizer(const TokenizerTrainOptions &o) {
     if (declared(n)) controls += (controls.empty() ? "<" : ",<") + std::string(n) + ">";
   if (!controls.empty()) args["control_symbols"] = controls;
 
-  prepareOutput(o.outPath);  // before minutes of training, not after
   std::string model, error;
   if (!plugin().train(args, o.texts, model, error)) fail("tokenizer train: %s", error.c_str());
   writeFileAtomic(o.outPath, "tokenizer model", [&](std::ostream &f) { f << model; });

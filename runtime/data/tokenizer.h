@@ -15,6 +15,7 @@
      symbols "<cls>", "<sep>", "<mask>"). */
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
@@ -61,9 +62,32 @@ struct TokenizerTrainOptions {
   int threads = 1;
 };
 
+/* Bounds of `--vocab` and `--threads`: no tokenizer in use has more than 2^24
+   ids (the largest, Gemma's, has 262,144), and the trainer's threads are
+   lmrt's own bound. */
+constexpr int64_t kMaxTokenizerVocab = int64_t(1) << 24;
+constexpr int kMaxTokenizerThreads = 1024;
+
+/* Throws naming the flag when an option is out of bounds: an unknown model type
+   or special token, a special token named twice, a vocabulary too small for the
+   byte pieces and the specials (or over kMaxTokenizerVocab), threads outside
+   [1, kMaxTokenizerThreads]. */
+void checkTokenizerTrainOptions(const TokenizerTrainOptions &options);
+
+/* Before any text is read: the options, then outPath by the output rules
+   (base/paths.h): its missing folders created, not one of `inputFiles`, and an
+   existing file replaced only when it is a SentencePiece model (an earlier
+   training's) or with `overwrite`. A stale outPath.tmp is removed, said on `log`. */
+void prepareTokenizerOutput(const TokenizerTrainOptions &options, const std::vector<std::string> &inputFiles,
+                            bool overwrite, FILE *log);
+
+/* True when `path` loads as a SentencePiece model. */
+bool isSentencePieceModel(const std::string &path);
+
 /* Trains a model and writes it to outPath; returns the vocabulary size. Throws
-   with SentencePiece's message (e.g. a vocabulary too small for the byte
-   pieces and the specials, or too large for the text). */
+   with SentencePiece's message (e.g. a vocabulary too large for the text); the
+   options are checked first (checkTokenizerTrainOptions), outPath is the
+   caller's to check (prepareTokenizerOutput). */
 int64_t trainTokenizer(const TokenizerTrainOptions &options);
 
 }  // namespace lmrt

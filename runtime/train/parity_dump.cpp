@@ -18,6 +18,17 @@ ParityDump::ParityDump(const std::string &dir) : dir_(dir) {
     fail("--dump-dir '%s' is not a directory", dir.c_str());
 }
 
+bool isParityDumpFile(const std::string &name) {
+  if (name == "init.safetensors") return true;
+  const std::string prefix = "step", suffix = ".safetensors";
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return false;
+  for (size_t i = prefix.size(); i < name.size() - suffix.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return false;
+  return true;
+}
+
 void ParityDump::writeInit(Session &session) {
   std::vector<std::pair<std::string, TensorRef>> t;
   for (ParamState &p : session.params()) t.push_back({p.name, p.valueRef()});

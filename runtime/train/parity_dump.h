@@ -22,6 +22,9 @@ namespace lmrt {
 
 class Session;
 
+/* True for the names of the files a dump writes: init.safetensors, step<k>.safetensors. */
+bool isParityDumpFile(const std::string &name);
+
 class ParityDump {
 public:
   explicit ParityDump(const std::string &dir);  // creates the directory

@@ -8,6 +8,8 @@
 #include "runtime/exec/optimizer.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/data_feed.h"
+#include "runtime/train/parity_dump.h"
+#include "runtime/weights/safetensors.h"
 
 namespace lmrt {
 namespace {
@@ -109,11 +111,19 @@ void checkRunPaths(RunSetup &run, const TrainOptions &o, FILE *log) {
     inputs.push_back({"the checkpoint's state", run.resume->path + "/state.safetensors"});
     inputs.push_back({"the checkpoint's metadata", run.resume->path + "/meta.json"});
   }
-  refuseOverlappingPaths({{"--out", run.outPath}, {"--metrics", o.metricsPath}}, inputs);
-  removeStaleTemp(run.outPath, log);
-  checkOutputFile({"--out", run.outPath});
-  if (!o.metricsPath.empty()) checkOutputFile({"--metrics", o.metricsPath});
-  if (!o.dumpDir.empty()) checkOutputDirectory({"--dump-dir", o.dumpDir});
+  // --out replaces earlier weights (a safetensors file), as every run writes its
+  // weights there; anything else needs --overwrite. --metrics has its own rule
+  // (metrics.h: a resumed run continues it). --tensorboard's event files get
+  // names no file has (tensorboard.h), so nothing there is ever replaced.
+  std::vector<OutputSpec> outputs = {
+      {"--out", run.outPath, false, IfExists::ReplaceEarlier, looksLikeSafetensors, "a safetensors file"}};
+  if (!o.metricsPath.empty()) outputs.push_back({"--metrics", o.metricsPath, false, IfExists::OwnRule});
+  if (!o.dumpDir.empty()) {
+    OutputSpec dump{"--dump-dir", o.dumpDir, true};
+    dump.names = isParityDumpFile;
+    outputs.push_back(dump);
+  }
+  checkOutputs(outputs, inputs, o.overwrite, log);
   if (!run.checkpointDir.empty()) {
     checkOutputDirectory({"--checkpoint-dir", run.checkpointDir});
     if (samePath(run.checkpointDir, o.dataDir))

@@ -179,6 +179,17 @@ SafetensorsFile decodeSafetensors(std::string bytesIn, const std::string &origin
   return file;
 }
 
+bool looksLikeSafetensors(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  unsigned char head[9];
+  if (!f.read(reinterpret_cast<char *>(head), sizeof head)) return false;
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | head[i];
+  f.seekg(0, std::ios::end);
+  const uint64_t size = (uint64_t)f.tellg();
+  return n >= 2 && n <= size - 8 && head[8] == '{';
+}
+
 SafetensorsFile readSafetensors(const std::string &path) {
   return decodeSafetensors(readWholeFile(path, "safetensors"), path);
 }

@@ -44,6 +44,11 @@ void writeSafetensors(const std::string &path,
 std::string encodeSafetensors(const std::vector<std::pair<std::string, TensorRef>> &tensors,
                               const std::map<std::string, std::string> &metadata = {});
 
+/* True when `path` starts like a safetensors file (a header length that fits the
+   file, then '{'), without reading the rest: what `lmrt run --out` may replace
+   (docs/runtime.md, "Paths"). */
+bool looksLikeSafetensors(const std::string &path);
+
 /* Reads and checks a file. Throws Error "safetensors 'x': ...". */
 SafetensorsFile readSafetensors(const std::string &path);
 SafetensorsFile decodeSafetensors(std::string bytes, const std::string &origin);

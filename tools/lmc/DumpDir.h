@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "base/file_io.h"
+#include "base/tensor.h"
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/Twine.h"
@@ -18,8 +20,9 @@
 namespace lmc {
 
 /// Writes `text` to `dir/name`, creating the folders `name` has (e.g.
-/// "05-kernels/k0.cpp"). On an I/O error writes "cannot write 'PATH': why"
-/// to `errors` and fails.
+/// "05-kernels/k0.cpp"), atomically as every output (base/file_io.h): a
+/// killed lmc leaves the previous dump's file, never half of one. On an I/O
+/// error writes "cannot write 'PATH': why" to `errors` and fails.
 inline mlir::LogicalResult writeDumpFile(llvm::StringRef dir, llvm::StringRef name, llvm::StringRef text,
                                          llvm::raw_ostream &errors) {
   llvm::SmallString<256> path(dir);
@@ -28,16 +31,11 @@ inline mlir::LogicalResult writeDumpFile(llvm::StringRef dir, llvm::StringRef na
     errors << "cannot create '" << llvm::sys::path::parent_path(path) << "': " << ec.message();
     return mlir::failure();
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
-  if (!ec) {
-    os << text;
-    os.close();
-    ec = os.error();
-  }
-  if (ec) {
-    os.clear_error();
-    errors << "cannot write '" << path << "': " << ec.message();
+  try {
+    lmrt::writeFileAtomic(path.str().str(), "--dump-dir file",
+                          [&](std::ostream &os) { os.write(text.data(), static_cast<std::streamsize>(text.size())); });
+  } catch (const lmrt::Error &e) {
+    errors << e.what();
     return mlir::failure();
   }
   return mlir::success();

@@ -58,6 +58,7 @@ struct CompileOptions {
   std::string target = "cpu";
   std::vector<std::string> passPlugins;
   std::vector<std::string> passes;
+  bool overwrite = false;
 };
 
 /// A pass plugin is mapped by dlopen, not read: it is checked to be a regular
@@ -109,6 +110,23 @@ std::string planToText(const lmrt::plan::Plan &plan) {
   std::string text;
   printer.PrintToString(plan, &text);
   return text;
+}
+
+/// The --dump-dir file of a stage's IR: "00-frontend.mlir".
+std::string stageDumpName(mlir::lm::CompileStage stage) {
+  return llvm::formatv("{0:d2}-{1}.mlir", static_cast<int>(stage), mlir::lm::getStageName(stage)).str();
+}
+
+/// Every file --dump-dir may hold, so that the output rules see them all before
+/// the compile starts.
+std::vector<std::string> dumpFileNames() {
+  std::vector<std::string> names;
+  for (auto stage : {mlir::lm::CompileStage::Frontend, mlir::lm::CompileStage::Autodiff,
+                     mlir::lm::CompileStage::Optimize, mlir::lm::CompileStage::Contract})
+    names.push_back(stageDumpName(stage));
+  for (const char *name : {"04-plan.txt", "kernels.cpp", "kernels.cu"})
+    names.push_back(name);
+  return names;
 }
 
 /// Writes `text` to `dir/name` (lmc::writeDumpFile); reports and fails on I/O errors.
@@ -193,17 +211,36 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     return fail("'" + opts.input + "' is neither a .lm source nor a .mlir module");
   if (ext == ".mlir" && frontendFlagsGiven)
     return fail("-D, --preset and --float-type apply to .lm sources, not to '" + opts.input + "'");
-  // The output may not be the source, and must be writable before any work is done.
+  // The output rules (base/paths.h, docs/runtime.md "Paths") before any work:
+  // no output is an input, every one is writable, and an existing -o is
+  // replaced only when it is a plan (an earlier compile's), else with
+  // --overwrite. --dump-dir's files, named by lmc, are replaced on every
+  // compile: the directory shows the latest one. The files the source imports
+  // are known after the frontend, and checked there (afterStage below).
   bool writesPlan = opts.emit.empty() || !opts.output.empty();
+  std::vector<lmrt::OutputSpec> outputs;
   if (writesPlan) {
     std::string out = opts.output.empty() ? (llvm::sys::path::stem(opts.input) + ".plan").str() : opts.output;
-    try {
-      lmrt::refuseOverlappingPaths({{"-o", out}}, {{"the source", opts.input}});
-      lmrt::removeStaleTemp(out, stderr);  // what a killed lmc left (PLAN.tmp)
-      lmrt::checkOutputFile({"-o", out});
-    } catch (const lmrt::Error &e) {
-      return fail(e.what());
-    }
+    outputs.push_back({"-o", out, false, lmrt::IfExists::ReplaceEarlier, [](const std::string &path) {
+                         return lmrt::fileStartsWith(path, std::string(lmrt::kPlanMagic, sizeof lmrt::kPlanMagic));
+                       }, "a plan"});
+  }
+  if (!opts.dumpDir.empty()) {
+    outputs.push_back({"--dump-dir", opts.dumpDir, true});
+    for (const std::string &name : dumpFileNames())
+      outputs.push_back({"--dump-dir", (opts.dumpDir + "/" + name), false, lmrt::IfExists::Replace});
+  }
+  std::vector<lmrt::NamedPath> inputs = {{"the source", opts.input}};
+  for (const std::string &plugin : opts.passPlugins)
+    inputs.push_back({"--load-pass-plugin", plugin});
+  std::vector<lmrt::NamedPath> fileOutputs;
+  for (const lmrt::OutputSpec &o : outputs)
+    if (!o.directory)
+      fileOutputs.push_back({o.role, o.path});
+  try {
+    lmrt::checkOutputs(outputs, inputs, opts.overwrite, stderr);
+  } catch (const lmrt::Error &e) {
+    return fail(e.what());
   }
   if (!opts.dumpDir.empty())
     if (std::error_code ec = llvm::sys::fs::create_directories(opts.dumpDir))
@@ -281,13 +318,23 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   // The IR of each stage: --dump-dir's NN-<stage>.mlir, and --emit=mlir (the
   // frontend's) or --emit=train-mlir (the pipeline's last stage's).
   compileOptions.afterStage = [&](mlir::lm::CompileStage stage, ModuleOp module) -> LogicalResult {
+    if (stage == mlir::lm::CompileStage::Frontend) {
+      // Every imported file is in the source manager now: none may be an output.
+      std::vector<lmrt::NamedPath> imports;
+      for (unsigned id = 2; id <= sourceMgr.getNumBuffers(); ++id)
+        imports.push_back({"the imported file", sourceMgr.getMemoryBuffer(id)->getBufferIdentifier().str()});
+      try {
+        lmrt::refuseOverlappingPaths(fileOutputs, imports);
+      } catch (const lmrt::Error &e) {
+        return fail(e.what()), failure();
+      }
+    }
     bool emitted = (stage == mlir::lm::CompileStage::Frontend && opts.emit == "mlir") ||
                    (stage == mlir::lm::CompileStage::Contract && opts.emit == "train-mlir");
     if (!emitted && opts.dumpDir.empty())
       return success();
     std::string text = printModule(module);
-    std::string name =
-        llvm::formatv("{0:d2}-{1}.mlir", static_cast<int>(stage), mlir::lm::getStageName(stage)).str();
+    std::string name = stageDumpName(stage);
     if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, name, text)))
       return failure();
     if (emitted)
@@ -387,6 +434,8 @@ int main(int argc, char **argv) {
   CLI::App *compile = app.add_subcommand("compile", "compile a .lm source (or an lm .mlir module) into a plan");
   compile->add_option("file", opts.input, "the .lm source or .mlir module")->required();
   compile->add_option("-o,--output", opts.output, "the plan to write (default: FILE's stem + .plan, here)");
+  compile->add_flag("--overwrite", opts.overwrite,
+                    "replace an existing -o that is not a plan (an earlier plan is replaced without it)");
   CLI::Option *defines =
       compile->add_option("-D", opts.defines, "override a config constant: -D name=value (repeatable)");
   CLI::Option *preset =

@@ -11,6 +11,7 @@
 #include "runtime/data/tokenizer.h"
 #include "base/tensor.h"
 #include "tools/lmrt/commands.h"
+#include "tools/lmrt/flags.h"
 
 namespace lmrt {
 namespace {
@@ -22,6 +23,7 @@ struct Options {
   uint64_t seed = 1;
   std::string format = "auto";
   std::string tokenizer;
+  bool overwrite = false;
 };
 
 /* Fortune directories hold an index (*.dat) and a *.u8 link per file: count
@@ -54,6 +56,8 @@ void build(const Options &o) {
   b.seed = o.seed;
   b.format = parseTextFormat(o.format);
   b.tokenizer = o.tokenizer;
+  b.overwrite = o.overwrite;
+  b.log = stdout;
   DatasetBuildStats s = buildDataset(b);
   printSkipped(s.skipped);
   uint64_t docs = s.trainDocs + s.valDocs;
@@ -78,11 +82,14 @@ struct TrainTokOptions {
   std::vector<std::string> inputs;
   std::string format = "auto";
   TokenizerTrainOptions t;
+  bool overwrite = false;
 };
 
 void trainTok(TrainTokOptions &o) {
   std::vector<std::string> skipped;
   std::vector<std::string> files = collectInputFiles(o.inputs, &skipped);
+  // Flags and --out before reading the text and before minutes of training.
+  prepareTokenizerOutput(o.t, files, o.overwrite, stdout);
   printSkipped(skipped);
   TextFormat format = parseTextFormat(o.format);
   uint64_t docs = 0, bytes = 0;
@@ -117,11 +124,14 @@ void add(CLI::App &app) {
                   "*.dat index files and binaries skipped)")
       ->required();
   cmd->add_option("--out", o->out, "Output directory")->required();
-  cmd->add_option("--val-fraction", o->valFraction, "Fraction of documents held out for validation");
-  cmd->add_option("--seed", o->seed, "Seed of the train/validation split");
+  addRealOption(cmd, "--val-fraction", o->valFraction, 0, 1,
+                "Fraction of documents held out for validation, below 1 (0: no validation split)");
+  addU64Option(cmd, "--seed", o->seed, "Seed of the train/validation split (64 bits)");
   cmd->add_option("--format", o->format, "auto | fortune (split on '%' lines) | text (paragraphs)");
   cmd->add_option("--tokenizer", o->tokenizer,
                   "SentencePiece model (`lmrt data tokenizer train`); default: bytes");
+  cmd->add_flag("--overwrite", o->overwrite,
+                "Replace files in --out that are not an earlier build's (an earlier build is replaced without it)");
   cmd->callback([o] { build(*o); });
 
   auto *tok = data->add_subcommand("tokenizer", "Train tokenizers");
@@ -132,13 +142,16 @@ void add(CLI::App &app) {
       ->required();
   train->add_option("--format", t->format, "auto | fortune | text (as data build)");
   train->add_option("--model-type", t->t.modelType, "bpe | unigram");
-  train->add_option("--vocab", t->t.vocab, "Vocabulary size (256 byte pieces and the specials included)")
+  addIntOption(train, "--vocab", t->t.vocab, 1, kMaxTokenizerVocab,
+               "Vocabulary size (256 byte pieces and the specials included)")
       ->required();
   train->add_option("--special", t->t.specials,
                     "Special tokens to declare, of pad, bos, eos, cls, sep, mask (default: all)")
       ->delimiter(',');
-  train->add_option("--threads", t->t.threads, "Trainer threads");
+  addIntOption(train, "--threads", t->t.threads, 1, kMaxTokenizerThreads, "Trainer threads (1 to 1024)");
   train->add_option("--out", t->t.outPath, "The model file to write (tok.model)")->required();
+  train->add_flag("--overwrite", t->overwrite,
+                  "Replace an existing --out that is not a SentencePiece model (a model is replaced without it)");
   train->callback([t] { trainTok(*t); });
 }
 

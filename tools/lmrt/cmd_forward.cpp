@@ -74,13 +74,9 @@ void forward(const Options &o) {
   const std::string &source = o.tokens.empty() ? o.inputs : o.tokens;
   const char *flag = o.tokens.empty() ? "--inputs" : "--tokens";
   if (o.tokens.empty() == o.inputs.empty()) fail("give exactly one of --tokens and --inputs");
-  refuseOverlappingPaths({{"--out", o.out}}, {{"the plan", o.plan}, {"--weights", o.weights}, {flag, source}});
-  FILE *exists = std::fopen(o.out.c_str(), "rb");
-  if (exists) {
-    std::fclose(exists);
-    if (!o.overwrite) fail("--out '%s' exists; pass --overwrite to replace it", o.out.c_str());
-  }
-  checkOutputFile({"--out", o.out});
+  // The output rules (base/paths.h): any existing --out needs --overwrite.
+  checkOutputs({{"--out", o.out, false, IfExists::NeedsOverwrite}},
+               {{"the plan", o.plan}, {"--weights", o.weights}, {flag, source}}, o.overwrite, stdout);
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
   const std::string name = pickProgram(*session, o);
   const plan::Program &program = findProgram(*session, name);

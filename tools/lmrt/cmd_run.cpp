@@ -81,7 +81,8 @@ void add(CLI::App &app) {
                   "On a non-finite loss or gradient: name the op that made it, then stop (default) or skip the step")
       ->check(CLI::IsMember({"stop", "skip"}));
   cmd->add_flag("--overwrite", t.overwrite,
-                "Replace an earlier run's --metrics file and the checkpoints in --checkpoint-dir");
+                "Replace an earlier run's --metrics file and the checkpoints in --checkpoint-dir, and an --out "
+                "that is not a safetensors file (earlier weights are replaced without it)");
   addDeviceOptions(cmd, o->device);
   cmd->callback([o] { run(*o); });
 }

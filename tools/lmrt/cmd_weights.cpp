@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/paths.h"
 #include "runtime/weights/hf_weights.h"
 #include "contract/plan_file.h"
 #include "runtime/exec/validate.h"
@@ -17,6 +18,14 @@ struct Options {
   std::string format, plan, weights, dir, out, section, base;
   bool overwrite = false;
 };
+
+/* The files of a Hugging Face directory (save_pretrained's names). */
+constexpr const char *kHfModelFile = "model.safetensors";
+constexpr const char *kHfConfigFile = "config.json";
+
+std::string joinPath(const std::string &dir, const char *name) {
+  return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
+}
 
 /* The formats lmrt converts to; the plan says how, per format. */
 void checkFormat(const std::string &format) {
@@ -31,6 +40,12 @@ plan::Plan loadPlan(const std::string &path) {
 
 void exportCmd(const Options &o) {
   checkFormat(o.format);
+  // The output rules (base/paths.h) before any work: the directory's files need
+  // --overwrite when they exist, and may not be the plan or the weights.
+  checkOutputs({{"--out", o.out, true},
+                {"--out", joinPath(o.out, kHfModelFile), false, IfExists::NeedsOverwrite},
+                {"--out", joinPath(o.out, kHfConfigFile), false, IfExists::NeedsOverwrite}},
+               {{"the plan", o.plan}, {"the weights", o.weights}}, o.overwrite, stdout);
   plan::Plan p = loadPlan(o.plan);
   exportHf(p, {o.plan, o.weights, o.out, o.overwrite, o.section});
   const plan::WeightExport &w = weightExport(p, "hf", o.plan, o.section);
@@ -41,6 +56,12 @@ void exportCmd(const Options &o) {
 
 void importCmd(const Options &o) {
   checkFormat(o.format);
+  checkOutputs({{"--out", o.out, false, IfExists::NeedsOverwrite}},
+               {{"the plan", o.plan},
+                {"the model", joinPath(o.dir, kHfModelFile)},
+                {"the config", joinPath(o.dir, kHfConfigFile)},
+                {"--base", o.base}},
+               o.overwrite, stdout);
   plan::Plan p = loadPlan(o.plan);
   importHf(p, {o.plan, o.dir, o.out, o.overwrite, o.section, o.base});
   std::printf("wrote %s: %d parameters of plan %s from %s\n", o.out.c_str(), p.params_size(), o.plan.c_str(),

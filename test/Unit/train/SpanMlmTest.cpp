@@ -426,7 +426,9 @@ TEST(SpanMlm, WordSpansAreWholeWordsWithTheGeometricMean) {
       if (budget - before <= 110) continue;
       const int64_t inSpan = wordEnding[end] - wordAt[s.start] + 1;
       // As drawn, unless the row's words ran out.
-      if (wordEnding[end] + 1 < (int64_t)words.size()) EXPECT_EQ(inSpan, s.drawn) << "span " << j;
+      if (wordEnding[end] + 1 < (int64_t)words.size()) {
+        EXPECT_EQ(inSpan, s.drawn) << "span " << j;
+      }
       sum += inSpan;
       ++count;
       ++histogram[inSpan];
@@ -549,7 +551,9 @@ TEST(SpanMlm, WordsOfATrainedSentencePieceModel) {
     // newline follows the piece <0x0A>.
     size_t offset = sp->decode(std::vector<int32_t>(ids.begin(), ids.begin() + w.start)).size();
     EXPECT_EQ(text.compare(offset, s.size(), s), 0) << "'" << s << "'";
-    if (w.start > 0) EXPECT_TRUE(s[0] == ' ' || text[offset - 1] == '\n') << "'" << s << "'";
+    if (w.start > 0) {
+      EXPECT_TRUE(s[0] == ' ' || text[offset - 1] == '\n') << "'" << s << "'";
+    }
     found.push_back(s.substr(s.find_first_not_of(' ')));
   }
   EXPECT_EQ(found, expected);

@@ -141,6 +141,10 @@ DatasetBuildStats buildDataset(const DatasetBuildOptions &o) {
   if (train.tokens.empty())
     fail("data build: every one of the %llu documents went to validation; lower --val-fraction",
          (unsigned long long)docIndex);
+  if (val.docStarts.empty() && o.valFraction > 0)
+    fail("data build: none of the %llu documents went to validation at --val-fraction %g, so a run would "
+         "have no validation data; give more documents or a larger --val-fraction, or pass --val-fraction 0 "
+         "to build without a validation split", (unsigned long long)docIndex, o.valFraction);
   stats.trainDocs = train.docStarts.size();
   stats.trainTokens = train.tokens.size();
   stats.valDocs = val.docStarts.size();

@@ -54,7 +54,9 @@ constexpr int64_t kByteVocab = 256;
    (an input named DIR/train.bin is refused, --overwrite or not), and an existing
    DIR/train.bin, val.bin, meta.json or tokenizer.model is replaced only when it
    is an earlier build's (an LMC shard, a data build's meta.json, a SentencePiece
-   model), anything else only with `overwrite`. */
+   model), anything else only with `overwrite`. A validation fraction above 0
+   that leaves validation with no document is an error (a run would find no
+   validation data); a fraction of 0 builds an empty val.bin on purpose. */
 DatasetBuildStats buildDataset(const DatasetBuildOptions &options);
 
 }  // namespace lmrt

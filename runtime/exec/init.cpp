@@ -2,6 +2,8 @@
 #include "runtime/exec/init.h"
 
 #include <cmath>
+#include <cstdio>
+#include <limits>
 
 #include "base/hash.h"
 
@@ -38,6 +40,26 @@ template <typename F> void fill(const TensorRef &t, F value) {
   }
 }
 
+/* "normal(0, 1e+300)", as the model file wrote it. */
+std::string initText(const plan::Init &init) {
+  char buf[96];
+  switch (init.kind()) {
+  case plan::Init::NORMAL: std::snprintf(buf, sizeof buf, "normal(%g, %g)", init.mean(), init.std()); break;
+  case plan::Init::UNIFORM: std::snprintf(buf, sizeof buf, "uniform(%g, %g)", init.low(), init.high()); break;
+  default: std::snprintf(buf, sizeof buf, "init kind %d", (int)init.kind());
+  }
+  return buf;
+}
+
+/* The first non-finite element of `t`, or -1. */
+int64_t firstNonFinite(const TensorRef &t, double &value) {
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    value = t.type.dtype == DType::F64 ? t.as<double>()[i] : (double)t.as<float>()[i];
+    if (!std::isfinite(value)) return i;
+  }
+  return -1;
+}
+
 }  // namespace
 
 void fillInit(const TensorRef &t, const plan::Init &init, uint64_t seed, const std::string &name) {
@@ -48,15 +70,25 @@ void fillInit(const TensorRef &t, const plan::Init &init, uint64_t seed, const s
   case plan::Init::NORMAL: {
     double mean = init.mean(), std = init.std();
     fill(t, [&](uint64_t i) { return mean + std * normalAt(key, i); });
-    return;
+    break;
   }
   case plan::Init::UNIFORM: {
     double lo = init.low(), hi = init.high();
     fill(t, [&](uint64_t i) { return lo + (hi - lo) * uniformAt(key, i); });
-    return;
+    break;
   }
   default: fail("parameter '%s': unknown init kind %d", name.c_str(), (int)init.kind());
   }
+  // A value the parameter's type cannot hold (normal(0, 1e300) in f32) would
+  // surface at step 1 as a non-finite loss blamed on an update that never ran.
+  double value = 0;
+  int64_t at = firstNonFinite(t, value);
+  if (at >= 0)
+    fail("parameter '%s' %s: its initialiser %s gives %g at element %lld (%s holds magnitudes up to %g); "
+         "give it a smaller scale in the model file",
+         name.c_str(), t.type.str().c_str(), initText(init).c_str(), value, (long long)at,
+         t.type.dtype == DType::F64 ? "f64" : "f32",
+         t.type.dtype == DType::F64 ? std::numeric_limits<double>::max() : (double)std::numeric_limits<float>::max());
 }
 
 void fillNormal(const TensorRef &t, double mean, double std, uint64_t seed, const std::string &name) {

@@ -65,8 +65,9 @@ void build(const Options &o) {
               (unsigned long long)docs);
   std::printf("train: %llu documents, %llu tokens -> %s/train.bin\n", (unsigned long long)s.trainDocs,
               (unsigned long long)s.trainTokens, o.out.c_str());
-  std::printf("val:   %llu documents, %llu tokens -> %s/val.bin\n", (unsigned long long)s.valDocs,
-              (unsigned long long)s.valTokens, o.out.c_str());
+  std::printf("val:   %llu documents, %llu tokens -> %s/val.bin%s\n", (unsigned long long)s.valDocs,
+              (unsigned long long)s.valTokens, o.out.c_str(),
+              s.valDocs ? "" : " (--val-fraction 0: no validation split; run with --eval-batches 0)");
   if (s.tokenizer == "bytes") {
     std::printf("tokenizer: bytes (vocab %lld) -> %s/meta.json\n", (long long)s.vocab, o.out.c_str());
     return;

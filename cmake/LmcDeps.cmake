@@ -2,6 +2,8 @@
 find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Protobuf REQUIRED)
+# Plan signatures and kernel digests (contract/plan_trust.h): OpenSSL's libcrypto.
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(CLI11 CONFIG QUIET)
 if(NOT CLI11_FOUND)
   find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)

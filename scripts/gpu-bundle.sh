@@ -164,7 +164,7 @@ LMC_PLAN_RECORD=$stage/plans LMC_REAL_LMC=$build/bin/lmc \
 "$build/bin/lmc" compile models/gpt2.lm --preset tiny -D layers=2 -D batch=8 -D seq=64 --target cpu,cuda \
   -o "$stage/plans/smoke.plan" > /dev/null
 rm -f "$stage/bin/python.conf"
-rm -rf "$stage/build/test/GPU"   # the dry run's outputs
+rm -rf "$stage/build/test/GPU" "$stage/build/test/runs"   # the dry run's outputs (test/lit.cfg.py puts them under runs/)
 
 # Every binary and library resolves inside the bundle, but for glibc and CUDA 13 (ldd here
 # would also find the system's copies, so where each one resolves is what is checked).

@@ -329,10 +329,11 @@ arts=$W/artifacts
 mkdir -p "$arts"
 cp "$W"/*.out "$W"/*.txt "$arts/" 2> /dev/null
 [[ -d $W/bench ]] && mkdir -p "$arts/bench" && cp "$W"/bench/*.log "$W"/bench/*.jsonl "$arts/bench/" 2> /dev/null
-for name in "${lit_failed[@]}"; do  # GPU/x.test -> build/test/GPU/Output/x.test.tmp
-  t=$B/build/test/${name%% *}
-  d=$(dirname "$t")/Output/$(basename "$t").tmp
-  [[ -d $d ]] && mkdir -p "$arts/lit" && cp -r "$d" "$arts/lit/"
+for name in "${lit_failed[@]}"; do  # GPU/x.test -> build/test/runs/<lit's pid>/GPU/Output/x.test.tmp
+  t=${name%% *}
+  for d in "$B"/build/test/runs/*/"$(dirname "$t")"/Output/"$(basename "$t")".tmp; do
+    [[ -d $d ]] && mkdir -p "$arts/lit" && cp -r "$d" "$arts/lit/"
+  done
 done
 # Plans and shards are in the bundle already; the rest is logs, metrics and tiny weights.
 tar -C "$W" --exclude='*.plan' --exclude='*.bin' -cJf "$logdir/artifacts.tar.xz" artifacts

@@ -12,6 +12,7 @@ pkgs=(
   cmake ninja-build ccache g++ pkg-config lld                # lld: links the MLIR-side tools several times faster
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools   # MLIR 19 (Debian bookworm: 19.1.7)
   libprotobuf-dev protobuf-compiler                         # the plan format
+  libssl-dev openssl                                        # plan signatures and kernel digests (libcrypto; keys: openssl genpkey)
   libcli11-dev                                              # command lines
   libopenblas-dev libdnnl-dev libomp-dev                    # CPU GEMMs (f64, f32) + threads
   libgtest-dev                                              # unit tests

@@ -5,12 +5,28 @@
 
 #include "contract/contract.h"
 #include "contract/op_table.h"
+#include "contract/plan_trust.h"
 #include "contract/plan_types.h"
 #include "runtime/exec/validate.h"
 
 namespace lmrt {
 
+namespace {
+std::vector<std::string> &trustedKeys() {
+  static std::vector<std::string> keys;
+  return keys;
+}
+}  // namespace
+
+void setTrustedPlanKeys(std::vector<std::string> keys) { trustedKeys() = std::move(keys); }
+
 BoundPlan::BoundPlan(plan::Plan p, std::string origin) : plan_(std::move(p)), origin_(std::move(origin)) {
+  if (!trustedKeys().empty()) {
+    std::string why = untrustedReason(plan_, trustedKeys());
+    if (!why.empty())
+      error("refusing to run it: " + why + "; this lmrt runs only plans signed by its trusted keys (--trust-key, "
+            "$LMRT_TRUSTED_KEYS; docs/plan-format.md, \"Trust\")");
+  }
   validatePlan(plan_, origin_);
   for (int i = 0; i < plan_.params_size(); ++i) paramIndex_[plan_.params(i).name()] = i;
   std::map<std::string, int> stateIndex;

@@ -83,6 +83,11 @@ private:
   std::map<std::string, int> paramIndex_;
 };
 
+/* The site's trusted plan signers (raw Ed25519 public keys, contract/plan_trust.h):
+   while set, a BoundPlan is made only of a plan signed by one of them, before any
+   of its native code is loaded. Empty (the default): every valid plan runs. */
+void setTrustedPlanKeys(std::vector<std::string> keys);
+
 // --- shared by the backends' diagnostics -----------------------------------------
 
 /* The index of the first non-finite element of a float tensor on the host, or -1

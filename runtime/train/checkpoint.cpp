@@ -275,7 +275,14 @@ std::string writeCheckpoint(const std::string &dir, Session &s, const Checkpoint
   for (ParamState &p : s.params()) tensors.emplace_back(p.name, p.valueRef());
   for (const NamedTensor &t : s.backend().optimizerState()) tensors.push_back(t);
   uint64_t fnv = 0;
-  writeSafetensors(tmp + "/" + kStateFile, tensors, {{"format", kFormat}}, &fnv);
+  // The state says whose it is: a state file of another step, run or plan put under
+  // this meta.json (checksums recomputed) is refused on resume, not trained on.
+  const std::map<std::string, std::string> stateMeta = {{"format", kFormat},
+                                                         {"step", std::to_string(m.step)},
+                                                         {"updates", std::to_string(m.adamwUpdates)},
+                                                         {"seed", std::to_string(m.seed)},
+                                                         {"plan_fnv1a64", hex64(fnv1a64(serializePlan(s.plan())))}};
+  writeSafetensors(tmp + "/" + kStateFile, tensors, stateMeta, &fnv);
   struct stat st;
   if (::stat((tmp + "/" + kStateFile).c_str(), &st) != 0)
     fail("checkpoint '%s': state file vanished: %s", tmp.c_str(), std::strerror(errno));
@@ -331,8 +338,8 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
   if (!format || format->kind != json::Value::String || format->text != kFormat)
     throw refuse("is not an LMC checkpoint (meta.json has no \"format\": \"lmc-checkpoint\")");
   int64_t version = r.integer(root, "version");
-  if (version != kCheckpointFormatVersion)
-    throw refuse("has checkpoint format version " + std::to_string(version) + "; this lmrt reads version " +
+  if (version != kCheckpointFormatVersion && version != 1)
+    throw refuse("has checkpoint format version " + std::to_string(version) + "; this lmrt reads versions 1 to " +
                  std::to_string(kCheckpointFormatVersion));
   size_t at = text.rfind(kMetaChecksumKey);
   if (at == std::string::npos) r.corrupt("meta.json has no meta_fnv1a64");
@@ -399,6 +406,20 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
         r.corrupt(std::string(kStateFile) + ": tensor '" + name + "' is " + it->second.type.str() + ", expected " +
                   p.type.str());
     }
+  if (version >= 2) {
+    const std::pair<const char *, std::string> want[] = {{"step", std::to_string(m.step)},
+                                                         {"updates", std::to_string(m.adamwUpdates)},
+                                                         {"seed", std::to_string(m.seed)},
+                                                         {"plan_fnv1a64", hex64(fnv1a64(serializePlan(s.plan())))}};
+    for (const auto &[key, value] : want) {
+      auto it = c.state.metadata.find(key);
+      if (it == c.state.metadata.end())
+        r.corrupt(std::string(kStateFile) + " does not record its " + key);
+      if (it->second != value)
+        r.corrupt(std::string(kStateFile) + " is of " + key + " " + it->second + ", meta.json's is " + value +
+                  " (the files are of different checkpoints)");
+    }
+  }
   if (c.state.tensors.size() != 3 * s.plan().params_size())
     r.corrupt(std::string(kStateFile) + " has " + std::to_string(c.state.tensors.size()) + " tensors, expected " +
               std::to_string(3 * s.plan().params_size()));

@@ -2,7 +2,9 @@
 
    A checkpoint is a directory DIR/step-00000040 holding two files:
      state.safetensors  every parameter under its plan name, and the AdamW moments
-                        as "adamw.m.<name>" and "adamw.v.<name>", in the plan's dtypes
+                        as "adamw.m.<name>" and "adamw.v.<name>", in the plan's dtypes;
+                        its __metadata__ names the step, the update count, the seed
+                        and the plan's checksum, which must agree with meta.json
      meta.json          the format and version, the plan's identity (checksum, config,
                         parameters), the step, the resolved schedule, the AdamW update
                         count, the seed of every counter-based RNG stream, the data
@@ -29,7 +31,10 @@ namespace lmrt {
 class Session;
 class TokenSource;
 
-constexpr int64_t kCheckpointFormatVersion = 1;
+/* Version 2: state.safetensors also records its step, update count, seed and plan
+   (its __metadata__), which a resume checks against meta.json. Version 1 is still
+   read, without that check. */
+constexpr int64_t kCheckpointFormatVersion = 2;
 
 /* What identifies a training position besides the parameters and moments. */
 struct CheckpointMeta {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "contract/plan_trust.h"
 #include "runtime/data/token_source.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/checkpoint.h"
@@ -37,6 +38,9 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   // The plan's batch transform; it checks the inputs, the vocabulary and the splits.
   DataFeed data(s, o.dataDir, run.seed, run.evalOn);
   std::fprintf(log, "%s\n", data.describe().c_str());
+  // A plan is native code: what runs, and who vouches for it (docs/plan-format.md, "Trust").
+  std::fprintf(log, "plan: %s, %s; kernels: %s\n", s.origin().c_str(), signerOf(s.plan()).c_str(),
+               kernelDigests(s.plan()).c_str());
   if (run.evalOn) data.checkValidation();
   CheckpointMeta meta = startMeta(run, data, o.dataDir);
   const DataWatch watch(data.train(), data.val());

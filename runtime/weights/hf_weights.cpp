@@ -163,6 +163,11 @@ std::string jsonText(const json::Value &v) {
   case json::Value::Bool: return v.b ? "true" : "false";
   case json::Value::Number: return v.text;
   case json::Value::String: return json::quote(v.text);
+  case json::Value::Array: {
+    std::string s = "[";
+    for (size_t i = 0; i < v.items.size(); ++i) s += (i ? ", " : "") + jsonText(v.items[i]);
+    return s + "]";
+  }
   default: return std::string("a JSON ") + json::kindName(v.kind);
   }
 }
@@ -314,15 +319,40 @@ void importHf(const plan::Plan &plan, const HfImportOptions &o) {
     fail("'%s': %s", configPath.c_str(), e.what());
   }
   if (config.kind != json::Value::Object) fail("'%s' is not a JSON object", configPath.c_str());
+  // The model class too: another class with the same tensor names (GPT2Model and
+  // GPT2LMHeadModel, BertForPreTraining and BertForMaskedLM) would otherwise pass.
+  const json::Value *archs = config.find("architectures");
+  if (!archs || archs->kind != json::Value::Array || archs->items.empty()) {
+    std::fprintf(stderr, "lmrt: warning: '%s' names no architectures: the model class is not checked against "
+                 "the map's %s\n", configPath.c_str(), w.architecture().c_str());
+  } else {
+    bool found = false;
+    for (const json::Value &a : archs->items) found = found || (a.kind == json::Value::String && a.text == w.architecture());
+    if (!found)
+      fail("'%s': architectures is %s, but the hf name map of plan '%s' is for %s (%s): a different model class",
+           configPath.c_str(), jsonText(*archs).c_str(), o.planPath.c_str(), w.architecture().c_str(),
+           w.source_loc().c_str());
+  }
   std::map<std::string, plan::Attr> expected(w.config().begin(), w.config().end());
+  std::string absent;
   for (const auto &[key, want] : expected) {
     const json::Value *got = config.find(key);
+    if (!got) {
+      absent += (absent.empty() ? "" : ", ") + key + " (the plan's " + configValueJson(want) + ")";
+      continue;
+    }
     // null is HF's "the default" (n_inner: 4 * n_embd): nothing to compare.
-    if (got && got->kind != json::Value::Null && !sameConfigValue(want, *got))
+    if (got->kind != json::Value::Null && !sameConfigValue(want, *got))
       fail("'%s': %s is %s, but plan '%s' was compiled with %s = %s (recompile with matching -D values)",
            configPath.c_str(), key.c_str(), jsonText(*got).c_str(), o.planPath.c_str(), key.c_str(),
            configValueJson(want).c_str());
   }
+  // save_pretrained leaves out values equal to the class's defaults, which lmrt does
+  // not know: say which keys went unchecked rather than pass them in silence.
+  if (!absent.empty())
+    std::fprintf(stderr, "lmrt: warning: '%s' leaves out %s: the class defaults of %s apply to them, which lmrt "
+                 "cannot check against the plan (write the config with to_json_file(path, use_diff=False) to "
+                 "check them)\n", configPath.c_str(), absent.c_str(), w.architecture().c_str());
 
   SafetensorsFile file = readSafetensors(modelPath);
   std::set<std::string> known;

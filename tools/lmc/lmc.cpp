@@ -18,6 +18,7 @@
 #include "base/paths.h"
 #include "contract/plan_file.h"
 #include "base/tensor.h"
+#include "contract/plan_trust.h"
 #include "tools/RegisterLMDialects.h"
 #include "tools/cli_checks.h"
 #include "tools/lmc/DumpDir.h"
@@ -58,6 +59,7 @@ struct CompileOptions {
   std::string target = "cpu";
   std::vector<std::string> passPlugins;
   std::vector<std::string> passes;
+  std::string signKey;  // --sign: an Ed25519 private key (contract/plan_trust.h)
   bool overwrite = false;
 };
 
@@ -230,7 +232,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     for (const std::string &name : dumpFileNames())
       outputs.push_back({"--dump-dir", (opts.dumpDir + "/" + name), false, lmrt::IfExists::Replace});
   }
-  std::vector<lmrt::NamedPath> inputs = {{"the source", opts.input}};
+  std::vector<lmrt::NamedPath> inputs = {{"the source", opts.input}, {"--sign", opts.signKey}};
   for (const std::string &plugin : opts.passPlugins)
     inputs.push_back({"--load-pass-plugin", plugin});
   std::vector<lmrt::NamedPath> fileOutputs;
@@ -356,8 +358,16 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     return 1;
   if (!compiled->plan)
     return 0;
-  const lmrt::plan::Plan &plan = *compiled->plan;
+  lmrt::plan::Plan &plan = *compiled->plan;
 
+  // Signed last, over everything else the plan holds (docs/plan-format.md, "Trust").
+  if (!opts.signKey.empty()) {
+    try {
+      lmrt::signPlan(plan, opts.signKey);
+    } catch (const lmrt::Error &e) {
+      return fail(e.what());
+    }
+  }
   std::string planText = planToText(plan);
   if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, "04-plan.txt", planText)))
     return 1;
@@ -456,6 +466,8 @@ int main(int argc, char **argv) {
                     "for every token)");
   compile->add_option("--fusion", opts.fusion, "fusion in the optimize stage: auto (default) or none")
       ->check(CLI::IsMember({"auto", "none"}));
+  compile->add_option("--sign", opts.signKey,
+                      "sign the plan with this Ed25519 private key (PEM), for lmrt --trust-key (docs/plan-format.md)");
   compile->add_option("--target", opts.target, "what the generated kernels are compiled for: cpu, cuda, or cpu,cuda")
       ->check(CLI::IsMember({"cpu", "cuda", "cpu,cuda", "cuda,cpu"}));
   // One value per occurrence (repeat the flag for more), so that the input

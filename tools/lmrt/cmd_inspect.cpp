@@ -11,6 +11,7 @@
 #include "contract/plan_types.h"
 #include "runtime/exec/validate.h"
 #include "contract/contract.h"
+#include "contract/plan_trust.h"
 #include "contract/train_settings.h"
 #include "tools/lmrt/commands.h"
 
@@ -169,10 +170,11 @@ void inspect(const std::string &path, bool steps) {
                   k.num_inputs(), k.args_size() - k.num_inputs());
     }
     for (const plan::KernelLibrary &l : p.kernel_libraries())
-      std::printf("  library %-10s %s, fnv1a %016llx, compiled by %s\n", l.target().c_str(),
-                  human((double)l.image().size()).c_str(), (unsigned long long)l.image_fnv1a(),
-                  l.compiler().c_str());
+      std::printf("  library %-10s %s, %s, compiled by %s\n", l.target().c_str(),
+                  human((double)l.image().size()).c_str(), sha256Hex(l.image()).c_str(), l.compiler().c_str());
   }
+  // A plan is native code: who vouches for it (docs/plan-format.md, "Trust").
+  std::printf("signature: %s\n", signerOf(p).c_str());
   std::printf("memory: predicted peak %s (plan); params %s + grads %s + AdamW state %s + arena %s + "
               "inputs %s + matmul scratch %s = %s\n",
               human((double)p.predicted_peak_bytes()).c_str(), human((double)mem.params).c_str(),

@@ -15,6 +15,8 @@
 #include <new>
 
 #include "base/tensor.h"
+#include "contract/plan_trust.h"
+#include "runtime/exec/bound_plan.h"
 #include "runtime/train/signals.h"
 #include "tools/cli_checks.h"
 #include "tools/lmrt/commands.h"
@@ -60,6 +62,28 @@ int main(int argc, char **argv) {
   CLI::App app{"lmrt: runs plans compiled by lmc (train, evaluate, sample, check gradients)"};
   app.name("lmrt");
   app.require_subcommand(1);
+  app.fallthrough();  // the global options below may follow the subcommand too
+  // Plan trust (docs/plan-format.md, "Trust"): the keys are read as they are parsed,
+  // before any subcommand loads a plan.
+  std::vector<std::string> trustKeyPaths;
+  if (const char *env = std::getenv("LMRT_TRUSTED_KEYS")) {
+    std::string list = env;
+    for (size_t at = 0; at <= list.size();) {
+      size_t colon = std::min(list.find(':', at), list.size());
+      if (colon > at) trustKeyPaths.push_back(list.substr(at, colon - at));
+      at = colon + 1;
+    }
+  }
+  auto trust = [&trustKeyPaths] { lmrt::setTrustedPlanKeys(lmrt::readTrustedKeys(trustKeyPaths)); };
+  app.add_option_function<std::vector<std::string>>(
+         "--trust-key",
+         [&](const std::vector<std::string> &paths) {
+           trustKeyPaths.insert(trustKeyPaths.end(), paths.begin(), paths.end());
+           trust();
+         },
+         "Run only plans signed by this Ed25519 public key (PEM; repeatable; also $LMRT_TRUSTED_KEYS, "
+         "colon-separated): a plan is native code")
+      ->trigger_on_parse();
   std::vector<lmrt::Command> commands = lmrt::commandRegistry();
   std::sort(commands.begin(), commands.end(), [](const lmrt::Command &a, const lmrt::Command &b) {
     return std::string(a.name) < b.name;
@@ -68,6 +92,7 @@ int main(int argc, char **argv) {
   // The prompt is text, and the empty text is a prompt (a new document).
   lmc_tools::refuseEmptyValues(app, {"--prompt"});
   try {
+    if (!trustKeyPaths.empty()) trust();
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     return app.exit(e);

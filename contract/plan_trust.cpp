@@ -4,9 +4,9 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include <cstdio>
 #include <memory>
 
+#include "base/file_io.h"
 #include "base/tensor.h"
 #include "contract/plan_file.h"
 
@@ -37,10 +37,12 @@ std::string signedBytes(const plan::Plan &plan) {
 }
 
 Key readKey(const std::string &path, bool isPrivate) {
-  FILE *f = std::fopen(path.c_str(), "r");
-  if (!f) fail("cannot open the %s key '%s'", isPrivate ? "signing" : "trusted", path.c_str());
-  Key k(isPrivate ? PEM_read_PrivateKey(f, nullptr, nullptr, nullptr) : PEM_read_PUBKEY(f, nullptr, nullptr, nullptr));
-  std::fclose(f);
+  // A key is a few hundred bytes: a FIFO, a device or a huge file is refused, not read.
+  const std::string pem = readWholeFile(path, isPrivate ? "signing key" : "trusted key", 1 << 20);
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), (int)pem.size()), BIO_free);
+  Key k(!bio ? nullptr
+             : isPrivate ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)
+                         : PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
   if (!k)
     fail("'%s' is not a PEM %s key (make one with: openssl genpkey -algorithm ed25519 -out key.pem%s)", path.c_str(),
          isPrivate ? "private" : "public", isPrivate ? "" : "; openssl pkey -in key.pem -pubout -out pub.pem");

@@ -139,7 +139,8 @@ done
 dict_of() {
   case $1 in
     lexer|parser) echo "-dict=$root/test/Fuzz/lm.dict" ;;
-    json|checkpoint_meta|hf_config) echo "-dict=$root/test/Fuzz/json.dict" ;;
+    json|checkpoint_meta|hf_config|safetensors) echo "-dict=$root/test/Fuzz/json.dict" ;;
+    plan) echo "-dict=$root/test/Fuzz/plan.dict" ;;
   esac
 }
 

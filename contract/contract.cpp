@@ -65,9 +65,12 @@ std::string checkPlanType(const plan::TensorType &t) {
     return "invalid dtype " + std::to_string((int)t.dtype()) + " (expected F32, F64 or I32)";
   for (int64_t d : t.shape())
     if (d < 0) return "negative dimension " + std::to_string(d) + " in shape";
-  // Guard numel()*8 against overflow: nothing real comes near 2^50 bytes.
+  // Guard numel()*8 against overflow: nothing real comes near 2^50 bytes. Zero
+  // dimensions are left out of the product: numElements multiplies in order, so
+  // [2^40, 2^40, 0] (no elements) would overflow int64 before it reached the 0.
   long double n = 1;
-  for (int64_t d : t.shape()) n *= (long double)d;
+  for (int64_t d : t.shape())
+    if (d > 0) n *= (long double)d;
   if (n * 8 > (long double)kMaxArenaBytes) return "shape is absurdly large";
   return "";
 }

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Installs every system package LMC needs to build, run and test (idempotent).
-# Usage: scripts/setup.sh [--test]   (--test adds the PyTorch reference for parity tests, and
-# Hugging Face transformers 4.46.3 in a venv over the system Python: $LMC_HF_VENV, by
-# default ~/.cache/lmc/venv-hf; PyPI must be reachable the first time)
+# Usage: scripts/setup.sh [--test] [--fuzz]
+#   --test adds the PyTorch reference for parity tests, and Hugging Face transformers
+#          4.46.3 in a venv over the system Python: $LMC_HF_VENV, by default
+#          ~/.cache/lmc/venv-hf; PyPI must be reachable the first time. It implies
+#          --fuzz, since scripts/test.sh runs the fuzzers too.
+#   --fuzz adds clang 19 with libFuzzer and the sanitizer runtimes, and its OpenMP
+#          (scripts/fuzz.sh, docs/fuzzing.md)
 set -euo pipefail
 
-want_test=0
-[[ "${1:-}" == "--test" ]] && want_test=1
+want_test=0 want_fuzz=0
+for arg in "$@"; do
+  case $arg in
+    --test) want_test=1 want_fuzz=1 ;;
+    --fuzz) want_fuzz=1 ;;
+    *) echo "usage: scripts/setup.sh [--test] [--fuzz]" >&2; exit 2 ;;
+  esac
+done
 
 pkgs=(
   cmake ninja-build ccache g++ pkg-config lld                # lld: links the MLIR-side tools several times faster
@@ -14,12 +24,16 @@ pkgs=(
   libprotobuf-dev protobuf-compiler                         # the plan format
   libssl-dev openssl                                        # plan signatures and kernel digests (libcrypto; keys: openssl genpkey)
   libcli11-dev                                              # command lines
-  libopenblas-dev libdnnl-dev libomp-dev                    # CPU GEMMs (f64, f32) + threads
+  libopenblas-dev libdnnl-dev                               # CPU GEMMs (f64, f32); threads: GCC's libgomp
   libgtest-dev                                              # unit tests
   libsentencepiece-dev                                      # tokenizers (lmrt data tokenizer train)
   fortunes-min fortunes                                     # the demo corpus (English quotations)
 )
 [[ $want_test == 1 ]] && pkgs+=(python3 python3-numpy python3-torch python3-venv)
+# The fuzz build (build-fuzz): clang and its runtimes from the same LLVM 19 as MLIR.
+# libomp-19-dev is clang's OpenMP (the kernels include omp.h); it replaces Debian's
+# libomp-dev (LLVM 14), which the GCC build never used: GCC has its own libgomp.
+[[ $want_fuzz == 1 ]] && pkgs+=(clang-19 libclang-rt-19-dev libomp-19-dev python3)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -137,12 +137,18 @@ SafetensorsFile decodeSafetensors(std::string bytesIn, const std::string &origin
     else if (dt->text == "I32") t.type.dtype = DType::I32;
     else throw bad(where + "unsupported dtype '" + dt->text + "' (lmrt reads F32, F64 and I32)");
     if (shape->kind != json::Value::Array) throw bad(where + "shape is not an array");
-    long double elems = 1;
+    // At most 2^59 elements (2^62 bytes at 8 an element), zero dimensions left out of
+    // the product: every size below is then exact in int64, and so is numel(), which
+    // multiplies in order ([2^40, 2^40, 0] would overflow before it reached the 0).
+    constexpr int64_t kMaxElements = int64_t(1) << 59;
+    int64_t nonzero = 1, elems = 1;
     for (const json::Value &d : shape->items) {
       int64_t x;
       if (!d.asInt(x) || x < 0) throw bad(where + "shape entries must be non-negative integers");
+      if (x > 0 && nonzero > kMaxElements / x) throw bad(where + "shape has more than 2^59 elements");
+      if (x > 0) nonzero *= x;
+      elems *= x;
       t.type.shape.push_back(x);
-      elems *= (long double)x;
     }
     if (offs->kind != json::Value::Array || offs->items.size() != 2)
       throw bad(where + "data_offsets must be [begin, end]");
@@ -152,9 +158,10 @@ SafetensorsFile decodeSafetensors(std::string bytesIn, const std::string &origin
     if ((uint64_t)e > dataSize)
       throw bad(where + "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
                 ") run past the data section of " + std::to_string(dataSize) + " bytes");
-    if (elems * dtypeSize(t.type.dtype) != (long double)(e - b))
-      throw bad(where + t.type.str() + " needs " + std::to_string((int64_t)(elems * dtypeSize(t.type.dtype))) +
-                " bytes, data_offsets span " + std::to_string(e - b));
+    const int64_t size = elems * (int64_t)dtypeSize(t.type.dtype);
+    if (size != e - b)
+      throw bad(where + t.type.str() + " needs " + std::to_string(size) + " bytes, data_offsets span " +
+                std::to_string(e - b));
     t.bytes = std::string_view(bytes).substr(8 + n + (size_t)b, (size_t)(e - b));
     spans.push_back({(uint64_t)b, (uint64_t)e, name});
     file.tensors.emplace(name, std::move(t));

@@ -103,6 +103,16 @@ TEST(Safetensors, CorruptFiles) {
   EXPECT_HAS(decodeError(file(R"({"a":{"dtype":"F32","shape":[1]}})", "")),
              "tensor 'a': needs dtype, shape and data_offsets");
   EXPECT_HAS(decodeError(file(R"({"__metadata__":{"k":1}})", "")), "__metadata__ value 'k' is a number");
+  // Overflows the fuzz build's UBSan reported (test/Fuzz/regressions/safetensors): int64
+  // sizes overflowing in the check itself (1e36 bytes) or in numel() of an empty shape.
+  EXPECT_HAS(decodeError(file(R"({"a":{"dtype":"F32","shape":[1000000000000,1000000000000,1000000000000],)"
+                              R"("data_offsets":[0,4]}})", "1234")),
+             "tensor 'a': shape has more than 2^59 elements");
+  EXPECT_HAS(decodeError(file(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}})",
+                              "")),
+             "tensor 'a': shape has more than 2^59 elements");
+  EXPECT_EQ(decodeError(file(R"({"a":{"dtype":"F64","shape":[0,576460752303423488],"data_offsets":[0,0]}})", "")),
+            "(ok)");
 }
 
 TEST(Safetensors, MissingFile) {

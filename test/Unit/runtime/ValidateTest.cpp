@@ -36,6 +36,22 @@ TEST(Validate, TinyPlanIsValid) {
   EXPECT_NO_THROW(validatePlan(test::tinyPlan(plan::F32), "tiny.plan"));
 }
 
+TEST(Validate, EmptyShapeWithHugeDimensions) {
+  // An overflow the fuzz build's UBSan reported (test/Fuzz/regressions/plan): [2^40, 2^40, 0]
+  // has no elements, but counting them in order overflows int64 before the 0.
+  auto huge = [](plan::TensorType *t) {
+    t->clear_shape();
+    for (int64_t d : {int64_t(1) << 40, int64_t(1) << 40, int64_t(0)}) t->add_shape(d);
+  };
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) { huge(p.mutable_params(0)->mutable_type()); }), "absurdly large");
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) {
+               plan::Buffer *b = program(p, "train_step")->mutable_buffers(1);
+               huge(b->mutable_type());
+               b->set_size_bytes(0);
+             }),
+             "absurdly large");
+}
+
 TEST(Validate, BufferIdOutOfRange) {
   std::string msg = errorAfter([](plan::Plan &p) { program(p, "train_step")->mutable_steps(2)->set_inputs(1, 99); });
   EXPECT_HAS(msg, "plan 'tiny.plan': program 'train_step', step 2 (matmul, from tiny.lm:6:5)");

@@ -69,15 +69,16 @@ namespace {
 
 /// The buffers placed so far, as rectangles of bytes [offset, offset + len)
 /// by steps [first, last], answering first-fit queries: the lowest offset at
-/// which `len` bytes are free over a step range. A segment tree over the steps:
-/// a buffer is recorded at the O(log steps) nodes that cover its range exactly
-/// (`cover`) and in `all` of those nodes and of their ancestors, each a set of
-/// disjoint byte ranges with touching ones merged. The buffers live during a
-/// step range are then those of `cover` on the paths to the range's ends and of
-/// `all` of the nodes covering it, a few dozen sets of merged ranges, however
-/// many buffers were placed. (A walk over every placed buffer in offset order
-/// made planning quadratic in the layers: a 1000-layer train step's 26,000
-/// buffers visited 200 million placed ones.)
+/// which `len` bytes are free over a step range. A segment tree over the steps
+/// (node 1 the root, node n's children 2n and 2n + 1, step t's leaf
+/// `leaves + t`): a buffer is recorded in `cover` of the O(log steps) nodes
+/// that cover its range exactly and in `all` of those nodes and of their
+/// ancestors, each a set of disjoint byte ranges with touching ones merged.
+/// The buffers live during a step range are then those of `cover` on the paths
+/// to the range's ends and of `all` of the nodes covering it: a few dozen sets
+/// of merged ranges, however many buffers were placed. (A walk over every
+/// placed buffer in offset order made planning quadratic in the layers: a
+/// 400-layer train step's 10,409 buffers visited 34 million placed ones.)
 class PlacedBuffers {
 public:
   explicit PlacedBuffers(int64_t steps) {
@@ -110,40 +111,50 @@ public:
     return offset;
   }
 
-  void add(const LiveRange &range, int64_t offset, int64_t len) { add(1, 0, leaves - 1, range, offset, offset + len); }
+  void add(const LiveRange &range, int64_t offset, int64_t len) {
+    int64_t begin = offset, end = offset + len;
+    // The nodes covering [first, last] exactly, found bottom up; then the
+    // `all` of their ancestors, each walk stopping at a node whose `all` holds
+    // the bytes already (as then do all nodes above it).
+    auto record = [&](int64_t node) {
+      insert(cover[node], begin, end);
+      for (bool added = insert(all[node], begin, end); added && node > 1;)
+        added = insert(all[node /= 2], begin, end);
+    };
+    for (int64_t l = range.first + leaves, r = range.last + 1 + leaves; l < r; l /= 2, r /= 2) {
+      if (l & 1)
+        record(l++);
+      if (r & 1)
+        record(--r);
+    }
+  }
 
 private:
   /// Disjoint byte ranges begin -> end, touching ones merged.
   using Ranges = std::map<int64_t, int64_t>;
 
-  static void insert(std::unique_ptr<Ranges> &slot, int64_t begin, int64_t end) {
+  /// Adds [begin, end) to `slot`; false when it held those bytes already.
+  static bool insert(std::unique_ptr<Ranges> &slot, int64_t begin, int64_t end) {
     if (!slot)
       slot = std::make_unique<Ranges>();
     Ranges &ranges = *slot;
-    auto it = ranges.upper_bound(begin);
-    if (it != ranges.begin() && std::prev(it)->second >= begin)
-      --it;
-    for (; it != ranges.end() && it->first <= end; it = ranges.erase(it)) {
-      begin = std::min(begin, it->first);
-      end = std::max(end, it->second);
+    auto next = ranges.upper_bound(begin);
+    Ranges::iterator at;
+    if (next != ranges.begin() && std::prev(next)->second >= begin) {
+      at = std::prev(next);
+      if (at->second >= end)
+        return false;
+    } else {
+      at = ranges.emplace_hint(next, begin, end);
     }
-    ranges.emplace(begin, end);
+    for (; next != ranges.end() && next->first <= end; next = ranges.erase(next))
+      end = std::max(end, next->second);
+    at->second = std::max(at->second, end);
+    return true;
   }
 
-  void add(int node, int64_t lo, int64_t hi, const LiveRange &r, int64_t begin, int64_t end) {
-    if (r.last < lo || hi < r.first)
-      return;
-    insert(all[node], begin, end);
-    if (r.first <= lo && hi <= r.last) {
-      insert(cover[node], begin, end);
-      return;
-    }
-    int64_t mid = lo + (hi - lo) / 2;
-    add(2 * node, lo, mid, r, begin, end);
-    add(2 * node + 1, mid + 1, hi, r, begin, end);
-  }
-
-  void collect(int node, int64_t lo, int64_t hi, const LiveRange &r, llvm::SmallVectorImpl<const Ranges *> &out) const {
+  void collect(int64_t node, int64_t lo, int64_t hi, const LiveRange &r,
+               llvm::SmallVectorImpl<const Ranges *> &out) const {
     if (r.last < lo || hi < r.first)
       return;
     if (r.first <= lo && hi <= r.last) {

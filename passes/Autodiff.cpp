@@ -265,11 +265,13 @@ FailureOr<func::FuncOp> mlir::lm::buildTrainStep(func::FuncOp objective) {
     }
   }
 
-  // Results; a parameter that does not influence the loss gets zeros.
+  // Results; a parameter that does not influence the loss gets zeros: an
+  // lm.fill, a step writing its GRAD buffer, not a splat constant, which a plan
+  // holds byte for byte (an unused [16384, 16384] parameter: 1 GiB in the plan).
   SmallVector<Value> results{loss};
   for (Value param : params) {
     Value grad = adjoints.lookup(param);
-    results.push_back(grad ? grad : buildSplat(builder, lossLoc, param.getType(), 0.0));
+    results.push_back(grad ? grad : builder.create<FillOp>(lossLoc, param.getType(), builder.getF64FloatAttr(0.0)));
   }
   builder.create<func::ReturnOp>(lossLoc, results);
   eraseDeadOps(*entry);

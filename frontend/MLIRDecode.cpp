@@ -132,8 +132,12 @@ bool MLIRGen::emitDecodeFunction(const ast::Function &fn, int64_t window, int64_
   builder.create<func::ReturnOp>(result->tensor.getLoc(), results);
   state.op.setFunctionType(builder.getFunctionType(state.entry->getArgumentTypes(), ValueRange(results).getTypes()));
   state.op.setAllArgAttrs(state.argAttrs);
-  for (size_t i = 0; i < ds.caches.size(); ++i)
-    state.op.setResultAttr(i + 1, "lm.state", builder.getStringAttr(ds.caches[i].name));
+  // All at once: setResultAttr per cache builds a new array of every result's
+  // dictionary each time (quadratic in the layers).
+  SmallVector<DictionaryAttr> resultAttrs{builder.getDictionaryAttr({})};
+  for (const DecodeState::Cache &c : ds.caches)
+    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr("lm.state", builder.getStringAttr(c.name))));
+  state.op.setAllResultAttrs(resultAttrs);
   cur = nullptr;
   return true;
 }

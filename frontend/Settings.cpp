@@ -420,8 +420,7 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
       attrs.set("lm.ignore_index", builder.getI64IntegerAttr(data::kIgnoreIndex));
     argAttrs[i] = attrs.getDictionary(builder.getContext());
   }
-  for (unsigned i = 0; i < op.getNumArguments(); ++i)
-    op.setArgAttrs(i, argAttrs[i]);
+  op.setAllArgAttrs(argAttrs); // one array, not one per argument (quadratic in the parameters)
 
   SmallVector<NamedAttribute> paramAttrs;
   for (const auto &[name, value] : params)

@@ -146,6 +146,8 @@ int64_t TransposeOp::getFlops() { return 0; }
 int64_t SliceOp::getFlops() { return 0; }
 int64_t SliceGradOp::getFlops() { return 0; }
 int64_t DynamicSliceOp::getFlops() { return 0; }
+/// Writes the result, reads nothing.
+int64_t FillOp::getFlops() { return 0; }
 /// Writes only the new rows in place.
 int64_t CacheWriteOp::getFlops() { return 0; }
 int64_t ConcatOp::getFlops() { return 0; }

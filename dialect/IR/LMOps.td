@@ -873,6 +873,25 @@ def LM_SliceGradOp : LM_GradOp<"slice_grad"> {
   let hasFolder = 1;
 }
 
+def LM_FillOp : LM_GradOp<"fill"> {
+  let summary = "a tensor with every element equal to one value";
+  let description = [{
+    Every element of the result is `value`. -lm-autodiff writes it for the
+    gradient of a parameter that does not reach the loss (zeros): unlike a
+    splat `lm.constant`, which a plan holds as a CONSTANT buffer of all its
+    bytes, it is a step that writes the result's buffer (the parameter's GRAD
+    buffer), so the plan and the compiler hold none of those bytes. Not
+    folded into a constant for the same reason.
+
+    ```mlir
+    %g = lm.fill 0.000000e+00 : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
 def LM_TakeAlongAxisGradOp : LM_GradOp<"take_along_axis_grad"> {
   let summary = "adjoint of lm.take_along_axis (scatter-add along one axis)";
   let description = [{

@@ -1,7 +1,8 @@
-/* Implements: lm.reshape, lm.transpose, lm.slice, lm.slice_grad and the
-   runtime's "copy" on the GPU, for any element type (4- or 8-byte words).
-   reshape and copy are device-to-device copies; the others are one strided
-   kernel: the iteration shape, a source and a destination stride per dim. */
+/* Implements: lm.reshape, lm.transpose, lm.slice, lm.slice_grad, lm.fill and
+   the runtime's "copy" on the GPU, for any element type (4- or 8-byte words).
+   reshape and copy are device-to-device copies; fill a memset (zeros) or a
+   grid-stride store; the others are one strided kernel: the iteration shape, a
+   source and a destination stride per dim. */
 #include "runtime/cuda/kernels.cuh"
 
 namespace lmrt::cuda::detail {
@@ -29,6 +30,26 @@ void runCopyBytes(const OpCall &call) {
   if (call.out[0].data == call.in[0].data) return;
   CUDA_CHECK(cudaMemcpyAsync(call.out[0].data, call.in[0].data, (size_t)call.in[0].type.bytes(),
                              cudaMemcpyDeviceToDevice, call.stream));
+}
+
+template <typename T> __global__ void fillKernel(T *y, int64_t n, T v) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    y[i] = v;
+}
+
+void runFill(const OpCall &call) {
+  const double value = call.attrs.getFloat("value");
+  const int64_t n = call.out[0].numel();
+  if (n == 0) return;
+  if (value == 0.0 && !std::signbit(value)) {
+    CUDA_CHECK(cudaMemsetAsync(call.out[0].data, 0, (size_t)call.out[0].type.bytes(), call.stream));
+    return;
+  }
+  byFloat(call.out[0].type.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    fillKernel<T><<<gridFor(n), kThreads, 0, call.stream>>>(call.out[0].as<T>(), n, static_cast<T>(value));
+  });
+  CUDA_CHECK_LAUNCH();
 }
 
 void runTranspose(const OpCall &call) {
@@ -89,6 +110,7 @@ void addShapeKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"transpose", runTranspose, noScratch});
   k.push_back({"slice", runSlice, noScratch});
   k.push_back({"slice_grad", runSliceGrad, noScratch});
+  k.push_back({"fill", runFill, noScratch});
   k.push_back({"copy", runCopyBytes, noScratch});
 }
 

@@ -730,3 +730,12 @@ func.func @cached_attention_heads(%q: tensor<1x1x32xf32>, %c: tensor<1x8x24xf32>
   %0 = lm.cached_attention %q, %c, %c, %off {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<1x1x32xf32>, tensor<1x8x24xf32>, tensor<1x8x24xf32>, tensor<i32>) -> tensor<1x1x32xf32>
   return
 }
+
+// -----
+
+// Tests that fill makes float tensors only (it stands for a gradient).
+func.func @fill_int() {
+  // expected-error @below {{'lm.fill' op result #0 must be statically shaped tensor of 32-bit float or 64-bit float values}}
+  %0 = lm.fill 0.0 : tensor<4xi32>
+  return
+}

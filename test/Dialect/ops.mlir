@@ -15,6 +15,15 @@ func.func @constants() -> (tensor<f32>, tensor<2x2xf64>, tensor<3xi32>) {
   return %0, %1, %2 : tensor<f32>, tensor<2x2xf64>, tensor<3xi32>
 }
 
+// CHECK-LABEL: func.func @fill
+func.func @fill() -> (tensor<64x64xf32>, tensor<3xf64>) {
+  // CHECK: lm.fill 0.000000e+00 : tensor<64x64xf32>
+  %0 = lm.fill 0.0 : tensor<64x64xf32>
+  // CHECK: lm.fill -2.500000e+00 : tensor<3xf64>
+  %1 = lm.fill -2.5 : tensor<3xf64>
+  return %0, %1 : tensor<64x64xf32>, tensor<3xf64>
+}
+
 // CHECK-LABEL: func.func @embedding
 func.func @embedding(%table: tensor<256x64xf32>, %ids: tensor<4x16xi32>) -> tensor<4x16x64xf32> {
   // CHECK: lm.embedding %{{.*}}, %{{.*}} : (tensor<256x64xf32>, tensor<4x16xi32>) -> tensor<4x16x64xf32>

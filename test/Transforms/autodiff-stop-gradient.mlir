@@ -6,7 +6,7 @@
 // CHECK-LABEL: func.func @loss_train_step
 // CHECK: %[[S:.*]] = lm.stop_gradient %arg1
 // CHECK: %[[DX:.*]] = lm.mul %{{[0-9]+}}, %[[S]]
-// CHECK: %[[DY:.*]] = lm.constant dense<0.000000e+00> : tensor<4xf32>
+// CHECK: %[[DY:.*]] = lm.fill 0.000000e+00 : tensor<4xf32>
 // CHECK: return %{{.*}}, %[[DX]], %[[DY]]
 func.func @loss(%x: tensor<4xf32> {lm.param = "x", lm.init = {kind = "zeros"}},
                 %y: tensor<4xf32> {lm.param = "y", lm.init = {kind = "zeros"}}) -> tensor<f32>

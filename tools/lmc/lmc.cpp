@@ -368,11 +368,15 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
       return fail(e.what());
     }
   }
-  std::string planText = planToText(plan);
-  if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, "04-plan.txt", planText)))
-    return 1;
-  if (opts.emit == "plan-text")
-    llvm::outs() << planText;
+  // The text only when asked for: printing it took a sixth of a deep model's
+  // compile (and a copy of the plan's size in memory).
+  if (!opts.dumpDir.empty() || opts.emit == "plan-text") {
+    std::string planText = planToText(plan);
+    if (!opts.dumpDir.empty() && failed(writeDump(opts.dumpDir, "04-plan.txt", planText)))
+      return 1;
+    if (opts.emit == "plan-text")
+      llvm::outs() << planText;
+  }
   if (opts.emit == "memory-plan" && !printMemoryPlans(plan, llvm::outs()))
     return fail("the memory plan check failed");
 

@@ -1,10 +1,13 @@
 /* Implements: the data-movement ops lm.reshape, lm.transpose, lm.slice,
-   lm.slice_grad, plus "copy" (a plain copy of a tensor into a buffer of the same
+   lm.slice_grad, lm.fill (every element one value: an unused parameter's zero
+   gradient), plus "copy" (a plain copy of a tensor into a buffer of the same
    type, for the executor and plan writer when a value must be materialised in
    another buffer). They work on any element type (f32, f64, i32) by moving
    4- or 8-byte words. Transpose and the slices are one strided walk: the
    iteration shape, a source and a destination offset and stride per dim. */
 #include "runtime/cpu/kernels/kernel_common.h"
+
+#include <cmath>
 
 namespace lmrt::kernels::detail {
 namespace {
@@ -123,6 +126,32 @@ void runCopyBytes(const KernelCall &call) {
 }
 
 // ----------------------------------------------------------------------------
+// fill
+
+std::string checkFill(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &attrs) {
+  return guardCheck("fill", in, out, 0, 1, [&]() -> std::string {
+    attrs.getFloat("value");
+    return expectFloat("fill", "result", out[0]);
+  });
+}
+
+void runFill(const KernelCall &call) {
+  double value = call.attrs.getFloat("value");
+  int64_t n = call.out[0].type.numel();
+  if (value == 0.0 && !std::signbit(value)) {
+    std::memset(call.out[0].data, 0, (size_t)call.out[0].type.bytes());
+    return;
+  }
+  dispatchFloat(call.out[0].type.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T *y = call.out[0].as<T>();
+    T v = static_cast<T>(value);
+#pragma omp parallel for if (n >= kParallelMin)
+    for (int64_t i = 0; i < n; ++i) y[i] = v;
+  });
+}
+
+// ----------------------------------------------------------------------------
 // transpose
 
 std::string checkTranspose(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
@@ -223,6 +252,7 @@ void addShapeKernels(std::vector<KernelDef> &k) {
   k.push_back({"transpose", 1, 1, checkTranspose, runTranspose});
   k.push_back({"slice", 1, 1, checkSlice, runSlice});
   k.push_back({"slice_grad", 1, 1, checkSliceGrad, runSliceGrad});
+  k.push_back({"fill", 0, 1, checkFill, runFill});
   k.push_back({"copy", 1, 1, checkCopy, runCopyBytes});
 }
 

@@ -116,6 +116,10 @@ TEST(CudaOps, ShapeOps) {
   runCase({"slice", {f32({4, 6, 8})}, {f32({4, 2, 2})}, sl});
   runCase({"slice", {i32({4, 6, 8})}, {i32({4, 2, 2})}, sl, 100});
   runCase({"slice_grad", {f32({4, 2, 2})}, {f32({4, 6, 8})}, sl});
+  // Zeros (a memset), another value (a store kernel), and enough elements for several blocks.
+  runCase({"fill", {}, {f32({1000, 37})}, attrs({{"value", 0.0}})});
+  runCase({"fill", {}, {f64({3, 5})}, attrs({{"value", -2.5}})});
+  runCase({"fill", {}, {f32({70000})}, attrs({{"value", 3.0}})});
 }
 
 TEST(CudaOps, Attention) {

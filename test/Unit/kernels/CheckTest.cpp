@@ -326,6 +326,7 @@ std::vector<Case> allCases() {
       {"transpose", {randn(s3)}, {{F64, {16, 2, 8}}}, attrs({{"permutation", std::vector<int64_t>{2, 0, 1}}})},
       {"slice", {randn({3, 8})}, {{F64, {2, 4}}}, sl},
       {"slice_grad", {randn({2, 4})}, {{F64, {3, 8}}}, sl},
+      {"fill", {}, {{F64, s3}}, attrs({{"value", -1.25}})},
       {"cross_entropy", {randn({2, 8, 20}), randIds({2, 8}, 20)}, {{F64, {}}}, {}},
       {"cross_entropy_grad", {randn({2, 8, 20}), randIds({2, 8}, 20), scalar(1.3)}, {{F64, {2, 8, 20}}}, {}},
       {"cross_entropy_with_grad", {randn({2, 8, 20}), randIds({2, 8}, 20), scalar(1.3)}, {{F64, {2, 8, 20}}, {F64, {}}},

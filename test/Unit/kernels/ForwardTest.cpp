@@ -276,6 +276,18 @@ TEST(Forward, ShapeOps) {
     ASSERT_EQ(bt[0].get(f), big.get(ravel({o[1], o[2], o[0]}, big.type.shape))) << f;
   }
 
+  // fill writes every element (the outputs start as NaN): zeros by memset, other
+  // values (and -0.0, whose sign a memset would lose) element by element.
+  for (double v : {0.0, -2.5, -0.0}) {
+    for (DType t : {DType::F64, DType::F32}) {
+      auto f = runKernel("fill", {}, {{t, {3, 70}}}, attrs({{"value", v}}));
+      for (int64_t i = 0; i < f[0].numel(); ++i) {
+        ASSERT_EQ(f[0].get(i), v) << i;
+        ASSERT_EQ(std::signbit(f[0].get(i)), std::signbit(v)) << i;
+      }
+    }
+  }
+
   // Strided slices, on f64 and on i32 (token ids are sliced too).
   Buf ids = randIds({3, 9}, 100);
   for (const Buf *src : {&x, &ids}) {

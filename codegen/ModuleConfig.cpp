@@ -156,6 +156,14 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   // writing nothing for it keeps those plans byte-identical.
   if (int64_t accumulate = integer(st::kAccumulate); accumulate != (int64_t)st::kAccumulate.defaultValue)
     tc->set_accumulate(accumulate);
+  // The policy -lm-remat compiled the train step with; the default writes
+  // nothing, so plans without it keep their bytes.
+  if (std::string remat = train.getString("remat", st::kDefaultRemat); remat != st::kDefaultRemat) {
+    if (!st::isRematPolicy(remat))
+      return emitError(module.getLoc()) << "plan contract: lm.train.remat must be none, full or selective, got '"
+                                        << remat << "'";
+    result.set_remat(remat);
+  }
   if (failed(train.finish()))
     return failure();
   if (std::optional<lmrt::contract::Violation> bad = lmrt::contract::checkTrainConfig(*tc))

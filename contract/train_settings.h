@@ -70,6 +70,21 @@ inline constexpr Setting kClipGradNorm{"clip_grad_norm", "clip_grad_norm", "clip
 // Micro-batches averaged per optimizer step; beyond 2^20 a count is a typo, not a plan.
 inline constexpr Setting kAccumulate{"accumulate", "accumulate", "accumulate", 1, 1, 1 << 20, false, false, true};
 
+/* Rematerialization (docs/remat.md): what the train step recomputes in the
+   backward instead of keeping from the forward. A compile-time choice
+   (-lm-remat), recorded in lm.train and in Plan.remat only when not the
+   default, so plans compiled without it keep their bytes. */
+inline constexpr const char *kDefaultRemat = "none";
+inline const std::vector<std::string> &rematPolicies() {
+  static const std::vector<std::string> names = {"none", "full", "selective"};
+  return names;
+}
+inline bool isRematPolicy(const std::string &name) {
+  for (const std::string &n : rematPolicies())
+    if (n == name) return true;
+  return false;
+}
+
 /* An optimizer or a schedule: its name and the settings it takes, in the order
    messages list their keywords. */
 struct Kind {

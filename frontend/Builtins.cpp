@@ -489,6 +489,20 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
   return error(call.loc) << "builtin '" << name << "' has no emitter";
 }
 
+/// Wraps the location of every op from after `before` (the block's start when
+/// null) up to `end` in a NameLoc named `layer`: one copy of a repeated block,
+/// a layer. -lm-remat (passes/Remat.cpp) reads it to keep each layer's input
+/// and recompute the rest. A location, not an attribute: CSE and the
+/// canonicalizer ignore locations, so the plans of every compilation stay
+/// byte-identical, and the plan writer looks through a NameLoc for file:line:col.
+/// An op of a nested repeat ends up with the outer layer's name outermost.
+void MLIRGen::tagLayer(Block *block, Operation *before, Block::iterator end, const std::string &layer) {
+  StringAttr name = builder.getStringAttr(layer);
+  Block::iterator it = before ? std::next(before->getIterator()) : block->begin();
+  for (; it != end; ++it)
+    it->setLoc(NameLoc::get(name, it->getLoc()));
+}
+
 /// `repeat(n, block, x, extra...)` = block(block(...block(x, extra...), extra...)),
 /// n copies, the i-th with its parameters under `<name>.<i>` (`name` the
 /// call's `name = "..."`, else the block's name). The block must map x to a
@@ -571,9 +585,15 @@ FailureOr<LMValue> MLIRGen::emitRepeat(const ast::Expr &call, Env &env) {
     callee.unnamedRepeat = proto.unnamedRepeat;
     std::vector<LMValue> args{*x};
     args.insert(args.end(), extra.begin(), extra.end());
+    Block *block = builder.getInsertionBlock();
+    Block::iterator end = builder.getInsertionPoint();
+    Operation *before = end == block->begin() ? nullptr : &*std::prev(end);
     FailureOr<LMValue> y = inlineFunction(*fn, std::move(args), argLocs, call.loc, std::move(callee));
     if (failed(y))
       return failure();
+    // Named after the copy's parameter scope; with shared parameters every copy
+    // is still its own layer.
+    tagLayer(block, before, builder.getInsertionPoint(), *scope + "." + std::to_string(i));
     bool same = y->kind == x->kind &&
                 (!y->isTensor() || y->tensor.getType() == x->tensor.getType());
     if (!same)

@@ -294,6 +294,7 @@ public:
 private:
   FailureOr<LMValue> emitBuiltin(const ast::Expr &call, Env &env);
   FailureOr<LMValue> emitRepeat(const ast::Expr &call, Env &env);
+  void tagLayer(Block *block, Operation *before, Block::iterator end, const std::string &layer);
 
   //--- BuiltinsMath.cpp ---------------------------------------------------------
   /// The builtins of BuiltinsMath.cpp that take a tensor first.

@@ -135,6 +135,7 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
   // clipping); its bounds are the plan contract's.
   const st::Kind *optimizer = st::findOptimizer(st::kDefaultOptimizer);
   const st::Kind *schedule = st::findSchedule(st::kDefaultSchedule);
+  std::string remat = st::kDefaultRemat;
   // A whole-number setting keeps its int64 exactly (a double would round past 2^53).
   struct Value {
     double real;
@@ -235,10 +236,17 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
         return failure();
       continue;
     }
+    if (s.name == "remat") {
+      const ast::Expr &e = *s.value;
+      if (e.kind != ast::Expr::Kind::Name || !st::isRematPolicy(e.name))
+        return error(e.loc) << "remat must be none, full or selective, got '" << ast::toString(e) << "'";
+      remat = e.name;
+      continue;
+    }
     if (s.name == "data")
       continue; // the batch transform: dataAttr reads it with the objective's inputs
     const st::Setting *setting = nullptr;
-    std::string known = "optimizer, schedule";
+    std::string known = "optimizer, schedule, remat";
     for (const st::Setting *b : st::blockSettings()) {
       known += ", " + std::string(b->keyword);
       if (s.name == b->keyword)
@@ -273,6 +281,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     put(attrs, st::kCooldown);
   if (values[&st::kAccumulate].whole != (int64_t)st::kAccumulate.defaultValue)
     put(attrs, st::kAccumulate);
+  if (remat != st::kDefaultRemat)
+    attrs.push_back(builder.getNamedAttr("remat", builder.getStringAttr(remat)));
   return builder.getDictionaryAttr(attrs);
 }
 

@@ -10,6 +10,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <optional>
 
 namespace mlir::lm {
 
@@ -24,6 +28,42 @@ FailureOr<func::FuncOp> buildTrainStep(func::FuncOp objective);
 bool isFusibleElementwise(Operation *op);
 bool isFusibleReduction(Operation *op);
 bool isEpilogueMatmul(Operation *op);
+
+/// Rematerialization policies (docs/remat.md): none; full (keep each layer's
+/// input, recompute the rest of the layer in the backward); selective (keep
+/// GEMM outputs, recompute attention, norms and elementwise chains).
+enum class RematPolicy { None, Full, Selective };
+std::optional<RematPolicy> parseRematPolicy(StringRef name);
+StringRef stringifyRematPolicy(RematPolicy policy);
+
+/// The layer an op belongs to: the name of the outermost NameLoc in its
+/// location (the frontend wraps each copy of a `repeat` in one), or null.
+StringAttr getLayerName(Location loc);
+
+/// What -lm-remat decides for one op of a layer's forward.
+struct RematDecision {
+  enum Kind { Recompute, Keep, ForwardOnly };
+  Operation *op;
+  StringAttr layer;
+  Kind kind;
+  StringRef reason; ///< why recomputed or kept
+};
+
+struct RematAnalysis {
+  /// Every forward op of a layer, in block order.
+  SmallVector<RematDecision> decisions;
+  /// The ops to clone into the backward, and the values of theirs the backward
+  /// reads recomputed (not the kept results of a multi-result op).
+  llvm::SetVector<Operation *> recompute;
+  llvm::DenseSet<Value> values;
+  /// The backward ops that read a recomputed value, in block order.
+  SmallVector<Operation *> readers;
+};
+
+/// The decisions of `policy` for a train step (nothing under none).
+FailureOr<RematAnalysis> analyzeRemat(func::FuncOp trainStep, RematPolicy policy);
+/// Clones the recomputed forward ops into the backward of `trainStep`.
+LogicalResult applyRemat(func::FuncOp trainStep, RematPolicy policy);
 
 #define GEN_PASS_DECL
 #define GEN_PASS_REGISTRATION

@@ -57,4 +57,41 @@ def LMFusePass : Pass<"lm-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::lm::LMDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Rematerialization
+//===----------------------------------------------------------------------===//
+
+def LMRematPass : Pass<"lm-remat", "mlir::ModuleOp"> {
+  let summary = "Recomputes layers' forward values in the backward instead of keeping them";
+  let description = [{
+    In every `lm.train_step` function, clones forward ops of a layer (one copy
+    of a `repeat`, named by the outermost NameLoc of the op's location) right
+    before the first backward op that reads their value, and has the backward
+    read the clone, so the forward value dies with its last forward use and
+    the memory plan's peak falls. Policies: `none` (nothing), `full` (keep each
+    layer's input, recompute the rest of the layer), `selective` (keep GEMM
+    outputs, matmuls and fused matmul epilogues; recompute attention, norms
+    and elementwise chains). Random ops (lm.sample) and values read outside
+    their layer are never recomputed. Runs after -lm-fuse, so a recomputed
+    region is the same kernel: results are bit-identical. See docs/remat.md.
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", "\"none\"", "none, full or selective">,
+  ];
+  let dependentDialects = ["::mlir::lm::LMDialect"];
+}
+
+def TestPrintRematPass : Pass<"test-print-remat", "mlir::ModuleOp"> {
+  let summary = "Prints -lm-remat's decisions for every train step (for tests)";
+  let description = [{
+    For each `lm.train_step` function, prints to stdout one line per forward
+    op of a layer: recompute (read by the backward, or feeding a recomputed
+    value), keep (and why: layer output, gemm, random) or forward only; then
+    the counts. Leaves the IR unchanged.
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", "\"full\"", "none, full or selective">,
+  ];
+}
+
 #endif // LM_PASSES_TD

@@ -62,11 +62,33 @@ OwningOpRef<ModuleOp> runFrontend(llvm::SourceMgr &sourceMgr, MLIRContext &conte
   return module;
 }
 
+/// The remat policy: the pipeline option (lmc --remat) over the train block's
+/// (lm.train's remat), else none. Recorded in lm.train when not none, so the
+/// plan writer puts it in Plan.remat (lmrt inspect shows it); with none the
+/// key is absent and the plan keeps its bytes.
+std::string resolveRemat(ModuleOp module, StringRef option) {
+  auto train = module->getAttrOfType<DictionaryAttr>("lm.train");
+  std::string policy = option.str();
+  if (policy.empty()) {
+    auto fromTrain = train ? train.getAs<StringAttr>("remat") : StringAttr();
+    policy = fromTrain ? fromTrain.str() : "none";
+  }
+  NamedAttrList entries(train ? train : DictionaryAttr::get(module.getContext()));
+  if (policy == "none")
+    entries.erase("remat");
+  else
+    entries.set("remat", StringAttr::get(module.getContext(), policy));
+  if (train || !entries.empty())
+    module->setAttr("lm.train", entries.getDictionary(module.getContext()));
+  return policy;
+}
+
 /// Stages 1-3: the compile pipeline, with the hooks at its stages' ends.
 LogicalResult runPipeline(ModuleOp module, MLIRContext &context, const CompileToPlanOptions &options) {
   CompilePipelineOptions pipelineOptions;
   pipelineOptions.copyOptionValuesFrom(options.pipeline);
   pipelineOptions.autodiff = !hasTrainStep(module);
+  pipelineOptions.remat = resolveRemat(module, options.pipeline.remat);
 
   PassManager pm(&context);
   if (options.printIRAfterAll) {

@@ -132,6 +132,19 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   // kernel each (docs/fusion.md).
   if (opts.fusion == FusionMode::Auto)
     pm.addPass(createLMFusePass());
+  // Rematerialization, after fusion: it clones whole regions, so a recomputed
+  // value comes from the same kernel as the forward's (bit-identical), and the
+  // default compilation runs no extra pass at all.
+  if (!opts.remat.empty() && opts.remat != "none") {
+    std::optional<RematPolicy> policy = parseRematPolicy(opts.remat);
+    if (!policy) {
+      errorStream << "unknown remat policy '" << opts.remat << "' (expected none, full or selective)\n";
+      return failure();
+    }
+    LMRematPassOptions rematOptions;
+    rematOptions.policy = opts.remat;
+    pm.addPass(createLMRematPass(rematOptions));
+  }
   if (failed(addExtensionPoint(pm, "after-optimize", opts.afterOptimize.getValue(), errorStream)))
     return failure();
   stageDone(CompileStage::Optimize);

@@ -44,6 +44,10 @@ struct CompilePipelineOptions : public PassPipelineOptions<CompilePipelineOption
                             llvm::cl::init(FusionMode::Auto),
                             llvm::cl::values(clEnumValN(FusionMode::Auto, "auto", "fuse where profitable"),
                                              clEnumValN(FusionMode::None, "none", "one plan step per lm op"))};
+  Option<std::string> remat{*this, "remat",
+                            llvm::cl::desc("rematerialization in the optimize stage, after fusion: none, full or "
+                                           "selective (compileToPlan: empty takes lm.train's remat)"),
+                            llvm::cl::init("")};
   Option<bool> checkContract{*this, "check-contract",
                              llvm::cl::desc("run -lm-check-plan-contract last (false to inspect IR that is not "
                                             "meant to become a plan)"),
@@ -72,7 +76,8 @@ using StageHook = std::function<void(CompileStage stage, OpPassManager &pm)>;
 ///   [before-autodiff]
 ///   autodiff:  -lm-autodiff                       (unless autodiff=false)
 ///   [after-autodiff]
-///   optimize:  -canonicalize, -cse (and, with fusion=auto, -lm-fuse)
+///   optimize:  -canonicalize, -cse (and, with fusion=auto, -lm-fuse; then,
+///              unless remat is none or empty, -lm-remat)
 ///   [after-optimize]
 ///   contract:  -lm-check-plan-contract            (unless check-contract=false)
 /// Fails, after writing a message to `errorStream`, when an extension point's

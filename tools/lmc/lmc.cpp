@@ -56,6 +56,7 @@ struct CompileOptions {
   std::string dumpDir;
   bool printIRAfterAll = false;
   std::string fusion = "auto";
+  std::string remat; // empty: the train block's remat, else none
   std::string target = "cpu";
   std::vector<std::string> passPlugins;
   std::vector<std::string> passes;
@@ -263,6 +264,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   }
   mlir::lm::CompileToPlanOptions compileOptions;
   compileOptions.pipeline.fusion = opts.fusion == "none" ? mlir::lm::FusionMode::None : mlir::lm::FusionMode::Auto;
+  compileOptions.pipeline.remat = opts.remat;
   for (const std::string &spec : opts.passes) {
     std::string error;
     llvm::raw_string_ostream errors(error);
@@ -405,7 +407,8 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
                << withThousands(plan.param_count()) << " parameters" << frozenNote << ", "
                << humanFlops(plan.flops_per_step())
                << "/step, predicted peak memory " << humanBytes(plan.predicted_peak_bytes()) << " ("
-               << withThousands(plan.predicted_peak_bytes()) << " bytes), " << kernelSummary(plan, compiled->kernels)
+               << withThousands(plan.predicted_peak_bytes()) << " bytes)"
+               << (plan.remat().empty() ? std::string() : " with remat " + plan.remat()) << ", " << kernelSummary(plan, compiled->kernels)
                << ", compiled in "
                << llvm::formatv("{0:f2}", seconds) << " s\n";
   printModelParams(plan);
@@ -470,6 +473,10 @@ int main(int argc, char **argv) {
                     "for every token)");
   compile->add_option("--fusion", opts.fusion, "fusion in the optimize stage: auto (default) or none")
       ->check(CLI::IsMember({"auto", "none"}));
+  compile->add_option("--remat", opts.remat,
+                      "rematerialization: none, full (keep each layer's input, recompute the rest) or selective "
+                      "(keep GEMM outputs); default: the train block's remat, else none (docs/remat.md)")
+      ->check(CLI::IsMember({"none", "full", "selective"}));
   compile->add_option("--sign", opts.signKey,
                       "sign the plan with this Ed25519 private key (PEM), for lmrt --trust-key (docs/plan-format.md)");
   compile->add_option("--target", opts.target, "what the generated kernels are compiled for: cpu, cuda, or cpu,cuda")

@@ -181,6 +181,8 @@ void inspect(const std::string &path, bool steps) {
               human((double)mem.params).c_str(), human(2.0 * mem.params).c_str(), human((double)mem.arena).c_str(),
               human((double)mem.inputs).c_str(), human((double)mem.matmulScratch).c_str(),
               human((double)mem.total()).c_str());
+  if (!p.remat().empty())
+    std::printf("remat: %s (the train step recomputes in the backward; docs/remat.md)\n", p.remat().c_str());
   std::printf("flops per train step: %s\n", flops((double)p.flops_per_step()).c_str());
   const plan::Optimizer &o = p.train().optimizer();
   const plan::Schedule &s = p.train().schedule();

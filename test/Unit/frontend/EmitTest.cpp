@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 using namespace mlir;
@@ -148,12 +149,20 @@ TEST(Emit, GptTiny) {
             (ArrayRef<int64_t>{12, 64, 256}));
   EXPECT_EQ(paramCount(model), 834304);
 
-  // Every op carries a file:line:col location.
+  // Every op carries a file:line:col location; those of a repeat copy wrapped
+  // in a NameLoc naming the layer (what -lm-remat reads), the others bare.
+  std::set<std::string> layers;
   m.walk([&](Operation *op) {
-    if (!isa<ModuleOp>(op)) {
-      EXPECT_TRUE(isa<FileLineColLoc>(op->getLoc())) << op->getName().getStringRef().str();
+    if (isa<ModuleOp>(op))
+      return;
+    Location loc = op->getLoc();
+    if (auto name = dyn_cast<NameLoc>(loc)) {
+      layers.insert(name.getName().str());
+      loc = name.getChildLoc();
     }
+    EXPECT_TRUE(isa<FileLineColLoc>(loc)) << op->getName().getStringRef().str();
   });
+  EXPECT_EQ(layers, (std::set<std::string>{"layer.0", "layer.1", "layer.2", "layer.3"}));
 }
 
 // Tests the module attributes lm.config, lm.train and lm.data.

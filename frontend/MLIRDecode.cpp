@@ -149,12 +149,7 @@ FailureOr<Value> MLIRGen::emitCachedAttention(Env &env, ast::Loc l, Value q, Val
   // Caches are named after the scope of the attention ("layer.0.attn.k_cache"),
   // numbered when one scope holds several.
   std::string base = env.scope.empty() ? "attention" : env.scope;
-  auto taken = [&](const std::string &name) {
-    for (const DecodeState::Cache &c : ds.caches)
-      if (c.name == name + ".k_cache")
-        return true;
-    return false;
-  };
+  auto taken = [&](const std::string &name) { return ds.cacheNames.contains(name + ".k_cache"); };
   for (int n = 2; taken(base); ++n)
     base = (env.scope.empty() ? "attention" : env.scope) + "_" + std::to_string(n);
   Location where = loc(l);
@@ -165,6 +160,7 @@ FailureOr<Value> MLIRGen::emitCachedAttention(Env &env, ast::Loc l, Value q, Val
     cur->argAttrs.push_back(builder.getDictionaryAttr({builder.getNamedAttr("lm.state", builder.getStringAttr(name))}));
     Value updated = builder.create<CacheWriteOp>(where, cache, x, ds.offset);
     ds.caches.push_back({name, updated});
+    ds.cacheNames.insert(name);
     return updated;
   };
   Value kc = addCache(k, base + ".k_cache"), vc = addCache(v, base + ".v_cache");

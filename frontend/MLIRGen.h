@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <map>
 #include <optional>
@@ -155,6 +156,8 @@ private:
       Value updated; ///< the cache after this step's rows (a function result)
     };
     std::vector<Cache> caches;
+    /// The caches' names: a 1,000-layer model looked each new name up in the list.
+    llvm::StringSet<> cacheNames;
   };
   DecodeState *decode = nullptr;
 

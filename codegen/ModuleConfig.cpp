@@ -160,10 +160,13 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   // nothing, so plans without it keep their bytes.
   if (std::string remat = train.getString("remat", st::kDefaultRemat); remat != st::kDefaultRemat) {
     if (!st::isRematPolicy(remat))
-      return emitError(module.getLoc()) << "plan contract: lm.train.remat must be none, full or selective, got '"
+      return emitError(module.getLoc()) << "plan contract: lm.train.remat must be none, full, selective or auto, got '"
                                         << remat << "'";
     result.set_remat(remat);
   }
+  // The memory budget is lmc's to check (pipelines/MemoryBudget.h); the plan
+  // records the peak it predicts, not the bound.
+  (void)train.getInt(st::kMemoryBudgetKeyword, 0);
   if (failed(train.finish()))
     return failure();
   if (std::optional<lmrt::contract::Violation> bad = lmrt::contract::checkTrainConfig(*tc))

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -75,14 +76,74 @@ inline constexpr Setting kAccumulate{"accumulate", "accumulate", "accumulate", 1
    (-lm-remat), recorded in lm.train and in Plan.remat only when not the
    default, so plans compiled without it keep their bytes. */
 inline constexpr const char *kDefaultRemat = "none";
+/* `auto` chooses what to recompute so the predicted peak fits a memory budget. */
 inline const std::vector<std::string> &rematPolicies() {
-  static const std::vector<std::string> names = {"none", "full", "selective"};
+  static const std::vector<std::string> names = {"none", "full", "selective", "auto"};
   return names;
 }
 inline bool isRematPolicy(const std::string &name) {
   for (const std::string &n : rematPolicies())
     if (n == name) return true;
   return false;
+}
+
+/* The memory budget (docs/remat.md, "Budgets"): the train block's `memory_budget
+   = "8 GiB"` and lmc's `--mem-budget 8GiB`. A compile-time bound on the plan's
+   predicted peak memory: a plan that exceeds it is a compile error, and `remat =
+   auto` recomputes until it fits. Stored in lm.train as bytes (i64), only when set. */
+inline constexpr const char *kMemoryBudgetKeyword = "memory_budget";
+inline constexpr const char *kMemoryBudgetUnits = "B, KiB, MiB, GiB, KB, MB or GB";
+
+/* Parses a size such as "8 GiB", "8GiB", "1.5 GB" or "4096 B" into bytes: a
+   positive number and one of kMemoryBudgetUnits (binary KiB = 1024, decimal
+   KB = 1000), spaces allowed between them. False, with `error` saying what is
+   wrong (without naming the setting: the caller names it), otherwise. */
+inline bool parseByteSize(const std::string &text, int64_t &bytes, std::string &error) {
+  size_t i = 0, n = text.size();
+  auto skipSpace = [&] { while (i < n && (text[i] == ' ' || text[i] == '\t')) ++i; };
+  skipSpace();
+  size_t numberStart = i;
+  while (i < n && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.' || text[i] == '-' || text[i] == '+'))
+    ++i;
+  std::string number = text.substr(numberStart, i - numberStart);
+  skipSpace();
+  size_t unitStart = i;
+  while (i < n && text[i] != ' ' && text[i] != '\t') ++i;
+  std::string unit = text.substr(unitStart, i - unitStart);
+  skipSpace();
+  const std::string expected = "expected a size such as \"8 GiB\" (a positive number and a unit: " +
+                               std::string(kMemoryBudgetUnits) + ")";
+  if (text.find_first_not_of(" \t") == std::string::npos) {
+    error = "is empty; " + expected;
+    return false;
+  }
+  char *end = nullptr;
+  double value = number.empty() ? NAN : std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || i != n || unit.empty()) {
+    error = "'" + text + "' is not a size; " + expected;
+    return false;
+  }
+  static const struct { const char *name; double scale; } units[] = {
+      {"B", 1}, {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024},
+      {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}};
+  double scale = 0;
+  for (const auto &u : units)
+    if (unit == u.name) scale = u.scale;
+  if (scale == 0) {
+    error = "'" + text + "' has an unknown unit '" + unit + "'; " + expected;
+    return false;
+  }
+  double total = value * scale;
+  if (!(value > 0) || !std::isfinite(total) || total < 1) {
+    error = "'" + text + "' must be positive; " + expected;
+    return false;
+  }
+  if (total > 9.0e18) {
+    error = "'" + text + "' is absurdly large";
+    return false;
+  }
+  bytes = (int64_t)total;
+  return true;
 }
 
 /* An optimizer or a schedule: its name and the settings it takes, in the order

@@ -136,6 +136,7 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
   const st::Kind *optimizer = st::findOptimizer(st::kDefaultOptimizer);
   const st::Kind *schedule = st::findSchedule(st::kDefaultSchedule);
   std::string remat = st::kDefaultRemat;
+  int64_t memoryBudget = 0; // none
   // A whole-number setting keeps its int64 exactly (a double would round past 2^53).
   struct Value {
     double real;
@@ -239,14 +240,26 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     if (s.name == "remat") {
       const ast::Expr &e = *s.value;
       if (e.kind != ast::Expr::Kind::Name || !st::isRematPolicy(e.name))
-        return error(e.loc) << "remat must be none, full or selective, got '" << ast::toString(e) << "'";
+        return error(e.loc) << "remat must be none, full, selective or auto, got '" << ast::toString(e) << "'";
       remat = e.name;
+      continue;
+    }
+    if (s.name == st::kMemoryBudgetKeyword) {
+      const ast::Expr &e = *s.value;
+      std::string why;
+      if (e.kind != ast::Expr::Kind::String)
+        return error(e.loc) << st::kMemoryBudgetKeyword << " must be a quoted size such as \"8 GiB\" (units "
+                            << st::kMemoryBudgetUnits << "), got '" << ast::toString(e) << "'";
+      int64_t bytes = 0;
+      if (!st::parseByteSize(e.name, bytes, why))
+        return error(e.loc) << st::kMemoryBudgetKeyword << " " << why;
+      memoryBudget = bytes;
       continue;
     }
     if (s.name == "data")
       continue; // the batch transform: dataAttr reads it with the objective's inputs
     const st::Setting *setting = nullptr;
-    std::string known = "optimizer, schedule, remat";
+    std::string known = "optimizer, schedule, remat, memory_budget";
     for (const st::Setting *b : st::blockSettings()) {
       known += ", " + std::string(b->keyword);
       if (s.name == b->keyword)
@@ -283,6 +296,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     put(attrs, st::kAccumulate);
   if (remat != st::kDefaultRemat)
     attrs.push_back(builder.getNamedAttr("remat", builder.getStringAttr(remat)));
+  if (memoryBudget > 0)
+    attrs.push_back(builder.getNamedAttr(st::kMemoryBudgetKeyword, builder.getI64IntegerAttr(memoryBudget)));
   return builder.getDictionaryAttr(attrs);
 }
 

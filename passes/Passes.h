@@ -31,8 +31,10 @@ bool isEpilogueMatmul(Operation *op);
 
 /// Rematerialization policies (docs/remat.md): none; full (keep each layer's
 /// input, recompute the rest of the layer in the backward); selective (keep
-/// GEMM outputs, recompute attention, norms and elementwise chains).
-enum class RematPolicy { None, Full, Selective };
+/// GEMM outputs, recompute attention, norms and elementwise chains); auto
+/// (recompute, greedily, the values that free the most bytes per recomputed
+/// FLOP until the train step's activations fit a budget, then whole layers).
+enum class RematPolicy { None, Full, Selective, Auto };
 std::optional<RematPolicy> parseRematPolicy(StringRef name);
 StringRef stringifyRematPolicy(RematPolicy policy);
 
@@ -58,12 +60,27 @@ struct RematAnalysis {
   llvm::DenseSet<Value> values;
   /// The backward ops that read a recomputed value, in block order.
   SmallVector<Operation *> readers;
+  /// auto only: the estimated activation peak before and after, how many
+  /// values its greedy phase recomputes and how many layers it falls back to
+  /// recomputing whole (full).
+  int64_t peakBefore = 0, peakAfter = 0;
+  unsigned greedyValues = 0, fullLayers = 0;
 };
 
-/// The decisions of `policy` for a train step (nothing under none).
-FailureOr<RematAnalysis> analyzeRemat(func::FuncOp trainStep, RematPolicy policy);
+/// The decisions of `policy` for a train step (nothing under none). `budget`
+/// is auto's: the bytes the train step's activations may peak at, as
+/// estimateActivationPeak counts them (ignored by the other policies).
+FailureOr<RematAnalysis> analyzeRemat(func::FuncOp trainStep, RematPolicy policy, int64_t budget = 0);
 /// Clones the recomputed forward ops into the backward of `trainStep`.
-LogicalResult applyRemat(func::FuncOp trainStep, RematPolicy policy);
+LogicalResult applyRemat(func::FuncOp trainStep, RematPolicy policy, int64_t budget = 0);
+
+/// The peak, over the ops of a train step's body in order, of the bytes of the
+/// values live there: a value lives from its op to its last reader; function
+/// arguments (parameters, inputs) and returned values (the gradients, which
+/// the plan keeps in their own buffers) are not counted, and a reshape is a
+/// view of its operand. The plan's arena (first fit over the same live ranges)
+/// is at least this; lmc checks the real figure (docs/remat.md, "auto").
+int64_t estimateActivationPeak(func::FuncOp trainStep);
 
 #define GEN_PASS_DECL
 #define GEN_PASS_REGISTRATION

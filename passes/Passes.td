@@ -71,12 +71,16 @@ def LMRematPass : Pass<"lm-remat", "mlir::ModuleOp"> {
     the memory plan's peak falls. Policies: `none` (nothing), `full` (keep each
     layer's input, recompute the rest of the layer), `selective` (keep GEMM
     outputs, matmuls and fused matmul epilogues; recompute attention, norms
-    and elementwise chains). Random ops (lm.sample) and values read outside
+    and elementwise chains), `auto` (from none, recompute the non-GEMM value
+    freeing the most bytes per recomputed FLOP while the estimated activation
+    peak exceeds `budget` bytes, then whole layers as under full). Random ops (lm.sample) and values read outside
     their layer are never recomputed. Runs after -lm-fuse, so a recomputed
     region is the same kernel: results are bit-identical. See docs/remat.md.
   }];
   let options = [
-    Option<"policy", "policy", "std::string", "\"none\"", "none, full or selective">,
+    Option<"policy", "policy", "std::string", "\"none\"", "none, full, selective or auto">,
+    Option<"budget", "budget", "int64_t", "0",
+           "auto: the bytes the train step's activations may peak at (lmc derives it from --mem-budget)">,
   ];
   let dependentDialects = ["::mlir::lm::LMDialect"];
 }
@@ -87,10 +91,12 @@ def TestPrintRematPass : Pass<"test-print-remat", "mlir::ModuleOp"> {
     For each `lm.train_step` function, prints to stdout one line per forward
     op of a layer: recompute (read by the backward, or feeding a recomputed
     value), keep (and why: layer output, gemm, random) or forward only; then
-    the counts. Leaves the IR unchanged.
+    the counts (under auto also the estimated activation peak before and
+    after, and what the greedy chose). Leaves the IR unchanged.
   }];
   let options = [
-    Option<"policy", "policy", "std::string", "\"full\"", "none, full or selective">,
+    Option<"policy", "policy", "std::string", "\"full\"", "none, full, selective or auto">,
+    Option<"budget", "budget", "int64_t", "0", "auto: the activation budget in bytes">,
   ];
 }
 

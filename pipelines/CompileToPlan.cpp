@@ -7,6 +7,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipelines/CompileToPlan.h"
+#include "pipelines/MemoryBudget.h"
+
+#include "contract/train_settings.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -14,7 +18,10 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::lm;
@@ -62,17 +69,33 @@ OwningOpRef<ModuleOp> runFrontend(llvm::SourceMgr &sourceMgr, MLIRContext &conte
   return module;
 }
 
+/// The remat policy the pipeline option (lmc --remat) or else the train
+/// block's remat names; "none" when neither does.
+std::string rematPolicyOf(ModuleOp module, StringRef option) {
+  if (!option.empty())
+    return option.str();
+  auto train = module->getAttrOfType<DictionaryAttr>("lm.train");
+  auto fromTrain = train ? train.getAs<StringAttr>("remat") : StringAttr();
+  return fromTrain ? fromTrain.str() : "none";
+}
+
+/// The memory budget: the option (lmc --mem-budget) over the train block's
+/// memory_budget (lm.train, in bytes); 0 when neither gives one.
+int64_t budgetOf(ModuleOp module, int64_t option) {
+  if (option > 0)
+    return option;
+  auto train = module->getAttrOfType<DictionaryAttr>("lm.train");
+  auto fromTrain = train ? train.getAs<IntegerAttr>(lmrt::settings::kMemoryBudgetKeyword) : IntegerAttr();
+  return fromTrain ? fromTrain.getInt() : 0;
+}
+
 /// The remat policy: the pipeline option (lmc --remat) over the train block's
 /// (lm.train's remat), else none. Recorded in lm.train when not none, so the
 /// plan writer puts it in Plan.remat (lmrt inspect shows it); with none the
 /// key is absent and the plan keeps its bytes.
 std::string resolveRemat(ModuleOp module, StringRef option) {
   auto train = module->getAttrOfType<DictionaryAttr>("lm.train");
-  std::string policy = option.str();
-  if (policy.empty()) {
-    auto fromTrain = train ? train.getAs<StringAttr>("remat") : StringAttr();
-    policy = fromTrain ? fromTrain.str() : "none";
-  }
+  std::string policy = rematPolicyOf(module, option);
   NamedAttrList entries(train ? train : DictionaryAttr::get(module.getContext()));
   if (policy == "none")
     entries.erase("remat");
@@ -83,21 +106,24 @@ std::string resolveRemat(ModuleOp module, StringRef option) {
   return policy;
 }
 
-/// Stages 1-3: the compile pipeline, with the hooks at its stages' ends.
-LogicalResult runPipeline(ModuleOp module, MLIRContext &context, const CompileToPlanOptions &options) {
+/// Stages 1-3: the compile pipeline, with the hooks at its stages' ends
+/// (none in a trial: a compile that only measures a policy's plan).
+LogicalResult runPipeline(ModuleOp module, MLIRContext &context, const CompileToPlanOptions &options,
+                          StringRef remat, int64_t rematBudget, bool trial) {
   CompilePipelineOptions pipelineOptions;
   pipelineOptions.copyOptionValuesFrom(options.pipeline);
   pipelineOptions.autodiff = !hasTrainStep(module);
-  pipelineOptions.remat = resolveRemat(module, options.pipeline.remat);
+  pipelineOptions.remat = resolveRemat(module, remat);
+  pipelineOptions.rematBudget = rematBudget;
 
   PassManager pm(&context);
-  if (options.printIRAfterAll) {
+  if (options.printIRAfterAll && !trial) {
     context.disableMultithreading();
     auto notHook = [](Pass *pass, Operation *) { return pass->getTypeID() != TypeID::get<StageHookPass>(); };
     pm.enableIRPrinting(notHook, notHook);
   }
   StageHook addHook = [&](CompileStage stage, OpPassManager &stagePm) {
-    if (options.afterStage)
+    if (options.afterStage && !trial)
       stagePm.addPass(std::make_unique<StageHookPass>(stage, options.afterStage));
   };
   std::string message;
@@ -117,6 +143,108 @@ FailureOr<lmrt::plan::Plan> translate(ModuleOp module, const CompileToPlanOption
   return translateModuleToPlan(module, options.translation);
 }
 
+/// What a policy's plan predicts, measured on a copy of the frontend's module.
+struct Trial {
+  int64_t peak = 0, flops = 0;
+  /// -lm-remat's estimate of the train step's activations (its budget's unit).
+  int64_t activations = 0;
+};
+
+std::optional<Trial> runTrial(ModuleOp frontend, MLIRContext &context, const CompileToPlanOptions &options,
+                              StringRef policy, int64_t rematBudget) {
+  OwningOpRef<ModuleOp> module = frontend.clone();
+  // The real compile reports any error; a trial only measures.
+  ScopedDiagnosticHandler quiet(&context, [](Diagnostic &) { return success(); });
+  if (failed(runPipeline(*module, context, options, policy, rematBudget, /*trial=*/true)))
+    return std::nullopt;
+  FailureOr<lmrt::plan::Plan> plan = translateModuleToPlan(*module, options.translation);
+  if (failed(plan))
+    return std::nullopt;
+  Trial trial{plan->predicted_peak_bytes(), plan->flops_per_step(), 0};
+  for (auto func : module->getOps<func::FuncOp>())
+    if (func->hasAttr("lm.train_step"))
+      trial.activations = std::max(trial.activations, estimateActivationPeak(func));
+  return trial;
+}
+
+/// remat = auto: the largest activation budget (-lm-remat's estimate) whose
+/// plan fits `budget`, so that the least is recomputed. The pass sees the
+/// train step's live values, not the plan's figure (parameters, optimizer
+/// state, inputs, and the arena's first fit over the live ranges): start from
+/// the estimate of none's activations less what none's plan is over the
+/// budget, lower it by what a try's plan is still over until one fits, then
+/// bisect between the largest that fits and the smallest that does not. A
+/// dozen trial compiles at most (each a fraction of a second for GPT-2 small).
+/// Unbounded when none already fits.
+int64_t autoRematBudget(ModuleOp frontend, MLIRContext &context, const CompileToPlanOptions &options,
+                        int64_t budget) {
+  constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+  std::optional<Trial> none = runTrial(frontend, context, options, "none", 0);
+  if (!none || none->peak <= budget)
+    return kUnbounded;
+  std::optional<int64_t> fits;
+  int64_t over = none->activations; // the smallest target known not to fit
+  int64_t target = none->activations - (none->peak - budget);
+  for (int attempt = 0; attempt < 12 && target > 0 && target < over; ++attempt) {
+    std::optional<Trial> trial = runTrial(frontend, context, options, "auto", target);
+    if (trial && trial->peak <= budget) {
+      fits = target;
+    } else {
+      over = target;
+      if (!fits) {
+        target -= trial ? trial->peak - budget : target / 2;
+        continue;
+      }
+    }
+    // Close enough: within 1 % of the budget.
+    if (over - *fits <= budget / 100)
+      break;
+    target = *fits + (over - *fits) / 2;
+  }
+  return fits ? *fits : std::max<int64_t>(target, 1);
+}
+
+std::string describeFlops(int64_t flops) {
+  static const char *units[] = {"", "K", "M", "G", "T", "P"};
+  double value = double(flops);
+  int unit = 0;
+  while (value >= 1000 && unit < 5)
+    value /= 1000, ++unit;
+  return llvm::formatv("{0:f2} {1}FLOP/step", value, units[unit]).str();
+}
+
+/// The error of a plan over its budget: the peak, what makes it up, and what
+/// every other remat policy would predict.
+void reportOverBudget(const lmrt::plan::Plan &plan, StringRef policy, int64_t budget, ModuleOp frontend,
+                      MLIRContext &context, const CompileToPlanOptions &options) {
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  os << "the predicted peak memory " << describeBytes(plan.predicted_peak_bytes()) << " with remat " << policy
+     << " exceeds the memory budget " << describeBytes(budget) << "\n"
+     << describePeak(plan);
+  std::optional<std::pair<std::string, Trial>> cheapestFit, smallest;
+  for (StringRef other : {"none", "selective", "full", "auto"}) {
+    if (other == policy)
+      continue;
+    int64_t rematBudget = other == "auto" ? autoRematBudget(frontend, context, options, budget) : 0;
+    std::optional<Trial> trial = runTrial(frontend, context, options, other, rematBudget);
+    if (!trial)
+      continue;
+    bool fits = trial->peak <= budget;
+    os << "remat = " << other << " would predict " << describeBytes(trial->peak) << " at "
+       << describeFlops(trial->flops) << (fits ? ": it fits" : ": over the budget") << "\n";
+    if (fits && (!cheapestFit || trial->flops < cheapestFit->second.flops))
+      cheapestFit = {other.str(), *trial};
+    if (!smallest || trial->peak < smallest->second.peak)
+      smallest = {other.str(), *trial};
+  }
+  if (cheapestFit)
+    os << "remat = " << cheapestFit->first << " fits the budget with the fewest FLOPs";
+  else
+    os << "no remat policy fits the budget: raise it, or lower the batch or the sequence length";
+  emitError(UnknownLoc::get(&context)) << message;
+}
+
 } // namespace
 
 FailureOr<CompiledPlan> mlir::lm::compileToPlan(llvm::SourceMgr &sourceMgr, MLIRContext &context,
@@ -131,7 +259,24 @@ FailureOr<CompiledPlan> mlir::lm::compileToPlan(llvm::SourceMgr &sourceMgr, MLIR
   if (options.compileTo == CompileTo::Frontend)
     return result;
 
-  if (failed(runPipeline(*result.module, context, options)))
+  // A budget, and auto's activation budget, from trial compiles of a copy of
+  // the frontend's module (kept for the error's comparison of policies).
+  std::string policy = rematPolicyOf(*result.module, options.pipeline.remat);
+  int64_t budget = budgetOf(*result.module, options.memBudget);
+  int64_t rematBudget = 0;
+  OwningOpRef<ModuleOp> frontend;
+  if (budget > 0)
+    frontend = result.module->clone();
+  if (policy == "auto") {
+    if (budget <= 0)
+      return emitError(UnknownLoc::get(&context))
+                 << "remat = auto needs a memory budget: memory_budget = \"8 GiB\" in the train block, or "
+                    "lmc's --mem-budget",
+             failure();
+    rematBudget = autoRematBudget(*frontend, context, options, budget);
+  }
+
+  if (failed(runPipeline(*result.module, context, options, options.pipeline.remat, rematBudget, /*trial=*/false)))
     return failure();
   if (options.compileTo == CompileTo::Pipeline)
     return result;
@@ -139,6 +284,9 @@ FailureOr<CompiledPlan> mlir::lm::compileToPlan(llvm::SourceMgr &sourceMgr, MLIR
   FailureOr<lmrt::plan::Plan> plan = translate(*result.module, options);
   if (failed(plan))
     return failure();
+  // Budgets are compile errors: no plan is written.
+  if (budget > 0 && plan->predicted_peak_bytes() > budget)
+    return reportOverBudget(*plan, policy, budget, *frontend, context, options), failure();
   if (options.afterTranslation && failed(options.afterTranslation(*plan)))
     return failure();
 

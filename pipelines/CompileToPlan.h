@@ -50,6 +50,10 @@ struct CompileToPlanOptions {
   /// $LMC_NVCC, ...).
   KernelCompileOptions kernels;
   CompileTo compileTo = CompileTo::Plan;
+  /// The memory budget in bytes (lmc --mem-budget); 0 takes the train block's
+  /// memory_budget, if any. A plan whose predicted peak exceeds it is an
+  /// error; remat = auto needs one (docs/remat.md, "Budgets").
+  int64_t memBudget = 0;
   /// Print the IR around every pass of the pipeline to stderr (MLIR's
   /// IR printing; it disables the context's multithreading).
   bool printIRAfterAll = false;

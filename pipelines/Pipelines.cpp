@@ -138,11 +138,12 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   if (!opts.remat.empty() && opts.remat != "none") {
     std::optional<RematPolicy> policy = parseRematPolicy(opts.remat);
     if (!policy) {
-      errorStream << "unknown remat policy '" << opts.remat << "' (expected none, full or selective)\n";
+      errorStream << "unknown remat policy '" << opts.remat << "' (expected none, full, selective or auto)\n";
       return failure();
     }
     LMRematPassOptions rematOptions;
     rematOptions.policy = opts.remat;
+    rematOptions.budget = opts.rematBudget;
     pm.addPass(createLMRematPass(rematOptions));
   }
   if (failed(addExtensionPoint(pm, "after-optimize", opts.afterOptimize.getValue(), errorStream)))

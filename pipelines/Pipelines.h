@@ -45,9 +45,14 @@ struct CompilePipelineOptions : public PassPipelineOptions<CompilePipelineOption
                             llvm::cl::values(clEnumValN(FusionMode::Auto, "auto", "fuse where profitable"),
                                              clEnumValN(FusionMode::None, "none", "one plan step per lm op"))};
   Option<std::string> remat{*this, "remat",
-                            llvm::cl::desc("rematerialization in the optimize stage, after fusion: none, full or "
-                                           "selective (compileToPlan: empty takes lm.train's remat)"),
+                            llvm::cl::desc("rematerialization in the optimize stage, after fusion: none, full, "
+                                           "selective or auto (compileToPlan: empty takes lm.train's remat)"),
                             llvm::cl::init("")};
+  Option<int64_t> rematBudget{*this, "remat-budget",
+                              llvm::cl::desc("remat=auto: the bytes the train step's activations may peak at, as "
+                                             "-lm-remat estimates them (compileToPlan derives it from the memory "
+                                             "budget)"),
+                              llvm::cl::init(0)};
   Option<bool> checkContract{*this, "check-contract",
                              llvm::cl::desc("run -lm-check-plan-contract last (false to inspect IR that is not "
                                             "meant to become a plan)"),

@@ -41,7 +41,7 @@
 // IR-NEXT:    lm.gelu_grad %[[R0]]
 // IR-NOT:     lm.gelu_grad %[[H0]]
 
-// BAD: unknown policy 'bogus' (expected none, full or selective)
+// BAD: unknown policy 'bogus' (expected none, full, selective or auto)
 
 #l0 = loc("layer.0")
 #l1 = loc("layer.1")

@@ -19,6 +19,7 @@
 #include "contract/plan_file.h"
 #include "base/tensor.h"
 #include "contract/plan_trust.h"
+#include "contract/train_settings.h"
 #include "tools/RegisterLMDialects.h"
 #include "tools/cli_checks.h"
 #include "tools/lmc/DumpDir.h"
@@ -57,6 +58,8 @@ struct CompileOptions {
   bool printIRAfterAll = false;
   std::string fusion = "auto";
   std::string remat; // empty: the train block's remat, else none
+  std::string memBudget; // not given: the train block's memory_budget, else none
+  bool memBudgetGiven = false; // --mem-budget "" is an error, not "none"
   std::string target = "cpu";
   std::vector<std::string> passPlugins;
   std::vector<std::string> passes;
@@ -265,6 +268,11 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   mlir::lm::CompileToPlanOptions compileOptions;
   compileOptions.pipeline.fusion = opts.fusion == "none" ? mlir::lm::FusionMode::None : mlir::lm::FusionMode::Auto;
   compileOptions.pipeline.remat = opts.remat;
+  if (opts.memBudgetGiven) {
+    std::string error;
+    if (!lmrt::settings::parseByteSize(opts.memBudget, compileOptions.memBudget, error))
+      return fail("--mem-budget " + error);
+  }
   for (const std::string &spec : opts.passes) {
     std::string error;
     llvm::raw_string_ostream errors(error);
@@ -475,8 +483,12 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"auto", "none"}));
   compile->add_option("--remat", opts.remat,
                       "rematerialization: none, full (keep each layer's input, recompute the rest) or selective "
-                      "(keep GEMM outputs); default: the train block's remat, else none (docs/remat.md)")
-      ->check(CLI::IsMember({"none", "full", "selective"}));
+                      "(keep GEMM outputs) or auto (the fewest recomputed FLOPs under --mem-budget); default: the train block's "
+                      "remat, else none (docs/remat.md)")
+      ->check(CLI::IsMember({"none", "full", "selective", "auto"}));
+  CLI::Option *memBudget = compile->add_option("--mem-budget", opts.memBudget,
+                      "fail unless the predicted peak memory fits this size (8GiB, 512MiB, 2GB, ...); with --remat "
+                      "auto, recompute until it does; default: the train block's memory_budget (docs/remat.md)");
   compile->add_option("--sign", opts.signKey,
                       "sign the plan with this Ed25519 private key (PEM), for lmrt --trust-key (docs/plan-format.md)");
   compile->add_option("--target", opts.target, "what the generated kernels are compiled for: cpu, cuda, or cpu,cuda")
@@ -504,6 +516,7 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
+  opts.memBudgetGiven = memBudget->count() > 0;
   int status = *compile ? runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0)
                         : runMemoryPlan(planPath);
   // What --emit and memory-plan printed must have reached stdout: a full disk

@@ -12,6 +12,7 @@
 
 #include "contract/train_settings.h"
 #include "contract/transform_spec.h"
+#include "contract/linear_cross_entropy.h"
 #include "contract/matmul_dims.h"
 #include "contract/shape_rules.h"
 #include "base/hash.h"
@@ -46,6 +47,24 @@ int64_t matmulScratch(const plan::Program &program, const plan::Step &step) {
   return kernels::matmulScratchBytes(ta, tb, d.batch, d.m, d.n, d.k, dtypeBytes(lhs.dtype()));
 }
 
+/* The [chunk, V] scratch of a linear_cross_entropy(_with_grad) step, else 0. */
+int64_t lossScratch(const plan::Program &program, const plan::Step &step) {
+  if ((step.op() != "linear_cross_entropy" && step.op() != "linear_cross_entropy_with_grad") ||
+      step.inputs_size() < 3)
+    return 0;
+  auto attr = [&](const char *name) -> const plan::Attr * {
+    auto it = step.attrs().find(name);
+    return it == step.attrs().end() ? nullptr : &it->second;
+  };
+  const plan::TensorType &h = program.buffers(step.inputs(0)).type(), &w = program.buffers(step.inputs(1)).type();
+  const plan::TensorType &targets = program.buffers(step.inputs(2)).type();
+  if (w.shape_size() != 2) return 0;
+  const bool tb = attr("transpose_rhs") && attr("transpose_rhs")->b();
+  const int64_t chunk = attr("chunk_rows") ? attr("chunk_rows")->i() : 0;
+  return kernels::linearCrossEntropyScratchBytes(chunk, numElements(targets), w.shape(tb ? 0 : 1),
+                                                 dtypeBytes(h.dtype()));
+}
+
 }  // namespace
 
 PredictedMemory predictedMemory(const plan::Plan &plan) {
@@ -55,7 +74,10 @@ PredictedMemory predictedMemory(const plan::Plan &plan) {
     for (const plan::Input &in : plan.programs(0).inputs()) m.inputs += typeBytes(in.type());
   for (const plan::Program &program : plan.programs()) {
     m.arena = std::max(m.arena, program.arena_bytes());
-    for (const plan::Step &step : program.steps()) m.matmulScratch = std::max(m.matmulScratch, matmulScratch(program, step));
+    for (const plan::Step &step : program.steps()) {
+      m.matmulScratch = std::max(m.matmulScratch, matmulScratch(program, step));
+      m.lossScratch = std::max(m.lossScratch, lossScratch(program, step));
+    }
   }
   return m;
 }

@@ -40,10 +40,12 @@ const char *bufferKindName(plan::Buffer::Kind k);
    parameter values, gradients and AdamW's m and v (4 x the parameters), one batch of
    the train step's inputs, the largest program arena (programs share one), and the
    largest matmul scratch (contract/matmul_dims.h: thread-local, reused, so
-   the largest counts once). The plan's programs must have valid buffer ids. */
+   the largest counts once), and the largest chunk scratch of a fused linear
+   cross-entropy (contract/linear_cross_entropy.h; kept the same way). The plan's
+   programs must have valid buffer ids. */
 struct PredictedMemory {
-  int64_t params = 0, inputs = 0, arena = 0, matmulScratch = 0;
-  int64_t total() const { return 4 * params + inputs + arena + matmulScratch; }
+  int64_t params = 0, inputs = 0, arena = 0, matmulScratch = 0, lossScratch = 0;
+  int64_t total() const { return 4 * params + inputs + arena + matmulScratch + lossScratch; }
 };
 PredictedMemory predictedMemory(const plan::Plan &plan);
 

@@ -343,6 +343,22 @@ std::optional<Dims> crossEntropy(const Dims &logits, const Dims &targets, std::s
   return Dims{};
 }
 
+std::optional<Dims> linearCrossEntropy(const Dims &h, const Dims &w, const Dims &targets, bool transposeRhs,
+                                       std::string &err) {
+  const char *op = "linear_cross_entropy";
+  if (!dimsOk(err, op, {{"h", &h}, {"w", &w}, {"targets", &targets}})) return std::nullopt;
+  if (h.size() < 2) return bad(err, std::string(op) + ": h " + S(h) + " must have rank >= 2 [..., D]");
+  if (w.size() != 2)
+    return bad(err, std::string(op) + ": w " + S(w) + " must have rank 2 ([V, D] with transpose_rhs, else [D, V])");
+  // The rules of the two ops it fuses, their messages renamed to this op.
+  auto renamed = [&]() -> std::optional<Dims> { return bad(err, op + err.substr(err.find(':'))); };
+  std::optional<Dims> logits = matmul(h, w, false, transposeRhs, err);
+  if (!logits) return renamed();
+  std::optional<Dims> loss = crossEntropy(*logits, targets, err);
+  if (!loss) return renamed();
+  return loss;
+}
+
 std::optional<Dims> takeAlongAxis(const Dims &x, const Dims &indices, int64_t axis, std::string &err,
                                   const char *op) {
   if (!dimsOk(err, op, {{"x", &x}, {"indices", &indices}})) return std::nullopt;

@@ -67,6 +67,11 @@ std::optional<Dims> cachedAttention(const Dims &q, const Dims &k, const Dims &v,
 std::string layerNormEpsilon(double epsilon, const char *op = "layer_norm");
 /* Returns the scalar shape {} when logits [...S, V] and targets [...S] agree. */
 std::optional<Dims> crossEntropy(const Dims &logits, const Dims &targets, std::string &err);
+/* lm.linear_cross_entropy(_with_grad): h [...S, D] (rank >= 2), w [V, D] with
+   transposeRhs or [D, V] without, targets [...S]. Returns the loss's scalar shape {};
+   dh and dw have the shapes of h and w. */
+std::optional<Dims> linearCrossEntropy(const Dims &h, const Dims &w, const Dims &targets, bool transposeRhs,
+                                       std::string &err);
 /* lm.take_along_axis: x and indices of one rank; along every dim but `axis`
    (in [0, rank)) indices has x's size or 1 (it broadcasts). The result is x's
    shape with indices' size along `axis`. `op` names the op in the message. */

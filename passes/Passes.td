@@ -57,6 +57,26 @@ def LMFusePass : Pass<"lm-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::lm::LMDialect"];
 }
 
+def LMFuseLinearCrossEntropyPass : Pass<"lm-fuse-linear-cross-entropy", "mlir::ModuleOp"> {
+  let summary = "Fuses the output projection with the cross-entropy, chunked over rows";
+  let description = [{
+    Where `lm.matmul(h, w)` (lhs not transposed, `w` rank 2) gives logits
+    read only by the loss: a train step's `lm.cross_entropy_with_grad` whose
+    logits gradient is read only by its two matmuls (`dlogits @ w` for `dh`,
+    and `dlogits^T h` or `h^T dlogits` over flattened rows for `dw`) becomes
+    one `lm.linear_cross_entropy_with_grad`; a forward `lm.cross_entropy`
+    becomes `lm.linear_cross_entropy`. Both run chunk by chunk over the rows,
+    so the `[rows, V]` logits and their gradient are never stored (Liger
+    Kernel's FusedLinearCrossEntropy). Runs in the optimize stage when fusion
+    is on (`lmc --fusion=none` keeps the reference ops). See docs/fusion.md.
+  }];
+  let options = [
+    Option<"chunkRows", "chunk-rows", "int64_t", "0",
+           "Rows of one chunk; 0: the rule of contract/linear_cross_entropy.h (logits chunk about the size of the hidden states)">,
+  ];
+  let dependentDialects = ["::mlir::lm::LMDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Rematerialization
 //===----------------------------------------------------------------------===//

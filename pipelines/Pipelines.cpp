@@ -130,8 +130,12 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   pm.addPass(createCSEPass());
   // Fusion, after the graph is folded: lm.fusion regions, one generated
   // kernel each (docs/fusion.md).
-  if (opts.fusion == FusionMode::Auto)
+  // The output projection and the loss first, chunked over rows, so that the
+  // [rows, V] logits are never stored and -lm-fuse does not take their matmuls.
+  if (opts.fusion == FusionMode::Auto) {
+    pm.addPass(createLMFuseLinearCrossEntropyPass());
     pm.addPass(createLMFusePass());
+  }
   // Rematerialization, after fusion: it clones whole regions, so a recomputed
   // value comes from the same kernel as the forward's (bit-identical), and the
   // default compilation runs no extra pass at all.

@@ -76,6 +76,16 @@ int64_t CrossEntropyOp::getFlops() { return 5 * sweptElements(*this); }
 int64_t CrossEntropyGradOp::getFlops() { return 6 * sweptElements(*this); }
 /// The two ops' counts: the same arithmetic, one read of the logits.
 int64_t CrossEntropyWithGradOp::getFlops() { return 11 * numElements(getLogits().getType()); }
+/// The logits GEMM (2 N D V) and the loss's 5 per logit; with the gradient
+/// also the dh and dw GEMMs (4 N D V) and the gradient's 6 per logit.
+static int64_t linearCeFlops(Value h, Value w, bool withGrad) {
+  int64_t d = cast<ShapedType>(h.getType()).getShape().back();
+  int64_t rows = d ? numElements(h.getType()) / d : 0, v = d ? numElements(w.getType()) / d : 0;
+  int64_t logits = rows * v;
+  return withGrad ? 6 * logits * d + 11 * logits : 2 * logits * d + 5 * logits;
+}
+int64_t LinearCrossEntropyOp::getFlops() { return linearCeFlops(getH(), getW(), false); }
+int64_t LinearCrossEntropyWithGradOp::getFlops() { return linearCeFlops(getH(), getW(), true); }
 /// One comparison per logit.
 int64_t AccuracyOp::getFlops() { return sweptElements(*this); }
 /// Max, exp, sum, then the cumulative walk: about 4 per logit.

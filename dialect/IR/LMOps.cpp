@@ -575,6 +575,29 @@ LogicalResult CrossEntropyWithGradOp::inferReturnTypes(MLIRContext *, std::optio
   return infer.result(loss, err, elem);
 }
 
+LogicalResult LinearCrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                     SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims h = infer.dims(adaptor.getH()), w = infer.dims(adaptor.getW()), targets = infer.dims(adaptor.getTargets());
+  return infer.result(shapes::linearCrossEntropy(h, w, targets, adaptor.getTransposeRhs(), err), err,
+                      infer.elementType(adaptor.getH()));
+}
+
+LogicalResult LinearCrossEntropyWithGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                             Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims h = infer.dims(adaptor.getH()), w = infer.dims(adaptor.getW()), targets = infer.dims(adaptor.getTargets());
+  // dh and dw have the operands' shapes once the rule accepts them; the loss is its scalar.
+  std::optional<Dims> loss = shapes::linearCrossEntropy(h, w, targets, adaptor.getTransposeRhs(), err);
+  Type elem = infer.elementType(adaptor.getH());
+  if (failed(infer.result(loss ? std::optional<Dims>(h) : std::nullopt, err, elem)) ||
+      failed(infer.result(loss ? std::optional<Dims>(w) : std::nullopt, err, elem)))
+    return failure();
+  return infer.result(loss, err, elem);
+}
+
 LogicalResult CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                                    SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);

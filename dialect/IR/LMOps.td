@@ -819,6 +819,58 @@ def LM_CrossEntropyWithGradOp : LM_GradOp<"cross_entropy_with_grad",
   let assemblyFormat = "$logits `,` $targets `,` $dloss attr-dict `:` functional-type(operands, results)";
 }
 
+def LM_LinearCrossEntropyOp : LM_GradOp<"linear_cross_entropy", LM_InferredResultTypes> {
+  let summary = "cross_entropy(matmul(h, w)) chunked over rows: no [rows, V] logits";
+  let description = [{
+    `h: [...S, D]`, `w: [V, D]` with `transpose_rhs` (a tied embedding table)
+    or `[D, V]` without, `targets: i32[...S]`: the loss
+    `lm.cross_entropy(lm.matmul(h, w), targets)` computes, with the logits
+    formed `chunk_rows` rows at a time in a scratch of `[chunk_rows, V]`
+    (Liger Kernel's FusedLinearCrossEntropy), so the whole `[...S, V]` logits
+    are never stored. `chunk_rows` 0 is one chunk. Not written by users:
+    `-lm-fuse-linear-cross-entropy` forms it where the logits feed only the
+    loss (passes/FuseLinearCrossEntropy.cpp); the chunked GEMMs may round
+    otherwise than the whole one.
+
+    ```mlir
+    %loss = lm.linear_cross_entropy %h, %wte, %t {chunk_rows = 32 : i64, transpose_rhs = true} : (tensor<4x16x64xf32>, tensor<256x64xf32>, tensor<4x16xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$h, LM_FloatTensor:$w, LM_IntTensor:$targets,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<I64Attr, "0">:$chunk_rows);
+  let results = (outs LM_FloatScalar:$loss);
+  let assemblyFormat = "$h `,` $w `,` $targets attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_LinearCrossEntropyWithGradOp : LM_GradOp<"linear_cross_entropy_with_grad",
+    [LM_ResultsMatchInferred, InferTypeOpAdaptor]> {
+  let summary = "lm.linear_cross_entropy with the gradients of h and w, chunked over rows";
+  let description = [{
+    The loss of `lm.linear_cross_entropy` and, for the seed `dloss`, `dh` (the
+    shape of `h`) and `dw` (the shape of `w`), in one pass over chunks of
+    `chunk_rows` rows: the chunk's logits (a GEMM), their softmax, loss and
+    gradient in place, then `dh_chunk = dlogits_chunk @ w` and
+    `dw += dlogits_chunk^T @ h_chunk` (GEMMs). Only one `[chunk_rows, V]`
+    scratch exists, neither the logits nor their gradient. Not written by
+    users: `-lm-fuse-linear-cross-entropy` forms it from a train step's
+    logits matmul, `lm.cross_entropy_with_grad` and the two matmuls of the
+    logits' gradient.
+
+    ```mlir
+    %dh, %dw, %loss = lm.linear_cross_entropy_with_grad %h, %wte, %t, %seed {chunk_rows = 32 : i64, transpose_rhs = true} : (tensor<4x16x64xf32>, tensor<256x64xf32>, tensor<4x16xi32>, tensor<f32>) -> (tensor<4x16x64xf32>, tensor<256x64xf32>, tensor<f32>)
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$h, LM_FloatTensor:$w, LM_IntTensor:$targets,
+                       LM_FloatScalar:$dloss,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<I64Attr, "0">:$chunk_rows);
+  let results = (outs LM_FloatTensor:$dh, LM_FloatTensor:$dw, LM_FloatScalar:$loss);
+  let assemblyFormat = "$h `,` $w `,` $targets `,` $dloss attr-dict `:` functional-type(operands, results)";
+}
+
 def LM_EmbeddingGradOp : LM_GradOp<"embedding_grad"> {
   let summary = "adjoint of lm.embedding (scatter-add)";
   let description = [{

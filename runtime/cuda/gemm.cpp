@@ -119,6 +119,7 @@ void Gemm::run(const GemmArgs &g) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
   const size_t elem = dtypeSize(g.dtype);
   if (g.k == 0) {  // the empty sum: cuBLASLt rejects k = 0
+    if (g.accumulate) return;
     for (int64_t bi = 0; bi < g.batch; ++bi)
       CUDA_CHECK(cudaMemset2DAsync(static_cast<char *>(g.c) + bi * g.strideC * elem, g.ldc * elem, 0, g.n * elem,
                                    g.m, stream_));
@@ -134,8 +135,8 @@ void Gemm::run(const GemmArgs &g) {
   if (g.epilogue == Epilogue::BiasGrad)
     CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.biasGrad, sizeof g.biasGrad));
-  const float alpha32 = 1, beta32 = 0;
-  const double alpha64 = 1, beta64 = 0;
+  const float alpha32 = 1, beta32 = g.accumulate ? 1 : 0;
+  const double alpha64 = 1, beta64 = g.accumulate ? 1 : 0;
   const bool f64 = g.dtype == DType::F64;
   const void *alpha = f64 ? (const void *)&alpha64 : (const void *)&alpha32;
   const void *beta = f64 ? (const void *)&beta64 : (const void *)&beta32;

@@ -36,6 +36,7 @@ struct GemmArgs {
   Epilogue epilogue = Epilogue::None;
   const void *bias = nullptr;  // Bias, GeluBias: [n]
   void *biasGrad = nullptr;    // BiasGrad: [n]
+  bool accumulate = false;     // C += op(A) op(B) (beta 1; no epilogue): a sum over chunks
 };
 
 class Gemm {

@@ -1,10 +1,13 @@
 /* Implements: lm.softmax, lm.softmax_grad, lm.cross_entropy,
-   lm.cross_entropy_grad, lm.cross_entropy_with_grad and lm.accuracy on the GPU: one block per row, block reductions in a
+   lm.cross_entropy_grad, lm.cross_entropy_with_grad, lm.linear_cross_entropy(_with_grad)
+   (the row kernels below between cuBLASLt GEMMs, chunk by chunk) and lm.accuracy on the GPU: one block per row, block reductions in a
    fixed order. Cross-entropy's mean is over the targets that are not
    ignore_index: a one-block pass counts them, the rows' losses are summed in
    row order (double) by another. A target outside the vocabulary (lmrt checks
    token inputs on the host first) makes its row's loss NaN instead of reading
    out of bounds, which the training loop reports as a diverged step. */
+#include "contract/linear_cross_entropy.h"
+#include "runtime/cuda/gemm.h"
 #include "runtime/cuda/kernels.cuh"
 
 namespace lmrt::cuda::detail {
@@ -192,6 +195,80 @@ void runCrossEntropyGradRows(const OpCall &call, bool withLoss) {
 void runCrossEntropyGrad(const OpCall &call) { runCrossEntropyGradRows(call, false); }
 void runCrossEntropyWithGrad(const OpCall &call) { runCrossEntropyGradRows(call, true); }
 
+/* linear_cross_entropy(_with_grad): per chunk of rows, the logits GEMM into the
+   step's scratch, the row kernels above on the chunk (the gradient in place), then
+   dh_chunk = dlogits w and dw += dlogits^T h_chunk (cuBLASLt, accumulating from the
+   second chunk). Scratch: the valid count, one double a row, one [chunk, V] chunk. */
+size_t linearCeChunkOffset(int64_t rows) { return 256 + ((size_t)rows * sizeof(double) + 255) / 256 * 256; }
+
+size_t linearCrossEntropyScratch(const std::vector<TensorType> &in, const std::vector<TensorType> &,
+                                 const kernels::Attrs &attrs) {
+  const int64_t rows = in[2].numel(), v = attrs.getBool("transpose_rhs") ? in[1].shape[0] : in[1].shape[1];
+  const int64_t chunk = kernels::linearCrossEntropyEffectiveChunk(attrs.getInt("chunk_rows"), rows);
+  return linearCeChunkOffset(rows) + (size_t)(chunk * v) * dtypeSize(in[0].dtype);
+}
+
+void runLinearCrossEntropyRows(const OpCall &call, bool withGrad) {
+  const bool tb = call.attrs.getBool("transpose_rhs");
+  const int64_t ignore = call.attrs.getInt("ignore_index");
+  const int64_t d = call.in[0].shape().back(), rows = call.in[2].numel();
+  const int64_t v = tb ? call.in[1].shape()[0] : call.in[1].shape()[1];
+  const int64_t chunk = kernels::linearCrossEntropyEffectiveChunk(call.attrs.getInt("chunk_rows"), rows);
+  long long *valid = static_cast<long long *>(call.scratch);
+  double *rowLoss = reinterpret_cast<double *>(static_cast<char *>(call.scratch) + 256);
+  void *x = static_cast<char *>(call.scratch) + linearCeChunkOffset(rows);
+  const int32_t *tg = call.in[2].as<int32_t>();
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T *h = call.in[0].as<T>(), *w = call.in[1].as<T>();
+    T *xc = static_cast<T *>(x);
+    countValid<<<1, 1024, 0, call.stream>>>(tg, rows, ignore, valid);
+    CUDA_CHECK_LAUNCH();
+    if (withGrad && rows == 0) CUDA_CHECK(cudaMemsetAsync(call.out[1].data, 0, call.out[1].numel() * sizeof(T), call.stream));
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      const int64_t c = std::min(chunk, rows - r0);
+      GemmArgs g;  // logits [c, V] = h_c w^T (w [V, D]) or h_c w (w [D, V])
+      g.dtype = call.in[0].type.dtype;
+      g.tb = tb;
+      g.m = c, g.n = v, g.k = d;
+      g.a = h + r0 * d, g.lda = d;
+      g.b = w, g.ldb = tb ? d : v;
+      g.c = xc, g.ldc = v;
+      call.gemm.run(g);
+      if (!withGrad) {
+        crossEntropyRows<T><<<rowBlocks(c), kThreads, 0, call.stream>>>(xc, tg + r0, c, v, ignore, rowLoss + r0);
+        CUDA_CHECK_LAUNCH();
+        continue;
+      }
+      crossEntropyGradRows<T><<<rowBlocks(c), kThreads, 0, call.stream>>>(
+          xc, tg + r0, call.in[3].as<T>(), valid, xc, c, v, ignore, rowLoss + r0);
+      CUDA_CHECK_LAUNCH();
+      GemmArgs dh;  // dh_c [c, D] = dlogits_c w (w [V, D]) or dlogits_c w^T (w [D, V])
+      dh.dtype = g.dtype;
+      dh.tb = !tb;
+      dh.m = c, dh.n = d, dh.k = v;
+      dh.a = xc, dh.lda = v;
+      dh.b = w, dh.ldb = tb ? d : v;
+      dh.c = call.out[0].as<T>() + r0 * d, dh.ldc = d;
+      call.gemm.run(dh);
+      GemmArgs dw;  // dw [V, D] += dlogits_c^T h_c, or dw [D, V] += h_c^T dlogits_c
+      dw.dtype = g.dtype;
+      dw.ta = true;
+      dw.m = tb ? v : d, dw.n = tb ? d : v, dw.k = c;
+      dw.a = tb ? (const void *)xc : (const void *)(h + r0 * d), dw.lda = tb ? v : d;
+      dw.b = tb ? (const void *)(h + r0 * d) : (const void *)xc, dw.ldb = tb ? d : v;
+      dw.c = call.out[1].data, dw.ldc = tb ? d : v;
+      dw.accumulate = r0 > 0;
+      call.gemm.run(dw);
+    }
+    crossEntropyFinish<T><<<1, 1024, 0, call.stream>>>(rowLoss, rows, valid, call.out[withGrad ? 2 : 0].as<T>());
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void runLinearCrossEntropy(const OpCall &call) { runLinearCrossEntropyRows(call, false); }
+void runLinearCrossEntropyWithGrad(const OpCall &call) { runLinearCrossEntropyRows(call, true); }
+
 /* correct[r] = 1 when row r's target is its first maximal class (the CPU
    kernel's rule: nothing before it reaches its logit, nothing after exceeds it). */
 template <typename T>
@@ -250,6 +327,8 @@ void addSoftmaxKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"cross_entropy", runCrossEntropy, crossEntropyScratch});
   k.push_back({"cross_entropy_grad", runCrossEntropyGrad, crossEntropyScratch});
   k.push_back({"cross_entropy_with_grad", runCrossEntropyWithGrad, crossEntropyScratch});
+  k.push_back({"linear_cross_entropy", runLinearCrossEntropy, linearCrossEntropyScratch});
+  k.push_back({"linear_cross_entropy_with_grad", runLinearCrossEntropyWithGrad, linearCrossEntropyScratch});
   k.push_back({"accuracy", runAccuracy, accuracyScratch});
 }
 

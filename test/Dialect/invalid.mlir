@@ -333,6 +333,15 @@ func.func @cross_entropy_targets(%l: tensor<4x16xf32>, %t: tensor<16xi32>) {
 
 // -----
 
+// Tests that linear_cross_entropy's weight contracts with h along D (a tied [V, D] table needs transpose_rhs).
+func.func @linear_cross_entropy_weight(%h: tensor<4x16xf32>, %w: tensor<100x16xf32>, %t: tensor<4xi32>) {
+  // expected-error @below {{'lm.linear_cross_entropy' op contracted dimensions differ: lhs [4, 16] has K = 16, rhs [100, 16] has K = 100}}
+  %0 = lm.linear_cross_entropy %h, %w, %t : (tensor<4x16xf32>, tensor<100x16xf32>, tensor<4xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
 // Tests that accuracy's targets drop the class dim of the logits.
 func.func @accuracy_targets(%l: tensor<4x16xf32>, %t: tensor<16xi32>) {
   // expected-error @below {{'lm.accuracy' op targets [16] must be [4] (logits [4, 16] without the vocabulary dim)}}

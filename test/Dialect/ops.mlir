@@ -139,6 +139,10 @@ func.func @backward_ops(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %ids: tensor
   %cg:2 = lm.cross_entropy_with_grad %x, %ids, %dl : (tensor<2x8x32xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<2x8x32xf32>, tensor<f32>)
   // CHECK: lm.embedding_grad %{{.*}}, %{{.*}} : (tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>
   %5 = lm.embedding_grad %ids, %x : (tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>
+  // CHECK: lm.linear_cross_entropy %{{.*}}, %{{.*}}, %{{.*}} {chunk_rows = 4 : i64, transpose_rhs = true} : (tensor<2x8x32xf32>, tensor<100x32xf32>, tensor<2x8xi32>) -> tensor<f32>
+  %lce = lm.linear_cross_entropy %x, %5, %ids {chunk_rows = 4 : i64, transpose_rhs = true} : (tensor<2x8x32xf32>, tensor<100x32xf32>, tensor<2x8xi32>) -> tensor<f32>
+  // CHECK: lm.linear_cross_entropy_with_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {transpose_rhs = true} : (tensor<2x8x32xf32>, tensor<100x32xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<2x8x32xf32>, tensor<100x32xf32>, tensor<f32>)
+  %lceg:3 = lm.linear_cross_entropy_with_grad %x, %5, %ids, %dl {transpose_rhs = true} : (tensor<2x8x32xf32>, tensor<100x32xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<2x8x32xf32>, tensor<100x32xf32>, tensor<f32>)
   // CHECK: lm.embedding_grad_add %{{.*}}, %{{.*}}, %{{.*}} : (tensor<100x32xf32>, tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>
   %ega = lm.embedding_grad_add %5, %ids, %x : (tensor<100x32xf32>, tensor<2x8xi32>, tensor<2x8x32xf32>) -> tensor<100x32xf32>
   // CHECK: lm.slice_grad %{{.*}} {limit = array<i64: 2, 8, 32>, start = array<i64: 0, 1, 0>, stride = array<i64: 1, 2, 1>} : (tensor<2x4x32xf32>) -> tensor<2x8x32xf32>

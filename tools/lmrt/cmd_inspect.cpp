@@ -176,10 +176,11 @@ void inspect(const std::string &path, bool steps) {
   // A plan is native code: who vouches for it (docs/plan-format.md, "Trust").
   std::printf("signature: %s\n", signerOf(p).c_str());
   std::printf("memory: predicted peak %s (plan); params %s + grads %s + AdamW state %s + arena %s + "
-              "inputs %s + matmul scratch %s = %s\n",
+              "inputs %s + matmul scratch %s%s = %s\n",
               human((double)p.predicted_peak_bytes()).c_str(), human((double)mem.params).c_str(),
               human((double)mem.params).c_str(), human(2.0 * mem.params).c_str(), human((double)mem.arena).c_str(),
               human((double)mem.inputs).c_str(), human((double)mem.matmulScratch).c_str(),
+              mem.lossScratch ? (" + linear cross-entropy chunk " + human((double)mem.lossScratch)).c_str() : "",
               human((double)mem.total()).c_str());
   if (!p.remat().empty())
     std::printf("remat: %s (the train step recomputes in the backward; docs/remat.md)\n", p.remat().c_str());

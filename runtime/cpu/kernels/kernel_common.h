@@ -91,6 +91,7 @@ void addReduceKernels(std::vector<KernelDef> &k);
 void addLayerNormKernels(std::vector<KernelDef> &k);
 void addAttentionKernels(std::vector<KernelDef> &k);
 void addSoftmaxKernels(std::vector<KernelDef> &k);
+void addLinearCrossEntropyKernels(std::vector<KernelDef> &k);
 void addEmbeddingKernels(std::vector<KernelDef> &k);
 void addShapeKernels(std::vector<KernelDef> &k);
 void addSampleKernels(std::vector<KernelDef> &k);

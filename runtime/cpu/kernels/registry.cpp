@@ -19,6 +19,7 @@ const std::vector<KernelDef> &allKernels() {
     detail::addLayerNormKernels(k);
     detail::addAttentionKernels(k);
     detail::addSoftmaxKernels(k);
+    detail::addLinearCrossEntropyKernels(k);
     detail::addEmbeddingKernels(k);
     detail::addShapeKernels(k);
     detail::addSampleKernels(k);

@@ -86,6 +86,17 @@ TEST(CudaOps, CrossEntropy) {
   runCase(wide);
 }
 
+TEST(CudaOps, LinearCrossEntropy) {
+  // 30 rows in chunks of 8 (the last partial): a tied [V, D] table and an untied [D, V] weight.
+  kernels::Attrs tied = attrs({{"transpose_rhs", true}, {"chunk_rows", int64_t(8)}});
+  kernels::Attrs untied = attrs({{"chunk_rows", int64_t(8)}});
+  runCase({"linear_cross_entropy", {f32({6, 5, 16}), f32({50, 16}), i32({6, 5})}, {f32({})}, tied, 50, 7});
+  runCase({"linear_cross_entropy_with_grad", {f32({6, 5, 16}), f32({50, 16}), i32({6, 5}), f32({})},
+           {f32({6, 5, 16}), f32({50, 16}), f32({})}, tied, 50, 7});
+  runCase({"linear_cross_entropy_with_grad", {f64({6, 5, 16}), f64({16, 50}), i32({6, 5}), f64({})},
+           {f64({6, 5, 16}), f64({16, 50}), f64({})}, untied, 50, 7});
+}
+
 TEST(CudaOps, Embedding) {
   runCase({"embedding", {f32({50, 16}), i32({4, 7})}, {f32({4, 7, 16})}, {}, 50});
   // A vocabulary of 9 for 28 ids: rows receive several contributions.

@@ -332,6 +332,11 @@ std::vector<Case> allCases() {
       {"cross_entropy_with_grad", {randn({2, 8, 20}), randIds({2, 8}, 20), scalar(1.3)}, {{F64, {2, 8, 20}}, {F64, {}}},
        {}},
       {"accuracy", {randn({2, 8, 20}), randIds({2, 8}, 20)}, {{F64, {}}}, {}},
+      // Three chunks of 6 rows over 16 (the last partial), a tied [V, D] table (GradTest has the untied [D, V]).
+      {"linear_cross_entropy", {randn(s3), randn({20, 16}), randIds({2, 8}, 20)}, {{F64, {}}},
+       attrs({{"transpose_rhs", true}, {"chunk_rows", int64_t(6)}})},
+      {"linear_cross_entropy_with_grad", {randn(s3), randn({20, 16}), randIds({2, 8}, 20), scalar(1.3)},
+       {{F64, s3}, {F64, {20, 16}}, {F64, {}}}, attrs({{"transpose_rhs", true}, {"chunk_rows", int64_t(6)}})},
       {"sum_to", {randn(s3)}, {{F64, {8, 1}}}, {}},
       {"copy", {randn(s3)}, {{F64, s3}}, {}},
       // The zoo's ops.

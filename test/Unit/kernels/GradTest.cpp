@@ -87,6 +87,36 @@ TEST(Grad, CrossEntropyWithGradIsThePair) {
   for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(inPlace.get(i), dx.get(i)) << "in place, element " << i;
 }
 
+/* linear_cross_entropy_with_grad: dh and dw against finite differences of the chunked
+   forward (f64, chunks of 4 rows over 6, an ignored row), for a tied [V, D] table and
+   an untied [D, V] weight; and its loss and gradients are the unfused ops' (matmul,
+   cross_entropy_with_grad, the two gradient matmuls) to rounding. */
+TEST(Grad, LinearCrossEntropy) {
+  for (bool tied : {true, false}) {
+    SCOPED_TRACE(tied ? "tied [V, D]" : "untied [D, V]");
+    Buf h = randn({2, 3, 4}), w = tied ? randn({7, 4}) : randn({4, 7}), t = randIds({2, 3}, 7);
+    t.set(4, -1);  // ignored with ignore_index -1
+    Attrs a = attrs({{"ignore_index", (int64_t)-1}, {"transpose_rhs", tied}, {"chunk_rows", (int64_t)4}});
+    Buf dloss = scalar(0.7);
+    TensorType lossType{DType::F64, {}};
+    auto g = runKernel("linear_cross_entropy_with_grad", {h, w, t, dloss}, {h.type, w.type, lossType}, a);
+    auto f = [&](const std::vector<Buf> &in) {
+      return runKernel("linear_cross_entropy", {in[0], in[1], t}, {lossType}, a)[0];
+    };
+    EXPECT_TRUE(allClose(g[0], finiteDiff(f, {h, w}, 0, dloss), kRtol, kAtol)) << "dh";
+    EXPECT_TRUE(allClose(g[1], finiteDiff(f, {h, w}, 1, dloss), kRtol, kAtol)) << "dw";
+    EXPECT_EQ(g[2].get(0), f({h, w}).get(0)) << "the loss of the forward op";
+
+    Attrs mm = attrs({{"transpose_rhs", tied}});
+    Buf logits = runKernel("matmul", {h, w}, {{DType::F64, {2, 3, 7}}}, mm)[0];
+    auto ce = runKernel("cross_entropy_with_grad", {logits, t, dloss}, {logits.type, lossType},
+                        attrs({{"ignore_index", (int64_t)-1}}));
+    EXPECT_NEAR(g[2].get(0), ce[1].get(0), 1e-12);
+    Buf dh = runKernel("matmul", {ce[0], w}, {h.type}, attrs({{"transpose_rhs", !tied}}))[0];
+    EXPECT_TRUE(allClose(g[0], dh, 1e-12, 1e-12)) << "dh as the unfused matmul";
+  }
+}
+
 TEST(Grad, Embedding) {
   Buf table = randn({6, 3}), ids = randIds({2, 5}, 6), dy = randn({2, 5, 3});
   ids.set(0, 4);

@@ -135,6 +135,14 @@ TEST(ShapeRules, ShapeOps) {
   EXPECT_EQ(*crossEntropy({2, 3, 256}, {2, 3}, err), (Dims{}));
   EXPECT_TRUE(failsWith(crossEntropy({2, 3, 256}, {2, 4}, err), err,
                         "cross_entropy: targets [2, 4] must be [2, 3]"));
+  EXPECT_EQ(*linearCrossEntropy({2, 3, 8}, {256, 8}, {2, 3}, true, err), (Dims{}));
+  EXPECT_EQ(*linearCrossEntropy({2, 3, 8}, {8, 256}, {2, 3}, false, err), (Dims{}));
+  EXPECT_TRUE(failsWith(linearCrossEntropy({2, 3, 8}, {256, 8}, {2, 3}, false, err), err,
+                        "linear_cross_entropy: contracted dimensions differ"));
+  EXPECT_TRUE(failsWith(linearCrossEntropy({2, 3, 8}, {256, 8}, {3}, true, err), err,
+                        "linear_cross_entropy: targets [3] must be [2, 3]"));
+  EXPECT_TRUE(failsWith(linearCrossEntropy({8}, {256, 8}, {}, true, err), err,
+                        "linear_cross_entropy: h [8] must have rank >= 2"));
 }
 
 }  // namespace

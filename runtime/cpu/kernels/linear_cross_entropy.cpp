@@ -1,0 +1,197 @@
+/* Implements: lm.linear_cross_entropy and lm.linear_cross_entropy_with_grad, the
+   output projection and the cross-entropy chunked over rows (Liger Kernel's
+   FusedLinearCrossEntropy): per chunk of chunk_rows rows, the logits GEMM into one
+   [chunk, V] scratch, each row's loss (and its gradient, in place, with the formulas
+   of softmax.cpp's cross_entropy_with_grad), then dh_chunk = dlogits @ w and
+   dw += dlogits^T h_chunk. The whole [rows, V] logits never exist. The GEMMs are
+   split over the OpenMP threads by the longer side of their output (each output
+   element is one BLAS dot product, so the bits do not depend on the thread count);
+   the chunked GEMMs may round otherwise than one whole GEMM, and dw sums its chunks
+   in chunk order. The scratch is thread-local and kept between calls, as
+   contract/linear_cross_entropy.h predicts it. */
+#include <omp.h>
+
+#include <cmath>
+#include <vector>
+
+#include "contract/linear_cross_entropy.h"
+#include "runtime/cpu/kernels/blas.h"
+#include "runtime/cpu/kernels/kernel_common.h"
+#include "runtime/cpu/kernels/kernel_math.h"
+
+namespace lmrt::kernels::detail {
+namespace {
+
+/* Below this many multiply-adds a GEMM runs on one thread (as lm.matmul's). */
+constexpr int64_t kParallelFlops = 1 << 18;
+
+/* c = op(a) op(b) + beta c, [m, n] with inner size k, split over the threads into
+   16-column panels or blocks of at least 16 rows (the last takes the remainder) of
+   the longer output side, as lm.matmul splits: oneDNN computes a GEMM of fewer rows
+   another way, and the bits would then depend on the thread count. */
+template <typename T>
+void gemmSplit(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb,
+               T beta, T *c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  const int nt = m * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
+  const bool byCols = n > m;
+  const int64_t side = byCols ? n : m;
+  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(byCols ? side : side / 16, nt));
+  int64_t per = byCols ? (side + blocks - 1) / blocks : side / blocks;
+  if (byCols && blocks > 1) per = std::min(side, (per + 15) / 16 * 16);
+#pragma omp parallel for schedule(static) num_threads((int)blocks) if (blocks > 1)
+  for (int64_t t = 0; t < blocks; ++t) {
+    const int64_t i0 = t * per, i1 = !byCols && t == blocks - 1 ? side : std::min(side, i0 + per);
+    if (i0 >= i1) continue;
+    if (byCols)  // columns j of op(B) start at column j of B, or at row j when B is stored transposed
+      gemm(ta, tb, m, i1 - i0, k, (T)1, a, lda, b + (tb ? i0 * ldb : i0), ldb, beta, c + i0, ldc);
+    else  // rows r of op(A) start at row r of A, or at column r when A is stored transposed
+      gemm(ta, tb, i1 - i0, n, k, (T)1, a + (ta ? i0 : i0 * lda), lda, b, ldb, beta, c + i0 * ldc, ldc);
+  }
+}
+
+std::string checkCommon(const char *op, const std::vector<TensorType> &in, const Attrs &attrs) {
+  LMRT_CHECK(expectFloat(op, "h", in[0]));
+  LMRT_CHECK(expectSameDType(op, "w", in[1], "h", in[0]));
+  LMRT_CHECK(expectI32(op, "targets", in[2]));
+  attrs.getInt("ignore_index");  // throw, so check() refuses them, unless of their kinds
+  if (attrs.getInt("chunk_rows") < 0) return std::string(op) + ": chunk_rows must be >= 0";
+  std::string err;
+  if (!shapes::linearCrossEntropy(in[0].shape, in[1].shape, in[2].shape, attrs.getBool("transpose_rhs"), err))
+    return std::string(op) + err.substr(err.find(':'));
+  return "";
+}
+
+std::string checkLinearCrossEntropy(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                    const Attrs &attrs) {
+  return guardCheck("linear_cross_entropy", in, out, 3, 1, [&]() -> std::string {
+    LMRT_CHECK(checkCommon("linear_cross_entropy", in, attrs));
+    return expectType("linear_cross_entropy", "loss", out[0], in[0].dtype, {});
+  });
+}
+
+std::string checkLinearCrossEntropyWithGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                            const Attrs &attrs) {
+  const char *op = "linear_cross_entropy_with_grad";
+  return guardCheck(op, in, out, 4, 3, [&]() -> std::string {
+    LMRT_CHECK(checkCommon(op, in, attrs));
+    LMRT_CHECK(expectSameDType(op, "dloss", in[3], "h", in[0]));
+    if (!in[3].shape.empty()) return std::string(op) + ": dloss " + in[3].str() + " must be a scalar";
+    LMRT_CHECK(expectType(op, "dh", out[0], in[0].dtype, in[0].shape));
+    LMRT_CHECK(expectType(op, "dw", out[1], in[0].dtype, in[1].shape));
+    return expectType(op, "loss", out[2], in[0].dtype, {});
+  });
+}
+
+/* Throws on a target outside [0, V) that is not ignore_index; returns the number counted. */
+int64_t countTargets(const char *op, const int32_t *t, int64_t n, int64_t v, int64_t ignore) {
+  int64_t valid = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (t[i] == ignore) continue;
+    if (t[i] < 0 || t[i] >= v)
+      fail("%s: target %d at flat position %lld is outside the vocabulary [0, %lld) and is not ignore_index %lld", op,
+           t[i], (long long)i, (long long)v, (long long)ignore);
+    ++valid;
+  }
+  return valid;
+}
+
+/* One row of logits x: its loss, and when withGrad the row overwritten by its gradient
+   scale * (softmax(x) - onehot(target)) (cross_entropy_with_grad's formulas). */
+template <typename T>
+inline __attribute__((always_inline)) double rowLossAndGrad(T *x, int64_t v, int32_t target, T scale,
+                                                            bool withGrad) {
+  const T tx = x[target];
+  T mx = -INFINITY, sum = 0;
+#pragma omp simd reduction(max : mx)
+  for (int64_t j = 0; j < v; ++j) mx = x[j] > mx ? x[j] : mx;
+  if (!withGrad) {
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < v; ++j) sum += expT(x[j] - mx);
+    return (double)(mx + std::log(sum) - tx);
+  }
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < v; ++j) sum += (x[j] = expT(x[j] - mx));
+  const double loss = (double)(mx + std::log(sum) - tx);
+  const T k = scale / sum;
+#pragma omp simd
+  for (int64_t j = 0; j < v; ++j) x[j] *= k;
+  x[target] -= scale;
+  return loss;
+}
+
+/* Both ops: dh, dw null for the forward alone. */
+template <typename T>
+LMRT_SIMD_CLONES void linearCrossEntropyT(const KernelCall &call, const char *op, T *dh, T *dw, T *loss) {
+  singleThreadedBlas();
+  const T *h = call.in[0].as<T>(), *w = call.in[1].as<T>();
+  const int32_t *tg = call.in[2].as<int32_t>();
+  const bool tb = call.attrs.getBool("transpose_rhs"), withGrad = dh != nullptr;
+  const int64_t ignore = call.attrs.getInt("ignore_index");
+  const Shape &hs = call.in[0].shape();
+  const int64_t d = hs.back(), rows = call.in[2].numel();
+  const int64_t v = tb ? call.in[1].shape()[0] : call.in[1].shape()[1];
+  const int64_t valid = countTargets(op, tg, rows, v, ignore);
+  const T scale = withGrad && valid ? call.in[3].as<T>()[0] / (T)valid : (T)0;
+  const int64_t chunk = linearCrossEntropyEffectiveChunk(call.attrs.getInt("chunk_rows"), rows);
+
+  thread_local std::vector<T> scratch;  // one chunk of logits, then of their gradient
+  scratch.resize((size_t)(chunk * v));
+  std::vector<double> rowLoss(rows, 0.0);
+  T *x = scratch.data();
+  if (withGrad && rows == 0)
+    for (int64_t i = 0; i < v * d; ++i) dw[i] = 0;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t c = std::min(chunk, rows - r0);
+    const T *hc = h + r0 * d;
+    // logits [c, V] = h_c w^T (w [V, D]) or h_c w (w [D, V])
+    gemmSplit<T>(false, tb, c, v, d, hc, d, w, tb ? d : v, (T)0, x, v);
+#pragma omp parallel for schedule(static) if (c * v >= kParallelMin)
+    for (int64_t i = 0; i < c; ++i) {
+      T *xi = x + i * v;
+      if (tg[r0 + i] == ignore) {
+        if (withGrad)
+          for (int64_t j = 0; j < v; ++j) xi[j] = 0;
+        continue;
+      }
+      rowLoss[r0 + i] = rowLossAndGrad<T>(xi, v, tg[r0 + i], scale, withGrad);
+    }
+    if (!withGrad) continue;
+    // dh_c [c, D] = dlogits_c w (w [V, D]) or dlogits_c w^T (w [D, V])
+    gemmSplit<T>(false, !tb, c, d, v, x, v, w, tb ? d : v, (T)0, dh + r0 * d, d);
+    // dw [V, D] += dlogits_c^T h_c, or dw [D, V] += h_c^T dlogits_c; the first chunk overwrites.
+    const T beta = r0 == 0 ? (T)0 : (T)1;
+    if (tb)
+      gemmSplit<T>(true, false, v, d, c, x, v, hc, d, beta, dw, d);
+    else
+      gemmSplit<T>(true, false, d, v, c, hc, d, x, v, beta, dw, v);
+  }
+  double s = 0;
+  for (double l : rowLoss) s += l;
+  *loss = valid ? (T)(s / valid) : (T)0;
+}
+
+void runLinearCrossEntropy(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    linearCrossEntropyT<T>(call, "linear_cross_entropy", nullptr, nullptr, call.out[0].as<T>());
+  });
+}
+
+void runLinearCrossEntropyWithGrad(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    linearCrossEntropyT<T>(call, "linear_cross_entropy_with_grad", call.out[0].as<T>(), call.out[1].as<T>(),
+                           call.out[2].as<T>());
+  });
+}
+
+}  // namespace
+
+void addLinearCrossEntropyKernels(std::vector<KernelDef> &k) {
+  k.push_back({"linear_cross_entropy", 3, 1, checkLinearCrossEntropy, runLinearCrossEntropy});
+  k.push_back({"linear_cross_entropy_with_grad", 4, 3, checkLinearCrossEntropyWithGrad,
+               runLinearCrossEntropyWithGrad});
+}
+
+}  // namespace lmrt::kernels::detail

@@ -23,6 +23,7 @@
 #include "tools/RegisterLMDialects.h"
 #include "tools/cli_checks.h"
 #include "tools/lmc/DumpDir.h"
+#include "tools/lmc/Explain.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -65,6 +66,8 @@ struct CompileOptions {
   std::vector<std::string> passes;
   std::string signKey;  // --sign: an Ed25519 private key (contract/plan_trust.h)
   bool overwrite = false;
+  /// `lmc explain`: compile, then explain the plan instead of writing it.
+  const lmc::ExplainOptions *explain = nullptr;
 };
 
 /// A pass plugin is mapped by dlopen, not read: it is checked to be a regular
@@ -223,8 +226,10 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   // --overwrite. --dump-dir's files, named by lmc, are replaced on every
   // compile: the directory shows the latest one. The files the source imports
   // are known after the frontend, and checked there (afterStage below).
-  bool writesPlan = opts.emit.empty() || !opts.output.empty();
+  bool writesPlan = !opts.explain && (opts.emit.empty() || !opts.output.empty());
   std::vector<lmrt::OutputSpec> outputs;
+  if (opts.explain && !opts.explain->chart.empty())
+    outputs.push_back({"--chart", opts.explain->chart, false, lmrt::IfExists::NeedsOverwrite});
   if (writesPlan) {
     std::string out = opts.output.empty() ? (llvm::sys::path::stem(opts.input) + ".plan").str() : opts.output;
     outputs.push_back({"-o", out, false, lmrt::IfExists::ReplaceEarlier, [](const std::string &path) {
@@ -369,6 +374,8 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   if (!compiled->plan)
     return 0;
   lmrt::plan::Plan &plan = *compiled->plan;
+  if (opts.explain)
+    return lmc::explainPlan(plan, opts.input, *opts.explain);
 
   // Signed last, over everything else the plan holds (docs/plan-format.md, "Trust").
   if (!opts.signKey.empty()) {
@@ -505,6 +512,31 @@ int main(int argc, char **argv) {
                    "before-autodiff, after-autodiff, after-optimize; repeatable")
       ->allow_extra_args(false);
 
+  // `lmc explain`: the compile's source flags (no outputs but --chart).
+  CompileOptions explainOpts;
+  lmc::ExplainOptions explainOptions;
+  explainOpts.explain = &explainOptions;
+  CLI::App *explain = app.add_subcommand(
+      "explain", "compile a .lm source and say what makes up its predicted peak memory and its FLOPs "
+                 "(docs/explain.md); writes no plan");
+  explain->add_option("file", explainOpts.input, "the .lm source or .mlir module")->required();
+  CLI::Option *explainDefines =
+      explain->add_option("-D", explainOpts.defines, "override a config constant: -D name=value (repeatable)");
+  CLI::Option *explainPreset = explain->add_option("--preset", explainOpts.preset, "start from a named preset");
+  CLI::Option *explainFloat = explain->add_option("--float-type", explainOpts.floatType, "float element type")
+                                  ->check(CLI::IsMember({"f32", "f64"}));
+  explain->add_option("--fusion", explainOpts.fusion, "fusion in the optimize stage: auto (default) or none")
+      ->check(CLI::IsMember({"auto", "none"}));
+  explain->add_option("--remat", explainOpts.remat, "rematerialization: none, full, selective or auto (as lmc compile)")
+      ->check(CLI::IsMember({"none", "full", "selective", "auto"}));
+  CLI::Option *explainBudget =
+      explain->add_option("--mem-budget", explainOpts.memBudget, "the memory budget (as lmc compile)");
+  explain->add_option("--format", explainOptions.format, "text (default) or json (one object; docs/explain.md)")
+      ->check(CLI::IsMember({"text", "json"}));
+  explain->add_option("--chart", explainOptions.chart,
+                      "write an SVG chart of the train step's live memory over its steps to this file");
+  explain->add_flag("--overwrite", explainOpts.overwrite, "replace an existing --chart file");
+
   std::string planPath;
   CLI::App *memoryPlan =
       app.add_subcommand("memory-plan", "print and check the memory plan of a plan (a plan file, or protobuf text)");
@@ -517,8 +549,13 @@ int main(int argc, char **argv) {
     return app.exit(e) == 0 ? 0 : 1;
   }
   opts.memBudgetGiven = memBudget->count() > 0;
-  int status = *compile ? runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0)
-                        : runMemoryPlan(planPath);
+  explainOpts.memBudgetGiven = explainBudget->count() > 0;
+  explainOptions.remat = explainOpts.remat;
+  explainOptions.fusion = explainOpts.fusion;
+  int status = *compile   ? runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0)
+               : *explain ? runCompile(explainOpts, explainDefines->count() > 0 || explainFloat->count() > 0 ||
+                                                        explainPreset->count() > 0)
+                          : runMemoryPlan(planPath);
   // What --emit and memory-plan printed must have reached stdout: a full disk
   // or a closed pipe is a failure, not exit 0 (and not LLVM's fatal error when
   // the stream is destroyed with its error unread).

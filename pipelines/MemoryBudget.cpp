@@ -12,13 +12,19 @@
 
 using namespace mlir;
 
-std::string mlir::lm::describeBytes(int64_t bytes) {
-  std::string digits = std::to_string(bytes), grouped;
+std::string mlir::lm::groupThousands(int64_t n) {
+  std::string digits = std::to_string(n), grouped;
+  const size_t sign = n < 0 ? 1 : 0;
   for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0)
+    if (i > sign && (digits.size() - i) % 3 == 0)
       grouped += ',';
     grouped += digits[i];
   }
+  return grouped;
+}
+
+std::string mlir::lm::describeBytes(int64_t bytes) {
+  const std::string grouped = groupThousands(bytes);
   static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double value = double(bytes);
   int unit = 0;

@@ -19,6 +19,8 @@ namespace mlir::lm {
 
 /// "39.3 MiB (41,191,536 bytes)".
 std::string describeBytes(int64_t bytes);
+/// `n` with a comma every three digits ("834,304").
+std::string groupThousands(int64_t n);
 
 /// The lines that say what makes up the peak of `plan`: the program with the
 /// largest arena, the step where its live arena buffers sum highest, and the

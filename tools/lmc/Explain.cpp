@@ -36,6 +36,7 @@
 
 namespace pb = lmrt::plan;
 using mlir::lm::describeBytes;
+using mlir::lm::groupThousands;
 
 namespace {
 
@@ -242,7 +243,7 @@ void printText(const pb::Plan &plan, const std::string &source, const lmc::Expla
     std::string line = llvm::formatv("  {0,-22} {1,-34}", what, describeBytes(bytes)).str() + note;
     os << llvm::StringRef(line).rtrim() << "\n";
   };
-  row("parameters", m.params, std::to_string(plan.param_count()) + " values");
+  row("parameters", m.params, groupThousands(plan.param_count()) + " values");
   row("gradients", m.params);
   row("AdamW state (m, v)", 2 * m.params);
   row("inputs (one batch)", m.inputs);
@@ -266,11 +267,18 @@ void printText(const pb::Plan &plan, const std::string &source, const lmc::Expla
     row(std::string(kWhy[w]) + " (" + std::to_string(count[w]) + ")", a.byWhy[w]);
   row("arena of " + p.name(), p.arena_bytes(),
       "first fit: " + describeBytes(p.arena_bytes() - a.peakBytes) + " more than the live peak");
-  os << "  " << llvm::formatv("{0,-34}{1,-22} {2,-10} {3,-22} {4}", "bytes", "shape", "why", "op", "source") << "\n";
+  // The op column as wide as its longest name (linear_cross_entropy_with_grad).
+  size_t opWidth = 2;
   for (const Tensor &t : a.atPeak)
-    os << "  " << llvm::formatv("{0,-34}{1,-22} {2,-10} {3,-22} {4}", describeBytes(t.bytes), t.type, kWhy[t.why],
-                                t.op, t.loc)
-       << "\n";
+    opWidth = std::max(opWidth, t.op.size());
+  auto tensorRow = [&](llvm::StringRef bytes, llvm::StringRef type, llvm::StringRef why, llvm::StringRef op,
+                       llvm::StringRef loc) {
+    os << "  " << llvm::formatv("{0,-34}{1,-22} {2,-10} ", bytes, type, why) << op
+       << std::string(opWidth + 1 - op.size(), ' ') << loc << "\n";
+  };
+  tensorRow("bytes", "shape", "why", "op", "source");
+  for (const Tensor &t : a.atPeak)
+    tensorRow(describeBytes(t.bytes), t.type, kWhy[t.why], t.op, t.loc);
   os << "\nFLOPs per step (" << p.name() << "): " << flopStr(a.flops) << "\n";
   for (int f = 0; f < kNumFamilies; ++f)
     os << llvm::formatv("  {0,-12} {1,14}  {2,7}  {3} step(s)", kFamilies[f], flopStr(a.familyFlops[f]),

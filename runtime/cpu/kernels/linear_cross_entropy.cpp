@@ -16,8 +16,7 @@
 
 #include "contract/linear_cross_entropy.h"
 #include "runtime/cpu/kernels/blas.h"
-#include "runtime/cpu/kernels/kernel_common.h"
-#include "runtime/cpu/kernels/kernel_math.h"
+#include "runtime/cpu/kernels/cross_entropy_rows.h"
 
 namespace lmrt::kernels::detail {
 namespace {
@@ -83,43 +82,6 @@ std::string checkLinearCrossEntropyWithGrad(const std::vector<TensorType> &in, c
   });
 }
 
-/* Throws on a target outside [0, V) that is not ignore_index; returns the number counted. */
-int64_t countTargets(const char *op, const int32_t *t, int64_t n, int64_t v, int64_t ignore) {
-  int64_t valid = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (t[i] == ignore) continue;
-    if (t[i] < 0 || t[i] >= v)
-      fail("%s: target %d at flat position %lld is outside the vocabulary [0, %lld) and is not ignore_index %lld", op,
-           t[i], (long long)i, (long long)v, (long long)ignore);
-    ++valid;
-  }
-  return valid;
-}
-
-/* One row of logits x: its loss, and when withGrad the row overwritten by its gradient
-   scale * (softmax(x) - onehot(target)) (cross_entropy_with_grad's formulas). */
-template <typename T>
-inline __attribute__((always_inline)) double rowLossAndGrad(T *x, int64_t v, int32_t target, T scale,
-                                                            bool withGrad) {
-  const T tx = x[target];
-  T mx = -INFINITY, sum = 0;
-#pragma omp simd reduction(max : mx)
-  for (int64_t j = 0; j < v; ++j) mx = x[j] > mx ? x[j] : mx;
-  if (!withGrad) {
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < v; ++j) sum += expT(x[j] - mx);
-    return (double)(mx + std::log(sum) - tx);
-  }
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < v; ++j) sum += (x[j] = expT(x[j] - mx));
-  const double loss = (double)(mx + std::log(sum) - tx);
-  const T k = scale / sum;
-#pragma omp simd
-  for (int64_t j = 0; j < v; ++j) x[j] *= k;
-  x[target] -= scale;
-  return loss;
-}
-
 /* Both ops: dh, dw null for the forward alone. */
 template <typename T>
 LMRT_SIMD_CLONES void linearCrossEntropyT(const KernelCall &call, const char *op, T *dh, T *dw, T *loss) {
@@ -131,7 +93,7 @@ LMRT_SIMD_CLONES void linearCrossEntropyT(const KernelCall &call, const char *op
   const Shape &hs = call.in[0].shape();
   const int64_t d = hs.back(), rows = call.in[2].numel();
   const int64_t v = tb ? call.in[1].shape()[0] : call.in[1].shape()[1];
-  const int64_t valid = countTargets(op, tg, rows, v, ignore);
+  const int64_t valid = validateTargets(op, tg, rows, v, ignore);
   const T scale = withGrad && valid ? call.in[3].as<T>()[0] / (T)valid : (T)0;
   const int64_t chunk = linearCrossEntropyEffectiveChunk(call.attrs.getInt("chunk_rows"), rows);
 
@@ -154,7 +116,13 @@ LMRT_SIMD_CLONES void linearCrossEntropyT(const KernelCall &call, const char *op
           for (int64_t j = 0; j < v; ++j) xi[j] = 0;
         continue;
       }
-      rowLoss[r0 + i] = rowLossAndGrad<T>(xi, v, tg[r0 + i], scale, withGrad);
+      if (withGrad) {
+        rowLoss[r0 + i] = rowLossAndGrad<T>(xi, xi, v, tg[r0 + i], scale);
+      } else {
+        T mx, lse;
+        rowLse(xi, v, mx, lse);
+        rowLoss[r0 + i] = (double)(mx + lse - xi[tg[r0 + i]]);
+      }
     }
     if (!withGrad) continue;
     // dh_c [c, D] = dlogits_c w (w [V, D]) or dlogits_c w^T (w [D, V])

@@ -5,24 +5,10 @@
    loss is reduced through per-row values summed in order (run-to-run stable). */
 #include <cmath>
 
-#include "runtime/cpu/kernels/kernel_common.h"
-#include "runtime/cpu/kernels/kernel_math.h"
+#include "runtime/cpu/kernels/cross_entropy_rows.h"
 
 namespace lmrt::kernels::detail {
 namespace {
-
-/* Max and log(sum(exp(x - max))) of one row: logsumexp = mx + lse. */
-// always_inline: into each SIMD clone of its callers (alone it would be built for baseline x86-64).
-template <typename T> inline __attribute__((always_inline)) void rowLse(const T *x, int64_t v, T &mx, T &lse) {
-  T m = -INFINITY;
-#pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < v; ++j) m = x[j] > m ? x[j] : m;  // a select vectorises; std::max stayed scalar
-  T s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t j = 0; j < v; ++j) s += expT(x[j] - m);
-  mx = m;
-  lse = std::log(s);
-}
 
 // ----------------------------------------------------------------------------
 // softmax / softmax_grad
@@ -109,19 +95,6 @@ std::string checkCrossEntropy(const std::vector<TensorType> &in, const std::vect
   });
 }
 
-/* Throws on a target outside [0, V) that is not ignore_index; returns the number of counted targets. */
-int64_t validateTargets(const char *op, const int32_t *t, int64_t n, int64_t v, int64_t ignore) {
-  int64_t valid = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (t[i] == ignore) continue;
-    if (t[i] < 0 || t[i] >= v)
-      fail("%s: target %d at flat position %lld is outside the vocabulary [0, %lld) and is not ignore_index %lld", op,
-           t[i], (long long)i, (long long)v, (long long)ignore);
-    ++valid;
-  }
-  return valid;
-}
-
 template <typename T> LMRT_SIMD_CLONES void crossEntropyT(const KernelCall &call) {
   const T *x = call.in[0].as<T>();
   const int32_t *tg = call.in[1].as<int32_t>();
@@ -177,20 +150,8 @@ LMRT_SIMD_CLONES void crossEntropyGradRows(const KernelCall &call, const char *o
       for (int64_t j = 0; j < v; ++j) dxi[j] = 0;
       continue;
     }
-    // softmax(x) * scale with one exp per element: the exps are stored, then scaled by
-    // scale / sum (the row is still in L2); rowLse and a second exp pass cost twice the exps.
-    const T *xi = x + r * v;
-    const T target = xi[tg[r]];
-    T mx = -INFINITY, sum = 0;
-#pragma omp simd reduction(max : mx)
-    for (int64_t j = 0; j < v; ++j) mx = xi[j] > mx ? xi[j] : mx;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < v; ++j) sum += (dxi[j] = expT(xi[j] - mx));
-    if (loss) rowLoss[r] = (double)(mx + std::log(sum) - target);
-    const T k = scale / sum;
-#pragma omp simd
-    for (int64_t j = 0; j < v; ++j) dxi[j] *= k;
-    dxi[tg[r]] -= scale;
+    const double l = rowLossAndGrad<T>(x + r * v, dxi, v, tg[r], scale);
+    if (loss) rowLoss[r] = l;
   }
   if (!loss) return;
   double s = 0;

@@ -388,18 +388,50 @@ std::string cudaEntry(const KernelInstance &k, StringRef dtype, StringRef body) 
                          "  }\n}\n",
                          sym, nargs, b.cols, body, T)
         .str();
-  // One thread per column; neighbouring threads read neighbouring columns.
+  // Two passes, so that thousands of rows by a few hundred columns (a bias
+  // gradient) fill the GPU: NAME sums each chunk of rows of 32 columns in a block
+  // of 32 x 8 threads (a thread every 8th row, then the 8 lanes in order) into
+  // part[chunk][j][c]; NAME_combine adds the chunks in order. The order is fixed
+  // by the shape alone (runtime/cuda/generated.cpp picks the chunks), so a run
+  // repeats bit for bit on any GPU.
   size_t nr = b.reduceArgs.size();
-  std::string s = llvm::formatv("extern \"C\" __global__ void {0}(lmc::Args<{1}> a, int64_t begin, int64_t end) {{\n"
-                                "  typedef lmc::acc_t<{2}> A;\n"
-                                "  for (int64_t c = begin + blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < end;\n"
-                                "       c += (int64_t)gridDim.x * blockDim.x) {{\n"
-                                "    A acc[{3}] = {{};\n"
-                                "    for (int64_t r = 0; r < {4}; ++r) {5}<{2}>(a.p, r, c, acc, 1);\n",
-                                sym, nargs, T, nr, b.rows, body)
+  std::string s = llvm::formatv(
+                      "extern \"C\" __global__ void {0}(lmc::Args<{1}> a, int64_t begin, int64_t end, void *partv,\n"
+                      "                                   int64_t chunkRows) {{\n"
+                      "  typedef lmc::acc_t<{2}> A;\n"
+                      "  __shared__ A lanes[{3}][8][33];\n"
+                      "  A *part = (A *)partv;\n"
+                      "  const int64_t c = begin + blockIdx.x * 32 + threadIdx.x;\n"
+                      "  const int64_t r0 = blockIdx.y * chunkRows;\n"
+                      "  const int64_t r1 = r0 + chunkRows < {4} ? r0 + chunkRows : {4};\n"
+                      "  A acc[{3}] = {{};\n"
+                      "  if (c < end)\n"
+                      "    for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {5}<{2}>(a.p, r, c, acc, 1);\n"
+                      "  for (int j = 0; j < {3}; ++j) lanes[j][threadIdx.y][threadIdx.x] = acc[j];\n"
+                      "  __syncthreads();\n"
+                      "  if (threadIdx.y == 0 && c < end)\n"
+                      "    for (int j = 0; j < {3}; ++j) {{\n"
+                      "      A t = lanes[j][0][threadIdx.x];\n"
+                      "      for (int y = 1; y < 8; ++y) t += lanes[j][y][threadIdx.x];\n"
+                      "      part[(blockIdx.y * (int64_t){3} + j) * end + c] = t;\n"
+                      "    }\n"
+                      "}\n",
+                      sym, nargs, T, nr, b.rows, body)
                       .str();
+  s += llvm::formatv("extern \"C\" __global__ void {0}_combine(lmc::Args<{1}> a, int64_t end, const void *partv,\n"
+                     "                                           int64_t chunks) {{\n"
+                     "  typedef lmc::acc_t<{2}> A;\n"
+                     "  const A *part = (const A *)partv;\n"
+                     "  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < end;\n"
+                     "       c += (int64_t)gridDim.x * blockDim.x) {{\n",
+                     sym, nargs, T)
+           .str();
   for (size_t j = 0; j < nr; ++j)
-    s += llvm::formatv("    (({0} *)a.p[{1}])[c] = lmc::store<{0}>(acc[{2}]);\n", T, b.reduceArgs[j], j).str();
+    s += llvm::formatv("    {{\n      A t = part[{2} * end + c];\n"
+                       "      for (int64_t k = 1; k < chunks; ++k) t += part[(k * {3} + {2}) * end + c];\n"
+                       "      (({0} *)a.p[{1}])[c] = lmc::store<{0}>(t);\n    }\n",
+                       T, b.reduceArgs[j], j, nr)
+             .str();
   return s + "  }\n}\n";
 }
 

@@ -6,7 +6,8 @@
      extern "C" __global__ void NAME_f32(lmc::Args<N> a, int64_t begin, int64_t end)
    where Args<N> is the step's N device pointers (inputs, then outputs) by value.
    Elementwise and epilogue kernels cover the points [0, rows*cols) with a
-   grid-stride loop, column reduces the columns [0, cols); an epilogue's GEMM
+   grid-stride loop; a column reduce is two kernels, NAME over chunks of rows into
+   partial sums, then NAME_combine over the columns [0, cols); an epilogue's GEMM
    (args[product] = args[lhs] x args[rhs]) runs first, on cuBLASLt. */
 #pragma once
 #include <cuda.h>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "contract/plan.pb.h"
+#include "runtime/cuda/device.h"
 #include "runtime/cuda/ops.h"
 
 namespace lmrt::cuda {
@@ -44,9 +46,11 @@ private:
     int product, lhs, rhs;
     bool transposeRhs;
     CUfunction fn;
+    CUfunction combine;  // COLUMN_REDUCE: NAME_combine, which adds the row chunks' partial sums
     std::string name;
   };
   CUmodule module_ = nullptr;
+  DeviceBuffer partials_;  // the column reductions' partial sums (one at a time: steps run in order)
   int smCount_ = 1;
   std::vector<Kernel> kernels_;
 };

@@ -146,6 +146,9 @@ TEST(CudaOps, Attention) {
     TensorType t = f32({s.B, s.T, s.C});
     runCase({"attention", {t, t, t}, {t}, a});
     runCase({"attention_grad", {t, t, t, t}, {t, t, t}, a});
+    // The saved output and logsumexp are inputs: random ones test the same formula.
+    TensorType lse = f32({s.B, s.H, s.T});
+    runCase({"attention_grad_stats", {t, t, t, t, lse, t}, {t, t, t}, a});
   }
   TensorType d = f64({2, 19, 16});
   kernels::Attrs a = attrs({{"num_heads", int64_t{2}}, {"causal", true}});
@@ -247,6 +250,34 @@ TEST(CudaOps, GroupedQueryAttention) {
       runCase({"attention", {q, k, k}, {q}, a});
       runCase({"attention_grad", {q, k, k, q}, {q, k, k}, a});
     }
+}
+
+/* With TF32 GEMMs, f32 attention with heads of at most 64 columns runs on tensor cores
+   (runtime/cuda/attention_tc.cuh): every form of the op, at TF32's tolerance. */
+TEST(CudaOps, AttentionOnTensorCores) {
+  struct Case {
+    int64_t B, Tq, Tk, H, Hkv, Dh;
+    bool causal;
+  };
+  for (Case c : {Case{2, 37, 37, 2, 2, 16, true}, Case{1, 130, 130, 2, 2, 64, true}, Case{2, 70, 70, 4, 2, 32, false},
+                 Case{3, 37, 130, 2, 2, 16, false}, Case{2, 100, 33, 4, 4, 64, false}, Case{2, 70, 70, 4, 1, 64, true}}) {
+    SCOPED_TRACE("Tq " + std::to_string(c.Tq) + ", Tk " + std::to_string(c.Tk) + ", Dh " + std::to_string(c.Dh) +
+                 (c.causal ? ", causal" : ""));
+    kernels::Attrs a = attrs({{"num_heads", c.H}, {"causal", c.causal}, {"num_kv_heads", c.Hkv}});
+    TensorType q = f32({c.B, c.Tq, c.H * c.Dh}), k = f32({c.B, c.Tk, c.Hkv * c.Dh}), m = f32({c.B, c.Tk});
+    TensorType lse = f32({c.B, c.H, c.Tq});
+    std::vector<OpCase> cases = {{"attention", {q, k, k}, {q}, a},
+                                 {"attention_grad", {q, k, k, q}, {q, k, k}, a},
+                                 {"attention_stats", {q, k, k}, {q, lse}, a},
+                                 {"masked_attention", {q, k, k, m}, {q}, a},
+                                 {"masked_attention_grad", {q, k, k, m, q}, {q, k, k}, a},
+                                 {"attention_grad_stats", {q, k, k, q, lse, q}, {q, k, k}, a}};
+    cases[3].paddingMask = cases[4].paddingMask = 3;
+    for (OpCase &oc : cases) {
+      oc.tf32 = true;
+      runCase(oc);
+    }
+  }
 }
 
 /* masked_attention and its grad: padding masks (ragged rows, one row wholly masked)

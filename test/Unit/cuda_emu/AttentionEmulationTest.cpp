@@ -1,0 +1,203 @@
+/* Tests the CUDA attention kernels (runtime/cuda/attention_kernels.cuh) without a
+   GPU: the kernels and their launch sequences run as they are on the CPU emulation
+   of emulation.h, and every result is compared with the CPU kernels' (which the
+   kernel tests check against a naive reference and finite differences) at the
+   tolerances of the GPU test (test/Unit/cuda/CudaTestUtil.h). The shapes are those
+   of that test: every head-size kernel (16, 64, 96 -> 32, 64, 128 columns), query and
+   key counts across tiles and not multiples of them, cross-attention with fewer and
+   with more keys than queries, grouped-query heads, causal, padding masks (ragged
+   rows, a row wholly masked), the cache offset of cached_attention, f32 and f64. */
+#include "../kernels/KernelTestUtil.h"
+
+#include "emulation.h"
+#include "runtime/cuda/attention_tc.cuh"
+
+namespace lmrt::kernels::test {
+namespace {
+
+namespace attn = lmrt::cuda::attn;
+
+struct EmuLauncher {
+  template <typename K, typename... A> void operator()(K kernel, attn::Grid g, int threads, size_t smem, A... args) const {
+    lmrt_emu::launch(kernel, {g.x, g.y, 1}, {(unsigned)threads, 1, 1}, smem, args...);
+  }
+};
+
+struct Case {
+  int64_t B, Tq, Tk, H, Hkv, Dh;
+  bool causal, masked = false;
+  DType dtype = DType::F32;
+  bool tf32 = false;  // the tensor-core kernels (attention_tc.cuh)
+};
+
+std::string describe(const Case &c) {
+  return "B " + std::to_string(c.B) + ", Tq " + std::to_string(c.Tq) + ", Tk " + std::to_string(c.Tk) + ", H " +
+         std::to_string(c.H) + "/" + std::to_string(c.Hkv) + ", Dh " + std::to_string(c.Dh) +
+         (c.causal ? ", causal" : "") + (c.masked ? ", masked" : "") + (c.dtype == DType::F64 ? ", f64" : "") +
+         (c.tf32 ? ", tf32" : "");
+}
+
+attn::AttnDims dimsOf(const Case &c) {
+  attn::AttnDims d;
+  d.B = c.B, d.T = c.Tq, d.H = c.H, d.Dh = c.Dh, d.C = c.H * c.Dh, d.Hkv = c.Hkv, d.Ck = c.Hkv * c.Dh, d.Tk = c.Tk;
+  d.scale = 1.0 / std::sqrt((double)c.Dh);
+  return d;
+}
+
+/* The GPU test's padding mask: row b keeps its first (b + 1) Tk / (B + 1) keys, and
+   the last row has every key masked. */
+Buf paddingMask(const Case &c) {
+  Buf m(c.dtype, {c.B, c.Tk});
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t j = 0; j < c.Tk; ++j) m.set(b * c.Tk + j, b + 1 < c.B && j < (b + 1) * c.Tk / (c.B + 1) ? 1.0 : 0.0);
+  return m;
+}
+
+/* |emu - cpu| <= rtol |cpu| + atol max|cpu| everywhere (f32: 1e-4, 1e-5; f64: 1e-10,
+   1e-12; TF32: inputs of every product rounded to 11 significant bits, 2^-11 = 4.9e-4
+   relative each, through two chained products (scores, then P V or dS Q): 5e-3, 1e-3,
+   where 1e-3 and 2e-4 fail a few elements of most cases). */
+void expectClose(const Buf &emu, const Buf &cpu, const std::string &what, bool tf32 = false) {
+  const bool f64 = cpu.type.dtype == DType::F64;
+  const double rtol = f64 ? 1e-10 : tf32 ? 5e-3 : 1e-4, atolScale = f64 ? 1e-12 : tf32 ? 1e-3 : 1e-5;
+  double maxAbs = 0;
+  for (int64_t i = 0; i < cpu.numel(); ++i) maxAbs = std::max(maxAbs, std::fabs(cpu.get(i)));
+  int64_t misses = 0;
+  for (int64_t i = 0; i < cpu.numel(); ++i) {
+    const double c = cpu.get(i), e = emu.get(i);
+    if (std::fabs(e - c) <= rtol * std::fabs(c) + atolScale * maxAbs) continue;
+    if (++misses <= 3) ADD_FAILURE() << what << " element " << i << ": emulated " << e << ", cpu " << c;
+  }
+  EXPECT_EQ(misses, 0) << what << ": " << misses << " of " << cpu.numel() << " elements differ";
+}
+
+template <typename F> void byHeadSize(int64_t Dh, F &&f) {
+  if (Dh <= 32)
+    f(std::integral_constant<int, 32>{});
+  else if (Dh <= 64)
+    f(std::integral_constant<int, 64>{});
+  else
+    f(std::integral_constant<int, 128>{});
+}
+
+template <typename T> const T *ptr(const Buf &b) { return static_cast<const T *>(b.data()); }
+template <typename T> T *ptr(Buf &b) { return static_cast<T *>(b.data()); }
+
+/* Forward (y and lse) and backward (dq, dk, dv) on the emulator against the CPU's
+   (masked_)attention, attention_stats and (masked_)attention_grad. */
+template <typename T> void runCase(const Case &c) {
+  SCOPED_TRACE(describe(c));
+  const attn::AttnDims d = dimsOf(c);
+  Buf q = randn({c.B, c.Tq, c.H * c.Dh}, c.dtype), k = randn({c.B, c.Tk, c.Hkv * c.Dh}, c.dtype),
+      v = randn({c.B, c.Tk, c.Hkv * c.Dh}, c.dtype), dy = randn({c.B, c.Tq, c.H * c.Dh}, c.dtype);
+  Buf mask = c.masked ? paddingMask(c) : Buf();
+  Attrs a = attrs({{"num_heads", c.H}, {"num_kv_heads", c.Hkv}, {"causal", c.causal}});
+  std::vector<Buf> cpuY, cpuGrad;
+  if (c.masked) {
+    cpuY = runKernel("masked_attention", {q, k, v, mask}, {q.type}, a);
+    cpuGrad = runKernel("masked_attention_grad", {q, k, v, mask, dy}, {q.type, k.type, v.type}, a);
+  } else {
+    cpuY = runKernel("attention_stats", {q, k, v}, {q.type, TensorType{c.dtype, {c.B, c.H, c.Tq}}}, a);
+    cpuGrad = runKernel("attention_grad", {q, k, v, dy}, {q.type, k.type, v.type}, a);
+  }
+  Buf y(c.dtype, q.type.shape), lse(c.dtype, {c.B, c.H, c.Tq}), delta(c.dtype, {c.B, c.H, c.Tq});
+  Buf dq(c.dtype, q.type.shape), dk(c.dtype, k.type.shape), dv(c.dtype, v.type.shape);
+  const T *m = c.masked ? ptr<T>(mask) : nullptr;
+  byHeadSize(c.Dh, [&](auto dm) {
+    constexpr int DMAX = decltype(dm)::value;
+    if constexpr (std::is_same_v<T, float> && DMAX <= 64)
+      if (c.tf32) {
+        attn::launchForwardTc<DMAX>(EmuLauncher{}, d, c.causal, ptr<T>(q), ptr<T>(k), ptr<T>(v), m, ptr<T>(y),
+                                    ptr<T>(lse), (const int32_t *)nullptr);
+        attn::launchBackwardTc<DMAX>(EmuLauncher{}, d, c.causal, ptr<T>(q), ptr<T>(k), ptr<T>(v), m, ptr<T>(dy),
+                                     ptr<T>(y), ptr<T>(lse), ptr<T>(delta), ptr<T>(dq), ptr<T>(dk), ptr<T>(dv));
+        return;
+      }
+    ASSERT_FALSE(c.tf32) << "no tensor-core kernel for this case";
+    attn::launchForward<T, DMAX>(EmuLauncher{}, d, c.causal, ptr<T>(q), ptr<T>(k), ptr<T>(v), m, ptr<T>(y),
+                                 ptr<T>(lse), (const int32_t *)nullptr);
+    attn::launchBackward<T, DMAX>(EmuLauncher{}, d, c.causal, ptr<T>(q), ptr<T>(k), ptr<T>(v), m, ptr<T>(dy),
+                                  ptr<T>(y), ptr<T>(lse), ptr<T>(delta), ptr<T>(dq), ptr<T>(dk), ptr<T>(dv));
+  });
+  expectClose(y, cpuY[0], "y", c.tf32);
+  if (!c.masked) expectClose(lse, cpuY[1], "lse", c.tf32);
+  expectClose(dq, cpuGrad[0], "dq", c.tf32);
+  expectClose(dk, cpuGrad[1], "dk", c.tf32);
+  expectClose(dv, cpuGrad[2], "dv", c.tf32);
+}
+
+void run(const Case &c) {
+  if (c.dtype == DType::F64)
+    runCase<double>(c);
+  else
+    runCase<float>(c);
+}
+
+TEST(AttentionEmulation, SelfAttention) {
+  run({2, 37, 37, 2, 2, 16, true});
+  run({1, 130, 130, 2, 2, 64, false});
+  run({1, 130, 130, 2, 2, 64, true});
+  run({2, 70, 70, 2, 2, 96, true});
+  run({2, 19, 19, 2, 2, 16, true, false, DType::F64});
+}
+
+TEST(AttentionEmulation, GroupedQueryHeads) {
+  for (int64_t kv : {1, 2})
+    for (bool causal : {true, false}) run({2, 70, 70, 4, kv, 16, causal});
+}
+
+/* Cross-attention with fewer keys than queries is the case the GPU caught: the
+   forward treated Tk < Tq as a cache offset out of range and skipped every key. */
+TEST(AttentionEmulation, CrossAndMaskedAttention) {
+  for (bool masked : {false, true}) {
+    run({3, 37, 130, 2, 2, 16, false, masked});
+    run({2, 130, 9, 2, 1, 96, false, masked});
+    run({4, 65, 65, 2, 2, 64, false, masked});
+    run({2, 100, 33, 4, 4, 64, false, masked});
+  }
+  run({3, 70, 70, 4, 2, 64, true, true});
+  run({2, 19, 19, 2, 2, 16, true, true, DType::F64});
+}
+
+/* The TF32 tensor-core kernels, on the shapes above that they take (heads of at most
+   64 columns, f32). */
+TEST(AttentionEmulation, TensorCoreKernels) {
+  auto tc = [](Case c) {
+    c.tf32 = true;
+    run(c);
+  };
+  tc({2, 37, 37, 2, 2, 16, true});
+  tc({1, 130, 130, 2, 2, 64, true});
+  tc({1, 130, 130, 2, 2, 64, false});
+  tc({2, 70, 70, 4, 1, 16, true});
+  tc({2, 70, 70, 4, 2, 32, false});
+  for (bool masked : {false, true}) {
+    tc({3, 37, 130, 2, 2, 16, false, masked});
+    tc({2, 100, 33, 4, 4, 64, false, masked});
+  }
+  tc({3, 70, 70, 4, 2, 64, true, true});
+}
+
+/* cached_attention: new queries at positions offset .. offset + C - 1 over a cache
+   longer than a tile, grouped heads too. */
+TEST(AttentionEmulation, CachedAttention) {
+  for (int64_t C : {1, 5})
+    for (int64_t kv : {4, 2})
+      for (int32_t offset : {0, 37, (int32_t)(70 - C)}) {
+        SCOPED_TRACE("C " + std::to_string(C) + ", kv " + std::to_string(kv) + ", offset " + std::to_string(offset));
+        Case c{1, C, 70, 4, kv, 16, true};
+        Buf q = randn({1, C, 64}, DType::F32), k = randn({1, 70, 16 * kv}, DType::F32),
+            v = randn({1, 70, 16 * kv}, DType::F32), off(DType::I32, {});
+        off.set(0, offset);
+        Attrs a = attrs({{"num_heads", int64_t{4}}, {"num_kv_heads", kv}});
+        std::vector<Buf> cpu = runKernel("cached_attention", {q, k, v, off}, {q.type}, a);
+        Buf y(DType::F32, q.type.shape);
+        attn::launchForward<float, 32>(EmuLauncher{}, dimsOf(c), true, ptr<float>(q), ptr<float>(k), ptr<float>(v),
+                                       (const float *)nullptr, ptr<float>(y), (float *)nullptr,
+                                       static_cast<const int32_t *>(off.data()));
+        expectClose(y, cpu[0], "y");
+      }
+}
+
+}  // namespace
+}  // namespace lmrt::kernels::test

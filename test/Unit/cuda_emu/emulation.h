@@ -1,0 +1,189 @@
+/* Implements: a CPU emulation of the CUDA execution model, enough to run kernels
+   that synchronise only with __syncthreads / __syncthreads_or (the attention
+   kernels, runtime/cuda/attention_kernels.cuh) as they are, without a GPU: the
+   blocks of a grid run one after another, the threads of a block as std::threads
+   meeting at a barrier; dynamic shared memory is one buffer per block, filled
+   with 0xff bytes (NaN as floats) so a read of a value no thread wrote shows up in
+   the results. It checks indexing, masking and tiling logic, not timing: a data race
+   between threads that the barriers do not order is not detected. */
+#pragma once
+#define LMRT_CUDA_EMULATION 1
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#define __host__
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+
+namespace lmrt_emu {
+
+/* A reusable barrier for n threads (the project is C++17: no std::barrier). */
+class Barrier {
+public:
+  explicit Barrier(unsigned n) : n_(n) {}
+  void arriveAndWait() {
+    std::unique_lock<std::mutex> lock(m_);
+    const unsigned gen = generation_;
+    if (++arrived_ == n_) {
+      arrived_ = 0, ++generation_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return generation_ != gen; });
+  }
+
+private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  unsigned n_, arrived_ = 0, generation_ = 0;
+};
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+inline thread_local Dim3 threadIdx, blockIdx;
+inline Dim3 blockDim, gridDim;
+inline Barrier *blockBarrier = nullptr;
+inline std::vector<unsigned char> sharedBytes;
+inline std::vector<int> orSlots;
+
+inline unsigned flatThread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+
+/* Runs kernel(args...) over grid x block threads, the blocks in order: one
+   std::thread per thread of a block, reused from block to block, the shared memory
+   refilled in between. */
+template <typename... P, typename... A>
+void launch(void (*kernel)(P...), Dim3 grid, Dim3 block, size_t sharedMemBytes, A... args) {
+  gridDim = grid, blockDim = block;
+  const unsigned n = block.x * block.y * block.z, blocks = grid.x * grid.y * grid.z;
+  orSlots.assign(n, 0);
+  Barrier bar(n);
+  blockBarrier = &bar;
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (unsigned t = 0; t < n; ++t)
+    threads.emplace_back([&, t] {
+      threadIdx = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+      for (unsigned i = 0; i < blocks; ++i) {
+        if (t == 0) sharedBytes.assign(sharedMemBytes + 16, 0xff);
+        blockIdx = {i % grid.x, (i / grid.x) % grid.y, i / (grid.x * grid.y)};
+        bar.arriveAndWait();  // the shared memory is fresh
+        kernel(args...);
+        bar.arriveAndWait();  // every thread is done with this block
+      }
+    });
+  for (std::thread &th : threads) th.join();
+  blockBarrier = nullptr;
+}
+
+}  // namespace lmrt_emu
+
+using lmrt_emu::blockDim;
+using lmrt_emu::blockIdx;
+using lmrt_emu::gridDim;
+using lmrt_emu::threadIdx;
+using std::log;
+using std::max;
+using std::min;
+
+inline void __syncthreads() { lmrt_emu::blockBarrier->arriveAndWait(); }
+
+/* Nonzero in every thread when `predicate` is nonzero in some thread of the block. */
+inline int __syncthreads_or(int predicate) {
+  lmrt_emu::orSlots[lmrt_emu::flatThread()] = predicate;
+  __syncthreads();
+  int any = 0;
+  for (int v : lmrt_emu::orSlots) any |= v != 0;
+  __syncthreads();  // nobody overwrites a slot before every thread has read them all
+  return any;
+}
+
+/* A warp's barrier, as a block's: the emulated kernels call __syncwarp in every warp
+   alike, and a block barrier orders at least what a warp barrier does. */
+inline void __syncwarp(unsigned = 0xffffffffu) { __syncthreads(); }
+
+/* WMMA (mma.h) as whole tiles: every lane of a warp holds the full fragment and
+   computes the full product (the same values in each), which is what the warp's
+   lanes hold together on a GPU; kernels that only apply the same operation to every
+   element of a fragment cannot tell the difference. A store is done by lane 0 alone,
+   so the kernel must __syncwarp before other lanes read it, as on a GPU. */
+namespace nvcuda::wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+namespace precision {
+struct tf32 {};
+}  // namespace precision
+enum layout_t { mem_row_major, mem_col_major };
+
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
+  static constexpr int rows = std::is_same_v<Use, matrix_b> ? K : M;
+  static constexpr int cols = std::is_same_v<Use, matrix_a> ? K : N;
+  static constexpr int num_elements = rows * cols;
+  float x[rows * cols];  // row-major
+};
+
+/* Rounds to TF32's 10-bit mantissa, to nearest with ties away from zero (cvt.rna.tf32.f32). */
+inline float __float_to_tf32(float f) {
+  if (!std::isfinite(f)) return f;
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u = (u + 0x1000u) & 0xffffe000u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+template <typename F> void fill_fragment(F &f, float v) {
+  for (float &e : f.x) e = v;
+}
+
+template <typename Use, int M, int N, int K, typename T, typename Layout>
+void load_matrix_sync(fragment<Use, M, N, K, T, Layout> &f, const float *p, unsigned ldm) {
+  using Fr = fragment<Use, M, N, K, T, Layout>;
+  constexpr bool colMajor = std::is_same_v<Layout, col_major>;
+  for (int r = 0; r < Fr::rows; ++r)
+    for (int c = 0; c < Fr::cols; ++c) f.x[r * Fr::cols + c] = colMajor ? p[c * ldm + r] : p[r * ldm + c];
+}
+
+template <int M, int N, int K>
+void load_matrix_sync(fragment<accumulator, M, N, K, float> &f, const float *p, unsigned ldm, layout_t l) {
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c) f.x[r * N + c] = l == mem_col_major ? p[c * ldm + r] : p[r * ldm + c];
+}
+
+template <int M, int N, int K>
+void store_matrix_sync(float *p, const fragment<accumulator, M, N, K, float> &f, unsigned ldm, layout_t l) {
+  if (lmrt_emu::flatThread() % 32 != 0) return;
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c) (l == mem_col_major ? p[c * ldm + r] : p[r * ldm + c]) = f.x[r * N + c];
+}
+
+template <int M, int N, int K, typename T, typename LA, typename LB>
+void mma_sync(fragment<accumulator, M, N, K, float> &d, const fragment<matrix_a, M, N, K, T, LA> &a,
+              const fragment<matrix_b, M, N, K, T, LB> &b, const fragment<accumulator, M, N, K, float> &c) {
+  float out[M * N];
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float s = c.x[i * N + j];
+      for (int k = 0; k < K; ++k) s += a.x[i * K + k] * b.x[k * N + j];
+      out[i * N + j] = s;
+    }
+  std::memcpy(d.x, out, sizeof out);
+}
+}  // namespace nvcuda::wmma
+
+#define LMRT_DYNAMIC_SHARED(T, name) T *name = reinterpret_cast<T *>(::lmrt_emu::sharedBytes.data())

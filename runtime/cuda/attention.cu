@@ -5,6 +5,9 @@
    masked keys are skipped (probability exactly 0), key tiles with no unmasked key are
    not loaded, and a query row with no visible key outputs 0 and passes no gradient.
    Head sizes up to 128. */
+#include <cstdlib>
+#include <string_view>
+
 #include "runtime/cuda/attention_kernels.cuh"
 #include "runtime/cuda/attention_tc.cuh"
 #include "runtime/cuda/gemm.h"
@@ -60,13 +63,18 @@ template <typename F> void byHeadSize(int64_t Dh, F &&f) {
     fail("attention: head size %lld is more than the CUDA kernel's 128", (long long)Dh);
 }
 
-/* TF32 tensor cores for f32 attention when the session runs its GEMMs in TF32
-   (attention_tc.cuh), for heads of at most 64 columns. */
+/* The TF32 tensor-core kernels (attention_tc.cuh) for f32 heads of at most 64 columns,
+   in a session with TF32 GEMMs, only when LMRT_CUDA_ATTENTION=tensor-cores: on an H200
+   they are slower than the CUDA-core kernels today (GPT-2 124M b8 x s1024, TF32: 26.1
+   and 54.8 ms a step for the forward and backward against 12.1 and 37.2; docs/runtime.md
+   §7), so they stay opt-in until they are tuned. */
 template <typename T, int DMAX> bool useTensorCores(const OpCall &call) {
-  if constexpr (std::is_same_v<T, float> && DMAX <= 64)
-    return call.gemm.tf32();
-  else
+  if constexpr (std::is_same_v<T, float> && DMAX <= 64) {
+    const char *choice = std::getenv("LMRT_CUDA_ATTENTION");
+    return call.gemm.tf32() && choice && std::string_view(choice) == "tensor-cores";
+  } else {
     return false;
+  }
 }
 
 template <typename T, int DMAX>

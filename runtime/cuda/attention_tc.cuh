@@ -1,10 +1,13 @@
 /* Implements: the TF32 tensor-core variants of the attention kernels of
    attention_kernels.cuh, which runtime/cuda/attention.cu runs for f32 when the session
-   asked for TF32 (lmrt --tf32, as the GEMMs) and heads have at most 64 columns. The
-   math, the masks and the tiling order are those of the CUDA-core kernels; the score
-   and output products run as WMMA m16n16k8 TF32 fragments (inputs rounded to 10-bit
-   mantissas, f32 accumulation), which is why they are opt-in: results differ from f32
-   by about 1e-3 relative.
+   asked for TF32 (lmrt --tf32, as the GEMMs), heads have at most 64 columns and
+   LMRT_CUDA_ATTENTION=tensor-cores: measured on an H200 they are slower than the
+   CUDA-core kernels so far (1.5-2x; the per-lane softmax over 32 columns and the
+   output's trips through shared memory, at 8 warps an SM, dominate), so they are a
+   correct, tested starting point for register-level mma.sync kernels, not the default.
+   The math, the masks and the tiling order are those of the CUDA-core kernels; the
+   score and output products run as WMMA m16n16k8 TF32 fragments (inputs rounded to
+   10-bit mantissas, f32 accumulation): results differ from f32 by about 1e-3 relative.
    A block is 4 warps over 64 rows (queries, or keys in the key-gradient kernel), each
    warp owning 16 of them; tiles of 64 keys (or queries). A warp's products go through
    shared memory row tiles of its own, so only its 32 lanes exchange them (__syncwarp);

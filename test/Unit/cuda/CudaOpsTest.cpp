@@ -252,9 +252,11 @@ TEST(CudaOps, GroupedQueryAttention) {
     }
 }
 
-/* With TF32 GEMMs, f32 attention with heads of at most 64 columns runs on tensor cores
-   (runtime/cuda/attention_tc.cuh): every form of the op, at TF32's tolerance. */
+/* With TF32 GEMMs and LMRT_CUDA_ATTENTION=tensor-cores, f32 attention with heads of at
+   most 64 columns runs on tensor cores (runtime/cuda/attention_tc.cuh): every form of
+   the op, at TF32's tolerance. */
 TEST(CudaOps, AttentionOnTensorCores) {
+  setenv("LMRT_CUDA_ATTENTION", "tensor-cores", 1);
   struct Case {
     int64_t B, Tq, Tk, H, Hkv, Dh;
     bool causal;
@@ -278,6 +280,7 @@ TEST(CudaOps, AttentionOnTensorCores) {
       runCase(oc);
     }
   }
+  unsetenv("LMRT_CUDA_ATTENTION");
 }
 
 /* masked_attention and its grad: padding masks (ragged rows, one row wholly masked)

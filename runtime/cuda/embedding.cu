@@ -3,12 +3,10 @@
    gradient) on the GPU, and lm.take_along_axis (one
    thread per output element) with lm.take_along_axis_grad (one thread per line
    of dx along the axis, adding its dy line in order: no atomics, the CPU's
-   order). The backward uses no atomics, so
-   it gives the same bits every run: thread (column j, vocabulary part p) walks
-   all ids in order and adds the rows whose id falls in part p; every table
-   element has one owner, and the parts multiply the parallelism of D columns.
-   Ids outside the vocabulary (lmrt checks token inputs on the host first) give
-   NaN rows rather than out-of-bounds accesses. */
+   order). The embedding gradient's kernel is in embedding_kernels.cuh (no atomics,
+   the same bits every run). Ids outside the vocabulary (lmrt checks token inputs on
+   the host first) give NaN rows rather than out-of-bounds accesses. */
+#include "runtime/cuda/embedding_kernels.cuh"
 #include "runtime/cuda/kernels.cuh"
 
 namespace lmrt::cuda::detail {
@@ -19,18 +17,6 @@ template <typename T> __global__ void gather(const T *table, const int32_t *ids,
     const int64_t row = i / d, col = i - row * d;
     const int32_t id = ids[row];
     out[i] = (id >= 0 && id < v) ? table[(int64_t)id * d + col] : T(NAN);
-  }
-}
-
-template <typename T>
-__global__ void scatterAdd(const int32_t *ids, const T *dy, T *dt, int64_t n, int64_t v, int64_t d, int64_t parts) {
-  const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, p = blockIdx.y;
-  if (j >= d) return;
-  const int64_t per = (v + parts - 1) / parts, lo = p * per, hi = min(v, lo + per);
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t id = ids[i];
-    if (id >= lo && id < hi) dt[(int64_t)id * d + j] += dy[i * d + j];
-    if (p == 0 && (id < 0 || id >= v) && j == 0) dt[0] = T(NAN);
   }
 }
 
@@ -58,11 +44,12 @@ void scatterRowsInto(const OpCall &call, const DevTensor *base, const DevTensor 
     else if (base->data != dt.data)
       CUDA_CHECK(cudaMemcpyAsync(dt.data, base->data, bytes, cudaMemcpyDeviceToDevice, call.stream));
     if (n * d == 0) return;
-    // Parts: about 16K threads in all, and no part smaller than 64 rows.
-    const int64_t parts = std::max<int64_t>(1, std::min<int64_t>({64, (16384 + d - 1) / d, (v + 63) / 64}));
-    dim3 grid((unsigned)((d + kThreads - 1) / kThreads), (unsigned)parts);
-    scatterAdd<T><<<grid, kThreads, 0, call.stream>>>(ids.as<int32_t>(), dy.as<T>(), dt.as<T>(), n, v, d, parts);
-    CUDA_CHECK_LAUNCH();
+    embed::launchScatterAdd<T>(
+        [&](auto kernel, unsigned gx, unsigned gy, int threads, auto... args) {
+          kernel<<<dim3(gx, gy), threads, 0, call.stream>>>(args...);
+          CUDA_CHECK_LAUNCH();
+        },
+        ids.as<int32_t>(), dy.as<T>(), dt.as<T>(), n, v, d);
   });
 }
 

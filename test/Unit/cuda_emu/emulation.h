@@ -25,6 +25,9 @@
 #define __global__
 #define __forceinline__ inline
 #define __launch_bounds__(n)
+// A static local is one object for all the threads, as a __shared__ array is for a block's
+// (blocks run one after another).
+#define __shared__ static
 
 namespace lmrt_emu {
 

@@ -150,7 +150,8 @@ std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train) {
   // The optimizer's own settings; the ones it does not take are 0 (absent).
   for (const st::Setting *setting : st::findOptimizer(o.kind())->takes)
     if (auto bad = bound(*setting, trainSettingValue(train, *setting), st::kNoLimit,
-                         setting == &st::kLr ? "" : " for " + std::string(o.kind())))
+                         setting == &st::kLr || o.kind() == st::kDefaultOptimizer ? ""
+                                                                                  : " for " + std::string(o.kind())))
       return bad;
   const st::Kind *schedule = st::findSchedule(s.kind());
   if (!schedule)

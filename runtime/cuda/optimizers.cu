@@ -190,7 +190,7 @@ void launchLamb(DType dtype, void *params, const void *grads, void *m, void *v, 
   checkGrid("lamb", numSlices);
   detail::byFloat(dtype, [&](auto t) {
     using T = decltype(t);
-    lamb<T><<<(unsigned)numSlices, 1024, 0, stream>>>(static_cast<T *>(params), static_cast<const T *>(grads),
+    lamb<T><<<(unsigned)numSlices, detail::kThreads, 0, stream>>>(static_cast<T *>(params), static_cast<const T *>(grads),
                                                       static_cast<T *>(m), static_cast<T *>(v), slices, gradScale,
                                                       step);
     CUDA_CHECK_LAUNCH();
@@ -203,7 +203,7 @@ void launchAdafactor(DType dtype, void *params, const void *grads, void *s0, voi
   checkGrid("adafactor", numSlices);
   detail::byFloat(dtype, [&](auto t) {
     using T = decltype(t);
-    adafactor<T><<<(unsigned)numSlices, 1024, 0, stream>>>(static_cast<T *>(params), static_cast<const T *>(grads),
+    adafactor<T><<<(unsigned)numSlices, detail::kThreads, 0, stream>>>(static_cast<T *>(params), static_cast<const T *>(grads),
                                                            static_cast<T *>(s0), static_cast<T *>(s1), slices,
                                                            gradScale, step);
     CUDA_CHECK_LAUNCH();

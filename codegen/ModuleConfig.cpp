@@ -47,6 +47,35 @@ public:
       return i.getValue().getSExtValue();
     return bad(key, "an integer"), fallback;
   }
+  /// The train block's parameter groups (frontend/ParamGroups.cpp), as written.
+  void getParamGroups(StringRef key, plan::TrainConfig &tc) {
+    Attribute a = lookup(key);
+    if (!a)
+      return;
+    auto groups = dyn_cast<ArrayAttr>(a);
+    if (!groups)
+      return bad(key, "an array of dictionaries");
+    for (Attribute entry : groups) {
+      auto d = dyn_cast<DictionaryAttr>(entry);
+      auto patterns = d ? d.getAs<ArrayAttr>("patterns") : ArrayAttr();
+      if (!patterns)
+        return bad(key, "an array of dictionaries with patterns");
+      plan::ParamGroup *g = tc.add_param_groups();
+      for (Attribute p : patterns)
+        if (auto str = dyn_cast<StringAttr>(p))
+          g->add_patterns(str.str());
+      if (auto source = d.getAs<StringAttr>("source"))
+        g->set_source(source.str());
+      if (auto b = d.getAs<BoolAttr>("weight_decay"))
+        g->set_weight_decay(b.getValue());
+      if (auto b = d.getAs<BoolAttr>("frozen"))
+        g->set_frozen(b.getValue());
+      if (auto b = d.getAs<BoolAttr>("trust_ratio"))
+        g->set_trust_ratio(b.getValue());
+      if (auto f = d.getAs<FloatAttr>("lr_scale"))
+        g->set_lr_scale(f.getValueAsDouble());
+    }
+  }
   /// A dictionary of numbers (a transform's parameters); empty when absent.
   std::map<std::string, double> getNumbers(StringRef key) {
     std::map<std::string, double> out;
@@ -142,6 +171,18 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   opt->set_beta2(number(st::kBeta2));
   opt->set_eps(number(st::kEps));
   opt->set_weight_decay(train.getFloat(st::kWeightDecay.attr, st::kBareModuleWeightDecay));
+  // The other optimizers: exactly the settings their kind takes (absent keys at
+  // the kind's defaults), the rest 0, so AdamW's plans keep their bytes.
+  if (const st::Kind *optimizer = st::findOptimizer(opt->kind()); optimizer && opt->kind() != st::kDefaultOptimizer) {
+    opt->set_beta1(0);
+    opt->set_beta2(0);
+    opt->set_eps(0);
+    for (const st::Setting *s : optimizer->takes) {
+      double fallback = s == &st::kWeightDecay ? st::kBareModuleWeightDecay : st::defaultIn(*optimizer, *s);
+      lmrt::contract::setTrainSetting(*tc, *s, s->isInt ? (double)train.getInt(s->attr, (int64_t)fallback)
+                                                        : train.getFloat(s->attr, fallback));
+    }
+  }
   plan::Schedule *schedule = tc->mutable_schedule();
   schedule->set_kind(train.getString("schedule", st::kDefaultSchedule));
   schedule->set_warmup_steps(integer(st::kWarmup));
@@ -152,6 +193,8 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   schedule->set_cooldown_fraction(kind && st::takes(*kind, st::kCooldown) ? number(st::kCooldown)
                                                                            : train.getFloat(st::kCooldown.attr, 0.0));
   tc->set_clip_grad_norm(number(st::kClipGradNorm));
+  tc->set_clip_grad_value(number(st::kClipGradValue));
+  train.getParamGroups("param_groups", *tc);
   // 0 in the plan means the default, 1 (plans from before accumulation);
   // writing nothing for it keeps those plans byte-identical.
   if (int64_t accumulate = integer(st::kAccumulate); accumulate != (int64_t)st::kAccumulate.defaultValue)

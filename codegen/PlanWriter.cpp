@@ -212,8 +212,15 @@ LogicalResult ProgramBuilder::addArguments() {
         plan::Param *p = result.add_params();
         p->set_name(name.str());
         *p->mutable_type() = *type;
-        p->set_weight_decay(type->shape_size() >= 2);
+        // The train block's parameter groups (frontend/ParamGroups.cpp) say, where
+        // it has them; else nanoGPT's rule: matrices and embeddings decay.
+        auto decay = func.getArgAttrOfType<BoolAttr>(i, "lm.weight_decay");
+        p->set_weight_decay(decay ? decay.getValue() : type->shape_size() >= 2);
         p->set_frozen(func.getArgAttr(i, "lm.frozen") != nullptr);
+        if (auto scale = func.getArgAttrOfType<FloatAttr>(i, "lm.lr_scale"))
+          p->set_lr_scale(scale.getValueAsDouble());
+        if (auto trust = func.getArgAttrOfType<BoolAttr>(i, "lm.trust_ratio"))
+          p->set_trust_ratio(trust.getValue());
         if (failed(convertInit(func.getArgAttrOfType<DictionaryAttr>(i, "lm.init"), *p->mutable_init(), emit)))
           return failure();
       } else {

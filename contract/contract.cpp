@@ -16,6 +16,7 @@
 #include "contract/matmul_dims.h"
 #include "contract/shape_rules.h"
 #include "base/hash.h"
+#include "base/tensor.h"
 #include "contract/op_table.h"
 
 namespace lmrt {
@@ -146,13 +147,12 @@ std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train) {
   if (!st::findOptimizer(o.kind()))
     return Violation{"optimizer", quoted(o.kind()),
                      "is not supported (expected " + st::kindList(st::optimizers(), true) + ")"};
-  const std::pair<const st::Setting *, double> adamw[] = {{&st::kLr, o.lr()},
-                                                          {&st::kBeta1, o.beta1()},
-                                                          {&st::kBeta2, o.beta2()},
-                                                          {&st::kEps, o.eps()},
-                                                          {&st::kWeightDecay, o.weight_decay()}};
-  for (const auto &[setting, v] : adamw)
-    if (auto bad = bound(*setting, v)) return bad;
+  // The optimizer's own settings; the ones it does not take are 0 (absent).
+  for (const st::Setting *setting : st::findOptimizer(o.kind())->takes)
+    if (auto bad = bound(*setting, trainSettingValue(train, *setting), st::kNoLimit,
+                         setting == &st::kLr || o.kind() == st::kDefaultOptimizer ? ""
+                                                                                  : " for " + std::string(o.kind())))
+      return bad;
   const st::Kind *schedule = st::findSchedule(s.kind());
   if (!schedule)
     return Violation{"schedule", quoted(s.kind()),
@@ -166,10 +166,49 @@ std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train) {
   if (auto bad = bound(st::kDecaySteps, (double)s.decay_steps())) return bad;
   if (auto bad = bound(st::kMinLr, s.min_lr(), o.lr())) return bad;
   if (auto bad = bound(st::kClipGradNorm, train.clip_grad_norm())) return bad;
+  if (auto bad = bound(st::kClipGradValue, train.clip_grad_value())) return bad;
+  for (const plan::ParamGroup &g : train.param_groups()) {
+    if (g.patterns().empty()) return Violation{"param_groups", g.source(), "must have a pattern"};
+    if (g.has_lr_scale() && !(std::isfinite(g.lr_scale()) && g.lr_scale() >= 0))
+      return Violation{"param_groups.lr_scale", fmtNum(g.lr_scale()), "must be finite and >= 0"};
+  }
   // 0 is what plans from before accumulation say: one micro-batch.
   if (train.accumulate() != 0)
     if (auto bad = bound(st::kAccumulate, (double)train.accumulate())) return bad;
   return std::nullopt;
+}
+
+namespace {
+/* The message of `train` holding `field`, and the field. */
+std::pair<google::protobuf::Message *, const google::protobuf::FieldDescriptor *>
+findTrainField(plan::TrainConfig &train, const char *field) {
+  for (google::protobuf::Message *m : {static_cast<google::protobuf::Message *>(&train),
+                                       static_cast<google::protobuf::Message *>(train.mutable_optimizer()),
+                                       static_cast<google::protobuf::Message *>(train.mutable_schedule())})
+    if (const google::protobuf::FieldDescriptor *f = m->GetDescriptor()->FindFieldByName(field)) return {m, f};
+  fail("internal error: the plan's TrainConfig has no field '%s'", field);
+}
+}  // namespace
+
+double trainSettingValue(const plan::TrainConfig &train, const settings::Setting &s) {
+  // Reflection reads only; the const_cast lets one lookup serve both directions.
+  auto [m, f] = findTrainField(const_cast<plan::TrainConfig &>(train), s.field);
+  const google::protobuf::Reflection *r = m->GetReflection();
+  switch (f->cpp_type()) {
+  case google::protobuf::FieldDescriptor::CPPTYPE_BOOL: return r->GetBool(*m, f) ? 1 : 0;
+  case google::protobuf::FieldDescriptor::CPPTYPE_INT64: return (double)r->GetInt64(*m, f);
+  default: return r->GetDouble(*m, f);
+  }
+}
+
+void setTrainSetting(plan::TrainConfig &train, const settings::Setting &s, double value) {
+  auto [m, f] = findTrainField(train, s.field);
+  const google::protobuf::Reflection *r = m->GetReflection();
+  switch (f->cpp_type()) {
+  case google::protobuf::FieldDescriptor::CPPTYPE_BOOL: r->SetBool(m, f, value != 0); break;
+  case google::protobuf::FieldDescriptor::CPPTYPE_INT64: r->SetInt64(m, f, (int64_t)value); break;
+  default: r->SetDouble(m, f, value);
+  }
 }
 
 bool hasDataConfig(const plan::DataConfig &d) {

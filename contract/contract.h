@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "contract/plan.pb.h"
+#include "contract/train_settings.h"
 
 namespace lmrt {
 
@@ -61,6 +62,12 @@ struct Violation {
 };
 
 std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train);
+
+/* A train setting's value in the plan, by its field (contract/train_settings.h):
+   in TrainConfig, its Optimizer or its Schedule; a bool reads as 0 or 1. The
+   table names the fields and this binds them, so no side lists them again. */
+double trainSettingValue(const plan::TrainConfig &train, const settings::Setting &s);
+void setTrainSetting(plan::TrainConfig &train, const settings::Setting &s, double value);
 /* True when the plan carries a data config (all fields empty: it has none, as
    an op-level gradient check does; `lmrt run` refuses such a plan itself). */
 bool hasDataConfig(const plan::DataConfig &data);

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lmrt::settings {
@@ -36,6 +37,7 @@ struct Setting {
   const char *note = nullptr;       // said after the rule: "(0: off)"
   const char *meaning = nullptr;    // said before the rule where the name does not explain the number
   const Setting *atMost = nullptr;  // also at most that setting's value (min_lr <= lr)
+  bool isBool = false;   // true or false in a .lm file, 0 or 1 in lm.train (i64), a bool in the plan
 };
 
 // --- AdamW, with PyTorch's defaults ---------------------------------------------
@@ -47,6 +49,28 @@ inline constexpr Setting kBeta2{"betas", "beta2", "beta2", 0.999, 0, 1, false, t
 inline constexpr Setting kEps{"eps", "eps", "eps", 1e-8, 0, kNoLimit, true, false, false};
 inline constexpr Setting kWeightDecay{"weight_decay", "weight_decay", "weight_decay", 0.01, 0, kNoLimit,
                                       false, false, false};
+
+// --- the other optimizers' own settings (docs/runtime.md, "Optimizers") -----------
+// SGD (torch.optim.SGD): heavy-ball momentum, optionally Nesterov's.
+inline constexpr Setting kMomentum{"momentum", "momentum", "momentum", 0, 0, 1, false, true, false};
+inline constexpr Setting kNesterov{"nesterov", "nesterov", "nesterov", 0, 0, 1, false, false, true,
+                                   nullptr, nullptr, nullptr, /*isBool=*/true};
+// Adafactor (Shazeer & Stern 2018, as HF transformers' Adafactor): eps = (eps1, eps2)
+// is one keyword for two settings, like betas; eps1 is kEps with Adafactor's default.
+inline constexpr Setting kEps2{"eps", "eps2", "eps2", 1e-3, 0, kNoLimit, true, false, false};
+// d, the RMS an update is clipped to.
+inline constexpr Setting kClipThreshold{"clip_threshold", "clip_threshold", "clip_threshold", 1.0, 0, kNoLimit,
+                                        true, false, false};
+// beta2 of update t is 1 - t^decay_rate.
+inline constexpr Setting kDecayRate{"decay_rate", "decay_rate", "decay_rate", -0.8, -1, 0, false, true, false};
+// The step size is min(1e-2, 1/sqrt(t)) (warmup_init: min(1e-6 t, 1/sqrt(t))), not lr.
+inline constexpr Setting kRelativeStep{"relative_step", "relative_step", "relative_step", 1, 0, 1, false, false,
+                                       true, nullptr, nullptr, nullptr, /*isBool=*/true};
+// The step size is multiplied by max(eps2, RMS(p)).
+inline constexpr Setting kScaleParameter{"scale_parameter", "scale_parameter", "scale_parameter", 1, 0, 1, false,
+                                         false, true, nullptr, nullptr, nullptr, /*isBool=*/true};
+inline constexpr Setting kWarmupInit{"warmup_init", "warmup_init", "warmup_init", 0, 0, 1, false, false, true,
+                                     nullptr, nullptr, nullptr, /*isBool=*/true};
 
 /* The weight decay of a hand-written module whose lm.train leaves it out (or
    that has no lm.train): none, unlike a train block's PyTorch default above.
@@ -69,6 +93,10 @@ inline constexpr Setting kCooldown{"cooldown", "cooldown_fraction", "cooldown_fr
 inline constexpr Setting kClipGradNorm{"clip_grad_norm", "clip_grad_norm", "clip_grad_norm", 0, 0, kNoLimit,
                                        false, false, false, "0: off"};
 // Micro-batches averaged per optimizer step; beyond 2^20 a count is a typo, not a plan.
+// Every gradient element clamped to [-c, c] as the optimizer reads it (after the
+// norm's clipping), as torch.nn.utils.clip_grad_value_.
+inline constexpr Setting kClipGradValue{"clip_grad_value", "clip_grad_value", "clip_grad_value", 0, 0, kNoLimit,
+                                        false, false, false, "0: off"};
 inline constexpr Setting kAccumulate{"accumulate", "accumulate", "accumulate", 1, 1, 1 << 20, false, false, true};
 
 /* Rematerialization (docs/remat.md): what the train step recomputes in the
@@ -151,13 +179,33 @@ inline bool parseByteSize(const std::string &text, int64_t &bytes, std::string &
 struct Kind {
   const char *name;
   std::vector<const Setting *> takes;
+  // Where this kind's default differs from the setting's own (LAMB's eps = 1e-6).
+  std::vector<std::pair<const Setting *, double>> defaults = {};
 };
+
+/* The default of `s` in `kind`: the kind's own where it has one, else the setting's. */
+inline double defaultIn(const Kind &kind, const Setting &s) {
+  for (const auto &[setting, value] : kind.defaults)
+    if (setting == &s) return value;
+  return s.defaultValue;
+}
 
 inline constexpr const char *kDefaultOptimizer = "adamw";
 inline constexpr const char *kDefaultSchedule = "constant";
 
 inline const std::vector<Kind> &optimizers() {
-  static const std::vector<Kind> kinds = {{"adamw", {&kLr, &kBeta1, &kBeta2, &kEps, &kWeightDecay}}};
+  // Defaults: PyTorch's AdamW and SGD; LAMB as ALBERT trained with it (eps 1e-6);
+  // Lion as lion-pytorch (betas 0.9, 0.99; no decay); Adafactor as HF transformers'.
+  static const std::vector<Kind> kinds = {
+      {"adamw", {&kLr, &kBeta1, &kBeta2, &kEps, &kWeightDecay}},
+      {"sgd", {&kLr, &kMomentum, &kNesterov, &kWeightDecay}, {{&kWeightDecay, 0.0}}},
+      {"lamb", {&kLr, &kBeta1, &kBeta2, &kEps, &kWeightDecay}, {{&kEps, 1e-6}}},
+      {"lion", {&kLr, &kBeta1, &kBeta2, &kWeightDecay}, {{&kLr, 1e-4}, {&kBeta2, 0.99}, {&kWeightDecay, 0.0}}},
+      {"adafactor",
+       {&kLr, &kEps, &kEps2, &kClipThreshold, &kDecayRate, &kWeightDecay, &kRelativeStep, &kScaleParameter,
+        &kWarmupInit},
+       {{&kEps, 1e-30}, {&kWeightDecay, 0.0}}},
+  };
   return kinds;
 }
 
@@ -173,7 +221,7 @@ inline const std::vector<Kind> &schedules() {
 
 /* The settings of the train block outside optimizer and schedule. */
 inline const std::vector<const Setting *> &blockSettings() {
-  static const std::vector<const Setting *> list = {&kClipGradNorm, &kAccumulate};
+  static const std::vector<const Setting *> list = {&kClipGradNorm, &kClipGradValue, &kAccumulate};
   return list;
 }
 
@@ -181,7 +229,10 @@ inline const std::vector<const Setting *> &blockSettings() {
 inline const std::vector<const Setting *> &allSettings() {
   static const std::vector<const Setting *> list = {&kLr,     &kBeta1,      &kBeta2,    &kEps,
                                                     &kWeightDecay, &kWarmup, &kMinLr, &kDecaySteps,
-                                                    &kCooldown,    &kClipGradNorm, &kAccumulate};
+                                                    &kCooldown,    &kClipGradNorm, &kAccumulate,
+                                                    &kMomentum, &kNesterov, &kEps2, &kClipThreshold,
+                                                    &kDecayRate, &kRelativeStep, &kScaleParameter,
+                                                    &kWarmupInit, &kClipGradValue};
   return list;
 }
 
@@ -224,6 +275,7 @@ inline std::string keywordList(const Kind &kind) {
 /* A value as messages show it: an integer for a whole-number setting, else %g. */
 inline std::string format(const Setting &s, double v) {
   char buf[40];
+  if (s.isBool && (v == 0 || v == 1)) return v == 1 ? "true" : "false";
   if (s.isInt && std::isfinite(v))
     std::snprintf(buf, sizeof buf, "%lld", (long long)v);
   else
@@ -244,6 +296,7 @@ inline bool within(const Setting &s, double v, double atMost = kNoLimit) {
 /* What `within` asks, as messages say it: "must be in [0, 1)", "must be finite and
    > 0", "must be >= 0", "must be in [0, lr = 0.001]", "must be finite and >= 0 (0: off)". */
 inline std::string rule(const Setting &s, double atMost = kNoLimit) {
+  if (s.isBool) return "must be true or false";
   std::string r;
   const char *open = s.loOpen ? "(" : "[";
   if (s.atMost && std::isfinite(atMost))

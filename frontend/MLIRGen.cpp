@@ -179,6 +179,16 @@ OwningOpRef<ModuleOp> MLIRGen::run() {
       if (auto op = module.lookupSymbol<func::FuncOp>(name))
         op->moveBefore(module.getBody(), module.getBody()->end());
 
+  // Parameter groups need the parameters: resolved once every function exists.
+  bool decayAll = false;
+  FailureOr<ArrayAttr> groups = paramGroupsAttr(decayAll);
+  if (failed(groups))
+    return nullptr;
+  if (*groups) {
+    NamedAttrList attrs(*train);
+    attrs.set("param_groups", *groups);
+    train = attrs.getDictionary(&ctx);
+  }
   FailureOr<ArrayAttr> exports = exportsAttr();
   if (failed(exports))
     return nullptr;

@@ -325,6 +325,13 @@ private:
                                                     func::FuncOp op);
   std::optional<DictionaryAttr> causalDataAttr(const ast::Function &objective, func::FuncOp op);
 
+  //--- ParamGroups.cpp ----------------------------------------------------------
+  /// The train block's no_decay and groups, applied to every function's
+  /// parameter arguments (lm.weight_decay, lm.frozen, lm.lr_scale,
+  /// lm.trust_ratio); the groups as written for lm.train, or a null ArrayAttr
+  /// when there are none. `decayAll`: no_decay was given (HF's rule).
+  FailureOr<ArrayAttr> paramGroupsAttr(bool &decayAll);
+
   //--- Export.cpp ---------------------------------------------------------------
   /// lm.exports: one dictionary per `export` section, each parameter of the
   /// module (every func argument with lm.param) mapped by exactly one rule.

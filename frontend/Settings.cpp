@@ -146,6 +146,7 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
   for (const st::Setting *s : st::allSettings())
     values[s] = {s->defaultValue, (int64_t)s->defaultValue};
   std::optional<ast::Loc> minLrLoc; // min_lr <= lr waits until lr is known
+  std::optional<ast::Loc> lrLoc;    // Adafactor's relative step takes no lr
 
   Env env;
   std::set<std::string> seen;
@@ -153,11 +154,18 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
   // it in messages.
   auto setNumber = [&](const st::Setting &s, const ast::Expr &e, const std::string &shown) -> LogicalResult {
     Value v;
-    if (s.isInt) {
+    if (s.isInt && !s.isBool) {
       FailureOr<int64_t> i = evalInt(e, env, shown);
       if (failed(i))
         return failure();
       v = {double(*i), *i};
+    } else if (s.isBool) {
+      FailureOr<LMValue> b = eval(e, env);
+      if (failed(b))
+        return failure();
+      if (b->kind != LMValue::Kind::Bool)
+        return error(e.loc) << shown << " must be true or false, got " << describe(*b);
+      v = {b->boolValue ? 1.0 : 0.0, b->boolValue ? 1 : 0};
     } else {
       FailureOr<double> d = evalNumber(e, env, shown);
       if (failed(d))
@@ -182,6 +190,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
                            << st::keywordList(kind) << ")";
     if (named[0] == &st::kMinLr)
       minLrLoc = kw.value->loc;
+    if (named[0] == &st::kLr)
+      lrLoc = kw.value->loc;
     if (named.size() == 1)
       return setNumber(*named[0], *kw.value, kw.name);
     FailureOr<LMValue> tuple = eval(*kw.value, env);
@@ -218,6 +228,9 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
                           << st::kindList(kinds, false) << ")";
     if (!e.args.empty())
       return error(e.args[0]->loc) << e.name << " takes keyword arguments (name = value)";
+    // The kind's own defaults (LAMB's eps), before its arguments replace them.
+    for (const st::Setting *t : chosen->takes)
+      values[t] = {st::defaultIn(*chosen, *t), (int64_t)st::defaultIn(*chosen, *t)};
     for (const ast::KeywordArg &kw : e.kwargs)
       if (failed(setArgument(*chosen, kw)))
         return failure();
@@ -258,6 +271,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     }
     if (s.name == "data")
       continue; // the batch transform: dataAttr reads it with the objective's inputs
+    if (s.name == "no_decay" || s.name == "groups")
+      continue; // parameter groups: paramGroupsAttr reads them once the parameters exist
     const st::Setting *setting = nullptr;
     std::string known = "optimizer, schedule, remat, memory_budget";
     for (const st::Setting *b : st::blockSettings()) {
@@ -266,10 +281,15 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
         setting = b;
     }
     if (!setting)
-      return error(s.loc) << "unknown train option '" << s.name << "' (expected " << known << " or data)";
+      return error(s.loc) << "unknown train option '" << s.name << "' (expected " << known
+                          << ", no_decay, groups or data)";
     if (failed(setNumber(*setting, *s.value, s.name)))
       return failure();
   }
+  // HF's Adafactor refuses the same: its relative step replaces the rate.
+  if (optimizer == st::findOptimizer("adafactor") && values[&st::kRelativeStep].whole && lrLoc)
+    return error(*lrLoc) << "adafactor: lr cannot be combined with relative_step = true (the step size is "
+                         << "then min(1e-2, 1/sqrt(t))); set relative_step = false to use lr and the schedule";
   double lr = values[&st::kLr].real, minLr = values[&st::kMinLr].real;
   if (!st::within(st::kMinLr, minLr, lr))
     return error(minLrLoc.value_or(ast.trainLoc.value_or(ast::Loc{1, 1})))
@@ -292,6 +312,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
   // files without them keep their bytes.
   if (st::takes(*schedule, st::kCooldown))
     put(attrs, st::kCooldown);
+  if (values[&st::kClipGradValue].real != st::kClipGradValue.defaultValue)
+    put(attrs, st::kClipGradValue);
   if (values[&st::kAccumulate].whole != (int64_t)st::kAccumulate.defaultValue)
     put(attrs, st::kAccumulate);
   if (remat != st::kDefaultRemat)

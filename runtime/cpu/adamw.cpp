@@ -1,6 +1,7 @@
 /* Implements: the AdamW update (formulas in adamw.h). */
 #include "runtime/cpu/adamw.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/cpu/kernels/kernel_math.h"
@@ -36,14 +37,15 @@ LMRT_SIMD_CLONES void update(T *p, const T *g, T *m, T *v, int64_t n, double lr,
   const T stepSize = T(lr / bc1);
   const T bc2Sqrt = T(std::sqrt(bc2));
   const T eps = T(c.eps);
-  const bool decays = decay != 0.0, scales = gradScale != 1.0;
-  const T clip = T(gradScale);
+  const bool decays = decay != 0.0, scales = gradScale != 1.0, clipsValue = c.clipValue > 0;
+  const T clip = T(gradScale), clipValue = T(c.clipValue);
 #pragma omp for simd schedule(static) nowait
   for (int64_t i = 0; i < n; ++i) {
     T pi = p[i];
     if (decays) pi *= keep;
     T gi = g[i];
     if (scales) gi *= clip;
+    if (clipsValue) gi = std::min(std::max(gi, -clipValue), clipValue);  // clip_grad_value, after the norm's
     T mi = m[i] + w1 * (gi - m[i]);
     T vi = v[i] * b2 + w2 * gi * gi;
     m[i] = mi;
@@ -102,12 +104,13 @@ void AdamW::step(const std::vector<ParamView> &params, double lr, double gradSca
     Moments &s = state_[i];
     if (p.frozen) continue;  // not even weight decay: it stays bit for bit as loaded
     double decay = p.weightDecay ? config_.weightDecay : 0.0;
+    double rate = lr * p.lrScale;  // its parameter group's multiple (1: the same bits as lr)
     if (p.dtype == DType::F32)
       update<float>((float *)p.value, (const float *)p.grad, (float *)s.m.data(), (float *)s.v.data(),
-                    p.numel, lr, decay, config_, t_, gradScale);
+                    p.numel, rate, decay, config_, t_, gradScale);
     else
       update<double>((double *)p.value, (const double *)p.grad, (double *)s.m.data(),
-                     (double *)s.v.data(), p.numel, lr, decay, config_, t_, gradScale);
+                     (double *)s.v.data(), p.numel, rate, decay, config_, t_, gradScale);
   }
 }
 

@@ -7,7 +7,7 @@
 
 #include "contract/contract.h"
 #include "contract/plan_types.h"
-#include "runtime/cpu/adamw.h"
+#include "runtime/cpu/optimizers.h"
 #include "runtime/cpu/grad_clip.h"
 #include "runtime/cpu/kernel_library.h"
 #include "runtime/cpu/kernels/registry.h"
@@ -45,8 +45,8 @@ public:
   TensorRef output(const std::string &program, const std::string &name) override;
   void accumulateGradients(int micro, int count) override;
   double gradientNorm() override { return globalGradNorm(views_); }
-  void optimizerStep(double lr, double gradScale) override { adamw().step(views_, lr, gradScale); }
-  int64_t optimizerUpdates() const override { return adamw_ ? adamw_->stepCount() : 0; }
+  void optimizerStep(double lr, double gradScale) override { optimizer().step(views_, lr, gradScale); }
+  int64_t optimizerUpdates() const override { return optimizer_ ? optimizer_->stepCount() : 0; }
   std::vector<NamedTensor> optimizerState() override;
   std::vector<NamedTensor> beginRestore(int64_t updates) override;
   void finishRestore() override {}
@@ -57,11 +57,11 @@ public:
 private:
   const ExecProgram &program(const std::string &name) const;
   /* Made on first use: a plan run only forward (eval, sample) needs no optimizer. */
-  AdamW &adamw() {
-    if (!adamw_) adamw_ = std::make_unique<AdamW>(adamwConfig(session_.plan()));
-    return *adamw_;
+  CpuOptimizer &optimizer() {
+    if (!optimizer_) optimizer_ = makeCpuOptimizer(optimizerConfig(session_.plan()));
+    return *optimizer_;
   }
-  std::vector<NamedTensor> momentTensors();
+  std::vector<NamedTensor> stateTensors(std::vector<void *> data);
 
   Session &session_;
   const BoundPlan &bound_;
@@ -74,7 +74,7 @@ private:
   std::vector<std::vector<double>> states_;
   std::string lastRun_;  // outputs in the arena belong to this program's last run
   std::vector<ParamView> views_;
-  std::unique_ptr<AdamW> adamw_;
+  std::unique_ptr<CpuOptimizer> optimizer_;
   std::vector<HostBytes> accumulated_;  // the micro-batches' summed gradients (--accumulate)
   OpProfile *profile_ = nullptr;
   NonFiniteValue *nonFinite_ = nullptr;
@@ -111,7 +111,8 @@ CpuBackend::CpuBackend(Session &session)
   if (!arena_) bound_.error("cannot allocate an arena of " + std::to_string(bytes) + " bytes");
   std::memset(arena_.get(), 0, bytes);
   for (ParamState &p : session.params())
-    views_.push_back({p.type.dtype, p.value.data(), p.grad.data(), p.type.numel(), p.weightDecay, p.frozen});
+    views_.push_back({p.type.dtype, p.value.data(), p.grad.data(), p.type.numel(), p.weightDecay, p.frozen,
+                      p.lrScale, p.trustRatio, p.type.shape});
 }
 
 const ExecProgram &CpuBackend::program(const std::string &name) const {
@@ -234,28 +235,27 @@ void CpuBackend::accumulateGradients(int micro, int count) {
   }
 }
 
-std::vector<NamedTensor> CpuBackend::momentTensors() {
-  std::vector<AdamW::MomentView> mom = adamw().moments();
+/* The optimizer's state under the checkpoint's names: each parameter's slots
+   (stateSlots) in plan order, "adamw.m.<param>", "adamw.v.<param>", ... */
+std::vector<NamedTensor> CpuBackend::stateTensors(std::vector<void *> data) {
+  const OptimizerConfig config = optimizerConfig(session_.plan());
   const std::vector<ParamState> &params = session_.params();
-  if (mom.size() != params.size())
-    fail("the optimizer holds %zu moments for %zu parameters", mom.size(), params.size());
   std::vector<NamedTensor> out;
-  for (size_t i = 0; i < mom.size(); ++i) {
-    out.emplace_back("adamw.m." + params[i].name, TensorRef{mom[i].m, params[i].type});
-    out.emplace_back("adamw.v." + params[i].name, TensorRef{mom[i].v, params[i].type});
-  }
+  for (const ParamState &p : params)
+    for (const StateSlot &slot : stateSlots(config, p.type.shape)) {
+      if (out.size() >= data.size()) fail("the optimizer holds %zu state tensors, fewer than its layout", data.size());
+      out.emplace_back(slot.prefix + "." + p.name, TensorRef{data[out.size()], TensorType{p.type.dtype, slot.shape}});
+    }
+  if (out.size() != data.size())
+    fail("the optimizer holds %zu state tensors, its layout %zu", data.size(), out.size());
   return out;
 }
 
-std::vector<NamedTensor> CpuBackend::optimizerState() {
-  // Before any update (every step so far skipped) the moments are all zero.
-  if (adamw().moments().empty()) adamw().restoreState(views_, adamw().stepCount());
-  return momentTensors();
-}
+std::vector<NamedTensor> CpuBackend::optimizerState() { return stateTensors(optimizer().state(views_)); }
 
 std::vector<NamedTensor> CpuBackend::beginRestore(int64_t updates) {
-  adamw().restoreState(views_, updates);
-  return momentTensors();
+  optimizer().restoreState(views_, updates);
+  return stateTensors(optimizer().state(views_));
 }
 
 // --- registration -------------------------------------------------------------------

@@ -1,5 +1,6 @@
 /* Implements: the optimizer's view of one parameter: its value and gradient
-   storage (f32 or f64, the same for both) and whether weight decay applies.
+   storage (f32 or f64, the same for both), its shape, and what its parameter
+   group says: weight decay, the learning rate's multiplier, LAMB's trust ratio.
    Kept apart from Session so the optimizer and clipping test without a plan. */
 #pragma once
 #include <cstdint>
@@ -15,7 +16,10 @@ struct ParamView {
   void *grad = nullptr;
   int64_t numel = 0;
   bool weightDecay = false;
-  bool frozen = false;  // a frozen parameter: AdamW leaves it (and its moments) as they are
+  bool frozen = false;  // a frozen parameter: the optimizer leaves it (and its state) as it is
+  double lrScale = 1.0;  // its parameter group's learning-rate multiplier
+  bool trustRatio = false;  // LAMB scales its update by the trust ratio
+  Shape shape = {};      // Adafactor factors rank >= 2; empty: [numel]
 };
 
 }  // namespace lmrt

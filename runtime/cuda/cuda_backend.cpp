@@ -15,6 +15,7 @@
 #include "runtime/cuda/generated.h"
 #include "runtime/cuda/ops.h"
 #include "runtime/cuda/optimizer.h"
+#include "runtime/cuda/optimizer_step.h"
 #include "runtime/exec/backend_registry.h"
 #include "runtime/exec/optimizer.h"
 #include "runtime/exec/session.h"
@@ -89,15 +90,16 @@ private:
   DType paramType_ = DType::F32;
   std::vector<int64_t> paramOffset_;  // elements into the flat storage, per parameter
   int64_t paramElems_ = 0;
-  DeviceBuffer arena_, params_, grads_, m_, v_, acc_, constants_, scratch_, norm_, chunks_;
-  int64_t numChunks_ = 0;
+  DeviceBuffer arena_, params_, grads_, m_, v_, acc_, constants_, scratch_, norm_, chunks_, slices_;
+  int64_t numChunks_ = 0, numSlices_ = 0;
+  OptimizerConfig optimizer_;  // the plan's; its state slot k of a parameter lives in m_ (k = 0) or v_ (k = 1)
   int64_t updates_ = 0;
   std::map<std::string, DeviceBuffer> inputs_;  // "program/input"
   std::vector<DeviceBuffer> states_;            // Plan.states (zeroed on first use; the decode caches)
   std::map<std::string, Program> programs_;
   std::string lastRun_;  // arena outputs belong to this program's last run
   std::map<std::string, HostCopy> outputs_;  // host copies handed out by output()
-  std::vector<HostBytes> hostMoments_;       // m, v per parameter: optimizerState() / beginRestore()
+  std::vector<HostBytes> hostMoments_;       // every state slot of every parameter: optimizerState() / beginRestore()
   bool syncEveryStep_ = false;               // LMRT_CUDA_SYNC=1
   OpProfile *profile_ = nullptr;
   NonFiniteValue *nonFinite_ = nullptr;
@@ -117,7 +119,9 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   // Parameters: one flat layout shared by values, gradients and both moments.
   const std::vector<ParamState> &ps = session.params();
   if (!ps.empty()) paramType_ = ps[0].type.dtype;
+  optimizer_ = optimizerConfig(plan);
   std::vector<AdamWChunk> chunks;
+  std::vector<ParamSlice> slices;
   for (size_t i = 0; i < ps.size(); ++i) {
     if (ps[i].type.dtype != paramType_)
       fail("plan '%s': parameter '%s' is %s while '%s' is %s; the CUDA backend keeps all parameters in one "
@@ -125,9 +129,15 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
            ps[0].name.c_str(), dtypeName(paramType_));
     paramOffset_.push_back(paramElems_);
     const int64_t n = ps[i].type.numel();
-    // A frozen parameter gets no AdamW chunk: the update never touches it.
+    // A frozen parameter gets no chunk and no slice: the update never touches it.
     for (int64_t b = 0; !ps[i].frozen && b < n; b += kChunkElems)
-      chunks.push_back({paramElems_ + b, paramElems_ + std::min(n, b + kChunkElems), ps[i].weightDecay ? 1 : 0});
+      chunks.push_back({paramElems_ + b, paramElems_ + std::min(n, b + kChunkElems), ps[i].weightDecay ? 1 : 0,
+                        ps[i].lrScale});
+    const Shape &shape = ps[i].type.shape;
+    const bool factored = optimizer_.kind == "adafactor" && adafactorFactored(shape);
+    if (!ps[i].frozen)
+      slices.push_back({paramElems_, n, factored ? shape[shape.size() - 2] : 0, factored ? shape.back() : 0,
+                        ps[i].weightDecay ? 1 : 0, ps[i].trustRatio ? 1 : 0, ps[i].lrScale});
     paramElems_ += (int64_t)(alignUp((size_t)n * dtypeSize(paramType_)) / dtypeSize(paramType_));
   }
   const size_t paramBytes = std::max<size_t>(kAlign, (size_t)paramElems_ * dtypeSize(paramType_));
@@ -140,6 +150,11 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   chunks_ = DeviceBuffer(std::max<size_t>(1, chunks.size()) * sizeof(AdamWChunk), "AdamW's chunk table");
   if (!chunks.empty())
     CUDA_CHECK(cudaMemcpyAsync(chunks_.get(), chunks.data(), chunks.size() * sizeof(AdamWChunk),
+                               cudaMemcpyHostToDevice, stream_));
+  numSlices_ = (int64_t)slices.size();
+  slices_ = DeviceBuffer(std::max<size_t>(1, slices.size()) * sizeof(ParamSlice), "the optimizer's parameter table");
+  if (!slices.empty())
+    CUDA_CHECK(cudaMemcpyAsync(slices_.get(), slices.data(), slices.size() * sizeof(ParamSlice),
                                cudaMemcpyHostToDevice, stream_));
   norm_ = DeviceBuffer((kNormBlocks + 2) * sizeof(double), "the gradient norm");
 
@@ -211,7 +226,7 @@ CudaBackend::~CudaBackend() {
 
 int64_t CudaBackend::deviceBytes() const {
   size_t n = arena_.size() + params_.size() * 4 + acc_.size() + constants_.size() + scratch_.size() + norm_.size() +
-             chunks_.size();
+             chunks_.size() + slices_.size();
   for (const auto &[name, b] : inputs_) n += b.size();
   for (const DeviceBuffer &b : states_) n += b.size();
   return (int64_t)n;
@@ -377,42 +392,79 @@ double CudaBackend::gradientNorm() {
 }
 
 void CudaBackend::optimizerStep(double lr, double gradScale) {
-  const AdamWConfig c = adamwConfig(bound_.plan());
-  if (!(lr >= 0) || !std::isfinite(lr)) fail("adamw: learning rate %g is not a finite non-negative number", lr);
+  const OptimizerConfig &c = optimizer_;
+  const char *kind = c.kind.c_str();
+  if (!(lr >= 0) || !std::isfinite(lr)) fail("%s: learning rate %g is not a finite non-negative number", kind, lr);
   if (!(gradScale > 0) || !std::isfinite(gradScale))
-    fail("adamw: gradient scale %g is not finite and positive", gradScale);
+    fail("%s: gradient scale %g is not finite and positive", kind, gradScale);
   ++updates_;
-  AdamWStep s{lr, c.beta1, c.beta2, c.eps, c.weightDecay, 1.0 - std::pow(c.beta1, (double)updates_),
-              1.0 - std::pow(c.beta2, (double)updates_)};
-  launchAdamW(paramType_, params_.get(), grads_.get(), m_.get(), v_.get(), static_cast<const AdamWChunk *>(chunks_.get()),
-              numChunks_, gradScale, s, stream_);
+  const double t = (double)updates_;
+  if (c.kind == "adamw") {
+    AdamWStep s{lr, c.beta1, c.beta2, c.eps, c.weightDecay, 1.0 - std::pow(c.beta1, t), 1.0 - std::pow(c.beta2, t),
+                c.clipValue};
+    launchAdamW(paramType_, params_.get(), grads_.get(), m_.get(), v_.get(),
+                static_cast<const AdamWChunk *>(chunks_.get()), numChunks_, gradScale, s, stream_);
+    return;
+  }
+  const OptimizerStep s = stepScalars(c, lr, updates_);
+  const auto *chunks = static_cast<const AdamWChunk *>(chunks_.get());
+  const auto *slices = static_cast<const ParamSlice *>(slices_.get());
+  if (c.kind == "sgd")
+    launchSgd(paramType_, params_.get(), grads_.get(), c.momentum > 0 ? m_.get() : nullptr, chunks, numChunks_,
+              gradScale, s, stream_);
+  else if (c.kind == "lion")
+    launchLion(paramType_, params_.get(), grads_.get(), m_.get(), chunks, numChunks_, gradScale, s, stream_);
+  else if (c.kind == "lamb")
+    launchLamb(paramType_, params_.get(), grads_.get(), m_.get(), v_.get(), slices, numSlices_, gradScale, s, stream_);
+  else if (c.kind == "adafactor")
+    launchAdafactor(paramType_, params_.get(), grads_.get(), m_.get(), v_.get(), slices, numSlices_, gradScale, s,
+                    stream_);
+  else
+    fail("optimizer '%s' is not implemented on the CUDA backend", kind);
 }
 
+/* Every state slot of every parameter (runtime/exec/optimizer.h's stateSlots, the
+   checkpoint's names), on the host; slot k at the parameter's offset in m_ or v_
+   (each slot is at most the parameter's size). */
 std::vector<NamedTensor> CudaBackend::momentTensors() {
   const std::vector<ParamState> &ps = session_.params();
-  if (hostMoments_.size() != 2 * ps.size()) {
-    hostMoments_.clear();
-    for (const ParamState &p : ps) hostMoments_.emplace_back(p.value.size()), hostMoments_.emplace_back(p.value.size());
-  }
   std::vector<NamedTensor> out;
-  for (size_t i = 0; i < ps.size(); ++i) {
-    out.emplace_back("adamw.m." + ps[i].name, TensorRef{hostMoments_[2 * i].data(), ps[i].type});
-    out.emplace_back("adamw.v." + ps[i].name, TensorRef{hostMoments_[2 * i + 1].data(), ps[i].type});
+  std::vector<size_t> bytes;
+  for (const ParamState &p : ps)
+    for (const StateSlot &slot : stateSlots(optimizer_, p.type.shape)) {
+      out.emplace_back(slot.prefix + "." + p.name, TensorRef{nullptr, TensorType{p.type.dtype, slot.shape}});
+      bytes.push_back((size_t)out.back().second.type.bytes());
+    }
+  if (hostMoments_.size() != out.size()) {
+    hostMoments_.clear();
+    for (size_t b : bytes) hostMoments_.emplace_back(b);
   }
+  for (size_t i = 0; i < out.size(); ++i) out[i].second.data = hostMoments_[i].data();
   return out;
+}
+
+/* Calls f(tensor, device address) for each state tensor of momentTensors(). */
+template <typename F> void forEachStateSlot(const std::vector<ParamState> &ps, const OptimizerConfig &c,
+                                            std::vector<NamedTensor> &tensors, F &&f) {
+  size_t k = 0;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const size_t slots = stateSlots(c, ps[i].type.shape).size();
+    for (size_t j = 0; j < slots; ++j, ++k) f(tensors[k], (int)i, (int)j);
+  }
 }
 
 std::vector<NamedTensor> CudaBackend::optimizerState() {
   std::vector<NamedTensor> out = momentTensors();
-  for (size_t i = 0; i < out.size(); ++i)
-    CUDA_CHECK(cudaMemcpyAsync(out[i].second.data, paramAt(i % 2 ? v_ : m_, (int)(i / 2)),
-                               (size_t)out[i].second.type.bytes(), cudaMemcpyDeviceToHost, stream_));
+  forEachStateSlot(session_.params(), optimizer_, out, [&](NamedTensor &t, int param, int slot) {
+    CUDA_CHECK(cudaMemcpyAsync(t.second.data, paramAt(slot ? v_ : m_, param), (size_t)t.second.type.bytes(),
+                               cudaMemcpyDeviceToHost, stream_));
+  });
   sync("downloading the optimizer state");
   return out;
 }
 
 std::vector<NamedTensor> CudaBackend::beginRestore(int64_t updates) {
-  if (updates < 0) fail("adamw: update count %lld is negative", (long long)updates);
+  if (updates < 0) fail("%s: update count %lld is negative", optimizer_.kind.c_str(), (long long)updates);
   updates_ = updates;
   std::vector<NamedTensor> out = momentTensors();
   for (HostBytes &b : hostMoments_) std::fill(b.begin(), b.end(), 0);
@@ -421,9 +473,10 @@ std::vector<NamedTensor> CudaBackend::beginRestore(int64_t updates) {
 
 void CudaBackend::finishRestore() {
   std::vector<NamedTensor> in = momentTensors();
-  for (size_t i = 0; i < in.size(); ++i)
-    CUDA_CHECK(cudaMemcpyAsync(paramAt(i % 2 ? v_ : m_, (int)(i / 2)), in[i].second.data,
-                               (size_t)in[i].second.type.bytes(), cudaMemcpyHostToDevice, stream_));
+  forEachStateSlot(session_.params(), optimizer_, in, [&](NamedTensor &t, int param, int slot) {
+    CUDA_CHECK(cudaMemcpyAsync(paramAt(slot ? v_ : m_, param), t.second.data, (size_t)t.second.type.bytes(),
+                               cudaMemcpyHostToDevice, stream_));
+  });
   sync("uploading the optimizer state");
 }
 

@@ -27,15 +27,17 @@ __global__ void normFinish(const double *partials, int blocks, double *out, doub
 template <typename T>
 __global__ void adamw(T *p, const T *g, T *m, T *v, const AdamWChunk *chunks, double gradScale, AdamWStep s) {
   const AdamWChunk c = chunks[blockIdx.x];
-  const double decay = c.decay ? s.weightDecay : 0.0;
-  const T keep = T(1.0 - s.lr * decay), w1 = T(1.0 - s.beta1), b2 = T(s.beta2), w2 = T(1.0 - s.beta2);
-  const T stepSize = T(s.lr / s.bc1), bc2Sqrt = T(sqrt(s.bc2)), eps = T(s.eps), clip = T(gradScale);
-  const bool decays = decay != 0.0, scales = gradScale != 1.0;
+  const double decay = c.decay ? s.weightDecay : 0.0, lr = s.lr * c.lrScale;
+  const T keep = T(1.0 - lr * decay), w1 = T(1.0 - s.beta1), b2 = T(s.beta2), w2 = T(1.0 - s.beta2);
+  const T stepSize = T(lr / s.bc1), bc2Sqrt = T(sqrt(s.bc2)), eps = T(s.eps), clip = T(gradScale);
+  const T clipValue = T(s.clipValue);
+  const bool decays = decay != 0.0, scales = gradScale != 1.0, clipsValue = s.clipValue > 0;
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
     T pi = p[i];
     if (decays) pi *= keep;
     T gi = g[i];
     if (scales) gi *= clip;
+    if (clipsValue) gi = min(max(gi, -clipValue), clipValue);
     const T mi = m[i] + w1 * (gi - m[i]);
     const T vi = v[i] * b2 + w2 * gi * gi;
     m[i] = mi;

@@ -26,12 +26,47 @@ constexpr int kNormBlocks = 1024;
 struct AdamWChunk {
   int64_t begin, end;  // element range in the flat storage
   int32_t decay;       // 1: weight decay applies to this parameter
+  double lrScale;      // its parameter group's learning-rate multiplier
 };
 
 struct AdamWStep {
   double lr, beta1, beta2, eps, weightDecay;
   double bc1, bc2;  // 1 - beta1^t, 1 - beta2^t
+  double clipValue = 0;  // clip_grad_value (0: off), applied after clipping's factor
 };
+
+/* The other optimizers (optimizers.cu), with the CPU's formulas
+   (runtime/cpu/optimizers.cpp). SGD and Lion are elementwise: AdamW's chunks.
+   LAMB and Adafactor reduce over each parameter (norms, means, RMS): a block per
+   parameter, its sums in a fixed order (the same bits every run); simple rather
+   than fast, and a large embedding is then one block's work. */
+struct ParamSlice {
+  int64_t offset, numel;  // element range in the flat storage
+  int64_t rows, cols;     // Adafactor: the last two dimensions (factored when rows > 0)
+  int32_t decay, trust;   // weight decay applies; LAMB's trust ratio applies
+  double lrScale;
+};
+
+/* The hyperparameters and the update count's scalars of one step. */
+struct OptimizerStep {
+  double lr, beta1, beta2, eps, weightDecay, momentum, clipValue;
+  int32_t nesterov, first;  // sgd: Nesterov; the first update (the buffer starts as the gradient)
+  double bc1, bc2;          // lamb: 1 - beta1^t, 1 - beta2^t
+  double eps2, clipThreshold, beta2t;  // adafactor: beta2t = 1 - t^decay_rate
+  double relStep;                     // adafactor: the step size before scale_parameter (rho_t, or lr)
+  int32_t scaleParameter;
+};
+
+/* `m` is the momentum buffer; none (nullptr) for plain SGD. */
+void launchSgd(DType dtype, void *params, const void *grads, void *m, const AdamWChunk *chunks, int64_t numChunks,
+               double gradScale, const OptimizerStep &step, cudaStream_t stream);
+void launchLion(DType dtype, void *params, const void *grads, void *m, const AdamWChunk *chunks, int64_t numChunks,
+                double gradScale, const OptimizerStep &step, cudaStream_t stream);
+void launchLamb(DType dtype, void *params, const void *grads, void *m, void *v, const ParamSlice *slices,
+                int64_t numSlices, double gradScale, const OptimizerStep &step, cudaStream_t stream);
+/* s0, s1: a factored parameter's row and column statistics, else s0 its second moment. */
+void launchAdafactor(DType dtype, void *params, const void *grads, void *s0, void *s1, const ParamSlice *slices,
+                     int64_t numSlices, double gradScale, const OptimizerStep &step, cudaStream_t stream);
 
 /* normOut[0] = sqrt(sum of g^2), normOut[1] = clipping's factor for maxNorm. */
 void launchGradNorm(DType dtype, const void *grads, int64_t n, double *partials, double *normOut, double maxNorm,

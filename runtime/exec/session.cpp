@@ -32,6 +32,8 @@ std::unique_ptr<Session> Session::open(plan::Plan plan, const std::string &origi
     st.type = toTensorType(p.type());
     st.weightDecay = p.weight_decay();
     st.frozen = p.frozen();
+    st.lrScale = p.has_lr_scale() ? p.lr_scale() : 1.0;
+    st.trustRatio = p.has_trust_ratio() ? p.trust_ratio() : p.weight_decay();
     st.value.assign((size_t)st.type.bytes(), 0);
     st.grad.assign((size_t)st.type.bytes(), 0);
     s->params_.push_back(std::move(st));

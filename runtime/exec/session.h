@@ -29,6 +29,8 @@ struct ParamState {
   TensorType type;
   bool weightDecay = false;
   bool frozen = false;  // plan Param.frozen: no gradient, the optimizer skips it
+  double lrScale = 1.0;     // plan Param.lr_scale (absent: 1)
+  bool trustRatio = false;  // plan Param.trust_ratio (absent: as weightDecay, ALBERT's rule)
   HostBytes value;      // type.bytes() bytes, f32 or f64
   HostBytes grad;       // same size; written by "train_step"
   TensorRef valueRef();

@@ -1,6 +1,8 @@
 /* Implements: writing, verifying, finding and pruning checkpoints (see checkpoint.h). */
 #include "runtime/train/checkpoint.h"
 
+#include "runtime/exec/optimizer.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -125,7 +127,8 @@ std::string metaJson(const Session &s, const CheckpointMeta &m, uint64_t stateBy
        ", \"min_lr\": " + num(sc.minLr) + ", \"warmup_steps\": " + std::to_string(sc.warmupSteps) +
        ", \"decay_steps\": " + std::to_string(sc.decaySteps) + ", \"cooldown_fraction\": " +
        num(sc.cooldownFraction) + ", \"next_step\": " + std::to_string(m.step) + "},\n";
-  j += "  \"optimizer\": {\"kind\": \"adamw\", \"updates\": " + std::to_string(m.adamwUpdates) +
+  j += "  \"optimizer\": {\"kind\": " + json::quote(s.plan().train().optimizer().kind()) +
+       ", \"updates\": " + std::to_string(m.adamwUpdates) +
        ", \"skipped_steps\": " + std::to_string(m.nanSkips) + "},\n";
   // Every random stream is counter-based (docs/runtime.md, section 4): its whole state
   // is the seed plus the counters below.
@@ -398,14 +401,22 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
   } catch (const Error &e) {
     r.corrupt(e.what());
   }
-  for (const ParamState &p : s.params())
-    for (const std::string &name : {p.name, "adamw.m." + p.name, "adamw.v." + p.name}) {
+  // Every parameter and its optimizer state (runtime/exec/optimizer.h's slots).
+  const OptimizerConfig optimizer = optimizerConfig(s.plan());
+  size_t expected = 0;
+  for (const ParamState &p : s.params()) {
+    std::vector<std::pair<std::string, TensorType>> want = {{p.name, p.type}};
+    for (const StateSlot &slot : stateSlots(optimizer, p.type.shape))
+      want.push_back({slot.prefix + "." + p.name, TensorType{p.type.dtype, slot.shape}});
+    for (const auto &[name, type] : want) {
       auto it = c.state.tensors.find(name);
       if (it == c.state.tensors.end()) r.corrupt(std::string(kStateFile) + " has no tensor '" + name + "'");
-      if (it->second.type.str() != p.type.str())
+      if (it->second.type.str() != type.str())
         r.corrupt(std::string(kStateFile) + ": tensor '" + name + "' is " + it->second.type.str() + ", expected " +
-                  p.type.str());
+                  type.str());
     }
+    expected += want.size();
+  }
   if (version >= 2) {
     const std::pair<const char *, std::string> want[] = {{"step", std::to_string(m.step)},
                                                          {"updates", std::to_string(m.adamwUpdates)},
@@ -420,9 +431,9 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
                   " (the files are of different checkpoints)");
     }
   }
-  if (c.state.tensors.size() != 3 * s.plan().params_size())
+  if (c.state.tensors.size() != expected)
     r.corrupt(std::string(kStateFile) + " has " + std::to_string(c.state.tensors.size()) + " tensors, expected " +
-              std::to_string(3 * s.plan().params_size()));
+              std::to_string(expected));
   return c;
 }
 

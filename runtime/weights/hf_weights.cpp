@@ -1,6 +1,7 @@
 /* Implements: Hugging Face weights export and import (see hf_weights.h). */
 #include "runtime/weights/hf_weights.h"
 
+#include "runtime/exec/optimizer.h"
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -241,7 +242,7 @@ void exportHf(const plan::Plan &plan, const HfExportOptions &o) {
   std::map<std::string, const plan::Param *> params;
   for (const plan::Param &p : plan.params()) params[p.name()] = &p;
   for (const auto &[name, t] : file.tensors) {
-    if (checkpoint && name.rfind("adamw.", 0) == 0) continue;
+    if (checkpoint && isOptimizerStateName(name)) continue;
     if (!params.count(name))
       fail("weights '%s': tensor '%s' is not a parameter of plan '%s' (weights of another model?)",
            o.weightsPath.c_str(), name.c_str(), o.planPath.c_str());

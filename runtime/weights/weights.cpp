@@ -1,6 +1,7 @@
 /* Implements: saving and loading a Session's parameters as safetensors. */
 #include "runtime/weights/weights.h"
 
+#include "runtime/exec/optimizer.h"
 #include <cmath>
 #include <cstring>
 
@@ -19,11 +20,11 @@ void saveWeights(Session &session, const std::string &path,
 void loadWeights(Session &session, const std::string &path) {
   SafetensorsFile file = readSafetensors(path);
   // Check everything before copying anything: a bad file leaves the session as it was.
-  // A checkpoint's state file holds the AdamW moments too; --init takes its weights.
+  // A checkpoint's state file holds the optimizer state too; --init takes its weights.
   auto meta = file.metadata.find("format");
   const bool checkpoint = meta != file.metadata.end() && meta->second == "lmc-checkpoint";
   for (const auto &[name, t] : file.tensors) {
-    if (checkpoint && name.rfind("adamw.", 0) == 0) continue;
+    if (checkpoint && isOptimizerStateName(name)) continue;
     bool known = false;
     for (const ParamState &p : session.params()) known = known || p.name == name;
     if (!known) fail("weights '%s': tensor '%s' is not a parameter of this plan", path.c_str(), name.c_str());

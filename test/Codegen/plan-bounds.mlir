@@ -19,7 +19,7 @@
 // RUN: not lmc compile %t/too-large.mlir -o %t/bad.plan 2>&1 | FileCheck %s --check-prefix=TOOLARGE
 // RUN: not lmc compile %t/negative-lr.mlir -o %t/bad.plan 2>&1 | FileCheck %s --check-prefix=LR
 // RUN: not lmc compile %t/linear.mlir -o %t/bad.plan 2>&1 | FileCheck %s --check-prefix=LINEAR
-// RUN: not lmc compile %t/sgd.mlir -o %t/bad.plan 2>&1 | FileCheck %s --check-prefix=SGD
+// RUN: not lmc compile %t/rmsprop.mlir -o %t/bad.plan 2>&1 | FileCheck %s --check-prefix=RMSPROP
 // RUN: not lmc compile %t/min-lr.mlir -o %t/bad.plan 2>&1 | FileCheck %s --check-prefix=MINLR
 // RUN: not lmc compile %t/beta.mlir -o %t/bad.plan 2>&1 | FileCheck %s --check-prefix=BETA
 // RUN: not lmc compile %t/partial-data.mlir -o %t/bad.plan 2>&1 | FileCheck %s --check-prefix=PARTIAL
@@ -204,9 +204,9 @@ module attributes {lm.train = {schedule = "step"}} {
   }
 }
 
-//--- sgd.mlir
-// SGD: sgd.mlir:[[@LINE+1]]:1: error: plan contract: lm.train.optimizer = "sgd" is not supported (expected "adamw")
-module attributes {lm.train = {optimizer = "sgd"}} {
+//--- rmsprop.mlir
+// RMSPROP: rmsprop.mlir:[[@LINE+1]]:1: error: plan contract: lm.train.optimizer = "rmsprop" is not supported (expected "adamw", "sgd", "lamb", "lion" or "adafactor")
+module attributes {lm.train = {optimizer = "rmsprop"}} {
   func.func @f_train_step(%p: tensor<2xf32> {lm.param = "p", lm.init = {kind = "zeros"}})
       -> (tensor<f32>, tensor<2xf32> {lm.grad_of = "p"}) attributes {lm.train_step} {
     %l = lm.constant dense<0.0> : tensor<f32>

@@ -18,6 +18,12 @@
 namespace lmrt {
 namespace {
 
+std::string fmtG(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 std::string human(double bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -124,9 +130,18 @@ void inspect(const std::string &path, bool steps) {
               human((double)mem.params).c_str());
   size_t width = 0;
   for (const plan::Param &q : p.params()) width = std::max(width, q.name().size());
-  for (const plan::Param &q : p.params())
-    std::printf("  %-*s  %-18s %-24s %s\n", (int)width, q.name().c_str(), planTypeStr(q.type()).c_str(),
-                initStr(q.init()).c_str(), q.frozen() ? "frozen" : q.weight_decay() ? "decay" : "");
+  for (const plan::Param &q : p.params()) {
+    // What the parameter groups set beyond decay (docs/language.md, "Parameter groups").
+    std::string extra;
+    char buf[48];
+    if (q.has_lr_scale() && !q.frozen()) {
+      std::snprintf(buf, sizeof buf, " lr x %g", q.lr_scale());
+      extra += buf;
+    }
+    if (q.has_trust_ratio() && !q.frozen()) extra += q.trust_ratio() ? " trust_ratio" : " no trust_ratio";
+    std::printf("  %-*s  %-18s %-24s %s%s\n", (int)width, q.name().c_str(), planTypeStr(q.type()).c_str(),
+                initStr(q.init()).c_str(), q.frozen() ? "frozen" : q.weight_decay() ? "decay" : "", extra.c_str());
+  }
 
   if (p.inputs_size()) {
     std::printf("inputs:\n");
@@ -187,12 +202,31 @@ void inspect(const std::string &path, bool steps) {
   std::printf("flops per train step: %s\n", flops((double)p.flops_per_step()).c_str());
   const plan::Optimizer &o = p.train().optimizer();
   const plan::Schedule &s = p.train().schedule();
-  std::printf("train: %s lr %g betas (%g, %g) eps %g weight_decay %g; schedule %s warmup %lld "
+  // AdamW's line as it always was; another optimizer's settings from the table.
+  std::string optimizer = o.kind() + " lr " + fmtG(o.lr()) + " betas (" + fmtG(o.beta1()) + ", " + fmtG(o.beta2()) +
+                          ") eps " + fmtG(o.eps()) + " weight_decay " + fmtG(o.weight_decay());
+  if (const settings::Kind *k = settings::findOptimizer(o.kind()); k && o.kind() != settings::kDefaultOptimizer) {
+    optimizer = o.kind();
+    for (const settings::Setting *t : k->takes)
+      optimizer += std::string(" ") + t->attr + " " + settings::format(*t, contract::trainSettingValue(p.train(), *t));
+  }
+  std::printf("train: %s; schedule %s warmup %lld "
               "min_lr %g decay_steps %lld%s; clip_grad_norm %g%s\n",
-              o.kind().c_str(), o.lr(), o.beta1(), o.beta2(), o.eps(), o.weight_decay(),
-              s.kind().c_str(), (long long)s.warmup_steps(), s.min_lr(), (long long)s.decay_steps(),
-              s.decay_steps() ? "" : " (the run's --steps)", p.train().clip_grad_norm(),
+              optimizer.c_str(), s.kind().c_str(), (long long)s.warmup_steps(), s.min_lr(),
+              (long long)s.decay_steps(), s.decay_steps() ? "" : " (the run's --steps)", p.train().clip_grad_norm(),
               p.train().clip_grad_norm() ? "" : " (off)");
+  if (p.train().clip_grad_value() > 0)
+    std::printf("clip_grad_value: %g (each gradient element clamped to [-%g, %g])\n", p.train().clip_grad_value(),
+                p.train().clip_grad_value(), p.train().clip_grad_value());
+  for (const plan::ParamGroup &g : p.train().param_groups()) {
+    std::string line;
+    for (const std::string &pattern : g.patterns()) line += (line.empty() ? "\"" : ", \"") + pattern + "\"";
+    if (g.has_weight_decay()) line += std::string(" weight_decay = ") + (g.weight_decay() ? "true" : "false");
+    if (g.has_lr_scale()) line += " lr_scale = " + fmtG(g.lr_scale());
+    if (g.frozen()) line += " frozen = true";
+    if (g.has_trust_ratio()) line += std::string(" trust_ratio = ") + (g.trust_ratio() ? "true" : "false");
+    std::printf("group: %s (%s)\n", line.c_str(), g.source().c_str());
+  }
   const settings::Kind *schedule = settings::findSchedule(s.kind());
   if (schedule && settings::takes(*schedule, settings::kCooldown))
     std::printf("wsd cooldown: the last %g of the steps after warmup\n", s.cooldown_fraction());

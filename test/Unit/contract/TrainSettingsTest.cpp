@@ -85,30 +85,22 @@ const st::Kind *scheduleTaking(const st::Setting &s) {
 /// TrainConfig's, the Optimizer's and the Schedule's fields: so the table's
 /// field names are the plan's.
 void setPlanField(plan::TrainConfig &train, const st::Setting &s, double v) {
-  for (google::protobuf::Message *m : {static_cast<google::protobuf::Message *>(&train),
-                                       static_cast<google::protobuf::Message *>(train.mutable_optimizer()),
-                                       static_cast<google::protobuf::Message *>(train.mutable_schedule())}) {
-    const google::protobuf::FieldDescriptor *f = m->GetDescriptor()->FindFieldByName(s.field);
-    if (!f)
-      continue;
-    ASSERT_EQ(f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64, s.isInt) << s.field;
-    if (s.isInt)
-      m->GetReflection()->SetInt64(m, f, (int64_t)v);
-    else
-      m->GetReflection()->SetDouble(m, f, v);
-    return;
-  }
-  FAIL() << "the plan has no field '" << s.field << "'";
+  lmrt::contract::setTrainSetting(train, s, v);
 }
 
 double planField(const plan::TrainConfig &train, const st::Setting &s) {
-  for (const google::protobuf::Message *m : {static_cast<const google::protobuf::Message *>(&train),
-                                             static_cast<const google::protobuf::Message *>(&train.optimizer()),
-                                             static_cast<const google::protobuf::Message *>(&train.schedule())})
-    if (const google::protobuf::FieldDescriptor *f = m->GetDescriptor()->FindFieldByName(s.field))
-      return s.isInt ? (double)m->GetReflection()->GetInt64(*m, f) : m->GetReflection()->GetDouble(*m, f);
-  ADD_FAILURE() << "the plan has no field '" << s.field << "'";
-  return NAN;
+  return lmrt::contract::trainSettingValue(train, s);
+}
+
+/// The optimizer that takes `s`: the default one where it does, else the first
+/// other; null for a schedule's or the block's setting.
+const st::Kind *optimizerTaking(const st::Setting &s) {
+  if (st::takes(*st::findOptimizer(st::kDefaultOptimizer), s))
+    return st::findOptimizer(st::kDefaultOptimizer);
+  for (const st::Kind &k : st::optimizers())
+    if (st::takes(k, s))
+      return &k;
+  return nullptr;
 }
 
 /// `v` as .lm source: an integer, a float that reads back exactly, or an
@@ -117,6 +109,8 @@ std::string source(const st::Setting &s, double v) {
   if (std::isinf(v))
     return v > 0 ? "1e308 * 10" : "-1e308 * 10";
   char buf[40];
+  if (s.isBool && (v == 0 || v == 1))
+    return v == 1 ? "true" : "false";
   if (s.isInt)
     std::snprintf(buf, sizeof buf, "%lld", (long long)v);
   else
@@ -134,8 +128,10 @@ std::string blockSetting(const st::Setting &s, const std::string &text) {
     std::string b2 = &s == &st::kBeta2 ? text : source(st::kBeta2, st::kBeta2.defaultValue);
     return "optimizer = " + std::string(st::kDefaultOptimizer) + "(betas = (" + b1 + ", " + b2 + "))";
   }
-  if (st::takes(*st::findOptimizer(st::kDefaultOptimizer), s))
-    return "optimizer = " + std::string(st::kDefaultOptimizer) + "(" + s.keyword + " = " + text + ")";
+  if (&s == &st::kEps2) // Adafactor's eps = (eps1, eps2)
+    return "optimizer = adafactor(eps = (1e-30, " + text + "))";
+  if (const st::Kind *k = optimizerTaking(s))
+    return "optimizer = " + std::string(k->name) + "(" + s.keyword + " = " + text + ")";
   if (const st::Kind *k = scheduleTaking(s))
     return "schedule = " + std::string(k->name) + "(" + s.keyword + " = " + text + ")";
   return std::string(s.keyword) + " = " + text;
@@ -167,8 +163,14 @@ TEST(TrainSettings, TableIsConsistent) {
     EXPECT_TRUE(st::within(*s, s->defaultValue, atMost)) << s->attr << " = " << s->defaultValue;
     EXPECT_TRUE(attrs.insert(s->attr).second) << s->attr;
     EXPECT_TRUE(fields.insert(s->field).second) << s->field;
-    EXPECT_TRUE(keywords.insert(s->keyword).second || std::string(s->keyword) == "betas") << s->keyword;
+    // betas = (beta1, beta2) and Adafactor's eps = (eps1, eps2): one keyword, two settings.
+    EXPECT_TRUE(keywords.insert(s->keyword).second || std::string(s->keyword) == "betas" ||
+                std::string(s->keyword) == "eps")
+        << s->keyword;
   }
+  for (const st::Kind &k : st::optimizers())
+    for (const st::Setting *t : k.takes)
+      EXPECT_TRUE(st::within(*t, st::defaultIn(k, *t))) << k.name << " " << t->attr;
   EXPECT_EQ(attrs.size(), st::allSettings().size());
   for (const std::vector<st::Kind> *kinds : {&st::optimizers(), &st::schedules()})
     for (const st::Kind &k : *kinds)
@@ -215,6 +217,7 @@ TEST(TrainSettings, DefaultsReachThePlan) {
     // Absent from the plan (0): what the constant schedule does not take, and
     // accumulate, whose plan 0 means the default, 1.
     bool absent = (scheduleTaking(*s) && !st::takes(*st::findSchedule(st::kDefaultSchedule), *s)) ||
+                  (optimizerTaking(*s) && !st::takes(*st::findOptimizer(st::kDefaultOptimizer), *s)) ||
                   s == &st::kAccumulate;
     EXPECT_EQ(planField(*empty.train, *s), absent ? 0.0 : s->defaultValue) << s->field;
   }
@@ -239,7 +242,18 @@ TEST(TrainSettings, DefaultsReachThePlan) {
 TEST(TrainSettings, FrontendContractAndRuntimeShareEveryBound) {
   for (const st::Setting *s : st::allSettings()) {
     const st::Kind *k = scheduleTaking(*s);
-    Compiled base = compileTrain(k ? "schedule = " + std::string(k->name) : "");
+    const st::Kind *o = optimizerTaking(*s);
+    if (s->isBool) {
+      // A bool of the plan has no value out of bounds: the frontend takes true and
+      // false only.
+      EXPECT_TRUE(compileTrain(blockSetting(*s, "true")).train.has_value()) << s->keyword;
+      EXPECT_TRUE(compileTrain(blockSetting(*s, "false")).train.has_value()) << s->keyword;
+      EXPECT_FALSE(compileTrain(blockSetting(*s, "1")).train.has_value()) << s->keyword;
+      continue;
+    }
+    Compiled base = compileTrain(k   ? "schedule = " + std::string(k->name)
+                                 : o ? "optimizer = " + std::string(o->name)
+                                     : "");
     ASSERT_TRUE(base.train) << base.diagnostics;
     bool readBySchedule = k || s == &st::kLr;
     int accepted = 0, refused = 0;

@@ -1,11 +1,14 @@
 /* Tests that the GPU's optimizer kernels (gradient norm, clipping's factor,
-   fused AdamW over flat storage) follow the CPU's (runtime/train/) for three
+   fused AdamW over flat storage; SGD, Lion, LAMB and Adafactor with parameter
+   groups and clipping by value) follow the CPU's (runtime/cpu/) for three
    updates with clipping and weight decay on one of two parameters, and that
    cuBLASLt's fused epilogues (bias, GELU + bias, bias gradient) match a naive
    reference. CPU halves run everywhere; GPU halves where a GPU is present. */
 #include "runtime/cuda/optimizer.h"
 #include "contract/scalar_math.h"
 #include "runtime/cpu/adamw.h"
+#include "runtime/cpu/optimizers.h"
+#include "runtime/cuda/optimizer_step.h"
 #include "runtime/cpu/grad_clip.h"
 #include "test/Unit/cuda/CudaTestUtil.h"
 
@@ -41,7 +44,7 @@ TEST(CudaTrain, GradNormClipAndAdamW) {
   std::vector<float> flatP(total, 0.f), flatG(total, 0.f);
   for (int i = 0; i < 2; ++i)
     std::copy(p[i].begin(), p[i].end(), flatP.begin() + off[i]), std::copy(g[i].begin(), g[i].end(), flatG.begin() + off[i]);
-  std::vector<AdamWChunk> chunks = {{0, 1000, 1}, {1024, 1024 + 65536, 0}, {1024 + 65536, 1024 + 70000, 0}};
+  std::vector<AdamWChunk> chunks = {{0, 1000, 1, 1.0}, {1024, 1024 + 65536, 0, 1.0}, {1024 + 65536, 1024 + 70000, 0, 1.0}};
   DeviceBuffer dp(total * 4, "p"), dg(total * 4, "g"), dm(total * 4, "m"), dv(total * 4, "v"),
       dc(chunks.size() * sizeof(AdamWChunk), "chunks"), dn((kNormBlocks + 2) * 8, "norm");
   ASSERT_EQ(cudaMemcpy(dp.get(), flatP.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
@@ -67,6 +70,86 @@ TEST(CudaTrain, GradNormClipAndAdamW) {
     for (int64_t j = 0; j < sizes[i]; ++j)
       ASSERT_NEAR(flatP[off[i] + j], pCpu[i][j], 1e-6 * (1 + std::fabs(pCpu[i][j]))) << "param " << i << " [" << j << "]";
 }
+
+/* SGD (Nesterov momentum), Lion, LAMB and Adafactor: three updates of three
+   parameters on the CPU and the GPU, with global-norm clipping, clipping by
+   value, weight decay on some, a learning-rate multiple, LAMB's trust ratio on
+   one, and for Adafactor a factored matrix, a factored rank-3 tensor and a vector. */
+class OtherOptimizers : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(OtherOptimizers, FollowTheCpu) {
+  OptimizerConfig cfg;
+  cfg.kind = GetParam();
+  cfg.beta1 = 0.9, cfg.beta2 = cfg.kind == "lion" ? 0.99 : 0.999, cfg.eps = cfg.kind == "adafactor" ? 1e-30 : 1e-6;
+  cfg.weightDecay = 0.01, cfg.momentum = 0.9, cfg.nesterov = true, cfg.clipValue = 0.5;
+  const std::vector<Shape> shapes = {{40, 25}, {3, 100, 240}, {70}};
+  const std::vector<bool> decay = {true, false, true};
+  const std::vector<double> scale = {1.0, 0.5, 1.0};
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<std::vector<float>> p(3), g(3);
+  for (int i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < lmrt::numel(shapes[i]); ++j) p[i].push_back(normal(rng)), g[i].push_back(normal(rng));
+  std::vector<std::vector<float>> pCpu = p;
+  std::vector<ParamView> views;
+  for (int i = 0; i < 3; ++i)
+    views.push_back({DType::F32, pCpu[i].data(), g[i].data(), lmrt::numel(shapes[i]), (bool)decay[i], false, scale[i],
+                     (bool)decay[i], shapes[i]});
+  std::unique_ptr<CpuOptimizer> cpu = makeCpuOptimizer(cfg);
+  const double maxNorm = 1.0, lrs[3] = {1e-2, 2e-2, 3e-2};
+  for (double lr : lrs) cpu->step(views, lr, clipScale(globalGradNorm(views), maxNorm));
+
+  LMRT_REQUIRE_GPU();
+  // 256-byte aligned offsets, as the session lays parameters out.
+  std::vector<int64_t> off;
+  int64_t total = 0;
+  for (const Shape &s : shapes) off.push_back(total), total += (lmrt::numel(s) + 63) / 64 * 64;
+  std::vector<float> flatP(total, 0.f), flatG(total, 0.f);
+  std::vector<AdamWChunk> chunks;
+  std::vector<ParamSlice> slices;
+  for (int i = 0; i < 3; ++i) {
+    std::copy(p[i].begin(), p[i].end(), flatP.begin() + off[i]);
+    std::copy(g[i].begin(), g[i].end(), flatG.begin() + off[i]);
+    const int64_t n = lmrt::numel(shapes[i]);
+    chunks.push_back({off[i], off[i] + n, decay[i] ? 1 : 0, scale[i]});
+    const bool factored = cfg.kind == "adafactor" && adafactorFactored(shapes[i]);
+    slices.push_back({off[i], n, factored ? shapes[i][shapes[i].size() - 2] : 0, factored ? shapes[i].back() : 0,
+                      decay[i] ? 1 : 0, decay[i] ? 1 : 0, scale[i]});
+  }
+  DeviceBuffer dp(total * 4, "p"), dg(total * 4, "g"), dm(total * 4, "m"), dv(total * 4, "v"),
+      dc(chunks.size() * sizeof(AdamWChunk), "chunks"), ds(slices.size() * sizeof(ParamSlice), "slices"),
+      dn((kNormBlocks + 2) * 8, "norm");
+  ASSERT_EQ(cudaMemcpy(dp.get(), flatP.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dg.get(), flatG.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dm.get(), 0, total * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dv.get(), 0, total * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dc.get(), chunks.data(), chunks.size() * sizeof(AdamWChunk), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(ds.get(), slices.data(), slices.size() * sizeof(ParamSlice), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  double *norm = static_cast<double *>(dn.get());
+  for (int t = 1; t <= 3; ++t) {
+    double gpuNorm[2];
+    launchGradNorm(DType::F32, dg.get(), total, norm + 2, norm, maxNorm, nullptr);
+    ASSERT_EQ(cudaMemcpy(gpuNorm, norm, sizeof gpuNorm, cudaMemcpyDeviceToHost), cudaSuccess);
+    const double clip = clipScale(gpuNorm[0], maxNorm);
+    const OptimizerStep s = stepScalars(cfg, lrs[t - 1], t);
+    const auto *c = static_cast<const AdamWChunk *>(dc.get());
+    const auto *sl = static_cast<const ParamSlice *>(ds.get());
+    if (cfg.kind == "sgd") launchSgd(DType::F32, dp.get(), dg.get(), dm.get(), c, 3, clip, s, nullptr);
+    if (cfg.kind == "lion") launchLion(DType::F32, dp.get(), dg.get(), dm.get(), c, 3, clip, s, nullptr);
+    if (cfg.kind == "lamb") launchLamb(DType::F32, dp.get(), dg.get(), dm.get(), dv.get(), sl, 3, clip, s, nullptr);
+    if (cfg.kind == "adafactor")
+      launchAdafactor(DType::F32, dp.get(), dg.get(), dm.get(), dv.get(), sl, 3, clip, s, nullptr);
+  }
+  ASSERT_EQ(cudaMemcpy(flatP.data(), dp.get(), total * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < lmrt::numel(shapes[i]); ++j)
+      ASSERT_NEAR(flatP[off[i] + j], pCpu[i][j], 1e-5 * (1 + std::fabs(pCpu[i][j])))
+          << cfg.kind << " param " << i << " [" << j << "]";
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaTrain, OtherOptimizers, ::testing::Values("sgd", "lion", "lamb", "adafactor"));
 
 TEST(CudaTrain, GemmEpilogues) {
   const int64_t R = 33, I = 40, O = 24;  // X [R, I], W [I, O], dY [R, O]

@@ -1,6 +1,7 @@
 /* Implements: run_setup.h. */
 #include "runtime/train/run_setup.h"
 
+
 #include "base/file_io.h"
 #include "base/paths.h"
 #include "contract/plan.pb.h"
@@ -9,6 +10,7 @@
 #include "runtime/exec/session.h"
 #include "runtime/train/data_feed.h"
 #include "runtime/train/parity_dump.h"
+#include "runtime/weights/init_map.h"
 #include "runtime/weights/safetensors.h"
 
 namespace lmrt {
@@ -44,6 +46,9 @@ void checkCounts(const TrainOptions &o) {
     fail("--accumulate must be in [1, %lld] (got %lld)", (long long)kMaxAccumulate, (long long)o.accumulate);
   if (!o.resumePath.empty() && !o.initPath.empty())
     fail("--init and --resume exclude each other: a resumed run continues from its checkpoint's weights");
+  if (o.initPath.empty() && (!o.initMap.empty() || !o.initStrict))
+    fail("--init-map and --init-strict say how to read --init's weights, and there is no --init");
+  parseInitMap(o.initMap);  // a malformed rename fails now, before any work
 }
 
 /* Where the run starts (step 1, or after a checkpoint), how long it runs and with

@@ -50,8 +50,9 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   // The starting weights: the plan's init, then --init's weights or the checkpoint's state.
   s.initParams(run.seed);
   if (!o.initPath.empty()) {
-    loadWeights(s, o.initPath);
+    const InitReport r = loadWeights(s, o.initPath, InitOptions{parseInitMap(o.initMap), o.initStrict});
     std::fprintf(log, "initialised from %s\n", o.initPath.c_str());
+    if (!o.initStrict || !o.initMap.empty()) std::fprintf(log, "%s", describeInitReport(r, s.params().size()).c_str());
   }
   if (run.resume) {
     restoreCheckpoint(*run.resume, s);

@@ -43,6 +43,8 @@ struct TrainOptions {
   int64_t keep = 0;            // checkpoints kept in checkpointDir; 0 = all
   std::string resumePath;      // a checkpoint, or a directory of them (the newest valid one)
   std::string initPath;        // start from these weights instead of the plan's init
+  std::vector<std::string> initMap;  // --init-map FROM=TO renames (runtime/weights/init_map.h)
+  bool initStrict = true;      // every parameter from initPath and every tensor of it used
   int64_t accumulate = 0;      // micro-batches per update; 0 = the plan's train block
   int64_t stopAt = 0;          // stop after this step (checkpointed), as a signal would; 0 = off
   bool overwrite = false;      // replace an earlier run's metrics file and checkpoints

@@ -17,31 +17,79 @@ void saveWeights(Session &session, const std::string &path,
   writeSafetensors(path, tensors, metadata);
 }
 
-void loadWeights(Session &session, const std::string &path) {
+namespace {
+
+/* "'name'", or "'name' (loaded as 'param')" when a rename changed it. */
+std::string described(const std::string &file, const std::string &param) {
+  return file == param ? "'" + file + "'" : "'" + file + "' (loaded as '" + param + "')";
+}
+
+}  // namespace
+
+void loadWeights(Session &session, const std::string &path) { loadWeights(session, path, InitOptions{}); }
+
+std::string describeInitReport(const InitReport &report, size_t params) {
+  auto names = [](const char *what, const std::vector<std::string> &v) {
+    if (v.empty()) return std::string();
+    std::string s = std::string("; ") + what + " (" + std::to_string(v.size()) + "): ";
+    for (size_t i = 0; i < v.size() && i < 8; ++i) s += (i ? ", " : "") + v[i];
+    if (v.size() > 8) s += ", ... and " + std::to_string(v.size() - 8) + " more";
+    return s;
+  };
+  return "init: loaded " + std::to_string(report.loaded.size()) + " of " + std::to_string(params) + " parameters" +
+         names("left at their initializer", report.leftAtInit) + names("unused tensors of the file", report.unused) +
+         names("left out by --init-map", report.dropped) + "\n";
+}
+
+InitReport loadWeights(Session &session, const std::string &path, const InitOptions &options) {
   SafetensorsFile file = readSafetensors(path);
+  InitReport report;
   // Check everything before copying anything: a bad file leaves the session as it was.
   // A checkpoint's state file holds the optimizer state too; --init takes its weights.
   auto meta = file.metadata.find("format");
   const bool checkpoint = meta != file.metadata.end() && meta->second == "lmc-checkpoint";
+  std::map<std::string, std::string> source;  // parameter name -> the file's tensor name
   for (const auto &[name, t] : file.tensors) {
     if (checkpoint && isOptimizerStateName(name)) continue;
+    const std::optional<std::string> target = mapInitName(options.renames, name);
+    if (!target) {
+      report.dropped.push_back(name);
+      continue;
+    }
     bool known = false;
-    for (const ParamState &p : session.params()) known = known || p.name == name;
-    if (!known) fail("weights '%s': tensor '%s' is not a parameter of this plan", path.c_str(), name.c_str());
+    for (const ParamState &p : session.params()) known = known || p.name == *target;
+    if (!known) {
+      if (options.strict)
+        fail("weights '%s': tensor %s is not a parameter of this plan%s", path.c_str(),
+             described(name, *target).c_str(),
+             options.renames.empty() ? " (--init-strict=false loads the tensors both share)" : "");
+      report.unused.push_back(name);
+      continue;
+    }
+    auto [it, fresh] = source.emplace(*target, name);
+    if (!fresh)
+      fail("weights '%s': tensors '%s' and '%s' both load into parameter '%s' (check --init-map)", path.c_str(),
+           it->second.c_str(), name.c_str(), target->c_str());
   }
   for (const ParamState &p : session.params()) {
-    auto it = file.tensors.find(p.name);
-    if (it == file.tensors.end())
-      fail("weights '%s': no tensor for parameter '%s' %s", path.c_str(), p.name.c_str(),
-           p.type.str().c_str());
-    const SafetensorsTensor &t = it->second;
+    auto src = source.find(p.name);
+    if (src == source.end()) {
+      if (options.strict)
+        fail("weights '%s': no tensor for parameter '%s' %s", path.c_str(), p.name.c_str(), p.type.str().c_str());
+      report.leftAtInit.push_back(p.name);
+      continue;
+    }
+    const SafetensorsTensor &t = file.tensors.at(src->second);
     if (t.type.shape != p.type.shape || t.type.dtype == DType::I32)
-      fail("weights '%s': tensor '%s' is %s, the parameter is %s", path.c_str(), p.name.c_str(),
+      fail("weights '%s': tensor %s is %s, the parameter is %s", path.c_str(), described(src->second, p.name).c_str(),
            t.type.str().c_str(), p.type.str().c_str());
+    report.loaded.push_back(p.name);
   }
   // NaN or Inf weights would train or sample garbage without a word: refuse them.
   for (const ParamState &p : session.params()) {
-    const SafetensorsTensor &t = file.tensors.at(p.name);
+    auto src = source.find(p.name);
+    if (src == source.end()) continue;
+    const SafetensorsTensor &t = file.tensors.at(src->second);
     int64_t n = t.type.numel();
     for (int64_t i = 0; i < n; ++i) {
       double x;
@@ -53,12 +101,16 @@ void loadWeights(Session &session, const std::string &path) {
         std::memcpy(&x, t.bytes.data() + 8 * i, 8);
       }
       if (!std::isfinite(x))
-        fail("weights '%s': tensor '%s' holds %g at element %lld (flat index): refusing non-finite weights",
-             path.c_str(), p.name.c_str(), x, (long long)i);
+        fail("weights '%s': tensor %s holds %g at element %lld (flat index): refusing non-finite weights",
+             path.c_str(), described(src->second, p.name).c_str(), x, (long long)i);
     }
   }
+  // The parameters left alone keep what the session holds (its init): bring it to the host first.
+  if (!report.leftAtInit.empty()) session.pullParams();
   for (ParamState &p : session.params()) {
-    const SafetensorsTensor &t = file.tensors.at(p.name);
+    auto src = source.find(p.name);
+    if (src == source.end()) continue;
+    const SafetensorsTensor &t = file.tensors.at(src->second);
     int64_t n = p.type.numel();
     if (t.type.dtype == p.type.dtype) {
       std::memcpy(p.value.data(), t.bytes.data(), t.bytes.size());
@@ -75,6 +127,7 @@ void loadWeights(Session &session, const std::string &path) {
     }
   }
   session.pushParams();
+  return report;
 }
 
 }  // namespace lmrt

@@ -73,6 +73,12 @@ void add(CLI::App &app) {
   cmd->add_option("--resume", t.resumePath,
                   "Continue from a checkpoint, or from the newest valid one in a --checkpoint-dir");
   cmd->add_option("--init", t.initPath, "Start from these weights (safetensors, plan names) instead of the init");
+  cmd->add_option("--init-map", t.initMap,
+                  "Rename --init's tensors FROM=TO before loading, one '*' a side ('encoder.*=*'; 'mlm.*=' leaves "
+                  "them out); repeatable, the first match applies");
+  cmd->add_option("--init-strict", t.initStrict,
+                  "false: load the parameters --init's file and the plan share, leave the rest at their "
+                  "initializer, and say which (default true: every parameter, every tensor)");
   cmd->add_option("--accumulate", o->accumulate,
                   "Micro-batches per optimizer step (gradient accumulation; default: the plan's train block)");
   cmd->add_option("--stop-at", o->stopAt,

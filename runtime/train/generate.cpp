@@ -15,7 +15,7 @@ namespace lmrt {
 
 int64_t contextKeep(int64_t window) { return std::max<int64_t>(1, window / 2); }
 
-void generate(Session &s, const SampleOptions &o, const std::function<void(unsigned char)> &emit) {
+void generate(Session &s, const SampleOptions &o, const std::function<bool(unsigned char)> &emit) {
   const plan::Input &in = tokenInput(findProgram(s, "forward"));
   int64_t vocab = in.vocab() > 0 ? in.vocab() : s.plan().data().vocab();
   std::vector<int32_t> context;
@@ -27,7 +27,7 @@ void generate(Session &s, const SampleOptions &o, const std::function<void(unsig
     context.push_back(c);
   }
   if (context.empty()) context.push_back('\n');
-  generateIds(s, o, std::move(context), 256, -1, [&](int32_t id) { emit((unsigned char)id); });
+  generateIds(s, o, std::move(context), 256, -1, [&](int32_t id) { return emit((unsigned char)id); });
 }
 
 namespace {
@@ -100,11 +100,14 @@ double at(const TensorRef &row, int64_t v) {
 }  // namespace
 
 void generateIds(Session &s, const SampleOptions &o, std::vector<int32_t> context, int64_t idLimit,
-                 int32_t stopId, const std::function<void(int32_t)> &emit) {
+                 int32_t stopId, const std::function<bool(int32_t)> &emit) {
   if (o.tokens < 0) fail("--tokens must be >= 0 (got %lld)", (long long)o.tokens);
   if (o.temperature < 0 || !std::isfinite(o.temperature))
     fail("--temperature must be >= 0 (got %g)", o.temperature);
   if (o.topK < 0) fail("--top-k must be >= 0 (got %lld)", (long long)o.topK);
+  if (!(o.topP > 0 && o.topP <= 1)) fail("--top-p must be in (0, 1] (got %g)", o.topP);
+  if (!(o.repetitionPenalty > 0) || !std::isfinite(o.repetitionPenalty))
+    fail("--repetition-penalty must be > 0 (got %g)", o.repetitionPenalty);
   if (std::isnan(o.checkCache)) fail("--check-kv-cache needs a tolerance >= 0");
   const plan::Input &in = tokenInput(findProgram(s, "forward"));
   int64_t vocab = in.vocab() > 0 ? in.vocab() : s.plan().data().vocab();
@@ -160,11 +163,11 @@ void generateIds(Session &s, const SampleOptions &o, std::vector<int32_t> contex
       }
       ++checked;
     }
+    penalizeRepeats(row, context, o.repetitionPenalty);
     double u = uniform01(counterRandom(o.seed, RngStream::Sample, (uint64_t)i));
-    int64_t tok = sampleToken(row, o.temperature, o.topK, u);
+    int64_t tok = sampleToken(row, o.temperature, o.topK, u, o.topP);
     context.push_back((int32_t)tok);
-    emit((int32_t)tok);
-    if (tok == stopId) break;
+    if (!emit((int32_t)tok) || tok == stopId) break;
   }
   if (o.checkCache >= 0)
     std::fprintf(stderr, "lmrt: kv-cache check: %lld tokens, largest logit difference from the forward program "

@@ -16,8 +16,10 @@
    prefill): both ways read the same context for every token, and with a cache
    a refill costs one forward per W / 2 tokens.
    Token i is drawn from softmax(logits / temperature), restricted to the
-   top_k most likely tokens when top_k > 0, with the uniform number
-   counterRandom(seed, Sample, i): the same seed gives the same text.
+   top_k most likely tokens when top_k > 0 and to the nucleus of probability top_p,
+   after the repetition penalty over every token of the context (prompt and
+   generated), with the uniform number counterRandom(seed, Sample, i): the same
+   seed gives the same text.
    Temperature 0 is greedy decoding. An empty prompt starts from "\n". */
 #pragma once
 #include <cstdint>
@@ -34,6 +36,8 @@ struct SampleOptions {
   int64_t tokens = 200;
   double temperature = 0.8;
   int64_t topK = 0;
+  double topP = 1.0;               // nucleus sampling (token_sampler.h); 1: off
+  double repetitionPenalty = 1.0;  // CTRL's, over the whole context (token_sampler.h); 1: off
   uint64_t seed = 1;
   /* Use the prefill and decode programs when the plan has them. */
   bool kvCache = true;
@@ -46,15 +50,16 @@ struct SampleOptions {
 /* How many tokens of the context survive when the window is full (W / 2, at least 1). */
 int64_t contextKeep(int64_t window);
 
-/* Generates `tokens` bytes; calls `emit` with each one as it is produced. */
+/* Generates `tokens` bytes; calls `emit` with each one as it is produced, and stops
+   early when it returns false. */
 void generate(Session &session, const SampleOptions &options,
-              const std::function<void(unsigned char)> &emit);
+              const std::function<bool(unsigned char)> &emit);
 
 /* The same over token ids, for any tokenizer: continues `context` (ids, not
    empty) by up to options.tokens ids drawn among [0, min(logits width, plan
    vocabulary, idLimit)), calling `emit` with each; stops early after emitting
-   `stopId` (-1: never). options.prompt is ignored. */
+   `stopId` (-1: never) or when `emit` returns false. options.prompt is ignored. */
 void generateIds(Session &session, const SampleOptions &options, std::vector<int32_t> context,
-                 int64_t idLimit, int32_t stopId, const std::function<void(int32_t)> &emit);
+                 int64_t idLimit, int32_t stopId, const std::function<bool(int32_t)> &emit);
 
 }  // namespace lmrt

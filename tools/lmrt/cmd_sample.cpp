@@ -4,7 +4,9 @@
    (invalid UTF-8 included); with a SentencePiece tokenizer (the one recorded in
    DIR/meta.json, or given) it encodes the prompt after the end-of-document
    token, generates ids until --tokens or an end-of-document token, and prints
-   their decoded text as it grows. */
+   their decoded text as it grows. --stop strings end a completion (left out),
+   --prompts completes a file's lines one after another, and --format json writes
+   one JSON line per prompt instead. */
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -15,8 +17,11 @@
 #include "runtime/data/dataset_meta.h"
 #include "runtime/data/tokenizer.h"
 #include "runtime/exec/session.h"
+#include "base/file_io.h"
+#include "base/json.h"
 #include "base/tensor.h"
 #include "runtime/weights/weights.h"
+#include "runtime/train/completion_text.h"
 #include "runtime/train/generate.h"
 #include "runtime/train/program_io.h"
 #include "runtime/train/threads.h"
@@ -30,6 +35,9 @@ namespace {
 struct Options {
   std::string plan, weights, data, tokenizer;
   SampleOptions sample;
+  bool promptGiven = false;
+  std::string promptsFile, format = "text";
+  std::vector<std::string> stops;
   std::string threads, seed, checkKvCache;
   bool noKvCache = false;
   DeviceOptions device;
@@ -48,40 +56,83 @@ void print(const std::string &s) {
     fail("cannot write the sample to standard output: %s", std::strerror(errno));
 }
 
-/* Generation through a SentencePiece tokenizer. */
-void sampleTokens(Session &session, const Tokenizer &tok, const SampleOptions &o) {
-  const plan::Input &in = tokenInput(findProgram(session, "forward"));
-  int64_t vocab = in.vocab() > 0 ? in.vocab() : session.plan().data().vocab();
-  if (vocab > 0 && tok.vocab() > vocab)
-    fail("the tokenizer has a vocabulary of %lld, larger than the plan's %lld; compile the plan "
-         "with -D vocab=%lld", (long long)tok.vocab(), (long long)vocab, (long long)tok.vocab());
-  // Documents in the shards end with eos, so eos is what precedes a document's start.
-  const int32_t eos = tok.specialId("eos");
-  std::vector<int32_t> context;
-  if (eos >= 0) context.push_back(eos);
-  for (int32_t id : tok.encode(o.prompt)) context.push_back(id);
-  if (context.empty()) context = tok.encode("\n");
-  print(o.prompt);
-  std::vector<int32_t> generated;
-  std::string shown;
-  // Text is printed as it grows; a byte-fallback character still incomplete
-  // decodes to U+FFFD and is held back until its last byte arrives.
-  const std::string replacement = "\xEF\xBF\xBD";
-  auto flush = [&](bool last) {
-    std::string text = tok.decode(generated);
-    if (!last && text.size() >= 3 && text.compare(text.size() - 3, 3, replacement) == 0)
-      text.resize(text.size() - 3);
-    if (text.size() > shown.size() && text.compare(0, shown.size(), shown) == 0) {
-      print(text.substr(shown.size()));
-      shown = text;
-    }
+/* One completion: its text (cut before a stop string), why it ended ("stop": a stop
+   string, "eos": the end-of-document token, "length": --tokens) and the tokens drawn. */
+struct Completion {
+  std::string text, finish;
+  int64_t tokens = 0;
+};
+
+/* Generates the completion of o.prompt, shown on stdout as it grows when `stream`. */
+Completion complete(Session &session, const Tokenizer *tok, const SampleOptions &o,
+                    const std::vector<std::string> &stops, bool stream) {
+  CompletionText ct(stops);
+  Completion c;
+  bool eos = false;
+  auto show = [&](bool final) {
+    if (stream) print(ct.take(final));
   };
-  generateIds(session, o, context, tok.vocab(), eos, [&](int32_t id) {
-    if (id == eos) return;
-    generated.push_back(id);
-    flush(false);
-  });
-  flush(true);
+  if (!tok) {  // bytes
+    std::string bytes;
+    generate(session, o, [&](unsigned char b) {
+      ++c.tokens;
+      bytes += (char)b;
+      const bool more = ct.update(bytes);
+      show(false);
+      return more;
+    });
+  } else {
+    const plan::Input &in = tokenInput(findProgram(session, "forward"));
+    int64_t vocab = in.vocab() > 0 ? in.vocab() : session.plan().data().vocab();
+    if (vocab > 0 && tok->vocab() > vocab)
+      fail("the tokenizer has a vocabulary of %lld, larger than the plan's %lld; compile the plan "
+           "with -D vocab=%lld", (long long)tok->vocab(), (long long)vocab, (long long)tok->vocab());
+    // Documents in the shards end with eos, so eos is what precedes a document's start.
+    const int32_t eosId = tok->specialId("eos");
+    std::vector<int32_t> context;
+    if (eosId >= 0) context.push_back(eosId);
+    for (int32_t id : tok->encode(o.prompt)) context.push_back(id);
+    if (context.empty()) context = tok->encode("\n");
+    std::vector<int32_t> generated;
+    // A byte-fallback character still incomplete decodes to U+FFFD: it waits until
+    // its last byte arrives.
+    const std::string replacement = "\xEF\xBF\xBD";
+    generateIds(session, o, context, tok->vocab(), eosId, [&](int32_t id) {
+      ++c.tokens;
+      if (id == eosId) {
+        eos = true;
+        return false;
+      }
+      generated.push_back(id);
+      std::string text = tok->decode(generated);
+      if (text.size() >= 3 && text.compare(text.size() - 3, 3, replacement) == 0) text.resize(text.size() - 3);
+      const bool more = ct.update(text);
+      show(false);
+      return more;
+    });
+    if (!ct.stopped()) ct.update(tok->decode(generated));
+  }
+  show(true);
+  c.text = ct.text();
+  c.finish = ct.stopped() ? "stop" : eos ? "eos" : "length";
+  return c;
+}
+
+/* The prompts of --prompts: one a line (a final newline ends the last; \r\n is read as \n). */
+std::vector<std::string> readPrompts(const std::string &path) {
+  const std::string text = readWholeFile(path, "prompts file", uint64_t(1) << 30);
+  std::vector<std::string> lines;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(begin, end - begin);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+    begin = end + 1;
+  }
+  if (lines.empty()) fail("prompts file '%s' is empty: it holds one prompt a line", path.c_str());
+  return lines;
 }
 
 void sample(Options &o) {
@@ -96,6 +147,9 @@ void sample(Options &o) {
   if (!o.threads.empty()) setThreadCount((int)parseIntFlag("--threads", o.threads, 1, kMaxThreads));
   if (!o.data.empty() && !o.tokenizer.empty())
     fail("give --data or --tokenizer, not both (--data uses the tokenizer recorded there)");
+  if (!o.promptsFile.empty() && o.promptGiven)
+    fail("give --prompt or --prompts, not both (--prompts reads one prompt a line)");
+  CompletionText checkStops(o.stops);  // an empty --stop fails here, before any work
   std::unique_ptr<Tokenizer> tok;
   if (!o.tokenizer.empty()) tok = loadSentencePiece(o.tokenizer);
   if (!o.data.empty()) {
@@ -105,15 +159,25 @@ void sample(Options &o) {
            "build); give --tokenizer instead", o.data.c_str());
     tok = meta->loadTokenizer();
   }
+  if (tok && std::string(tok->kind()) == "bytes") tok.reset();
+  const std::vector<std::string> prompts =
+      o.promptsFile.empty() ? std::vector<std::string>{o.sample.prompt} : readPrompts(o.promptsFile);
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
   loadWeights(*session, o.weights);
-  if (tok && std::string(tok->kind()) != "bytes") {
-    sampleTokens(*session, *tok, o.sample);
-  } else {
-    print(o.sample.prompt);
-    generate(*session, o.sample, [](unsigned char c) { print(std::string(1, (char)c)); });
+  const bool json = o.format == "json";
+  for (const std::string &prompt : prompts) {
+    SampleOptions so = o.sample;
+    so.prompt = prompt;
+    if (!json) {
+      print(prompt);
+      complete(*session, tok.get(), so, o.stops, true);
+      print("\n");
+      continue;
+    }
+    const Completion c = complete(*session, tok.get(), so, o.stops, false);
+    print("{\"prompt\": " + json::quote(validUtf8(prompt)) + ", \"completion\": " + json::quote(validUtf8(c.text)) +
+          ", \"finish_reason\": \"" + c.finish + "\", \"tokens\": " + std::to_string(c.tokens) + "}\n");
   }
-  print("\n");
 }
 
 void add(CLI::App &app) {
@@ -126,11 +190,24 @@ void add(CLI::App &app) {
   cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`")->required();
   cmd->add_option("--data", o->data, "Decode with the tokenizer recorded in DIR/meta.json");
   cmd->add_option("--tokenizer", o->tokenizer, "Decode with this SentencePiece model");
-  cmd->add_option("--prompt", s.prompt, "Text to continue (empty: start a new document)");
+  cmd->add_option("--prompt", s.prompt, "Text to continue (empty: start a new document)")
+      ->each([o](const std::string &) { o->promptGiven = true; });
+  cmd->add_option("--prompts", o->promptsFile,
+                  "A file of prompts, one a line, each completed in turn with the same options and seed");
+  cmd->add_option("--stop", o->stops,
+                  "End a completion where this text appears, leaving it out (repeatable; the first to appear)");
+  cmd->add_option("--format", o->format,
+                  "text: the prompt and its completion as they grow; json: one line per prompt with prompt, "
+                  "completion, finish_reason (stop, eos, length) and tokens")
+      ->check(CLI::IsMember({"text", "json"}));
   addIntOption(cmd, "--tokens", s.tokens, 0, kMaxSampleTokens,
                "Tokens to generate (bytes for byte-level data; 0 to 1000000)");
   addRealOption(cmd, "--temperature", s.temperature, 0, 1e6, "Softmax temperature (0: greedy)");
   addIntOption(cmd, "--top-k", s.topK, 0, kMaxTopK, "Sample among the k most likely tokens (0: all)");
+  addRealOption(cmd, "--top-p", s.topP, 0, 1,
+                "Sample among the fewest most likely tokens whose probability adds up to P (nucleus; 1: all)");
+  addRealOption(cmd, "--repetition-penalty", s.repetitionPenalty, 0, 1e6,
+                "Divide (multiply, when negative) the logits of tokens already in the context by this (1: off)");
   cmd->add_option("--seed", o->seed, "Seed of the sampling draws (64 bits)");
   cmd->add_option("--threads", o->threads, "OpenMP and OpenBLAS threads (1 to 1024)");
   addDeviceOptions(cmd, o->device);

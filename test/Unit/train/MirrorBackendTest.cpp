@@ -263,7 +263,7 @@ TEST(MirrorBackend, WeightsAndGenerationGoThroughTheDevice) {
     so.tokens = 20;
     so.temperature = 0;
     so.kvCache = false;
-    generate(*s, so, [&](unsigned char c) { text[k] += (char)c; });
+    generate(*s, so, [&](unsigned char c) { text[k] += (char)c; return true; });
     saveWeights(*s, d.file("saved-" + dev.device + ".safetensors"));
     ++k;
   }

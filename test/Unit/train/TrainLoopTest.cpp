@@ -240,7 +240,7 @@ TEST(Generate, IsDeterministicAndLearnsTheAlphabet) {
     so.seed = seed;
     so.temperature = temperature;
     std::string out;
-    generate(*fresh, so, [&](unsigned char c) { out += (char)c; });
+    generate(*fresh, so, [&](unsigned char c) { out += (char)c; return true; });
     return out;
   };
   EXPECT_EQ(sample(1, 0.8), sample(1, 0.8));

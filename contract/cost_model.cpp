@@ -118,9 +118,10 @@ std::vector<RatePoint> parseCurve(const json::Value &root, const char *key) {
 }  // namespace
 
 std::string machineRatesJson(const MachineRates &r) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "\"kernel_overhead_us\": %.3g, \"attention_fraction\": %.3g, \"threads\": %d",
-                r.kernelOverheadUs, r.attentionFraction, r.threads);
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "\"kernel_overhead_us\": %.3g, \"gemm_fraction\": %.3g, \"attention_fraction\": %.3g, \"threads\": %d",
+                r.kernelOverheadUs, r.gemmFraction, r.attentionFraction, r.threads);
   return "{\"lmc_machine\": 1, \"device\": " + json::quote(r.device) + ",\n \"gemm_gflops\": " + curveJson(r.gemm) +
          ",\n \"memory_gbps\": " + curveJson(r.memory) + ",\n " + buf + "}\n";
 }
@@ -142,6 +143,10 @@ MachineRates parseMachineRates(const std::string &text, const std::string &origi
       r.attentionFraction = number(*a, "attention_fraction");
       if (r.attentionFraction <= 0) fail("attention_fraction must be > 0");
     }
+    if (const json::Value *g = root.find("gemm_fraction")) {
+      r.gemmFraction = number(*g, "gemm_fraction");
+      if (r.gemmFraction <= 0) fail("gemm_fraction must be > 0");
+    }
     if (const json::Value *t = root.find("threads")) r.threads = int(number(*t, "threads"));
     return r;
   } catch (const Error &e) {
@@ -153,7 +158,7 @@ double predictKernelSeconds(const plan::Plan &plan, const plan::Step &step, cons
   double flops = double(step.flops()), bytes = double(step.bytes());
   double seconds = 0;
   switch (kernelClass(plan, step)) {
-  case KernelClass::Gemm: seconds = flops / (rateAt(rates.gemm, flops) * 1e9); break;
+  case KernelClass::Gemm: seconds = flops / (rates.gemmFraction * rateAt(rates.gemm, flops) * 1e9); break;
   case KernelClass::Attention:
     seconds = flops / (rates.attentionFraction * rateAt(rates.gemm, flops) * 1e9);
     break;

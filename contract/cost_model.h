@@ -44,13 +44,18 @@ double rateAt(const std::vector<RatePoint> &curve, double size);
 
 struct MachineRates {
   std::vector<RatePoint> gemm;    // GFLOP/s by FLOPs per call (lmrt's matmul kernel)
-  std::vector<RatePoint> memory;  // GB/s by bytes per call (lmrt's add kernel)
+  std::vector<RatePoint> memory;  // GB/s by bytes per call (lmrt's layer_norm kernel)
   double kernelOverheadUs = 0;    // one tiny kernel call (OpenMP fork/join, dispatch)
   /* Attention kernels' FLOP rate as a fraction of the GEMM rate at the same
      FLOPs: fitted once against --profile on the zoo (docs/explain.md), not
      measured by calibrate (it would need attention's FLOP formula, which lives
      in the dialect). */
-  double attentionFraction = 0.25;
+  double attentionFraction = 0.21;
+  /* GEMMs inside a train step run at this fraction of the rate measured in
+     isolation: their operands come from memory rather than the cache the
+     repeated calibration calls warm, and their shapes are skinnier (one side
+     the model width). Fitted like attentionFraction. */
+  double gemmFraction = 0.88;
   int threads = 0;              // the thread count the rates were measured with
   std::string device = "cpu";   // the backend measured
   std::string origin;           // the file read, or "" for the defaults

@@ -10,10 +10,11 @@
      streaming add runs 5x faster than the norms, reductions and generated
      elementwise kernels of a train step), and tensors that fit the caches
      run faster than DRAM;
-   - the cost of calling a kernel at all (an add of 16 values).
+   - the cost of calling a kernel at all: waking the threads after the
+     executor's own work between two kernels, and the call of a tiny one.
    Each figure is the median of repeated timed calls after an untimed one, in
-   the best of several sweeps over the sizes (a shared machine's neighbours). The CPU
-   backend only: a GPU's rates are not measured yet. */
+   the best of several sweeps over the sizes (a shared machine's neighbours).
+   The CPU backend only: a GPU's rates are not measured yet. */
 #include <omp.h>
 
 #include <algorithm>

@@ -401,8 +401,10 @@ LogicalResult ProgramBuilder::addStep(Operation *op) {
   }
   step.set_loc(formatLoc(op->getLoc()));
   // Every lm op that is a plan step states its cost (LMOpCosts.cpp).
-  if (auto cost = dyn_cast<CostOpInterface>(op))
+  if (auto cost = dyn_cast<CostOpInterface>(op)) {
     step.set_flops(cost.getFlops());
+    step.set_bytes(cost.getBytesAccessed());
+  }
   *program.add_steps() = std::move(step);
   return success();
 }
@@ -479,6 +481,9 @@ LogicalResult ProgramBuilder::addFusedStep(FusionOp op) {
   plan::Step step = std::move(*built);
   step.set_op(lmrt::ops::kFusedOpName);
   step.set_flops(body->flops);
+  // A fused kernel reads its inputs and writes its results once: the traffic
+  // fusion leaves (its inner values stay in registers).
+  step.set_bytes(mlir::lm::detail::operandAndResultBytes(op));
   std::string dtype = body->args[body->numInputs].dtype() == plan::F64 ? "f64" : "f32";
   plan::Attr kernel;
   kernel.set_i(kernels.add(std::move(*body), dtype, result));

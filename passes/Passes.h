@@ -74,6 +74,17 @@ FailureOr<RematAnalysis> analyzeRemat(func::FuncOp trainStep, RematPolicy policy
 /// Clones the recomputed forward ops into the backward of `trainStep`.
 LogicalResult applyRemat(func::FuncOp trainStep, RematPolicy policy, int64_t budget = 0);
 
+/// One value's live interval in a train step, as estimateActivationPeak
+/// counts it: from its op (`first`, the op's index in the body) to the last op
+/// that reads it or a reshape view of it (`last`). Arguments, returned values
+/// and views are not intervals of their own.
+struct LiveInterval {
+  Value value;
+  int64_t first, last, bytes;
+};
+/// The intervals of a train step's values, in the order of their ops.
+SmallVector<LiveInterval> computeLiveIntervals(func::FuncOp trainStep);
+
 /// The peak, over the ops of a train step's body in order, of the bytes of the
 /// values live there: a value lives from its op to its last reader; function
 /// arguments (parameters, inputs) and returned values (the gradients, which

@@ -120,4 +120,16 @@ def TestPrintRematPass : Pass<"test-print-remat", "mlir::ModuleOp"> {
   ];
 }
 
+def TestPrintLivenessPass : Pass<"test-print-liveness", "mlir::ModuleOp"> {
+  let summary = "Prints the live intervals of every train step's values (for tests)";
+  let description = [{
+    For each `lm.train_step` function, prints the interval model -lm-remat's
+    auto policy and budget estimate use (estimateActivationPeak): the
+    estimated activation peak and the op where it is reached, then one line
+    per value, `[first, last] bytes op (layer)`, marking those live at the
+    peak. Run it after `-lm-remat` to see what a policy changes. Leaves the
+    IR unchanged.
+  }];
+}
+
 #endif // LM_PASSES_TD

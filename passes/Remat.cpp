@@ -31,6 +31,7 @@
 namespace mlir::lm {
 #define GEN_PASS_DEF_LMREMATPASS
 #define GEN_PASS_DEF_TESTPRINTREMATPASS
+#define GEN_PASS_DEF_TESTPRINTLIVENESSPASS
 #include "passes/Passes.h.inc"
 } // namespace mlir::lm
 
@@ -235,12 +236,10 @@ void rewrite(const RematAnalysis &analysis) {
 
 } // namespace
 
-namespace {
-
-/// The bytes live at each op of the step's body (estimateActivationPeak's model).
-std::vector<int64_t> liveBytes(func::FuncOp trainStep) {
+SmallVector<LiveInterval> mlir::lm::computeLiveIntervals(func::FuncOp trainStep) {
+  SmallVector<LiveInterval> intervals;
   if (!hasBody(trainStep))
-    return {};
+    return intervals;
   Block &body = trainStep.getBody().front();
   llvm::DenseMap<Operation *, int64_t> index;
   for (Operation &op : body)
@@ -267,16 +266,29 @@ std::vector<int64_t> liveBytes(func::FuncOp trainStep) {
         lastUse[result] = at;
     }
   }
-  std::vector<int64_t> delta(index.size() + 1, 0);
   for (auto [value, last] : lastUse) {
     if (returned.contains(value))
       continue;
     auto type = cast<RankedTensorType>(value.getType());
     int64_t bytes = type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-    delta[index[value.getDefiningOp()]] += bytes;
-    delta[last + 1] -= bytes;
+    intervals.push_back({value, index[value.getDefiningOp()], last, bytes});
   }
-  std::vector<int64_t> live(index.size(), 0);
+  return intervals;
+}
+
+namespace {
+
+/// The bytes live at each op of the step's body (estimateActivationPeak's model).
+std::vector<int64_t> liveBytes(func::FuncOp trainStep) {
+  if (!hasBody(trainStep))
+    return {};
+  size_t ops = trainStep.getBody().front().getOperations().size();
+  std::vector<int64_t> delta(ops + 1, 0);
+  for (const LiveInterval &i : computeLiveIntervals(trainStep)) {
+    delta[i.first] += i.bytes;
+    delta[i.last + 1] -= i.bytes;
+  }
+  std::vector<int64_t> live(ops, 0);
   int64_t sum = 0;
   for (size_t i = 0; i < live.size(); ++i)
     live[i] = sum += delta[i];
@@ -527,6 +539,38 @@ struct TestPrintRematPass : public lm::impl::TestPrintRematPassBase<TestPrintRem
         }
       }
       os << "  recompute " << recomputed << " ops, keep " << kept << "\n";
+    }
+  }
+};
+
+struct TestPrintLivenessPass : public lm::impl::TestPrintLivenessPassBase<TestPrintLivenessPass> {
+  void runOnOperation() override {
+    raw_ostream &os = llvm::outs();
+    for (func::FuncOp step : trainSteps(getOperation())) {
+      SmallVector<LiveInterval> intervals = computeLiveIntervals(step);
+      std::vector<int64_t> live = liveBytes(step);
+      size_t peak = live.empty() ? 0 : llvm::max_element(live) - live.begin();
+      SmallVector<Operation *> ops;
+      for (Operation &op : step.getBody().front())
+        ops.push_back(&op);
+      auto describe = [&](Operation *op) {
+        std::string s = op->getName().getStringRef().str();
+        if (StringAttr layer = getLayerName(op->getLoc()))
+          s += " (" + layer.getValue().str() + ")";
+        return s;
+      };
+      os << "liveness @" << step.getSymName() << ": " << ops.size() << " ops, " << intervals.size()
+         << " intervals, estimated activation peak " << (live.empty() ? 0 : live[peak]) << " bytes at op " << peak;
+      if (!live.empty())
+        os << " " << describe(ops[peak]);
+      os << "\n";
+      for (const LiveInterval &i : intervals) {
+        Operation *def = i.value.getDefiningOp();
+        os << "  [" << i.first << ", " << i.last << "] " << i.bytes << " bytes " << describe(def);
+        if (def->getNumResults() > 1)
+          os << " #" << cast<OpResult>(i.value).getResultNumber();
+        os << (i.first <= int64_t(peak) && int64_t(peak) <= i.last ? " live at peak" : "") << "\n";
+      }
     }
   }
 };

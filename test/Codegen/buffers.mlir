@@ -152,12 +152,17 @@ module attributes {
 // CHECK-NEXT:       key: "transpose_rhs"
 // CHECK:          flops: 48
 // CHECK-NEXT:     loc: "{{.*}}buffers.mlir:33:10"
+// Each step's predicted traffic (CostOpInterface::getBytesAccessed): the
+// operands read once and the results written once: 32 + 48 read, 24 written.
+// CHECK-NEXT:     bytes: 104
 // CHECK-NEXT:   }
 // CHECK-NEXT:   steps {
 // CHECK-NEXT:     op: "add"
 // CHECK-NEXT:     inputs: [5, 1]
 // CHECK-NEXT:     outputs: [6]
 // CHECK-NEXT:     flops: 6
+// CHECK-NEXT:     loc: "{{.*}}buffers.mlir:34:10"
+// CHECK-NEXT:     bytes: 60
 // The loss's forward and backward are one step (canonicalization), dz written
 // over z.
 // CHECK:        steps {

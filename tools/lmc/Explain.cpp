@@ -22,10 +22,12 @@
 #include "base/json.h"
 #include "codegen/MemoryPlanner.h"
 #include "contract/contract.h"
+#include "contract/cost_model.h"
 #include "contract/op_table.h"
 #include "pipelines/MemoryBudget.h"
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -40,41 +42,9 @@ using mlir::lm::groupThousands;
 
 namespace {
 
-const char *const kFamilies[] = {"matmul", "attention", "norm", "elementwise", "loss", "other"};
-constexpr int kNumFamilies = 6;
 const char *const kWhy[] = {"saved", "recomputed", "temporary"};
 enum Why { Saved, Recomputed, Temporary };
-
-/// The op family a step's FLOPs count under: GEMMs with their fused epilogues,
-/// the attention kernels, norms, elementwise ops and fused elementwise
-/// kernels, the loss (the fused linear cross-entropy's GEMM included: it is one
-/// kernel), everything else (embeddings, slices, reductions, softmax).
-int familyOf(const pb::Plan &plan, const pb::Step &step) {
-  llvm::StringRef op = step.op();
-  if (op == "matmul")
-    return 0;
-  if (op == lmrt::ops::kFusedOpName) {
-    auto kernel = step.attrs().find("kernel");
-    bool gemm = kernel != step.attrs().end() && kernel->second.i() >= 0 &&
-                kernel->second.i() < plan.kernels_size() &&
-                plan.kernels(kernel->second.i()).schedule() == pb::Kernel::MATMUL_EPILOGUE;
-    return gemm ? 0 : 3;
-  }
-  if (op.contains("attention"))
-    return 1;
-  if (op.starts_with("layer_norm") || op.starts_with("rms_norm"))
-    return 2;
-  if (op.contains("cross_entropy"))
-    return 4;
-  static const char *const elementwise[] = {"add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "rsqrt",
-                                            "tanh", "sin", "cos", "relu", "gelu", "gelu_grad", "gelu_erf",
-                                            "gelu_erf_grad", "silu", "sigmoid", "log_sigmoid", "softplus",
-                                            "where", "where_int", "eq", "ne", "lt", "le", "gt", "ge", "to_float"};
-  for (const char *name : elementwise)
-    if (op == name)
-      return 3;
-  return 5;
-}
+constexpr int kNumFamilies = lmrt::kNumOpFamilies;
 
 struct Tensor {
   int buffer;
@@ -93,6 +63,9 @@ struct Analysis {
   int64_t peakBytes = 0, byWhy[3] = {0, 0, 0};
   std::vector<Tensor> atPeak;
   int64_t familyFlops[kNumFamilies] = {}, familySteps[kNumFamilies] = {}, flops = 0;
+  lmrt::MachineRates rates;
+  std::string ratesNote; // where the rates came from, in words
+  lmrt::StepTimePrediction time;
 };
 
 std::string signature(const pb::Step &step, const pb::Program &p) {
@@ -162,7 +135,7 @@ Analysis analyze(const pb::Plan &plan) {
       if (writer[o] < 0)
         writer[o] = s;
     a.flops += step.flops();
-    int family = familyOf(plan, step);
+    int family = int(lmrt::opFamily(plan, step));
     a.familyFlops[family] += step.flops();
     a.familySteps[family] += 1;
   }
@@ -281,9 +254,21 @@ void printText(const pb::Plan &plan, const std::string &source, const lmc::Expla
     tensorRow(describeBytes(t.bytes), t.type, kWhy[t.why], t.op, t.loc);
   os << "\nFLOPs per step (" << p.name() << "): " << flopStr(a.flops) << "\n";
   for (int f = 0; f < kNumFamilies; ++f)
-    os << llvm::formatv("  {0,-12} {1,14}  {2,7}  {3} step(s)", kFamilies[f], flopStr(a.familyFlops[f]),
+    os << llvm::formatv("  {0,-12} {1,14}  {2,7}  {3} step(s)", lmrt::opFamilyName(lmrt::OpFamily(f)), flopStr(a.familyFlops[f]),
                         percent(a.familyFlops[f], a.flops), a.familySteps[f])
        << "\n";
+  const lmrt::StepTimePrediction &t = a.time;
+  auto ms = [](double seconds) { return llvm::formatv("{0:f2} ms", seconds * 1e3).str(); };
+  auto share = [&](double seconds) {
+    return llvm::formatv("{0:f1} %", t.total() > 0 ? 100.0 * seconds / t.total() : 0.0).str();
+  };
+  os << "\npredicted step time: " << ms(t.total()) << " (" << p.name() << "'s kernels " << ms(t.kernels)
+     << ", the optimizer update " << ms(t.optimizer) << ")\n  rates: " << a.ratesNote << "\n";
+  for (int f = 0; f < kNumFamilies; ++f)
+    os << llvm::formatv("  {0,-12} {1,14}  {2,7}", lmrt::opFamilyName(lmrt::OpFamily(f)), ms(t.family[f]),
+                        share(t.family[f]))
+       << "\n";
+  os << llvm::formatv("  {0,-12} {1,14}  {2,7}", "optimizer", ms(t.optimizer), share(t.optimizer)) << "\n";
 }
 
 void printJson(const pb::Plan &plan, const std::string &source, const lmc::ExplainOptions &o, const Analysis &a,
@@ -320,9 +305,19 @@ void printJson(const pb::Plan &plan, const std::string &source, const lmc::Expla
     os << "]}";
     os << ",\n \"flops\": {\"total\": " << a.flops << ", \"families\": {";
     for (int f = 0; f < kNumFamilies; ++f)
-      os << (f ? ", " : "") << "\"" << kFamilies[f] << "\": {\"flops\": " << a.familyFlops[f]
+      os << (f ? ", " : "") << "\"" << lmrt::opFamilyName(lmrt::OpFamily(f)) << "\": {\"flops\": " << a.familyFlops[f]
          << ", \"steps\": " << a.familySteps[f] << "}";
     os << "}}";
+    const lmrt::StepTimePrediction &t = a.time;
+    os << ",\n \"step_time\": {\"predicted_seconds\": " << llvm::formatv("{0:e6}", t.total()).str()
+       << ", \"kernels_seconds\": " << llvm::formatv("{0:e6}", t.kernels).str()
+       << ", \"optimizer_seconds\": " << llvm::formatv("{0:e6}", t.optimizer).str() << ", \"families\": {";
+    for (int f = 0; f < kNumFamilies; ++f)
+      os << (f ? ", " : "") << "\"" << lmrt::opFamilyName(lmrt::OpFamily(f))
+         << "\": " << llvm::formatv("{0:e6}", t.family[f]).str();
+    os << "}, \"rates\": {\"measured\": " << (a.rates.origin.empty() ? "false" : "true")
+       << ", \"file\": " << quote(a.rates.origin) << ", \"device\": " << quote(a.rates.device)
+       << ", \"threads\": " << a.rates.threads << "}}";
   }
   os << "}\n";
 }
@@ -379,10 +374,34 @@ void writeSvg(const Analysis &a, const std::string &title, std::ostream &os) {
      << a.peakBytes << " bytes</text></g>\n</svg>\n";
 }
 
+/// The machine's rates for the step time: --machine FILE, else the file
+/// `lmrt calibrate` writes (contract/cost_model.h, defaultMachineFile) when
+/// there is one, else the stated defaults. False (error printed) on a bad file.
+bool loadRates(const lmc::ExplainOptions &o, Analysis &a) {
+  std::string file = o.machine.empty() ? lmrt::defaultMachineFile() : o.machine;
+  if (o.machine.empty() && !llvm::sys::fs::exists(file)) {
+    a.rates = lmrt::defaultMachineRates();
+    a.ratesNote = "lmc's defaults, not this machine's (no " + file + ": `lmrt calibrate` measures them)";
+    return true;
+  }
+  try {
+    a.rates = lmrt::parseMachineRates(lmrt::readWholeFile(file, "machine file", 1 << 20), file);
+  } catch (const std::exception &e) {
+    llvm::errs() << "lmc: error: " << e.what() << "\n";
+    return false;
+  }
+  a.ratesNote = "measured by lmrt calibrate, " + file + " (" + a.rates.device + ", " +
+                std::to_string(a.rates.threads) + " threads)";
+  return true;
+}
+
 } // namespace
 
 int lmc::explainPlan(const pb::Plan &plan, const std::string &source, const ExplainOptions &options) {
   Analysis a = analyze(plan);
+  if (!loadRates(options, a))
+    return 1;
+  a.time = lmrt::predictStepTime(plan, a.rates);
   if (options.format == "json")
     printJson(plan, source, options, a, llvm::outs());
   else

@@ -20,6 +20,7 @@ struct ExplainOptions {
   std::string format = "text"; // text | json
   std::string chart;           // an SVG file of the train step's live memory, or ""
   std::string remat, fusion;   // as asked for, for the header
+  std::string machine;         // the machine file of the cost model's rates, or "" (contract/cost_model.h)
 };
 
 /// Prints the explanation of `plan` (compiled from `source`) to stdout and

@@ -23,6 +23,7 @@
 #include "tools/RegisterLMDialects.h"
 #include "tools/cli_checks.h"
 #include "tools/lmc/DumpDir.h"
+#include "contract/cost_model.h"
 #include "tools/lmc/Explain.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -536,6 +537,9 @@ int main(int argc, char **argv) {
   explain->add_option("--chart", explainOptions.chart,
                       "write an SVG chart of the train step's live memory over its steps to this file");
   explain->add_flag("--overwrite", explainOpts.overwrite, "replace an existing --chart file");
+  explain->add_option("--machine", explainOptions.machine,
+                      "the machine's rates for the predicted step time (written by lmrt calibrate; default: " +
+                          lmrt::defaultMachineFile() + " when it exists, else lmc's defaults)");
 
   std::string planPath;
   CLI::App *memoryPlan =

@@ -29,6 +29,12 @@ def load(path):
     assert list(fams) == ["matmul", "attention", "norm", "elementwise", "loss", "other"], list(fams)
     assert sum(f["flops"] for f in fams.values()) == d["flops"]["total"]
     assert sum(f["steps"] for f in fams.values()) == t["steps"]
+    st = d["step_time"]
+    assert list(st["families"]) == list(fams), list(st["families"])
+    assert abs(sum(st["families"].values()) - st["kernels_seconds"]) <= 1e-6 * st["kernels_seconds"], st
+    assert abs(st["kernels_seconds"] + st["optimizer_seconds"] - st["predicted_seconds"]) <= 1e-6 * st["predicted_seconds"]
+    assert st["predicted_seconds"] > 0 and st["optimizer_seconds"] > 0, st
+    assert set(st["rates"]) == {"measured", "file", "device", "threads"}, st["rates"]
     return d
 
 

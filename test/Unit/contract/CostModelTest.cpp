@@ -1,0 +1,84 @@
+//===- CostModelTest.cpp - The step-time cost model's arithmetic -------===//
+//
+// Tests contract/cost_model.h on hand-built plans (no timing is measured or
+// asserted): rates interpolate on log(size) and hold flat past the ends, each
+// kernel class is priced by its FLOPs or bytes, the optimizer pass is 8 passes
+// over the parameters, and the machine file round-trips and rejects bad
+// files with a message.
+//
+//===----------------------------------------------------------------------===//
+#include "base/tensor.h"
+#include "contract/cost_model.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace lmrt;
+
+TEST(CostModel, RatesInterpolateOnLogSizeAndHoldFlat) {
+  std::vector<RatePoint> curve = {{1e3, 10}, {1e5, 30}};
+  EXPECT_DOUBLE_EQ(rateAt(curve, 1e2), 10);
+  EXPECT_DOUBLE_EQ(rateAt(curve, 1e6), 30);
+  EXPECT_NEAR(rateAt(curve, 1e4), 20, 1e-9);
+}
+
+plan::Step *addStep(plan::Program &p, const char *op, int64_t flops, int64_t bytes) {
+  plan::Step *s = p.add_steps();
+  s->set_op(op);
+  s->set_flops(flops);
+  s->set_bytes(bytes);
+  return s;
+}
+
+TEST(CostModel, KernelsArePricedByClass) {
+  MachineRates r;
+  r.gemm = {{1, 100}};       // GFLOP/s
+  r.memory = {{1, 10}};      // GB/s
+  r.kernelOverheadUs = 1;
+  r.gemmFraction = 0.5;
+  r.attentionFraction = 0.25;
+  plan::Plan plan;
+  plan::Program &p = *plan.add_programs();
+  addStep(p, "matmul", 1'000'000'000, 0);             // 1 GFLOP at 50 GFLOP/s: 20 ms
+  addStep(p, "attention_stats", 250'000'000, 0);      // at 25 GFLOP/s: 10 ms
+  addStep(p, "layer_norm", 0, 10'000'000);            // 10 MB at 10 GB/s: 1 ms
+  StepTimePrediction t = predictStepTime(plan, r);
+  EXPECT_NEAR(t.family[int(OpFamily::Matmul)], 20e-3 + 1e-6, 1e-12);
+  EXPECT_NEAR(t.family[int(OpFamily::Attention)], 10e-3 + 1e-6, 1e-12);
+  EXPECT_NEAR(t.family[int(OpFamily::Norm)], 1e-3 + 1e-6, 1e-12);
+  EXPECT_NEAR(t.kernels, 31e-3 + 3e-6, 1e-12);
+  EXPECT_EQ(t.optimizer, 0);  // no parameters
+  EXPECT_EQ(kernelClass(plan, p.steps(0)), KernelClass::Gemm);
+  EXPECT_EQ(kernelClass(plan, p.steps(2)), KernelClass::Memory);
+}
+
+TEST(CostModel, MachineFileRoundTrips) {
+  MachineRates r = defaultMachineRates();
+  r.threads = 3;
+  r.gemmFraction = 0.5;
+  MachineRates back = parseMachineRates(machineRatesJson(r), "m.json");
+  EXPECT_EQ(back.origin, "m.json");
+  EXPECT_EQ(back.threads, 3);
+  EXPECT_DOUBLE_EQ(back.gemmFraction, 0.5);
+  ASSERT_EQ(back.gemm.size(), r.gemm.size());
+  EXPECT_DOUBLE_EQ(back.gemm.back().rate, r.gemm.back().rate);
+}
+
+TEST(CostModel, BadMachineFilesSayWhy) {
+  auto error = [](const std::string &text) {
+    try {
+      parseMachineRates(text, "m.json");
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("[]"), "machine file m.json: the file must hold one JSON object");
+  EXPECT_EQ(error(R"({"lmc_machine": 1, "memory_gbps": [[1, 1]]})"),
+            "machine file m.json: \"gemm_gflops\" must be a non-empty array of [size, rate] pairs");
+  EXPECT_EQ(error(R"({"lmc_machine": 1, "gemm_gflops": [[1, 0]], "memory_gbps": [[1, 1]]})"),
+            "machine file m.json: \"gemm_gflops\": sizes and rates must be > 0");
+}
+
+} // namespace

@@ -47,13 +47,19 @@ if ((${#missing[@]})); then
 fi
 
 # TensorBoard's own reader checks lmrt's event files (test/E2E/tensorboard.test): the
-# `tensorboard` package from PyPI, in a venv that also sees Debian's numpy.
+# `tensorboard` package from PyPI, in a venv that also sees Debian's numpy. scikit-learn
+# and scipy, in the same venv, score the predictions `lmrt metrics` scores
+# (test/Runtime/metrics-sklearn.test); these versions build on Debian 12's numpy 1.24.
 if [[ $want_test == 1 ]]; then
   venv=${LMC_TEST_VENV:-$HOME/.cache/lmc/venv-test}
   if ! "$venv/bin/python" -c 'import tensorboard' 2>/dev/null; then
     echo "setup: installing tensorboard into $venv"
     /usr/bin/python3 -m venv --system-site-packages "$venv"
     "$venv/bin/pip" install -q tensorboard==2.21.0
+  fi
+  if ! "$venv/bin/python" -c 'import sklearn, scipy' 2>/dev/null; then
+    echo "setup: installing scikit-learn and scipy into $venv"
+    "$venv/bin/pip" install -q scikit-learn==1.3.2 scipy==1.11.4
   fi
 fi
 

@@ -109,3 +109,12 @@ elif os.environ.get("LMC_REQUIRE_REFERENCE"):
     lit_config.fatal(tb_python + " cannot import tensorboard, and LMC_REQUIRE_REFERENCE is set (run scripts/setup.sh --test)")
 else:
     lit_config.warning("TensorBoard reader tests are skipped: " + tb_python + " cannot import tensorboard (scripts/setup.sh --test installs it)")
+# scikit-learn and scipy score the same predictions as `lmrt metrics` (test/Runtime/metrics-sklearn.test),
+# in the same venv: scikit-learn 1.3.2 and scipy 1.11.4 over Debian's numpy.
+if os.path.exists(tb_python) and os.system(tb_python + " -c 'import sklearn, scipy' 2>/dev/null") == 0:
+    config.available_features.add("sklearn")
+    config.substitutions.append(("%sklearn_python", tb_python))
+elif os.environ.get("LMC_REQUIRE_REFERENCE"):
+    lit_config.fatal(tb_python + " cannot import sklearn and scipy, and LMC_REQUIRE_REFERENCE is set (run scripts/setup.sh --test)")
+else:
+    lit_config.warning("scikit-learn metric references are skipped: " + tb_python + " cannot import sklearn and scipy (scripts/setup.sh --test installs them)")

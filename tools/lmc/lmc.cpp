@@ -6,7 +6,8 @@
 // from --load-pass-plugin at its extension points), plan translation and
 // kernel compilation; then it writes the plan file. Each stage can be printed
 // (--emit) or dumped (--dump-dir); see docs/compilation.md. `lmc memory-plan
-// PLAN` re-checks the memory plan of an existing plan (binary or protobuf text).
+// PLAN` re-checks the memory plan of an existing plan (binary or protobuf text);
+// `lmc plan --flops C` sizes a model for a budget (ComputePlanner.h).
 // Errors are printed as file:line:col with the source line and a caret; every
 // failure exits 1.
 //
@@ -22,6 +23,7 @@
 #include "contract/train_settings.h"
 #include "tools/RegisterLMDialects.h"
 #include "tools/cli_checks.h"
+#include "tools/lmc/ComputePlanner.h"
 #include "tools/lmc/DumpDir.h"
 #include "contract/cost_model.h"
 #include "tools/lmc/Explain.h"
@@ -67,6 +69,8 @@ struct CompileOptions {
   std::vector<std::string> passes;
   std::string signKey;  // --sign: an Ed25519 private key (contract/plan_trust.h)
   bool overwrite = false;
+  /// --steps S: also print the 6ND compute of a run of S steps (0: not asked).
+  int64_t steps = 0;
   /// `lmc explain`: compile, then explain the plan instead of writing it.
   const lmc::ExplainOptions *explain = nullptr;
 };
@@ -428,6 +432,13 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
                << ", compiled in "
                << llvm::formatv("{0:f2}", seconds) << " s\n";
   printModelParams(plan);
+  if (opts.steps > 0) {
+    if (!plan.has_data() || plan.data().batch() <= 0 || plan.data().seq() <= 0)
+      return fail("--steps needs the plan's batch and sequence length (a data block), and '" + opts.input +
+                  "' has none");
+    llvm::errs() << lmc::describeRunCompute(plan.param_count(), plan.data().batch(), plan.data().seq(), opts.steps,
+                                            plan.flops_per_step());
+  }
   return 0;
 }
 
@@ -483,6 +494,8 @@ int main(int argc, char **argv) {
   compile->add_option("--dump-dir", opts.dumpDir,
                       "write every stage: 00-frontend.mlir, 01-autodiff.mlir, 02-optimize.mlir, 03-contract.mlir, "
                       "04-plan.txt, and the generated kernels' kernels.cpp (and kernels.cu)");
+  compile->add_option("--steps", opts.steps, "also print the compute (6 N D FLOP) of a run of this many steps")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 50));
   compile->add_flag("--print-ir-after-all", opts.printIRAfterAll, "print the IR after every pass (stderr)");
   compile->add_flag("--no-decode-programs", opts.noDecodePrograms,
                     "leave out a causal model's prefill and decode programs (lmrt sample then re-runs the window "
@@ -546,6 +559,14 @@ int main(int argc, char **argv) {
       app.add_subcommand("memory-plan", "print and check the memory plan of a plan (a plan file, or protobuf text)");
   memoryPlan->add_option("plan", planPath, "the plan file")->required();
 
+  lmc::PlanOptions planOpts;
+  CLI::App *plan = app.add_subcommand(
+      "plan", "compute-optimal model and data size for a budget (Chinchilla), Kaplan's L(N), the nearest zoo preset");
+  plan->add_option("--flops", planOpts.flops, "training compute C in FLOP (e.g. 1e21)");
+  plan->add_option("--params", planOpts.params, "model size N in parameters (e.g. 124e6)");
+  plan->add_option("--tokens", planOpts.tokens, "training tokens D (e.g. 2.5e9)");
+  plan->add_option("--zoo", planOpts.zoo, "the folder of the zoo's .lm files (default: models)");
+
   lmc_tools::refuseEmptyValues(app, {});
   try {
     app.parse(argc, argv);
@@ -559,6 +580,7 @@ int main(int argc, char **argv) {
   int status = *compile   ? runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0)
                : *explain ? runCompile(explainOpts, explainDefines->count() > 0 || explainFloat->count() > 0 ||
                                                         explainPreset->count() > 0)
+               : *plan    ? lmc::runPlan(planOpts)
                           : runMemoryPlan(planPath);
   // What --emit and memory-plan printed must have reached stdout: a full disk
   // or a closed pipe is a failure, not exit 0 (and not LLVM's fatal error when

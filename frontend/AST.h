@@ -163,6 +163,15 @@ struct Function {
 struct Import {
   Loc loc;
   std::string path; ///< as written, relative to the importing file
+  /// `import "f.lm" { block a, model b }`: the blocks and models taken from a file
+  /// that may also hold a config, presets, objectives and a train block (a zoo
+  /// model), which stay behind. Empty: the whole file, which must hold none.
+  struct Item {
+    Loc loc;
+    bool model = false;
+    std::string name;
+  };
+  std::vector<Item> items;
 };
 
 /// `preset name { setting* }`: config values selected by `--preset name`.

@@ -96,10 +96,44 @@ private:
       std::optional<ast::Module> mod = parse(*raw, file);
       if (!mod)
         return failure();
+      // `import "zoo.lm" { block encoder }`: the listed blocks and models, with
+      // the file's blocks they may call, are taken; its config, presets,
+      // objectives, train block and other models stay behind.
+      if (!imp.items.empty()) {
+        for (const ast::Import::Item &item : imp.items) {
+          bool found = false;
+          for (const ast::Function &fn : mod->functions)
+            found = found || (fn.name == item.name && (fn.kind == ast::Function::Kind::Model) == item.model);
+          if (!found) {
+            std::string has;
+            for (const ast::Function &fn : mod->functions)
+              if (fn.kind != ast::Function::Kind::Objective)
+                has += (has.empty() ? "" : ", ") + std::string(ast::kindName(fn.kind)) + " " + fn.name;
+            return emitError(loc(item.loc)) << "\"" << imp.path << "\" has no " << (item.model ? "model" : "block")
+                                            << " '" << item.name << "' (it defines " << (has.empty() ? "none" : has)
+                                            << ")";
+          }
+        }
+        active.push_back(key);
+        if (failed(resolve(*mod, into, file)))
+          return failure();
+        active.pop_back();
+        for (ast::Function &fn : mod->functions) {
+          bool listed = false;
+          for (const ast::Import::Item &item : imp.items)
+            listed = listed || item.name == fn.name;
+          if (fn.kind == ast::Function::Kind::Block || (fn.kind == ast::Function::Kind::Model && listed))
+            into.functions.push_back(std::move(fn));
+        }
+        continue;
+      }
       // Shared files hold reusable definitions; the importing file decides
       // the config, the objective and the training.
       if (mod->configLoc)
-        return emitError(loc(*mod->configLoc)) << "an imported file defines blocks and models only, not 'config'";
+        return emitError(loc(*mod->configLoc))
+               << "an imported file defines blocks and models only, not 'config' (to take a model file's "
+                  "blocks and models and leave the rest, list them: import \""
+               << imp.path << "\" { block NAME, model NAME })";
       if (mod->trainLoc)
         return emitError(loc(*mod->trainLoc)) << "an imported file defines blocks and models only, not 'train'";
       if (!mod->exports.empty())

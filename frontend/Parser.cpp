@@ -58,6 +58,27 @@ public:
           break;
         }
         imp.path = take().text;
+        if (is(Token::Kind::LBrace)) {
+          // { block a, model b }: the definitions taken from a zoo file.
+          const Token open = take();
+          do {
+            skipNewlines();
+            if (!is(Token::Kind::KwBlock) && !is(Token::Kind::KwModel)) {
+              fail(cur().loc, "expected 'block NAME' or 'model NAME' in the import list, found " + describe(cur()));
+              break;
+            }
+            Import::Item item;
+            item.loc = cur().loc;
+            item.model = take().kind == Token::Kind::KwModel;
+            item.name = identifier(std::string("a name after '") + (item.model ? "model" : "block") + "'");
+            if (failed)
+              break;
+            imp.items.push_back(std::move(item));
+            skipNewlines();
+          } while (is(Token::Kind::Comma) && (take(), true));
+          if (failed || !expectClose(Token::Kind::RBrace, open, "'}' closing the import list"))
+            break;
+        }
         m.imports.push_back(std::move(imp));
         endOfStatement();
         break;

@@ -102,19 +102,23 @@ else:
 # the `tensorboard` package in the venv that scripts/setup.sh --test makes.
 tb_venv = os.environ.get("LMC_TEST_VENV", os.path.expanduser("~/.cache/lmc/venv-test"))
 tb_python = os.path.join(tb_venv, "bin", "python")
-if os.path.exists(tb_python) and os.system(tb_python + " -c 'import tensorboard' 2>/dev/null") == 0:
-    config.available_features.add("tensorboard")
-    config.substitutions.append(("%tbpython", tb_python))
-elif os.environ.get("LMC_REQUIRE_REFERENCE"):
-    lit_config.fatal(tb_python + " cannot import tensorboard, and LMC_REQUIRE_REFERENCE is set (run scripts/setup.sh --test)")
-else:
-    lit_config.warning("TensorBoard reader tests are skipped: " + tb_python + " cannot import tensorboard (scripts/setup.sh --test installs it)")
+
+
+def venv_feature(feature, modules, substitution, what):
+    """`feature` (and %substitution for the venv's python) when it imports `modules`;
+    else fatal under LMC_REQUIRE_REFERENCE, a warning otherwise (the tests UNSUPPORTED)."""
+    if os.path.exists(tb_python) and os.system(tb_python + " -c 'import " + modules + "' 2>/dev/null") == 0:
+        config.available_features.add(feature)
+        config.substitutions.append((substitution, tb_python))
+    elif os.environ.get("LMC_REQUIRE_REFERENCE"):
+        lit_config.fatal(tb_python + " cannot import " + modules +
+                         ", and LMC_REQUIRE_REFERENCE is set (run scripts/setup.sh --test)")
+    else:
+        lit_config.warning(what + " are skipped: " + tb_python + " cannot import " + modules +
+                           " (scripts/setup.sh --test installs it)")
+
+
+venv_feature("tensorboard", "tensorboard", "%tbpython", "TensorBoard reader tests")
 # scikit-learn and scipy score the same predictions as `lmrt metrics` (test/Runtime/metrics-sklearn.test),
 # in the same venv: scikit-learn 1.3.2 and scipy 1.11.4 over Debian's numpy.
-if os.path.exists(tb_python) and os.system(tb_python + " -c 'import sklearn, scipy' 2>/dev/null") == 0:
-    config.available_features.add("sklearn")
-    config.substitutions.append(("%sklearn_python", tb_python))
-elif os.environ.get("LMC_REQUIRE_REFERENCE"):
-    lit_config.fatal(tb_python + " cannot import sklearn and scipy, and LMC_REQUIRE_REFERENCE is set (run scripts/setup.sh --test)")
-else:
-    lit_config.warning("scikit-learn metric references are skipped: " + tb_python + " cannot import sklearn and scipy (scripts/setup.sh --test installs them)")
+venv_feature("sklearn", "sklearn, scipy", "%sklearn_python", "scikit-learn metric references")

@@ -81,6 +81,32 @@ __device__ void loadTile(const T *x, int64_t r0, int64_t n, int rows, const Attn
   }
 }
 
+template <typename T, int R, int C> __device__ __forceinline__ void zeroTile(T (&t)[R][C]) {
+#pragma unroll
+  for (int a = 0; a < R; ++a)
+#pragma unroll
+    for (int c = 0; c < C; ++c) t[a][c] = 0;
+}
+
+/* The keys the forward's query tile [q0, q0 + B) visits: [0, end). With `offset`
+   (cached_attention, read on the device), query row i sits at position pos0 + i of a
+   cache of Tk keys; an offset the cache cannot hold (which the program boundary
+   refuses) is `bad`: no key is visited and the rows are NaN instead of reading out of
+   bounds. Only a cache offset can be out of range: cross-attention may have fewer
+   keys than queries. */
+struct ForwardKeys {
+  int64_t pos0, end;
+  bool bad;
+};
+__device__ __forceinline__ ForwardKeys forwardKeys(const AttnDims &d, bool causal, const int32_t *offset, int64_t q0,
+                                                   int B) {
+  ForwardKeys r;
+  r.pos0 = offset ? (int64_t)*offset : 0;
+  r.bad = offset && (r.pos0 < 0 || r.pos0 > d.Tk - d.T);
+  r.end = r.bad ? 0 : causal ? min(d.Tk, r.pos0 + q0 + B) : d.Tk;
+  return r;
+}
+
 /* acc[a][c] += sum over e < n of x[(ra + 16 a) * ldx + e] * y[(rc + 16 c) * ldy + e]:
    a register tile of X Y^T from row-major tiles in shared memory. */
 template <typename T, int RA, int RC>
@@ -119,10 +145,7 @@ __device__ __forceinline__ void tileMatmul(T (&acc)[RA][RC], const T *p, int ldp
 
 /* The forward of the query tile blockIdx.x of (batch, head) blockIdx.y: y and, when
    lse is not null, each row's logsumexp (0 for a row with no visible key, whose
-   output is 0). With `offset` (cached_attention, read on the device), query row i
-   sits at position *offset + i of a cache of Tk keys; an offset the cache cannot
-   hold (which the program boundary refuses) makes the rows NaN instead of reading
-   out of bounds. */
+   output is 0); `offset`: cached_attention's (forwardKeys). */
 template <typename T, int DMAX>
 __global__ void __launch_bounds__(256) attnForward(const T *q, const T *k, const T *v, const T *mask, T *y, T *lse,
                                                    AttnDims d, bool causal, const int32_t *offset = nullptr) {
@@ -134,18 +157,14 @@ __global__ void __launch_bounds__(256) attnForward(const T *q, const T *k, const
   const int64_t bh = blockIdx.y, b = bh / d.H, h = bh % d.H, base = d.qBase(b, h), kvBase = d.kvBase(b, h);
   const int64_t q0 = blockIdx.x * (int64_t)B, nq = min((int64_t)B, d.T - q0);
   const T scale = (T)d.scale;
-  const int64_t pos0 = offset ? (int64_t)*offset : 0;
-  // Only a cache offset can be out of range: cross-attention may have fewer keys than queries.
-  const bool bad = offset && (pos0 < 0 || pos0 > d.Tk - d.T);
-  const int64_t kEnd = bad ? 0 : causal ? min(d.Tk, pos0 + q0 + B) : d.Tk;
+  const ForwardKeys keys = forwardKeys(d, causal, offset, q0, B);
+  const int64_t pos0 = keys.pos0, kEnd = keys.end;
+  const bool bad = keys.bad;
   loadTile<T, DMAX>(q + base, q0, nq, B, d, d.C, Qs, LD);
   T o[RM][RD], m[RM], l[RM];
+  zeroTile(o);
 #pragma unroll
-  for (int a = 0; a < RM; ++a) {
-    m[a] = -INFINITY, l[a] = 0;
-#pragma unroll
-    for (int c = 0; c < RD; ++c) o[a][c] = 0;
-  }
+  for (int a = 0; a < RM; ++a) m[a] = -INFINITY, l[a] = 0;
   for (int64_t k0 = 0; k0 < kEnd; k0 += B) {
     const int64_t nk = min((int64_t)B, kEnd - k0);
     __syncthreads();  // the previous tile's Ks, Vs, Ps are no longer read
@@ -154,10 +173,7 @@ __global__ void __launch_bounds__(256) attnForward(const T *q, const T *k, const
     loadTile<T, DMAX>(v + kvBase, k0, nk, B, d, d.Ck, Vs, LD);
     __syncthreads();
     T s[RM][RM];
-#pragma unroll
-    for (int a = 0; a < RM; ++a)
-#pragma unroll
-      for (int c = 0; c < RM; ++c) s[a][c] = 0;
+    zeroTile(s);
     tileDotRows<T, RM, RM>(s, Qs, LD, ty, Ks, LD, tx, (int)d.Dh);
     // Scores of keys the row may not see are -inf; each thread's partial row maxima.
 #pragma unroll
@@ -270,14 +286,11 @@ __global__ void __launch_bounds__(256) attnBackwardKV(const T *q, const T *k, co
   loadTile<T, DMAX>(k + kvBase, k0, nk, B, d, d.Ck, Ks, LD);
   loadTile<T, DMAX>(v + kvBase, k0, nk, B, d, d.Ck, Vs, LD);
   T dkr[RM][RD], dvr[RM][RD];
-#pragma unroll
-  for (int a = 0; a < RM; ++a)
-#pragma unroll
-    for (int c = 0; c < RD; ++c) dkr[a][c] = 0, dvr[a][c] = 0;
+  zeroTile(dkr), zeroTile(dvr);
   for (int64_t h = g * d.group(); live && h < (g + 1) * d.group(); ++h) {
     const int64_t base = d.qBase(b, h), bh = b * d.H + h;
     // Causal: queries before the tile's first key see none of it.
-    for (int64_t q0 = causal ? k0 / B * B : 0; q0 < d.T; q0 += B) {
+    for (int64_t q0 = causal ? k0 : 0; q0 < d.T; q0 += B) {
       const int64_t nq = min((int64_t)B, d.T - q0);
       __syncthreads();  // the previous tile's Qs, Ds, Pt, dSt are no longer read
       loadTile<T, DMAX>(q + base, q0, nq, B, d, d.C, Qs, LD);
@@ -286,10 +299,7 @@ __global__ void __launch_bounds__(256) attnBackwardKV(const T *q, const T *k, co
         Ls[r] = r < nq ? lse[bh * d.T + q0 + r] : T(0), Dl[r] = r < nq ? delta[bh * d.T + q0 + r] : T(0);
       __syncthreads();
       T s[RM][RM], dp[RM][RM];
-#pragma unroll
-      for (int a = 0; a < RM; ++a)
-#pragma unroll
-        for (int c = 0; c < RM; ++c) s[a][c] = 0, dp[a][c] = 0;
+      zeroTile(s), zeroTile(dp);
       tileDotRows<T, RM, RM>(s, Ks, LD, ty, Qs, LD, tx, (int)d.Dh);   // s[key][query]
       tileDotRows<T, RM, RM>(dp, Vs, LD, ty, Ds, LD, tx, (int)d.Dh);  // dp[key][query]
 #pragma unroll
@@ -344,10 +354,7 @@ __global__ void __launch_bounds__(256) attnBackwardQ(const T *q, const T *k, con
     L[a] = i < d.T ? lse[bh * d.T + i] : T(0), Dl[a] = i < d.T ? delta[bh * d.T + i] : T(0);
   }
   T dqr[RM][RD];
-#pragma unroll
-  for (int a = 0; a < RM; ++a)
-#pragma unroll
-    for (int c = 0; c < RD; ++c) dqr[a][c] = 0;
+  zeroTile(dqr);
   const int64_t kEnd = causal ? min(d.Tk, q0 + B) : d.Tk;
   for (int64_t k0 = 0; k0 < kEnd; k0 += B) {
     const int64_t nk = min((int64_t)B, kEnd - k0);
@@ -357,10 +364,7 @@ __global__ void __launch_bounds__(256) attnBackwardQ(const T *q, const T *k, con
     loadTile<T, DMAX>(v + kvBase, k0, nk, B, d, d.Ck, Vs, LD);
     __syncthreads();
     T s[RM][RM], dp[RM][RM];
-#pragma unroll
-    for (int a = 0; a < RM; ++a)
-#pragma unroll
-      for (int c = 0; c < RM; ++c) s[a][c] = 0, dp[a][c] = 0;
+    zeroTile(s), zeroTile(dp);
     tileDotRows<T, RM, RM>(s, Qs, LD, ty, Ks, LD, tx, (int)d.Dh);   // s[query][key]
     tileDotRows<T, RM, RM>(dp, Ds, LD, ty, Vs, LD, tx, (int)d.Dh);  // dp[query][key]
 #pragma unroll

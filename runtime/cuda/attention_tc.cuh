@@ -96,9 +96,9 @@ __global__ void __launch_bounds__(128) attnForwardTc(const float *q, const float
   const int64_t bh = blockIdx.y, b = bh / d.H, h = bh % d.H, base = d.qBase(b, h), kvBase = d.kvBase(b, h);
   const int64_t q0 = blockIdx.x * (int64_t)B, nq = min((int64_t)B, d.T - q0);
   const float scale = (float)d.scale;
-  const int64_t pos0 = offset ? (int64_t)*offset : 0;
-  const bool bad = offset && (pos0 < 0 || pos0 > d.Tk - d.T);
-  const int64_t kEnd = bad ? 0 : causal ? min(d.Tk, pos0 + q0 + B) : d.Tk;
+  const ForwardKeys keys = forwardKeys(d, causal, offset, q0, B);
+  const int64_t pos0 = keys.pos0, kEnd = keys.end;
+  const bool bad = keys.bad;
   loadTile<float, DMAX>(q + base, q0, nq, B, d, d.C, Qs, LD);
   for (int idx = threadIdx.x; idx < B * LD; idx += blockDim.x) Os[idx] = 0;
   for (int r = threadIdx.x; r < B; r += blockDim.x) mRow[r] = -INFINITY, lRow[r] = 0;

@@ -21,6 +21,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 import safetensors_np  # noqa: E402
+from parity_common import rel  # noqa: E402
 
 
 class Lamb(torch.optim.Optimizer):
@@ -78,11 +79,6 @@ class Lion(torch.optim.Optimizer):
                 c = m * b1 + p.grad * (1 - b1)
                 p.add_(torch.sign(c), alpha=-g["lr"])
                 m.mul_(b2).add_(p.grad, alpha=1 - b2)
-
-
-def rel(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
 
 
 def main():
@@ -178,7 +174,7 @@ def main():
                     failures += 1
                     print(f"step {k}: frozen {n} moved FAIL")
                 continue
-            worst = max(worst, (rel(lmc_update, params[n].detach().numpy() - before[n]), n))
+            worst = max(worst, (rel(lmc_update, params[n].detach().numpy() - before[n], floor=1e-300), n))
         ok = worst[0] <= a.rtol
         failures += not ok
         worst_all = max(worst_all, worst[0])

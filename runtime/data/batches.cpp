@@ -72,6 +72,11 @@ std::vector<std::string> findSplitFiles(const std::string &dirIn, const std::str
     }
     ::closedir(d);
   }
+  struct stat examples;
+  if (found.empty() && ::stat((dir + split + ".examples").c_str(), &examples) == 0)
+    fail("data directory '%s' holds example shards (%s.examples, from `lmrt data build --format jsonl`): they "
+         "feed the classify and regression transforms, and this plan's transform reads token shards (%s.bin)",
+         dirIn.c_str(), split.c_str(), split.c_str());
   if (found.empty())
     fail("data directory '%s' has no %s.bin (nor any *.bin named for '%s'); build it with `lmrt "
          "data build --input ... --out %s`, or put llm.c or Megatron files there",

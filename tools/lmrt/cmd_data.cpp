@@ -2,12 +2,15 @@
    (fortune files, plain text, or directories of them) -> train/val token shards
    and meta.json, byte-level or through a SentencePiece model; and
    `lmrt data tokenizer train --input PATH... --model-type bpe|unigram --vocab N
-   --out tok.model`. Each prints what it read, skipped and wrote. */
+   --out tok.model`. Each prints what it read, skipped and wrote.
+   With --format jsonl --fields ..., JSON Lines records -> example shards
+   (jsonl_builder.h). */
 #include <cstdio>
 #include <map>
 #include <memory>
 
 #include "runtime/data/dataset_builder.h"
+#include "runtime/data/jsonl_builder.h"
 #include "runtime/data/tokenizer.h"
 #include "base/tensor.h"
 #include "tools/lmrt/commands.h"
@@ -24,6 +27,7 @@ struct Options {
   std::string format = "auto";
   std::string tokenizer;
   bool overwrite = false;
+  std::vector<std::string> fields, valInputs;  // --format jsonl
 };
 
 /* Fortune directories hold an index (*.dat) and a *.u8 link per file: count
@@ -48,7 +52,38 @@ std::string specialList(const std::vector<std::pair<std::string, int32_t>> &spec
   return s;
 }
 
+void buildJsonl(const Options &o) {
+  JsonlBuildOptions b;
+  b.inputs = o.inputs;
+  b.valInputs = o.valInputs;
+  b.outDir = o.out;
+  b.fields = o.fields;
+  b.valFraction = o.valFraction;
+  b.seed = o.seed;
+  b.tokenizer = o.tokenizer;
+  b.overwrite = o.overwrite;
+  b.log = stdout;
+  JsonlBuildStats s = buildJsonlDataset(b);
+  std::string fields;
+  for (size_t i = 0; i < s.fields.size(); ++i) {
+    fields += (i ? ", " : "") + s.fields[i].name + " (" + fieldKindName(s.fields[i].kind);
+    if (s.fields[i].kind == FieldKind::Label) fields += ", " + std::to_string(s.classes[i]) + " classes";
+    fields += ")";
+  }
+  std::printf("fields: %s\n", fields.c_str());
+  std::printf("train: %llu records, %llu tokens -> %s/train.examples\n", (unsigned long long)s.train.records,
+              (unsigned long long)s.train.tokens, o.out.c_str());
+  std::printf("val:   %llu records, %llu tokens -> %s/val.examples%s\n", (unsigned long long)s.val.records,
+              (unsigned long long)s.val.tokens, o.out.c_str(),
+              s.val.records ? "" : " (no validation split; run with --eval-batches 0)");
+  std::printf("tokenizer: %s (vocab %lld) -> %s/meta.json\n", s.tokenizer.c_str(), (long long)s.vocab,
+              o.out.c_str());
+}
+
 void build(const Options &o) {
+  if (o.format == "jsonl") return buildJsonl(o);
+  if (!o.fields.empty() || !o.valInputs.empty())
+    fail("--fields and --val-input are for --format jsonl (JSON Lines records), not --format %s", o.format.c_str());
   DatasetBuildOptions b;
   b.inputs = o.inputs;
   b.outDir = o.out;
@@ -118,7 +153,8 @@ void trainTok(TrainTokOptions &o) {
 void add(CLI::App &app) {
   auto *data = app.add_subcommand("data", "Prepare training data");
   data->require_subcommand(1);
-  auto *cmd = data->add_subcommand("build", "Text files -> token shards (train.bin, val.bin, meta.json)");
+  auto *cmd = data->add_subcommand(
+      "build", "Text files -> token shards (train.bin, val.bin, meta.json); JSON Lines -> example shards");
   auto o = std::make_shared<Options>();
   cmd->add_option("--input", o->inputs,
                   "Text or fortune files, or directories of them (every regular file, sorted; "
@@ -128,7 +164,13 @@ void add(CLI::App &app) {
   addRealOption(cmd, "--val-fraction", o->valFraction, 0, 1,
                 "Fraction of documents held out for validation, below 1 (0: no validation split)");
   addU64Option(cmd, "--seed", o->seed, "Seed of the train/validation split (64 bits)");
-  cmd->add_option("--format", o->format, "auto | fortune (split on '%' lines) | text (paragraphs)");
+  cmd->add_option("--format", o->format,
+                  "auto | fortune (split on '%' lines) | text (paragraphs) | jsonl (records -> example shards)");
+  cmd->add_option("--fields", o->fields,
+                  "jsonl: the keys to keep, NAME or NAME:KIND (KIND text, label, target, span; default text)")
+      ->delimiter(',');
+  cmd->add_option("--val-input", o->valInputs,
+                  "jsonl: files whose records are the validation split (instead of --val-fraction)");
   cmd->add_option("--tokenizer", o->tokenizer,
                   "SentencePiece model (`lmrt data tokenizer train`); default: bytes");
   cmd->add_flag("--overwrite", o->overwrite,

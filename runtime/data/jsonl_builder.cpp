@@ -1,0 +1,268 @@
+/* Implements: JSON Lines -> example shards + meta.json (see jsonl_builder.h). */
+#include "runtime/data/jsonl_builder.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sys/stat.h>
+
+#include "base/file_io.h"
+#include "base/json.h"
+#include "base/paths.h"
+#include "base/tensor.h"
+#include "runtime/data/dataset_builder.h"
+#include "runtime/data/dataset_meta.h"
+#include "runtime/data/tokenizer.h"
+
+namespace lmrt {
+
+std::vector<ExampleField> parseFieldList(const std::vector<std::string> &specs) {
+  std::vector<ExampleField> fields;
+  std::set<std::string> seen;
+  bool text = false;
+  for (const std::string &spec : specs) {
+    size_t colon = spec.find(':');
+    ExampleField f;
+    f.name = spec.substr(0, colon);
+    std::string kind = colon == std::string::npos ? "text" : spec.substr(colon + 1);
+    if (kind == "text") f.kind = FieldKind::Text;
+    else if (kind == "label") f.kind = FieldKind::Label;
+    else if (kind == "target") f.kind = FieldKind::Target;
+    else if (kind == "span") f.kind = FieldKind::Span;
+    else
+      fail("--fields '%s': unknown kind '%s' (expected NAME or NAME:KIND, KIND one of text, label, target, span)",
+           spec.c_str(), kind.c_str());
+    if (f.name.empty() || f.name.size() > 256)
+      fail("--fields '%s': a field needs a name of 1 to 256 bytes (NAME or NAME:KIND)", spec.c_str());
+    if (!seen.insert(f.name).second) fail("--fields: '%s' is listed twice", f.name.c_str());
+    text |= f.kind == FieldKind::Text;
+    fields.push_back(f);
+  }
+  if (fields.empty()) fail("--fields: no field given (e.g. --fields text,label:label)");
+  if (!text) fail("--fields: no text field (a field without :KIND, or NAME:text, is one)");
+  return fields;
+}
+
+namespace {
+
+struct Split {
+  ExampleColumns columns;
+  JsonlSplitStats stats;
+  explicit Split(const std::vector<ExampleField> &f) : columns(f) {
+    stats.labelCounts.resize(f.size());
+  }
+};
+
+/* One record of line `where` ("FILE:LINE") into `split`. */
+void addRecord(const json::Value &rec, const std::string &where, const Tokenizer &tok, Split &split,
+               std::vector<int64_t> &classes) {
+  ExampleColumns &c = split.columns;
+  auto bad = [&](const ExampleField &f, const json::Value &v, const char *expected) {
+    fail("%s: field '%s' is %s, expected %s (--fields ...,%s:%s)", where.c_str(), f.name.c_str(),
+         json::kindName(v.kind), expected, f.name.c_str(), fieldKindName(f.kind));
+  };
+  auto integer = [&](const ExampleField &f, const json::Value &v, int64_t &out) {
+    if (!v.asInt(out)) bad(f, v, "an integer");
+  };
+  for (size_t i = 0; i < c.fields.size(); ++i) {
+    const ExampleField &f = c.fields[i];
+    const json::Value *v = rec.find(f.name);
+    if (!v) {
+      std::string keys;
+      for (const auto &[k, _] : rec.members) keys += (keys.empty() ? "" : ", ") + k;
+      fail("%s: the record has no field '%s' (it has: %s)", where.c_str(), f.name.c_str(),
+           keys.empty() ? "no fields" : keys.c_str());
+    }
+    switch (f.kind) {
+    case FieldKind::Text: {
+      if (v->kind != json::Value::String) bad(f, *v, "a string");
+      for (int32_t id : tok.encode(v->text)) c.tokens.push_back((uint32_t)id);
+      c.offsets.push_back(c.tokens.size());
+      break;
+    }
+    case FieldKind::Label: {
+      int64_t l;
+      integer(f, *v, l);
+      if (l < 0 || l >= (int64_t(1) << 31))
+        fail("%s: label '%s' is %lld; labels are class indices 0, 1, ... (below 2^31)", where.c_str(),
+             f.name.c_str(), (long long)l);
+      c.ints[i].push_back(l);
+      classes[i] = std::max(classes[i], l + 1);
+      auto &counts = split.stats.labelCounts[i];
+      if ((int64_t)counts.size() <= l) counts.resize(l + 1, 0);
+      ++counts[l];
+      break;
+    }
+    case FieldKind::Target: {
+      double x = v->kind == json::Value::Number ? std::strtod(v->text.c_str(), nullptr) : NAN;
+      if (v->kind != json::Value::Number) bad(f, *v, "a number");
+      if (!std::isfinite(x)) fail("%s: target '%s' is %s, not a finite number", where.c_str(), f.name.c_str(),
+                                  v->text.c_str());
+      c.floats[i].push_back(x);
+      break;
+    }
+    case FieldKind::Span: {
+      int64_t s, e;
+      if (v->kind != json::Value::Array || v->items.size() != 2 || !v->items[0].asInt(s) || !v->items[1].asInt(e))
+        bad(f, *v, "[start, end], two integers");
+      if (s < 0 || e < s)
+        fail("%s: span '%s' is [%lld, %lld]; expected 0 <= start <= end", where.c_str(), f.name.c_str(),
+             (long long)s, (long long)e);
+      c.ints[i].push_back(s);
+      c.ints[i].push_back(e);
+      break;
+    }
+    }
+  }
+  ++c.records;
+  ++split.stats.records;
+}
+
+/* Every record of `file` into the split `pick(recordIndex)` chooses. */
+template <typename Pick>
+void readJsonl(const std::string &file, const Tokenizer &tok, std::vector<int64_t> &classes, uint64_t &index,
+               Pick pick) {
+  std::string text = readWholeFile(file, "JSON Lines input");
+  size_t at = 0;
+  uint64_t line = 0;
+  while (at < text.size()) {
+    size_t nl = text.find('\n', at);
+    std::string s = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    at = nl == std::string::npos ? text.size() : nl + 1;
+    ++line;
+    if (s.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines between records
+    std::string where = file + ":" + std::to_string(line);
+    json::Value rec;
+    try {
+      rec = json::parse(s);
+    } catch (const Error &e) {
+      fail("%s: not a JSON record: %s", where.c_str(), e.what());
+    }
+    if (rec.kind != json::Value::Object)
+      fail("%s: a record must be a JSON object, got %s", where.c_str(), json::kindName(rec.kind));
+    addRecord(rec, where, tok, pick(index), classes);
+    ++index;
+  }
+}
+
+std::string labelCounts(const std::vector<uint64_t> &counts) {
+  std::string s = "[";
+  for (size_t i = 0; i < counts.size(); ++i) s += (i ? ", " : "") + std::to_string(counts[i]);
+  return s + "]";
+}
+
+void writeMeta(const std::string &path, const JsonlBuildOptions &o, const JsonlBuildStats &s,
+               const std::vector<std::string> &inputs) {
+  std::string j = "{\n  \"tokenizer\": " + json::quote(s.tokenizer) + ",\n";
+  if (s.tokenizer != "bytes") j += "  \"tokenizer_model\": \"tokenizer.model\",\n";
+  j += "  \"vocab\": " + std::to_string(s.vocab) + ",\n  \"format\": \"examples\",\n  \"fields\": [";
+  for (size_t i = 0; i < s.fields.size(); ++i) {
+    j += std::string(i ? ", " : "") + "{\"name\": " + json::quote(s.fields[i].name) +
+         ", \"kind\": " + json::quote(fieldKindName(s.fields[i].kind));
+    if (s.fields[i].kind == FieldKind::Label) j += ", \"classes\": " + std::to_string(s.classes[i]);
+    j += "}";
+  }
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "],\n  \"seed\": %llu,\n  \"val_fraction\": %.15g,\n", (unsigned long long)o.seed,
+                o.valInputs.empty() ? o.valFraction : 0.0);
+  j += buf;
+  auto split = [&](const char *name, const JsonlSplitStats &st) {
+    j += std::string("  \"") + name + "\": {\"file\": \"" + name + ".examples\", \"tokens\": " +
+         std::to_string(st.tokens) + ", \"documents\": " + std::to_string(st.records) +
+         ", \"records\": " + std::to_string(st.records);
+    for (size_t i = 0; i < s.fields.size(); ++i)
+      if (s.fields[i].kind == FieldKind::Label) {
+        std::vector<uint64_t> counts = st.labelCounts[i];
+        counts.resize(s.classes[i], 0);
+        j += ", " + json::quote(s.fields[i].name + "_counts") + ": " + labelCounts(counts);
+      }
+    j += "},\n";
+  };
+  split("train", s.train);
+  split("val", s.val);
+  j += "  \"inputs\": [";
+  for (size_t i = 0; i < inputs.size(); ++i) j += (i ? ", " : "") + json::quote(inputs[i]);
+  j += "]\n}\n";
+  writeFileAtomic(path, "dataset metadata", [&](std::ostream &f) { f << j; });
+}
+
+}  // namespace
+
+JsonlBuildStats buildJsonlDataset(const JsonlBuildOptions &o) {
+  if (o.inputs.empty()) fail("data build: no --input given");
+  if (o.outDir.empty()) fail("data build: no --out directory given");
+  if (!(o.valFraction >= 0.0 && o.valFraction < 1.0))
+    fail("data build: --val-fraction %g is outside [0, 1)", o.valFraction);
+  JsonlBuildStats stats;
+  stats.fields = parseFieldList(o.fields);
+  stats.classes.assign(stats.fields.size(), 0);
+
+  // The output rules (base/paths.h), before any work.
+  std::string dir = o.outDir.back() == '/' ? o.outDir : o.outDir + "/";
+  auto isExamples = [](const std::string &path) { return fileStartsWith(path, std::string(kExampleMagic, 8)); };
+  auto isMeta = [&](const std::string &) {
+    try {
+      return readDatasetMeta(o.outDir).has_value();
+    } catch (const Error &) {
+      return false;
+    }
+  };
+  std::vector<OutputSpec> outputs = {
+      {"--out", o.outDir, true},
+      {"--out", dir + "train.examples", false, IfExists::ReplaceEarlier, isExamples, "an example shard (LMCEXMPL)"},
+      {"--out", dir + "val.examples", false, IfExists::ReplaceEarlier, isExamples, "an example shard (LMCEXMPL)"},
+      {"--out", dir + "meta.json", false, IfExists::ReplaceEarlier, isMeta, "the meta.json of a data build"}};
+  if (!o.tokenizer.empty())
+    outputs.push_back({"--out", dir + "tokenizer.model", false, IfExists::ReplaceEarlier, isSentencePieceModel,
+                       "a SentencePiece model"});
+  std::vector<NamedPath> named;
+  for (const std::string &f : o.inputs) named.push_back({"--input", f});
+  for (const std::string &f : o.valInputs) named.push_back({"--val-input", f});
+  if (!o.tokenizer.empty()) named.push_back({"--tokenizer", o.tokenizer});
+  checkOutputs(outputs, named, o.overwrite, o.log);
+
+  std::unique_ptr<Tokenizer> tok = o.tokenizer.empty() ? byteTokenizer() : loadSentencePiece(o.tokenizer);
+  stats.tokenizer = tok->kind();
+  stats.vocab = tok->vocab();
+  Split train(stats.fields), val(stats.fields);
+  uint64_t index = 0;
+  const bool ownVal = !o.valInputs.empty();
+  for (const std::string &file : o.inputs)
+    readJsonl(file, *tok, stats.classes, index, [&](uint64_t i) -> Split & {
+      return !ownVal && isValidationDocument(o.seed, i, o.valFraction) ? val : train;
+    });
+  const uint64_t inputRecords = index;
+  for (const std::string &file : o.valInputs)
+    readJsonl(file, *tok, stats.classes, index, [&](uint64_t) -> Split & { return val; });
+  if (inputRecords == 0) fail("data build: the --input files hold no JSON record");
+  if (train.stats.records == 0)
+    fail("data build: every one of the %llu records went to validation; lower --val-fraction",
+         (unsigned long long)inputRecords);
+  if (val.stats.records == 0 && (ownVal || o.valFraction > 0))
+    fail("data build: no record went to validation (%s), so a run would have no validation data; give more "
+         "records or a larger --val-fraction, or pass --val-fraction 0 to build without a validation split",
+         ownVal ? "the --val-input files are empty" : "--val-fraction too small for the records");
+  train.stats.tokens = train.columns.tokens.size();
+  val.stats.tokens = val.columns.tokens.size();
+  stats.train = train.stats;
+  stats.val = val.stats;
+
+  if (::mkdir(o.outDir.c_str(), 0777) != 0 && errno != EEXIST)
+    fail("cannot create output directory '%s': %s", o.outDir.c_str(), std::strerror(errno));
+  writeExampleShard(dir + "train.examples", train.columns);
+  writeExampleShard(dir + "val.examples", val.columns);
+  if (!o.tokenizer.empty()) {
+    std::string model = readWholeFile(o.tokenizer, "tokenizer model");
+    writeFileAtomic(dir + "tokenizer.model", "tokenizer model", [&](std::ostream &f) { f << model; });
+  }
+  std::vector<std::string> inputs = o.inputs;
+  inputs.insert(inputs.end(), o.valInputs.begin(), o.valInputs.end());
+  writeMeta(dir + "meta.json", o, stats, inputs);
+  return stats;
+}
+
+}  // namespace lmrt

@@ -252,6 +252,15 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
       return Violation{"seq", std::to_string(d.seq()),
                        "is too short for " + d.transform() + " (at least [CLS] a [SEP], and b [SEP] with nsp or sop)"};
   }
+  if (d.transform() == "classify" || d.transform() == "regression") {
+    if (d.vocab() < data::kMinMlmVocab)
+      return Violation{"vocab", std::to_string(d.vocab()),
+                       "must be >= " + std::to_string(data::kMinMlmVocab) + " for " + d.transform() +
+                           " (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])"};
+    if (d.seq() < 3)
+      return Violation{"seq", std::to_string(d.seq()),
+                       "is too short for " + d.transform() + " (at least [CLS] a [SEP])"};
+  }
   return std::nullopt;
 }
 

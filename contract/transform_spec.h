@@ -140,6 +140,31 @@ inline const std::vector<TransformSpec> &transformSpecs() {
             "the most tokens a span has (bounds span_pos: the SBO's position table); longer word spans "
             "keep fewer words", true},
        }},
+      // Example datasets (runtime/data/example_batches.h): one or two texts
+      // of a record in a padded row, and its label or target.
+      {"classify",
+       {
+           {"ids", false, false, Bound::Vocab, false, false, "[CLS] text [SEP] (text_b [SEP]) [PAD]..."},
+           {"segments", false, false, Bound::Two, false, false, "0 up to the first [SEP], 1 after, 0 on padding"},
+           {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
+           {"labels", false, true, Bound::Param, true, false,
+            "the record's label; -100 on validation rows past the last record", "classes"},
+           {"last", false, true, Bound::Rows, false, false,
+            "row b * seq + i of the row's last real token (last-token pooling)"},
+       },
+       {
+           {"classes", 2, 1, 1 << 20, false, "the number of classes (labels are 0 .. classes - 1)", true},
+       }},
+      {"regression",
+       {
+           {"ids", false, false, Bound::Vocab, false, false, "[CLS] text [SEP] (text_b [SEP]) [PAD]..."},
+           {"segments", false, false, Bound::Two, false, false, "0 up to the first [SEP], 1 after, 0 on padding"},
+           {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
+           {"targets", true, true, Bound::None, false, false, "the record's target"},
+           {"last", false, true, Bound::Rows, false, false,
+            "row b * seq + i of the row's last real token (last-token pooling)"},
+       },
+       {}},
   };
   return specs;
 }

@@ -31,6 +31,8 @@ enum class RngStream : uint64_t {
   // (sample, position) -> the random bits of the model's own draws (lm.sample).
   TrainDraws = 0x7464726177ull,
   ValDraws = 0x7664726177ull,
+  // Example datasets (example_batches.h): (epoch, position) -> the epoch's shuffle.
+  Epochs = 0x65706f636873ull,
 };
 
 

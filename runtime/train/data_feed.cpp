@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "runtime/data/batches.h"
+#include "runtime/data/example_batches.h"
 #include "runtime/data/mlm.h"
 #include "runtime/data/span_mlm.h"
 #include "runtime/exec/session.h"
@@ -92,8 +93,18 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     spanBatch_ = std::make_unique<SpanMlmBatch>();
     tokensPerStep_ = double(dc.batch()) * double(dc.seq());
     rows_ = dc.batch();
+  } else if (transform_ == "classify" || transform_ == "regression") {
+    ExampleTask task = transform_ == "classify" ? ExampleTask::Classify : ExampleTask::Regression;
+    int64_t classes = task == ExampleTask::Classify ? (int64_t)contract::transformParam(dc, "classes") : 0;
+    guardBusErrors("data '" + dir + "'", [&] {
+      examples_ = std::make_unique<ExampleBatcher>(dir, task, dc.batch(), dc.seq(), classes, seed);
+    });
+    exampleBatch_ = std::make_unique<ExampleBatch>();
+    tokensPerStep_ = double(dc.batch()) * double(dc.seq());
+    rows_ = dc.batch();
   } else {
-    fail("plan data transform '%s' is not supported by lmrt run (it implements causal, mlm and span_mlm)",
+    fail("plan data transform '%s' is not supported by lmrt run (it implements causal, mlm, span_mlm, classify "
+         "and regression)",
          transform_.c_str());
   }
   for (const auto &[name, type] : types_) {
@@ -131,8 +142,28 @@ void DataFeed::convert(const SpanMlmBatch &b) {
   }
 }
 
+void DataFeed::convert(const ExampleBatch &b) {
+  for (const auto &[name, type] : types_) {
+    std::vector<char> &dst = bufs_[name];
+    if (name == "ids") copyAs(b.ids, type, dst);
+    else if (name == "segments") copyAs(b.segments, type, dst);
+    else if (name == "attention_mask") copyAs(b.attention, type, dst);
+    else if (name == "labels") copyAs(b.labels, type, dst);
+    else if (name == "targets") copyAs(b.targets, type, dst);
+    else if (name == "last") copyAs(b.last, type, dst);
+    else fail("the %s transform produces no input '%s'", transform_.c_str(), name.c_str());
+  }
+}
+
+void DataFeed::setAccumulate(int64_t micro) {
+  if (examples_) examples_->setStepRows((uint64_t)(rows_ * micro));
+}
+
 const std::map<std::string, TensorRef> &DataFeed::trainInputs(uint64_t step, uint64_t firstRow) {
-  if (causal_) {
+  if (examples_) {
+    examples_->trainBatch(step, *exampleBatch_, firstRow);
+    convert(*exampleBatch_);
+  } else if (causal_) {
     causal_->trainBatch(step, reinterpret_cast<int32_t *>(refs_.begin()->second.data), firstRow);
   } else if (span_) {
     span_->trainBatch(step, *spanBatch_, firstRow);
@@ -145,20 +176,31 @@ const std::map<std::string, TensorRef> &DataFeed::trainInputs(uint64_t step, uin
 }
 
 const TokenSource &DataFeed::train() const {
+  if (examples_) return examples_->train();
   return causal_ ? causal_->train() : span_ ? span_->train() : mlm_->train();
 }
-const TokenSource &DataFeed::val() const { return causal_ ? causal_->val() : span_ ? span_->val() : mlm_->val(); }
+const TokenSource &DataFeed::val() const {
+  if (examples_) return examples_->val();
+  return causal_ ? causal_->val() : span_ ? span_->val() : mlm_->val();
+}
 
 std::string DataFeed::describe() const {
   if (causal_) return causal_->describe();
   auto one = [](const char *name, const TokenSource &s) {
-    return std::string(name) + " " + s.path() + " (" + s.format() + "), " + std::to_string(s.size()) + " tokens";
+    return std::string(name) + " " + s.path() + " (" + s.format() + "), " +
+           (s.files().size() == 1 && s.files()[0].documents >= 0 && s.format() == "LMC example shard"
+                ? std::to_string(s.files()[0].documents) + " records, "
+                : "") +
+           std::to_string(s.size()) + " tokens";
   };
   return "data: " + one("train", train()) + "; " + one("val", val()) + " (" + transform_ + ")";
 }
 
 const std::map<std::string, TensorRef> &DataFeed::valInputs(uint64_t index) {
-  if (causal_) {
+  if (examples_) {
+    examples_->valBatch(index, *exampleBatch_);
+    convert(*exampleBatch_);
+  } else if (causal_) {
     causal_->valBatch(index, reinterpret_cast<int32_t *>(refs_.begin()->second.data));
   } else if (span_) {
     span_->valBatch(index, *spanBatch_);
@@ -171,7 +213,8 @@ const std::map<std::string, TensorRef> &DataFeed::valInputs(uint64_t index) {
 }
 
 void DataFeed::checkValidation() const {
-  if (causal_) causal_->checkValidationWindow();
+  if (examples_) examples_->checkValidation();
+  else if (causal_) causal_->checkValidationWindow();
   else if (span_) span_->checkValidation();
   else mlm_->checkValidation();
 }

@@ -22,6 +22,8 @@ class MlmBatcher;
 struct MlmBatch;
 class SpanMlmBatcher;
 struct SpanMlmBatch;
+class ExampleBatcher;
+struct ExampleBatch;
 
 class DataFeed {
 public:
@@ -50,18 +52,26 @@ public:
   int64_t rows() const { return rows_; }
   /* Tokens a training step reads (for tok/s): rows x seq. */
   double tokensPerStep() const { return tokensPerStep_; }
+  /* Micro-batches a training step reads (lmrt run --accumulate): the example
+     transforms' epochs count every row of a step. */
+  void setAccumulate(int64_t micro);
+  /* The example transforms' batcher (classify, regression), else null. */
+  const ExampleBatcher *examples() const { return examples_.get(); }
   /* The inputs under the names of the parity dump ("tokens" for the causal window). */
   std::vector<std::pair<std::string, TensorRef>> dumpInputs() const;
 
 private:
   void convert(const MlmBatch &b);
   void convert(const SpanMlmBatch &b);
+  void convert(const ExampleBatch &b);
   std::string transform_;
   std::unique_ptr<CausalBatcher> causal_;
   std::unique_ptr<MlmBatcher> mlm_;
   std::unique_ptr<MlmBatch> mlmBatch_;
   std::unique_ptr<SpanMlmBatcher> span_;
   std::unique_ptr<SpanMlmBatch> spanBatch_;
+  std::unique_ptr<ExampleBatcher> examples_;
+  std::unique_ptr<ExampleBatch> exampleBatch_;
   std::map<std::string, TensorType> types_;       // the programs' inputs
   std::map<std::string, std::vector<char>> bufs_;  // their storage
   std::map<std::string, TensorRef> refs_;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/data/batches.h"
+#include "runtime/data/example_batches.h"
 #include "runtime/data/dataset_meta.h"
 #include "runtime/data/token_source.h"
 #include "runtime/exec/session.h"
@@ -36,6 +37,8 @@ EvalResult evaluateTransform(Session &s, const EvalOptions &o) {
   r.seq = s.plan().data().seq();
   const uint64_t perBatch = (uint64_t)(r.rows * r.seq);
   r.batches = o.maxBatches > 0 ? o.maxBatches : (int64_t)std::max<uint64_t>(1, r.tokens / perBatch);
+  // Example datasets: by default every validation record once (example_batches.h).
+  if (data.examples() && o.maxBatches == 0 && o.split == "val") r.batches = (int64_t)data.examples()->valBatches();
   finish(r, scoreEval(s, r.batches, [&](int64_t b) {
     return o.split == "val" ? data.valInputs((uint64_t)b) : data.trainInputs((uint64_t)b);
   }, /*requireFinite=*/true));

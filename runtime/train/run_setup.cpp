@@ -5,6 +5,7 @@
 #include "base/file_io.h"
 #include "base/paths.h"
 #include "contract/plan.pb.h"
+#include "runtime/data/examples.h"
 #include "runtime/data/token_source.h"
 #include "runtime/exec/optimizer.h"
 #include "runtime/exec/session.h"
@@ -61,6 +62,19 @@ void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
   if (run.accumulate > kMaxAccumulate)
     fail("plan accumulate %lld exceeds %lld", (long long)run.accumulate, (long long)kMaxAccumulate);
   run.checkpointDir = o.checkpointDir;
+  if (o.epochs > 0) {
+    // An epoch is one pass over the records (example_batches.h); the last step
+    // may read into the next pass's order to fill its batch.
+    const plan::DataConfig &dc = s.plan().data();
+    if (dc.transform() != "classify" && dc.transform() != "regression")
+      fail("--epochs counts passes over an example dataset's records, and this plan's transform '%s' samples "
+           "token windows; give --steps", dc.transform().c_str());
+    ExampleShard shard(o.dataDir + "/train.examples");
+    const uint64_t perStep = (uint64_t)dc.batch() * (uint64_t)run.accumulate;
+    run.steps = (int64_t)((o.epochs * shard.records() + perStep - 1) / perStep);
+    std::fprintf(log, "epochs: %lld x %llu records, %llu a step: %lld steps\n", (long long)o.epochs,
+                 (unsigned long long)shard.records(), (unsigned long long)perStep, (long long)run.steps);
+  }
   if (!o.resumePath.empty()) {
     run.resume = std::make_unique<Checkpoint>(findResumeCheckpoint(o.resumePath, s, log));
     const CheckpointMeta &m = run.resume->meta;

@@ -37,6 +37,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
 
   // The plan's batch transform; it checks the inputs, the vocabulary and the splits.
   DataFeed data(s, o.dataDir, run.seed, run.evalOn);
+  data.setAccumulate(run.accumulate);
   std::fprintf(log, "%s\n", data.describe().c_str());
   // A plan is native code: what runs, and who vouches for it (docs/plan-format.md, "Trust").
   std::fprintf(log, "plan: %s, %s; kernels: %s\n", s.origin().c_str(), signerOf(s.plan()).c_str(),

@@ -30,6 +30,7 @@ struct TrainOptions {
   std::string planPath;  // for the default output name
   std::string dataDir;
   int64_t steps = 0;     // 0 with resumePath: the checkpoint's run's
+  int64_t epochs = 0;    // > 0: steps = passes over an example dataset's records (run_setup.cpp)
   uint64_t seed = 1;
   bool seedGiven = false;      // --seed given (a resume then checks it against the checkpoint)
   int64_t evalInterval = 100;  // 0: evaluate only at the end

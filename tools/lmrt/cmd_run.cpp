@@ -18,7 +18,7 @@ namespace {
 
 struct Options {
   TrainOptions train;
-  std::string steps, seed, threads, evalInterval = "100", evalBatches = "10", checkpointEvery = "0", keep = "0",
+  std::string steps, epochs, seed, threads, evalInterval = "100", evalBatches = "10", checkpointEvery = "0", keep = "0",
                                     accumulate = "0", stopAt = "0", onNan = "stop";
   DeviceOptions device;
 };
@@ -26,8 +26,11 @@ struct Options {
 void run(Options &o) {
   TrainOptions &t = o.train;
   // Every flag is checked before the plan is loaded.
-  if (!o.steps.empty()) t.steps = parseIntFlag("--steps", o.steps, 1, kMaxSteps);
-  else if (t.resumePath.empty()) fail("--steps is required (it may be left out only with --resume)");
+  if (!o.steps.empty() && !o.epochs.empty()) fail("--steps and --epochs both say how long to train; give one");
+  if (!o.epochs.empty()) t.epochs = parseIntFlag("--epochs", o.epochs, 1, 1000000);
+  else if (!o.steps.empty()) t.steps = parseIntFlag("--steps", o.steps, 1, kMaxSteps);
+  else if (t.resumePath.empty())
+    fail("--steps is required (it may be left out only with --resume; --epochs N for example datasets)");
   if (!o.seed.empty()) t.seed = parseU64Flag("--seed", o.seed);
   t.seedGiven = !o.seed.empty();
   t.evalInterval = parseIntFlag("--eval-interval", o.evalInterval, 0, kMaxSteps);
@@ -53,6 +56,8 @@ void add(CLI::App &app) {
   cmd->add_option("--data", t.dataDir, "Directory with train.bin and val.bin (`lmrt data build`)")
       ->required();
   cmd->add_option("--steps", o->steps, "Optimizer steps (with --resume: default the checkpoint's run's)");
+  cmd->add_option("--epochs", o->epochs,
+                  "Passes over an example dataset's records (lmrt data build --format jsonl), instead of --steps");
   cmd->add_option("--seed", o->seed, "Seed of parameter init and batch order (64 bits)");
   cmd->add_option("--eval-interval", o->evalInterval, "Evaluate every N steps (0: only at the end)");
   cmd->add_option("--eval-batches", o->evalBatches, "Validation batches per evaluation (0: none)");

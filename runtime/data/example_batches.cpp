@@ -1,0 +1,165 @@
+/* Implements: the classify and regression transforms (see example_batches.h). */
+#include "runtime/data/example_batches.h"
+
+#include <sys/stat.h>
+
+#include "base/tensor.h"
+#include "contract/transform_spec.h"
+#include "runtime/data/counter_rng.h"
+#include "runtime/data/dataset_meta.h"
+
+namespace lmrt {
+
+namespace {
+
+const char *taskName(ExampleTask t) { return t == ExampleTask::Classify ? "classify" : "regression"; }
+
+std::string fieldList(const ExampleShard &s) {
+  std::string out;
+  for (const ExampleField &f : s.fields())
+    out += (out.empty() ? "" : ", ") + f.name + ":" + fieldKindName(f.kind);
+  return out;
+}
+
+}  // namespace
+
+ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64_t rows, int64_t seq,
+                               int64_t classes, uint64_t seed)
+    : task_(task), rows_(rows), seq_(seq), classes_(classes), seed_(seed), stepRows_((uint64_t)rows) {
+  const std::string dir = dirIn.empty() || dirIn.back() == '/' ? dirIn : dirIn + "/";
+  const char *name = taskName(task);
+  struct stat st;
+  if (::stat((dir + "train.examples").c_str(), &st) != 0)
+    fail("data directory '%s' has no train.examples: the %s transform reads example shards; build them from "
+         "JSON Lines with `lmrt data build --format jsonl --fields ... --input FILE.jsonl --out %s`",
+         dirIn.c_str(), name, dirIn.c_str());
+  if (std::optional<DatasetMeta> meta = readDatasetMeta(dirIn); meta && meta->tokenizer != "bytes")
+    fail("data '%s' was tokenized with %s; the %s transform reads byte data for now (its [CLS] [SEP] [PAD] "
+         "are ids %d.. after the 256 bytes): build the directory without --tokenizer",
+         meta->path.c_str(), meta->tokenizer.c_str(), name, data::kFirstSpecial);
+  train_ = std::make_unique<ExampleShard>(dir + "train.examples");
+  val_ = std::make_unique<ExampleShard>(dir + "val.examples");
+  if (train_->records() == 0) fail("%s holds no record", train_->path().c_str());
+  for (const ExampleShard *s : {train_.get(), val_.get()}) {
+    if (s != train_.get() && fieldList(*s) != fieldList(*train_))
+      fail("%s has fields %s, but %s has %s (rebuild the directory)", s->path().c_str(), fieldList(*s).c_str(),
+           train_->path().c_str(), fieldList(*train_).c_str());
+  }
+  std::vector<int> texts = train_->fieldsOf(FieldKind::Text);
+  if (texts.empty() || texts.size() > 2)
+    fail("%s has %zu text fields (%s); %s reads one or two (text [, text_b])", train_->path().c_str(), texts.size(),
+         fieldList(*train_).c_str(), name);
+  textA_ = texts[0];
+  textB_ = texts.size() == 2 ? texts[1] : -1;
+  if (task == ExampleTask::Classify) {
+    std::vector<int> labels = train_->fieldsOf(FieldKind::Label);
+    if (labels.empty())
+      fail("%s has no label field (%s); classify needs one (--fields text,label:label)", train_->path().c_str(),
+           fieldList(*train_).c_str());
+    label_ = labels[0];
+  } else {
+    std::vector<int> targets = train_->fieldsOf(FieldKind::Target);
+    if (targets.empty())
+      fail("%s has no target field (%s); regression needs one (--fields text,score:target)",
+           train_->path().c_str(), fieldList(*train_).c_str());
+    target_ = targets[0];
+  }
+  for (const ExampleShard *s : {train_.get(), val_.get()}) {
+    std::vector<int32_t> ids;
+    for (uint64_t r = 0; r < s->records(); ++r) {
+      for (int f : {textA_, textB_}) {
+        if (f < 0) continue;
+        s->text(r, f, ids);
+        for (int32_t t : ids)
+          if (t < 0 || t >= data::kFirstSpecial)
+            fail("%s: record %llu: token %d of '%s' is not a byte (the %s transform reads byte data)",
+                 s->path().c_str(), (unsigned long long)r, t, s->fields()[f].name.c_str(), name);
+      }
+      if (label_ >= 0 && s->label(r, label_) >= classes_)
+        fail("%s: record %llu: label %lld is not below classes = %lld (the plan's classify(classes = ...))",
+             s->path().c_str(), (unsigned long long)r, (long long)s->label(r, label_), (long long)classes_);
+    }
+  }
+  trainTokens_ = train_->tokenSource();
+  valTokens_ = val_->tokenSource();
+}
+
+ExampleBatcher::~ExampleBatcher() = default;
+
+uint64_t ExampleBatcher::trainRecord(uint64_t g) const {
+  const uint64_t n = train_->records(), epoch = g / n;
+  if (epoch != permEpoch_) {
+    // Fisher-Yates, each swap drawn from (seed, epoch, position).
+    perm_.resize(n);
+    for (uint64_t i = 0; i < n; ++i) perm_[i] = i;
+    for (uint64_t i = n - 1; i > 0; --i)
+      std::swap(perm_[i], perm_[uniformBelow(counterRandom(seed_, RngStream::Epochs, epoch, i), i + 1)]);
+    permEpoch_ = epoch;
+  }
+  return perm_[g % n];
+}
+
+void ExampleBatcher::resize(ExampleBatch &out) const {
+  const size_t cells = (size_t)(rows_ * seq_);
+  out.ids.assign(cells, data::kPad);
+  out.segments.assign(cells, 0);
+  out.attention.assign(cells, 0);
+  out.labels.assign(rows_, 0);
+  out.targets.assign(rows_, 0.0f);
+  out.last.assign(rows_, 0);
+}
+
+void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row, bool ignore,
+                             ExampleBatch &out) const {
+  std::vector<int32_t> a, b;
+  s.text(record, textA_, a);
+  if (textB_ >= 0) s.text(record, textB_, b);
+  // Room for the texts: the row less [CLS] and one [SEP] per text.
+  const size_t room = (size_t)seq_ - (textB_ >= 0 ? 3 : 2);
+  while (a.size() + b.size() > room) (a.size() >= b.size() ? a : b).pop_back();
+  int32_t *ids = &out.ids[row * seq_], *seg = &out.segments[row * seq_];
+  uint8_t *att = &out.attention[row * seq_];
+  int64_t at = 0;
+  auto put = [&](int32_t id, int32_t segment) {
+    ids[at] = id;
+    seg[at] = segment;
+    att[at] = 1;
+    ++at;
+  };
+  put(data::kCls, 0);
+  for (int32_t t : a) put(t, 0);
+  put(data::kSep, 0);
+  if (textB_ >= 0) {
+    for (int32_t t : b) put(t, 1);
+    put(data::kSep, 1);
+  }
+  out.last[row] = (int32_t)(row * seq_ + at - 1);
+  if (label_ >= 0) out.labels[row] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)s.label(record, label_);
+  if (target_ >= 0) out.targets[row] = (float)s.target(record, target_);
+}
+
+void ExampleBatcher::trainBatch(uint64_t step, ExampleBatch &out, uint64_t firstRow) const {
+  resize(out);
+  for (int64_t r = 0; r < rows_; ++r)
+    fillRow(*train_, trainRecord(step * stepRows_ + firstRow + (uint64_t)r), r, false, out);
+}
+
+void ExampleBatcher::valBatch(uint64_t index, ExampleBatch &out) const {
+  checkValidation();
+  resize(out);
+  for (int64_t r = 0; r < rows_; ++r) {
+    uint64_t g = index * (uint64_t)rows_ + (uint64_t)r;
+    bool past = g >= val_->records();
+    fillRow(*val_, past ? 0 : g, r, past, out);
+  }
+}
+
+void ExampleBatcher::checkValidation() const {
+  if (val_->records() == 0)
+    fail("%s holds no record, so there is nothing to evaluate (rebuild with --val-fraction > 0 or --val-input, "
+         "or run with --eval-batches 0)", val_->path().c_str());
+}
+
+uint64_t ExampleBatcher::valBatches() const { return (val_->records() + rows_ - 1) / rows_; }
+
+}  // namespace lmrt

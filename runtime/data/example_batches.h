@@ -1,0 +1,84 @@
+/* Implements: the batch transforms over example datasets (`lmrt data build
+   --format jsonl`): "classify" (one or two texts and a label) and "regression"
+   (one or two texts and a float target).
+
+   A row is [CLS] A [SEP] [PAD]... or, when the dataset has a second text field,
+   [CLS] A [SEP] B [SEP] [PAD]... (ids in contract/transform_spec.h), with
+   segment 0 up to the first [SEP] and 1 after it, attention mask 1 on real
+   tokens, and `last` = b * seq + (the row's last real position), the row that
+   last-token pooling (GPT, LLaMA) reads. A pair too long for the row loses
+   tokens from the end of the longer text, one at a time (Hugging Face's
+   "longest_first" truncation); a single text is cut at the row's end.
+   The texts are the dataset's text fields in --fields order (A, then B), the
+   label its first label field, the target its first target field.
+
+   Training visits the records in epochs: sample g (row r of step s's batch of
+   stepRows rows, g = s * stepRows + r) is record perm_e[g mod R] of epoch
+   e = g div R, perm_e a shuffle keyed by (seed, e). So every epoch is one pass
+   over the R records in a fresh order, and a batch is a pure function of
+   (seed, step): a resumed run sees the same batches. Validation batch i holds
+   records i * rows .. in file order; rows past the last record repeat record 0
+   with label -100 (the ignore index), so `cross_entropy` and `accuracy` with
+   ignore_index = -100 score each record exactly once (regression has no ignore
+   index: its rows past the end repeat record 0). Rows are padded, never packed
+   (packing needs attention with segment ids, which the models do not have). */
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/data/examples.h"
+#include "runtime/data/token_source.h"
+
+namespace lmrt {
+
+enum class ExampleTask { Classify, Regression };
+
+/* One batch, row-major [rows, seq]; labels, targets, last: [rows]. */
+struct ExampleBatch {
+  std::vector<int32_t> ids, segments, labels, last;
+  std::vector<uint8_t> attention;
+  std::vector<float> targets;
+};
+
+class ExampleBatcher {
+public:
+  /* Opens DIR/train.examples and DIR/val.examples and checks them against the
+     task: the fields it needs, byte data (the specials follow the bytes), every
+     label below `classes` (classify). Errors name the file and record. */
+  ExampleBatcher(const std::string &dir, ExampleTask task, int64_t rows, int64_t seq, int64_t classes,
+                 uint64_t seed);
+  ~ExampleBatcher();
+
+  /* Rows a training step reads in all (rows x micro-batches): consecutive
+     steps take consecutive samples of the epoch order. Default: rows. */
+  void setStepRows(uint64_t n) { stepRows_ = n; }
+  void trainBatch(uint64_t step, ExampleBatch &out, uint64_t firstRow = 0) const;
+  void valBatch(uint64_t index, ExampleBatch &out) const;
+  /* Throws unless the validation split has a record. */
+  void checkValidation() const;
+  /* The record sample g of training reads (epoch order above); for tests. */
+  uint64_t trainRecord(uint64_t g) const;
+
+  const ExampleShard &trainShard() const { return *train_; }
+  const ExampleShard &valShard() const { return *val_; }
+  const TokenSource &train() const { return *trainTokens_; }
+  const TokenSource &val() const { return *valTokens_; }
+  uint64_t valBatches() const;  // batches covering every validation record once
+
+private:
+  void fillRow(const ExampleShard &shard, uint64_t record, int64_t row, bool ignore, ExampleBatch &out) const;
+  void resize(ExampleBatch &out) const;
+  std::unique_ptr<ExampleShard> train_, val_;
+  std::unique_ptr<TokenSource> trainTokens_, valTokens_;
+  ExampleTask task_;
+  int64_t rows_, seq_, classes_;
+  uint64_t seed_, stepRows_;
+  int textA_ = -1, textB_ = -1, label_ = -1, target_ = -1;
+  // The last epoch's order, cached: a pure function of (seed, epoch).
+  mutable uint64_t permEpoch_ = UINT64_MAX;
+  mutable std::vector<uint64_t> perm_;
+};
+
+}  // namespace lmrt

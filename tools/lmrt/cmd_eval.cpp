@@ -7,6 +7,8 @@
 #include "runtime/exec/session.h"
 #include "runtime/weights/weights.h"
 #include "runtime/train/evaluate.h"
+#include "runtime/train/example_predictions.h"
+#include "base/paths.h"
 #include "runtime/train/threads.h"
 #include "tools/lmrt/commands.h"
 #include "tools/lmrt/device_flags.h"
@@ -18,14 +20,26 @@ namespace {
 struct Options {
   std::string plan, weights;
   EvalOptions eval;
+  std::string predictions;  // classify / regression: one JSON line per validation record
+  bool overwrite = false;
   int threads = 0;  // 0: not given
   DeviceOptions device;
 };
 
 void run(const Options &o) {
   if (o.threads) setThreadCount(o.threads);
+  if (!o.predictions.empty()) {
+    if (o.eval.split != "val") fail("--predictions scores the validation split (drop --split %s)", o.eval.split.c_str());
+    checkOutputs({{"--predictions", o.predictions, false, IfExists::NeedsOverwrite}},
+                 {{"the plan", o.plan}, {"--weights", o.weights}}, o.overwrite, stdout);
+  }
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
   loadWeights(*session, o.weights);
+  if (!o.predictions.empty()) {
+    uint64_t n = writeExamplePredictions(*session, o.eval.dataDir, o.eval.seed, o.predictions);
+    std::printf("wrote %s: %llu predictions (score them with lmrt metrics --predictions %s)\n",
+                o.predictions.c_str(), (unsigned long long)n, o.predictions.c_str());
+  }
   EvalResult r = evaluateSplit(*session, o.eval);
   if (r.transform != "causal") {
     std::printf("data: %s (%s), %llu tokens; %lld %s batches of %lld x %lld (seed %llu)\n", r.file.c_str(),
@@ -64,6 +78,10 @@ void add(CLI::App &app) {
   // A token is at least a part of a byte and at most a long word: outside this a value is a typo.
   addRealOption(cmd, "--bytes-per-token", e.bytesPerToken, 0.01, 1000,
                 "Text bytes per token for bits per byte (default: from DIR/meta.json)");
+  cmd->add_option("--predictions", o->predictions,
+                  "classify / regression plans: write one JSON line per validation record (label, logits) for lmrt "
+                  "metrics");
+  cmd->add_flag("--overwrite", o->overwrite, "Replace an existing --predictions file");
   addIntOption(cmd, "--threads", o->threads, 1, kMaxThreads, "OpenMP and OpenBLAS threads (1 to 1024)");
   addDeviceOptions(cmd, o->device);
   cmd->callback([o] { run(*o); });

@@ -1,0 +1,99 @@
+/* Implements: predictions of the example transforms (see example_predictions.h). */
+#include "runtime/train/example_predictions.h"
+
+#include <cstdio>
+#include <map>
+#include <vector>
+
+#include "base/file_io.h"
+#include "base/tensor.h"
+#include "runtime/data/example_batches.h"
+#include "runtime/exec/session.h"
+#include "runtime/train/data_feed.h"
+#include "runtime/train/program_io.h"
+
+namespace lmrt {
+
+namespace {
+
+/* The plan's one forward program ("forward", or the only "forward:<model>"). */
+std::string forwardProgram(const Session &s) {
+  if (s.hasProgram("forward")) return "forward";
+  std::string found;
+  int n = 0;
+  for (const plan::Program &p : s.plan().programs())
+    if (p.name().rfind("forward:", 0) == 0) found = p.name(), ++n;
+  if (n != 1)
+    fail("--predictions needs a plan with one model (its forward program gives the logits); this plan has %d", n);
+  return found;
+}
+
+double valueAt(const TensorRef &t, size_t i) {
+  if (t.type.dtype == DType::F32) return reinterpret_cast<const float *>(t.data)[i];
+  if (t.type.dtype == DType::F64) return reinterpret_cast<const double *>(t.data)[i];
+  fail("the forward program's output is %s, not a float tensor", t.type.str().c_str());
+}
+
+}  // namespace
+
+uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_t seed, const std::string &path) {
+  const std::string transform = s.plan().data().transform();
+  if (transform != "classify" && transform != "regression")
+    fail("--predictions writes the predictions of a classify or regression plan (docs/finetuning.md); this "
+         "plan's transform is '%s'", transform.c_str());
+  DataFeed data(s, dataDir, seed, /*evalOn=*/true);
+  const ExampleBatcher &ex = *data.examples();
+  ex.checkValidation();
+  const std::string name = forwardProgram(s);
+  const plan::Program &program = findProgram(s, name);
+  if (program.outputs_size() != 1)
+    fail("--predictions: program '%s' has %d outputs; the model must return one tensor (the logits)", name.c_str(),
+         program.outputs_size());
+  const std::string output = program.outputs(0).name();
+  const int64_t rows = data.rows();
+  const bool classify = transform == "classify";
+  const uint64_t records = ex.valShard().records();
+  const int labelField = classify ? ex.valShard().fieldsOf(FieldKind::Label)[0]
+                                  : ex.valShard().fieldsOf(FieldKind::Target)[0];
+  std::string out;
+  char buf[64];
+  for (uint64_t b = 0; b < ex.valBatches(); ++b) {
+    const std::map<std::string, TensorRef> &all = data.valInputs(b);
+    std::map<std::string, TensorRef> feed;
+    for (const plan::Input &in : program.inputs()) {
+      auto it = all.find(in.name());
+      if (it == all.end())
+        fail("--predictions: program '%s' reads '%s', which the %s transform does not produce", name.c_str(),
+             in.name().c_str(), transform.c_str());
+      feed[in.name()] = it->second;
+    }
+    s.run(name, feed);
+    TensorRef y = s.output(name, output);
+    const std::vector<int64_t> &shape = y.type.shape;
+    const int64_t width = shape.size() == 2 ? shape[1] : 1;
+    if (shape.empty() || shape[0] != rows || shape.size() > 2 || (!classify && width != 1))
+      fail("--predictions: output '%s' is %s; %s needs [%lld%s]", output.c_str(), y.type.str().c_str(),
+           transform.c_str(), (long long)rows, classify ? ", classes" : "] or [rows, 1");
+    for (int64_t r = 0; r < rows; ++r) {
+      uint64_t rec = b * (uint64_t)rows + (uint64_t)r;
+      if (rec >= records) break;
+      out += "{\"record\": " + std::to_string(rec) + ", \"label\": ";
+      if (classify) {
+        out += std::to_string(ex.valShard().label(rec, labelField)) + ", \"logits\": [";
+        for (int64_t c = 0; c < width; ++c) {
+          std::snprintf(buf, sizeof buf, "%s%.9g", c ? ", " : "", valueAt(y, (size_t)(r * width + c)));
+          out += buf;
+        }
+        out += "]}\n";
+      } else {
+        std::snprintf(buf, sizeof buf, "%.17g, \"prediction\": %.9g}\n", ex.valShard().target(rec, labelField),
+                      valueAt(y, (size_t)r));
+        out += buf;
+      }
+    }
+  }
+  writeFileAtomic(path, "predictions", [&](std::ostream &f) { f << out; });
+  return records;
+}
+
+}  // namespace lmrt

@@ -1,0 +1,24 @@
+/* Implements: `lmrt eval --predictions FILE` for the example transforms
+   (classify, regression): the plan's forward program run on the validation
+   batches, one JSON line per validation record, in record order:
+     classify    {"record": i, "label": y, "logits": [z_0, ..., z_{C-1}]}
+     regression  {"record": i, "label": t, "prediction": p}
+   which `lmrt metrics --predictions FILE` scores (accuracy, F1, MCC, ECE;
+   Pearson, Spearman; docs/runtime.md §12). Rows past the last record (the
+   padding of the last batch) are not written. */
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace lmrt {
+
+class Session;
+
+/* Writes FILE (atomically) for the weights loaded in `session`; returns the
+   records written. Throws unless the plan's transform is classify or
+   regression and it has one forward program with one output of [batch, C]
+   (classify) or [batch] / [batch, 1] (regression). */
+uint64_t writeExamplePredictions(Session &session, const std::string &dataDir, uint64_t seed,
+                                 const std::string &path);
+
+}  // namespace lmrt

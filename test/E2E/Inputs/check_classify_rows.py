@@ -1,0 +1,68 @@
+"""Checks the classify transform's rows in a `lmrt run --dump-dir` of one
+epoch against rows built here from the JSON Lines records: [CLS] a [SEP]
+b [SEP] [PAD]... (256 = [PAD], 257 = [CLS], 258 = [SEP]), the pair cut
+longest-first to fit seq, segments 0 then 1, the attention mask on real
+tokens, the label, and `last` = row * seq + the last real position; and that
+the epoch visits every record exactly once.
+
+  check_classify_rows.py DUMP_DIR STEPS RECORDS.jsonl TEXT_A TEXT_B LABEL
+"""
+import json
+import struct
+import sys
+
+PAD, CLS, SEP = 256, 257, 258
+
+
+def load(path):
+    """A safetensors file as {name: (shape, flat list)} (i32 and f32 only; no numpy needed)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    out = {}
+    for name, t in json.loads(raw[8:8 + n]).items():
+        if name == "__metadata__" or t["dtype"] not in ("I32", "F32"):
+            continue
+        a, b = t["data_offsets"]
+        flat = list(struct.unpack("<%d%s" % ((b - a) // 4, "i" if t["dtype"] == "I32" else "f"),
+                                  raw[8 + n + a:8 + n + b]))
+        out[name] = (t["shape"], flat)
+    return out
+
+
+def row(a, b, seq):
+    a, b = list(a), list(b)
+    room = seq - 3
+    while len(a) + len(b) > room:
+        (a if len(a) >= len(b) else b).pop()
+    ids = [CLS] + a + [SEP] + b + [SEP]
+    seg = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    n = len(ids)
+    return ids + [PAD] * (seq - n), seg + [0] * (seq - n), [1.0] * n + [0.0] * (seq - n), n - 1
+
+def main():
+    dump, steps, records, fa, fb, fl = sys.argv[1], int(sys.argv[2]), sys.argv[3], *sys.argv[4:7]
+    recs = [json.loads(l) for l in open(records, encoding="utf-8") if l.strip()]
+    want = {}
+    seen = []
+    for s in range(1, steps + 1):
+        t = load(f"{dump}/step{s}.safetensors")
+        (B, T), ids = t["ids"]
+        seg, att, lab = t["segments"][1], t["attention_mask"][1], t["labels"][1]
+        last = t["last"][1] if "last" in t else None
+        for r in range(B):
+            cut = slice(r * T, (r + 1) * T)
+            got = (ids[cut], seg[cut], att[cut], lab[r], last[r] if last else None)
+            match = None
+            for i, rec in enumerate(recs):
+                i_ids, i_seg, i_att, i_last = row(rec[fa].encode(), rec[fb].encode(), T)
+                if (i_ids, i_seg, i_att, rec[fl], r * T + i_last if last else None) == got:
+                    match = i
+            if match is None:
+                sys.exit(f"step {s} row {r}: {got} is no record's row")
+            seen.append(match)
+    if sorted(seen) != list(range(len(recs))):
+        sys.exit(f"the epoch visited records {seen}, not each of the {len(recs)} once")
+    print(f"rows: ok ({len(seen)} rows, order {seen})")
+
+main()

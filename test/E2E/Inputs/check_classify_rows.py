@@ -48,15 +48,19 @@ def main():
     for s in range(1, steps + 1):
         t = load(f"{dump}/step{s}.safetensors")
         (B, T), ids = t["ids"]
-        seg, att, lab = t["segments"][1], t["attention_mask"][1], t["labels"][1]
+        # A model reads the inputs it needs (GPT: ids, last, labels): check those.
+        seg = t["segments"][1] if "segments" in t else None
+        att = t["attention_mask"][1] if "attention_mask" in t else None
+        lab = t["labels"][1]
         last = t["last"][1] if "last" in t else None
         for r in range(B):
             cut = slice(r * T, (r + 1) * T)
-            got = (ids[cut], seg[cut], att[cut], lab[r], last[r] if last else None)
+            got = (ids[cut], seg[cut] if seg else None, att[cut] if att else None, lab[r], last[r] if last else None)
             match = None
             for i, rec in enumerate(recs):
                 i_ids, i_seg, i_att, i_last = row(rec[fa].encode(), rec[fb].encode(), T)
-                if (i_ids, i_seg, i_att, rec[fl], r * T + i_last if last else None) == got:
+                if (i_ids, i_seg if seg else None, i_att if att else None, rec[fl],
+                        r * T + i_last if last else None) == got:
                     match = i
             if match is None:
                 sys.exit(f"step {s} row {r}: {got} is no record's row")

@@ -165,6 +165,33 @@ inline const std::vector<TransformSpec> &transformSpecs() {
             "row b * seq + i of the row's last real token (last-token pooling)"},
        },
        {}},
+      // Causal rows of a prompt and a response (example_batches.h): the loss
+      // on the response only (SFT), and a chosen and a rejected response
+      // (reward models, DPO).
+      {"sft",
+       {
+           {"ids", false, false, Bound::Vocab, false, false, "prompt response [SEP] [PAD]..."},
+           {"labels", false, false, Bound::Vocab, true, false,
+            "the next token where it is the response's or the final [SEP], -100 elsewhere"},
+           {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
+           {"last", false, true, Bound::Rows, false, false, "row b * seq + i of the row's final [SEP]"},
+       },
+       {}},
+      {"preference",
+       {
+           {"chosen_ids", false, false, Bound::Vocab, false, false, "prompt chosen [SEP] [PAD]..."},
+           {"chosen_labels", false, false, Bound::Vocab, true, false,
+            "the next token where it is the chosen response's or the final [SEP], -100 elsewhere"},
+           {"chosen_mask", true, false, Bound::None, false, false, "1 on the chosen row's real tokens"},
+           {"chosen_last", false, true, Bound::Rows, false, false, "row b * seq + i of the chosen row's final [SEP]"},
+           {"rejected_ids", false, false, Bound::Vocab, false, false, "prompt rejected [SEP] [PAD]..."},
+           {"rejected_labels", false, false, Bound::Vocab, true, false,
+            "the next token where it is the rejected response's or the final [SEP], -100 elsewhere"},
+           {"rejected_mask", true, false, Bound::None, false, false, "1 on the rejected row's real tokens"},
+           {"rejected_last", false, true, Bound::Rows, false, false,
+            "row b * seq + i of the rejected row's final [SEP]"},
+       },
+       {}},
   };
   return specs;
 }

@@ -12,7 +12,15 @@ namespace lmrt {
 
 namespace {
 
-const char *taskName(ExampleTask t) { return t == ExampleTask::Classify ? "classify" : "regression"; }
+const char *taskName(ExampleTask t) {
+  switch (t) {
+  case ExampleTask::Classify: return "classify";
+  case ExampleTask::Regression: return "regression";
+  case ExampleTask::Sft: return "sft";
+  case ExampleTask::Preference: return "preference";
+  }
+  return "?";
+}
 
 std::string fieldList(const ExampleShard &s) {
   std::string out;
@@ -22,6 +30,15 @@ std::string fieldList(const ExampleShard &s) {
 }
 
 }  // namespace
+
+bool exampleTask(const std::string &transform, ExampleTask &task) {
+  for (ExampleTask t : {ExampleTask::Classify, ExampleTask::Regression, ExampleTask::Sft, ExampleTask::Preference})
+    if (transform == taskName(t)) {
+      task = t;
+      return true;
+    }
+  return false;
+}
 
 ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64_t rows, int64_t seq,
                                int64_t classes, uint64_t seed)
@@ -46,28 +63,37 @@ ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64
            train_->path().c_str(), fieldList(*train_).c_str());
   }
   std::vector<int> texts = train_->fieldsOf(FieldKind::Text);
-  if (texts.empty() || texts.size() > 2)
-    fail("%s has %zu text fields (%s); %s reads one or two (text [, text_b])", train_->path().c_str(), texts.size(),
-         fieldList(*train_).c_str(), name);
+  // How many texts each task reads, and what they are called in its errors.
+  const bool causal = task == ExampleTask::Sft || task == ExampleTask::Preference;
+  const size_t lo = task == ExampleTask::Sft ? 2 : task == ExampleTask::Preference ? 3 : 1;
+  const size_t hi = task == ExampleTask::Sft ? 2 : task == ExampleTask::Preference ? 3 : 2;
+  const char *roles = task == ExampleTask::Sft           ? "prompt, response"
+                      : task == ExampleTask::Preference ? "prompt, chosen, rejected"
+                                                        : "text [, text_b]";
+  if (texts.size() < lo || texts.size() > hi)
+    fail("%s has %zu text field%s (%s); %s reads %s", train_->path().c_str(), texts.size(),
+         texts.size() == 1 ? "" : "s", fieldList(*train_).c_str(), name, roles);
   textA_ = texts[0];
-  textB_ = texts.size() == 2 ? texts[1] : -1;
+  textB_ = texts.size() >= 2 ? texts[1] : -1;
+  textC_ = texts.size() >= 3 ? texts[2] : -1;
   if (task == ExampleTask::Classify) {
     std::vector<int> labels = train_->fieldsOf(FieldKind::Label);
     if (labels.empty())
       fail("%s has no label field (%s); classify needs one (--fields text,label:label)", train_->path().c_str(),
            fieldList(*train_).c_str());
     label_ = labels[0];
-  } else {
+  } else if (task == ExampleTask::Regression) {
     std::vector<int> targets = train_->fieldsOf(FieldKind::Target);
     if (targets.empty())
       fail("%s has no target field (%s); regression needs one (--fields text,score:target)",
            train_->path().c_str(), fieldList(*train_).c_str());
     target_ = targets[0];
   }
+  (void)causal;
   for (const ExampleShard *s : {train_.get(), val_.get()}) {
     std::vector<int32_t> ids;
     for (uint64_t r = 0; r < s->records(); ++r) {
-      for (int f : {textA_, textB_}) {
+      for (int f : {textA_, textB_, textC_}) {
         if (f < 0) continue;
         s->text(r, f, ids);
         for (int32_t t : ids)
@@ -101,12 +127,44 @@ uint64_t ExampleBatcher::trainRecord(uint64_t g) const {
 
 void ExampleBatcher::resize(ExampleBatch &out) const {
   const size_t cells = (size_t)(rows_ * seq_);
-  out.ids.assign(cells, data::kPad);
-  out.segments.assign(cells, 0);
-  out.attention.assign(cells, 0);
-  out.labels.assign(rows_, 0);
-  out.targets.assign(rows_, 0.0f);
-  out.last.assign(rows_, 0);
+  out.ints.clear();
+  out.floats.clear();
+  auto causalRows = [&](const std::string &p, const char *mask) {
+    out.ints[p + "ids"].assign(cells, data::kPad);
+    out.ints[p + "labels"].assign(cells, (int32_t)data::kIgnoreIndex);
+    out.floats[mask].assign(cells, 0.0f);
+    out.ints[p + "last"].assign(rows_, 0);
+  };
+  if (task_ == ExampleTask::Sft) return causalRows("", "attention_mask");
+  if (task_ == ExampleTask::Preference) {
+    causalRows("chosen_", "chosen_mask");
+    causalRows("rejected_", "rejected_mask");
+    return;
+  }
+  out.ints["ids"].assign(cells, data::kPad);
+  out.ints["segments"].assign(cells, 0);
+  out.floats["attention_mask"].assign(cells, 0.0f);
+  out.ints["last"].assign(rows_, 0);
+  if (task_ == ExampleTask::Classify) out.ints["labels"].assign(rows_, 0);
+  else out.floats["targets"].assign(rows_, 0.0f);
+}
+
+void ExampleBatcher::fillCausal(const std::vector<int32_t> &prompt, const std::vector<int32_t> &response,
+                                int64_t row, bool ignore, const std::string &prefix, ExampleBatch &out) const {
+  const char *mask = prefix.empty() ? "attention_mask" : prefix == "chosen_" ? "chosen_mask" : "rejected_mask";
+  int32_t *ids = &out.ints[prefix + "ids"][row * seq_], *labels = &out.ints[prefix + "labels"][row * seq_];
+  float *att = &out.floats[mask][row * seq_];
+  std::vector<int32_t> row_(prompt);
+  row_.insert(row_.end(), response.begin(), response.end());
+  row_.push_back(data::kSep);  // the end of the response, which the model learns to predict
+  const int64_t n = std::min<int64_t>((int64_t)row_.size(), seq_);
+  for (int64_t t = 0; t < n; ++t) {
+    ids[t] = row_[t];
+    att[t] = 1.0f;
+    // Position t predicts token t + 1: a loss only where that token is the response's.
+    if (!ignore && t + 1 < n && t + 1 >= (int64_t)prompt.size()) labels[t] = row_[t + 1];
+  }
+  out.ints[prefix + "last"][row] = (int32_t)(row * seq_ + n - 1);
 }
 
 void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row, bool ignore,
@@ -114,16 +172,24 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
   std::vector<int32_t> a, b;
   s.text(record, textA_, a);
   if (textB_ >= 0) s.text(record, textB_, b);
+  if (task_ == ExampleTask::Sft) return fillCausal(a, b, row, ignore, "", out);
+  if (task_ == ExampleTask::Preference) {
+    std::vector<int32_t> c;
+    s.text(record, textC_, c);
+    fillCausal(a, b, row, ignore, "chosen_", out);
+    fillCausal(a, c, row, ignore, "rejected_", out);
+    return;
+  }
   // Room for the texts: the row less [CLS] and one [SEP] per text.
   const size_t room = (size_t)seq_ - (textB_ >= 0 ? 3 : 2);
   while (a.size() + b.size() > room) (a.size() >= b.size() ? a : b).pop_back();
-  int32_t *ids = &out.ids[row * seq_], *seg = &out.segments[row * seq_];
-  uint8_t *att = &out.attention[row * seq_];
+  int32_t *ids = &out.ints["ids"][row * seq_], *seg = &out.ints["segments"][row * seq_];
+  float *att = &out.floats["attention_mask"][row * seq_];
   int64_t at = 0;
   auto put = [&](int32_t id, int32_t segment) {
     ids[at] = id;
     seg[at] = segment;
-    att[at] = 1;
+    att[at] = 1.0f;
     ++at;
   };
   put(data::kCls, 0);
@@ -133,9 +199,10 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
     for (int32_t t : b) put(t, 1);
     put(data::kSep, 1);
   }
-  out.last[row] = (int32_t)(row * seq_ + at - 1);
-  if (label_ >= 0) out.labels[row] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)s.label(record, label_);
-  if (target_ >= 0) out.targets[row] = (float)s.target(record, target_);
+  out.ints["last"][row] = (int32_t)(row * seq_ + at - 1);
+  if (label_ >= 0)
+    out.ints["labels"][row] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)s.label(record, label_);
+  if (target_ >= 0) out.floats["targets"][row] = (float)s.target(record, target_);
 }
 
 void ExampleBatcher::trainBatch(uint64_t step, ExampleBatch &out, uint64_t firstRow) const {

@@ -1,6 +1,7 @@
 /* Implements: the batch transforms over example datasets (`lmrt data build
-   --format jsonl`): "classify" (one or two texts and a label) and "regression"
-   (one or two texts and a float target).
+   --format jsonl`): "classify" (one or two texts and a label), "regression"
+   (one or two texts and a float target), "sft" (prompt and response, the loss
+   on the response) and "preference" (prompt, chosen and rejected response).
 
    A row is [CLS] A [SEP] [PAD]... or, when the dataset has a second text field,
    [CLS] A [SEP] B [SEP] [PAD]... (ids in contract/transform_spec.h), with
@@ -12,18 +13,30 @@
    The texts are the dataset's text fields in --fields order (A, then B), the
    label its first label field, the target its first target field.
 
+   sft and preference rows are causal: prompt response [SEP] [PAD]..., cut at
+   the row's end (as TRL's max_seq_length), [SEP] ending the response (as an
+   eos token); `labels` at position t is the token at t + 1 where that token is
+   in the response or is the final [SEP], -100 elsewhere (the prompt and the
+   padding carry no loss), so `cross_entropy(lm(ids), labels, ignore_index =
+   -100)` is SFT's loss. `last` is the row of the final token. preference
+   gives the chosen and the rejected row of each record under chosen_* and
+   rejected_* (ids, labels, mask, last). The texts are the dataset's text
+   fields in --fields order: prompt, response (sft); prompt, chosen, rejected.
+
    Training visits the records in epochs: sample g (row r of step s's batch of
    stepRows rows, g = s * stepRows + r) is record perm_e[g mod R] of epoch
    e = g div R, perm_e a shuffle keyed by (seed, e). So every epoch is one pass
    over the R records in a fresh order, and a batch is a pure function of
    (seed, step): a resumed run sees the same batches. Validation batch i holds
    records i * rows .. in file order; rows past the last record repeat record 0
-   with label -100 (the ignore index), so `cross_entropy` and `accuracy` with
-   ignore_index = -100 score each record exactly once (regression has no ignore
-   index: its rows past the end repeat record 0). Rows are padded, never packed
+   with label -100 (the ignore index; sft and preference: every label -100),
+   so `cross_entropy` and `accuracy` with ignore_index = -100 score each record
+   exactly once (regression has no ignore index: its rows past the end repeat
+   record 0). Rows are padded, never packed
    (packing needs attention with segment ids, which the models do not have). */
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,13 +46,15 @@
 
 namespace lmrt {
 
-enum class ExampleTask { Classify, Regression };
+enum class ExampleTask { Classify, Regression, Sft, Preference };
+/* The task of a transform name, or false. */
+bool exampleTask(const std::string &transform, ExampleTask &task);
 
-/* One batch, row-major [rows, seq]; labels, targets, last: [rows]. */
+/* One batch by output name (contract/transform_spec.h): the i32 outputs and
+   the float ones, row-major [rows, seq] or [rows]. */
 struct ExampleBatch {
-  std::vector<int32_t> ids, segments, labels, last;
-  std::vector<uint8_t> attention;
-  std::vector<float> targets;
+  std::map<std::string, std::vector<int32_t>> ints;
+  std::map<std::string, std::vector<float>> floats;
 };
 
 class ExampleBatcher {
@@ -69,13 +84,15 @@ public:
 
 private:
   void fillRow(const ExampleShard &shard, uint64_t record, int64_t row, bool ignore, ExampleBatch &out) const;
+  void fillCausal(const std::vector<int32_t> &prompt, const std::vector<int32_t> &response, int64_t row,
+                  bool ignore, const std::string &prefix, ExampleBatch &out) const;
   void resize(ExampleBatch &out) const;
   std::unique_ptr<ExampleShard> train_, val_;
   std::unique_ptr<TokenSource> trainTokens_, valTokens_;
   ExampleTask task_;
   int64_t rows_, seq_, classes_;
   uint64_t seed_, stepRows_;
-  int textA_ = -1, textB_ = -1, label_ = -1, target_ = -1;
+  int textA_ = -1, textB_ = -1, textC_ = -1, label_ = -1, target_ = -1;
   // The last epoch's order, cached: a pure function of (seed, epoch).
   mutable uint64_t permEpoch_ = UINT64_MAX;
   mutable std::vector<uint64_t> perm_;

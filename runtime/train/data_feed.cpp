@@ -93,8 +93,7 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     spanBatch_ = std::make_unique<SpanMlmBatch>();
     tokensPerStep_ = double(dc.batch()) * double(dc.seq());
     rows_ = dc.batch();
-  } else if (transform_ == "classify" || transform_ == "regression") {
-    ExampleTask task = transform_ == "classify" ? ExampleTask::Classify : ExampleTask::Regression;
+  } else if (ExampleTask task; exampleTask(transform_, task)) {
     int64_t classes = task == ExampleTask::Classify ? (int64_t)contract::transformParam(dc, "classes") : 0;
     guardBusErrors("data '" + dir + "'", [&] {
       examples_ = std::make_unique<ExampleBatcher>(dir, task, dc.batch(), dc.seq(), classes, seed);
@@ -103,8 +102,8 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     tokensPerStep_ = double(dc.batch()) * double(dc.seq());
     rows_ = dc.batch();
   } else {
-    fail("plan data transform '%s' is not supported by lmrt run (it implements causal, mlm, span_mlm, classify "
-         "and regression)",
+    fail("plan data transform '%s' is not supported by lmrt run (it implements causal, mlm, span_mlm, classify, "
+         "regression, sft and preference)",
          transform_.c_str());
   }
   for (const auto &[name, type] : types_) {
@@ -145,12 +144,8 @@ void DataFeed::convert(const SpanMlmBatch &b) {
 void DataFeed::convert(const ExampleBatch &b) {
   for (const auto &[name, type] : types_) {
     std::vector<char> &dst = bufs_[name];
-    if (name == "ids") copyAs(b.ids, type, dst);
-    else if (name == "segments") copyAs(b.segments, type, dst);
-    else if (name == "attention_mask") copyAs(b.attention, type, dst);
-    else if (name == "labels") copyAs(b.labels, type, dst);
-    else if (name == "targets") copyAs(b.targets, type, dst);
-    else if (name == "last") copyAs(b.last, type, dst);
+    if (auto i = b.ints.find(name); i != b.ints.end()) copyAs(i->second, type, dst);
+    else if (auto f = b.floats.find(name); f != b.floats.end()) copyAs(f->second, type, dst);
     else fail("the %s transform produces no input '%s'", transform_.c_str(), name.c_str());
   }
 }

@@ -1,7 +1,9 @@
 /* Implements: what `lmrt run` feeds train_step and eval, from the plan's
    DataConfig (docs/runtime.md, "Batch transforms"): the batch transform it
    names ("causal" windows, "mlm" masked-LM rows with optional sentence
-   pairs, or "span_mlm" SpanBERT's span-masked rows), filling every input the programs declare, each in its own type. A
+   pairs, "span_mlm" SpanBERT's span-masked rows, or the example transforms
+   "classify", "regression", "sft", "preference" over records), filling every
+   input the programs declare, each in its own type. A
    batch depends on nothing but (seed, sample index), so the feed has no state
    a checkpoint would need to hold. */
 #pragma once
@@ -55,7 +57,7 @@ public:
   /* Micro-batches a training step reads (lmrt run --accumulate): the example
      transforms' epochs count every row of a step. */
   void setAccumulate(int64_t micro);
-  /* The example transforms' batcher (classify, regression), else null. */
+  /* The example transforms' batcher (classify, regression, sft, preference), else null. */
   const ExampleBatcher *examples() const { return examples_.get(); }
   /* The inputs under the names of the parity dump ("tokens" for the causal window). */
   std::vector<std::pair<std::string, TensorRef>> dumpInputs() const;

@@ -5,6 +5,7 @@
 #include "base/file_io.h"
 #include "base/paths.h"
 #include "contract/plan.pb.h"
+#include "runtime/data/example_batches.h"
 #include "runtime/data/examples.h"
 #include "runtime/data/token_source.h"
 #include "runtime/exec/optimizer.h"
@@ -66,7 +67,8 @@ void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
     // An epoch is one pass over the records (example_batches.h); the last step
     // may read into the next pass's order to fill its batch.
     const plan::DataConfig &dc = s.plan().data();
-    if (dc.transform() != "classify" && dc.transform() != "regression")
+    ExampleTask task;
+    if (!exampleTask(dc.transform(), task))
       fail("--epochs counts passes over an example dataset's records, and this plan's transform '%s' samples "
            "token windows; give --steps", dc.transform().c_str());
     ExampleShard shard(o.dataDir + "/train.examples");

@@ -141,7 +141,7 @@ TEST(ExampleBatcher, EachEpochVisitsEveryRecordOnceInItsOwnOrder) {
   a.trainBatch(3, x, 4);
   std::vector<int32_t> want;
   for (uint64_t g = 28; g < 32; ++g) want.push_back((int32_t)(e0[g] % 3));
-  EXPECT_EQ(x.labels, want);
+  EXPECT_EQ(x.ints["labels"], want);
 }
 
 TEST(ExampleBatcher, ValidationBatchesCoverEachRecordOnceThenIgnoreIndex) {
@@ -158,10 +158,11 @@ TEST(ExampleBatcher, ValidationBatchesCoverEachRecordOnceThenIgnoreIndex) {
   EXPECT_EQ(a.valBatches(), 2u);
   ExampleBatch x;
   a.valBatch(1, x);
-  EXPECT_EQ(x.labels, (std::vector<int32_t>{1, -100}));
+  EXPECT_EQ(x.ints["labels"], (std::vector<int32_t>{1, -100}));
   // Row 0: [CLS] c [SEP] [PAD]...; `last` is its [SEP] at position 2.
-  EXPECT_EQ(std::vector<int32_t>(x.ids.begin(), x.ids.begin() + 6), (std::vector<int32_t>{257, 'c', 258, 256, 256, 256}));
-  EXPECT_EQ(x.last[0], 2);
-  EXPECT_EQ(x.last[1], 6 + 2);
-  EXPECT_EQ(std::vector<uint8_t>(x.attention.begin(), x.attention.begin() + 6), (std::vector<uint8_t>{1, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(std::vector<int32_t>(x.ints["ids"].begin(), x.ints["ids"].begin() + 6), (std::vector<int32_t>{257, 'c', 258, 256, 256, 256}));
+  EXPECT_EQ(x.ints["last"][0], 2);
+  EXPECT_EQ(x.ints["last"][1], 6 + 2);
+  EXPECT_EQ(std::vector<float>(x.floats["attention_mask"].begin(), x.floats["attention_mask"].begin() + 6),
+            (std::vector<float>{1, 1, 1, 0, 0, 0}));
 }

@@ -253,7 +253,7 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
                        "is too short for " + d.transform() + " (at least [CLS] a [SEP], and b [SEP] with nsp or sop)"};
   }
   if (d.transform() == "classify" || d.transform() == "regression" || d.transform() == "sft" ||
-      d.transform() == "preference") {
+      d.transform() == "preference" || d.transform() == "tokens") {
     if (d.vocab() < data::kMinMlmVocab)
       return Violation{"vocab", std::to_string(d.vocab()),
                        "must be >= " + std::to_string(data::kMinMlmVocab) + " for " + d.transform() +

@@ -165,6 +165,18 @@ inline const std::vector<TransformSpec> &transformSpecs() {
             "row b * seq + i of the row's last real token (last-token pooling)"},
        },
        {}},
+      // Token classification (example_batches.h): a word's tag on its first token.
+      {"tokens",
+       {
+           {"ids", false, false, Bound::Vocab, false, false, "[CLS] text [SEP] [PAD]..."},
+           {"segments", false, false, Bound::Two, false, false, "0 everywhere (one text)"},
+           {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
+           {"labels", false, false, Bound::Param, true, false,
+            "a word's tag on its first token, -100 elsewhere", "classes"},
+       },
+       {
+           {"classes", 2, 1, 1 << 20, false, "the number of tags (tags are 0 .. classes - 1)", true},
+       }},
       // Causal rows of a prompt and a response (example_batches.h): the loss
       // on the response only (SFT), and a chosen and a rejected response
       // (reward models, DPO).

@@ -18,6 +18,7 @@ const char *taskName(ExampleTask t) {
   case ExampleTask::Regression: return "regression";
   case ExampleTask::Sft: return "sft";
   case ExampleTask::Preference: return "preference";
+  case ExampleTask::Tokens: return "tokens";
   }
   return "?";
 }
@@ -32,7 +33,8 @@ std::string fieldList(const ExampleShard &s) {
 }  // namespace
 
 bool exampleTask(const std::string &transform, ExampleTask &task) {
-  for (ExampleTask t : {ExampleTask::Classify, ExampleTask::Regression, ExampleTask::Sft, ExampleTask::Preference})
+  for (ExampleTask t :
+       {ExampleTask::Classify, ExampleTask::Regression, ExampleTask::Sft, ExampleTask::Preference, ExampleTask::Tokens})
     if (transform == taskName(t)) {
       task = t;
       return true;
@@ -66,9 +68,12 @@ ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64
   // How many texts each task reads, and what they are called in its errors.
   const bool causal = task == ExampleTask::Sft || task == ExampleTask::Preference;
   const size_t lo = task == ExampleTask::Sft ? 2 : task == ExampleTask::Preference ? 3 : 1;
-  const size_t hi = task == ExampleTask::Sft ? 2 : task == ExampleTask::Preference ? 3 : 2;
+  const size_t hi = task == ExampleTask::Sft ? 2 : task == ExampleTask::Preference ? 3
+                    : task == ExampleTask::Tokens                              ? 1
+                                                                               : 2;
   const char *roles = task == ExampleTask::Sft           ? "prompt, response"
                       : task == ExampleTask::Preference ? "prompt, chosen, rejected"
+                      : task == ExampleTask::Tokens     ? "words (--fields tokens:words,tags:tags)"
                                                         : "text [, text_b]";
   if (texts.size() < lo || texts.size() > hi)
     fail("%s has %zu text field%s (%s); %s reads %s", train_->path().c_str(), texts.size(),
@@ -82,6 +87,12 @@ ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64
       fail("%s has no label field (%s); classify needs one (--fields text,label:label)", train_->path().c_str(),
            fieldList(*train_).c_str());
     label_ = labels[0];
+  } else if (task == ExampleTask::Tokens) {
+    std::vector<int> tags = train_->fieldsOf(FieldKind::Tags);
+    if (tags.empty() || train_->alignedText(tags[0]) != textA_)
+      fail("%s has no tags field for its text (%s); tokens needs one (--fields tokens:words,ner_tags:tags)",
+           train_->path().c_str(), fieldList(*train_).c_str());
+    tags_ = tags[0];
   } else if (task == ExampleTask::Regression) {
     std::vector<int> targets = train_->fieldsOf(FieldKind::Target);
     if (targets.empty())
@@ -100,6 +111,13 @@ ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64
           if (t < 0 || t >= data::kFirstSpecial)
             fail("%s: record %llu: token %d of '%s' is not a byte (the %s transform reads byte data)",
                  s->path().c_str(), (unsigned long long)r, t, s->fields()[f].name.c_str(), name);
+      }
+      if (tags_ >= 0) {
+        s->text(r, tags_, ids);
+        for (int32_t t : ids)
+          if (t >= classes_)
+            fail("%s: record %llu: tag %d is not below classes = %lld (the plan's tokens(classes = ...))",
+                 s->path().c_str(), (unsigned long long)r, t, (long long)classes_);
       }
       if (label_ >= 0 && s->label(r, label_) >= classes_)
         fail("%s: record %llu: label %lld is not below classes = %lld (the plan's classify(classes = ...))",
@@ -144,6 +162,10 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
   out.ints["ids"].assign(cells, data::kPad);
   out.ints["segments"].assign(cells, 0);
   out.floats["attention_mask"].assign(cells, 0.0f);
+  if (task_ == ExampleTask::Tokens) {
+    out.ints["labels"].assign(cells, (int32_t)data::kIgnoreIndex);
+    return;
+  }
   out.ints["last"].assign(rows_, 0);
   if (task_ == ExampleTask::Classify) out.ints["labels"].assign(rows_, 0);
   else out.floats["targets"].assign(rows_, 0.0f);
@@ -178,6 +200,21 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
     s.text(record, textC_, c);
     fillCausal(a, b, row, ignore, "chosen_", out);
     fillCausal(a, c, row, ignore, "rejected_", out);
+    return;
+  }
+  if (task_ == ExampleTask::Tokens) {
+    std::vector<int32_t> tags;
+    s.text(record, tags_, tags);
+    const int64_t n = std::min<int64_t>((int64_t)a.size(), seq_ - 2);
+    int32_t *ids = &out.ints["ids"][row * seq_], *labels = &out.ints["labels"][row * seq_];
+    float *att = &out.floats["attention_mask"][row * seq_];
+    ids[0] = data::kCls;
+    for (int64_t t = 0; t < n; ++t) {
+      ids[1 + t] = a[t];
+      if (!ignore) labels[1 + t] = tags[t];
+    }
+    ids[n + 1] = data::kSep;
+    for (int64_t t = 0; t < n + 2; ++t) att[t] = 1.0f;
     return;
   }
   // Room for the texts: the row less [CLS] and one [SEP] per text.

@@ -23,6 +23,11 @@
    rejected_* (ids, labels, mask, last). The texts are the dataset's text
    fields in --fields order: prompt, response (sft); prompt, chosen, rejected.
 
+   tokens (token classification) rows are [CLS] text [SEP] [PAD]... of the
+   first text field, cut at the row's end, with `labels` the first tags
+   field's labels at the text's positions (a word's tag on its first token)
+   and -100 on [CLS], [SEP], padding and every other token.
+
    Training visits the records in epochs: sample g (row r of step s's batch of
    stepRows rows, g = s * stepRows + r) is record perm_e[g mod R] of epoch
    e = g div R, perm_e a shuffle keyed by (seed, e). So every epoch is one pass
@@ -46,7 +51,7 @@
 
 namespace lmrt {
 
-enum class ExampleTask { Classify, Regression, Sft, Preference };
+enum class ExampleTask { Classify, Regression, Sft, Preference, Tokens };
 /* The task of a transform name, or false. */
 bool exampleTask(const std::string &transform, ExampleTask &task);
 
@@ -92,7 +97,7 @@ private:
   ExampleTask task_;
   int64_t rows_, seq_, classes_;
   uint64_t seed_, stepRows_;
-  int textA_ = -1, textB_ = -1, textC_ = -1, label_ = -1, target_ = -1;
+  int textA_ = -1, textB_ = -1, textC_ = -1, label_ = -1, target_ = -1, tags_ = -1;
   // The last epoch's order, cached: a pure function of (seed, epoch).
   mutable uint64_t permEpoch_ = UINT64_MAX;
   mutable std::vector<uint64_t> perm_;

@@ -28,6 +28,7 @@ const char *fieldKindName(FieldKind k) {
   case FieldKind::Label: return "label";
   case FieldKind::Target: return "target";
   case FieldKind::Span: return "span";
+  case FieldKind::Tags: return "tags";
   }
   return "?";
 }
@@ -37,7 +38,7 @@ ExampleColumns::ExampleColumns(std::vector<ExampleField> f)
 
 int ExampleColumns::textFields() const {
   int n = 0;
-  for (const ExampleField &f : fields) n += f.kind == FieldKind::Text;
+  for (const ExampleField &f : fields) n += isSequence(f.kind);
   return n;
 }
 
@@ -76,13 +77,13 @@ void writeExampleShard(const std::string &path, const ExampleColumns &c) {
     zeros(pad8(c.tokens.size() * 4) - c.tokens.size() * 4);
     for (size_t i = 0; i < c.fields.size(); ++i) {
       FieldKind k = c.fields[i].kind;
-      size_t want = k == FieldKind::Span ? 2 * c.records : k == FieldKind::Text ? 0 : c.records;
+      size_t want = k == FieldKind::Span ? 2 * c.records : isSequence(k) ? 0 : c.records;
       size_t have = k == FieldKind::Target ? c.floats[i].size() : c.ints[i].size();
       if (want != have)
         fail("example shard '%s': field '%s' has %zu values for %llu records", path.c_str(),
              c.fields[i].name.c_str(), have, (unsigned long long)c.records);
       if (k == FieldKind::Target) put(c.floats[i].data(), want * 8);
-      else if (k != FieldKind::Text) put(c.ints[i].data(), want * 8);
+      else if (!isSequence(k)) put(c.ints[i].data(), want * 8);
     }
     uint64_t checksum = sum.h;
     f.write(reinterpret_cast<const char *>(&checksum), 8);
@@ -129,14 +130,14 @@ ExampleShard::ExampleShard(const std::string &path) : path_(path) {
   for (uint32_t i = 0; i < nf; ++i) {
     if (at + 8 > bytes_ - 8) fail("%s is truncated in its field table (field %u)", p, i);
     uint32_t kind = u32(at), len = u32(at + 4);
-    if (kind > (uint32_t)FieldKind::Span) fail("%s: field %u has unknown kind %u", p, i, kind);
+    if (kind > (uint32_t)FieldKind::Tags) fail("%s: field %u has unknown kind %u", p, i, kind);
     if (len == 0 || len > 256 || at + 8 + pad8(len) > bytes_ - 8)
       fail("%s: field %u has a name of %u bytes (1 to 256)", p, i, len);
     fields_.push_back({std::string(reinterpret_cast<const char *>(data_ + at + 8), len), FieldKind(kind)});
     at += 8 + pad8(len);
   }
   for (const ExampleField &f : fields_) {
-    textSlot_.push_back(f.kind == FieldKind::Text ? textFields_++ : -1);
+    textSlot_.push_back(isSequence(f.kind) ? textFields_++ : -1);
   }
   offsetsAt_ = at;
   uint64_t nOffsets = records_ * (uint64_t)textFields_ + 1;
@@ -145,7 +146,7 @@ ExampleShard::ExampleShard(const std::string &path) : path_(path) {
   for (const ExampleField &f : fields_) {
     columnAt_.push_back(end);
     if (f.kind == FieldKind::Span) end += 16 * records_;
-    else if (f.kind != FieldKind::Text) end += 8 * records_;
+    else if (!isSequence(f.kind)) end += 8 * records_;
   }
   end += 8;
   if (end != bytes_)
@@ -158,7 +159,23 @@ ExampleShard::ExampleShard(const std::string &path) : path_(path) {
            (unsigned long long)o, (unsigned long long)tokenCount_);
   }
   for (size_t f = 0; f < fields_.size(); ++f)
+    if (fields_[f].kind == FieldKind::Tags && alignedText((int)f) < 0)
+      fail("%s: tags field '%s' follows no text field", p, fields_[f].name.c_str());
+  std::vector<int32_t> tags;
+  for (size_t f = 0; f < fields_.size(); ++f)
     for (uint64_t r = 0; r < records_; ++r) {
+      if (fields_[f].kind == FieldKind::Tags) {
+        const int t = alignedText((int)f);
+        if (textLength(r, (int)f) != textLength(r, t))
+          fail("%s: record %llu: tags '%s' has %llu labels for the %llu tokens of '%s'", p, (unsigned long long)r,
+               fields_[f].name.c_str(), (unsigned long long)textLength(r, (int)f),
+               (unsigned long long)textLength(r, t), fields_[t].name.c_str());
+        text(r, (int)f, tags);
+        for (int32_t v : tags)
+          if (v < 0 && v != -100)
+            fail("%s: record %llu: tags '%s' holds %d (labels are >= 0, or -100)", p, (unsigned long long)r,
+                 fields_[f].name.c_str(), v);
+      }
       if (fields_[f].kind == FieldKind::Target && !std::isfinite(target(r, (int)f)))
         fail("%s: record %llu: target '%s' is not finite", p, (unsigned long long)r, fields_[f].name.c_str());
       if (fields_[f].kind == FieldKind::Span) {
@@ -176,6 +193,12 @@ ExampleShard::~ExampleShard() = default;
 int ExampleShard::field(const std::string &name) const {
   for (size_t i = 0; i < fields_.size(); ++i)
     if (fields_[i].name == name) return (int)i;
+  return -1;
+}
+
+int ExampleShard::alignedText(int tagsField) const {
+  for (int f = tagsField - 1; f >= 0; --f)
+    if (fields_[f].kind == FieldKind::Text) return f;
   return -1;
 }
 

@@ -5,6 +5,9 @@
      label   an integer class
      target  a float (regression)
      span    two integers [start, end] (token offsets, inclusive)
+     tags    per token of the text field before it, an integer label or -100
+             (token classification: `lmrt data build` puts a word's tag on its
+             first token and -100 on the rest)
 
    Layout (all integers little-endian, every section 8-byte aligned):
      offset 0   "LMCEXMPL"            8-byte magic
@@ -13,10 +16,10 @@
            16   u64 record count      R
            24   u64 token count       N (all text fields of all records)
            32   F field entries: u32 kind, u32 name length, the name padded to 8 bytes
-                R * Ft + 1 u64 token offsets (Ft = text fields; record r's text
-                  field t spans [off[r * Ft + t], off[r * Ft + t + 1]); the first
-                  is 0, non-decreasing, the last is N)
-                N u32 tokens, padded to 8 bytes
+                R * Ft + 1 u64 token offsets (Ft = sequence fields: text and
+                  tags; record r's sequence field t spans [off[r * Ft + t],
+                  off[r * Ft + t + 1]); the first is 0, non-decreasing, the last is N)
+                N u32 tokens, padded to 8 bytes (a tags field's values as i32)
                 per label field R i64; per target field R f64 (finite); per span
                   field 2R i64 (0 <= start <= end)
                 u64 FNV-1a-64 of every preceding byte
@@ -35,12 +38,15 @@ class TokenSource;
 constexpr char kExampleMagic[8] = {'L', 'M', 'C', 'E', 'X', 'M', 'P', 'L'};
 constexpr uint32_t kExampleVersion = 1;
 
-enum class FieldKind : uint32_t { Text = 0, Label = 1, Target = 2, Span = 3 };
+enum class FieldKind : uint32_t { Text = 0, Label = 1, Target = 2, Span = 3, Tags = 4 };
 const char *fieldKindName(FieldKind k);
+/* Text and tags: a sequence a record, held in the token array. */
+inline bool isSequence(FieldKind k) { return k == FieldKind::Text || k == FieldKind::Tags; }
 
 struct ExampleField {
   std::string name;
   FieldKind kind = FieldKind::Text;
+  bool words = false;  // building only: a JSON array of words (stored as text)
 };
 
 /* A set of records in memory, as the builder collects them (column-wise). */
@@ -77,7 +83,9 @@ public:
   /* The fields of one kind, in file order (indices into fields()). */
   std::vector<int> fieldsOf(FieldKind k) const;
 
-  /* Record r's text field f (an index into fields()) as ids. */
+  /* The text field a tags field labels (the last text field before it). */
+  int alignedText(int tagsField) const;
+  /* Record r's text or tags field f (an index into fields()) as ids / labels. */
   void text(uint64_t r, int f, std::vector<int32_t> &out) const;
   uint64_t textLength(uint64_t r, int f) const;
   int64_t label(uint64_t r, int f) const;

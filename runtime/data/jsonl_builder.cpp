@@ -30,12 +30,22 @@ std::vector<ExampleField> parseFieldList(const std::vector<std::string> &specs) 
     f.name = spec.substr(0, colon);
     std::string kind = colon == std::string::npos ? "text" : spec.substr(colon + 1);
     if (kind == "text") f.kind = FieldKind::Text;
+    else if (kind == "words") f.kind = FieldKind::Text, f.words = true;
     else if (kind == "label") f.kind = FieldKind::Label;
     else if (kind == "target") f.kind = FieldKind::Target;
     else if (kind == "span") f.kind = FieldKind::Span;
+    else if (kind == "tags") f.kind = FieldKind::Tags;
     else
-      fail("--fields '%s': unknown kind '%s' (expected NAME or NAME:KIND, KIND one of text, label, target, span)",
-           spec.c_str(), kind.c_str());
+      fail("--fields '%s': unknown kind '%s' (expected NAME or NAME:KIND, KIND one of text, words, label, target, "
+           "span, tags)", spec.c_str(), kind.c_str());
+    if (f.kind == FieldKind::Tags) {
+      const ExampleField *prev = nullptr;
+      for (const ExampleField &g : fields)
+        if (g.kind == FieldKind::Text) prev = &g;
+      if (!prev || !prev->words)
+        fail("--fields '%s': a tags field labels the words of the words field before it (e.g. "
+             "--fields tokens:words,ner_tags:tags)", spec.c_str());
+    }
     if (f.name.empty() || f.name.size() > 256)
       fail("--fields '%s': a field needs a name of 1 to 256 bytes (NAME or NAME:KIND)", spec.c_str());
     if (!seen.insert(f.name).second) fail("--fields: '%s' is listed twice", f.name.c_str());
@@ -43,7 +53,7 @@ std::vector<ExampleField> parseFieldList(const std::vector<std::string> &specs) 
     fields.push_back(f);
   }
   if (fields.empty()) fail("--fields: no field given (e.g. --fields text,label:label)");
-  if (!text) fail("--fields: no text field (a field without :KIND, or NAME:text, is one)");
+  if (!text) fail("--fields: no text field (a field without :KIND, or NAME:text or NAME:words, is one)");
   return fields;
 }
 
@@ -68,6 +78,10 @@ void addRecord(const json::Value &rec, const std::string &where, const Tokenizer
   auto integer = [&](const ExampleField &f, const json::Value &v, int64_t &out) {
     if (!v.asInt(out)) bad(f, v, "an integer");
   };
+  // The first token of each word of the last words field (relative to its
+  // start), for the tags field after it.
+  std::vector<int64_t> wordStarts;
+  uint64_t wordTokens = 0;
   for (size_t i = 0; i < c.fields.size(); ++i) {
     const ExampleField &f = c.fields[i];
     const json::Value *v = rec.find(f.name);
@@ -79,8 +93,46 @@ void addRecord(const json::Value &rec, const std::string &where, const Tokenizer
     }
     switch (f.kind) {
     case FieldKind::Text: {
-      if (v->kind != json::Value::String) bad(f, *v, "a string");
-      for (int32_t id : tok.encode(v->text)) c.tokens.push_back((uint32_t)id);
+      if (!f.words) {
+        if (v->kind != json::Value::String) bad(f, *v, "a string");
+        for (int32_t id : tok.encode(v->text)) c.tokens.push_back((uint32_t)id);
+        c.offsets.push_back(c.tokens.size());
+        break;
+      }
+      // Words joined by single spaces, each word's first token remembered.
+      if (v->kind != json::Value::Array) bad(f, *v, "an array of strings");
+      const uint64_t start = c.tokens.size();
+      wordStarts.clear();
+      for (size_t w = 0; w < v->items.size(); ++w) {
+        const json::Value &word = v->items[w];
+        if (word.kind != json::Value::String || word.text.empty())
+          fail("%s: word %zu of '%s' is %s, expected a non-empty string", where.c_str(), w, f.name.c_str(),
+               word.kind == json::Value::String ? "empty" : json::kindName(word.kind));
+        if (w)
+          for (int32_t id : tok.encode(" ")) c.tokens.push_back((uint32_t)id);
+        wordStarts.push_back((int64_t)(c.tokens.size() - start));
+        for (int32_t id : tok.encode(word.text)) c.tokens.push_back((uint32_t)id);
+      }
+      wordTokens = c.tokens.size() - start;
+      c.offsets.push_back(c.tokens.size());
+      break;
+    }
+    case FieldKind::Tags: {
+      if (v->kind != json::Value::Array) bad(f, *v, "an array of integers");
+      if (v->items.size() != wordStarts.size())
+        fail("%s: '%s' has %zu tags for %zu words", where.c_str(), f.name.c_str(), v->items.size(),
+             wordStarts.size());
+      std::vector<int32_t> labels(wordTokens, (int32_t)-100);
+      for (size_t w = 0; w < v->items.size(); ++w) {
+        int64_t t;
+        if (!v->items[w].asInt(t) || t < 0 || t >= (int64_t(1) << 31))
+          fail("%s: tag %zu of '%s' is %s; tags are class indices 0, 1, ... (below 2^31)", where.c_str(), w,
+               f.name.c_str(), v->items[w].kind == json::Value::Number ? v->items[w].text.c_str()
+                                                                       : json::kindName(v->items[w].kind));
+        labels[wordStarts[w]] = (int32_t)t;
+        classes[i] = std::max(classes[i], t + 1);
+      }
+      for (int32_t l : labels) c.tokens.push_back((uint32_t)l);
       c.offsets.push_back(c.tokens.size());
       break;
     }
@@ -163,7 +215,8 @@ void writeMeta(const std::string &path, const JsonlBuildOptions &o, const JsonlB
   for (size_t i = 0; i < s.fields.size(); ++i) {
     j += std::string(i ? ", " : "") + "{\"name\": " + json::quote(s.fields[i].name) +
          ", \"kind\": " + json::quote(fieldKindName(s.fields[i].kind));
-    if (s.fields[i].kind == FieldKind::Label) j += ", \"classes\": " + std::to_string(s.classes[i]);
+    if (s.fields[i].kind == FieldKind::Label || s.fields[i].kind == FieldKind::Tags)
+      j += ", \"classes\": " + std::to_string(s.classes[i]);
     j += "}";
   }
   char buf[128];

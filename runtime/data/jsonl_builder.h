@@ -2,12 +2,15 @@
    JSON object a line, the format of Hugging Face `datasets` exports) -> example
    shards (examples.h) train.examples and val.examples, and meta.json.
 
-   --fields lists the keys to keep, each NAME or NAME:KIND (KIND text, label,
-   target or span; text by default); other keys of a record are ignored. A text
-   field is a string, tokenized with the dataset's tokenizer (bytes, or the
-   SentencePiece model of --tokenizer); a label an integer >= 0; a target a
-   finite number; a span an array [start, end] of integers with
-   0 <= start <= end. Every listed key must be in every record.
+   --fields lists the keys to keep, each NAME or NAME:KIND (KIND text, words,
+   label, target, span or tags; text by default); other keys of a record are
+   ignored. A text field is a string, tokenized with the dataset's tokenizer
+   (bytes, or the SentencePiece model of --tokenizer); a words field an array of
+   non-empty strings, stored as the text of the words joined by spaces; a label
+   an integer >= 0; a target a finite number; a span an array [start, end] of
+   integers with 0 <= start <= end; a tags field an array of integers >= 0, one
+   per word of the words field before it, stored per token (the tag on a word's
+   first token, -100 on its other tokens and on the spaces). Every listed key must be in every record.
    A record goes to validation by the same counter-based hash of (seed, record
    index) as a text build's documents, or, with valInputs, the records of those
    files are the validation split (a dataset's own held-out file). Every error

@@ -94,7 +94,9 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     tokensPerStep_ = double(dc.batch()) * double(dc.seq());
     rows_ = dc.batch();
   } else if (ExampleTask task; exampleTask(transform_, task)) {
-    int64_t classes = task == ExampleTask::Classify ? (int64_t)contract::transformParam(dc, "classes") : 0;
+    int64_t classes = task == ExampleTask::Classify || task == ExampleTask::Tokens
+                          ? (int64_t)contract::transformParam(dc, "classes")
+                          : 0;
     guardBusErrors("data '" + dir + "'", [&] {
       examples_ = std::make_unique<ExampleBatcher>(dir, task, dc.batch(), dc.seq(), classes, seed);
     });
@@ -103,7 +105,7 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     rows_ = dc.batch();
   } else {
     fail("plan data transform '%s' is not supported by lmrt run (it implements causal, mlm, span_mlm, classify, "
-         "regression, sft and preference)",
+         "regression, sft, preference and tokens)",
          transform_.c_str());
   }
   for (const auto &[name, type] : types_) {

@@ -66,8 +66,9 @@ void buildJsonl(const Options &o) {
   JsonlBuildStats s = buildJsonlDataset(b);
   std::string fields;
   for (size_t i = 0; i < s.fields.size(); ++i) {
-    fields += (i ? ", " : "") + s.fields[i].name + " (" + fieldKindName(s.fields[i].kind);
-    if (s.fields[i].kind == FieldKind::Label) fields += ", " + std::to_string(s.classes[i]) + " classes";
+    fields += (i ? ", " : "") + s.fields[i].name + " (" + (s.fields[i].words ? "words" : fieldKindName(s.fields[i].kind));
+    if (s.fields[i].kind == FieldKind::Label || s.fields[i].kind == FieldKind::Tags)
+      fields += ", " + std::to_string(s.classes[i]) + " classes";
     fields += ")";
   }
   std::printf("fields: %s\n", fields.c_str());

@@ -64,4 +64,5 @@ def main():
     print(f"rows: ok ({len(seen)} rows, order {seen})")
 
 
-main()
+if __name__ == "__main__":
+    main()

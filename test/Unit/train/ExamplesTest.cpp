@@ -166,3 +166,32 @@ TEST(ExampleBatcher, ValidationBatchesCoverEachRecordOnceThenIgnoreIndex) {
   EXPECT_EQ(std::vector<float>(x.floats["attention_mask"].begin(), x.floats["attention_mask"].begin() + 6),
             (std::vector<float>{1, 1, 1, 0, 0, 0}));
 }
+
+TEST(ExampleShard, TagsMustMatchTheirTextAndHoldLabelsOrIgnore) {
+  TempDir d;
+  std::string p = d.file("t.examples");
+  ExampleColumns c({{"w", FieldKind::Text}, {"tags", FieldKind::Tags}});
+  c.records = 1;
+  c.tokens = {'a', ' ', 'b', 3, (uint32_t)-100, 1};
+  c.offsets = {0, 3, 6};
+  writeExampleShard(p, c);
+  ExampleShard s(p);
+  EXPECT_EQ(s.alignedText(1), 0);
+  std::vector<int32_t> tags;
+  s.text(0, 1, tags);
+  EXPECT_EQ(tags, (std::vector<int32_t>{3, -100, 1}));
+  c.tokens = {'a', ' ', 'b', 3, 1};
+  c.offsets = {0, 3, 5};
+  writeExampleShard(p, c);
+  EXPECT_NE(errorOf(p).find("tags 'tags' has 2 labels for the 3 tokens of 'w'"), std::string::npos) << errorOf(p);
+  c.tokens = {'a', 3, (uint32_t)-7};
+  c.offsets = {0, 1, 3};
+  writeExampleShard(p, c);
+  EXPECT_NE(errorOf(p).find(p), std::string::npos);
+  ExampleColumns lone({{"tags", FieldKind::Tags}, {"w", FieldKind::Text}});
+  lone.records = 1;
+  lone.tokens = {1, 'a'};
+  lone.offsets = {0, 1, 2};
+  writeExampleShard(p, lone);
+  EXPECT_NE(errorOf(p).find("tags field 'tags' follows no text field"), std::string::npos) << errorOf(p);
+}

@@ -1,6 +1,6 @@
 /* Implements: example shards, the on-disk form of a dataset of records (JSON
    Lines turned into examples by `lmrt data build --format jsonl`): per record,
-   named fields of four kinds:
+   named fields of five kinds:
      text    a token sequence (the dataset's tokenizer)
      label   an integer class
      target  a float (regression)

@@ -59,14 +59,11 @@ ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64
   train_ = std::make_unique<ExampleShard>(dir + "train.examples");
   val_ = std::make_unique<ExampleShard>(dir + "val.examples");
   if (train_->records() == 0) fail("%s holds no record", train_->path().c_str());
-  for (const ExampleShard *s : {train_.get(), val_.get()}) {
-    if (s != train_.get() && fieldList(*s) != fieldList(*train_))
-      fail("%s has fields %s, but %s has %s (rebuild the directory)", s->path().c_str(), fieldList(*s).c_str(),
-           train_->path().c_str(), fieldList(*train_).c_str());
-  }
+  if (fieldList(*val_) != fieldList(*train_))
+    fail("%s has fields %s, but %s has %s (rebuild the directory)", val_->path().c_str(), fieldList(*val_).c_str(),
+         train_->path().c_str(), fieldList(*train_).c_str());
   std::vector<int> texts = train_->fieldsOf(FieldKind::Text);
   // How many texts each task reads, and what they are called in its errors.
-  const bool causal = task == ExampleTask::Sft || task == ExampleTask::Preference;
   const size_t lo = task == ExampleTask::Sft ? 2 : task == ExampleTask::Preference ? 3 : 1;
   const size_t hi = task == ExampleTask::Sft ? 2 : task == ExampleTask::Preference ? 3
                     : task == ExampleTask::Tokens                              ? 1
@@ -100,7 +97,6 @@ ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64
            train_->path().c_str(), fieldList(*train_).c_str());
     target_ = targets[0];
   }
-  (void)causal;
   for (const ExampleShard *s : {train_.get(), val_.get()}) {
     std::vector<int32_t> ids;
     for (uint64_t r = 0; r < s->records(); ++r) {

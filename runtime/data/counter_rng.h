@@ -31,6 +31,10 @@ enum class RngStream : uint64_t {
   // (sample, position) -> the random bits of the model's own draws (lm.sample).
   TrainDraws = 0x7464726177ull,
   ValDraws = 0x7664726177ull,
+  // (step, row) -> the row's dropout key (the dropout_key input; lm.dropout
+  // derives each element's mask from it, contract/dropout_math.h).
+  TrainDropout = 0x7464726f70ull,
+  ValDropout = 0x7664726f70ull,
 };
 
 

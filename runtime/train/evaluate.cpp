@@ -8,6 +8,7 @@
 #include "runtime/data/batches.h"
 #include "runtime/data/dataset_meta.h"
 #include "runtime/data/token_source.h"
+#include "contract/contract.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/data_feed.h"
 #include "runtime/train/program_io.h"
@@ -109,10 +110,15 @@ EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
   r.tokensScored = (uint64_t)r.batches * B * seq;
 
   std::vector<int32_t> buf(type.numel());
+  // A plan with dropout declares its key in eval too; eval drops nothing, so any key does.
+  std::vector<int32_t> key(2 * B, 0);
+  const bool hasKey = contract::dataInputs(findProgram(s, "eval")).size() != (size_t)findProgram(s, "eval").inputs_size();
   finish(r, scoreEval(s, r.batches, [&](int64_t b) {
     for (int64_t row = 0; row < B; ++row)
       src->copyTokens((uint64_t)(b * B + row) * seq, window, buf.data() + row * window);
-    return std::map<std::string, TensorRef>{{in.name(), TensorRef{buf.data(), type}}};
+    std::map<std::string, TensorRef> in_{{in.name(), TensorRef{buf.data(), type}}};
+    if (hasKey) in_[contract::kDropoutKeyInput] = TensorRef{key.data(), TensorType{DType::I32, {B, 2}}};
+    return in_;
   }, /*requireFinite=*/true));
   r.perplexity = std::exp(r.loss);
   if (o.bytesPerToken > 0)

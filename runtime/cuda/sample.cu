@@ -1,6 +1,5 @@
-/* Implements: lm.sample, lm.to_float and lm.dropout on the GPU (dropout: one
-   thread an element, the CPU's decision from contract/dropout_math.h, so both
-   backends drop the same elements). lm.sample runs the CPU's row
+/* Implements: lm.sample, lm.to_float and lm.dropout on the GPU (dropout:
+   dropout_kernels.cuh). lm.sample runs the CPU's row
    body (contract/sample_math.h: the same f64 walk), one thread a row, so
    both backends draw the same ids from the same bits. A row with no distribution
    (NaN or +inf logits) gives id -1, which the embedding that reads it turns into
@@ -8,7 +7,7 @@
    logits three times: fine for the generator's share of an ELECTRA step, and the
    place to start if a profile says otherwise. */
 #include "runtime/cuda/kernels.cuh"
-#include "contract/dropout_math.h"
+#include "runtime/cuda/dropout_kernels.cuh"
 #include "contract/sample_math.h"
 
 namespace lmrt::cuda::detail {
@@ -46,26 +45,18 @@ void runToFloat(const OpCall &call) {
   });
 }
 
-template <typename T>
-__global__ void dropoutKernel(const T *x, const int32_t *key, T *y, int64_t total, int64_t n, int64_t site,
-                              uint32_t threshold, double scale) {
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t r = e / n, i = e - r * n;
-    const uint64_t stream = lmc::dropoutStream(key + 2 * r, site);
-    y[e] = x[e] * lmc::dropoutFactor<T>(stream, (uint64_t)i, threshold, (T)scale);
-  }
-}
-
 void runDropout(const OpCall &call) {
   const int64_t total = call.in[0].numel(), rows = call.in[0].shape()[0];
   if (total == 0) return;
-  const double p = call.attrs.getFloat("p");
   byFloat(call.in[0].type.dtype, [&](auto t) {
     using T = decltype(t);
-    dropoutKernel<T><<<gridFor(total), kThreads, 0, call.stream>>>(
-        call.in[0].as<T>(), call.in[1].as<int32_t>(), call.out[0].as<T>(), total, total / rows,
-        call.attrs.getInt("site"), lmc::dropoutThreshold(p), 1.0 / (1.0 - p));
-    CUDA_CHECK_LAUNCH();
+    drop::launchDropout<T>(
+        [&](auto kernel, unsigned blocks, int threads, auto... args) {
+          kernel<<<blocks, threads, 0, call.stream>>>(args...);
+          CUDA_CHECK_LAUNCH();
+        },
+        gridFor(total), kThreads, call.in[0].as<T>(), call.in[1].as<int32_t>(), call.out[0].as<T>(), total, rows,
+        call.attrs.getInt("site"), call.attrs.getFloat("p"));
   });
 }
 

@@ -112,13 +112,14 @@ EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
   std::vector<int32_t> buf(type.numel());
   // A plan with dropout declares its key in eval too; eval drops nothing, so any key does.
   std::vector<int32_t> key(2 * B, 0);
-  const bool hasKey = contract::dataInputs(findProgram(s, "eval")).size() != (size_t)findProgram(s, "eval").inputs_size();
+  const plan::Program &eval = findProgram(s, "eval");
+  const bool hasKey = contract::dataInputs(eval).size() != (size_t)eval.inputs_size();
   finish(r, scoreEval(s, r.batches, [&](int64_t b) {
     for (int64_t row = 0; row < B; ++row)
       src->copyTokens((uint64_t)(b * B + row) * seq, window, buf.data() + row * window);
-    std::map<std::string, TensorRef> in_{{in.name(), TensorRef{buf.data(), type}}};
-    if (hasKey) in_[contract::kDropoutKeyInput] = TensorRef{key.data(), TensorType{DType::I32, {B, 2}}};
-    return in_;
+    std::map<std::string, TensorRef> inputs{{in.name(), TensorRef{buf.data(), type}}};
+    if (hasKey) inputs[contract::kDropoutKeyInput] = TensorRef{key.data(), TensorType{DType::I32, {B, 2}}};
+    return inputs;
   }, /*requireFinite=*/true));
   r.perplexity = std::exp(r.loss);
   if (o.bytesPerToken > 0)

@@ -629,7 +629,8 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
         continue;
       for (const plan::Input &in : program.inputs())
         if (in.name() == name.getValue()) {
-          std::string want = lmrt::contract::expectedTransformInput(in, data);
+          std::string want = lmrt::contract::isDropoutKey(in) ? lmrt::contract::expectedDropoutKey(in, data.batch())
+                                                              : lmrt::contract::expectedTransformInput(in, data);
           if (!want.empty())
             return emitError(arg.getLoc()) << "plan contract: input '" << in.name() << "' of @"
                                            << func.getSymName() << " has type " << arg.getType()
@@ -645,14 +646,16 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
   // A model reading more than the tokens (a mask) is not sampled from.
   if (lmrt::contract::isForwardProgram(program.name()) && program.inputs_size() != 1)
     return success();
-  if (program.inputs_size() != 1)
+  std::vector<const plan::Input *> dataInputs = lmrt::contract::dataInputs(program);
+  if (dataInputs.size() != 1)
     return func.emitError("plan contract: with lm.data, @") << func.getSymName()
-           << " must read exactly one token input (an lm.input argument), it reads " << program.inputs_size(),
+           << " must read exactly one token input (an lm.input argument), it reads " << dataInputs.size(),
            failure();
+  const plan::Input &in = *dataInputs[0];
   BlockArgument arg = *llvm::find_if(func.getArguments(), [&](BlockArgument a) {
-    return func.getArgAttr(a.getArgNumber(), "lm.input") != nullptr;
+    auto name = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "lm.input");
+    return name && name.getValue() == in.name();
   });
-  const plan::Input &in = program.inputs(0);
   std::string want = lmrt::contract::expectedTokenInput(program.name(), in.type(), data);
   if (!want.empty())
     return emitError(arg.getLoc()) << "plan contract: token input '" << in.name() << "' of @" << func.getSymName()
@@ -663,6 +666,13 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
     return emitError(arg.getLoc()) << "plan contract: token input '" << in.name() << "' of @" << func.getSymName()
            << " accepts ids below lm.vocab = " << in.vocab() << ", but lm.data has vocab " << data.vocab(),
            failure();
+  // Dropout keys a row by its sample: its tensors' rows are the batch's.
+  for (const plan::Input &key : program.inputs())
+    if (lmrt::contract::isDropoutKey(key) && !lmrt::contract::expectedDropoutKey(key, in.type().shape(0)).empty())
+      return func.emitError("plan contract: @") << func.getSymName() << " applies dropout to tensors of "
+             << key.type().shape(0) << " rows, but its batch has " << in.type().shape(0)
+             << "; dropout's first dimension must be the batch (each row's mask is keyed by its sample)",
+             failure();
   return success();
 }
 

@@ -274,6 +274,21 @@ double transformParam(const plan::DataConfig &d, const std::string &name) {
   return 0;
 }
 
+bool isDropoutKey(const plan::Input &in) { return in.name() == kDropoutKeyInput; }
+
+std::string expectedDropoutKey(const plan::Input &in, int64_t rows) {
+  const plan::TensorType &t = in.type();
+  if (t.dtype() == plan::I32 && t.shape_size() == 2 && t.shape(0) == rows && t.shape(1) == 2) return "";
+  return "i32[" + std::to_string(rows) + ", 2] (two random words for each row, from (seed, step, sample))";
+}
+
+std::vector<const plan::Input *> dataInputs(const plan::Program &program) {
+  std::vector<const plan::Input *> v;
+  for (const plan::Input &in : program.inputs())
+    if (!isDropoutKey(in)) v.push_back(&in);
+  return v;
+}
+
 std::string expectedTransformInput(const plan::Input &in, const plan::DataConfig &d) {
   const data::TransformSpec *spec = data::findTransform(d.transform());
   if (!spec) return "an input of a known transform";
@@ -1024,9 +1039,9 @@ private:
       for (const plan::Program &prog : plan_.programs()) {
         if (isForwardProgram(prog.name()) || isInference(prog.name())) continue;
         std::string where = "data config (" + d.transform() + "): program '" + prog.name() + "' ";
-        if (prog.inputs_size() == 0) error(where + "reads no input");
+        if (dataInputs(prog).empty()) error(where + "reads no input");
         for (const plan::Input &in : prog.inputs()) {
-          std::string want = expectedTransformInput(in, d);
+          std::string want = isDropoutKey(in) ? expectedDropoutKey(in, d.batch()) : expectedTransformInput(in, d);
           if (!want.empty())
             error(where + "input '" + in.name() + "' is " + planTypeStr(in.type()) + ", expected " + want);
         }
@@ -1047,11 +1062,15 @@ private:
         continue;
       }
       // A forward program of other inputs (a mask, several models) is not sampled from.
+      std::vector<const plan::Input *> data = dataInputs(prog);
       if (isForwardProgram(prog.name()) && prog.inputs_size() != 1) continue;
-      if (prog.inputs_size() != 1)
-        error(where + "must read exactly one token input, it declares " +
-              std::to_string(prog.inputs_size()));
-      const plan::Input &in = prog.inputs(0);
+      if (data.size() != 1)
+        error(where + "must read exactly one token input, it declares " + std::to_string(data.size()));
+      const plan::Input &in = *data[0];
+      for (const plan::Input &key : prog.inputs())
+        if (isDropoutKey(key) && !expectedDropoutKey(key, in.type().shape(0)).empty())
+          error(where + "input 'dropout_key' is " + planTypeStr(key.type()) + ", expected " +
+                expectedDropoutKey(key, in.type().shape(0)));
       std::string want = expectedTokenInput(prog.name(), in.type(), d);
       if (!want.empty())
         error(where + "input '" + in.name() + "' is " + planTypeStr(in.type()) + ", expected " + want);

@@ -86,6 +86,15 @@ double transformParam(const plan::DataConfig &data, const std::string &name);
 /* "" when a non-causal transform of `data` produces input `in` (its name, type
    and bounds), else what it would feed (or the names it produces). */
 std::string expectedTransformInput(const plan::Input &in, const plan::DataConfig &data);
+/* Dropout's random keys: the input a program that uses dropout reads besides
+   its data, i32[rows, 2] (two words a row), which every data pipeline fills
+   from (seed, step, sample) (docs/runtime.md, "Dropout keys"). */
+inline constexpr const char *kDropoutKeyInput = "dropout_key";
+bool isDropoutKey(const plan::Input &in);
+/* "" when `in` (a dropout key) is i32[rows, 2], else the type expected. */
+std::string expectedDropoutKey(const plan::Input &in, int64_t rows);
+/* The program's data inputs: all but the dropout key. */
+std::vector<const plan::Input *> dataInputs(const plan::Program &program);
 /* False when the input's vocab bound (if any) is below the data's vocabulary:
    the pipeline would feed it ids it rejects. */
 bool tokenVocabFits(const plan::Input &in, const plan::DataConfig &data);

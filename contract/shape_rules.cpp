@@ -389,4 +389,20 @@ std::optional<Dims> sample(const Dims &logits, const Dims &bits, std::string &er
   return s;
 }
 
+std::optional<Dims> dropout(const Dims &x, const Dims &key, std::string &err) {
+  if (!dimsOk(err, "dropout", {{"x", &x}, {"key", &key}})) return std::nullopt;
+  if (x.empty()) return bad(err, "dropout: x must have rank >= 1 [rows, ...] (one key a row), got a scalar");
+  if (key != Dims{x[0], 2})
+    return bad(err, "dropout: key " + S(key) + " must be [" + std::to_string(x[0]) + ", 2] (two i32 words for each of x " +
+                        S(x) + "'s rows: the dropout_key input)");
+  return x;
+}
+
+std::string dropoutRate(double p, const char *op) {
+  if (p >= 0 && p < 1) return "";  // NaN fails both
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", p);
+  return std::string(op) + ": the dropout rate p must be in [0, 1), got " + buf;
+}
+
 }  // namespace lmrt::shapes

@@ -79,5 +79,9 @@ std::optional<Dims> takeAlongAxis(const Dims &x, const Dims &indices, int64_t ax
                                   const char *op = "take_along_axis");
 /* lm.sample: logits [...S, V] (V >= 1) and bits [...S] give ids [...S]. */
 std::optional<Dims> sample(const Dims &logits, const Dims &bits, std::string &err);
+/* lm.dropout: x [R, ...] (rank >= 1) and its rows' keys [R, 2] give x's shape. */
+std::optional<Dims> dropout(const Dims &x, const Dims &key, std::string &err);
+/* dropout's rate: "" when 0 <= p < 1, else the message (`op` names the op). */
+std::string dropoutRate(double p, const char *op = "dropout");
 
 }  // namespace lmrt::shapes

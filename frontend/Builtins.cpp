@@ -44,6 +44,7 @@ const std::vector<Signature> &signatures() {
         {"cross_entropy", {"logits", "targets", "ignore_index"}, 2},
         {"accuracy", {"logits", "targets", "ignore_index"}, 2},
         {"sample", {"logits", "bits"}, 2},
+        {"dropout", {"x", "p"}, 2},
         {"to_float", {"x"}, 1},
         {"repeat", {"n", "block", "x"}, 3},
         {"floor", {"x"}, 1},
@@ -478,6 +479,29 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     if (!shapes::sample(d0, bits->dims(), err))
       return error(call.loc) << err;
     return LMValue::ofTensor(builder.create<SampleOp>(l, *logits, bits->tensor).getResult());
+  }
+  // dropout(x, p): lm.dropout in an objective (kept by the training step only,
+  // -lm-eval-mode), the identity in a model's own programs (forward, decode)
+  // and wherever p = 0, so a dropout-free model compiles to the plan it had.
+  if (name == "dropout") {
+    FailureOr<Value> x = requireFloat(*first, *arg[0], "x");
+    if (failed(x))
+      return failure();
+    FailureOr<double> p = evalNumber(*arg[1], env, "the rate 'p' of 'dropout'");
+    if (failed(p))
+      return failure();
+    std::string bad = shapes::dropoutRate(*p);
+    if (!bad.empty())
+      return error(arg[1]->loc) << bad;
+    if (*p == 0 || !cur->isObjective || decode)
+      return *first;
+    FailureOr<Value> key = dropoutKey(d0, call.loc);
+    if (failed(key))
+      return failure();
+    return LMValue::ofTensor(
+        builder.create<DropoutOp>(l, *x, *key, builder.getF64FloatAttr(*p),
+                                                      builder.getI64IntegerAttr(cur->dropoutSites++))
+            .getResult());
   }
   if (name == "to_float") {
     if (!t0.getElementType().isInteger(32))

@@ -259,6 +259,30 @@ BlockArgument MLIRGen::addInput(FuncState &state, RankedTensorType type, const s
   return arg;
 }
 
+FailureOr<Value> MLIRGen::dropoutKey(ArrayRef<int64_t> x, ast::Loc l) {
+  if (x.empty())
+    return error(l) << "dropout needs a tensor whose first dimension is the batch (each row's mask is keyed by "
+                       "its sample), got a scalar";
+  if (cur->dropoutKey) {
+    int64_t rows = cast<RankedTensorType>(cur->dropoutKey.getType()).getDimSize(0);
+    if (rows != x[0])
+      return error(l) << "dropout of a tensor with " << x[0] << " rows in an objective whose first dropout had "
+                      << rows << " rows (the batch): dropout keys each row by its sample, so its tensors have the "
+                      << "batch as their first dimension";
+    return cur->dropoutKey;
+  }
+  for (DictionaryAttr a : cur->argAttrs)
+    if (auto name = a.getAs<StringAttr>("lm.input"); name && name.getValue() == "dropout_key")
+      return error(l) << "dropout adds the input 'dropout_key' (its random keys, from the runtime), which this "
+                         "objective already declares; rename that input";
+  auto type = RankedTensorType::get({x[0], 2}, builder.getI32Type());
+  BlockArgument arg = cur->entry->addArgument(type, loc(l));
+  cur->argAttrs.push_back(
+      builder.getDictionaryAttr({builder.getNamedAttr("lm.input", builder.getStringAttr("dropout_key"))}));
+  cur->dropoutKey = arg;
+  return Value(arg);
+}
+
 void MLIRGen::finishFunction(FuncState &state, ArrayRef<Value> returned, ArrayRef<std::string> outputNames) {
   builder.setInsertionPointToEnd(state.entry);
   SmallVector<Value> results(returned.begin(), returned.end());

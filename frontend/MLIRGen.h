@@ -131,6 +131,10 @@ private:
       ast::Loc loc;
     };
     std::vector<Metric> metrics;
+    /// The `dropout_key` input (i32[rows, 2]), added by the first dropout, and
+    /// the sites numbered so far (each dropout's place in the program).
+    Value dropoutKey;
+    int64_t dropoutSites = 0;
   };
   FuncState *cur = nullptr;
   /// Blocks and models being inlined (to reject recursion).
@@ -169,6 +173,10 @@ public:
 private:
   LogicalResult checkDefinitions();
   LogicalResult emitObjective(const ast::Function &fn);
+  /// The objective's dropout_key input for a tensor of dims `x` (its first dim
+  /// the rows), added on first use; an error at `l` if x has no rows or other
+  /// rows than the key's.
+  FailureOr<Value> dropoutKey(ArrayRef<int64_t> x, ast::Loc l);
   LogicalResult emitModel(const ast::Function &fn, const ModelSpec *spec);
   //--- MLIRDecode.cpp -----------------------------------------------------------
   /// Emits @<model>.prefill and @<model>.decode for a causal model whose

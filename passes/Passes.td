@@ -33,6 +33,20 @@ def LMAutodiffPass : Pass<"lm-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
 }
 
+def LMEvalModePass : Pass<"lm-eval-mode", "mlir::ModuleOp"> {
+  let summary = "Makes dropout the identity in every program but the train step";
+  let description = [{
+    Replaces every `lm.dropout` by its operand `x` in each `func.func`
+    without the unit attribute `lm.train_step`: the objective (the plan's
+    eval program), the models' forward programs, prefill and decode. So
+    dropout is on when training and off everywhere else (PyTorch's
+    `model.train()` / `model.eval()`). A dropout_key argument left unused
+    stays an input of its program, so one data pipeline still feeds both
+    train_step and eval. Runs right after -lm-autodiff. See docs/language.md.
+  }];
+  let dependentDialects = ["::mlir::lm::LMDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//

@@ -120,6 +120,8 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   // Stage 1: autodiff.
   if (opts.autodiff)
     pm.addPass(createLMAutodiffPass());
+  // Dropout only in the train step (a no-op for a module without dropout).
+  pm.addPass(createLMEvalModePass());
   if (failed(addExtensionPoint(pm, "after-autodiff", opts.afterAutodiff.getValue(), errorStream)))
     return failure();
   stageDone(CompileStage::Autodiff);

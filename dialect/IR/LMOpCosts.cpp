@@ -91,6 +91,8 @@ int64_t AccuracyOp::getFlops() { return sweptElements(*this); }
 /// Max, exp, sum, then the cumulative walk: about 4 per logit.
 int64_t SampleOp::getFlops() { return 4 * sweptElements(*this); }
 int64_t ToFloatOp::getFlops() { return 0; }
+/// The mask's hash (about 8 integer operations) and the multiply, per element.
+int64_t DropoutOp::getFlops() { return 9 * numElements(getType()); }
 /// One select per element of the result, as lm.where.
 int64_t WhereIntOp::getFlops() { return numElements(getType()); }
 

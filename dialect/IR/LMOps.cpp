@@ -441,6 +441,22 @@ LogicalResult SampleOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locatio
   return infer.result(shapes::sample(logits, bits, err), err, IntegerType::get(ctx, 32));
 }
 
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims x = infer.dims(adaptor.getX()), key = infer.dims(adaptor.getKey());
+  return infer.result(shapes::dropout(x, key, err), err, infer.elementType(adaptor.getX()));
+}
+LogicalResult DropoutOp::verify() {
+  std::string bad = shapes::dropoutRate(getP().convertToDouble());
+  if (!bad.empty())
+    return emitOpError() << ruleMessage(bad);
+  if (getSite() < 0)
+    return emitOpError() << "site must be >= 0, got " << getSite();
+  return success();
+}
+
 LogicalResult WhereIntOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
                                            SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);

@@ -561,6 +561,32 @@ def LM_SampleOp : LM_Op<"sample", [Pure, LM_ResultsMatchInferred, InferTypeOpAda
   let assemblyFormat = "$logits `,` $bits attr-dict `:` functional-type(operands, results)";
 }
 
+/// Not an elementwise op for the fuser: its scalar form needs the element's
+/// index and its row's key, which generated kernel bodies do not see.
+def LM_DropoutOp : LM_DiffOp<"dropout", LM_InferredResultTypes> {
+  let summary = "inverted dropout with a counter-based mask";
+  let description = [{
+    `x: [R, ...]`, `key: i32[R, 2]`: each element of row `r` of `x` is set to 0
+    with probability `p` and the rest are scaled by `1 / (1 - p)`, so the
+    expectation is kept. Whether element `i` (its flat index within the row) is
+    dropped is a pure function of (`key[r]`, `site`, `i`)
+    (`contract/dropout_math.h`): the runtime supplies `key` (the `dropout_key`
+    input) from (seed, step, sample), the frontend numbers each dropout of a
+    program with its own `site`, and the VJP is the same op on the gradient
+    (the mask is regenerated, never stored). Only the training step keeps it:
+    `-lm-eval-mode` makes it the identity in every other program.
+
+    ```mlir
+    %y = lm.dropout %x, %key {p = 1.0e-01 : f64, site = 3 : i64} : (tensor<4x16x64xf32>, tensor<4x2xi32>) -> tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, LM_IntTensor:$key, F64Attr:$p,
+                       DefaultValuedAttr<I64Attr, "0">:$site);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $key attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 /// A separate op from lm.where (not an i32 form of it): lm.where is
 /// differentiable and elementwise-fusable, and the fused-kernel emitter writes
 /// float kernels; this one is neither (no VJP, no LM_ElementwiseOpInterface), so

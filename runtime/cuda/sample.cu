@@ -1,4 +1,5 @@
-/* Implements: lm.sample and lm.to_float on the GPU. lm.sample runs the CPU's row
+/* Implements: lm.sample, lm.to_float and lm.dropout on the GPU (dropout:
+   dropout_kernels.cuh). lm.sample runs the CPU's row
    body (contract/sample_math.h: the same f64 walk), one thread a row, so
    both backends draw the same ids from the same bits. A row with no distribution
    (NaN or +inf logits) gives id -1, which the embedding that reads it turns into
@@ -6,6 +7,7 @@
    logits three times: fine for the generator's share of an ELECTRA step, and the
    place to start if a profile says otherwise. */
 #include "runtime/cuda/kernels.cuh"
+#include "runtime/cuda/dropout_kernels.cuh"
 #include "contract/sample_math.h"
 
 namespace lmrt::cuda::detail {
@@ -43,11 +45,27 @@ void runToFloat(const OpCall &call) {
   });
 }
 
+void runDropout(const OpCall &call) {
+  const int64_t total = call.in[0].numel(), rows = call.in[0].shape()[0];
+  if (total == 0) return;
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    drop::launchDropout<T>(
+        [&](auto kernel, unsigned blocks, int threads, auto... args) {
+          kernel<<<blocks, threads, 0, call.stream>>>(args...);
+          CUDA_CHECK_LAUNCH();
+        },
+        gridFor(total), kThreads, call.in[0].as<T>(), call.in[1].as<int32_t>(), call.out[0].as<T>(), total, rows,
+        call.attrs.getInt("site"), call.attrs.getFloat("p"));
+  });
+}
+
 }  // namespace
 
 void addSampleKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"sample", runSample, noScratch});
   k.push_back({"to_float", runToFloat, noScratch});
+  k.push_back({"dropout", runDropout, noScratch});
 }
 
 }  // namespace lmrt::cuda::detail

@@ -33,6 +33,10 @@ enum class RngStream : uint64_t {
   ValDraws = 0x7664726177ull,
   // Example datasets (example_batches.h): (epoch, position) -> the epoch's shuffle.
   Epochs = 0x65706f636873ull,
+  // (step, row) -> the row's dropout key (the dropout_key input; lm.dropout
+  // derives each element's mask from it, contract/dropout_math.h).
+  TrainDropout = 0x7464726f70ull,
+  ValDropout = 0x7664726f70ull,
 };
 
 

@@ -5,6 +5,7 @@
 
 #include "runtime/data/batches.h"
 #include "runtime/data/example_batches.h"
+#include "runtime/data/counter_rng.h"
 #include "runtime/data/mlm.h"
 #include "runtime/data/span_mlm.h"
 #include "runtime/exec/session.h"
@@ -36,7 +37,7 @@ void copyAs(const std::vector<T> &src, const TensorType &type, std::vector<char>
 
 }  // namespace
 
-DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool evalOn) {
+DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool evalOn) : seed_(seed) {
   const plan::DataConfig &dc = s.plan().data();
   transform_ = dc.transform();
   if (transform_.empty())
@@ -68,6 +69,7 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     guardBusErrors("data '" + dir + "'", [&] { causal_->checkVocab(vocab); });
     tokensPerStep_ = double(t.shape[0]) * double(t.shape[1] - 1);
     rows_ = t.shape[0];
+    tokenName_ = in.name();
   } else if (transform_ == "mlm") {
     // validatePlan has checked every input against the transform's table.
     MlmOptions o;
@@ -112,6 +114,19 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     bufs_[name].assign(type.bytes(), 0);
     refs_[name] = TensorRef{bufs_[name].data(), type};
   }
+  // validatePlan has checked the key's type: i32[rows, 2].
+  hasDropoutKey_ = types_.count(contract::kDropoutKeyInput) != 0;
+}
+
+void DataFeed::fillDropoutKeys(bool validation, uint64_t index, uint64_t firstRow) {
+  if (!hasDropoutKey_) return;
+  int32_t *key = reinterpret_cast<int32_t *>(bufs_[contract::kDropoutKeyInput].data());
+  const RngStream stream = validation ? RngStream::ValDropout : RngStream::TrainDropout;
+  for (int64_t r = 0; r < rows_; ++r) {
+    uint64_t h = counterRandom(seed_, stream, index, firstRow + (uint64_t)r);
+    key[2 * r] = (int32_t)(uint32_t)h;
+    key[2 * r + 1] = (int32_t)(uint32_t)(h >> 32);
+  }
 }
 
 DataFeed::~DataFeed() = default;
@@ -126,6 +141,7 @@ void DataFeed::convert(const MlmBatch &b) {
     else if (name == "nsp_labels") copyAs(b.nsp, type, dst);
     else if (name == "random_bits") copyAs(b.bits, type, dst);
     else if (name == "sop_labels") copyAs(b.sop, type, dst);
+    else if (name == contract::kDropoutKeyInput) continue;  // fillDropoutKeys
     else fail("the mlm transform produces no input '%s'", name.c_str());
   }
 }
@@ -139,6 +155,7 @@ void DataFeed::convert(const SpanMlmBatch &b) {
     else if (name == "span_left") copyAs(b.left, type, dst);
     else if (name == "span_right") copyAs(b.right, type, dst);
     else if (name == "span_pos") copyAs(b.pos, type, dst);
+    else if (name == contract::kDropoutKeyInput) continue;  // fillDropoutKeys
     else fail("the span_mlm transform produces no input '%s'", name.c_str());
   }
 }
@@ -148,6 +165,7 @@ void DataFeed::convert(const ExampleBatch &b) {
     std::vector<char> &dst = bufs_[name];
     if (auto i = b.ints.find(name); i != b.ints.end()) copyAs(i->second, type, dst);
     else if (auto f = b.floats.find(name); f != b.floats.end()) copyAs(f->second, type, dst);
+    else if (name == contract::kDropoutKeyInput) continue;  // fillDropoutKeys
     else fail("the %s transform produces no input '%s'", transform_.c_str(), name.c_str());
   }
 }
@@ -161,7 +179,7 @@ const std::map<std::string, TensorRef> &DataFeed::trainInputs(uint64_t step, uin
     examples_->trainBatch(step, *exampleBatch_, firstRow);
     convert(*exampleBatch_);
   } else if (causal_) {
-    causal_->trainBatch(step, reinterpret_cast<int32_t *>(refs_.begin()->second.data), firstRow);
+    causal_->trainBatch(step, reinterpret_cast<int32_t *>(refs_.at(tokenName_).data), firstRow);
   } else if (span_) {
     span_->trainBatch(step, *spanBatch_, firstRow);
     convert(*spanBatch_);
@@ -169,6 +187,7 @@ const std::map<std::string, TensorRef> &DataFeed::trainInputs(uint64_t step, uin
     mlm_->trainBatch(step, *mlmBatch_, firstRow);
     convert(*mlmBatch_);
   }
+  fillDropoutKeys(false, step, firstRow);
   return refs_;
 }
 
@@ -198,7 +217,7 @@ const std::map<std::string, TensorRef> &DataFeed::valInputs(uint64_t index) {
     examples_->valBatch(index, *exampleBatch_);
     convert(*exampleBatch_);
   } else if (causal_) {
-    causal_->valBatch(index, reinterpret_cast<int32_t *>(refs_.begin()->second.data));
+    causal_->valBatch(index, reinterpret_cast<int32_t *>(refs_.at(tokenName_).data));
   } else if (span_) {
     span_->valBatch(index, *spanBatch_);
     convert(*spanBatch_);
@@ -206,6 +225,7 @@ const std::map<std::string, TensorRef> &DataFeed::valInputs(uint64_t index) {
     mlm_->valBatch(index, *mlmBatch_);
     convert(*mlmBatch_);
   }
+  fillDropoutKeys(true, index, 0);
   return refs_;
 }
 
@@ -218,7 +238,7 @@ void DataFeed::checkValidation() const {
 
 std::vector<std::pair<std::string, TensorRef>> DataFeed::dumpInputs() const {
   std::vector<std::pair<std::string, TensorRef>> v;
-  for (const auto &[name, ref] : refs_) v.push_back({causal_ ? "tokens" : name, ref});
+  for (const auto &[name, ref] : refs_) v.push_back({causal_ && name == tokenName_ ? "tokens" : name, ref});
   return v;
 }
 

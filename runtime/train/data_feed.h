@@ -66,6 +66,13 @@ private:
   void convert(const MlmBatch &b);
   void convert(const SpanMlmBatch &b);
   void convert(const ExampleBatch &b);
+  /* The dropout_key input, if the programs read one: row r's key is
+     counterRandom(seed, Train/ValDropout, step or batch index, firstRow + r),
+     keyed like the rows' data, so micro-batches, ranks and resumes agree. */
+  void fillDropoutKeys(bool validation, uint64_t index, uint64_t firstRow);
+  uint64_t seed_;
+  bool hasDropoutKey_ = false;
+  std::string tokenName_;  // the causal window's input
   std::string transform_;
   std::unique_ptr<CausalBatcher> causal_;
   std::unique_ptr<MlmBatcher> mlm_;

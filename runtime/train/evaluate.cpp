@@ -9,6 +9,7 @@
 #include "runtime/data/example_batches.h"
 #include "runtime/data/dataset_meta.h"
 #include "runtime/data/token_source.h"
+#include "contract/contract.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/data_feed.h"
 #include "runtime/train/program_io.h"
@@ -112,10 +113,16 @@ EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
   r.tokensScored = (uint64_t)r.batches * B * seq;
 
   std::vector<int32_t> buf(type.numel());
+  // A plan with dropout declares its key in eval too; eval drops nothing, so any key does.
+  std::vector<int32_t> key(2 * B, 0);
+  const plan::Program &eval = findProgram(s, "eval");
+  const bool hasKey = contract::dataInputs(eval).size() != (size_t)eval.inputs_size();
   finish(r, scoreEval(s, r.batches, [&](int64_t b) {
     for (int64_t row = 0; row < B; ++row)
       src->copyTokens((uint64_t)(b * B + row) * seq, window, buf.data() + row * window);
-    return std::map<std::string, TensorRef>{{in.name(), TensorRef{buf.data(), type}}};
+    std::map<std::string, TensorRef> inputs{{in.name(), TensorRef{buf.data(), type}}};
+    if (hasKey) inputs[contract::kDropoutKeyInput] = TensorRef{key.data(), TensorType{DType::I32, {B, 2}}};
+    return inputs;
   }, /*requireFinite=*/true));
   r.perplexity = std::exp(r.loss);
   if (o.bytesPerToken > 0)

@@ -1,6 +1,7 @@
 /* Implements: program input lookup and scalar reads (see program_io.h). */
 #include "runtime/train/program_io.h"
 
+#include "contract/contract.h"
 #include "runtime/exec/session.h"
 
 namespace lmrt {
@@ -32,10 +33,11 @@ TensorType inputType(const plan::Input &input) {
 }
 
 const plan::Input &tokenInput(const plan::Program &program) {
-  if (program.inputs_size() != 1)
+  std::vector<const plan::Input *> data = contract::dataInputs(program);
+  if (data.size() != 1)
     fail("program '%s' declares %d data inputs; the causal pipeline feeds exactly one (tokens)",
-         program.name().c_str(), program.inputs_size());
-  const plan::Input &in = program.inputs(0);
+         program.name().c_str(), (int)data.size());
+  const plan::Input &in = *data[0];
   TensorType t = inputType(in);
   if (t.dtype != DType::I32 || t.shape.size() != 2 || t.shape[0] <= 0 || t.shape[1] <= 0)
     fail("program '%s' input '%s' is %s; the causal pipeline feeds i32[rows, length]",

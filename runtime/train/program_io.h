@@ -16,7 +16,7 @@ class Session;
 
 const plan::Program &findProgram(const Session &session, const std::string &name);
 
-/* The program's single token input; throws unless it is i32 of rank 2. */
+/* The program's single token input (besides a dropout key); throws unless it is i32 of rank 2. */
 const plan::Input &tokenInput(const plan::Program &program);
 TensorType inputType(const plan::Input &input);
 

@@ -171,6 +171,24 @@ func.func @layer_norm_gamma(%x: tensor<4x8xf32>, %g: tensor<4xf32>, %b: tensor<8
 
 // -----
 
+// Tests that dropout's rate must be below 1 (p = 1 would scale by 1/0).
+func.func @dropout_rate(%x: tensor<4x8xf32>, %key: tensor<4x2xi32>) {
+  // expected-error @below {{'lm.dropout' op the dropout rate p must be in [0, 1), got 1}}
+  %0 = lm.dropout %x, %key {p = 1.0 : f64} : (tensor<4x8xf32>, tensor<4x2xi32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that dropout's key holds two words for each row of x.
+func.func @dropout_key_rows(%x: tensor<4x8xf32>, %key: tensor<3x2xi32>) {
+  // expected-error @below {{'lm.dropout' op key [3, 2] must be [4, 2]}}
+  %0 = lm.dropout %x, %key {p = 0.1 : f64} : (tensor<4x8xf32>, tensor<3x2xi32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
 // Tests that layer_norm's epsilon must be positive.
 func.func @layer_norm_eps(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
   // expected-error @below {{'lm.layer_norm' op epsilon must be finite and > 0, got 0}}

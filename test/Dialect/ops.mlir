@@ -243,6 +243,13 @@ func.func @electra_ops(%x: tensor<2x4x8xf32>, %bits: tensor<2x4xi32>) -> (tensor
   return %0, %1, %2, %3 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>
 }
 
+// CHECK-LABEL: func.func @dropout
+func.func @dropout(%x: tensor<2x4x8xf32>, %key: tensor<2x2xi32>) -> tensor<2x4x8xf32> {
+  // CHECK: lm.dropout %{{.*}}, %{{.*}} {p = 1.000000e-01 : f64, site = 3 : i64} : (tensor<2x4x8xf32>, tensor<2x2xi32>) -> tensor<2x4x8xf32>
+  %0 = lm.dropout %x, %key {p = 0.1 : f64, site = 3 : i64} : (tensor<2x4x8xf32>, tensor<2x2xi32>) -> tensor<2x4x8xf32>
+  return %0 : tensor<2x4x8xf32>
+}
+
 // CHECK-LABEL: func.func @where_int
 func.func @where_int(%m: tensor<2x4xf32>, %a: tensor<2x4xi32>, %b: tensor<4xi32>, %m64: tensor<f64>) -> (tensor<2x4xi32>, tensor<2x4xi32>) {
   // CHECK: lm.where_int %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x4xf32>, tensor<2x4xi32>, tensor<4xi32>) -> tensor<2x4xi32>

@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 
+#include "contract/contract.h"
 #include "contract/transform_spec.h"
 #include "runtime/exec/init.h"
 #include "contract/plan_types.h"
@@ -119,8 +120,10 @@ void gradcheck(const Options &o) {
 
   // Central differences of the eval loss when eval reads the same inputs (no
   // backward pass, so cheaper); its loss must equal train_step's at the start.
+  // With dropout, eval drops nothing: train_step's own loss, whose mask the
+  // fixed dropout_key input fixes, is differenced instead.
   std::string lossProgram = "train_step";
-  if (s->hasProgram("eval")) {
+  if (s->hasProgram("eval") && contract::dataInputs(train).size() == (size_t)train.inputs_size()) {
     const plan::Program &eval = program(s->plan(), "eval");
     bool same = eval.inputs_size() == train.inputs_size();
     for (int i = 0; same && i < eval.inputs_size(); ++i)

@@ -1,7 +1,9 @@
 /* Implements: lm.sample (a categorical draw per row of logits, from the random
-   bits the runtime supplies: sample_math.h) and lm.to_float (i32 ids to the
-   float type, for masks on ids) on the CPU. */
+   bits the runtime supplies: sample_math.h), lm.to_float (i32 ids to the
+   float type, for masks on ids) and lm.dropout (a mask from each row's key:
+   dropout_math.h) on the CPU. */
 #include "runtime/cpu/kernels/kernel_common.h"
+#include "contract/dropout_math.h"
 #include "contract/sample_math.h"
 
 namespace lmrt::kernels::detail {
@@ -55,11 +57,48 @@ void runToFloat(const KernelCall &call) {
   });
 }
 
+std::string checkDropout(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &attrs) {
+  return guardCheck("dropout", in, out, 2, 1, [&]() -> std::string {
+    LMRT_CHECK(expectFloat("dropout", "x", in[0]));
+    LMRT_CHECK(expectI32("dropout", "key", in[1]));
+    LMRT_CHECK(shapes::dropoutRate(attrs.getFloat("p")));
+    std::string err;
+    std::optional<shapes::Dims> s = shapes::dropout(in[0].shape, in[1].shape, err);
+    if (!s) return err;
+    return expectType("dropout", "result", out[0], in[0].dtype, *s);
+  });
+}
+
+/* Each row's elements in order of their flat index within the row; a row's
+   stream is hashed once. In place (result over x) is safe: each element is
+   read before it is written. */
+void runDropout(const KernelCall &call) {
+  const TensorRef &x = call.in[0];
+  const int32_t *key = call.in[1].as<int32_t>();
+  const double p = call.attrs.getFloat("p");
+  const int64_t site = call.attrs.getInt("site");
+  const int64_t rows = x.type.shape[0], n = rows ? x.numel() / rows : 0;
+  const uint32_t threshold = lmc::dropoutThreshold(p);
+  dispatchFloat(x.type.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T *in = x.as<T>();
+    T *y = call.out[0].as<T>();
+    const T scale = (T)(1.0 / (1.0 - p));
+#pragma omp parallel for if (rows * n >= kParallelMin)
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint64_t stream = lmc::dropoutStream(key + 2 * r, site);
+      for (int64_t i = 0; i < n; ++i)
+        y[r * n + i] = in[r * n + i] * lmc::dropoutFactor<T>(stream, (uint64_t)i, threshold, scale);
+    }
+  });
+}
+
 }  // namespace
 
 void addSampleKernels(std::vector<KernelDef> &k) {
   k.push_back({"sample", 2, 1, checkSample, runSample});
   k.push_back({"to_float", 1, 1, checkToFloat, runToFloat});
+  k.push_back({"dropout", 2, 1, checkDropout, runDropout});
 }
 
 }  // namespace lmrt::kernels::detail

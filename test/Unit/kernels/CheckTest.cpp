@@ -371,6 +371,9 @@ std::vector<Case> allCases() {
       {"gelu_erf_grad", {randn(s3), randn(s3)}, {{F64, s3}}, {}},
       {"sample", {randn(s3), randIds({2, 8}, int64_t(1) << 30)}, {{I32, {2, 8}}}, {}},
       {"to_float", {randIds({2, 8}, 300)}, {{F64, {2, 8}}}, {}},
+      // The key: any i32 (two words a row of s3).
+      {"dropout", {randn(s3), randIds({s3[0], 2}, int64_t(1) << 30)}, {{F64, s3}},
+       attrs({{"p", 0.3}, {"site", int64_t(5)}})},
       {"where_int", {runKernel("gt", {randn(s3), scalar(0.0)}, {{F64, s3}})[0], randIds(s3, 300), randIds({16}, 300)},
        {{I32, s3}}, {}},
       // The decode ops (offset 3: an i32 scalar, the same in both runs).

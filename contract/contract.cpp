@@ -58,7 +58,9 @@ int64_t matmulScratch(const plan::Program &program, const plan::Step &step) {
   if (lhs.shape_size() < 2 || rhs.shape_size() < 2) return 0;
   const bool ta = flag("transpose_lhs"), tb = flag("transpose_rhs");
   const kernels::MatmulDims d = kernels::matmulDims(lhs.shape(), rhs.shape(), ta, tb);
-  return kernels::matmulScratchBytes(ta, tb, d.batch, d.m, d.n, d.k, dtypeBytes(lhs.dtype()));
+  // The scratch holds the product: f32 for bf16 or f16 operands.
+  const plan::DType out = lhs.dtype() == plan::BF16 || lhs.dtype() == plan::F16 ? plan::F32 : lhs.dtype();
+  return kernels::matmulScratchBytes(ta, tb, d.batch, d.m, d.n, d.k, dtypeBytes(out));
 }
 
 /* The [chunk, V] scratch of a linear_cross_entropy(_with_grad) step, else 0. */
@@ -842,7 +844,8 @@ private:
     if (!shape) error(where + err);
     if (rhs.shape_size() != 2 || *shape != dims(prod) || prod.shape_size() == 0 ||
         prod.shape(prod.shape_size() - 1) != k.cols() || numElements(prod) != k.rows() * k.cols() ||
-        lhs.dtype() != prod.dtype() || rhs.dtype() != prod.dtype() || prod.dtype() == plan::I32)
+        lhs.dtype() != rhs.dtype() || prod.dtype() == plan::I32 ||
+        prod.dtype() != (lhs.dtype() == plan::BF16 || lhs.dtype() == plan::F16 ? plan::F32 : lhs.dtype()))
       error(where + "product " + planTypeStr(prod) + " is not the [rows, cols] product of lhs " + planTypeStr(lhs) +
             " and rhs " + planTypeStr(rhs));
   }

@@ -371,6 +371,10 @@ std::vector<Case> allCases() {
       {"gelu_erf_grad", {randn(s3), randn(s3)}, {{F64, s3}}, {}},
       {"sample", {randn(s3), randIds({2, 8}, int64_t(1) << 30)}, {{I32, {2, 8}}}, {}},
       {"to_float", {randIds({2, 8}, 300)}, {{F64, {2, 8}}}, {}},
+      // lm.cast has no f64 form (f32 <-> bf16/f16 only): the same types run twice,
+      // which still catches an element left unwritten (outputs start as NaN); its
+      // rounding is tested in MixedPrecisionTest.cpp.
+      {"cast", {randn(s3).as(DType::BF16)}, {{F32, s3}}, {}},
       {"where_int", {runKernel("gt", {randn(s3), scalar(0.0)}, {{F64, s3}})[0], randIds(s3, 300), randIds({16}, 300)},
        {{I32, s3}}, {}},
       // The decode ops (offset 3: an i32 scalar, the same in both runs).

@@ -138,7 +138,8 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   // -lm-fuse sees the casts, which it fuses into their producers' kernels.
   if (!opts.precision.empty() && opts.precision != "fp32") {
     if (opts.precision != "bf16") {
-      errorStream << "unknown precision '" << opts.precision << "' (expected bf16 or fp32)\n";
+      errorStream << "unknown precision '" << opts.precision << "' (expected bf16 or fp32"
+                  << (opts.precision == "fp16" ? "; fp16 needs loss scaling, which is not built yet" : "") << ")\n";
       return failure();
     }
     LMMixedPrecisionPassOptions precisionOptions;

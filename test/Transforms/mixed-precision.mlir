@@ -3,6 +3,8 @@
 // RUN: lm-opt %s '-lm-mixed-precision=precision=fp32' | FileCheck %s --check-prefix=FP32
 // RUN: lm-opt %s -lm-mixed-precision -lm-fuse | FileCheck %s --check-prefix=FUSED
 // RUN: not lm-opt %s '-lm-mixed-precision=precision=fp16' 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: lm-opt %s --lm-train-pipeline='precision=bf16 fusion=none' | FileCheck %s
+// RUN: not lm-opt %s --lm-train-pipeline='precision=fp16' 2>&1 | FileCheck %s --check-prefix=BAD-PIPELINE
 
 // Tests -lm-mixed-precision's cast placement (docs/mixed-precision.md): every
 // f32 GEMM operand is read through one bf16 cast of its value, placed right
@@ -94,4 +96,5 @@ func.func @reduced(%a: tensor<8x16xf32>, %b: tensor<8x16xf32>, %w: tensor<16x4xf
   return %s, %y : tensor<16xf32>, tensor<8x4xf32>
 }
 
+// BAD-PIPELINE: unknown precision 'fp16' (expected bf16 or fp32; fp16 needs loss scaling, which is not built yet)
 // BAD: -lm-mixed-precision: precision must be bf16 or fp32, got 'fp16' (fp16 needs loss scaling, which is not built yet)

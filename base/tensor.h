@@ -8,11 +8,21 @@
 
 namespace lmrt {
 
-enum class DType : uint8_t { F32, F64, I32 };
+/* BF16 and F16 are storage types: kernels load them to f32 and compute in f32. */
+enum class DType : uint8_t { F32, F64, I32, BF16, F16 };
 
-inline size_t dtypeSize(DType t) { return t == DType::F64 ? 8 : 4; }
+inline size_t dtypeSize(DType t) {
+  return t == DType::F64 ? 8 : t == DType::BF16 || t == DType::F16 ? 2 : 4;
+}
 inline const char *dtypeName(DType t) {
-  return t == DType::F32 ? "f32" : t == DType::F64 ? "f64" : "i32";
+  switch (t) {
+  case DType::F32: return "f32";
+  case DType::F64: return "f64";
+  case DType::I32: return "i32";
+  case DType::BF16: return "bf16";
+  case DType::F16: return "f16";
+  }
+  return "?";
 }
 
 using Shape = std::vector<int64_t>;

@@ -35,6 +35,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 LMRT_VARIANTS = [
     ("lmrt", []),                              # fusion on: generated kernels (docs/fusion.md)
     ("lmrt-unfused", ["--fusion=none"]),       # one library kernel per op, the reference mode
+    ("lmrt-bf16", ["--precision=bf16"]),       # bf16 GEMM operands, fp32 rest (docs/mixed-precision.md)
 ]
 
 # name, model file, its preset (models/gpt2.lm), model shape for PyTorch, steps (full, quick)

@@ -39,6 +39,15 @@ int64_t product(ArrayRef<int64_t> dims) {
 
 ArrayRef<int64_t> shapeOf(Value v) { return llvm::cast<ShapedType>(v.getType()).getShape(); }
 
+/// The C++ storage type a body reads or writes `v` through: the kernel's
+/// template type `T` (f32 or f64, the kernel's instance), or the fixed
+/// reduced-precision type of a bf16 or f16 value (-lm-mixed-precision), which
+/// loads to the accumulation type and stores rounded to nearest even.
+const char *storageOf(Value v) {
+  Type elt = llvm::cast<ShapedType>(v.getType()).getElementType();
+  return elt.isBF16() ? "lmc::bf16" : elt.isF16() ? "lmc::f16" : "T";
+}
+
 /// Writes the body of one region.
 class BodyWriter {
 public:
@@ -108,8 +117,8 @@ FailureOr<std::string> BodyWriter::valueName(Value v) {
   if (!arg)
     return op.emitError("internal error: a fused value is used before it is computed"), failure();
   std::string name = "v" + std::to_string(next++);
-  lines += llvm::formatv("  const A {0} = lmc::load(((const T *)p[{1}])[{2}]);\n", name, arg.getArgNumber(),
-                         indexFor(shapeOf(v)))
+  lines += llvm::formatv("  const A {0} = lmc::load(((const {1} *)p[{2}])[{3}]);\n", name, storageOf(v),
+                         arg.getArgNumber(), indexFor(shapeOf(v)))
                .str();
   names[v] = name;
   return name;
@@ -122,6 +131,13 @@ FailureOr<std::string> BodyWriter::expression(Operation *inner) {
     if (failed(n))
       return failure();
     a.push_back(*n);
+  }
+  // A cast to bf16 or f16 rounds the value as storing it would, so a value
+  // read after a fused cast is the one an unfused cast would have stored; a
+  // cast to f32 is exact (the operand was loaded to A already).
+  if (auto cast = dyn_cast<CastOp>(inner)) {
+    const char *to = storageOf(cast.getResult());
+    return StringRef(to) == "T" ? a[0] : llvm::formatv("lmc::load(lmc::store<{0}>({1}))", to, a[0]).str();
   }
   auto elementwise = dyn_cast<ElementwiseOpInterface>(inner);
   if (!elementwise)
@@ -182,8 +198,9 @@ LogicalResult BodyWriter::write() {
     FailureOr<std::string> v = valueName(out.get());
     if (failed(v))
       return failure();
-    lines += llvm::formatv("  ((T *)p[{0}])[{1}] = lmc::store<T>({2});\n", kernel.numInputs + out.getOperandNumber(),
-                           indexFor(shapeOf(out.get())), *v)
+    const char *type = storageOf(out.get());
+    lines += llvm::formatv("  (({0} *)p[{1}])[{2}] = lmc::store<{0}>({3});\n", type,
+                           kernel.numInputs + out.getOperandNumber(), indexFor(shapeOf(out.get())), *v)
                  .str();
   }
   std::string head = "template <typename T>\nLMC_HD void LMC_BODY(void *const *p, int64_t r, int64_t c";

@@ -19,11 +19,7 @@ static bool isArena(const plan::Buffer &buffer) { return buffer.kind() == plan::
 static int64_t alignedSize(int64_t bytes) { return static_cast<int64_t>(llvm::alignTo(bytes, kArenaAlignment)); }
 
 static std::string typeStr(const plan::TensorType &type) {
-  std::string s = type.dtype() == plan::F32 ? "f32" : type.dtype() == plan::F64 ? "f64" : type.dtype() == plan::I32 ? "i32" : "?";
-  s += "[";
-  for (int i = 0; i < type.shape_size(); ++i)
-    s += (i ? ", " : "") + std::to_string(type.shape(i));
-  return s + "]";
+  return lmrt::planTypeStr(type);
 }
 
 static std::string bufferStr(const plan::Program &program, int id) {

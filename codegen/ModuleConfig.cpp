@@ -207,6 +207,14 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
                                         << remat << "'";
     result.set_remat(remat);
   }
+  // The precision -lm-mixed-precision compiled with; fp32 writes nothing.
+  if (std::string precision = train.getString("precision", st::kDefaultPrecision);
+      precision != st::kDefaultPrecision) {
+    if (!st::isPrecision(precision))
+      return emitError(module.getLoc()) << "plan contract: lm.train.precision must be fp32 or bf16, got '" << precision
+                                        << "'";
+    result.set_precision(precision);
+  }
   // The memory budget is lmc's to check (pipelines/MemoryBudget.h); the plan
   // records the peak it predicts, not the bound.
   (void)train.getInt(st::kMemoryBudgetKeyword, 0);

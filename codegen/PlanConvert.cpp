@@ -29,8 +29,12 @@ FailureOr<plan::TensorType> mlir::lm::convertType(Type type, function_ref<InFlig
     result.set_dtype(plan::F64);
   else if (elt.isInteger(32))
     result.set_dtype(plan::I32);
+  else if (elt.isBF16())
+    result.set_dtype(plan::BF16);
+  else if (elt.isF16())
+    result.set_dtype(plan::F16);
   else
-    return emit() << "has element type " << elt << "; the runtime supports f32, f64 and i32", failure();
+    return emit() << "has element type " << elt << "; the runtime supports f32, f64, i32, bf16 and f16", failure();
   // The contract rejects a type of more than 2^50 bytes at 8 bytes an element
   // (checkPlanType); checking the element count here, before the dims reach a
   // plan type, also keeps typeBytes and every size sum in the writer far from

@@ -23,7 +23,20 @@ namespace lmrt {
 
 // --- plan tensor types ---------------------------------------------------------
 
-int64_t dtypeBytes(plan::DType dtype) { return dtype == plan::F64 ? 8 : 4; }
+int64_t dtypeBytes(plan::DType dtype) {
+  return dtype == plan::F64 ? 8 : dtype == plan::BF16 || dtype == plan::F16 ? 2 : 4;
+}
+
+const char *planDTypeName(plan::DType dtype) {
+  switch (dtype) {
+  case plan::F32: return "f32";
+  case plan::F64: return "f64";
+  case plan::I32: return "i32";
+  case plan::BF16: return "bf16";
+  case plan::F16: return "f16";
+  default: return "invalid";
+  }
+}
 
 int64_t numElements(const plan::TensorType &t) {
   int64_t n = 1;
@@ -45,7 +58,9 @@ int64_t matmulScratch(const plan::Program &program, const plan::Step &step) {
   if (lhs.shape_size() < 2 || rhs.shape_size() < 2) return 0;
   const bool ta = flag("transpose_lhs"), tb = flag("transpose_rhs");
   const kernels::MatmulDims d = kernels::matmulDims(lhs.shape(), rhs.shape(), ta, tb);
-  return kernels::matmulScratchBytes(ta, tb, d.batch, d.m, d.n, d.k, dtypeBytes(lhs.dtype()));
+  // The scratch holds the product: f32 for bf16 or f16 operands.
+  const plan::DType out = lhs.dtype() == plan::BF16 || lhs.dtype() == plan::F16 ? plan::F32 : lhs.dtype();
+  return kernels::matmulScratchBytes(ta, tb, d.batch, d.m, d.n, d.k, dtypeBytes(out));
 }
 
 /* The [chunk, V] scratch of a linear_cross_entropy(_with_grad) step, else 0. */
@@ -84,8 +99,8 @@ PredictedMemory predictedMemory(const plan::Plan &plan) {
 }
 
 std::string checkPlanType(const plan::TensorType &t) {
-  if (t.dtype() != plan::F32 && t.dtype() != plan::F64 && t.dtype() != plan::I32)
-    return "invalid dtype " + std::to_string((int)t.dtype()) + " (expected F32, F64 or I32)";
+  if (std::string(planDTypeName(t.dtype())) == "invalid")
+    return "invalid dtype " + std::to_string((int)t.dtype()) + " (expected F32, F64, I32, BF16 or F16)";
   for (int64_t d : t.shape())
     if (d < 0) return "negative dimension " + std::to_string(d) + " in shape";
   // Guard numel()*8 against overflow: nothing real comes near 2^50 bytes. Zero
@@ -102,8 +117,7 @@ std::string planTypeStr(const plan::TensorType &t) {
   std::string dims;
   for (int i = 0; i < t.shape_size(); ++i) dims += (i ? ", " : "") + std::to_string(t.shape(i));
   if (!checkPlanType(t).empty()) return "invalid[" + dims + "]";
-  const char *dtype = t.dtype() == plan::F64 ? "f64" : t.dtype() == plan::I32 ? "i32" : "f32";
-  return std::string(dtype) + "[" + dims + "]";
+  return std::string(planDTypeName(t.dtype())) + "[" + dims + "]";
 }
 
 const char *bufferKindName(plan::Buffer::Kind k) {
@@ -855,7 +869,8 @@ private:
     if (!shape) error(where + err);
     if (rhs.shape_size() != 2 || *shape != dims(prod) || prod.shape_size() == 0 ||
         prod.shape(prod.shape_size() - 1) != k.cols() || numElements(prod) != k.rows() * k.cols() ||
-        lhs.dtype() != prod.dtype() || rhs.dtype() != prod.dtype() || prod.dtype() == plan::I32)
+        lhs.dtype() != rhs.dtype() || prod.dtype() == plan::I32 ||
+        prod.dtype() != (lhs.dtype() == plan::BF16 || lhs.dtype() == plan::F16 ? plan::F32 : lhs.dtype()))
       error(where + "product " + planTypeStr(prod) + " is not the [rows, cols] product of lhs " + planTypeStr(lhs) +
             " and rhs " + planTypeStr(rhs));
   }

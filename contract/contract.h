@@ -26,7 +26,9 @@ constexpr int64_t kMaxArenaBytes = int64_t(1) << 50;
 // --- plan tensor types ---------------------------------------------------------
 
 /* Bytes per element: f64 8, f32 and i32 4. */
-int64_t dtypeBytes(plan::DType dtype);
+int64_t dtypeBytes(plan::DType dtype);  // 8, 4 or 2 (bf16, f16)
+/* "f32", "f64", "i32", "bf16", "f16"; "invalid" for any other value. */
+const char *planDTypeName(plan::DType dtype);
 /* Elements and bytes of a tensor of `t` (one that passed checkPlanType: no overflow). */
 int64_t numElements(const plan::TensorType &t);
 int64_t typeBytes(const plan::TensorType &t);

@@ -5,14 +5,26 @@ namespace lmrt {
 
 TensorType toTensorType(const plan::TensorType &t) {
   TensorType r;
-  r.dtype = t.dtype() == plan::F64 ? DType::F64 : t.dtype() == plan::I32 ? DType::I32 : DType::F32;
+  switch (t.dtype()) {
+  case plan::F64: r.dtype = DType::F64; break;
+  case plan::I32: r.dtype = DType::I32; break;
+  case plan::BF16: r.dtype = DType::BF16; break;
+  case plan::F16: r.dtype = DType::F16; break;
+  default: r.dtype = DType::F32; break;
+  }
   r.shape.assign(t.shape().begin(), t.shape().end());
   return r;
 }
 
 plan::TensorType toPlanType(const TensorType &t) {
   plan::TensorType r;
-  r.set_dtype(t.dtype == DType::F64 ? plan::F64 : t.dtype == DType::I32 ? plan::I32 : plan::F32);
+  switch (t.dtype) {
+  case DType::F32: r.set_dtype(plan::F32); break;
+  case DType::F64: r.set_dtype(plan::F64); break;
+  case DType::I32: r.set_dtype(plan::I32); break;
+  case DType::BF16: r.set_dtype(plan::BF16); break;
+  case DType::F16: r.set_dtype(plan::F16); break;
+  }
   for (int64_t d : t.shape) r.add_shape(d);
   return r;
 }

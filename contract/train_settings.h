@@ -115,6 +115,21 @@ inline bool isRematPolicy(const std::string &name) {
   return false;
 }
 
+/* Precision (docs/mixed-precision.md): `precision = bf16` has -lm-mixed-precision
+   cast GEMM operands to bf16 (fp32 accumulation; everything else fp32). A
+   compile-time choice, recorded in lm.train and in Plan.precision only when not
+   the default, so fp32 plans keep their bytes. */
+inline constexpr const char *kDefaultPrecision = "fp32";
+inline const std::vector<std::string> &precisions() {
+  static const std::vector<std::string> names = {"fp32", "bf16"};
+  return names;
+}
+inline bool isPrecision(const std::string &name) {
+  for (const std::string &n : precisions())
+    if (n == name) return true;
+  return false;
+}
+
 /* The memory budget (docs/remat.md, "Budgets"): the train block's `memory_budget
    = "8 GiB"` and lmc's `--mem-budget 8GiB`. A compile-time bound on the plan's
    predicted peak memory: a plan that exceeds it is a compile error, and `remat =

@@ -136,6 +136,7 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
   const st::Kind *optimizer = st::findOptimizer(st::kDefaultOptimizer);
   const st::Kind *schedule = st::findSchedule(st::kDefaultSchedule);
   std::string remat = st::kDefaultRemat;
+  std::string precision = st::kDefaultPrecision;
   int64_t memoryBudget = 0; // none
   // A whole-number setting keeps its int64 exactly (a double would round past 2^53).
   struct Value {
@@ -257,6 +258,15 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
       remat = e.name;
       continue;
     }
+    if (s.name == "precision") {
+      const ast::Expr &e = *s.value;
+      if (e.kind != ast::Expr::Kind::Name || !st::isPrecision(e.name))
+        return error(e.loc) << "precision must be fp32 or bf16, got '" << ast::toString(e) << "'"
+                            << (ast::toString(e) == "fp16" ? " (fp16 needs loss scaling, which is not built yet)"
+                                                           : "");
+      precision = e.name;
+      continue;
+    }
     if (s.name == st::kMemoryBudgetKeyword) {
       const ast::Expr &e = *s.value;
       std::string why;
@@ -274,7 +284,7 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     if (s.name == "no_decay" || s.name == "groups")
       continue; // parameter groups: paramGroupsAttr reads them once the parameters exist
     const st::Setting *setting = nullptr;
-    std::string known = "optimizer, schedule, remat, memory_budget";
+    std::string known = "optimizer, schedule, remat, precision, memory_budget";
     for (const st::Setting *b : st::blockSettings()) {
       known += ", " + std::string(b->keyword);
       if (s.name == b->keyword)
@@ -318,6 +328,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     put(attrs, st::kAccumulate);
   if (remat != st::kDefaultRemat)
     attrs.push_back(builder.getNamedAttr("remat", builder.getStringAttr(remat)));
+  if (precision != st::kDefaultPrecision)
+    attrs.push_back(builder.getNamedAttr("precision", builder.getStringAttr(precision)));
   if (memoryBudget > 0)
     attrs.push_back(builder.getNamedAttr(st::kMemoryBudgetKeyword, builder.getI64IntegerAttr(memoryBudget)));
   return builder.getDictionaryAttr(attrs);

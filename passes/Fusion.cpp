@@ -4,12 +4,13 @@
 // body backwards (producer fusion, as XLA's loop fusion). A group has one
 // iteration space, the shape of its elementwise values; it holds
 //   - elementwise ops (ElementwiseOpInterface: add, sub, mul, div, neg, gelu,
-//     gelu_grad) whose result
+//     gelu_grad; and lm.cast) whose result
 //     has the group's shape (their other operands may broadcast into it);
 //   - lm.sum_to ops reducing a group value over its leading dimensions (a bias
 //     gradient), so a producer's result is summed while it is in registers;
 //   - or, instead of reductions, one lm.matmul whose product the elementwise
 //     ops consume: the GEMM runs in a library and the rest is its epilogue.
+// The lm.cast ops that read a group value join it (consumer fusion of casts).
 // A value of the group used outside it becomes a result of the fusion (multi-
 // output fusion), so a producer with other users still fuses. The region is
 // placed where every input is already defined and before every outside user;
@@ -37,7 +38,7 @@ using namespace mlir;
 using namespace mlir::lm;
 
 bool mlir::lm::isFusibleElementwise(Operation *op) {
-  return isa<ElementwiseOpInterface>(op) && op->getNumResults() == 1 &&
+  return isa<ElementwiseOpInterface, CastOp>(op) && op->getNumResults() == 1 &&
          llvm::isa<FloatType>(llvm::cast<ShapedType>(op->getResult(0).getType()).getElementType());
 }
 
@@ -187,6 +188,14 @@ bool GroupBuilder::fuseFrom(Operation *root) {
       }
     }
   }
+  // The casts of its values (-lm-mixed-precision's GEMM operands) are written
+  // by the group too, so that a cast is a kernel of its own only where no
+  // generated kernel computes its operand.
+  for (unsigned next = 0; next < group.size(); ++next)
+    for (Value result : group[next]->getResults())
+      for (Operation *user : result.getUsers())
+        if (isa<CastOp>(user) && canAdd(user))
+          group.insert(user);
   // A lone reduction is the library's column sum already; a lone matmul never
   // starts a group. Anything else becomes a kernel.
   if (group.size() == 1 && hasReduction)

@@ -29,6 +29,11 @@ bool isFusibleElementwise(Operation *op);
 bool isFusibleReduction(Operation *op);
 bool isEpilogueMatmul(Operation *op);
 
+/// The GEMM operand type of a precision policy (docs/mixed-precision.md):
+/// bf16 for "bf16", a null Type for "fp32" (no casts), nullopt for any other
+/// name.
+std::optional<Type> gemmOperandType(MLIRContext *context, StringRef precision);
+
 /// Rematerialization policies (docs/remat.md): none; full (keep each layer's
 /// input, recompute the rest of the layer in the backward); selective (keep
 /// GEMM outputs, recompute attention, norms and elementwise chains); auto

@@ -92,6 +92,32 @@ def LMFuseLinearCrossEntropyPass : Pass<"lm-fuse-linear-cross-entropy", "mlir::M
 }
 
 //===----------------------------------------------------------------------===//
+// Mixed precision
+//===----------------------------------------------------------------------===//
+
+def LMMixedPrecisionPass : Pass<"lm-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "Casts GEMM operands to bf16 (fp32 accumulation); the rest stays fp32";
+  let description = [{
+    With `precision=bf16`, every `lm.matmul` of f32 operands in every
+    function reads them through `lm.cast` to bf16 and keeps its f32 result
+    (fp32 accumulation). Each value is cast once, right after its definition
+    (a function argument at the top of the body), and the cast is shared by
+    all its GEMM readers, so the backward's weight-gradient GEMMs read the
+    forward's bf16 copies: those are the activations kept for the backward.
+    Layer/RMS norms, softmax, attention, cross-entropy, reductions, the loss,
+    parameters, gradients and the optimizer stay fp32. `precision=fp32`
+    changes nothing. Runs in the optimize stage after
+    -lm-fuse-linear-cross-entropy (the fused loss keeps its fp32 GEMMs) and
+    before -lm-fuse, which fuses the casts into neighbouring kernels. See
+    docs/mixed-precision.md.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"", "bf16 or fp32">,
+  ];
+  let dependentDialects = ["::mlir::lm::LMDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Rematerialization
 //===----------------------------------------------------------------------===//
 

@@ -106,6 +106,26 @@ std::string resolveRemat(ModuleOp module, StringRef option) {
   return policy;
 }
 
+/// The precision: the pipeline option (lmc --precision) over the train
+/// block's (lm.train's precision), else fp32. Recorded in lm.train when not
+/// fp32, so the plan writer puts it in Plan.precision; fp32 leaves no key.
+std::string resolvePrecision(ModuleOp module, StringRef option) {
+  auto train = module->getAttrOfType<DictionaryAttr>("lm.train");
+  std::string precision = option.str();
+  if (precision.empty()) {
+    auto fromTrain = train ? train.getAs<StringAttr>("precision") : StringAttr();
+    precision = fromTrain ? fromTrain.str() : lmrt::settings::kDefaultPrecision;
+  }
+  NamedAttrList entries(train ? train : DictionaryAttr::get(module.getContext()));
+  if (precision == lmrt::settings::kDefaultPrecision)
+    entries.erase("precision");
+  else
+    entries.set("precision", StringAttr::get(module.getContext(), precision));
+  if (train || !entries.empty())
+    module->setAttr("lm.train", entries.getDictionary(module.getContext()));
+  return precision;
+}
+
 /// Stages 1-3: the compile pipeline, with the hooks at its stages' ends
 /// (none in a trial: a compile that only measures a policy's plan).
 LogicalResult runPipeline(ModuleOp module, MLIRContext &context, const CompileToPlanOptions &options,
@@ -115,6 +135,7 @@ LogicalResult runPipeline(ModuleOp module, MLIRContext &context, const CompileTo
   pipelineOptions.autodiff = !hasTrainStep(module);
   pipelineOptions.remat = resolveRemat(module, remat);
   pipelineOptions.rematBudget = rematBudget;
+  pipelineOptions.precision = resolvePrecision(module, options.pipeline.precision);
 
   PassManager pm(&context);
   if (options.printIRAfterAll && !trial) {

@@ -134,10 +134,22 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   // kernel each (docs/fusion.md).
   // The output projection and the loss first, chunked over rows, so that the
   // [rows, V] logits are never stored and -lm-fuse does not take their matmuls.
-  if (opts.fusion == FusionMode::Auto) {
+  if (opts.fusion == FusionMode::Auto)
     pm.addPass(createLMFuseLinearCrossEntropyPass());
-    pm.addPass(createLMFusePass());
+  // Mixed precision between the two: the fused loss keeps its fp32 GEMMs, and
+  // -lm-fuse sees the casts, which it fuses into their producers' kernels.
+  if (!opts.precision.empty() && opts.precision != "fp32") {
+    if (opts.precision != "bf16") {
+      errorStream << "unknown precision '" << opts.precision << "' (expected bf16 or fp32"
+                  << (opts.precision == "fp16" ? "; fp16 needs loss scaling, which is not built yet" : "") << ")\n";
+      return failure();
+    }
+    LMMixedPrecisionPassOptions precisionOptions;
+    precisionOptions.precision = opts.precision;
+    pm.addPass(createLMMixedPrecisionPass(precisionOptions));
   }
+  if (opts.fusion == FusionMode::Auto)
+    pm.addPass(createLMFusePass());
   // Rematerialization, after fusion: it clones whole regions, so a recomputed
   // value comes from the same kernel as the forward's (bit-identical), and the
   // default compilation runs no extra pass at all.

@@ -48,6 +48,10 @@ struct CompilePipelineOptions : public PassPipelineOptions<CompilePipelineOption
                             llvm::cl::desc("rematerialization in the optimize stage, after fusion: none, full, "
                                            "selective or auto (compileToPlan: empty takes lm.train's remat)"),
                             llvm::cl::init("")};
+  Option<std::string> precision{*this, "precision",
+                                llvm::cl::desc("mixed precision in the optimize stage, before fusion: bf16 (GEMM "
+                                               "operands) or fp32 (compileToPlan: empty takes lm.train's precision)"),
+                                llvm::cl::init("")};
   Option<int64_t> rematBudget{*this, "remat-budget",
                               llvm::cl::desc("remat=auto: the bytes the train step's activations may peak at, as "
                                              "-lm-remat estimates them (compileToPlan derives it from the memory "

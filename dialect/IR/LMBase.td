@@ -35,6 +35,11 @@ def LM_IntTensor : StaticShapeTensorOf<[I32]>;
 def LM_AnyTensor : StaticShapeTensorOf<[F32, F64, I32]>;
 def LM_FloatScalar : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[0]>],
                                     "0-d float tensor">;
+/// Reduced-precision storage (docs/mixed-precision.md): bf16 and f16 values
+/// appear only where -lm-mixed-precision puts them: lm.cast results, GEMM
+/// operands (lm.matmul accumulates and returns f32) and fused regions.
+def LM_StorageFloatTensor : StaticShapeTensorOf<[F32, F64, BF16, F16]>;
+def LM_StorageTensor : StaticShapeTensorOf<[F32, F64, I32, BF16, F16]>;
 
 /// A DenseElementsAttr (dense or splat), the only constant payload the plan
 /// writer serializes.
@@ -53,6 +58,13 @@ def LM_DenseElementsAttr : ElementsAttrBase<
 /// All float operands and results of an lm op share one element type (no
 /// implicit f32/f64 mixing anywhere in the dialect).
 def LM_SameFloatElementType : NativeOpTrait<"SameFloatElementType"> {
+  let cppNamespace = "::mlir::OpTrait::lm";
+}
+
+/// Exempts an op from LM_SameFloatElementType: it states its own rule for
+/// mixing a reduced-precision storage type with f32 (lm.cast, lm.matmul,
+/// lm.fusion and lm.yield).
+def LM_MixesFloatTypes : NativeOpTrait<"MixesFloatTypes"> {
   let cppNamespace = "::mlir::OpTrait::lm";
 }
 

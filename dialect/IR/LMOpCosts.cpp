@@ -49,6 +49,8 @@ int64_t MatmulOp::getFlops() {
 // in LMOps.td (LM_ElementwiseDefs); these are the others.
 //===----------------------------------------------------------------------===//
 
+/// A conversion per element; counted as data movement.
+int64_t CastOp::getFlops() { return 0; }
 /// One add per input element.
 int64_t SumToOp::getFlops() { return sweptElements(*this); }
 /// tanh, sech², the chain rule.

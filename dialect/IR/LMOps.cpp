@@ -29,6 +29,8 @@ using shapes::Dims;
 //===----------------------------------------------------------------------===//
 
 LogicalResult mlir::OpTrait::lm::impl::verifySameFloatElementType(Operation *op) {
+  if (op->hasTrait<MixesFloatTypes>())
+    return success();
   Type first;
   auto check = [&](Type t) -> LogicalResult {
     auto shaped = llvm::dyn_cast<ShapedType>(t);
@@ -266,7 +268,18 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
   Properties attrs = withDefaults<MatmulOp>(context, adaptor);
   bool tl = llvm::cast<BoolAttr>(attrs.transpose_lhs).getValue();
   bool tr = llvm::cast<BoolAttr>(attrs.transpose_rhs).getValue();
-  return infer.result(shapes::matmul(lhs, rhs, tl, tr, err), err, infer.elementType(adaptor.getLhs()));
+  // Operands of one type; bf16 or f16 operands accumulate into an f32 result
+  // (-lm-mixed-precision's GEMMs), any other into their own type.
+  Type elem = infer.elementType(adaptor.getLhs()), rhsElem = infer.elementType(adaptor.getRhs());
+  if (elem && rhsElem && elem != rhsElem) {
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    os << "operands must share one element type, got lhs " << elem << " and rhs " << rhsElem;
+    return infer.error(message);
+  }
+  if (elem && (elem.isBF16() || elem.isF16()))
+    elem = Float32Type::get(context);
+  return infer.result(shapes::matmul(lhs, rhs, tl, tr, err), err, elem);
 }
 
 // The elementwise classes of LMOps.td (LM_BinaryOp, LM_UnaryOp) define their
@@ -463,6 +476,16 @@ LogicalResult WhereIntOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locat
   std::string err;
   Dims c = infer.dims(adaptor.getCond()), a = infer.dims(adaptor.getLhs()), b = infer.dims(adaptor.getRhs());
   return infer.result(shapes::where(c, a, b, err), err, IntegerType::get(ctx, 32));
+}
+
+LogicalResult CastOp::verify() {
+  if (failed(checkShape(*this, "result", getType(), dimsOf(getX()))))
+    return failure();
+  Type from = getX().getType().getElementType(), to = getType().getElementType();
+  auto reduced = [](Type t) { return t.isBF16() || t.isF16(); };
+  if ((from.isF32() && reduced(to)) || (reduced(from) && to.isF32()))
+    return success();
+  return emitOpError("converts between f32 and bf16 or f16, not ") << from << " to " << to;
 }
 
 LogicalResult ToFloatOp::verify() { return checkShape(*this, "result", getType(), dimsOf(getX())); }

@@ -36,6 +36,12 @@ public:
   }
 };
 
+/// Marks an op whose float operands and results may differ in element type
+/// (a reduced-precision storage type beside f32): the op checks its own rule,
+/// and SameFloatElementType leaves it alone.
+template <typename ConcreteType>
+class MixesFloatTypes : public TraitBase<ConcreteType, MixesFloatTypes> {};
+
 /// The results of an op with inferred result types are exactly those types
 /// (listed before InferTypeOpInterface, so its messages come first).
 template <typename ConcreteType>

@@ -83,24 +83,47 @@ def LM_EmbeddingOp : LM_DiffOp<"embedding", LM_InferredResultTypes, ["getBytesAc
   let assemblyFormat = "$table `,` $ids attr-dict `:` functional-type(operands, results)";
 }
 
-def LM_MatmulOp : LM_DiffOp<"matmul", LM_InferredResultTypes> {
+def LM_MatmulOp : LM_DiffOp<"matmul", !listconcat(LM_InferredResultTypes, [LM_MixesFloatTypes])> {
   let summary = "batched matrix product";
   let description = [{
     `lhs: [...batch, M, K]` times `rhs: [...batch, K, N]` (or a rank-2
     `rhs: [K, N]` shared by every batch element) gives `[...batch, M, N]`.
     With `transpose_lhs` the lhs is stored `[..., K, M]`; with `transpose_rhs`
-    the rhs is stored `[..., N, K]`.
+    the rhs is stored `[..., N, K]`. Both operands have one element type;
+    bf16 or f16 operands (inserted by `-lm-mixed-precision`) accumulate in
+    f32 and give an f32 result, any other type gives its own.
 
     ```mlir
     %y = lm.matmul %x, %w : (tensor<4x16x64xf32>, tensor<64x256xf32>) -> tensor<4x16x256xf32>
+    %z = lm.matmul %xb, %wb : (tensor<4x16x64xbf16>, tensor<64x256xbf16>) -> tensor<4x16x256xf32>
     %l = lm.matmul %h, %wte {transpose_rhs = true} : (tensor<4x16x64xf32>, tensor<256x64xf32>) -> tensor<4x16x256xf32>
     ```
   }];
-  let arguments = (ins LM_FloatTensor:$lhs, LM_FloatTensor:$rhs,
+  let arguments = (ins LM_StorageFloatTensor:$lhs, LM_StorageFloatTensor:$rhs,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_CastOp : LM_DiffOp<"cast", [LM_MixesFloatTypes]> {
+  let summary = "conversion between f32 and a reduced-precision storage type";
+  let description = [{
+    Converts every element of `x` to the result's element type (same shape):
+    f32 to bf16 or f16 rounds to nearest even (NaN stays NaN), bf16 or f16
+    to f32 is exact. Inserted by `-lm-mixed-precision` at the boundaries of
+    its policy (docs/mixed-precision.md); `-lm-fuse` fuses it into the
+    elementwise kernel of its producer, so a fused cast costs no kernel.
+    The gradient is cast back to the operand's type.
+
+    ```mlir
+    %xb = lm.cast %x : (tensor<4x16x64xf32>) -> tensor<4x16x64xbf16>
+    ```
+  }];
+  let arguments = (ins LM_StorageFloatTensor:$x);
+  let results = (outs LM_StorageFloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 /// The C++ the elementwise classes give each op: its cost, `flops` per element
@@ -417,14 +440,15 @@ def LM_ReshapeOp : LM_DiffOp<"reshape"> {
   let summary = "row-major reshape";
   let description = [{
     Reinterprets `x` in row-major order as the result shape, which has the
-    same number of elements.
+    same number of elements (and element type: bf16 and f16 too, a view of
+    -lm-mixed-precision's GEMM operands).
 
     ```mlir
     %y = lm.reshape %x : (tensor<4x16x64xf32>) -> tensor<64x64xf32>
     ```
   }];
-  let arguments = (ins LM_FloatTensor:$x);
-  let results = (outs LM_FloatTensor:$result);
+  let arguments = (ins LM_StorageFloatTensor:$x);
+  let results = (outs LM_StorageFloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -1068,7 +1092,7 @@ def LM_CachedAttentionOp : LM_DecodeOp<"cached_attention", LM_InferredResultType
 // Fusion (formed by -lm-fuse; each region becomes one generated kernel)
 //===----------------------------------------------------------------------===//
 
-def LM_FusionOp : LM_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
+def LM_FusionOp : LM_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock, LM_MixesFloatTypes]> {
   let summary = "a fused region: one kernel";
   let description = [{
     Marks a kernel boundary. The region's block arguments are the `inputs`
@@ -1089,8 +1113,8 @@ def LM_FusionOp : LM_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
     }
     ```
   }];
-  let arguments = (ins Variadic<LM_AnyTensor>:$inputs);
-  let results = (outs Variadic<LM_FloatTensor>:$results);
+  let arguments = (ins Variadic<LM_StorageTensor>:$inputs);
+  let results = (outs Variadic<LM_StorageFloatTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results) $body";
   let hasVerifier = 1;
@@ -1099,7 +1123,7 @@ def LM_FusionOp : LM_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
   let builders = [OpBuilder<(ins "::mlir::TypeRange":$resultTypes, "::mlir::ValueRange":$inputs)>];
 }
 
-def LM_YieldOp : LM_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">]> {
+def LM_YieldOp : LM_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">, LM_MixesFloatTypes]> {
   let summary = "the values a fused region returns";
   let description = [{
     Terminates an `lm.fusion` region; its operands are the region's results.
@@ -1108,7 +1132,7 @@ def LM_YieldOp : LM_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">]> {
     lm.yield %y, %g : tensor<8x256xf32>, tensor<8x256xf32>
     ```
   }];
-  let arguments = (ins Variadic<LM_AnyTensor>:$values);
+  let arguments = (ins Variadic<LM_StorageTensor>:$values);
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
 }
 

@@ -108,8 +108,19 @@ private:
 
 CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
     : session_(session), bound_(session.bound()), options_(options) {
-  device_ = openDevice(options.index);
   const plan::Plan &plan = bound_.plan();
+  // Reduced-precision plans (-lm-mixed-precision) need bf16 GEMMs (cuBLASLt with
+  // fp32 compute) and bf16 storage in the library kernels, not built here yet.
+  std::string reduced = plan.precision();
+  for (const plan::Program &prog : plan.programs())
+    for (const plan::Buffer &b : prog.buffers())
+      if (reduced.empty() && (b.type().dtype() == plan::BF16 || b.type().dtype() == plan::F16))
+        reduced = planDTypeName(b.type().dtype());
+  if (!reduced.empty())
+    fail("plan '%s' was compiled with precision %s, which the CUDA backend does not run yet (its GEMMs and "
+         "library kernels are fp32); run it with --device cpu, or compile it with --precision fp32 for the GPU",
+         bound_.origin().c_str(), reduced.c_str());
+  device_ = openDevice(options.index);
   const char *syncEnv = std::getenv("LMRT_CUDA_SYNC");
   syncEveryStep_ = syncEnv && *syncEnv && std::strcmp(syncEnv, "0") != 0;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));

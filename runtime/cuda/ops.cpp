@@ -18,6 +18,7 @@ const std::vector<CudaKernelDef> &allCudaKernels() {
     detail::addMathKernels(k);
     detail::addReduceKernels(k);
     detail::addSampleKernels(k);
+    detail::addCastKernels(k);
     detail::addDecodeKernels(k);
     return k;
   }();

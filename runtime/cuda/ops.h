@@ -65,6 +65,7 @@ void addAttentionKernels(std::vector<CudaKernelDef> &k);
 void addMathKernels(std::vector<CudaKernelDef> &k);  // every op of the elementwise table
 void addReduceKernels(std::vector<CudaKernelDef> &k);
 void addSampleKernels(std::vector<CudaKernelDef> &k);
+void addCastKernels(std::vector<CudaKernelDef> &k);
 void addDecodeKernels(std::vector<CudaKernelDef> &k);
 inline size_t noScratch(const std::vector<TensorType> &, const std::vector<TensorType> &, const kernels::Attrs &) {
   return 0;

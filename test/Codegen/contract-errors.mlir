@@ -58,7 +58,7 @@ module {
 
 //--- dtype.mlir
 module {
-  // DTYPE: dtype.mlir:[[@LINE+1]]:{{[0-9]+}}: error: plan contract: argument #1 of @f_train_step has element type 'i64'; the runtime supports f32, f64 and i32
+  // DTYPE: dtype.mlir:[[@LINE+1]]:{{[0-9]+}}: error: plan contract: argument #1 of @f_train_step has element type 'i64'; the runtime supports f32, f64, i32, bf16 and f16
   func.func @f_train_step(%p: tensor<2xf32> {lm.param = "p", lm.init = {kind = "zeros"}}, %ids: tensor<4xi64> {lm.input = "ids"})
       -> (tensor<f32>, tensor<2xf32> {lm.grad_of = "p"}) attributes {lm.train_step} {
     %l = lm.constant dense<0.0> : tensor<f32>

@@ -62,6 +62,7 @@ struct CompileOptions {
   bool printIRAfterAll = false;
   std::string fusion = "auto";
   std::string remat; // empty: the train block's remat, else none
+  std::string precision; // empty: the train block's precision, else fp32
   std::string memBudget; // not given: the train block's memory_budget, else none
   bool memBudgetGiven = false; // --mem-budget "" is an error, not "none"
   std::string target = "cpu";
@@ -278,6 +279,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   mlir::lm::CompileToPlanOptions compileOptions;
   compileOptions.pipeline.fusion = opts.fusion == "none" ? mlir::lm::FusionMode::None : mlir::lm::FusionMode::Auto;
   compileOptions.pipeline.remat = opts.remat;
+  compileOptions.pipeline.precision = opts.precision;
   if (opts.memBudgetGiven) {
     std::string error;
     if (!lmrt::settings::parseByteSize(opts.memBudget, compileOptions.memBudget, error))
@@ -507,6 +509,10 @@ int main(int argc, char **argv) {
                       "(keep GEMM outputs) or auto (the fewest recomputed FLOPs under --mem-budget); default: the train block's "
                       "remat, else none (docs/remat.md)")
       ->check(CLI::IsMember({"none", "full", "selective", "auto"}));
+  compile->add_option("--precision", opts.precision,
+                      "mixed precision: bf16 (GEMM operands in bf16, fp32 accumulation, everything else fp32) or "
+                      "fp32; default: the train block's precision, else fp32 (docs/mixed-precision.md)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   CLI::Option *memBudget = compile->add_option("--mem-budget", opts.memBudget,
                       "fail unless the predicted peak memory fits this size (8GiB, 512MiB, 2GB, ...); with --remat "
                       "auto, recompute until it does; default: the train block's memory_budget (docs/remat.md)");

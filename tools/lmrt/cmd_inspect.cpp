@@ -76,6 +76,27 @@ void printSteps(const plan::Program &prog) {
   }
 }
 
+/* "  dtypes: f32 1.2 MiB (40 buffers), bf16 300 KiB (12 buffers)": the program's
+   arena buffers (views left out: they share their buffer's bytes) by dtype, in
+   the dtype enum's order. Printed only for a program with a reduced-precision
+   buffer, so an fp32 plan's report reads as it always did. */
+void printDTypes(const plan::Program &prog) {
+  std::map<int, std::pair<int64_t, int>> byDType;  // dtype -> (bytes, buffers)
+  bool reduced = false;
+  for (const plan::Buffer &b : prog.buffers()) {
+    reduced |= b.type().dtype() == plan::BF16 || b.type().dtype() == plan::F16;
+    if (b.kind() != plan::Buffer::ARENA || b.has_view_of()) continue;
+    auto &[bytes, count] = byDType[(int)b.type().dtype()];
+    bytes += b.size_bytes(), ++count;
+  }
+  if (!reduced) return;
+  std::string line;
+  for (const auto &[dtype, v] : byDType)
+    line += (line.empty() ? "" : ", ") + std::string(planDTypeName((plan::DType)dtype)) + " " + human((double)v.first) +
+            " (" + std::to_string(v.second) + " buffers)";
+  std::printf("    arena by dtype: %s\n", line.c_str());
+}
+
 std::string attrStr(const plan::Attr &a) {
   char buf[64];
   switch (a.value_case()) {
@@ -164,6 +185,7 @@ void inspect(const std::string &path, bool steps) {
     std::printf("  %-*s %5d steps, %5d buffers, arena %s, %s; reads %s%s\n", nameWidth, prog.name().c_str(),
                 prog.steps_size(), prog.buffers_size(), human((double)prog.arena_bytes()).c_str(),
                 flops((double)prog.flops()).c_str(), ins.c_str(), metrics.c_str());
+    printDTypes(prog);
     if (steps) printSteps(prog);
   }
   if (p.states_size() > 0) {
@@ -197,6 +219,10 @@ void inspect(const std::string &path, bool steps) {
               human((double)mem.inputs).c_str(), human((double)mem.matmulScratch).c_str(),
               mem.lossScratch ? (" + linear cross-entropy chunk " + human((double)mem.lossScratch)).c_str() : "",
               human((double)mem.total()).c_str());
+  if (!p.precision().empty())
+    std::printf("precision: %s (GEMM operands in %s, fp32 accumulation, master weights and optimizer state; "
+                "docs/mixed-precision.md)\n",
+                p.precision().c_str(), p.precision().c_str());
   if (!p.remat().empty())
     std::printf("remat: %s (the train step recomputes in the backward; docs/remat.md)\n", p.remat().c_str());
   std::printf("flops per train step: %s\n", flops((double)p.flops_per_step()).c_str());

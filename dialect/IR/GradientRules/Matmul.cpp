@@ -12,7 +12,9 @@
 // A rank-2 rhs shared by a batched lhs gets one gradient summed over the
 // batch: when the lhs is not transposed, lhs and dy are reshaped to 2-D
 // ([P*M, K], [P*M, N]) so that one matmul contracts over the batch too;
-// otherwise the batched product is reduced with lm.sum_to.
+// otherwise the batched product is reduced with lm.sum_to. With bf16 or f16
+// operands (f32 result), dy is cast to the operands' type and the gradients
+// back to it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +61,17 @@ LogicalResult MatmulOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
   Location loc = getLoc();
   Value a = getLhs(), w = getRhs(), dy = resultGrads[0];
   bool tl = getTransposeLhs(), tr = getTransposeRhs();
+  // bf16 or f16 operands (mixed precision): the backward GEMMs read dy in the
+  // operands' type too, and each gradient (an f32 product) is stored in its
+  // operand's type.
+  Type operandType = getLhs().getType().getElementType();
+  bool reduced = operandType.isBF16() || operandType.isF16();
+  auto castTo = [&](Value v, Type elt) -> Value {
+    auto type = llvm::cast<RankedTensorType>(v.getType());
+    return b.create<CastOp>(loc, RankedTensorType::get(type.getShape(), elt), v);
+  };
+  if (reduced)
+    dy = castTo(dy, operandType);
   bool sharedRhs = getRhs().getType().getRank() == 2 && getLhs().getType().getRank() > 2;
 
   Value da;
@@ -78,6 +91,10 @@ LogicalResult MatmulOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
   } else {
     Value batched = !tr ? matmul(b, loc, a, dy, false, false) : matmul(b, loc, dy, a, true, true);
     dw = reduceGradTo(b, loc, batched, w.getType());
+  }
+  if (reduced) {
+    da = castTo(da, operandType);
+    dw = castTo(dw, operandType);
   }
   operandGrads.push_back(da);
   operandGrads.push_back(dw);

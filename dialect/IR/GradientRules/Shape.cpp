@@ -1,6 +1,7 @@
 //===- Shape.cpp - VJPs of reshape, transpose and slice ---------*- C++ -*-===//
 //
-// Data-movement ops: the adjoint moves the gradient back. reshape -> reshape
+// Data-movement ops: the adjoint moves the gradient back. cast -> cast back,
+// reshape -> reshape
 // to the input type, transpose -> the inverse permutation, slice -> slice_grad
 // (scatter into zeros). A slice of i32 ids has no gradient.
 //
@@ -14,6 +15,13 @@ using namespace mlir::lm;
 LogicalResult ReshapeOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(b.create<ReshapeOp>(getLoc(), getX().getType(), resultGrads[0]));
+  return success();
+}
+
+LogicalResult CastOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  // d/dx of a rounding is taken as 1: the gradient, in the operand's type.
+  operandGrads.push_back(b.create<CastOp>(getLoc(), getX().getType(), resultGrads[0]));
   return success();
 }
 

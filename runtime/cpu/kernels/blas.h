@@ -1,8 +1,9 @@
 /* Implements: row-major GEMM overloads, C = alpha op(A) op(B) + beta C, so templated
-   kernels (matmul, the attention tiles) call one name for both precisions: f32 on
+   kernels (matmul, the attention tiles) call one name for every precision: f32 on
    oneDNN's JIT sgemm (5-35 % faster than OpenBLAS's on the GPT shapes, measured one
-   thread at a time), f64 (gradient checks) on OpenBLAS's dgemm; and the switch of
-   OpenBLAS to one thread.
+   thread at a time), f64 (gradient checks) on OpenBLAS's dgemm, bf16 x bf16 -> f32
+   (-lm-mixed-precision's GEMMs) on oneDNN's matmul primitive (gemm_bf16.cpp); and
+   the switch of OpenBLAS to one thread.
    All runtime parallelism belongs to OpenMP: kernels call BLAS from inside their
    parallel loops, and OpenBLAS's own pool spin-waiting beside OpenMP's would fight
    over the cores. oneDNN runs on the same OpenMP runtime and stays on the calling
@@ -17,6 +18,7 @@
 #include <cstdint>
 
 #include "base/tensor.h"
+#include "contract/scalar_math.h"
 
 namespace lmrt::kernels::detail {
 
@@ -45,5 +47,13 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
               alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
+
+/* bf16 operands, f32 products and accumulation: oneDNN's matmul primitive, which
+   uses AVX512_BF16 where the CPU has it (1.8-1.9x its sgemm, one thread, on the GPT
+   shapes) and converts to f32 elsewhere; the result is the same up to the order
+   of the f32 sums. One primitive per shape and thread, kept (gemm_bf16.cpp);
+   held to one thread outside a parallel region, as gemm above. beta must be 0 or 1. */
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const lmc::bf16 *a, int64_t lda,
+          const lmc::bf16 *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
 }  // namespace lmrt::kernels::detail

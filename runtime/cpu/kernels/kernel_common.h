@@ -86,6 +86,7 @@ void gemmWithEpilogue(const TensorRef &a, const TensorRef &b, bool transposeB, c
 
 /* Each family's kernels, gathered by registry.cpp. */
 void addMatmulKernels(std::vector<KernelDef> &k);
+void addCastKernels(std::vector<KernelDef> &k);
 void addElementwiseKernels(std::vector<KernelDef> &k);
 void addReduceKernels(std::vector<KernelDef> &k);
 void addLayerNormKernels(std::vector<KernelDef> &k);

@@ -1,4 +1,5 @@
-/* Implements: lm.matmul, batched matrix multiply (f32 on oneDNN sgemm, f64 on OpenBLAS dgemm: blas.h).
+/* Implements: lm.matmul, batched matrix multiply (f32 on oneDNN sgemm, f64 on OpenBLAS dgemm,
+   bf16 operands into an f32 product on oneDNN's bf16 matmul: blas.h).
    A rank-2 rhs shared by every batch element turns the whole op into one GEMM
    (lhs flattened to [batch*M, K]) unless lhs is transposed; otherwise one GEMM
    per batch element.
@@ -12,6 +13,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/cpu/kernels/blas.h"
@@ -23,13 +25,15 @@ namespace {
 
 std::string checkMatmul(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &attrs) {
   return guardCheck("matmul", in, out, 2, 1, [&]() -> std::string {
-    LMRT_CHECK(expectFloat("matmul", "lhs", in[0]));
+    // bf16 operands accumulate into an f32 product (-lm-mixed-precision).
+    const bool bf16 = in[0].dtype == DType::BF16;
+    if (!bf16) LMRT_CHECK(expectFloat("matmul", "lhs", in[0]));
     LMRT_CHECK(expectSameDType("matmul", "rhs", in[1], "lhs", in[0]));
     std::string err;
     auto shape = shapes::matmul(in[0].shape, in[1].shape, attrs.getBool("transpose_lhs"),
                                 attrs.getBool("transpose_rhs"), err);
     if (!shape) return err;
-    return expectType("matmul", "out", out[0], in[0].dtype, *shape);
+    return expectType("matmul", "out", out[0], bf16 ? DType::F32 : in[0].dtype, *shape);
   });
 }
 
@@ -45,9 +49,9 @@ constexpr int64_t kParallelFlops = 1 << 18;
    product over the full K in BLAS's own order, so the bits do not depend on the
    split or the thread count. After each block, the same thread calls
    after(bi, r0, r1, c0, c1) on it, while it is in cache (a generated epilogue). */
-template <typename T>
+template <typename T, typename C = T>
 void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k, const T *a, const T *b,
-                bool sharedRhs, T *c, const BlockFn &after) {
+                bool sharedRhs, C *c, const BlockFn &after) {
   int64_t lda = ta ? m : k, ldb = tb ? k : n;
   int nt = batch * m * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
   const bool byCols = n > m;
@@ -60,20 +64,30 @@ void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k
   blocks = std::max<int64_t>(blocks, 1);
   int64_t per = byCols ? (side + blocks - 1) / blocks : side / blocks;
   if (byCols && blocks > 1) per = std::min(side, (per + 15) / 16 * 16);
+  if constexpr (std::is_same_v<T, lmc::bf16>) {
+    // oneDNN's bf16 matmul sums in an order that depends on the block's shape, so
+    // the blocks are fixed by the shape alone (64-column panels or 64-row blocks,
+    // enough of them to share), never by the thread count: the bits of a result
+    // are the same with any number of threads.
+    constexpr int64_t kBf16Block = 64;
+    per = std::min(side, kBf16Block);
+    blocks = (side + per - 1) / per;
+    if (!byCols && blocks > 1 && side % per != 0) --blocks;  // the last block takes the remainder
+  }
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t item = 0; item < batch * blocks; ++item) {
     int64_t bi = item / blocks, i0 = (item % blocks) * per;
     int64_t i1 = !byCols && item % blocks == blocks - 1 ? side : std::min(side, i0 + per);
     if (i0 >= i1) continue;
     const T *ab = a + bi * m * k, *bb = sharedRhs ? b : b + bi * k * n;
-    T *cb = c + bi * m * n;
+    C *cb = c + bi * m * n;
     if (k == 0) {  // BLAS rejects lda = 0; the empty sum is zero.
       for (int64_t r = byCols ? 0 : i0; r < (byCols ? m : i1); ++r)
-        std::memset(cb + r * n + (byCols ? i0 : 0), 0, sizeof(T) * (byCols ? i1 - i0 : n));
+        std::memset(cb + r * n + (byCols ? i0 : 0), 0, sizeof(C) * (byCols ? i1 - i0 : n));
     } else if (byCols) {  // columns j of op(B) start at column j of B, or at row j when B is stored transposed
-      gemm(ta, tb, m, i1 - i0, k, (T)1, ab, lda, bb + (tb ? i0 * ldb : i0), ldb, (T)0, cb + i0, n);
+      gemm(ta, tb, m, i1 - i0, k, (C)1, ab, lda, bb + (tb ? i0 * ldb : i0), ldb, (C)0, cb + i0, n);
     } else {  // rows r of op(A) start at row r of A, or at column r when A is stored transposed
-      gemm(ta, tb, i1 - i0, n, k, (T)1, ab + (ta ? i0 : i0 * lda), lda, bb, ldb, (T)0, cb + i0 * n, n);
+      gemm(ta, tb, i1 - i0, n, k, (C)1, ab + (ta ? i0 : i0 * lda), lda, bb, ldb, (C)0, cb + i0 * n, n);
     }
     if (after) {
       if (byCols)
@@ -87,13 +101,14 @@ void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k
 /* The tall weight-gradient form (matmul_dims.h): C^T [n, m] = B^T A into the calling
    thread's scratch, then transposed into C, 32 x 32 tiles. Each element is still one dot
    product over the whole K, so the bits do not depend on the thread count. */
-template <typename T> void matmulTallTransposedLhs(int64_t m, int64_t n, int64_t k, const T *a, const T *b, T *c) {
-  thread_local std::vector<T> ct;
+template <typename T, typename C>
+void matmulTallTransposedLhs(int64_t m, int64_t n, int64_t k, const T *a, const T *b, C *c) {
+  thread_local std::vector<C> ct;
   ct.resize((size_t)(m * n));
-  gemmBlocks<T>(true, false, 1, n, m, k, b, a, true, ct.data(), nullptr);  // C^T [n, m] = B^T A
+  gemmBlocks<T, C>(true, false, 1, n, m, k, b, a, true, ct.data(), nullptr);  // C^T [n, m] = B^T A
   constexpr int64_t kTile = 32;
   const int64_t tiles = (m + kTile - 1) / kTile;
-  const T *src = ct.data();
+  const C *src = ct.data();
 #pragma omp parallel for schedule(static) if (m * n >= kParallelMin)
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t i0 = t * kTile, i1 = std::min(m, i0 + kTile);
@@ -105,16 +120,16 @@ template <typename T> void matmulTallTransposedLhs(int64_t m, int64_t n, int64_t
   }
 }
 
-template <typename T> void matmulT(const KernelCall &call) {
+template <typename T, typename C = T> void matmulT(const KernelCall &call) {
   singleThreadedBlas();
   const Shape &ls = call.in[0].shape(), &rs = call.in[1].shape();
   bool ta = call.attrs.getBool("transpose_lhs"), tb = call.attrs.getBool("transpose_rhs");
   auto [batch, m, n, k] = matmulDims(ls, rs, ta, tb);
   const T *a = call.in[0].as<T>(), *b = call.in[1].as<T>();
-  T *c = call.out[0].as<T>();
+  C *c = call.out[0].as<C>();
   if (batch * m * n == 0) return;
   if (tallTransposedLhs(ta, tb, batch, m, n, k)) {
-    matmulTallTransposedLhs<T>(m, n, k, a, b, c);
+    matmulTallTransposedLhs<T, C>(m, n, k, a, b, c);
     return;
   }
   bool sharedRhs = rs.size() == 2;
@@ -122,10 +137,11 @@ template <typename T> void matmulT(const KernelCall &call) {
     m *= batch;
     batch = 1;
   }
-  gemmBlocks<T>(ta, tb, batch, m, n, k, a, b, sharedRhs, c, nullptr);
+  gemmBlocks<T, C>(ta, tb, batch, m, n, k, a, b, sharedRhs, c, nullptr);
 }
 
 void runMatmul(const KernelCall &call) {
+  if (call.in[0].type.dtype == DType::BF16) return matmulT<lmc::bf16, float>(call);
   dispatchFloat(call.in[0].type.dtype, [&](auto t) { matmulT<decltype(t)>(call); });
 }
 
@@ -135,6 +151,9 @@ void gemmWithEpilogue(const TensorRef &a, const TensorRef &b, bool transposeB, c
                       int64_t k, int64_t n, const BlockFn &after) {
   singleThreadedBlas();
   if (rows * n == 0) return;
+  if (a.type.dtype == DType::BF16)
+    return gemmBlocks<lmc::bf16, float>(false, transposeB, 1, rows, n, k, a.as<lmc::bf16>(), b.as<lmc::bf16>(), true,
+                                        c.as<float>(), after);
   dispatchFloat(a.type.dtype, [&](auto t) {
     using T = decltype(t);
     gemmBlocks<T>(false, transposeB, 1, rows, n, k, a.as<T>(), b.as<T>(), true, c.as<T>(), after);

@@ -14,6 +14,7 @@ const std::vector<KernelDef> &allKernels() {
   static const std::vector<KernelDef> table = [] {
     std::vector<KernelDef> k;
     detail::addMatmulKernels(k);
+    detail::addCastKernels(k);
     detail::addElementwiseKernels(k);
     detail::addReduceKernels(k);
     detail::addLayerNormKernels(k);

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "runtime/cpu/kernels/registry.h"
+#include "contract/scalar_math.h"
 #include "contract/shape_rules.h"
 
 namespace lmrt::kernels::test {
@@ -29,6 +30,8 @@ struct Buf {
     switch (type.dtype) {
     case DType::F32: return static_cast<const float *>(data())[i];
     case DType::F64: return static_cast<const double *>(data())[i];
+    case DType::BF16: return lmc::toFloat(static_cast<const lmc::bf16 *>(data())[i]);
+    case DType::F16: return lmc::toFloat(static_cast<const lmc::f16 *>(data())[i]);
     default: return static_cast<const int32_t *>(data())[i];
     }
   }
@@ -36,6 +39,8 @@ struct Buf {
     switch (type.dtype) {
     case DType::F32: static_cast<float *>(data())[i] = (float)v; break;
     case DType::F64: static_cast<double *>(data())[i] = v; break;
+    case DType::BF16: static_cast<lmc::bf16 *>(data())[i] = lmc::fromFloat<lmc::bf16>((float)v); break;
+    case DType::F16: static_cast<lmc::f16 *>(data())[i] = lmc::fromFloat<lmc::f16>((float)v); break;
     default: static_cast<int32_t *>(data())[i] = (int32_t)v; break;
     }
   }

@@ -145,6 +145,38 @@ TEST(Validate, SizeBytesMismatch) {
   EXPECT_HAS(msg, "size_bytes 12 but i32[2, 3] needs 24");
 }
 
+TEST(Validate, ReducedPrecisionTypes) {
+  // bf16 and f16 are 2-byte storage types: sized, named and converted as such.
+  plan::TensorType t;
+  t.set_dtype(plan::BF16);
+  t.add_shape(2), t.add_shape(3);
+  EXPECT_EQ(checkPlanType(t), "");
+  EXPECT_EQ(typeBytes(t), 12);
+  EXPECT_EQ(planTypeStr(t), "bf16[2, 3]");
+  EXPECT_EQ(toTensorType(t).str(), "bf16[2, 3]");
+  EXPECT_EQ(toTensorType(t).bytes(), 12);
+  EXPECT_EQ(toPlanType(toTensorType(t)).dtype(), plan::BF16);
+  t.set_dtype(plan::F16);
+  EXPECT_EQ(typeBytes(t), 12);
+  EXPECT_EQ(planTypeStr(t), "f16[2, 3]");
+  EXPECT_EQ(toPlanType(toTensorType(t)).dtype(), plan::F16);
+  // A dtype this reader does not know is an invalid type, not a 4-byte float.
+  t.set_dtype((plan::DType)6);
+  EXPECT_EQ(checkPlanType(t), "invalid dtype 6 (expected F32, F64, I32, BF16 or F16)");
+  EXPECT_EQ(planTypeStr(t), "invalid[2, 3]");
+}
+
+TEST(Validate, ReducedPrecisionBufferSize) {
+  // An arena buffer of bf16 takes 2 bytes an element: size_bytes says so, and
+  // the 4-byte size of the same shape in f32 is rejected.
+  std::string msg = errorAfter([](plan::Plan &p) {
+    plan::Buffer *b = program(p, "eval")->mutable_buffers(3);
+    b->mutable_type()->set_dtype(plan::BF16);
+    b->set_size_bytes(24);
+  });
+  EXPECT_HAS(msg, "size_bytes 24 but bf16[2, 3] needs 12");
+}
+
 TEST(Validate, MissingGradOutput) {
   std::string msg = errorAfter([](plan::Plan &p) { program(p, "train_step")->mutable_outputs()->RemoveLast(); });
   EXPECT_HAS(msg, "program 'train_step' has no output 'grad:wte'");

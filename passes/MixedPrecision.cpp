@@ -1,0 +1,124 @@
+//===- MixedPrecision.cpp - bf16 GEMM operands, fp32 everything else ------===//
+//
+// -lm-mixed-precision: the precision policy of docs/mixed-precision.md. Every
+// lm.matmul of f32 operands (forward and backward GEMMs alike) reads them
+// cast to bf16 and accumulates into its f32 result; nothing else changes, so
+// norms, softmax, attention, the loss, reductions, the parameters (master
+// weights), their gradients and the optimizer stay fp32.
+//
+// Each value gets one cast, placed right after its definition (parameters at
+// the top of the body) and shared by all its GEMM readers (a reshape reads
+// the cast of its operand, reshaped): the forward GEMM
+// x @ w and the backward's dW = x^T dy read the same bf16 copy of x, so the
+// activation the backward keeps for its GEMMs is that 2-byte copy, and the
+// f32 value dies with its last other reader. -lm-fuse then writes a cast
+// from its producer's kernel (or its consumer's, next to a fused reduction):
+// only the casts of library kernels' results (layer norm, attention,
+// embedding) and of the parameters remain kernels of their own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialect/IR/LMOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::lm {
+#define GEN_PASS_DEF_LMMIXEDPRECISIONPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::lm
+
+using namespace mlir;
+using namespace mlir::lm;
+
+std::optional<Type> mlir::lm::gemmOperandType(MLIRContext *context, StringRef precision) {
+  if (precision == "bf16")
+    return BFloat16Type::get(context);
+  if (precision == "fp32")
+    return Type();
+  return std::nullopt;
+}
+
+namespace {
+
+/// The bf16 (or other `to`) copy of `v`, made once per value.
+class CastCache {
+public:
+  explicit CastCache(Type to) : to(to) {}
+
+  Value castOf(Value v) {
+    auto [it, inserted] = casts.try_emplace(v, Value());
+    if (!inserted)
+      return it->second;
+    OpBuilder b(v.getContext());
+    // A reshape (a view, no kernel) of the value's one bf16 copy: the
+    // backward's weight-gradient GEMMs read activations flattened to rows,
+    // and should read the forward's copy rather than cast them again.
+    if (auto reshape = v.getDefiningOp<ReshapeOp>()) {
+      Value from = castOf(reshape.getX());
+      b.setInsertionPointAfter(reshape);
+      auto type = llvm::cast<RankedTensorType>(v.getType());
+      Value view = b.create<ReshapeOp>(reshape.getLoc(), RankedTensorType::get(type.getShape(), to), from);
+      casts[v] = view; // (the recursion may have grown the map: `it` is stale)
+      return view;
+    }
+    if (Operation *def = v.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(llvm::cast<BlockArgument>(v).getOwner());
+    auto type = llvm::cast<RankedTensorType>(v.getType());
+    Value cast = b.create<CastOp>(v.getLoc(), RankedTensorType::get(type.getShape(), to), v);
+    casts[v] = cast;
+    return cast;
+  }
+
+private:
+  Type to;
+  llvm::DenseMap<Value, Value> casts;
+};
+
+struct LMMixedPrecisionPass : public lm::impl::LMMixedPrecisionPassBase<LMMixedPrecisionPass> {
+  using LMMixedPrecisionPassBase::LMMixedPrecisionPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<Type> to = gemmOperandType(module.getContext(), precision);
+    if (!to) {
+      module.emitError("-lm-mixed-precision: precision must be bf16 or fp32, got '")
+          << precision << "'" << (precision == "fp16" ? " (fp16 needs loss scaling, which is not built yet)" : "");
+      return signalPassFailure();
+    }
+    if (!*to)
+      return; // fp32: the module as it is
+    module.walk([&](func::FuncOp func) {
+      if (func.isExternal())
+        return;
+      CastCache cache(*to);
+      SmallVector<ReshapeOp> flattened;
+      // Matmuls inside lm.fusion regions (the pass ran after -lm-fuse) keep
+      // their f32 operands: a region's inputs are fixed by its kernel.
+      for (Block &block : func.getBody())
+        for (Operation &op : block) {
+          auto mm = dyn_cast<MatmulOp>(op);
+          if (!mm || !mm.getLhs().getType().getElementType().isF32() ||
+              !mm.getRhs().getType().getElementType().isF32())
+            continue;
+          for (OpOperand *operand : {&mm.getLhsMutable(), &mm.getRhsMutable()}) {
+            if (auto reshape = operand->get().getDefiningOp<ReshapeOp>())
+              flattened.push_back(reshape);
+            operand->assign(cache.castOf(operand->get()));
+          }
+        }
+      // The f32 reshapes only GEMMs read are dead now: gone, so that they keep
+      // no f32 activation alive for the backward.
+      for (ReshapeOp reshape : flattened)
+        if (reshape->use_empty())
+          reshape->erase();
+      flattened.clear();
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,77 @@
+/* Implements: the bf16 x bf16 -> f32 GEMM of blas.h on oneDNN's matmul primitive.
+   Strides say the layout: op(A) is [m, k] stored row-major with leading dimension
+   lda, or transposed ([k, m] stored); likewise op(B). A primitive is made once per
+   (shape, layout, alpha, beta, threads) on each thread and kept: oneDNN's own cache
+   makes one in about 2 us, a GEMM block of the tiny GPT takes 20-200 us. */
+#include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
+
+#include <map>
+#include <tuple>
+
+#include "runtime/cpu/kernels/blas.h"
+
+namespace lmrt::kernels::detail {
+namespace {
+
+using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float, float, int>;
+
+struct Gemm {
+  dnnl::memory::desc a, b, c;
+  dnnl::matmul prim;
+};
+
+dnnl::engine &cpuEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+Gemm &gemmFor(const Key &key) {
+  thread_local std::map<Key, Gemm> cache;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  auto [ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, threads] = key;
+  (void)threads;
+  using dt = dnnl::memory::data_type;
+  using dims = dnnl::memory::dims;
+  Gemm g;
+  g.a = dnnl::memory::desc(dims{m, k}, dt::bf16, ta ? dims{1, lda} : dims{lda, 1});
+  g.b = dnnl::memory::desc(dims{k, n}, dt::bf16, tb ? dims{1, ldb} : dims{ldb, 1});
+  g.c = dnnl::memory::desc(dims{m, n}, dt::f32, dims{ldc, 1});
+  dnnl::primitive_attr attr;
+  if (alpha != 1.f) attr.set_output_scales(0, {alpha});
+  if (beta != 0.f) {
+    dnnl::post_ops ops;
+    ops.append_sum(beta);
+    attr.set_post_ops(ops);
+  }
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(g.a, g.b, g.c), attr, cpuEngine());
+  g.prim = dnnl::matmul(pd);
+  return cache.emplace(key, std::move(g)).first->second;
+}
+
+}  // namespace
+
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const lmc::bf16 *a, int64_t lda,
+          const lmc::bf16 *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (beta != 0.f && beta != 1.f) fail("bf16 GEMM: beta %g (only 0 and 1 are supported)", (double)beta);
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads > 1) omp_set_num_threads(1);
+  try {
+    Gemm &g = gemmFor(Key{ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, omp_get_max_threads()});
+    thread_local dnnl::stream stream(cpuEngine());
+    dnnl::memory ma(g.a, cpuEngine(), const_cast<lmc::bf16 *>(a));
+    dnnl::memory mb(g.b, cpuEngine(), const_cast<lmc::bf16 *>(b));
+    dnnl::memory mc(g.c, cpuEngine(), c);
+    g.prim.execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+    stream.wait();
+  } catch (const dnnl::error &e) {
+    if (threads > 1) omp_set_num_threads(threads);
+    fail("oneDNN bf16 matmul failed (%s, status %d) on [%lld, %lld] x [%lld, %lld]", e.what(), (int)e.status,
+         (long long)m, (long long)k, (long long)k, (long long)n);
+  }
+  if (threads > 1) omp_set_num_threads(threads);
+}
+
+}  // namespace lmrt::kernels::detail

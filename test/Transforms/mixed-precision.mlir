@@ -1,0 +1,100 @@
+// RUN: lm-opt %s -lm-mixed-precision | FileCheck %s
+// RUN: lm-opt %s -lm-mixed-precision | lm-opt | FileCheck %s
+// RUN: lm-opt %s '-lm-mixed-precision=precision=fp32' | FileCheck %s --check-prefix=FP32
+// RUN: lm-opt %s -lm-mixed-precision -lm-fuse | FileCheck %s --check-prefix=FUSED
+// RUN: not lm-opt %s '-lm-mixed-precision=precision=fp16' 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: lm-opt %s --lm-train-pipeline='precision=bf16 fusion=none' | FileCheck %s
+// RUN: not lm-opt %s --lm-train-pipeline='precision=fp16' 2>&1 | FileCheck %s --check-prefix=BAD-PIPELINE
+
+// Tests -lm-mixed-precision's cast placement (docs/mixed-precision.md): every
+// f32 GEMM operand is read through one bf16 cast of its value, placed right
+// after the value's definition (a function argument: at the top), shared by
+// every GEMM that reads the value; a reshape feeding a GEMM becomes a reshape
+// of the cast (a view), and the f32 reshape goes; the result stays f32; f64
+// GEMMs and everything that is not a GEMM are left alone. With -lm-fuse the
+// cast of an elementwise value is written by its producer's kernel (the
+// epilogue) and the cast of a reduced value by the reduction's kernel: only
+// the casts of arguments and library results are kernels of their own.
+
+// CHECK-LABEL: func.func @mlp(
+// CHECK-SAME:    %[[X:[^:]*]]: tensor<8x16xf32>, %[[W1:[^:]*]]: tensor<16x32xf32>, %[[W2:[^:]*]]: tensor<32x16xf32>
+// CHECK-DAG:     %[[W2B:.*]] = lm.cast %[[W2]] : (tensor<32x16xf32>) -> tensor<32x16xbf16>
+// CHECK-DAG:     %[[W1B:.*]] = lm.cast %[[W1]] : (tensor<16x32xf32>) -> tensor<16x32xbf16>
+// CHECK-DAG:     %[[XB:.*]] = lm.cast %[[X]] : (tensor<8x16xf32>) -> tensor<8x16xbf16>
+// CHECK:         %[[H:.*]] = lm.matmul %[[XB]], %[[W1B]] : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xf32>
+// CHECK-NEXT:    %[[G:.*]] = lm.gelu %[[H]] : (tensor<8x32xf32>) -> tensor<8x32xf32>
+// CHECK-NEXT:    %[[GB:.*]] = lm.cast %[[G]] : (tensor<8x32xf32>) -> tensor<8x32xbf16>
+// CHECK-NEXT:    %[[Y:.*]] = lm.matmul %[[GB]], %[[W2B]] : (tensor<8x32xbf16>, tensor<32x16xbf16>) -> tensor<8x16xf32>
+// The weight gradient reads the forward's bf16 copy of g, no second cast.
+// CHECK-NEXT:    %[[YB:.*]] = lm.cast %[[Y]] : (tensor<8x16xf32>) -> tensor<8x16xbf16>
+// CHECK-NEXT:    %[[DW:.*]] = lm.matmul %[[GB]], %[[YB]]
+// CHECK-SAME:      {transpose_lhs = true} : (tensor<8x32xbf16>, tensor<8x16xbf16>) -> tensor<32x16xf32>
+// CHECK:         return
+// FP32-LABEL: func.func @mlp(
+// FP32-NOT:     lm.cast
+// FP32:         lm.matmul %{{.*}}, %{{.*}} : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+func.func @mlp(%x: tensor<8x16xf32>, %w1: tensor<16x32xf32>, %w2: tensor<32x16xf32>) -> (tensor<8x16xf32>, tensor<32x16xf32>) {
+  %h = lm.matmul %x, %w1 : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %g = lm.gelu %h : (tensor<8x32xf32>) -> tensor<8x32xf32>
+  %y = lm.matmul %g, %w2 : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %dw = lm.matmul %g, %y {transpose_lhs = true} : (tensor<8x32xf32>, tensor<8x16xf32>) -> tensor<32x16xf32>
+  return %y, %dw : tensor<8x16xf32>, tensor<32x16xf32>
+}
+
+// CHECK-LABEL: func.func @flattened(
+// CHECK-SAME:    %[[A:[^:]*]]: tensor<2x4x8xf32>
+// CHECK:         %[[S:.*]] = lm.softmax %[[A]]
+// CHECK-NEXT:    %[[SB:.*]] = lm.cast %[[S]] : (tensor<2x4x8xf32>) -> tensor<2x4x8xbf16>
+// CHECK-NOT:     lm.reshape %[[S]]
+// CHECK:         %[[R:.*]] = lm.reshape %[[SB]] : (tensor<2x4x8xbf16>) -> tensor<8x8xbf16>
+// CHECK:         lm.matmul %[[R]], %{{.*}} {transpose_lhs = true} : (tensor<8x8xbf16>, tensor<8x8xbf16>) -> tensor<8x8xf32>
+// CHECK:         lm.matmul %[[SB]], %{{.*}} : (tensor<2x4x8xbf16>, tensor<8x8xbf16>) -> tensor<2x4x8xf32>
+func.func @flattened(%a: tensor<2x4x8xf32>, %b: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<2x4x8xf32>) {
+  %s = lm.softmax %a : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %r = lm.reshape %s : (tensor<2x4x8xf32>) -> tensor<8x8xf32>
+  %p = lm.matmul %r, %b {transpose_lhs = true} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %q = lm.matmul %s, %b : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  return %p, %q : tensor<8x8xf32>, tensor<2x4x8xf32>
+}
+
+// CHECK-LABEL: func.func @double(
+// CHECK-NOT:     lm.cast
+// CHECK:         lm.matmul %{{.*}}, %{{.*}} : (tensor<4x4xf64>, tensor<4x4xf64>) -> tensor<4x4xf64>
+func.func @double(%a: tensor<4x4xf64>, %b: tensor<4x4xf64>) -> tensor<4x4xf64> {
+  %c = lm.matmul %a, %b : (tensor<4x4xf64>, tensor<4x4xf64>) -> tensor<4x4xf64>
+  return %c : tensor<4x4xf64>
+}
+
+// Fused: the argument casts are kernels of their own (nothing computes their
+// operand); gelu's cast is the epilogue's result (its f32 value is not kept);
+// y's cast is its GEMM epilogue's second result; the reduction kernel
+// (sum_to of a product) also writes the cast of the value it reduces.
+// FUSED-LABEL: func.func @mlp(
+// FUSED-COUNT-3: lm.fusion %{{[a-z0-9]*}} : (tensor<{{[0-9x]*}}xf32>) -> tensor<{{[0-9x]*}}xbf16>
+// FUSED:         lm.fusion %{{.*}}, %{{.*}} : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
+// FUSED-NEXT:    ^bb0(
+// FUSED-NEXT:      lm.matmul
+// FUSED-NEXT:      lm.gelu
+// FUSED-NEXT:      lm.cast
+// FUSED-NEXT:      lm.yield
+// FUSED:         lm.fusion %{{.*}}, %{{.*}} : (tensor<8x32xbf16>, tensor<32x16xbf16>) -> (tensor<8x16xf32>, tensor<8x16xbf16>)
+// FUSED-NEXT:    ^bb0(
+// FUSED-NEXT:      lm.matmul
+// FUSED-NEXT:      lm.cast
+// FUSED-NEXT:      lm.yield
+// FUSED-LABEL: func.func @reduced(
+// FUSED:         lm.fusion %{{.*}}, %{{.*}} : (tensor<8x16xf32>, tensor<8x16xf32>) -> (tensor<8x16xbf16>, tensor<16xf32>)
+// FUSED-NEXT:    ^bb0(
+// FUSED-NEXT:      lm.mul
+// FUSED-NEXT:      lm.cast
+// FUSED-NEXT:      lm.sum_to
+// FUSED-NEXT:      lm.yield %{{.*}}, %{{.*}} : tensor<8x16xbf16>, tensor<16xf32>
+func.func @reduced(%a: tensor<8x16xf32>, %b: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> (tensor<16xf32>, tensor<8x4xf32>) {
+  %m = lm.mul %a, %b : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %s = lm.sum_to %m : (tensor<8x16xf32>) -> tensor<16xf32>
+  %y = lm.matmul %m, %w : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return %s, %y : tensor<16xf32>, tensor<8x4xf32>
+}
+
+// BAD-PIPELINE: unknown precision 'fp16' (expected bf16 or fp32; fp16 needs loss scaling, which is not built yet)
+// BAD: -lm-mixed-precision: precision must be bf16 or fp32, got 'fp16' (fp16 needs loss scaling, which is not built yet)

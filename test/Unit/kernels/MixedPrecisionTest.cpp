@@ -1,0 +1,145 @@
+/* Tests the kernels of -lm-mixed-precision (docs/mixed-precision.md): lm.cast
+   (f32 <-> bf16, f16: rounding to nearest even, NaN and infinities kept, exact
+   back to f32) and lm.matmul on bf16 operands into an f32 product (oneDNN's bf16
+   matmul primitive) in every layout the plans use, against an f64 reference.
+
+   The GEMM's tolerance: the product of two bf16 values (8-bit significands) is
+   exact in f32 (24 bits), so the only error on the bf16 inputs is the f32
+   summation's, at most about K * 2^-24 * sum_k |a_ik b_kj| for any order of the
+   sums (Higham, gamma_K); the test takes that bound, so a kernel that rounded
+   an operand or the accumulator to bf16 (relative error 2^-9 per element)
+   fails it. Against the unrounded f32 operands the error is that of rounding
+   each operand to bf16, at most about 2 * 2^-9 * sum_k |a_ik b_kj|, which the
+   second comparison bounds: the size of the precision the policy gives up. */
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "test/Unit/kernels/KernelTestUtil.h"
+
+namespace lmrt::kernels::test {
+namespace {
+
+uint16_t bf16Bits(float v) {
+  Buf f(DType::F32, {1});
+  f.set(0, v);
+  std::vector<Buf> out = runKernel("cast", {f}, {TensorType{DType::BF16, {1}}});
+  uint16_t bits;
+  std::memcpy(&bits, out[0].data(), 2);
+  return bits;
+}
+
+TEST(Cast, RoundsToNearestEvenAndKeepsSpecials) {
+  EXPECT_EQ(bf16Bits(1.0f), 0x3f80);
+  EXPECT_EQ(bf16Bits(-2.0f), 0xc000);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to the even significand (1).
+  EXPECT_EQ(bf16Bits(1.0f + 0x1p-8f), 0x3f80);
+  // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: ties to even (1 + 2^-6).
+  EXPECT_EQ(bf16Bits(1.0f + 3 * 0x1p-8f), 0x3f82);
+  // Just above the tie rounds up.
+  EXPECT_EQ(bf16Bits(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);
+  EXPECT_EQ(bf16Bits(std::numeric_limits<float>::infinity()), 0x7f80);
+  EXPECT_EQ(bf16Bits(-std::numeric_limits<float>::infinity()), 0xff80);
+  uint16_t nan = bf16Bits(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(nan & 0x7f80, 0x7f80);
+  EXPECT_NE(nan & 0x007f, 0);  // still a NaN, not an infinity
+  // The largest finite float rounds past bf16's largest to infinity, as IEEE rounding does.
+  EXPECT_EQ(bf16Bits(std::numeric_limits<float>::max()), 0x7f80);
+}
+
+TEST(Cast, RoundTripsAndWidensExactly) {
+  Buf x = randn({3, 5, 7}, DType::F32, 3.0);
+  std::vector<Buf> b = runKernel("cast", {x}, {TensorType{DType::BF16, {3, 5, 7}}});
+  std::vector<Buf> back = runKernel("cast", {b[0]}, {TensorType{DType::F32, {3, 5, 7}}});
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    // Within half a unit of bf16's last place (2^-8 relative), and widening is exact.
+    EXPECT_LE(std::fabs(back[0].get(i) - x.get(i)), std::ldexp(std::fabs(x.get(i)), -8)) << i;
+    EXPECT_EQ(back[0].get(i), b[0].get(i)) << i;
+  }
+  std::vector<Buf> h = runKernel("cast", {x}, {TensorType{DType::F16, {3, 5, 7}}});
+  std::vector<Buf> hb = runKernel("cast", {h[0]}, {TensorType{DType::F32, {3, 5, 7}}});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    EXPECT_LE(std::fabs(hb[0].get(i) - x.get(i)), std::ldexp(std::fabs(x.get(i)), -11) + 0x1p-25) << i;
+}
+
+TEST(Cast, CheckNamesTheTypes) {
+  EXPECT_EQ(checkMsg("cast", {{DType::F64, {2}}}, {{DType::BF16, {2}}}),
+            "cast: converts between f32 and bf16 or f16, not f64 to bf16");
+  EXPECT_EQ(checkMsg("cast", {{DType::F32, {2}}}, {{DType::F32, {2}}}),
+            "cast: converts between f32 and bf16 or f16, not f32 to f32");
+  EXPECT_NE(checkMsg("cast", {{DType::F32, {2}}}, {{DType::BF16, {3}}}), "");
+  EXPECT_EQ(checkMsg("cast", {{DType::BF16, {2, 3}}}, {{DType::F32, {2, 3}}}), "");
+}
+
+/* Runs matmul on bf16 copies of a and b and checks every element against the f64
+   product of the bf16 values (bound: K * 2^-24 * sum |a b|) and of the f32 values
+   (bound: 2 * 2^-8 * sum |a b|, bf16's rounding of both operands). */
+void expectBf16Matmul(const Buf &a32, const Buf &b32, bool ta, bool tb) {
+  Attrs attrs;
+  attrs.set("transpose_lhs", ta);
+  attrs.set("transpose_rhs", tb);
+  Buf a = a32.as(DType::BF16), b = b32.as(DType::BF16);
+  std::string err;
+  auto shape = shapes::matmul(a.type.shape, b.type.shape, ta, tb, err);
+  ASSERT_TRUE(shape) << err;
+  EXPECT_NE(checkMsg("matmul", {a.type, b.type}, {{DType::BF16, *shape}}, attrs), "")
+      << "a bf16 product must be refused: the GEMM accumulates and writes f32";
+  std::vector<Buf> got = runKernel("matmul", {a, b}, {TensorType{DType::F32, *shape}}, attrs);
+  std::vector<Buf> ref = runKernel("matmul", {a.as(DType::F64), b.as(DType::F64)}, {TensorType{DType::F64, *shape}}, attrs);
+  std::vector<Buf> ref32 = runKernel("matmul", {a32.as(DType::F64), b32.as(DType::F64)}, {TensorType{DType::F64, *shape}}, attrs);
+  Buf absA = a.as(DType::F64), absB = b.as(DType::F64);
+  for (int64_t i = 0; i < absA.numel(); ++i) absA.set(i, std::fabs(absA.get(i)));
+  for (int64_t i = 0; i < absB.numel(); ++i) absB.set(i, std::fabs(absB.get(i)));
+  std::vector<Buf> mag = runKernel("matmul", {absA, absB}, {TensorType{DType::F64, *shape}}, attrs);
+  const int64_t k = ta ? a.type.shape[a.type.shape.size() - 2] : a.type.shape.back();
+  int64_t worst = -1;
+  double worstRatio = 0;
+  for (int64_t i = 0; i < got[0].numel(); ++i) {
+    const double bound = (double)k * 0x1p-24 * mag[0].get(i) + 1e-30;
+    const double ratio = std::fabs(got[0].get(i) - ref[0].get(i)) / bound;
+    if (!(ratio <= worstRatio)) worstRatio = ratio, worst = i;
+    EXPECT_LE(std::fabs(got[0].get(i) - ref32[0].get(i)), 2 * 0x1p-8 * mag[0].get(i) + 1e-30) << i;
+  }
+  EXPECT_LE(worstRatio, 1.0) << "element " << worst << ": " << got[0].get(worst) << " vs " << ref[0].get(worst);
+}
+
+TEST(Bf16Matmul, EveryLayoutAgainstF64) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::string("ta ") + (ta ? "1" : "0") + " tb " + (tb ? "1" : "0"));
+      // Batched with batched rhs, [2, 37, 19] x [2, 19, 23] (odd sizes: oneDNN's tails).
+      expectBf16Matmul(randn(ta ? Shape{2, 19, 37} : Shape{2, 37, 19}, DType::F32),
+                       randn(tb ? Shape{2, 23, 19} : Shape{2, 19, 23}, DType::F32), ta, tb);
+      // A shared rank-2 rhs, as the plans' projections: [3, 16, 48] x [48, 40].
+      expectBf16Matmul(randn(ta ? Shape{3, 48, 16} : Shape{3, 16, 48}, DType::F32),
+                       randn(tb ? Shape{40, 48} : Shape{48, 40}, DType::F32), ta, tb);
+    }
+}
+
+TEST(Bf16Matmul, PlanShapes) {
+  // The GPT weight gradient (tall transposed lhs: the kernel's transposed-scratch
+  // path), [768, 512]^T [768, 128], and a projection large enough to be split
+  // over threads, [768, 128] x [128, 512].
+  expectBf16Matmul(randn({768, 512}, DType::F32), randn({768, 128}, DType::F32), true, false);
+  expectBf16Matmul(randn({768, 128}, DType::F32), randn({128, 512}, DType::F32), false, false);
+  expectBf16Matmul(randn({768, 128}, DType::F32), randn({512, 128}, DType::F32), false, true);
+}
+
+TEST(Bf16Matmul, EmptySumIsZero) {
+  Buf a(DType::BF16, {4, 0}), b(DType::BF16, {0, 3});
+  std::vector<Buf> c = runKernel("matmul", {a, b}, {TensorType{DType::F32, {4, 3}}});
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(c[0].get(i), 0.0);
+}
+
+TEST(Bf16Matmul, OperandsMustMatch) {
+  // One operand type; bf16 operands give an f32 product, never a bf16 one.
+  EXPECT_EQ(checkMsg("matmul", {{DType::BF16, {2, 3}}, {DType::F32, {3, 4}}}, {{DType::F32, {2, 4}}}),
+            "matmul: rhs f32[3, 4] must have the element type of lhs bf16[2, 3]");
+  EXPECT_NE(checkMsg("matmul", {{DType::BF16, {2, 3}}, {DType::BF16, {3, 4}}}, {{DType::BF16, {2, 4}}}), "");
+  EXPECT_EQ(checkMsg("matmul", {{DType::BF16, {2, 3}}, {DType::BF16, {3, 4}}}, {{DType::F32, {2, 4}}}), "");
+}
+
+}  // namespace
+}  // namespace lmrt::kernels::test

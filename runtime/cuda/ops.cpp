@@ -19,6 +19,7 @@ const std::vector<CudaKernelDef> &allCudaKernels() {
     detail::addReduceKernels(k);
     detail::addSampleKernels(k);
     detail::addDecodeKernels(k);
+    detail::addCollectiveKernels(k);
     return k;
   }();
   return table;

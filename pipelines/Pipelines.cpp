@@ -120,6 +120,9 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   // Stage 1: autodiff.
   if (opts.autodiff)
     pm.addPass(createLMAutodiffPass());
+  // Data parallelism (lm.mesh data > 1): the train step's gradients and loss
+  // averaged over the ranks. Nothing changes without a mesh.
+  pm.addPass(createLMDataParallelPass());
   if (failed(addExtensionPoint(pm, "after-autodiff", opts.afterAutodiff.getValue(), errorStream)))
     return failure();
   stageDone(CompileStage::Autodiff);

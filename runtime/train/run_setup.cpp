@@ -150,13 +150,22 @@ void checkRunPaths(RunSetup &run, const TrainOptions &o, FILE *log) {
 
 }  // namespace
 
-RunSetup planRun(Session &s, const TrainOptions &o, FILE *log) {
+RunSetup planRun(Session &s, const TrainOptions &o, FILE *log) { return planRun(s, o, log, 0, 1); }
+
+RunSetup planRun(Session &s, const TrainOptions &o, FILE *log, int rank, int ranks) {
   checkCounts(o);
   adamwConfig(s.plan());  // an optimizer lmrt does not implement fails before any work
   RunSetup run;
+  run.rank = rank;
+  run.ranks = ranks;
   run.evalOn = o.evalBatches > 0;  // validatePlan guarantees an "eval" program
   planSteps(run, s, o, log);
   run.outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
+  if (rank != 0) {  // rank 0 writes the run's files
+    run.checkpointDir.clear();
+    run.outPath.clear();
+    return run;
+  }
   checkRunPaths(run, o, log);
   return run;
 }

@@ -10,8 +10,14 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 namespace lmrt::comm {
@@ -22,6 +28,85 @@ size_t elementBytes(DType dtype, const std::string &what) {
   if (dtype == DType::F64) return sizeof(double);
   fail("%s: collectives take f32 or f64 tensors, got %s", what.c_str(), dtypeName(dtype));
 }
+
+/* The seconds a collective may wait for the other ranks: $LMRT_COLLECTIVE_TIMEOUT, by
+   default 600 (rank 0 alone evaluates and writes checkpoints while the others wait in
+   the next step's all-reduce); 0 turns the watchdog off. */
+double collectiveTimeout() {
+  const char *v = std::getenv("LMRT_COLLECTIVE_TIMEOUT");
+  if (!v) return 600;
+  char *end = nullptr;
+  double t = std::strtod(v, &end);
+  if (end == v || *end || !(t >= 0))
+    fail("LMRT_COLLECTIVE_TIMEOUT='%s' is not a number of seconds (0: no timeout)", v);
+  return t;
+}
+
+/* Ends this rank when a collective waits longer than the timeout: a rank that hangs
+   (stopped, deadlocked, its host unreachable) would otherwise keep every other rank
+   waiting forever. The message names this rank, the collective and the MPI call; the
+   exit makes mpirun (or srun) end the other ranks. A rank that dies is noticed by the
+   launcher itself, which ends the others at once. */
+class Watchdog {
+public:
+  Watchdog(int rank, int size, double seconds) : rank_(rank), size_(size), seconds_(seconds) {
+    if (seconds_ > 0 && size_ > 1) thread_ = std::thread([this] { watch(); });
+  }
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  /* Marks one collective call, from construction to destruction. */
+  class Scope {
+  public:
+    Scope(Watchdog &w, const char *call, const std::string &what) : w_(w) {
+      std::lock_guard<std::mutex> lock(w_.m_);
+      w_.call_ = call;
+      w_.what_ = what;
+      w_.since_ = std::chrono::steady_clock::now();
+      w_.busy_ = true;
+    }
+    ~Scope() {
+      std::lock_guard<std::mutex> lock(w_.m_);
+      w_.busy_ = false;
+    }
+
+  private:
+    Watchdog &w_;
+  };
+
+private:
+  void watch() {
+    std::unique_lock<std::mutex> lock(m_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(200));
+      if (!busy_) continue;
+      double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - since_).count();
+      if (waited < seconds_) continue;
+      std::fflush(stdout);
+      std::fprintf(stderr,
+                   "lmrt: error: rank %d of %d: %s in %s waited more than %g s for the other ranks (one of "
+                   "them died, hangs or is far behind); ending the run (LMRT_COLLECTIVE_TIMEOUT sets the limit)\n",
+                   rank_, size_, call_, what_.c_str(), seconds_);
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+  }
+
+  const int rank_, size_;
+  const double seconds_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool busy_ = false, stop_ = false;
+  const char *call_ = "";
+  std::string what_;
+  std::chrono::steady_clock::time_point since_;
+  std::thread thread_;
+};
 
 class MpiCommunicator final : public Communicator {
 public:
@@ -46,8 +131,10 @@ public:
     MPI_Get_library_version(version, &len);
     library_.assign(version, (size_t)len);
     if (size_t comma = library_.find(','); comma != std::string::npos) library_.resize(comma);
+    watchdog_ = std::make_unique<Watchdog>(rank_, size_, collectiveTimeout());
   }
   ~MpiCommunicator() override {
+    watchdog_.reset();
     if (owns_) MPI_Finalize();
   }
 
@@ -72,22 +159,25 @@ public:
       recvDispls[q] = bytesAsInt((int64_t)q * mine * (int64_t)eb, what);
     }
     parts_.resize((size_t)(size_ * mine) * eb);
-    check(MPI_Alltoallv(in, sendCounts.data(), sendDispls.data(), MPI_BYTE, parts_.data(), recvCounts.data(),
-                        recvDispls.data(), MPI_BYTE, MPI_COMM_WORLD),
-          "MPI_Alltoallv", what);
+    call("MPI_Alltoallv", what, [&] {
+      return MPI_Alltoallv(in, sendCounts.data(), sendDispls.data(), MPI_BYTE, parts_.data(), recvCounts.data(),
+                           recvDispls.data(), MPI_BYTE, MPI_COMM_WORLD);
+    });
     sum_.resize((size_t)mine * eb);
     reduceInRankOrder(parts_.data(), size_, sum_.data(), mine, dtype, r);
     // Every rank's sums, chunk q from rank q (the counts and offsets of the send side).
-    check(MPI_Allgatherv(sum_.data(), recvCounts[0], MPI_BYTE, out, sendCounts.data(), sendDispls.data(), MPI_BYTE,
-                         MPI_COMM_WORLD),
-          "MPI_Allgatherv", what);
+    call("MPI_Allgatherv", what, [&] {
+      return MPI_Allgatherv(sum_.data(), recvCounts[0], MPI_BYTE, out, sendCounts.data(), sendDispls.data(),
+                            MPI_BYTE, MPI_COMM_WORLD);
+    });
   }
 
   void reduceScatter(const void *in, void *out, int64_t count, DType dtype, Reduction r,
                      const std::string &what) override {
     const int bytes = bytesAsInt(count * (int64_t)elementBytes(dtype, what), what);
     parts_.resize((size_t)size_ * (size_t)bytes);
-    check(MPI_Alltoall(in, bytes, MPI_BYTE, parts_.data(), bytes, MPI_BYTE, MPI_COMM_WORLD), "MPI_Alltoall", what);
+    call("MPI_Alltoall", what,
+         [&] { return MPI_Alltoall(in, bytes, MPI_BYTE, parts_.data(), bytes, MPI_BYTE, MPI_COMM_WORLD); });
     reduceInRankOrder(parts_.data(), size_, out, count, dtype, r);
   }
 
@@ -98,17 +188,19 @@ public:
       sum_.assign(src, src + bytes);
       src = sum_.data();
     }
-    check(MPI_Allgather(src, bytes, MPI_BYTE, out, bytes, MPI_BYTE, MPI_COMM_WORLD), "MPI_Allgather", what);
+    call("MPI_Allgather", what,
+         [&] { return MPI_Allgather(src, bytes, MPI_BYTE, out, bytes, MPI_BYTE, MPI_COMM_WORLD); });
   }
 
   void broadcast(void *data, int64_t bytes, int root, const std::string &what) override {
-    check(MPI_Bcast(data, bytesAsInt(bytes, what), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast", what);
+    const int n = bytesAsInt(bytes, what);
+    call("MPI_Bcast", what, [&] { return MPI_Bcast(data, n, MPI_BYTE, root, MPI_COMM_WORLD); });
   }
 
   void checkSame(uint64_t value, const std::string &what) override {
     std::vector<uint64_t> all((size_t)size_);
-    check(MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD), "MPI_Allgather",
-          what);
+    call("MPI_Allgather", what,
+         [&] { return MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD); });
     for (int q = 1; q < size_; ++q)
       if (all[(size_t)q] != all[0])
         fail("%s differs between ranks: rank %d has %llx, rank 0 %llx (every rank must run the same plan "
@@ -125,6 +217,15 @@ private:
            (long long)bytes, INT_MAX);
     return (int)bytes;
   }
+  /* Runs one MPI collective under the watchdog and checks its result. */
+  template <typename F> void call(const char *name, const std::string &what, F &&mpi) {
+    int rc;
+    {
+      Watchdog::Scope scope(*watchdog_, name, what);
+      rc = mpi();
+    }
+    check(rc, name, what);
+  }
   void check(int rc, const char *call, const std::string &what) const {
     if (rc == MPI_SUCCESS) return;
     char text[MPI_MAX_ERROR_STRING];
@@ -137,6 +238,7 @@ private:
   bool owns_ = false;
   std::string launcher_, library_;
   std::vector<char> parts_, sum_;  // scratch kept between calls (a step's collectives reuse it)
+  std::unique_ptr<Watchdog> watchdog_;
 };
 
 }  // namespace

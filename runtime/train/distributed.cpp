@@ -31,6 +31,9 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
   }
   RankInfo r{world.rank(), world.size()};
   if (r.ranks == 1) return r;
+  if (!o.dumpDir.empty())
+    fail("--dump-dir records the run of one process; run the plan with accumulate = %d in one process to dump "
+         "what these %d ranks compute", r.ranks, r.ranks);
   // A rank whose plan or settings differ would compute another model, or wait in a
   // collective the others never reach: refused on every rank before the first step.
   std::string bytes;

@@ -77,13 +77,16 @@ LaunchEnv launchEnv() {
     const char *launcher, *rank, *size;
   };
   // Open MPI's mpirun first: under `srun --mpi=pmix mpirun`-like nestings it is the innermost.
+  // Slurm's step size, not the job's: a batch script has SLURM_NTASKS of the whole job
+  // and runs one process (lmrt run there directly is a run of one).
   static const Source sources[] = {{"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
                                    {"pmi", "PMI_RANK", "PMI_SIZE"},
                                    {"pmi", "PMIX_RANK", "PMI_SIZE"},
-                                   {"srun", "SLURM_PROCID", "SLURM_NTASKS"}};
+                                   {"srun", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
   for (const Source &s : sources) {
     int rank = envInt(s.rank), size = envInt(s.size);
     if (rank < 0 && size < 0) continue;
+    if (size < 0 && std::string(s.launcher) == "srun") continue;  // a batch script, not a step
     if (rank < 0 || size < 1 || rank >= size)
       fail("the launcher's environment is inconsistent: %s=%s, %s=%s (expected 0 <= rank < size)", s.rank,
            std::getenv(s.rank) ? std::getenv(s.rank) : "(unset)", s.size,

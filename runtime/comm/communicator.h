@@ -56,7 +56,7 @@ public:
 std::unique_ptr<Communicator> makeSingleProcess();
 
 /* Where a launcher says this process is: mpirun (OMPI_COMM_WORLD_RANK/SIZE), a PMI
-   launcher (PMI_RANK/SIZE, PMIX_RANK), srun (SLURM_PROCID/SLURM_NTASKS); size 1 and
+   launcher (PMI_RANK/SIZE, PMIX_RANK), srun (SLURM_PROCID/SLURM_STEP_NUM_TASKS); size 1 and
    launcher "" when none did. Throws on malformed or contradictory values. */
 struct LaunchEnv {
   int rank = 0, size = 1;

@@ -57,11 +57,18 @@ TEST(LaunchEnv, ReadsMpirunSrunAndRefusesNonsense) {
     EXPECT_EQ(e.size, std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE")));
     return;
   }
-  for (const char *v : {"PMI_RANK", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID", "SLURM_NTASKS"}) unsetenv(v);
+  for (const char *v : {"PMI_RANK", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}) unsetenv(v);
   EXPECT_EQ(launchEnv().size, 1);
   EXPECT_EQ(launchEnv().launcher, "");
-  setenv("SLURM_PROCID", "3", 1);
+  // A batch script: the job's task count, no step of several tasks: one process.
+  setenv("SLURM_PROCID", "0", 1);
   setenv("SLURM_NTASKS", "4", 1);
+  EXPECT_EQ(launchEnv().size, 1);
+  EXPECT_EQ(launchEnv().launcher, "");
+  unsetenv("SLURM_PROCID");
+  unsetenv("SLURM_NTASKS");
+  setenv("SLURM_PROCID", "3", 1);
+  setenv("SLURM_STEP_NUM_TASKS", "4", 1);
   LaunchEnv e = launchEnv();
   EXPECT_EQ(e.launcher, "srun");
   EXPECT_EQ(e.rank, 3);
@@ -76,7 +83,7 @@ TEST(LaunchEnv, ReadsMpirunSrunAndRefusesNonsense) {
   setenv("SLURM_PROCID", "x", 1);
   EXPECT_THROW(launchEnv(), Error);
   unsetenv("SLURM_PROCID");
-  unsetenv("SLURM_NTASKS");
+  unsetenv("SLURM_STEP_NUM_TASKS");
 }
 
 TEST(SingleProcess, CollectivesAreCopies) {

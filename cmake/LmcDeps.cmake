@@ -11,6 +11,10 @@ if(NOT CLI11_FOUND)
   target_include_directories(CLI11::CLI11 INTERFACE ${CLI11_INCLUDE_DIR})
 endif()
 find_package(GTest REQUIRED)
+# Distributed training on the CPU (runtime/comm): Open MPI from Debian (openmpi-bin, libopenmpi-dev).
+# MPI's C API only (no libmpi_cxx).
+find_package(MPI REQUIRED COMPONENTS C)
+find_program(LMC_MPIRUN NAMES mpirun PATHS ${MPI_HOME}/bin)
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
 find_path(CBLAS_INCLUDE_DIR cblas.h PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas REQUIRED)
@@ -43,6 +47,15 @@ if(LMC_ENABLE_CUDA)
       set(CMAKE_CUDA_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
     endif()
     set(LMC_HAVE_CUDA ON)
+    # NCCL, the collectives of the CUDA backend (runtime/comm/nccl_communicator.h): from the toolkit.
+    # Only its header: the plugin opens libnccl.so.2 when a run of several ranks first
+    # needs it, so a one-GPU run (and the GPU bundle) does without the 200 MB library.
+    find_path(LMC_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    if(LMC_NCCL_INCLUDE_DIR)
+      message(STATUS "lmrt NCCL collectives: ${LMC_NCCL_INCLUDE_DIR}/nccl.h (libnccl.so.2 opened at run time)")
+    else()
+      message(STATUS "lmrt NCCL collectives: off (no nccl.h beside the CUDA toolkit)")
+    endif()
     message(STATUS "lmrt CUDA backend: on (CUDA ${CUDAToolkit_VERSION}, ${CMAKE_CUDA_COMPILER})")
   else()
     message(STATUS "lmrt CUDA backend: off (no CUDA toolkit with cuBLASLt found)")

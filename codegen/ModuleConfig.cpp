@@ -199,6 +199,20 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   // writing nothing for it keeps those plans byte-identical.
   if (int64_t accumulate = integer(st::kAccumulate); accumulate != (int64_t)st::kAccumulate.defaultValue)
     tc->set_accumulate(accumulate);
+  // The mesh (lm.mesh, from the frontend): only where there is one, so plans for
+  // one process keep their bytes.
+  if (auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh")) {
+    auto axis = [&](StringRef name) {
+      auto v = dyn_cast_or_null<IntegerAttr>(mesh.get(name));
+      return v ? v.getInt() : int64_t(0);
+    };
+    plan::Mesh *m = tc->mutable_mesh();
+    m->set_data(axis("data"));
+    m->set_tensor(axis("tensor"));
+    m->set_global_batch(axis("global_batch"));
+    if (m->data() < 1 || m->tensor() < 1)
+      return emitError(module.getLoc()) << "plan contract: lm.mesh needs data >= 1 and tensor >= 1, got " << mesh;
+  }
   // The policy -lm-remat compiled the train step with; the default writes
   // nothing, so plans without it keep their bytes.
   if (std::string remat = train.getString("remat", st::kDefaultRemat); remat != st::kDefaultRemat) {

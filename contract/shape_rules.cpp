@@ -286,6 +286,28 @@ std::optional<Dims> reduceAxes(const Dims &x, const Dims &axes, std::string &err
   return out;
 }
 
+std::optional<Dims> collective(const char *op, const Dims &x, int64_t meshAxis, int64_t groupSize, int64_t dim,
+                               std::string &err) {
+  if (!dimsOk(err, op, {{"x", &x}})) return std::nullopt;
+  const std::string o = op;
+  if (meshAxis != 0 && meshAxis != 1)
+    return bad(err, o + ": mesh_axis must be 0 (data) or 1 (tensor), got " + I(meshAxis));
+  if (groupSize < 1) return bad(err, o + ": group_size must be at least 1, got " + I(groupSize));
+  if (o == "all_reduce") return x;
+  if (dim < 0 || dim >= (int64_t)x.size())
+    return bad(err, o + ": dim " + I(dim) + " is outside the rank " + I((int64_t)x.size()) + " of x " + S(x));
+  Dims out = x;
+  if (o == "all_gather") {
+    out[dim] *= groupSize;
+    return out;
+  }
+  if (x[dim] % groupSize != 0)
+    return bad(err, o + ": dimension " + I(dim) + " of x " + S(x) + " is not divisible by group_size " +
+                        I(groupSize));
+  out[dim] /= groupSize;
+  return out;
+}
+
 std::optional<Dims> transpose(const Dims &x, const Dims &permutation, std::string &err) {
   if (!dimsOk(err, "transpose", {{"x", &x}})) return std::nullopt;
   if (permutation.size() != x.size())

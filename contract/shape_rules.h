@@ -47,6 +47,11 @@ std::optional<Dims> concat(const Dims &a, const Dims &b, int64_t axis, std::stri
 /* x with the sorted, distinct `axes` set to 1 (lm.reduce_max; `op` names it). */
 std::optional<Dims> reduceAxes(const Dims &x, const Dims &axes, std::string &err, const char *op = "reduce_max");
 std::optional<Dims> transpose(const Dims &x, const Dims &permutation, std::string &err);
+/* The collectives (docs/distributed.md): `meshAxis` 0 (data) or 1 (tensor), `groupSize` >= 1.
+   all_reduce: x; all_gather: x with dim `dim` times groupSize; reduce_scatter: x with dim `dim`
+   divided by groupSize, which must divide it. `op` names the op in messages. */
+std::optional<Dims> collective(const char *op, const Dims &x, int64_t meshAxis, int64_t groupSize, int64_t dim,
+                               std::string &err);
 std::optional<Dims> reshape(const Dims &x, const Dims &to, std::string &err);
 std::optional<Dims> slice(const Dims &x, const Dims &start, const Dims &limit, const Dims &stride,
                           std::string &err);

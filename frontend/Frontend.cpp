@@ -157,6 +157,85 @@ private:
 
 } // namespace
 
+/// The data inputs of the objectives (their arguments that are not parameters).
+static SmallVector<std::pair<func::FuncOp, unsigned>> objectiveInputs(ModuleOp module) {
+  SmallVector<std::pair<func::FuncOp, unsigned>> inputs;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr("lm.objective"))
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        if (f.getArgAttr(i, "lm.input"))
+          inputs.push_back({f, i});
+  return inputs;
+}
+
+static std::string describeInput(func::FuncOp f, unsigned i) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "input '" << cast<StringAttr>(f.getArgAttr(i, "lm.input")).getValue() << "' " << f.getArgument(i).getType()
+     << " of objective '" << f.getSymName() << "'";
+  return text;
+}
+
+/// Data parallelism over D ranks: each rank's program is the global one on batch / D rows
+/// of every global batch. The frontend elaborates the file again with the config constant
+/// `batch` divided by D, so that every shape, reshape and constant that follows from the
+/// batch is the local one (docs/distributed.md); -lm-data-parallel then averages the
+/// gradients and the loss over the ranks. Returns the local module, or null after an
+/// error naming the tensor and the mesh axis.
+static OwningOpRef<ModuleOp> localiseBatch(OwningOpRef<ModuleOp> global, const ast::Module &ast,
+                                           const std::vector<std::string> &files, const FrontendOptions &options,
+                                           MLIRContext &context) {
+  auto mesh = global->getOperation()->getAttrOfType<DictionaryAttr>("lm.mesh");
+  if (!mesh)
+    return global;
+  int64_t ranks = cast<IntegerAttr>(mesh.get("data")).getInt();
+  if (ranks == 1)
+    return global;
+  auto config = global->getOperation()->getAttrOfType<DictionaryAttr>("lm.config");
+  auto batchAttr = config ? dyn_cast_or_null<IntegerAttr>(config.get("batch")) : IntegerAttr();
+  SmallVector<std::pair<func::FuncOp, unsigned>> inputs = objectiveInputs(*global);
+  if (inputs.empty()) {
+    emitError(global->getLoc()) << "mesh data = " << ranks << ": data parallelism splits the objectives' inputs, "
+                                << "and this file has no objective with inputs";
+    return nullptr;
+  }
+  if (!batchAttr) {
+    emitError(global->getLoc()) << "mesh data = " << ranks << ": data parallelism splits the config constant "
+                                << "'batch' (the inputs' first dimension), which this file does not define";
+    return nullptr;
+  }
+  int64_t batch = batchAttr.getInt();
+  for (auto [f, i] : inputs) {
+    auto type = cast<RankedTensorType>(f.getArgument(i).getType());
+    if (type.getRank() == 0 || type.getDimSize(0) != batch) {
+      emitError(f.getArgument(i).getLoc()) << describeInput(f, i) << ": data parallelism splits dimension 0 of "
+                                            << "every input, which must be the config constant batch = " << batch;
+      return nullptr;
+    }
+    if (batch % ranks != 0) {
+      emitError(f.getArgument(i).getLoc())
+          << describeInput(f, i) << ": dimension 0 (batch = " << batch << ") is not divisible by mesh axis 'data' ("
+          << ranks << " ranks); choose a batch that is a multiple of " << ranks;
+      return nullptr;
+    }
+  }
+  FrontendOptions local = options;
+  local.defines.emplace_back("batch", std::to_string(batch / ranks));
+  OwningOpRef<ModuleOp> module = MLIRGen(context, ast, files, local).run();
+  if (!module)
+    return nullptr;
+  for (auto [f, i] : objectiveInputs(*module))
+    if (cast<RankedTensorType>(f.getArgument(i).getType()).getDimSize(0) != batch / ranks) {
+      emitError(f.getArgument(i).getLoc()) << describeInput(f, i) << " keeps its first dimension with batch = "
+                                            << batch / ranks << ": it must follow the config constant 'batch'";
+      return nullptr;
+    }
+  NamedAttrList attrs(mesh);
+  attrs.set("global_batch", IntegerAttr::get(IntegerType::get(&context, 64), batch));
+  module->getOperation()->setAttr("lm.mesh", attrs.getDictionary(&context));
+  return module;
+}
+
 OwningOpRef<ModuleOp> emitModuleFromSource(llvm::SourceMgr &sourceMgr, MLIRContext &context,
                                            const FrontendOptions &options) {
   context.loadDialect<LMDialect, func::FuncDialect>();
@@ -166,6 +245,9 @@ OwningOpRef<ModuleOp> emitModuleFromSource(llvm::SourceMgr &sourceMgr, MLIRConte
     return nullptr;
 
   OwningOpRef<ModuleOp> module = MLIRGen(context, *ast, importer.files, options).run();
+  if (!module)
+    return nullptr;
+  module = localiseBatch(std::move(module), *ast, importer.files, options, context);
   if (!module)
     return nullptr;
   // The generator checks shapes before it builds each op, so a verifier

@@ -31,6 +31,11 @@ struct FrontendOptions {
   /// Also emit @<model>.prefill and @<model>.decode for a causal model
   /// (incremental decoding; `lmc compile --no-decode-programs` turns it off).
   bool decodePrograms = true;
+  /// `lmc compile --mesh data=D,tensor=T`: the mesh's axes over the train block's
+  /// `mesh` (0: the block's, or 1). With data = D > 1 the module is the program of
+  /// one of D data-parallel ranks: the objectives' inputs hold batch / D rows
+  /// (docs/distributed.md).
+  int64_t meshData = 0, meshTensor = 0;
 };
 
 /// Emits the module for the main buffer of `sourceMgr`. Every error is reported

@@ -144,6 +144,9 @@ OwningOpRef<ModuleOp> MLIRGen::run() {
   FailureOr<DictionaryAttr> train = trainAttr();
   if (failed(train))
     return nullptr;
+  FailureOr<std::optional<DictionaryAttr>> mesh = meshAttr();
+  if (failed(mesh))
+    return nullptr;
 
   std::optional<DictionaryAttr> data;
   for (const Function &fn : ast.functions) {
@@ -198,6 +201,8 @@ OwningOpRef<ModuleOp> MLIRGen::run() {
     module->setAttr("lm.exports", *exports);
   if (data)
     module->setAttr("lm.data", *data);
+  if (*mesh)
+    module->setAttr("lm.mesh", **mesh);
   return owned;
 }
 

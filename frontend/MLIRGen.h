@@ -325,6 +325,8 @@ private:
   //--- Settings.cpp -------------------------------------------------------------
   LogicalResult evalConfig();
   FailureOr<DictionaryAttr> trainAttr();
+  /// The train block's `mesh` with FrontendOptions' overrides; none for one process.
+  FailureOr<std::optional<DictionaryAttr>> meshAttr();
   DictionaryAttr configAttr();
   /// lm.data for an objective whose one input is i32[batch, seq + 1].
   /// With `data = <transform>(...)` in the train section, the transform's; else

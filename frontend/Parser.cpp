@@ -252,11 +252,33 @@ private:
       s.name = identifier("a setting name (name = value) in '" + section + "'", &s.loc);
       if (!expect(Token::Kind::Equal, "'=' after '" + s.name + "'"))
         return;
-      s.value = expr();
+      s.value = is(Token::Kind::LBrace) ? record(s.name) : expr();
       out.push_back(std::move(s));
       endOfStatement();
     }
     expectClose(Token::Kind::RBrace, open, "'" + section + "' section");
+  }
+
+  /// `{ name = value, ... }` (a train setting such as `mesh = { data = 2, tensor = 1 }`):
+  /// a Call of `name` with keyword arguments only, read like one.
+  ExprPtr record(const std::string &name) {
+    auto e = std::make_unique<Expr>(Expr::Kind::Call, cur().loc);
+    e->name = name;
+    Token open = take();
+    skipNewlines();
+    while (!failed && !is(Token::Kind::RBrace) && !is(Token::Kind::Eof)) {
+      KeywordArg kw;
+      kw.name = identifier("a field (name = value) in '" + name + " = { ... }'", &kw.loc);
+      if (!expect(Token::Kind::Equal, "'=' after '" + kw.name + "'"))
+        return nullptr;
+      kw.value = expr();
+      e->kwargs.push_back(std::move(kw));
+      if (!failed && is(Token::Kind::Comma))
+        take();
+      skipNewlines();
+    }
+    expectClose(Token::Kind::RBrace, open, "'" + name + " = { ... }'");
+    return failed ? nullptr : finish(std::move(e));
   }
 
   /// `export hf "Arch" { config { ... } "pattern" -> "name" [, "name"] [transpose] [tied "name"]

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <set>
 
 namespace mlir::lm {
 
@@ -126,6 +127,55 @@ DictionaryAttr MLIRGen::configAttr() {
         name, v.kind == LMValue::Kind::Int ? Attribute(builder.getI64IntegerAttr(v.intValue))
                                            : Attribute(builder.getF64FloatAttr(v.floatValue))));
   return builder.getDictionaryAttr(attrs);
+}
+
+FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr() {
+  // `mesh = { data = D, tensor = T }`, then lmc's --mesh over it (field by field).
+  int64_t axes[2] = {1, 1};
+  const char *names[2] = {"data", "tensor"};
+  std::optional<ast::Loc> tensorLoc;
+  for (const ast::Setting &s : ast.train) {
+    if (s.name != "mesh")
+      continue;
+    const ast::Expr &e = *s.value;
+    if (e.kind != ast::Expr::Kind::Call || e.name != "mesh" || !e.args.empty())
+      return error(e.loc) << "mesh must be written { data = D, tensor = T }, got '" << ast::toString(e) << "'";
+    Env env;
+    std::set<std::string> seen;
+    for (const ast::KeywordArg &kw : e.kwargs) {
+      int axis = kw.name == "data" ? 0 : kw.name == "tensor" ? 1 : -1;
+      if (axis < 0)
+        return error(kw.loc) << "mesh has no axis '" << kw.name << "' (expected data or tensor)";
+      if (!seen.insert(kw.name).second)
+        return error(kw.loc) << "mesh axis '" << kw.name << "' is given twice";
+      FailureOr<LMValue> v = eval(*kw.value, env);
+      if (failed(v))
+        return failure();
+      if (v->kind != LMValue::Kind::Int || v->intValue < 1 || v->intValue > (1 << 20))
+        return error(kw.value->loc) << "mesh axis '" << kw.name << "' must be a whole number of ranks in [1, "
+                                    << (1 << 20) << "], got " << ast::toString(*kw.value);
+      axes[axis] = v->intValue;
+      if (axis == 1)
+        tensorLoc = kw.value->loc;
+    }
+  }
+  for (int axis = 0; axis < 2; ++axis) {
+    int64_t given = axis == 0 ? options.meshData : options.meshTensor;
+    if (given > 0)
+      axes[axis] = given;
+  }
+  if (axes[1] > 1) {
+    auto diag = tensorLoc && options.meshTensor == 0 ? error(*tensorLoc)
+                                                      : emitError(FileLineColLoc::get(&ctx, files[0], 1, 1));
+    return diag << "mesh tensor = " << axes[1] << ": tensor parallelism is not supported yet (only data "
+                << "parallelism: mesh = { data = D, tensor = 1 }; docs/distributed.md)";
+  }
+  if (axes[0] == 1 && axes[1] == 1)
+    return std::optional<DictionaryAttr>(); // one process: no mesh, the plan keeps its bytes
+  SmallVector<NamedAttribute> attrs;
+  for (int axis = 0; axis < 2; ++axis)
+    attrs.push_back(builder.getNamedAttr(names[axis], builder.getI64IntegerAttr(axes[axis])));
+  return std::optional<DictionaryAttr>(builder.getDictionaryAttr(attrs));
 }
 
 FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
@@ -281,6 +331,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     }
     if (s.name == "data")
       continue; // the batch transform: dataAttr reads it with the objective's inputs
+    if (s.name == "mesh")
+      continue; // the device mesh: meshAttr reads it
     if (s.name == "no_decay" || s.name == "groups")
       continue; // parameter groups: paramGroupsAttr reads them once the parameters exist
     const st::Setting *setting = nullptr;
@@ -292,7 +344,7 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     }
     if (!setting)
       return error(s.loc) << "unknown train option '" << s.name << "' (expected " << known
-                          << ", no_decay, groups or data)";
+                          << ", no_decay, groups, data or mesh)";
     if (failed(setNumber(*setting, *s.value, s.name)))
       return failure();
   }

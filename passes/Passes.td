@@ -118,6 +118,33 @@ def LMMixedPrecisionPass : Pass<"lm-mixed-precision", "mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Distributed training
+//===----------------------------------------------------------------------===//
+
+def LMDataParallelPass : Pass<"lm-data-parallel", "mlir::ModuleOp"> {
+  let summary = "Makes every train step the program of one data-parallel rank";
+  let description = [{
+    With a module attribute `lm.mesh = {data = D, ...}` (D > 1; or the pass
+    option `data`), every `lm.train_step` function becomes the program of one
+    of D data-parallel ranks: the loss (result 0), every other scalar result
+    and every parameter gradient (`lm.grad_of`) is replaced by its
+    `lm.all_reduce` with `mean` over mesh axis 0 (data), right before the
+    return, so every rank holds the gradient of the global batch and the
+    optimizer updates every replica identically. The inputs already hold the
+    rank's batch / D rows (the frontend elaborates the file at the local batch,
+    docs/distributed.md). The all-reduce sums in rank order and divides by D,
+    as gradient accumulation does over D micro-batches: DP over D ranks gives
+    the bits of the 1-process run with accumulate = D. Without a mesh, or with
+    D = 1, the module is left as it is. See docs/distributed.md.
+  }];
+  let options = [
+    Option<"data", "data", "int64_t", "0",
+           "Data-parallel ranks (0: the module's lm.mesh, none without it)">,
+  ];
+  let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Rematerialization
 //===----------------------------------------------------------------------===//
 

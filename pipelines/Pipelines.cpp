@@ -122,6 +122,9 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
     pm.addPass(createLMAutodiffPass());
   // Dropout only in the train step (a no-op for a module without dropout).
   pm.addPass(createLMEvalModePass());
+  // Data parallelism (lm.mesh data > 1): the train step's gradients and loss
+  // averaged over the ranks. Nothing changes without a mesh.
+  pm.addPass(createLMDataParallelPass());
   if (failed(addExtensionPoint(pm, "after-autodiff", opts.afterAutodiff.getValue(), errorStream)))
     return failure();
   stageDone(CompileStage::Autodiff);

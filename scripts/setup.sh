@@ -28,6 +28,7 @@ pkgs=(
   libgtest-dev                                              # unit tests
   libsentencepiece-dev                                      # tokenizers (lmrt data tokenizer train)
   fortunes-min fortunes                                     # the demo corpus (English quotations)
+  openmpi-bin libopenmpi-dev                                # distributed training: mpirun and MPI collectives (docs/distributed.md)
 )
 [[ $want_test == 1 ]] && pkgs+=(python3 python3-numpy python3-torch python3-venv)
 # The fuzz build (build-fuzz): clang and its runtimes from the same LLVM 19 as MLIR.

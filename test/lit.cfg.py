@@ -40,6 +40,12 @@ config.substitutions.append(("%lmc_src", config.lmc_src_root))
 config.substitutions.append(("%mlir_include", config.mlir_include_dir))
 config.substitutions.append(("%lmc_lib", os.path.join(config.lmc_obj_root, "lib")))  # LMC's shared libraries
 llvm_config.add_tool_substitutions(["lm-opt", "lm-tblgen", "lmc", "lmrt"], [config.lmc_tools_dir])
+# Several processes on one machine (docs/distributed.md): Open MPI's mpirun as root (CI
+# runs as root), more ranks than cores allowed, no core binding (tests run side by
+# side), shared memory without cross-memory attach (absent in many containers).
+config.substitutions.append(("%mpirun", "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                             "OMPI_MCA_btl_vader_single_copy_mechanism=none "
+                             "mpirun --oversubscribe --bind-to none"))
 
 # nvcc compiles every generated CUDA kernel (test/Codegen/kernels-cuda.test).
 import shutil

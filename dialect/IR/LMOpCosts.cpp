@@ -157,6 +157,10 @@ int64_t EmbeddingGradOp::getFlops() { return numElements(getDy().getType()); }
 int64_t EmbeddingGradAddOp::getFlops() { return numElements(getDy().getType()); }
 int64_t ReshapeOp::getFlops() { return 0; }
 int64_t TransposeOp::getFlops() { return 0; }
+/// The collectives: group_size - 1 additions per element reduced (rank-order sums), none to gather.
+int64_t AllReduceOp::getFlops() { return (getGroupSize() - 1) * numElements(getType()); }
+int64_t ReduceScatterOp::getFlops() { return (getGroupSize() - 1) * numElements(getType()); }
+int64_t AllGatherOp::getFlops() { return 0; }
 int64_t SliceOp::getFlops() { return 0; }
 int64_t SliceGradOp::getFlops() { return 0; }
 int64_t DynamicSliceOp::getFlops() { return 0; }

@@ -410,6 +410,38 @@ LogicalResult ReshapeOp::verify() {
   return success(succeeded(shape));
 }
 
+LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims x = infer.dims(adaptor.getX());
+  return infer.result(shapes::collective("all_reduce", x, infer.intOf(adaptor.getMeshAxisAttr(), "mesh_axis"),
+                                         infer.intOf(adaptor.getGroupSizeAttr(), "group_size"), 0, err), err,
+                      infer.elementType(adaptor.getX()));
+}
+
+LogicalResult ReduceScatterOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims x = infer.dims(adaptor.getX());
+  return infer.result(shapes::collective("reduce_scatter", x, infer.intOf(adaptor.getMeshAxisAttr(), "mesh_axis"),
+                                         infer.intOf(adaptor.getGroupSizeAttr(), "group_size"),
+                                         infer.intOf(adaptor.getDimAttr(), "dim"), err),
+                      err, infer.elementType(adaptor.getX()));
+}
+
+LogicalResult AllGatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  Dims x = infer.dims(adaptor.getX());
+  return infer.result(shapes::collective("all_gather", x, infer.intOf(adaptor.getMeshAxisAttr(), "mesh_axis"),
+                                         infer.intOf(adaptor.getGroupSizeAttr(), "group_size"),
+                                         infer.intOf(adaptor.getDimAttr(), "dim"), err),
+                      err, infer.elementType(adaptor.getX()));
+}
+
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);

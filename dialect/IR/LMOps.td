@@ -1136,4 +1136,72 @@ def LM_YieldOp : LM_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">, LM_Mix
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives (docs/distributed.md)
+//===----------------------------------------------------------------------===//
+
+/// A collective over the ranks of one mesh axis (`mesh_axis`: 0 data, 1
+/// tensor, the order of `mesh = { data = D, tensor = T }`) with `group_size`
+/// ranks in each group. Every rank runs the same op at the same point of the
+/// same program; the runtime's communicator (runtime/comm) moves the data and
+/// sums in rank order, so results never depend on timing.
+///
+/// VJPs follow JAX's convention for values that live on several ranks: the
+/// cotangent a rank holds is its part of the cotangent, the gradient being
+/// the sum of the parts. So all_reduce's adjoint is all_reduce, all_gather's
+/// is reduce_scatter, reduce_scatter's is all_gather (the transposes of the
+/// linear maps), and DP's gradient all-reduce is the adjoint of using a
+/// replicated parameter on every rank.
+class LM_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : LM_DiffOp<mnemonic, !listconcat(traits, LM_InferredResultTypes)>;
+
+def LM_AllReduceOp : LM_CollectiveOp<"all_reduce", [LM_MayOverwriteOperand0]> {
+  let summary = "sum (or mean) over the ranks of a mesh axis";
+  let description = [{
+    Every rank gets `((x_0 + x_1) + ...) + x_{n-1}` over the `group_size`
+    ranks of mesh axis `mesh_axis`, in rank order, divided by `group_size`
+    when `mean` is set (as gradient accumulation divides its sum). Data
+    parallel training all-reduces each gradient and the loss with the mean.
+
+    ```mlir
+    %g = lm.all_reduce %dw {mesh_axis = 0 : i64, group_size = 2 : i64, mean = true} : (tensor<64x256xf32>) -> tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, I64Attr:$mesh_axis, I64Attr:$group_size,
+                       DefaultValuedAttr<BoolAttr, "false">:$mean);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_ReduceScatterOp : LM_CollectiveOp<"reduce_scatter"> {
+  let summary = "sum over the ranks of a mesh axis, each rank keeping one slice";
+  let description = [{
+    The rank-order sum of `x` over the `group_size` ranks of `mesh_axis`,
+    split along dimension `dim` into `group_size` equal slices: rank `q` of
+    the group keeps slice `q` (`dim` must be divisible by `group_size`).
+
+    ```mlir
+    %s = lm.reduce_scatter %g {mesh_axis = 0 : i64, group_size = 2 : i64, dim = 0 : i64} : (tensor<64x256xf32>) -> tensor<32x256xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, I64Attr:$mesh_axis, I64Attr:$group_size, I64Attr:$dim);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_AllGatherOp : LM_CollectiveOp<"all_gather"> {
+  let summary = "concatenation of every rank's tensor along one dimension";
+  let description = [{
+    The `x` of the `group_size` ranks of `mesh_axis`, concatenated in rank
+    order along dimension `dim`; every rank gets the whole.
+
+    ```mlir
+    %w = lm.all_gather %shard {mesh_axis = 1 : i64, group_size = 2 : i64, dim = 1 : i64} : (tensor<64x128xf32>) -> tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x, I64Attr:$mesh_axis, I64Attr:$group_size, I64Attr:$dim);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
 #endif // LM_OPS_TD

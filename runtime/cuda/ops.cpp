@@ -20,6 +20,7 @@ const std::vector<CudaKernelDef> &allCudaKernels() {
     detail::addSampleKernels(k);
     detail::addCastKernels(k);
     detail::addDecodeKernels(k);
+    detail::addCollectiveKernels(k);
     return k;
   }();
   return table;

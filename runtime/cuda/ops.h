@@ -67,6 +67,7 @@ void addReduceKernels(std::vector<CudaKernelDef> &k);
 void addSampleKernels(std::vector<CudaKernelDef> &k);
 void addCastKernels(std::vector<CudaKernelDef> &k);
 void addDecodeKernels(std::vector<CudaKernelDef> &k);
+void addCollectiveKernels(std::vector<CudaKernelDef> &k);  // collective.cpp, NCCL across ranks
 inline size_t noScratch(const std::vector<TensorType> &, const std::vector<TensorType> &, const kernels::Attrs &) {
   return 0;
 }

@@ -87,9 +87,26 @@ bool removeCheckpointDir(const std::string &path, FILE *log) {
 
 std::string paramType(const ParamState &p) { return p.type.str(); }
 
+/* The plan's identity across data-parallel meshes (docs/distributed.md): the plan without
+   its mesh, its train_step program (where -lm-data-parallel adds the all-reduces) and the
+   predictions that count them. The plans of one model for D data-parallel ranks and for
+   one process on the same rank batch share it: a checkpoint of one resumes on the other. */
+uint64_t meshFreeHash(const plan::Plan &plan) {
+  plan::Plan p = plan;
+  p.mutable_train()->clear_mesh();
+  p.clear_flops_per_step();
+  p.clear_predicted_peak_bytes();
+  p.clear_signature();
+  auto *programs = p.mutable_programs();
+  for (int i = programs->size() - 1; i >= 0; --i)
+    if (programs->Get(i).name() == "train_step") programs->DeleteSubrange(i, 1);
+  return fnv1a64(serializePlan(p));
+}
+
 /* The plan's identity as meta.json records it. */
 std::string planJson(const plan::Plan &plan, const std::vector<ParamState> &params) {
   std::string s = "{\n    \"fnv1a64\": \"" + hex64(fnv1a64(serializePlan(plan))) + "\",\n";
+  s += "    \"mesh_free_fnv1a64\": \"" + hex64(meshFreeHash(plan)) + "\",\n";
   s += "    \"source\": " + json::quote(plan.source()) + ",\n";
   s += "    \"model\": " + json::quote(plan.model()) + ",\n";
   s += "    \"objective\": " + json::quote(plan.objective()) + ",\n";
@@ -238,6 +255,9 @@ std::string planDifference(const MetaReader &r, const json::Value &rec, const Se
     return "train schedule is '" + r.string(tr, "schedule") + "' in the checkpoint and '" + tc.schedule().kind() +
            "' in the plan";
   uint64_t theirs = r.hex(rec, "fnv1a64"), ours = fnv1a64(serializePlan(plan));
+  // A plan of the same model for another data-parallel mesh (or none) resumes it.
+  if (theirs != ours && rec.find("mesh_free_fnv1a64") && r.hex(rec, "mesh_free_fnv1a64") == meshFreeHash(plan))
+    return "";
   if (theirs != ours)
     return "the plan checksum is " + hex64(theirs) + " in the checkpoint and " + hex64(ours) +
            " for this plan: same parameters, config and train settings, but compiled differently "
@@ -284,7 +304,8 @@ std::string writeCheckpoint(const std::string &dir, Session &s, const Checkpoint
                                                          {"step", std::to_string(m.step)},
                                                          {"updates", std::to_string(m.adamwUpdates)},
                                                          {"seed", std::to_string(m.seed)},
-                                                         {"plan_fnv1a64", hex64(fnv1a64(serializePlan(s.plan())))}};
+                                                         {"plan_fnv1a64", hex64(fnv1a64(serializePlan(s.plan())))},
+                                                         {"mesh_free_fnv1a64", hex64(meshFreeHash(s.plan()))}};
   writeSafetensors(tmp + "/" + kStateFile, tensors, stateMeta, &fnv);
   struct stat st;
   if (::stat((tmp + "/" + kStateFile).c_str(), &st) != 0)
@@ -426,6 +447,12 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
       auto it = c.state.metadata.find(key);
       if (it == c.state.metadata.end())
         r.corrupt(std::string(kStateFile) + " does not record its " + key);
+      // Another data-parallel mesh of the same model (meshFreeHash): meta.json's plan
+      // record was checked the same way.
+      auto meshFree = c.state.metadata.find("mesh_free_fnv1a64");
+      if (std::string(key) == "plan_fnv1a64" && it->second != value && meshFree != c.state.metadata.end() &&
+          meshFree->second == hex64(meshFreeHash(s.plan())))
+        continue;
       if (it->second != value)
         r.corrupt(std::string(kStateFile) + " is of " + key + " " + it->second + ", meta.json's is " + value +
                   " (the files are of different checkpoints)");

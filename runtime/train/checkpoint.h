@@ -41,7 +41,7 @@ struct CheckpointMeta {
   int64_t step = 0;        // optimizer updates done; the next step trains on batch `step`
   int64_t totalSteps = 0;  // the run's --steps
   uint64_t seed = 1;       // keys parameter init and every data stream (counter-based RNG)
-  int64_t accumulate = 1;  // micro-batches per update
+  int64_t accumulate = 1;  // micro-batches per update, over all data-parallel ranks
   LrSchedule schedule;     // resolved (decay_steps filled in)
   int64_t adamwUpdates = 0;
   uint64_t trainTokens = 0, valTokens = 0;            // data identity

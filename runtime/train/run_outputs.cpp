@@ -101,7 +101,7 @@ RunOutputs::RunOutputs(Session &session, DataFeed &data, RunSetup &run, const Tr
   result_.lastStep = run.firstStep - 1;
   lastCheckpointStep_ = run.resume ? run.resume->meta.step : 0;
   flopsPerStep_ = (int64_t)session.plan().flops_per_step() * run.accumulate;
-  tokensPerStep_ = data.tokensPerStep() * double(run.accumulate);
+  tokensPerStep_ = data.tokensPerStep() * double(run.accumulate) * double(run.ranks);  // every rank's
 }
 
 void RunOutputs::checkpoint(int64_t step) {
@@ -182,6 +182,7 @@ TrainResult RunOutputs::finish(int64_t lastStep, int stopSignal, const OpProfile
     return result_;
   }
   checkpoint(run_.steps);
+  if (run_.outPath.empty()) return result_;  // a data-parallel rank other than 0 writes nothing
   saveWeights(session_, run_.outPath);
   result_.weightsPath = run_.outPath;
   std::fprintf(log_, "wrote %s\n", run_.outPath.c_str());

@@ -85,9 +85,15 @@ void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
       fail("--seed %llu differs from the checkpoint's seed %llu (%s); drop --seed to resume",
            (unsigned long long)o.seed, (unsigned long long)m.seed, run.resume->path.c_str());
     run.seed = m.seed;
-    if (run.accumulate != m.accumulate)
-      fail("accumulate is %lld now and %lld in the checkpoint %s: a resumed step must see the same micro-batches",
-           (long long)run.accumulate, (long long)m.accumulate, run.resume->path.c_str());
+    // Micro-batches of a step over all data-parallel ranks (startMeta): D ranks with
+    // accumulate K continue one process with accumulate D K, and the reverse.
+    if (run.accumulate * run.ranks != m.accumulate)
+      fail("accumulate is %lld now%s and %lld in the checkpoint %s: a resumed step must see the same micro-batches",
+           (long long)(run.accumulate * run.ranks),
+           run.ranks > 1 ? (" (" + std::to_string(run.accumulate) + " on each of " + std::to_string(run.ranks) +
+                            " data-parallel ranks)").c_str()
+                         : "",
+           (long long)m.accumulate, run.resume->path.c_str());
     run.firstStep = m.step + 1;
     // A checkpoint at the last step (killed before the weights were written) just
     // writes them; past the last step, the run asked for is shorter than the one done.
@@ -166,13 +172,22 @@ void checkRunPaths(RunSetup &run, const TrainOptions &o, FILE *log) {
 
 }  // namespace
 
-RunSetup planRun(Session &s, const TrainOptions &o, FILE *log) {
+RunSetup planRun(Session &s, const TrainOptions &o, FILE *log) { return planRun(s, o, log, 0, 1); }
+
+RunSetup planRun(Session &s, const TrainOptions &o, FILE *log, int rank, int ranks) {
   checkCounts(o);
   adamwConfig(s.plan());  // an optimizer lmrt does not implement fails before any work
   RunSetup run;
+  run.rank = rank;
+  run.ranks = ranks;
   run.evalOn = o.evalBatches > 0;  // validatePlan guarantees an "eval" program
   planSteps(run, s, o, log);
   run.outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
+  if (rank != 0) {  // rank 0 writes the run's files
+    run.checkpointDir.clear();
+    run.outPath.clear();
+    return run;
+  }
   checkRunPaths(run, o, log);
   return run;
 }
@@ -181,7 +196,7 @@ CheckpointMeta startMeta(const RunSetup &run, const DataFeed &data, const std::s
   CheckpointMeta meta;
   meta.seed = run.seed;
   meta.totalSteps = run.steps;
-  meta.accumulate = run.accumulate;
+  meta.accumulate = run.accumulate * run.ranks;  // micro-batches of a step over all data-parallel ranks
   meta.schedule = run.schedule;
   meta.trainTokens = data.train().size();
   meta.valTokens = data.val().size();

@@ -24,6 +24,7 @@ class TokenSource;
 
 struct RunSetup {
   int64_t steps = 0, firstStep = 1, stopAt = 0, accumulate = 1;
+  int rank = 0, ranks = 1;  // data-parallel rank and rank count (distributed.h)
   int64_t lastStep = 0;  // the last step this invocation trains (stopAt or steps)
   uint64_t seed = 1;
   bool evalOn = false;
@@ -38,6 +39,10 @@ struct RunSetup {
 /* Checks the options and every path, finds the checkpoint a resume continues from;
    throws naming the flag at fault. */
 RunSetup planRun(Session &session, const TrainOptions &options, FILE *log);
+/* The same for rank `rank` of `ranks` data-parallel ranks: only rank 0 checks and
+   takes the output paths (the others write nothing: no checkpoint directory, no
+   weights file). */
+RunSetup planRun(Session &session, const TrainOptions &options, FILE *log, int rank, int ranks);
 
 /* The checkpoint metadata of this run before its first step: seed, steps, schedule,
    the data's identity; on a resume, also checks that the data is the checkpoint's. */

@@ -4,13 +4,16 @@
 #include "runtime/train/train_loop.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 
 #include "contract/plan_trust.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/data/token_source.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/data_feed.h"
+#include "runtime/train/distributed.h"
 #include "runtime/train/run_outputs.h"
 #include "runtime/train/run_setup.h"
 #include "runtime/train/signals.h"
@@ -32,8 +35,15 @@ using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
-TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
-  RunSetup run = planRun(s, o, log);
+TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
+  // Data parallelism (distributed.h): rank 0 writes, the others run quiet.
+  const RankInfo ranks = joinRanks(s, options);
+  TrainOptions quiet = options;
+  quiet.metricsPath.clear(), quiet.tensorboardDir.clear(), quiet.dumpDir.clear(), quiet.profile = false;
+  const TrainOptions &o = ranks.writer() ? options : quiet;
+  FILE *log = ranks.writer() ? userLog : quietLog();
+  if (ranks.ranks > 1) std::fprintf(log, "data parallel: %s\n", comm::world().describe().c_str());
+  RunSetup run = planRun(s, o, log, ranks.rank, ranks.ranks);
 
   // The plan's batch transform; it checks the inputs, the vocabulary and the splits.
   DataFeed data(s, o.dataDir, run.seed, run.evalOn);
@@ -43,6 +53,7 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
   std::fprintf(log, "plan: %s, %s; kernels: %s\n", s.origin().c_str(), signerOf(s.plan()).c_str(),
                kernelDigests(s.plan()).c_str());
   if (run.evalOn) data.checkValidation();
+  if (!ranks.writer()) run.evalOn = false;  // evaluation runs no collective: rank 0's alone is reported
   CheckpointMeta meta = startMeta(run, data, o.dataDir);
   const DataWatch watch(data.train(), data.val());
   RunOutputs out(s, data, run, o, meta, log);
@@ -98,8 +109,10 @@ TrainResult train(Session &s, const TrainOptions &o, FILE *log) {
     if (ParityDump *dump = out.dump()) dump->writeStep(step, s, data.dumpInputs(), r.lossRef, r.lr);
     out.stepDone(step, r, seconds, secondsSince(loopStart));
     lastStep = step;
-    if (int sig = signals.pending()) {
-      stopSignal = sig;
+    // Every rank stops after the same step, whichever saw the signal.
+    const int sig = signals.pending();
+    if (anyRank(ranks, sig != 0)) {
+      stopSignal = sig ? sig : SIGTERM;
       break;
     }
   }

@@ -40,7 +40,7 @@ std::string TrainStep::attributeNonFinite(int64_t step, int firstMicro) {
   NonFiniteValue v;
   session_.setNonFiniteCheck(&v);
   for (int micro = firstMicro; micro < run_.accumulate && !v.found; ++micro)
-    session_.run("train_step", data_.trainInputs(step - 1, (uint64_t)micro * rows));
+    session_.run("train_step", data_.trainInputs(step - 1, ((uint64_t)micro * run_.ranks + run_.rank) * rows));
   session_.setNonFiniteCheck(nullptr);
   if (!v.found)
     return "re-running the step with every kernel's outputs checked found no non-finite value (the "
@@ -64,7 +64,7 @@ StepOutcome TrainStep::run(int64_t step, int64_t &nanSkips, OpProfile *profile, 
     const std::map<std::string, TensorRef> *inputs = nullptr;
     try {
       guardBusErrors("data '" + data_.train().path() + "'",
-                     [&] { inputs = &data_.trainInputs(step - 1, (uint64_t)micro * rows); });
+                     [&] { inputs = &data_.trainInputs(step - 1, ((uint64_t)micro * run_.ranks + run_.rank) * rows); });
     } catch (const Error &e) {
       throw DataFailure(e.what());
     }

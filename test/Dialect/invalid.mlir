@@ -766,3 +766,30 @@ func.func @fill_int() {
   %0 = lm.fill 0.0 : tensor<4xi32>
   return
 }
+
+// -----
+
+// Tests that a reduce-scatter needs a dimension the group divides.
+func.func @reduce_scatter_not_divisible(%x: tensor<5x6xf32>) {
+  // expected-error @below {{'lm.reduce_scatter' op dimension 0 of x [5, 6] is not divisible by group_size 2}}
+  %0 = lm.reduce_scatter %x {mesh_axis = 0 : i64, group_size = 2 : i64, dim = 0 : i64} : (tensor<5x6xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+// Tests that a collective names a mesh axis that exists.
+func.func @all_reduce_bad_axis(%x: tensor<4xf32>) {
+  // expected-error @below {{'lm.all_reduce' op mesh_axis must be 0 (data) or 1 (tensor), got 2}}
+  %0 = lm.all_reduce %x {mesh_axis = 2 : i64, group_size = 2 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that an all-gather's result has the gathered dimension.
+func.func @all_gather_wrong_result(%x: tensor<4x6xf32>) {
+  // expected-error @below {{'lm.all_gather' op result type 'tensor<4x6xf32>' does not match the expected shape [4, 12]}}
+  %0 = lm.all_gather %x {mesh_axis = 0 : i64, group_size = 2 : i64, dim = 1 : i64} : (tensor<4x6xf32>) -> tensor<4x6xf32>
+  return
+}

@@ -270,3 +270,14 @@ func.func @decode_ops(%wpe: tensor<64x32xf32>, %off: tensor<i32>, %q: tensor<1x1
   %2 = lm.cached_attention %q, %1, %1, %off {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<1x1x32xf32>, tensor<1x64x16xf32>, tensor<1x64x16xf32>, tensor<i32>) -> tensor<1x1x32xf32>
   return %0, %1, %2 : tensor<1x32xf32>, tensor<1x64x16xf32>, tensor<1x1x32xf32>
 }
+
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%x: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<2x6xf32>, tensor<4x12xf32>) {
+  // CHECK: lm.all_reduce %{{.*}} {group_size = 2 : i64, mean = true, mesh_axis = 0 : i64} : (tensor<4x6xf32>) -> tensor<4x6xf32>
+  %0 = lm.all_reduce %x {mesh_axis = 0 : i64, group_size = 2 : i64, mean = true} : (tensor<4x6xf32>) -> tensor<4x6xf32>
+  // CHECK: lm.reduce_scatter %{{.*}} {dim = 0 : i64, group_size = 2 : i64, mesh_axis = 0 : i64} : (tensor<4x6xf32>) -> tensor<2x6xf32>
+  %1 = lm.reduce_scatter %x {mesh_axis = 0 : i64, group_size = 2 : i64, dim = 0 : i64} : (tensor<4x6xf32>) -> tensor<2x6xf32>
+  // CHECK: lm.all_gather %{{.*}} {dim = 1 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<4x6xf32>) -> tensor<4x12xf32>
+  %2 = lm.all_gather %x {mesh_axis = 1 : i64, group_size = 2 : i64, dim = 1 : i64} : (tensor<4x6xf32>) -> tensor<4x12xf32>
+  return %0, %1, %2 : tensor<4x6xf32>, tensor<2x6xf32>, tensor<4x12xf32>
+}

@@ -55,6 +55,7 @@ struct CompileOptions {
   std::string output;
   std::vector<std::string> defines;
   std::string preset;
+  std::string mesh;  // --mesh data=D,tensor=T (docs/distributed.md)
   std::string floatType = "f32";
   bool noDecodePrograms = false;
   std::string emit;
@@ -195,6 +196,23 @@ LogicalResult parseDefines(const std::vector<std::string> &defines, mlir::lm::Fr
   return success();
 }
 
+/// Parses --mesh data=D,tensor=T (either axis may be left out: the train block's).
+LogicalResult parseMesh(const std::string &text, mlir::lm::FrontendOptions &options) {
+  SmallVector<StringRef> items;
+  StringRef(text).split(items, ',', -1, /*KeepEmpty=*/true);
+  for (StringRef item : items) {
+    auto [axis, value] = item.trim().split('=');
+    int64_t n = 0;
+    int64_t *slot = axis == "data" ? &options.meshData : axis == "tensor" ? &options.meshTensor : nullptr;
+    if (!slot || value.getAsInteger(10, n) || n < 1 || n > (1 << 20))
+      return fail("--mesh expects data=D,tensor=T with whole numbers of ranks in [1, " + std::to_string(1 << 20) +
+                  "], got '" + text + "'"),
+             failure();
+    *slot = n;
+  }
+  return success();
+}
+
 /// A plan with several models (one `forward:<model>` program each, as
 /// models/electra.lm's generator and discriminator) also gets each model's own
 /// parameter count, parameters it shares with another model counted in both, so
@@ -225,7 +243,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   if (ext != ".lm" && ext != ".mlir")
     return fail("'" + opts.input + "' is neither a .lm source nor a .mlir module");
   if (ext == ".mlir" && frontendFlagsGiven)
-    return fail("-D, --preset and --float-type apply to .lm sources, not to '" + opts.input + "'");
+    return fail("-D, --preset, --mesh and --float-type apply to .lm sources, not to '" + opts.input + "'");
   // The output rules (base/paths.h, docs/runtime.md "Paths") before any work:
   // no output is an input, every one is writable, and an existing -o is
   // replaced only when it is a plan (an earlier compile's), else with
@@ -323,6 +341,8 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     compileOptions.frontend.decodePrograms = !opts.noDecodePrograms;
     compileOptions.frontend.preset = opts.preset;
     if (failed(parseDefines(opts.defines, compileOptions.frontend)))
+      return 1;
+    if (!opts.mesh.empty() && failed(parseMesh(opts.mesh, compileOptions.frontend)))
       return 1;
   } else {
     compileOptions.input = mlir::lm::InputKind::MlirModule;
@@ -502,6 +522,10 @@ int main(int argc, char **argv) {
   compile->add_flag("--no-decode-programs", opts.noDecodePrograms,
                     "leave out a causal model's prefill and decode programs (lmrt sample then re-runs the window "
                     "for every token)");
+  CLI::Option *mesh = compile->add_option(
+      "--mesh", opts.mesh,
+      "the device mesh, over the train block's mesh: data=D (D data-parallel ranks, each on batch / D rows; "
+      "run with mpirun -np D) and tensor=T (only 1 so far); docs/distributed.md");
   compile->add_option("--fusion", opts.fusion, "fusion in the optimize stage: auto (default) or none")
       ->check(CLI::IsMember({"auto", "none"}));
   compile->add_option("--remat", opts.remat,
@@ -583,7 +607,8 @@ int main(int argc, char **argv) {
   explainOpts.memBudgetGiven = explainBudget->count() > 0;
   explainOptions.remat = explainOpts.remat;
   explainOptions.fusion = explainOpts.fusion;
-  int status = *compile   ? runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0)
+  int status = *compile   ? runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0 ||
+                                             mesh->count() > 0)
                : *explain ? runCompile(explainOpts, explainDefines->count() > 0 || explainFloat->count() > 0 ||
                                                         explainPreset->count() > 0)
                : *plan    ? lmc::runPlan(planOpts)

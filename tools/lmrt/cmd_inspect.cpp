@@ -258,6 +258,11 @@ void inspect(const std::string &path, bool steps) {
     std::printf("wsd cooldown: the last %g of the steps after warmup\n", s.cooldown_fraction());
   if (p.train().accumulate() > 1)
     std::printf("accumulate: %lld micro-batches per step\n", (long long)p.train().accumulate());
+  if (p.train().has_mesh())
+    std::printf("mesh: data %lld, tensor %lld (global batch %lld; run with mpirun -np %lld)\n",
+                (long long)p.train().mesh().data(), (long long)p.train().mesh().tensor(),
+                (long long)p.train().mesh().global_batch(),
+                (long long)(p.train().mesh().data() * p.train().mesh().tensor()));
   std::printf("data: %s, batch %lld, seq %lld, vocab %lld", p.data().transform().c_str(),
               (long long)p.data().batch(), (long long)p.data().seq(), (long long)p.data().vocab());
   // The transform's parameters, in name order (a protobuf map has none of its own).

@@ -16,6 +16,8 @@
 
 #include "base/tensor.h"
 #include "contract/plan_trust.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/comm/mpi_communicator.h"
 #include "runtime/exec/bound_plan.h"
 #include "runtime/train/signals.h"
 #include "tools/cli_checks.h"
@@ -54,11 +56,35 @@ void reexecWithSignalsBlocked(char **argv) {
   // Only on failure: carry on, with the signals taken by the signal thread from now on.
 }
 
+/* "lmrt: error: ..." (with the rank in a run of several processes); then, in such a
+   run, every rank is ended (MPI_Abort), so that none waits forever in a collective
+   this one will never join (docs/distributed.md, "Errors"). */
+int reportError(const char *what) {
+  std::fflush(stdout);
+  lmrt::comm::Communicator &world = lmrt::comm::world();
+  if (world.size() > 1) {
+    std::fprintf(stderr, "lmrt: error: rank %d of %d: %s\n", world.rank(), world.size(), what);
+    std::fflush(stderr);
+    world.abort(1);
+  } else {
+    std::fprintf(stderr, "lmrt: error: %s\n", what);
+  }
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   reexecWithSignalsBlocked(argv);
   lmrt::routeStopSignals();
+  // Started by mpirun or srun as one of several processes: the ranks join over MPI
+  // before anything else (docs/distributed.md).
+  try {
+    lmrt::comm::LaunchEnv env = lmrt::comm::launchEnv();
+    if (env.size > 1) lmrt::comm::setWorld(lmrt::comm::makeMpiCommunicator(env));
+  } catch (const lmrt::Error &e) {
+    return reportError(e.what());
+  }
   CLI::App app{"lmrt: runs plans compiled by lmc (train, evaluate, sample, check gradients)"};
   app.name("lmrt");
   app.require_subcommand(1);
@@ -97,17 +123,11 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     return app.exit(e);
   } catch (const lmrt::Error &e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "lmrt: error: %s\n", e.what());
-    return 1;
+    return reportError(e.what());
   } catch (const std::bad_alloc &) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "lmrt: error: out of memory\n");
-    return 1;
+    return reportError("out of memory");
   } catch (const std::exception &e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "lmrt: error: %s\n", e.what());
-    return 1;
+    return reportError(e.what());
   }
   // What the command printed (samples, an inspection, eval's numbers) must have
   // reached stdout, or the run did not do its job.

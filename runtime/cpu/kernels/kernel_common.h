@@ -97,5 +97,6 @@ void addEmbeddingKernels(std::vector<KernelDef> &k);
 void addShapeKernels(std::vector<KernelDef> &k);
 void addSampleKernels(std::vector<KernelDef> &k);
 void addDecodeKernels(std::vector<KernelDef> &k);
+void addCollectiveKernels(std::vector<KernelDef> &k);  // collective.cpp: lm.all_reduce, reduce_scatter, all_gather
 
 }  // namespace lmrt::kernels::detail

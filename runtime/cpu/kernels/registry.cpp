@@ -25,6 +25,7 @@ const std::vector<KernelDef> &allKernels() {
     detail::addShapeKernels(k);
     detail::addSampleKernels(k);
     detail::addDecodeKernels(k);
+    detail::addCollectiveKernels(k);
     return k;
   }();
   return table;

@@ -386,6 +386,13 @@ std::vector<Case> allCases() {
       {"cache_write", {randn({1, 12, 16}), randn({1, 4, 16}), offset3()}, {{F64, {1, 12, 16}}}, {}},
       {"cached_attention", {randn({1, 4, 16}), randn({1, 12, 8}), randn({1, 12, 8}), offset3()}, {{F64, {1, 4, 16}}},
        attrs({{"num_heads", (int64_t)2}, {"num_kv_heads", (int64_t)1}})},
+      // The collectives in one process (a group of one rank; across ranks: lmrt_comm_test).
+      {"all_reduce", {randn(s3)}, {{F64, s3}},
+       attrs({{"mesh_axis", int64_t(0)}, {"group_size", int64_t(1)}, {"mean", true}})},
+      {"reduce_scatter", {randn(s3)}, {{F64, s3}},
+       attrs({{"mesh_axis", int64_t(0)}, {"group_size", int64_t(1)}, {"dim", int64_t(1)}})},
+      {"all_gather", {randn(s3)}, {{F64, s3}},
+       attrs({{"mesh_axis", int64_t(1)}, {"group_size", int64_t(1)}, {"dim", int64_t(2)}})},
   };
 }
 

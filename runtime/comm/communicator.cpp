@@ -1,0 +1,108 @@
+/* Implements: communicator.h: the single-process communicator, the launcher's
+   environment, the process's communicator and the rank-order reduction. */
+#include "runtime/comm/communicator.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace lmrt::comm {
+namespace {
+
+size_t elementBytes(DType dtype, const std::string &what) {
+  if (dtype == DType::F32) return sizeof(float);
+  if (dtype == DType::F64) return sizeof(double);
+  fail("%s: collectives take f32 or f64 tensors, got %s", what.c_str(), dtypeName(dtype));
+}
+
+class SingleProcess final : public Communicator {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string describe() const override { return "single process"; }
+  void allReduce(const void *in, void *out, int64_t count, DType dtype, Reduction, const std::string &what) override {
+    copy(in, out, count, dtype, what);
+  }
+  void reduceScatter(const void *in, void *out, int64_t count, DType dtype, Reduction,
+                     const std::string &what) override {
+    copy(in, out, count, dtype, what);
+  }
+  void allGather(const void *in, void *out, int64_t count, DType dtype, const std::string &what) override {
+    copy(in, out, count, dtype, what);
+  }
+  void broadcast(void *, int64_t, int root, const std::string &what) override {
+    if (root != 0) fail("%s: broadcast from rank %d in a single process", what.c_str(), root);
+  }
+  void checkSame(uint64_t, const std::string &) override {}
+  void abort(int) override {}
+
+private:
+  static void copy(const void *in, void *out, int64_t count, DType dtype, const std::string &what) {
+    size_t bytes = (size_t)count * elementBytes(dtype, what);
+    if (in != out) std::memmove(out, in, bytes);
+  }
+};
+
+/* The integer in environment variable `name`, or -1 when it is not set. */
+int envInt(const char *name) {
+  const char *v = std::getenv(name);
+  if (!v) return -1;
+  char *end = nullptr;
+  errno = 0;
+  long x = std::strtol(v, &end, 10);
+  if (errno || end == v || *end || x < 0 || x > (1 << 24))
+    fail("environment variable %s='%s' is not a rank or a process count", name, v);
+  return (int)x;
+}
+
+std::unique_ptr<Communicator> &slot() {
+  static std::unique_ptr<Communicator> c = makeSingleProcess();
+  return c;
+}
+
+template <typename T> void reduceT(const T *parts, int n, T *out, int64_t count, Reduction r) {
+  for (int64_t i = 0; i < count; ++i) {
+    T acc = parts[i];
+    for (int q = 1; q < n; ++q) acc += parts[(int64_t)q * count + i];
+    out[i] = r == Reduction::Mean ? acc / T(n) : acc;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> makeSingleProcess() { return std::make_unique<SingleProcess>(); }
+
+LaunchEnv launchEnv() {
+  struct Source {
+    const char *launcher, *rank, *size;
+  };
+  // Open MPI's mpirun first: under `srun --mpi=pmix mpirun`-like nestings it is the innermost.
+  // Slurm's step size, not the job's: a batch script has SLURM_NTASKS of the whole job
+  // and runs one process (lmrt run there directly is a run of one).
+  static const Source sources[] = {{"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                   {"pmi", "PMI_RANK", "PMI_SIZE"},
+                                   {"pmi", "PMIX_RANK", "PMI_SIZE"},
+                                   {"srun", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
+  for (const Source &s : sources) {
+    int rank = envInt(s.rank), size = envInt(s.size);
+    if (rank < 0 && size < 0) continue;
+    if (size < 0 && std::string(s.launcher) == "srun") continue;  // a batch script, not a step
+    if (rank < 0 || size < 1 || rank >= size)
+      fail("the launcher's environment is inconsistent: %s=%s, %s=%s (expected 0 <= rank < size)", s.rank,
+           std::getenv(s.rank) ? std::getenv(s.rank) : "(unset)", s.size,
+           std::getenv(s.size) ? std::getenv(s.size) : "(unset)");
+    return LaunchEnv{rank, size, s.launcher};
+  }
+  return LaunchEnv{};
+}
+
+Communicator &world() { return *slot(); }
+void setWorld(std::unique_ptr<Communicator> c) { slot() = std::move(c); }
+
+void reduceInRankOrder(const void *parts, int n, void *out, int64_t count, DType dtype, Reduction r) {
+  if (dtype == DType::F32) reduceT((const float *)parts, n, (float *)out, count, r);
+  else if (dtype == DType::F64) reduceT((const double *)parts, n, (double *)out, count, r);
+  else fail("collectives take f32 or f64 tensors, got %s", dtypeName(dtype));
+}
+
+}  // namespace lmrt::comm

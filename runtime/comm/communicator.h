@@ -1,0 +1,78 @@
+/* Implements: the one interface behind which lmrt's collectives live
+   (docs/distributed.md). The training loop and the kernels of the collective
+   ops (lm.all_reduce, lm.reduce_scatter, lm.all_gather) talk to a Communicator
+   only; Open MPI implements it for host memory (mpi_communicator.h, the only
+   file that includes mpi.h), NCCL for device memory (nccl_communicator.h,
+   bootstrapped over this interface's broadcast), and a process alone is the
+   single-rank communicator here.
+
+   Reductions are deterministic by contract: element i of a sum over ranks is
+   ((x_0[i] + x_1[i]) + x_2[i]) + ... in rank order, computed on one rank and
+   copied to the others, so every rank holds the same bits and no result depends
+   on timing or on the MPI library's algorithm choice. A mean divides that sum by
+   the rank count, as gradient accumulation divides its sum of micro-batches
+   (runtime/cpu/cpu_backend.cpp, accumulateInto): DP over D ranks reproduces the
+   1-process run with accumulate = D bit for bit. */
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/tensor.h"
+
+namespace lmrt::comm {
+
+enum class Reduction { Sum, Mean };
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /* "single process" or "Open MPI 4.1.4, rank 1 of 2 (mpirun)", for the log. */
+  virtual std::string describe() const = 0;
+
+  /* Host buffers of f32 or f64 elements; `in` and `out` may be the same buffer.
+     `what` names the collective's use in errors ("all_reduce of 'grad:wte'"). */
+  /* out = reduction over ranks of in, `count` elements each. */
+  virtual void allReduce(const void *in, void *out, int64_t count, DType dtype, Reduction r,
+                         const std::string &what) = 0;
+  /* out (`count` elements) = reduction over ranks of in[rank * count, (rank + 1) * count). */
+  virtual void reduceScatter(const void *in, void *out, int64_t count, DType dtype, Reduction r,
+                             const std::string &what) = 0;
+  /* out[q * count, (q + 1) * count) = in of rank q, for every rank q. */
+  virtual void allGather(const void *in, void *out, int64_t count, DType dtype, const std::string &what) = 0;
+  /* `bytes` bytes of `data` on rank `root` copied to every rank's `data`. */
+  virtual void broadcast(void *data, int64_t bytes, int root, const std::string &what) = 0;
+  /* Every rank's `value`, checked equal: throws on every rank, naming the first rank whose value
+     differs from rank 0's (a plan, a seed or a step count that differs between ranks). */
+  virtual void checkSame(uint64_t value, const std::string &what) = 0;
+  /* After an error on this rank: ends every rank of the run (mpirun's MPI_Abort), so that none
+     waits forever in a collective this rank will never join. A single process does nothing. */
+  virtual void abort(int status) = 0;
+};
+
+/* A process alone: every collective is a copy (a mean over one rank is the value itself). */
+std::unique_ptr<Communicator> makeSingleProcess();
+
+/* Where a launcher says this process is: mpirun (OMPI_COMM_WORLD_RANK/SIZE), a PMI
+   launcher (PMI_RANK/SIZE, PMIX_RANK), srun (SLURM_PROCID/SLURM_STEP_NUM_TASKS); size 1 and
+   launcher "" when none did. Throws on malformed or contradictory values. */
+struct LaunchEnv {
+  int rank = 0, size = 1;
+  std::string launcher;  // "mpirun", "pmi", "srun" or ""
+};
+LaunchEnv launchEnv();
+
+/* The process's communicator: the single-process one until setWorld installs another
+   (lmrt does, from launchEnv(), before it loads a plan). Kernels of the collective ops
+   reach it here, so it is one object per process (lmrt exports it to its plugins). */
+Communicator &world();
+void setWorld(std::unique_ptr<Communicator> c);
+
+/* The sum in rank order the contract above states: out[i] = ((parts[0][i] + parts[1][i]) + ...)
+   [/ n], for `n` parts of `count` elements each, laid out one after another in `parts`. The one
+   place the arithmetic lives, shared by every implementation. */
+void reduceInRankOrder(const void *parts, int n, void *out, int64_t count, DType dtype, Reduction r);
+
+}  // namespace lmrt::comm

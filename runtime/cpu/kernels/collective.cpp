@@ -1,0 +1,110 @@
+/* Implements: the CPU kernels of the collectives lm.all_reduce, lm.reduce_scatter
+   and lm.all_gather, on the process's communicator (runtime/comm/communicator.h:
+   Open MPI under mpirun or srun, a copy in a single process). A gather or scatter
+   along dimension d of a row-major [outer, n, inner] tensor moves `outer` blocks
+   of n x inner elements per rank, so the kernels put each rank's part in one
+   contiguous piece first and back after. */
+#include "runtime/cpu/kernels/kernel_common.h"
+
+#include <cstring>
+
+#include "runtime/comm/communicator.h"
+
+namespace lmrt::kernels::detail {
+namespace {
+
+const char *const kAxisNames[] = {"data", "tensor"};
+
+std::string checkCollective(const char *op, const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                            const Attrs &attrs) {
+  return guardCheck(op, in, out, 1, 1, [&]() -> std::string {
+    if (std::string bad = expectFloat(op, "x", in[0]); !bad.empty()) return bad;
+    std::string err;
+    int64_t dim = std::string(op) == "all_reduce" ? 0 : attrs.getInt("dim");
+    auto shape = shapes::collective(op, in[0].shape, attrs.getInt("mesh_axis"), attrs.getInt("group_size"), dim, err);
+    if (!shape) return err;
+    return expectType(op, "out", out[0], in[0].dtype, *shape);
+  });
+}
+
+/* The communicator of the op's group: the whole world, the only group this runtime forms
+   (a mesh with tensor = 1; docs/distributed.md). */
+comm::Communicator &groupOf(const char *op, const KernelCall &call) {
+  comm::Communicator &world = comm::world();
+  const int64_t axis = call.attrs.getInt("mesh_axis"), group = call.attrs.getInt("group_size");
+  if (group != world.size())
+    fail("%s over the %lld ranks of mesh axis '%s', but this run has %d process%s (launch the plan with "
+         "`mpirun -np %lld lmrt run ...`)", op, (long long)group, kAxisNames[axis], world.size(),
+         world.size() == 1 ? "" : "es", (long long)group);
+  return world;
+}
+
+/* x as [outer, n, inner] around dimension `dim`. */
+void splitAt(const Shape &s, int64_t dim, int64_t &outer, int64_t &n, int64_t &inner) {
+  outer = inner = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= s[(size_t)i];
+  for (size_t i = (size_t)dim + 1; i < s.size(); ++i) inner *= s[i];
+  n = s[(size_t)dim];
+}
+
+void runAllReduce(const KernelCall &call) {
+  comm::Communicator &c = groupOf("all_reduce", call);
+  const TensorRef &x = call.in[0];
+  c.allReduce(x.data, call.out[0].data, x.numel(), x.type.dtype,
+              call.attrs.getBool("mean") ? comm::Reduction::Mean : comm::Reduction::Sum,
+              "all_reduce of " + x.type.str());
+}
+
+void runReduceScatter(const KernelCall &call) {
+  comm::Communicator &c = groupOf("reduce_scatter", call);
+  const TensorRef &x = call.in[0], &y = call.out[0];
+  int64_t outer, n, inner;
+  splitAt(y.shape(), call.attrs.getInt("dim"), outer, n, inner);  // n: the slice each rank keeps
+  const size_t eb = dtypeSize(x.type.dtype), block = (size_t)(n * inner) * eb;
+  const int group = c.size();
+  // Rank q's slice of every outer block, one after another: [group][outer][n][inner].
+  std::vector<char> send((size_t)(group * outer) * block);
+  const char *src = static_cast<const char *>(x.data);
+  for (int q = 0; q < group; ++q)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(send.data() + ((size_t)q * outer + o) * block, src + ((size_t)o * group + q) * block, block);
+  c.reduceScatter(send.data(), y.data, y.numel(), x.type.dtype, comm::Reduction::Sum,
+                  "reduce_scatter of " + x.type.str());
+}
+
+void runAllGather(const KernelCall &call) {
+  comm::Communicator &c = groupOf("all_gather", call);
+  const TensorRef &x = call.in[0], &y = call.out[0];
+  int64_t outer, n, inner;
+  splitAt(x.shape(), call.attrs.getInt("dim"), outer, n, inner);
+  const size_t eb = dtypeSize(x.type.dtype), block = (size_t)(n * inner) * eb;
+  const int group = c.size();
+  std::vector<char> gathered((size_t)(group * outer) * block);  // [group][outer][n][inner]
+  c.allGather(x.data, gathered.data(), x.numel(), x.type.dtype, "all_gather of " + x.type.str());
+  char *dst = static_cast<char *>(y.data);
+  for (int q = 0; q < group; ++q)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + ((size_t)o * group + q) * block, gathered.data() + ((size_t)q * outer + o) * block, block);
+}
+
+}  // namespace
+
+void addCollectiveKernels(std::vector<KernelDef> &k) {
+  k.push_back({"all_reduce", 1, 1,
+               [](const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &a) {
+                 return checkCollective("all_reduce", in, out, a);
+               },
+               runAllReduce});
+  k.push_back({"reduce_scatter", 1, 1,
+               [](const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &a) {
+                 return checkCollective("reduce_scatter", in, out, a);
+               },
+               runReduceScatter});
+  k.push_back({"all_gather", 1, 1,
+               [](const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &a) {
+                 return checkCollective("all_gather", in, out, a);
+               },
+               runAllGather});
+}
+
+}  // namespace lmrt::kernels::detail

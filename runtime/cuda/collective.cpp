@@ -1,0 +1,123 @@
+/* Implements: the CUDA kernels of lm.all_reduce, lm.reduce_scatter and
+   lm.all_gather. With one rank each is a device copy; with several, NCCL
+   (runtime/comm/nccl_communicator.h), joined on first use over lmrt's host
+   communicator (MPI under mpirun or srun). A gather or scatter along dimension d
+   of [outer, n, inner] rearranges rank blocks with strided 2-D copies on the
+   stream, through the step's scratch. */
+#include <cuda_runtime.h>
+
+#include <memory>
+
+#include "runtime/comm/communicator.h"
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/ops.h"
+#ifdef LMC_HAVE_NCCL
+#include "runtime/comm/nccl_communicator.h"
+#endif
+
+namespace lmrt::cuda::detail {
+namespace {
+
+/* The group's size, checked against the run's processes (the world is the only group). */
+int groupSize(const char *op, const OpCall &call) {
+  const int64_t group = call.attrs.getInt("group_size");
+  const int world = comm::world().size();
+  if (group != world)
+    fail("%s over %lld ranks, but this run has %d process%s (launch the plan with `mpirun -np %lld lmrt run ...`)",
+         op, (long long)group, world, world == 1 ? "" : "es", (long long)group);
+  return world;
+}
+
+#ifdef LMC_HAVE_NCCL
+comm::DeviceCommunicator &nccl() {
+  static std::unique_ptr<comm::DeviceCommunicator> c = comm::makeNcclCommunicator(comm::world());
+  return *c;
+}
+#else
+[[noreturn]] void noNccl(const char *op) {
+  fail("%s across ranks needs NCCL, and this lmrt's CUDA backend was built without it", op);
+}
+#endif
+
+void copy(const OpCall &call) {
+  if (call.in[0].data != call.out[0].data)
+    CUDA_CHECK(cudaMemcpyAsync(call.out[0].data, call.in[0].data, (size_t)call.in[0].type.bytes(),
+                               cudaMemcpyDeviceToDevice, call.stream));
+}
+
+void splitAt(const Shape &s, int64_t dim, int64_t &outer, int64_t &n, int64_t &inner) {
+  outer = inner = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= s[(size_t)i];
+  for (size_t i = (size_t)dim + 1; i < s.size(); ++i) inner *= s[i];
+  n = s[(size_t)dim];
+}
+
+void runAllReduce(const OpCall &call) {
+  if (groupSize("all_reduce", call) == 1) return copy(call);
+#ifdef LMC_HAVE_NCCL
+  const DevTensor &x = call.in[0];
+  nccl().allReduce(x.data, call.out[0].data, x.numel(), x.type.dtype,
+                   call.attrs.getBool("mean") ? comm::Reduction::Mean : comm::Reduction::Sum, call.stream,
+                   "all_reduce of " + x.type.str());
+#else
+  noNccl("all_reduce");
+#endif
+}
+
+void runReduceScatter(const OpCall &call) {
+  const int group = groupSize("reduce_scatter", call);
+  if (group == 1) return copy(call);
+#ifdef LMC_HAVE_NCCL
+  const DevTensor &x = call.in[0], &y = call.out[0];
+  int64_t outer, n, inner;
+  splitAt(y.shape(), call.attrs.getInt("dim"), outer, n, inner);
+  const size_t block = (size_t)(n * inner) * dtypeSize(x.type.dtype);
+  char *send = static_cast<char *>(call.scratch);  // [group][outer][block]
+  for (int q = 0; q < group; ++q)
+    CUDA_CHECK(cudaMemcpy2DAsync(send + (size_t)q * outer * block, block, x.as<char>() + (size_t)q * block,
+                                 (size_t)group * block, block, (size_t)outer, cudaMemcpyDeviceToDevice, call.stream));
+  nccl().reduceScatter(send, y.data, y.numel(), x.type.dtype, comm::Reduction::Sum, call.stream,
+                       "reduce_scatter of " + x.type.str());
+#else
+  (void)group;
+  noNccl("reduce_scatter");
+#endif
+}
+
+void runAllGather(const OpCall &call) {
+  const int group = groupSize("all_gather", call);
+  if (group == 1) return copy(call);
+#ifdef LMC_HAVE_NCCL
+  const DevTensor &x = call.in[0], &y = call.out[0];
+  int64_t outer, n, inner;
+  splitAt(x.shape(), call.attrs.getInt("dim"), outer, n, inner);
+  const size_t block = (size_t)(n * inner) * dtypeSize(x.type.dtype);
+  char *gathered = static_cast<char *>(call.scratch);  // [group][outer][block]
+  nccl().allGather(x.data, gathered, x.numel(), x.type.dtype, call.stream, "all_gather of " + x.type.str());
+  for (int q = 0; q < group; ++q)
+    CUDA_CHECK(cudaMemcpy2DAsync(y.as<char>() + (size_t)q * block, (size_t)group * block,
+                                 gathered + (size_t)q * outer * block, block, block, (size_t)outer,
+                                 cudaMemcpyDeviceToDevice, call.stream));
+#else
+  (void)group;
+  noNccl("all_gather");
+#endif
+}
+
+/* reduce_scatter stages its input, all_gather its output, in rank-major order. */
+size_t inputScratch(const std::vector<TensorType> &in, const std::vector<TensorType> &, const kernels::Attrs &) {
+  return (size_t)in[0].bytes();
+}
+size_t outputScratch(const std::vector<TensorType> &, const std::vector<TensorType> &out, const kernels::Attrs &) {
+  return (size_t)out[0].bytes();
+}
+
+}  // namespace
+
+void addCollectiveKernels(std::vector<CudaKernelDef> &k) {
+  k.push_back({"all_reduce", runAllReduce, noScratch});
+  k.push_back({"reduce_scatter", runReduceScatter, inputScratch});
+  k.push_back({"all_gather", runAllGather, outputScratch});
+}
+
+}  // namespace lmrt::cuda::detail

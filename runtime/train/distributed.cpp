@@ -1,0 +1,68 @@
+/* Implements: distributed.h. */
+#include "runtime/train/distributed.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <functional>
+#include <string>
+
+#include "runtime/comm/communicator.h"
+#include "runtime/exec/session.h"
+#include "runtime/train/train_loop.h"
+
+namespace lmrt {
+
+RankInfo joinRanks(const Session &s, const TrainOptions &o) {
+  comm::Communicator &world = comm::world();
+  const plan::Mesh &mesh = s.plan().train().mesh();
+  const int64_t data = mesh.data() > 0 ? mesh.data() : 1;
+  if (mesh.tensor() > 1)
+    fail("plan '%s' has a tensor-parallel mesh (tensor = %lld), which this lmrt does not run", o.planPath.c_str(),
+         (long long)mesh.tensor());
+  if (data != world.size()) {
+    if (data == 1)
+      fail("plan '%s' is for one process (no mesh), and this run has %d processes; compile it with "
+           "`lmc compile ... --mesh data=%d` for data parallelism", o.planPath.c_str(), world.size(), world.size());
+    fail("plan '%s' was compiled for %lld data-parallel ranks (mesh data = %lld, global batch %lld), and this run "
+         "has %d process%s: launch it with `mpirun -np %lld lmrt run ...` (or srun -n %lld)", o.planPath.c_str(),
+         (long long)data, (long long)data, (long long)mesh.global_batch(), world.size(),
+         world.size() == 1 ? "" : "es", (long long)data, (long long)data);
+  }
+  RankInfo r{world.rank(), world.size()};
+  if (r.ranks == 1) return r;
+  if (!o.dumpDir.empty())
+    fail("--dump-dir records the run of one process; run the plan with accumulate = %d in one process to dump "
+         "what these %d ranks compute", r.ranks, r.ranks);
+  // A rank whose plan or settings differ would compute another model, or wait in a
+  // collective the others never reach: refused on every rank before the first step.
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);  // maps in one order on every rank
+    s.plan().SerializeToCodedStream(&coded);
+  }
+  world.checkSame(std::hash<std::string>{}(bytes), "the plan ('" + o.planPath + "')");
+  world.checkSame(o.seed, "--seed");
+  world.checkSame((uint64_t)o.steps, "--steps");
+  world.checkSame((uint64_t)o.accumulate, "--accumulate");
+  world.checkSame((uint64_t)o.evalInterval * 1000003u + (uint64_t)o.evalBatches, "--eval-interval/--eval-batches");
+  world.checkSame(std::hash<std::string>{}(o.resumePath + '\n' + o.initPath), "--resume/--init");
+  return r;
+}
+
+FILE *quietLog() {
+  static FILE *f = std::fopen("/dev/null", "w");
+  if (!f) fail("cannot open /dev/null for a quiet rank's log");
+  return f;
+}
+
+bool anyRank(const RankInfo &ranks, bool flag) {
+  if (ranks.ranks == 1) return flag;
+  double v = flag ? 1.0 : 0.0;
+  comm::world().allReduce(&v, &v, 1, DType::F64, comm::Reduction::Sum, "the stop-signal check after a step");
+  return v > 0;
+}
+
+}  // namespace lmrt

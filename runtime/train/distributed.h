@@ -1,0 +1,37 @@
+/* Implements: what `lmrt run` does as one rank of a data-parallel run
+   (docs/distributed.md). The plan's train_step is one rank's program (lmc
+   compile --mesh data=D: batch / D rows, gradients and loss averaged over the
+   ranks by lm.all_reduce); here the loop joins the ranks:
+   - the plan's mesh must match the processes the launcher started, and every
+     rank must run the same plan with the same seed, steps and micro-batches;
+   - rank r reads rows (j * D + r) * rows of micro-batch j of every global batch,
+     so the global batch and the sample order are those of one process reading
+     D micro-batches a step (accumulate = D), which DP reproduces bit for bit;
+   - rank 0 alone writes the log, metrics, TensorBoard events, checkpoints and
+     weights; the others are quiet unless they fail;
+   - a stop signal seen by any rank stops every rank after the same step. */
+#pragma once
+#include <cstdint>
+#include <cstdio>
+
+namespace lmrt {
+
+class Session;
+struct TrainOptions;
+
+struct RankInfo {
+  int rank = 0, ranks = 1;  // this process among the data-parallel ranks
+  bool writer() const { return rank == 0; }
+};
+
+/* Checks the plan's mesh against the launcher's processes and the run's settings
+   across the ranks; throws naming what differs and how to launch the plan. */
+RankInfo joinRanks(const Session &session, const TrainOptions &options);
+
+/* Where a quiet rank's log goes: nowhere. */
+FILE *quietLog();
+
+/* Whether any rank saw a stop signal (every rank gets the same answer). */
+bool anyRank(const RankInfo &ranks, bool flag);
+
+}  // namespace lmrt

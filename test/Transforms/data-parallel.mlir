@@ -1,0 +1,43 @@
+// RUN: lm-opt %s -split-input-file -lm-autodiff -lm-data-parallel | FileCheck %s
+// RUN: lm-opt %s -split-input-file -lm-autodiff '-lm-data-parallel=data=4' | FileCheck %s --check-prefix=OPTION
+// RUN: lm-opt %s -split-input-file -lm-autodiff -lm-data-parallel=data=1 | FileCheck %s --check-prefix=ONE
+
+// Tests that -lm-data-parallel averages the train step's loss, its scalar
+// metrics and every parameter gradient over the data axis (the module's
+// lm.mesh), right before the return, and leaves the forward alone.
+// CHECK-LABEL: func.func @loss(
+// CHECK-NOT: lm.all_reduce
+// CHECK-LABEL: func.func @loss_train_step
+// CHECK: %[[L:.*]] = lm.all_reduce %{{.*}} {group_size = 2 : i64, mean = true, mesh_axis = 0 : i64} : (tensor<f32>) -> tensor<f32>
+// CHECK: %[[DW:.*]] = lm.all_reduce %{{.*}} {group_size = 2 : i64, mean = true, mesh_axis = 0 : i64} : (tensor<3x2xf32>) -> tensor<3x2xf32>
+// CHECK: %[[DB:.*]] = lm.all_reduce %{{.*}} {group_size = 2 : i64, mean = true, mesh_axis = 0 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+// CHECK-NEXT: return %[[L]], %[[DW]], %[[DB]]
+// OPTION-LABEL: func.func @loss_train_step
+// OPTION-COUNT-3: group_size = 4 : i64
+// ONE-LABEL: func.func @loss_train_step
+// ONE-NOT: lm.all_reduce
+module attributes {lm.mesh = {data = 2 : i64, tensor = 1 : i64, global_batch = 8 : i64}} {
+  func.func @loss(%w: tensor<3x2xf32> {lm.param = "w", lm.init = {kind = "zeros"}},
+                  %b: tensor<2xf32> {lm.param = "b", lm.init = {kind = "zeros"}},
+                  %x: tensor<4x3xf32> {lm.input = "x"}) -> tensor<f32>
+      attributes {lm.objective} {
+    %y = lm.matmul %x, %w : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+    %z = lm.add %y, %b : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+    %q = lm.mul %z, %z : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+    %l = lm.sum_to %q : (tensor<4x2xf32>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Tests that without a mesh nothing changes.
+// CHECK-LABEL: func.func @plain_train_step
+// CHECK-NOT: lm.all_reduce
+// CHECK: return
+func.func @plain(%w: tensor<2xf32> {lm.param = "w", lm.init = {kind = "zeros"}}) -> tensor<f32>
+    attributes {lm.objective} {
+  %q = lm.mul %w, %w : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %l = lm.sum_to %q : (tensor<2xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

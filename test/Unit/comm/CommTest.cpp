@@ -1,0 +1,231 @@
+/* Tests the collectives of runtime/comm: the launcher's environment, the
+   single-process communicator, and (run by ctest under `mpirun -np 2`, and also
+   plain) Open MPI's all-reduce, reduce-scatter, all-gather, broadcast and checkSame
+   against the rank-order sums of the contract (communicator.h), bit for bit. */
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "runtime/comm/communicator.h"
+#include "runtime/comm/mpi_communicator.h"
+#include "runtime/cpu/kernels/registry.h"
+
+namespace lmrt::comm {
+namespace {
+
+/* Values whose float sums depend on the order of addition. */
+float valueOf(int rank, int64_t i) { return std::ldexp(1.0f + 0.001f * float(i % 97), (int)(i % 29) - 14) * (rank + 1) + 0.1f * rank; }
+
+std::vector<float> partOf(int rank, int64_t n) {
+  std::vector<float> v((size_t)n);
+  for (int64_t i = 0; i < n; ++i) v[(size_t)i] = valueOf(rank, i);
+  return v;
+}
+
+/* The sum over `ranks` ranks in rank order, as the contract states it. */
+std::vector<float> rankOrderSum(int ranks, int64_t n, bool mean) {
+  std::vector<float> all;
+  for (int q = 0; q < ranks; ++q) {
+    std::vector<float> p = partOf(q, n);
+    all.insert(all.end(), p.begin(), p.end());
+  }
+  std::vector<float> out((size_t)n);
+  reduceInRankOrder(all.data(), ranks, out.data(), n, DType::F32, mean ? Reduction::Mean : Reduction::Sum);
+  return out;
+}
+
+TEST(ReduceInRankOrder, SumsLeftToRightThenDivides) {
+  const float parts[] = {1e8f, 1.0f, -1e8f, /* second element */ 1.0f, 2.0f, 4.0f};
+  // Transposed layout: part q holds elements [q * 2, q * 2 + 2).
+  const float byRank[] = {parts[0], parts[3], parts[1], parts[4], parts[2], parts[5]};
+  float out[2];
+  reduceInRankOrder(byRank, 3, out, 2, DType::F32, Reduction::Sum);
+  EXPECT_EQ(out[0], (1e8f + 1.0f) + -1e8f);  // 0 in f32: the order is kept, not reassociated
+  EXPECT_EQ(out[1], 7.0f);
+  reduceInRankOrder(byRank, 3, out, 2, DType::F32, Reduction::Mean);
+  EXPECT_EQ(out[1], 7.0f / 3.0f);
+}
+
+TEST(LaunchEnv, ReadsMpirunSrunAndRefusesNonsense) {
+  // Under mpirun the variables are the real ones: only check they are consistent.
+  if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    LaunchEnv e = launchEnv();
+    EXPECT_EQ(e.launcher, "mpirun");
+    EXPECT_EQ(e.size, std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE")));
+    return;
+  }
+  for (const char *v : {"PMI_RANK", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}) unsetenv(v);
+  EXPECT_EQ(launchEnv().size, 1);
+  EXPECT_EQ(launchEnv().launcher, "");
+  // A batch script: the job's task count, no step of several tasks: one process.
+  setenv("SLURM_PROCID", "0", 1);
+  setenv("SLURM_NTASKS", "4", 1);
+  EXPECT_EQ(launchEnv().size, 1);
+  EXPECT_EQ(launchEnv().launcher, "");
+  unsetenv("SLURM_PROCID");
+  unsetenv("SLURM_NTASKS");
+  setenv("SLURM_PROCID", "3", 1);
+  setenv("SLURM_STEP_NUM_TASKS", "4", 1);
+  LaunchEnv e = launchEnv();
+  EXPECT_EQ(e.launcher, "srun");
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.size, 4);
+  setenv("SLURM_PROCID", "4", 1);
+  try {
+    launchEnv();
+    FAIL() << "rank 4 of 4 accepted";
+  } catch (const Error &err) {
+    EXPECT_NE(std::string(err.what()).find("SLURM_PROCID=4"), std::string::npos) << err.what();
+  }
+  setenv("SLURM_PROCID", "x", 1);
+  EXPECT_THROW(launchEnv(), Error);
+  unsetenv("SLURM_PROCID");
+  unsetenv("SLURM_STEP_NUM_TASKS");
+}
+
+TEST(SingleProcess, CollectivesAreCopies) {
+  std::unique_ptr<Communicator> c = makeSingleProcess();
+  std::vector<float> x = partOf(0, 10), y(10);
+  c->allReduce(x.data(), y.data(), 10, DType::F32, Reduction::Mean, "test");
+  EXPECT_EQ(0, std::memcmp(x.data(), y.data(), 40));
+  c->allGather(x.data(), y.data(), 10, DType::F32, "test");
+  EXPECT_EQ(0, std::memcmp(x.data(), y.data(), 40));
+  EXPECT_THROW(c->allReduce(x.data(), y.data(), 10, DType::I32, Reduction::Sum, "test"), Error);
+}
+
+/* The MPI communicator: of the launcher's processes under mpirun, else of one process
+   (MPI started as a singleton). One per test binary: MPI starts once. */
+Communicator &mpi() {
+  static bool started = [] {
+    LaunchEnv env = launchEnv();
+    if (env.size == 1) env.launcher = "singleton";
+    setWorld(makeMpiCommunicator(env));  // the kernels' communicator too
+    return true;
+  }();
+  (void)started;
+  return world();
+}
+
+TEST(Mpi, AllReduceIsTheRankOrderSumOnEveryRank) {
+  Communicator &c = mpi();
+  for (int64_t n : {1, 7, 1000, 4097}) {  // uneven chunks, chunks of 0 elements when n < ranks
+    for (bool mean : {false, true}) {
+      std::vector<float> x = partOf(c.rank(), n), y((size_t)n);
+      c.allReduce(x.data(), y.data(), n, DType::F32, mean ? Reduction::Mean : Reduction::Sum, "test");
+      std::vector<float> want = rankOrderSum(c.size(), n, mean);
+      EXPECT_EQ(0, std::memcmp(y.data(), want.data(), (size_t)n * 4)) << "n " << n << " mean " << mean;
+      c.allReduce(x.data(), x.data(), n, DType::F32, mean ? Reduction::Mean : Reduction::Sum, "in place");
+      EXPECT_EQ(0, std::memcmp(x.data(), want.data(), (size_t)n * 4)) << "in place, n " << n;
+    }
+  }
+  std::vector<double> d = {double(c.rank()) + 0.5, 1e300};
+  c.allReduce(d.data(), d.data(), 2, DType::F64, Reduction::Sum, "f64");
+  double want0 = 0;
+  for (int q = 0; q < c.size(); ++q) want0 += q + 0.5;
+  EXPECT_EQ(d[0], want0);
+}
+
+TEST(Mpi, ReduceScatterKeepsThisRanksSliceOfTheSum) {
+  Communicator &c = mpi();
+  const int64_t per = 5, n = per * c.size();
+  std::vector<float> x = partOf(c.rank(), n), y((size_t)per);
+  c.reduceScatter(x.data(), y.data(), per, DType::F32, Reduction::Sum, "test");
+  std::vector<float> want = rankOrderSum(c.size(), n, false);
+  EXPECT_EQ(0, std::memcmp(y.data(), want.data() + c.rank() * per, (size_t)per * 4));
+}
+
+TEST(Mpi, AllGatherConcatenatesInRankOrder) {
+  Communicator &c = mpi();
+  const int64_t per = 3;
+  std::vector<float> x = partOf(c.rank(), per), y((size_t)(per * c.size()));
+  c.allGather(x.data(), y.data(), per, DType::F32, "test");
+  for (int q = 0; q < c.size(); ++q) {
+    std::vector<float> p = partOf(q, per);
+    EXPECT_EQ(0, std::memcmp(y.data() + q * per, p.data(), (size_t)per * 4)) << "rank " << q;
+  }
+}
+
+TEST(Mpi, BroadcastAndCheckSame) {
+  Communicator &c = mpi();
+  char text[8] = "rank";
+  if (c.rank() == 0) std::strcpy(text, "root");
+  c.broadcast(text, sizeof text, 0, "test");
+  EXPECT_STREQ(text, "root");
+  c.checkSame(42, "a number every rank has");
+  if (c.size() == 1) return;
+  try {
+    c.checkSame((uint64_t)c.rank(), "--seed");
+    FAIL() << "different values accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("--seed differs between ranks: rank 1"), std::string::npos) << e.what();
+  }
+}
+
+/* The CPU kernels of lm.all_gather and lm.reduce_scatter along an inner dimension (each
+   rank's part is not contiguous there), and lm.all_reduce's mean, across the ranks. */
+TEST(Mpi, CollectiveKernelsAlongAnInnerDimension) {
+  Communicator &c = mpi();
+  const int64_t n = c.size();
+  // x of rank q: [2, 3, 4] with x[a][b][k] = 100 q + 10 a + b + k / 8.
+  auto xOf = [](int q) {
+    std::vector<float> x(24);
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 3; ++b)
+        for (int k = 0; k < 4; ++k) x[(size_t)(a * 12 + b * 4 + k)] = 100.0f * q + 10.0f * a + b + k / 8.0f;
+    return x;
+  };
+  std::vector<float> x = xOf(c.rank());
+  TensorRef in{x.data(), TensorType{DType::F32, {2, 3, 4}}};
+  // all_gather along dim 1: [2, 3 n, 4], rank q's rows at [3 q, 3 q + 3).
+  std::vector<float> g((size_t)(24 * n));
+  TensorRef gathered{g.data(), TensorType{DType::F32, {2, 3 * n, 4}}};
+  kernels::Attrs gatherAttrs;
+  gatherAttrs.set("mesh_axis", int64_t(0));
+  gatherAttrs.set("group_size", n);
+  gatherAttrs.set("dim", int64_t(1));
+  kernels::findKernel("all_gather")->run(kernels::KernelCall{{in}, {gathered}, gatherAttrs});
+  for (int q = 0; q < n; ++q) {
+    std::vector<float> xq = xOf(q);
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 3; ++b)
+        for (int k = 0; k < 4; ++k)
+          EXPECT_EQ(g[(size_t)((a * 3 * n + q * 3 + b) * 4 + k)], xq[(size_t)(a * 12 + b * 4 + k)]);
+  }
+  // reduce_scatter of the gathered tensor along dim 1: the sum over ranks of it (n copies),
+  // rank r keeping rows [3 r, 3 r + 3): n times rank r's x.
+  std::vector<float> s(24);
+  TensorRef scattered{s.data(), TensorType{DType::F32, {2, 3, 4}}};
+  kernels::findKernel("reduce_scatter")->run(kernels::KernelCall{{gathered}, {scattered}, gatherAttrs});
+  for (size_t i = 0; i < 24; ++i) {
+    float want = 0;
+    for (int q = 0; q < n; ++q) want += x[i];
+    EXPECT_EQ(s[i], want) << i;
+  }
+  // all_reduce with mean: the mean of the ranks' x, in rank order.
+  std::vector<float> m(24);
+  kernels::Attrs meanAttrs;
+  meanAttrs.set("mesh_axis", int64_t(0));
+  meanAttrs.set("group_size", n);
+  meanAttrs.set("mean", true);
+  kernels::findKernel("all_reduce")->run(kernels::KernelCall{{in}, {TensorRef{m.data(), in.type}}, meanAttrs});
+  for (size_t i = 0; i < 24; ++i) {
+    float sum = xOf(0)[i];
+    for (int q = 1; q < n; ++q) sum += xOf(q)[i];
+    EXPECT_EQ(m[i], sum / float(n)) << i;
+  }
+  // A group that is not the run's processes is refused, naming the launch.
+  kernels::Attrs wrong = meanAttrs;
+  wrong.set("group_size", n + 1);
+  try {
+    kernels::findKernel("all_reduce")->run(kernels::KernelCall{{in}, {TensorRef{m.data(), in.type}}, wrong});
+    FAIL() << "a group of " << n + 1 << " ranks accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("mpirun -np " + std::to_string(n + 1)), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace lmrt::comm

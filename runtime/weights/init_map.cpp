@@ -14,13 +14,22 @@ std::vector<InitRename> parseInitMap(const std::vector<std::string> &specs) {
     if (eq == std::string::npos)
       fail("--init-map '%s': expected FROM=TO (e.g. 'encoder.*=*', or 'mlm.*=' to leave tensors out)",
            spec.c_str());
-    InitRename r{spec.substr(0, eq), spec.substr(eq + 1)};
+    InitRename r{spec.substr(0, eq), {}};
+    const std::string to = spec.substr(eq + 1);
+    for (size_t start = 0; !to.empty() && start <= to.size();) {  // TO, or TO1,TO2,...
+      const size_t comma = std::min(to.find(',', start), to.size());
+      r.to.push_back(to.substr(start, comma - start));
+      start = comma + 1;
+    }
     const auto stars = [](const std::string &s) { return std::count(s.begin(), s.end(), '*'); };
     if (r.from.empty()) fail("--init-map '%s': FROM is empty; it names the tensors of the --init file", spec.c_str());
-    if (stars(r.from) > 1 || stars(r.to) > 1)
-      fail("--init-map '%s': at most one '*' on each side of '='", spec.c_str());
-    if (stars(r.to) == 1 && stars(r.from) == 0)
-      fail("--init-map '%s': TO has a '*' but FROM has none to fill it", spec.c_str());
+    if (stars(r.from) > 1) fail("--init-map '%s': at most one '*' on each side of '='", spec.c_str());
+    for (const std::string &t : r.to) {
+      if (t.empty()) fail("--init-map '%s': an empty name in the list TO1,TO2,...", spec.c_str());
+      if (stars(t) > 1) fail("--init-map '%s': at most one '*' on each side of '='", spec.c_str());
+      if (stars(t) == 1 && stars(r.from) == 0)
+        fail("--init-map '%s': TO has a '*' but FROM has none to fill it", spec.c_str());
+    }
     rules.push_back(std::move(r));
   }
   return rules;
@@ -41,15 +50,18 @@ std::optional<std::string> matchPattern(const std::string &pattern, const std::s
 
 }  // namespace
 
-std::optional<std::string> mapInitName(const std::vector<InitRename> &rules, const std::string &name) {
+std::vector<std::string> mapInitName(const std::vector<InitRename> &rules, const std::string &name) {
   for (const InitRename &r : rules) {
     std::optional<std::string> run = matchPattern(r.from, name);
     if (!run) continue;
-    if (r.to.empty()) return std::nullopt;
-    const size_t star = r.to.find('*');
-    return star == std::string::npos ? r.to : r.to.substr(0, star) + *run + r.to.substr(star + 1);
+    std::vector<std::string> names;
+    for (const std::string &to : r.to) {
+      const size_t star = to.find('*');
+      names.push_back(star == std::string::npos ? to : to.substr(0, star) + *run + to.substr(star + 1));
+    }
+    return names;
   }
-  return name;
+  return {name};
 }
 
 }  // namespace lmrt

@@ -51,25 +51,29 @@ InitReport loadWeights(Session &session, const std::string &path, const InitOpti
   std::map<std::string, std::string> source;  // parameter name -> the file's tensor name
   for (const auto &[name, t] : file.tensors) {
     if (checkpoint && isOptimizerStateName(name)) continue;
-    const std::optional<std::string> target = mapInitName(options.renames, name);
-    if (!target) {
+    const std::vector<std::string> targets = mapInitName(options.renames, name);
+    if (targets.empty()) {
       report.dropped.push_back(name);
       continue;
     }
-    bool known = false;
-    for (const ParamState &p : session.params()) known = known || p.name == *target;
-    if (!known) {
-      if (options.strict)
-        fail("weights '%s': tensor %s is not a parameter of this plan%s", path.c_str(),
-             described(name, *target).c_str(),
-             options.renames.empty() ? " (--init-strict=false loads the tensors both share)" : "");
-      report.unused.push_back(name);
-      continue;
+    bool used = false;
+    for (const std::string &target : targets) {  // several: '*=*,ref.*' loads one tensor twice
+      bool known = false;
+      for (const ParamState &p : session.params()) known = known || p.name == target;
+      if (!known) {
+        if (options.strict)
+          fail("weights '%s': tensor %s is not a parameter of this plan%s", path.c_str(),
+               described(name, target).c_str(),
+               options.renames.empty() ? " (--init-strict=false loads the tensors both share)" : "");
+        continue;
+      }
+      used = true;
+      auto [it, fresh] = source.emplace(target, name);
+      if (!fresh)
+        fail("weights '%s': tensors '%s' and '%s' both load into parameter '%s' (check --init-map)", path.c_str(),
+             it->second.c_str(), name.c_str(), target.c_str());
     }
-    auto [it, fresh] = source.emplace(*target, name);
-    if (!fresh)
-      fail("weights '%s': tensors '%s' and '%s' both load into parameter '%s' (check --init-map)", path.c_str(),
-           it->second.c_str(), name.c_str(), target->c_str());
+    if (!used) report.unused.push_back(name);
   }
   for (const ParamState &p : session.params()) {
     auto src = source.find(p.name);

@@ -1,10 +1,14 @@
 """Compiles every model in models/ for the CPU and CUDA with lmc (nvcc builds each
 plan's fatbin: sm_80, sm_90 and compute_90 PTX), at its default config and, when
 it has one, its `tiny` preset; then compiles each dumped CUDA source again with
-every reduced-precision storage type (bf16, f16) enabled.
+every reduced-precision storage type (bf16, f16) enabled. The recipes of
+models/finetune/ and models/post/ (zoo trunks with new heads and losses) are
+compiled at their tiny preset only, to keep the run short: their full-size
+configs generate the same trunk kernels as the zoo models above.
 
 Usage: compile_models_cuda.py MODELS_DIR OUT_DIR NVCC
-Prints one line per model and config ("gpt2: ...", "gpt2-tiny: ...") and
+Prints one line per model and config ("gpt2: ...", "gpt2-tiny: ...",
+"post.dpo-tiny: ...") and
 "models: ok" when every step succeeded; exits 1 at the first failure with the
 failing command's output."""
 import glob
@@ -12,6 +16,9 @@ import os
 import re
 import subprocess
 import sys
+
+
+RECIPE_DIRS = ["finetune", "post"]  # compiled at their tiny preset only
 
 
 def run(cmd):
@@ -25,15 +32,21 @@ def run(cmd):
 
 def main():
     models_dir, out_dir, nvcc = sys.argv[1:4]
-    models = sorted(glob.glob(os.path.join(models_dir, "*.lm")))
+    models = [(p, "", True) for p in sorted(glob.glob(os.path.join(models_dir, "*.lm")))]
+    for sub in RECIPE_DIRS:
+        models += [(p, sub + ".", False) for p in sorted(glob.glob(os.path.join(models_dir, sub, "*.lm")))]
     if not models:
         print("no models in " + models_dir)
         return 1
-    for path in models:
-        model = os.path.splitext(os.path.basename(path))[0]
+    for path, prefix, full_size in models:
+        model = prefix + os.path.splitext(os.path.basename(path))[0]
         with open(path) as f:
             has_tiny = re.search(r"^preset\s+tiny\b", f.read(), re.M) is not None
-        for name, flags in [(model, [])] + ([(model + "-tiny", ["--preset", "tiny"])] if has_tiny else []):
+        if not full_size and not has_tiny:
+            print(f"{model}: no tiny preset to compile")
+            return 1
+        configs = ([(model, [])] if full_size else []) + ([(model + "-tiny", ["--preset", "tiny"])] if has_tiny else [])
+        for name, flags in configs:
             dump = os.path.join(out_dir, name)
             summary = run(["lmc", "compile", path, *flags, "--target", "cpu,cuda", "--dump-dir", dump,
                            "-o", os.path.join(out_dir, name + ".plan")])

@@ -10,8 +10,11 @@ namespace lmrt {
 namespace {
 
 std::string mapped(const std::vector<std::string> &specs, const std::string &name) {
-  std::optional<std::string> m = mapInitName(parseInitMap(specs), name);
-  return m ? *m : "<dropped>";
+  std::vector<std::string> m = mapInitName(parseInitMap(specs), name);
+  if (m.empty()) return "<dropped>";
+  std::string s = m[0];
+  for (size_t i = 1; i < m.size(); ++i) s += "|" + m[i];
+  return s;
 }
 
 TEST(InitMap, RenamesByPatternFirstMatchWins) {
@@ -28,6 +31,12 @@ TEST(InitMap, RenamesByPatternFirstMatchWins) {
   EXPECT_EQ(mapped({"ab*ba=x"}, "aba"), "aba");  // prefix and suffix may not overlap
 }
 
+TEST(InitMap, ListLoadsOneTensorIntoSeveral) {
+  EXPECT_EQ(mapped({"*=*,ref.*"}, "layer.0.w"), "layer.0.w|ref.layer.0.w");
+  EXPECT_EQ(mapped({"wte=a,b,c"}, "wte"), "a|b|c");
+  EXPECT_EQ(mapped({"mlm.*=", "*=*,ref.*"}, "mlm.w"), "<dropped>");
+}
+
 TEST(InitMap, MalformedSpecsAreErrorsNamingThem) {
   auto error = [](const std::string &spec) {
     try {
@@ -41,6 +50,10 @@ TEST(InitMap, MalformedSpecsAreErrorsNamingThem) {
   EXPECT_NE(error("=x").find("FROM is empty"), std::string::npos);
   EXPECT_NE(error("a.*.*=*").find("at most one '*'"), std::string::npos);
   EXPECT_NE(error("a=*.x").find("TO has a '*' but FROM has none"), std::string::npos);
+  EXPECT_NE(error("*=*,").find("'*=*,': an empty name in the list"), std::string::npos);
+  EXPECT_NE(error("*=a,,b").find("an empty name in the list"), std::string::npos);
+  EXPECT_NE(error("*=*,r.*.*").find("at most one '*'"), std::string::npos);
+  EXPECT_NE(error("a=b,*.x").find("TO has a '*' but FROM has none"), std::string::npos);
 }
 
 }  // namespace

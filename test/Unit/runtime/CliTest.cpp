@@ -22,8 +22,15 @@ struct Result {
   std::string out;  // stdout and stderr
 };
 
+// ctest runs each test as its own process, two at a time: files a test writes
+// carry its name, so concurrent tests never read each other's output or plans.
+std::string testFile(const std::string &name) {
+  return ::testing::TempDir() + "lmrt_cli_" +
+         ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
+}
+
 Result lmrtRun(const std::string &args) {
-  std::string outPath = ::testing::TempDir() + "lmrt_cli.out";
+  std::string outPath = testFile("out");
   int rc = std::system((std::string(LMRT_BIN) + " " + args + " > " + outPath + " 2>&1").c_str());
   std::ifstream f(outPath);
   std::stringstream ss;
@@ -32,7 +39,7 @@ Result lmrtRun(const std::string &args) {
 }
 
 std::string planFile(const std::string &name, const plan::Plan &p) {
-  std::string path = ::testing::TempDir() + "lmrt_cli_" + name;
+  std::string path = testFile(name);
   writePlanFile(path, p);
   return path;
 }
@@ -80,7 +87,7 @@ TEST(Cli, BadInputIsAnErrorNotACrash) {
   EXPECT_EQ(missing.status, 1);
   EXPECT_HAS(missing.out, "lmrt: error: cannot open plan '/nonexistent/x.plan'");
 
-  std::string garbage = ::testing::TempDir() + "lmrt_cli_garbage.plan";
+  std::string garbage = testFile("garbage.plan");
   std::ofstream(garbage) << "definitely not a plan";
   Result bad = lmrtRun("inspect " + garbage);
   EXPECT_EQ(bad.status, 1);

@@ -9,12 +9,6 @@
 namespace lmrt::comm {
 namespace {
 
-size_t elementBytes(DType dtype, const std::string &what) {
-  if (dtype == DType::F32) return sizeof(float);
-  if (dtype == DType::F64) return sizeof(double);
-  fail("%s: collectives take f32 or f64 tensors, got %s", what.c_str(), dtypeName(dtype));
-}
-
 class SingleProcess final : public Communicator {
 public:
   int rank() const override { return 0; }
@@ -38,7 +32,7 @@ public:
 
 private:
   static void copy(const void *in, void *out, int64_t count, DType dtype, const std::string &what) {
-    size_t bytes = (size_t)count * elementBytes(dtype, what);
+    size_t bytes = (size_t)count * collectiveElementBytes(dtype, what);
     if (in != out) std::memmove(out, in, bytes);
   }
 };
@@ -98,6 +92,30 @@ LaunchEnv launchEnv() {
 
 Communicator &world() { return *slot(); }
 void setWorld(std::unique_ptr<Communicator> c) { slot() = std::move(c); }
+
+Communicator &collectiveGroup(const char *op, int64_t meshAxis, int64_t groupSize) {
+  static const char *const kAxisNames[] = {"data", "tensor"};
+  Communicator &w = world();
+  if (groupSize != w.size())
+    fail("%s over the %lld ranks of mesh axis '%s', but this run has %d process%s (launch the plan with "
+         "`mpirun -np %lld lmrt run ...`)", op, (long long)groupSize,
+         meshAxis == 0 || meshAxis == 1 ? kAxisNames[meshAxis] : "?", w.size(), w.size() == 1 ? "" : "es",
+         (long long)groupSize);
+  return w;
+}
+
+void splitAroundDim(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer, int64_t &n, int64_t &inner) {
+  outer = inner = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= shape[(size_t)i];
+  for (size_t i = (size_t)dim + 1; i < shape.size(); ++i) inner *= shape[i];
+  n = shape[(size_t)dim];
+}
+
+size_t collectiveElementBytes(DType dtype, const std::string &what) {
+  if (dtype == DType::F32) return sizeof(float);
+  if (dtype == DType::F64) return sizeof(double);
+  fail("%s: collectives take f32 or f64 tensors, got %s", what.c_str(), dtypeName(dtype));
+}
 
 void reduceInRankOrder(const void *parts, int n, void *out, int64_t count, DType dtype, Reduction r) {
   if (dtype == DType::F32) reduceT((const float *)parts, n, (float *)out, count, r);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/tensor.h"
 
@@ -69,6 +70,20 @@ LaunchEnv launchEnv();
    reach it here, so it is one object per process (lmrt exports it to its plugins). */
 Communicator &world();
 void setWorld(std::unique_ptr<Communicator> c);
+
+/* The communicator of a collective op's group: the whole world, the only group this
+   runtime forms (a mesh with tensor = 1; docs/distributed.md). Fails, naming the op,
+   the mesh axis and the launch command, when the group is not the run's processes.
+   The CPU and CUDA kernels of the collective ops share it. */
+Communicator &collectiveGroup(const char *op, int64_t meshAxis, int64_t groupSize);
+
+/* A row-major shape as [outer, n, inner] around dimension `dim`: how a gather or
+   scatter along `dim` sees its tensor (rank blocks of n x inner elements, `outer` times). */
+void splitAroundDim(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer, int64_t &n, int64_t &inner);
+
+/* Bytes of one element of a collective's tensor (f32 or f64; anything else fails,
+   naming `what`). */
+size_t collectiveElementBytes(DType dtype, const std::string &what);
 
 /* The sum in rank order the contract above states: out[i] = ((parts[0][i] + parts[1][i]) + ...)
    [/ n], for `n` parts of `count` elements each, laid out one after another in `parts`. The one

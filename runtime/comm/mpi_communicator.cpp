@@ -23,12 +23,6 @@
 namespace lmrt::comm {
 namespace {
 
-size_t elementBytes(DType dtype, const std::string &what) {
-  if (dtype == DType::F32) return sizeof(float);
-  if (dtype == DType::F64) return sizeof(double);
-  fail("%s: collectives take f32 or f64 tensors, got %s", what.c_str(), dtypeName(dtype));
-}
-
 /* The seconds a collective may wait for the other ranks: $LMRT_COLLECTIVE_TIMEOUT, by
    default 600 (rank 0 alone evaluates and writes checkpoints while the others wait in
    the next step's all-reduce); 0 turns the watchdog off. */
@@ -146,7 +140,7 @@ public:
 
   void allReduce(const void *in, void *out, int64_t count, DType dtype, Reduction r,
                  const std::string &what) override {
-    const size_t eb = elementBytes(dtype, what);
+    const size_t eb = collectiveElementBytes(dtype, what);
     // Chunk q: elements [first[q], first[q] + len[q]), the larger chunks first.
     std::vector<int64_t> first(size_ + 1, 0);
     for (int q = 0; q < size_; ++q) first[q + 1] = first[q] + count / size_ + (q < count % size_ ? 1 : 0);
@@ -174,7 +168,7 @@ public:
 
   void reduceScatter(const void *in, void *out, int64_t count, DType dtype, Reduction r,
                      const std::string &what) override {
-    const int bytes = bytesAsInt(count * (int64_t)elementBytes(dtype, what), what);
+    const int bytes = bytesAsInt(count * (int64_t)collectiveElementBytes(dtype, what), what);
     parts_.resize((size_t)size_ * (size_t)bytes);
     call("MPI_Alltoall", what,
          [&] { return MPI_Alltoall(in, bytes, MPI_BYTE, parts_.data(), bytes, MPI_BYTE, MPI_COMM_WORLD); });
@@ -182,7 +176,7 @@ public:
   }
 
   void allGather(const void *in, void *out, int64_t count, DType dtype, const std::string &what) override {
-    const int bytes = bytesAsInt(count * (int64_t)elementBytes(dtype, what), what);
+    const int bytes = bytesAsInt(count * (int64_t)collectiveElementBytes(dtype, what), what);
     const char *src = static_cast<const char *>(in), *dst = static_cast<const char *>(out);
     if (src < dst + (int64_t)size_ * bytes && dst < src + bytes) {  // in lies inside out: send a copy
       sum_.assign(src, src + bytes);

@@ -18,14 +18,8 @@
 namespace lmrt::cuda::detail {
 namespace {
 
-/* The group's size, checked against the run's processes (the world is the only group). */
 int groupSize(const char *op, const OpCall &call) {
-  const int64_t group = call.attrs.getInt("group_size");
-  const int world = comm::world().size();
-  if (group != world)
-    fail("%s over %lld ranks, but this run has %d process%s (launch the plan with `mpirun -np %lld lmrt run ...`)",
-         op, (long long)group, world, world == 1 ? "" : "es", (long long)group);
-  return world;
+  return comm::collectiveGroup(op, call.attrs.getInt("mesh_axis"), call.attrs.getInt("group_size")).size();
 }
 
 #ifdef LMC_HAVE_NCCL
@@ -43,13 +37,6 @@ void copy(const OpCall &call) {
   if (call.in[0].data != call.out[0].data)
     CUDA_CHECK(cudaMemcpyAsync(call.out[0].data, call.in[0].data, (size_t)call.in[0].type.bytes(),
                                cudaMemcpyDeviceToDevice, call.stream));
-}
-
-void splitAt(const Shape &s, int64_t dim, int64_t &outer, int64_t &n, int64_t &inner) {
-  outer = inner = 1;
-  for (int64_t i = 0; i < dim; ++i) outer *= s[(size_t)i];
-  for (size_t i = (size_t)dim + 1; i < s.size(); ++i) inner *= s[i];
-  n = s[(size_t)dim];
 }
 
 void runAllReduce(const OpCall &call) {
@@ -70,7 +57,7 @@ void runReduceScatter(const OpCall &call) {
 #ifdef LMC_HAVE_NCCL
   const DevTensor &x = call.in[0], &y = call.out[0];
   int64_t outer, n, inner;
-  splitAt(y.shape(), call.attrs.getInt("dim"), outer, n, inner);
+  comm::splitAroundDim(y.shape(), call.attrs.getInt("dim"), outer, n, inner);
   const size_t block = (size_t)(n * inner) * dtypeSize(x.type.dtype);
   char *send = static_cast<char *>(call.scratch);  // [group][outer][block]
   for (int q = 0; q < group; ++q)
@@ -90,7 +77,7 @@ void runAllGather(const OpCall &call) {
 #ifdef LMC_HAVE_NCCL
   const DevTensor &x = call.in[0], &y = call.out[0];
   int64_t outer, n, inner;
-  splitAt(x.shape(), call.attrs.getInt("dim"), outer, n, inner);
+  comm::splitAroundDim(x.shape(), call.attrs.getInt("dim"), outer, n, inner);
   const size_t block = (size_t)(n * inner) * dtypeSize(x.type.dtype);
   char *gathered = static_cast<char *>(call.scratch);  // [group][outer][block]
   nccl().allGather(x.data, gathered, x.numel(), x.type.dtype, call.stream, "all_gather of " + x.type.str());

@@ -79,32 +79,33 @@ void writeMeta(const std::string &path, const DatasetBuildOptions &o, const Data
   writeFileAtomic(path, "dataset metadata", [&](std::ostream &f) { f << j; });
 }
 
-/* The output rules (base/paths.h) for DIR and its files, before any work. */
-void checkBuildOutputs(const DatasetBuildOptions &o, const std::vector<std::string> &files) {
-  std::string dir = o.outDir.back() == '/' ? o.outDir : o.outDir + "/";
-  auto isShard = [](const std::string &path) { return fileStartsWith(path, std::string(kShardMagic, 8)); };
+
+}  // namespace
+
+void checkDataBuildOutputs(const std::string &outDir, const DataBuildShards &shards, const std::string &tokenizer,
+                           const std::vector<NamedPath> &inputs, bool overwrite, FILE *log) {
+  std::string dir = outDir.back() == '/' ? outDir : outDir + "/";
+  const std::string magic(shards.magic, 8);
+  auto isShard = [&](const std::string &path) { return fileStartsWith(path, magic); };
   auto isMeta = [&](const std::string &) {
     try {
-      return readDatasetMeta(o.outDir).has_value();
+      return readDatasetMeta(outDir).has_value();
     } catch (const Error &) {
       return false;
     }
   };
   std::vector<OutputSpec> outputs = {
-      {"--out", o.outDir, true},
-      {"--out", dir + "train.bin", false, IfExists::ReplaceEarlier, isShard, "a token shard (LMCSHARD)"},
-      {"--out", dir + "val.bin", false, IfExists::ReplaceEarlier, isShard, "a token shard (LMCSHARD)"},
+      {"--out", outDir, true},
+      {"--out", dir + shards.train, false, IfExists::ReplaceEarlier, isShard, shards.what},
+      {"--out", dir + shards.val, false, IfExists::ReplaceEarlier, isShard, shards.what},
       {"--out", dir + "meta.json", false, IfExists::ReplaceEarlier, isMeta, "the meta.json of a data build"}};
-  if (!o.tokenizer.empty())
+  if (!tokenizer.empty())
     outputs.push_back({"--out", dir + "tokenizer.model", false, IfExists::ReplaceEarlier, isSentencePieceModel,
                        "a SentencePiece model"});
-  std::vector<NamedPath> inputs;
-  for (const std::string &f : files) inputs.push_back({"--input", f});
-  if (!o.tokenizer.empty()) inputs.push_back({"--tokenizer", o.tokenizer});
-  checkOutputs(outputs, inputs, o.overwrite, o.log);
+  std::vector<NamedPath> all = inputs;
+  if (!tokenizer.empty()) all.push_back({"--tokenizer", tokenizer});
+  checkOutputs(outputs, all, overwrite, log);
 }
-
-}  // namespace
 
 DatasetBuildStats buildDataset(const DatasetBuildOptions &o) {
   if (o.inputs.empty()) fail("data build: no --input given");
@@ -113,7 +114,10 @@ DatasetBuildStats buildDataset(const DatasetBuildOptions &o) {
     fail("data build: --val-fraction %g is outside [0, 1)", o.valFraction);
   DatasetBuildStats stats;
   stats.files = collectInputFiles(o.inputs, &stats.skipped);
-  checkBuildOutputs(o, stats.files);
+  std::vector<NamedPath> inputs;
+  for (const std::string &f : stats.files) inputs.push_back({"--input", f});
+  checkDataBuildOutputs(o.outDir, {kShardMagic, "train.bin", "val.bin", "a token shard (LMCSHARD)"}, o.tokenizer,
+                        inputs, o.overwrite, o.log);
   std::unique_ptr<Tokenizer> tok =
       o.tokenizer.empty() ? byteTokenizer() : loadSentencePiece(o.tokenizer);
   stats.tokenizer = tok->kind();

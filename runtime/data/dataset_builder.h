@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/paths.h"
 #include "runtime/data/corpus.h"
 
 namespace lmrt {
@@ -42,6 +43,18 @@ struct DatasetBuildStats {
   uint64_t roundTripExact = 0;            // documents that decode back to their text
   std::vector<std::pair<std::string, int32_t>> specialTokens;
 };
+
+/* The files a data build writes under --out besides meta.json (and tokenizer.model). */
+struct DataBuildShards {
+  const char *magic;  // 8 bytes: an existing file with it is an earlier build's, replaced
+  const char *train, *val;
+  const char *what;   // how an error names such a file
+};
+
+/* The output rules (base/paths.h) for a data build's directory and files, checked
+   before any work: token shards (buildDataset) and example shards (buildJsonlDataset). */
+void checkDataBuildOutputs(const std::string &outDir, const DataBuildShards &shards, const std::string &tokenizer,
+                           const std::vector<NamedPath> &inputs, bool overwrite, FILE *log);
 
 /* True when document `index` belongs to the validation split. */
 bool isValidationDocument(uint64_t seed, uint64_t index, double valFraction);

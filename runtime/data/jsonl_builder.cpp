@@ -254,29 +254,12 @@ JsonlBuildStats buildJsonlDataset(const JsonlBuildOptions &o) {
   stats.fields = parseFieldList(o.fields);
   stats.classes.assign(stats.fields.size(), 0);
 
-  // The output rules (base/paths.h), before any work.
-  std::string dir = o.outDir.back() == '/' ? o.outDir : o.outDir + "/";
-  auto isExamples = [](const std::string &path) { return fileStartsWith(path, std::string(kExampleMagic, 8)); };
-  auto isMeta = [&](const std::string &) {
-    try {
-      return readDatasetMeta(o.outDir).has_value();
-    } catch (const Error &) {
-      return false;
-    }
-  };
-  std::vector<OutputSpec> outputs = {
-      {"--out", o.outDir, true},
-      {"--out", dir + "train.examples", false, IfExists::ReplaceEarlier, isExamples, "an example shard (LMCEXMPL)"},
-      {"--out", dir + "val.examples", false, IfExists::ReplaceEarlier, isExamples, "an example shard (LMCEXMPL)"},
-      {"--out", dir + "meta.json", false, IfExists::ReplaceEarlier, isMeta, "the meta.json of a data build"}};
-  if (!o.tokenizer.empty())
-    outputs.push_back({"--out", dir + "tokenizer.model", false, IfExists::ReplaceEarlier, isSentencePieceModel,
-                       "a SentencePiece model"});
   std::vector<NamedPath> named;
   for (const std::string &f : o.inputs) named.push_back({"--input", f});
   for (const std::string &f : o.valInputs) named.push_back({"--val-input", f});
-  if (!o.tokenizer.empty()) named.push_back({"--tokenizer", o.tokenizer});
-  checkOutputs(outputs, named, o.overwrite, o.log);
+  checkDataBuildOutputs(o.outDir, {kExampleMagic, "train.examples", "val.examples", "an example shard (LMCEXMPL)"},
+                        o.tokenizer, named, o.overwrite, o.log);
+  std::string dir = o.outDir.back() == '/' ? o.outDir : o.outDir + "/";
 
   std::unique_ptr<Tokenizer> tok = o.tokenizer.empty() ? byteTokenizer() : loadSentencePiece(o.tokenizer);
   stats.tokenizer = tok->kind();

@@ -13,8 +13,6 @@
 namespace lmrt::kernels::detail {
 namespace {
 
-const char *const kAxisNames[] = {"data", "tensor"};
-
 std::string checkCollective(const char *op, const std::vector<TensorType> &in, const std::vector<TensorType> &out,
                             const Attrs &attrs) {
   return guardCheck(op, in, out, 1, 1, [&]() -> std::string {
@@ -27,24 +25,8 @@ std::string checkCollective(const char *op, const std::vector<TensorType> &in, c
   });
 }
 
-/* The communicator of the op's group: the whole world, the only group this runtime forms
-   (a mesh with tensor = 1; docs/distributed.md). */
 comm::Communicator &groupOf(const char *op, const KernelCall &call) {
-  comm::Communicator &world = comm::world();
-  const int64_t axis = call.attrs.getInt("mesh_axis"), group = call.attrs.getInt("group_size");
-  if (group != world.size())
-    fail("%s over the %lld ranks of mesh axis '%s', but this run has %d process%s (launch the plan with "
-         "`mpirun -np %lld lmrt run ...`)", op, (long long)group, kAxisNames[axis], world.size(),
-         world.size() == 1 ? "" : "es", (long long)group);
-  return world;
-}
-
-/* x as [outer, n, inner] around dimension `dim`. */
-void splitAt(const Shape &s, int64_t dim, int64_t &outer, int64_t &n, int64_t &inner) {
-  outer = inner = 1;
-  for (int64_t i = 0; i < dim; ++i) outer *= s[(size_t)i];
-  for (size_t i = (size_t)dim + 1; i < s.size(); ++i) inner *= s[i];
-  n = s[(size_t)dim];
+  return comm::collectiveGroup(op, call.attrs.getInt("mesh_axis"), call.attrs.getInt("group_size"));
 }
 
 void runAllReduce(const KernelCall &call) {
@@ -59,7 +41,7 @@ void runReduceScatter(const KernelCall &call) {
   comm::Communicator &c = groupOf("reduce_scatter", call);
   const TensorRef &x = call.in[0], &y = call.out[0];
   int64_t outer, n, inner;
-  splitAt(y.shape(), call.attrs.getInt("dim"), outer, n, inner);  // n: the slice each rank keeps
+  comm::splitAroundDim(y.shape(), call.attrs.getInt("dim"), outer, n, inner);  // n: the slice each rank keeps
   const size_t eb = dtypeSize(x.type.dtype), block = (size_t)(n * inner) * eb;
   const int group = c.size();
   // Rank q's slice of every outer block, one after another: [group][outer][n][inner].
@@ -76,7 +58,7 @@ void runAllGather(const KernelCall &call) {
   comm::Communicator &c = groupOf("all_gather", call);
   const TensorRef &x = call.in[0], &y = call.out[0];
   int64_t outer, n, inner;
-  splitAt(x.shape(), call.attrs.getInt("dim"), outer, n, inner);
+  comm::splitAroundDim(x.shape(), call.attrs.getInt("dim"), outer, n, inner);
   const size_t eb = dtypeSize(x.type.dtype), block = (size_t)(n * inner) * eb;
   const int group = c.size();
   std::vector<char> gathered((size_t)(group * outer) * block);  // [group][outer][n][inner]

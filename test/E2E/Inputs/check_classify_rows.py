@@ -8,26 +8,11 @@ the epoch visits every record exactly once.
   check_classify_rows.py DUMP_DIR STEPS RECORDS.jsonl TEXT_A TEXT_B LABEL
 """
 import json
-import struct
 import sys
 
+from check_sft_rows import load
+
 PAD, CLS, SEP = 256, 257, 258
-
-
-def load(path):
-    """A safetensors file as {name: (shape, flat list)} (i32 and f32 only; no numpy needed)."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    out = {}
-    for name, t in json.loads(raw[8:8 + n]).items():
-        if name == "__metadata__" or t["dtype"] not in ("I32", "F32"):
-            continue
-        a, b = t["data_offsets"]
-        flat = list(struct.unpack("<%d%s" % ((b - a) // 4, "i" if t["dtype"] == "I32" else "f"),
-                                  raw[8 + n + a:8 + n + b]))
-        out[name] = (t["shape"], flat)
-    return out
 
 
 def row(a, b, seq):

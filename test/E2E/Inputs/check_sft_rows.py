@@ -9,25 +9,16 @@ seq + the final position; and that each record appears `epochs` times.
 PREFIX ("chosen_", "rejected_") reads the preference transform's rows.
 """
 import json
-import struct
 import sys
+
+import safetensors_np
 
 PAD, SEP = 256, 258
 
 
 def load(path):
-    """A safetensors file as {name: (shape, flat list)} (i32 and f32 only)."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    out = {}
-    for name, t in json.loads(raw[8:8 + n]).items():
-        if name == "__metadata__" or t["dtype"] not in ("I32", "F32"):
-            continue
-        a, b = t["data_offsets"]
-        out[name] = (t["shape"], list(struct.unpack("<%d%s" % ((b - a) // 4, "i" if t["dtype"] == "I32" else "f"),
-                                                    raw[8 + n + a:8 + n + b])))
-    return out
+    """A safetensors dump as {name: (shape, flat list)}."""
+    return {k: (list(v.shape), v.ravel().tolist()) for k, v in safetensors_np.load(path).items()}
 
 
 def row(prompt, response, seq):

@@ -24,17 +24,13 @@ import json
 import os
 import sys
 
+from fortunes_jsonl import fortunes as fortune_file
+
 
 def fortunes(path):
-    """The fortunes of a file (split on lines that are exactly "%"), whitespace collapsed."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        sys.exit(f"{path}: not UTF-8 text (byte {e.start})")
-    for doc in text.split("\n%\n"):
-        doc = " ".join(doc.replace("\n%", "").split())
+    """The fortunes of a file (fortunes_jsonl.py's split), whitespace collapsed, empty ones left out."""
+    for doc in fortune_file(path):
+        doc = " ".join(doc.split())
         if doc:
             yield doc
 

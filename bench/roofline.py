@@ -1,11 +1,14 @@
 """The CPU roofline benchmark (driven by bench/roofline.sh): for each model configuration,
 compiles the plan with lmc, trains N steps with lmrt (every variant of LMRT_VARIANTS) and
-with PyTorch eager (bench/torch_train_gpt.py, the same GPT), times OpenBLAS sgemm on square
-matrices right before and right after each implementation's run (the machine's speed drifts
-over minutes on a shared host; the two readings bracket the run), and prints one JSON line per
-(config, implementation):
+with PyTorch (bench/torch_train_gpt.py, the same GPT and recipe; TORCH_CPU_MODES: PyTorch 2
+eager with fused AdamW and SDPA, torch.compile, CPU autocast bf16, from the venv
+bench/setup-torch2.sh makes, else Debian's 1.13 eager), in --rounds rounds (3 by default) that
+interleave the implementations, times OpenBLAS sgemm on square matrices between runs (the
+machine's speed drifts over minutes on a shared host; the readings bracket each run), and prints
+one JSON line per (config, implementation), then one line of speedups per config:
 
-  config, impl, step_time_s (mean over the steps after the warmup), tokens_per_s,
+  config, impl, step_time_s (the median over the rounds of each run's mean step time after the
+  warmup), rounds (each round's step time), tokens_per_s,
   plan_gflop_per_step (the plan's predicted FLOPs of one train step), achieved_gflops
   (plan FLOPs / step time, for PyTorch too: same model, same FLOPs), sgemm_gflops (the mean
   of sgemm_before and sgemm_after), fraction_of_sgemm (achieved / sgemm_gflops), timed_steps, threads, load_avg_1m (the machine's 1-minute load average
@@ -25,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -53,6 +57,23 @@ CONFIGS = [
      dict(layers=12, d=768, heads=12, vocab=50257, seq=1024, ctx=1024, batch=8), (30, 10)),
 ]
 CPU_CONFIGS = "nano,tiny,gpt2_b4t64,gpt2_b1t1024"
+
+# PyTorch on the CPU: mode -> bench/torch_train_gpt.py flags. Every mode uses fused AdamW and
+# PyTorch's fused attention (scaled_dot_product_attention): what one writes for speed in PyTorch 2.
+TORCH_CPU_MODES = {
+    "eager": ["--fused-adamw", "--attention", "sdpa"],
+    "compile": ["--fused-adamw", "--attention", "sdpa", "--compile"],
+    "autocast": ["--fused-adamw", "--attention", "sdpa", "--autocast", "bf16"],
+    "compile-autocast": ["--fused-adamw", "--attention", "sdpa", "--compile", "--autocast", "bf16"],
+    "eager-debian": [],  # Debian's PyTorch 1.13 (no fused AdamW or SDPA training on the CPU): the old baseline
+}
+CPU_TORCH_MODES = "eager,compile,autocast"
+TORCH2_VENV = os.path.expanduser(os.environ.get("LMC_TORCH2_VENV", "~/.cache/lmc/venv-torch2"))
+
+
+def default_torch_python():
+    py = os.path.join(TORCH2_VENV, "bin", "python")
+    return py if os.path.exists(py) else sys.executable
 CUDA_CONFIGS = "gpt2_b8t1024"
 
 
@@ -114,7 +135,8 @@ def cuda_main(a, build, workdir):
     its error, and the rest still run (the GPU check wants every number it can get)."""
     deadline = time.monotonic() + a.time_budget if a.time_budget else None
     precisions = a.precisions.split(",") if a.precisions else (["tf32"] if a.tf32 else ["f32"])
-    torch_modes = [m for m in a.torch_modes.split(",") if m] if not a.no_torch else []
+    torch_modes = [m for m in (a.torch_modes or "eager").split(",") if m] if not a.no_torch else []
+    python = a.python or sys.executable
     for name, model, preset, shape, (full, quick) in CONFIGS:
         if name not in a.configs.split(","):
             continue
@@ -149,7 +171,7 @@ def cuda_main(a, build, workdir):
             else:
                 mode = impl.split("-")[1]
                 # torch.compile compiles in its first step and may recompile in the second.
-                ok, out = timed([a.python, "bench/torch_train_gpt.py", "--data", a.data, "--steps", str(steps),
+                ok, out = timed([python, "bench/torch_train_gpt.py", "--data", a.data, "--steps", str(steps),
                                  "--warmup-steps", str(max(warmup, 3) if mode == "compile" else warmup),
                                  "--timing-json", "--device", "cuda", "--attention", "sdpa",
                                  *(["--compile"] if mode == "compile" else []), *tf32,
@@ -180,12 +202,19 @@ def main():
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--tf32", action="store_true", help="--device cuda: f32 GEMMs on TF32 tensor cores")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--torch-modes", help="PyTorch variants, comma-separated. cpu: eager, compile, autocast, "
+                    "compile-autocast, eager-debian (default: eager,compile,autocast with a PyTorch 2 venv, else "
+                    "eager-debian); cuda: eager, compile (default: eager)")
+    ap.add_argument("--python", help="the Python with torch that runs PyTorch (default: cpu, the PyTorch 2 venv "
+                    "of bench/setup-torch2.sh when it exists; cuda, this Python)")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="cpu: rounds of all implementations, interleaved; each reports its median (default 3, --quick 1)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps at the start of each run")
     cuda = ap.add_argument_group("--device cuda")
     cuda.add_argument("--precisions", help="comma list of f32 and tf32 (default: f32, or tf32 with --tf32)")
-    cuda.add_argument("--torch-modes", default="eager", help="PyTorch variants: eager, compile (torch.compile)")
+
     cuda.add_argument("--steps", type=int, default=0, help="steps per run (default: the config's)")
-    cuda.add_argument("--python", default=sys.executable, help="the Python with torch that runs PyTorch")
+
     cuda.add_argument("--peak-tflops", type=float, default=989.0,
                       help="the GPU's peak for the MFU column (H100/H200 SXM dense bf16: 989)")
     cuda.add_argument("--time-budget", type=float, default=0, help="seconds for all runs (0: no limit)")
@@ -202,42 +231,92 @@ def main():
         a.configs = CUDA_CONFIGS if a.device == "cuda" else CPU_CONFIGS
     if a.device == "cuda":
         return cuda_main(a, build, workdir)
-    wanted = a.configs.split(",")
+    torch_python = a.python or default_torch_python()
+    have_torch2 = a.python is not None or torch_python != sys.executable
+    if not a.no_torch and not have_torch2:
+        print(f"roofline: no PyTorch 2 venv ({TORCH2_VENV}; bench/setup-torch2.sh makes it): PyTorch runs "
+              f"use Debian's, {sys.executable}", file=sys.stderr)
+    modes = a.torch_modes or (CPU_TORCH_MODES if have_torch2 else "eager-debian")
+    torch_modes = [] if a.no_torch else [m for m in modes.split(",") if m]
+    for m in torch_modes:
+        if m not in TORCH_CPU_MODES:
+            sys.exit(f"roofline: --torch-modes: unknown mode '{m}' (known: {', '.join(TORCH_CPU_MODES)})")
+    rounds = a.rounds or (1 if a.quick else 3)
     for name, model, preset, shape, (full, quick) in CONFIGS:
-        if name not in wanted:
+        if name not in a.configs.split(","):
             continue
         steps = (quick if a.quick else full)
         warmup = min(a.warmup, steps - 1)
         seconds = 0.3 if a.quick else 0.6
-        rate = sgemm_rate(build, a.threads, seconds)
-        results = []
+        tokens = shape["batch"] * shape["seq"]
+        plans = {}
         for impl, flags in LMRT_VARIANTS:
-            plan = os.path.join(workdir, f"{name}.{impl}.plan")
-            run([f"{build}/bin/lmc", "compile", model, "--preset", preset, *flags, "-o", plan])
-            rows, gflop = lmrt_step(build, plan, a.data, steps, warmup, a.threads, workdir, f"{name}.{impl}")
-            tokens = shape["batch"] * shape["seq"]
-            step_s = sum(tokens / r["tokens_per_s"] for r in rows) / len(rows)
-            after = sgemm_rate(build, a.threads, seconds)
-            results.append((impl, step_s, len(rows), rate, after))
-            rate = after
-        if not a.no_torch:
-            out = run([sys.executable, "bench/torch_train_gpt.py", "--data", a.data, "--steps", str(steps),
-                       "--warmup-steps", str(warmup), "--timing-json", "--threads", str(a.threads),
-                       *[f"--{k}={v}" for k, v in shape.items()]], log=os.path.join(workdir, f"{name}.torch.log"))
-            t = json.loads(out.strip().splitlines()[-1])
-            after = sgemm_rate(build, a.threads, seconds)
-            results.append(("pytorch-eager", t["step_time_s"], t["timed_steps"], rate, after))
+            plans[impl] = os.path.join(workdir, f"{name}.{impl}.plan")
+            run([f"{build}/bin/lmc", "compile", model, "--preset", preset, *flags, "-o", plans[impl]])
+        gflop = plan_gflop(build, plans["lmrt"])
+        impls = [impl for impl, _ in LMRT_VARIANTS] + [f"pytorch-{m}" for m in torch_modes]
+        # Rounds interleave the implementations, so drift on a shared machine spreads over all of
+        # them; each implementation's step time is its median over the rounds.
+        times = {impl: [] for impl in impls}
+        rates = {impl: [] for impl in impls}
+        timed_steps, torch_version = {}, None
+        rate = sgemm_rate(build, a.threads, seconds)
+        for r in range(rounds):
+            for impl in impls:
+                tag = f"{name}.{impl}.r{r}"
+                if impl.startswith("lmrt"):
+                    rows, _ = lmrt_step(build, plans[impl], a.data, steps, warmup, a.threads, workdir, tag)
+                    step_s, timed_steps[impl] = sum(tokens / row["tokens_per_s"] for row in rows) / len(rows), len(rows)
+                else:
+                    mode = impl[len("pytorch-"):]
+                    compiled = mode.startswith("compile")
+                    # torch.compile compiles in its first step and may recompile in the second.
+                    out = run([torch_python, "bench/torch_train_gpt.py", "--data", a.data, "--steps",
+                               str(steps + (2 if compiled else 0)),
+                               "--warmup-steps", str(warmup + (2 if compiled else 0)), "--timing-json",
+                               "--threads", str(a.threads), *TORCH_CPU_MODES[mode],
+                               *[f"--{k}={v}" for k, v in shape.items()]], log=os.path.join(workdir, f"{tag}.log"))
+                    t = json.loads(out.strip().splitlines()[-1])
+                    step_s, timed_steps[impl] = t["step_time_s"], t["timed_steps"]
+                    torch_version = t.get("torch_version", torch_version)
+                after = sgemm_rate(build, a.threads, seconds)
+                times[impl].append(step_s)
+                rates[impl] += [rate, after]
+                rate = after
         load = round(os.getloadavg()[0], 2)
-        for impl, step_s, timed, before, after in results:
+        median = {impl: statistics.median(v) for impl, v in times.items()}
+        for impl in impls:
+            step_s = median[impl]
             achieved = gflop / step_s
-            roof = (before + after) / 2
-            print(json.dumps({"config": name, "impl": impl, "step_time_s": round(step_s, 6),
-                              "tokens_per_s": round(shape["batch"] * shape["seq"] / step_s, 1),
-                              "plan_gflop_per_step": gflop, "achieved_gflops": round(achieved, 2),
-                              "sgemm_gflops": round(roof, 2), "sgemm_before": before, "sgemm_after": after,
-                              "fraction_of_sgemm": round(achieved / roof, 3),
-                              "timed_steps": timed, "threads": a.threads, "load_avg_1m": load}), flush=True)
+            roof = statistics.mean(rates[impl])
+            line = {"config": name, "impl": impl, "step_time_s": round(step_s, 6),
+                    "tokens_per_s": round(tokens / step_s, 1), "plan_gflop_per_step": gflop,
+                    "achieved_gflops": round(achieved, 2), "sgemm_gflops": round(roof, 2),
+                    "fraction_of_sgemm": round(achieved / roof, 3), "rounds": [round(t, 6) for t in times[impl]],
+                    "timed_steps": timed_steps[impl], "threads": a.threads, "load_avg_1m": load}
+            if impl.startswith("pytorch"):
+                line["torch_version"] = torch_version
+            print(json.dumps(line), flush=True)
+        print(json.dumps({"config": name, "speedups": speedups(median)}), flush=True)
 
+
+def speedups(median):
+    """The ratios the mixed-precision issue asks about, from the medians (missing ones left out):
+    lmrt bf16 over lmrt fp32, lmrt fp32 over the faster of PyTorch eager and torch.compile (fp32),
+    lmrt bf16 over the faster PyTorch autocast bf16 run."""
+    out = {}
+    def best(*impls):
+        got = [median[i] for i in impls if i in median]
+        return min(got) if got else None
+    fp32, bf16 = best("lmrt", "lmrt-unfused"), median.get("lmrt-bf16")
+    torch_fp32, torch_bf16 = best("pytorch-eager", "pytorch-compile"), best("pytorch-autocast", "pytorch-compile-autocast")
+    if fp32 and bf16:
+        out["lmrt_bf16_over_lmrt_fp32"] = round(fp32 / bf16, 3)
+    if fp32 and torch_fp32:
+        out["lmrt_fp32_over_best_torch_fp32"] = round(torch_fp32 / fp32, 3)
+    if bf16 and torch_bf16:
+        out["lmrt_bf16_over_best_torch_bf16"] = round(torch_bf16 / bf16, 3)
+    return out
 
 if __name__ == "__main__":
     main()

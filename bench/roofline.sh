@@ -2,7 +2,9 @@
 # The CPU roofline benchmark: nano, tiny, GPT-2 small at (batch 4, seq 64) and (batch 1, seq 1024),
 # each trained by lmrt and by PyTorch eager, next to the OpenBLAS sgemm rate measured in the same run.
 # Prints one JSON line per (config, implementation); see bench/roofline.py.
-# Usage: bench/roofline.sh [--quick] [--threads N] [--configs nano,tiny] [--no-torch]
+# Usage: bench/roofline.sh [--quick] [--threads N] [--configs nano,tiny] [--rounds R] [--no-torch]
+#                          [--torch-modes eager,compile,autocast,compile-autocast] [--data DIR]
+#          (PyTorch 2 from PyPI in a venv of the benchmark's own: bench/setup-torch2.sh, once)
 #        bench/roofline.sh --device cuda [--precisions f32,tf32] [--torch-modes eager,compile] [--quick]
 #          (GPU: GPT-2 124M, batch 8 x seq 1024, vs PyTorch eager / torch.compile; scripts/gpu-check.sh
 #          runs it from the GPU bundle)
@@ -13,5 +15,8 @@ cd "$(dirname "$0")/.."
   echo "roofline: build first (scripts/build.sh)" >&2
   exit 1
 }
-[[ -f runs/fortunes/train.bin ]] || build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes >&2
+# The default data (roofline.py's --data): the fortunes, built once.
+if [[ " $* " != *" --data"* && ! -f runs/fortunes/train.bin ]]; then
+  build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes >&2
+fi
 exec /usr/bin/python3 bench/roofline.py "$@"

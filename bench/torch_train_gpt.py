@@ -2,8 +2,11 @@
 (--compile): trains the same GPT (test/E2E/Inputs/torch_gpt.py, LMC's parameter names and math)
 with the same recipe on the same byte shards, and reports tokens/s and the validation loss. The
 batch order differs from lmrt's; the recipe does not. With --timing-json it instead prints one
-JSON object with the mean step time over the steps after --warmup-steps (no validation)."""
+JSON object with the mean step time over the steps after --warmup-steps (no validation).
+--fused-adamw and --autocast bf16 are the PyTorch 2 settings bench/roofline.sh compares against
+(run them with a PyTorch 2 Python: bench/setup-torch2.sh)."""
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -59,6 +62,11 @@ def main():
                     help="manual: torch_gpt's (the T x T matrix, the oracle's math); sdpa: PyTorch's fused "
                          "scaled_dot_product_attention (flash-style kernels, what one writes for speed)")
     ap.add_argument("--compile", action="store_true", help="train through torch.compile (inductor)")
+    ap.add_argument("--fused-adamw", action="store_true",
+                    help="AdamW(fused=True): one fused optimizer kernel (PyTorch >= 2.4 on the CPU)")
+    ap.add_argument("--autocast", choices=["none", "bf16"], default="none",
+                    help="bf16: forward and backward under torch.autocast(dtype=torch.bfloat16) (CPU autocast: "
+                         "GEMMs in bf16, master weights, optimizer and loss in fp32)")
     a = ap.parse_args()
     if a.attention == "sdpa":
         torch_gpt.attention = sdpa_attention  # gpt_logits looks `attention` up when it runs
@@ -89,7 +97,8 @@ def main():
     decay = [t for t in p.values() if t.dim() >= 2]
     rest = [t for t in p.values() if t.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(0.9, 0.99))
+                            lr=a.lr, betas=(0.9, 0.99), **({"fused": True} if a.fused_adamw else {}))
+    autocast = (lambda: torch.autocast(dev.type, dtype=torch.bfloat16)) if a.autocast == "bf16" else contextlib.nullcontext
     rng = np.random.default_rng(1)
 
     def batch(src):
@@ -108,7 +117,8 @@ def main():
             a.min_lr + 0.5 * (a.lr - a.min_lr) * (1 + math.cos(math.pi * (step - a.warmup) / max(1, a.steps - a.warmup)))
         for g in opt.param_groups:
             g["lr"] = lr
-        loss = loss_fn(p, batch(train), L, a.heads)
+        with autocast():
+            loss = loss_fn(p, batch(train), L, a.heads)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(list(p.values()), 1.0)
@@ -126,7 +136,8 @@ def main():
             torch.cuda.synchronize()
         step_s = (time.perf_counter() - timed_from) / (a.steps - a.warmup_steps)
         print(json.dumps({"step_time_s": step_s, "tokens_per_s": a.batch * seq / step_s,
-                          "timed_steps": a.steps - a.warmup_steps, "threads": a.threads}))
+                          "timed_steps": a.steps - a.warmup_steps, "threads": a.threads,
+                          "torch_version": torch.__version__}))
         return
     with torch.no_grad():
         vl = sum(loss_fn(p, batch(val), L, a.heads).item() for _ in range(20)) / 20

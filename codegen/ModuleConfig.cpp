@@ -31,6 +31,8 @@ public:
   DictReader(ModuleOp module, StringRef dictName) : module(module), dictName(dictName) {
     dict = module->getAttrOfType<DictionaryAttr>(dictName);
   }
+  /// Whether the dictionary holds `key` (without reading it).
+  bool has(StringRef key) const { return dict && dict.get(key); }
   double getFloat(StringRef key, double fallback) {
     Attribute a = lookup(key);
     if (!a)
@@ -225,9 +227,24 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   if (std::string precision = train.getString("precision", st::kDefaultPrecision);
       precision != st::kDefaultPrecision) {
     if (!st::isPrecision(precision))
-      return emitError(module.getLoc()) << "plan contract: lm.train.precision must be fp32 or bf16, got '" << precision
-                                        << "'";
+      return emitError(module.getLoc()) << "plan contract: lm.train.precision must be fp32, bf16 or fp16, got '"
+                                        << precision << "'";
     result.set_precision(precision);
+  }
+  // fp16's loss scaling: the scaler's settings, every one written (defaults
+  // filled in); other precisions take none.
+  const bool fp16 = result.precision() == "fp16";
+  for (const st::Setting *s : {&st::kLossScale, &st::kLossScaleWindow, &st::kHysteresis, &st::kMinLossScale})
+    if (!fp16 && train.has(s->attr))
+      return emitError(module.getLoc()) << "plan contract: lm.train." << s->attr
+                                        << " is a setting of fp16's loss scaling; this plan's precision is "
+                                        << (result.precision().empty() ? "fp32" : result.precision());
+  if (fp16) {
+    plan::LossScale *ls = tc->mutable_loss_scale();
+    ls->set_initial_scale(number(st::kLossScale));
+    ls->set_growth_interval(integer(st::kLossScaleWindow));
+    ls->set_hysteresis(integer(st::kHysteresis));
+    ls->set_min_scale(number(st::kMinLossScale));
   }
   // The memory budget is lmc's to check (pipelines/MemoryBudget.h); the plan
   // records the peak it predicts, not the bound.

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <type_traits>
 
 #include "contract/train_settings.h"
 #include "contract/transform_spec.h"
@@ -189,24 +190,43 @@ std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train) {
   // 0 is what plans from before accumulation say: one micro-batch.
   if (train.accumulate() != 0)
     if (auto bad = bound(st::kAccumulate, (double)train.accumulate())) return bad;
+  if (train.has_loss_scale()) {
+    const plan::LossScale &ls = train.loss_scale();
+    if (auto bad = bound(st::kLossScale, ls.initial_scale())) return bad;
+    if (auto bad = bound(st::kLossScaleWindow, (double)ls.growth_interval())) return bad;
+    if (auto bad = bound(st::kHysteresis, (double)ls.hysteresis())) return bad;
+    if (auto bad = bound(st::kMinLossScale, ls.min_scale(), ls.initial_scale())) return bad;
+  }
   return std::nullopt;
 }
 
 namespace {
-/* The message of `train` holding `field`, and the field. */
-std::pair<google::protobuf::Message *, const google::protobuf::FieldDescriptor *>
-findTrainField(plan::TrainConfig &train, const char *field) {
-  for (google::protobuf::Message *m : {static_cast<google::protobuf::Message *>(&train),
-                                       static_cast<google::protobuf::Message *>(train.mutable_optimizer()),
-                                       static_cast<google::protobuf::Message *>(train.mutable_schedule())})
+/* The message of `train` holding `field`, and the field: the TrainConfig's own,
+   its Optimizer's, Schedule's or LossScale's. Read through const messages (an
+   absent LossScale reads as its default instance, zeros) or, to set, mutable ones. */
+template <typename Train, typename Message>
+std::pair<Message *, const google::protobuf::FieldDescriptor *> findTrainField(Train &train, const char *field) {
+  Message *messages[4];
+  if constexpr (std::is_const_v<Train>)
+    messages[0] = &train, messages[1] = &train.optimizer(), messages[2] = &train.schedule(),
+    messages[3] = &train.loss_scale();
+  else
+    messages[0] = &train, messages[1] = train.mutable_optimizer(), messages[2] = train.mutable_schedule(),
+    messages[3] = nullptr;
+  for (Message *m : messages) {
+    if (!m) {  // the LossScale, made only when a setting of it is written
+      if constexpr (!std::is_const_v<Train>)
+        if (plan::LossScale::descriptor()->FindFieldByName(field)) m = train.mutable_loss_scale();
+      if (!m) continue;
+    }
     if (const google::protobuf::FieldDescriptor *f = m->GetDescriptor()->FindFieldByName(field)) return {m, f};
+  }
   fail("internal error: the plan's TrainConfig has no field '%s'", field);
 }
 }  // namespace
 
 double trainSettingValue(const plan::TrainConfig &train, const settings::Setting &s) {
-  // Reflection reads only; the const_cast lets one lookup serve both directions.
-  auto [m, f] = findTrainField(const_cast<plan::TrainConfig &>(train), s.field);
+  auto [m, f] = findTrainField<const plan::TrainConfig, const google::protobuf::Message>(train, s.field);
   const google::protobuf::Reflection *r = m->GetReflection();
   switch (f->cpp_type()) {
   case google::protobuf::FieldDescriptor::CPPTYPE_BOOL: return r->GetBool(*m, f) ? 1 : 0;
@@ -216,7 +236,7 @@ double trainSettingValue(const plan::TrainConfig &train, const settings::Setting
 }
 
 void setTrainSetting(plan::TrainConfig &train, const settings::Setting &s, double value) {
-  auto [m, f] = findTrainField(train, s.field);
+  auto [m, f] = findTrainField<plan::TrainConfig, google::protobuf::Message>(train, s.field);
   const google::protobuf::Reflection *r = m->GetReflection();
   switch (f->cpp_type()) {
   case google::protobuf::FieldDescriptor::CPPTYPE_BOOL: r->SetBool(m, f, value != 0); break;
@@ -289,6 +309,7 @@ double transformParam(const plan::DataConfig &d, const std::string &name) {
 }
 
 bool isDropoutKey(const plan::Input &in) { return in.name() == kDropoutKeyInput; }
+bool isLossScale(const plan::Input &in) { return in.name() == kLossScaleInput; }
 
 std::string expectedDropoutKey(const plan::Input &in, int64_t rows) {
   const plan::TensorType &t = in.type();
@@ -299,7 +320,7 @@ std::string expectedDropoutKey(const plan::Input &in, int64_t rows) {
 std::vector<const plan::Input *> dataInputs(const plan::Program &program) {
   std::vector<const plan::Input *> v;
   for (const plan::Input &in : program.inputs())
-    if (!isDropoutKey(in)) v.push_back(&in);
+    if (!isDropoutKey(in) && !isLossScale(in)) v.push_back(&in);
   return v;
 }
 
@@ -1039,6 +1060,33 @@ private:
 
   void checkTrain() {
     if (std::optional<Violation> v = checkTrainConfig(plan_.train())) error("train config: " + v->str());
+    checkLossScale();
+  }
+
+  /* fp16 plans: train_step reads the loss scale (f32[]) and the train config has
+     the scaler's settings; other plans have neither. */
+  void checkLossScale() {
+    const bool fp16 = plan_.precision() == "fp16";
+    if (fp16 != plan_.train().has_loss_scale())
+      error(fp16 ? "precision fp16 needs the train config's loss_scale (the dynamic loss scaler's settings)"
+                 : "train config: loss_scale is fp16's, but the plan's precision is " +
+                       (plan_.precision().empty() ? std::string("fp32") : plan_.precision()));
+    for (const plan::Program &prog : plan_.programs()) {
+      bool reads = false;
+      for (const plan::Input &in : prog.inputs()) {
+        if (!isLossScale(in)) continue;
+        reads = true;
+        const std::string where = "program '" + prog.name() + "' input '" + kLossScaleInput + "' ";
+        if (prog.name() != "train_step") error(where + "is train_step's alone (the backward's seed)");
+        if (in.type().dtype() != plan::F32 || in.type().shape_size() != 0)
+          error(where + "is " + planTypeStr(in.type()) + ", expected f32[] (a scalar)");
+        if (!fp16) error(where + "belongs to fp16 plans (loss scaling); this plan's precision is " +
+                         (plan_.precision().empty() ? std::string("fp32") : plan_.precision()));
+      }
+      if (fp16 && prog.name() == "train_step" && !reads)
+        error("program 'train_step' of a precision fp16 plan must read the input '" + std::string(kLossScaleInput) +
+              "' (its backward's seed)");
+    }
   }
 
   void checkData() {
@@ -1056,6 +1104,7 @@ private:
         std::string where = "data config (" + d.transform() + "): program '" + prog.name() + "' ";
         if (dataInputs(prog).empty()) error(where + "reads no input");
         for (const plan::Input &in : prog.inputs()) {
+          if (isLossScale(in)) continue;  // checkLossScale
           std::string want = isDropoutKey(in) ? expectedDropoutKey(in, d.batch()) : expectedTransformInput(in, d);
           if (!want.empty())
             error(where + "input '" + in.name() + "' is " + planTypeStr(in.type()) + ", expected " + want);

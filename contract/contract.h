@@ -95,7 +95,12 @@ inline constexpr const char *kDropoutKeyInput = "dropout_key";
 bool isDropoutKey(const plan::Input &in);
 /* "" when `in` (a dropout key) is i32[rows, 2], else the type expected. */
 std::string expectedDropoutKey(const plan::Input &in, int64_t rows);
-/* The program's data inputs: all but the dropout key. */
+/* fp16's loss scale (docs/mixed-precision.md, "fp16"): the f32 scalar that
+   seeds train_step's backward, which lmrt feeds from its loss scaler. Only a
+   train_step of a precision "fp16" plan reads it, and such a one must. */
+inline constexpr const char *kLossScaleInput = "loss_scale";
+bool isLossScale(const plan::Input &in);
+/* The program's data inputs: all but the dropout key and the loss scale. */
 std::vector<const plan::Input *> dataInputs(const plan::Program &program);
 /* False when the input's vocab bound (if any) is below the data's vocabulary:
    the pipeline would feed it ids it rejects. */

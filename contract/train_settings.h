@@ -99,6 +99,20 @@ inline constexpr Setting kClipGradValue{"clip_grad_value", "clip_grad_value", "c
                                         false, false, false, "0: off"};
 inline constexpr Setting kAccumulate{"accumulate", "accumulate", "accumulate", 1, 1, 1 << 20, false, false, true};
 
+// --- fp16's dynamic loss scaling (docs/mixed-precision.md, "fp16"), DeepSpeed's rules ---
+// The backward is seeded with the scale instead of 1; a step whose gradients are not
+// finite is skipped. Only `precision = fp16` plans carry them (TrainConfig.loss_scale).
+inline constexpr Setting kLossScale{"loss_scale", "loss_scale", "initial_scale", 65536, 0, kNoLimit, true, false,
+                                    false, nullptr, "the starting loss scale"};
+// Clean steps in a row after which the scale doubles.
+inline constexpr Setting kLossScaleWindow{"loss_scale_window", "loss_scale_window", "growth_interval", 2000, 1,
+                                          kNoLimit, false, false, true};
+// Overflows in a row that halve the scale (a first overflow only counts, with 2).
+inline constexpr Setting kHysteresis{"hysteresis", "hysteresis", "hysteresis", 2, 1, kNoLimit, false, false, true};
+// The floor: an overflow at this scale stops the run (no silent training at scale 1).
+inline constexpr Setting kMinLossScale{"min_loss_scale", "min_loss_scale", "min_scale", 1, 0, kNoLimit, true,
+                                       false, false, nullptr, nullptr, &kLossScale};
+
 /* Rematerialization (docs/remat.md): what the train step recomputes in the
    backward instead of keeping from the forward. A compile-time choice
    (-lm-remat), recorded in lm.train and in Plan.remat only when not the
@@ -116,12 +130,14 @@ inline bool isRematPolicy(const std::string &name) {
 }
 
 /* Precision (docs/mixed-precision.md): `precision = bf16` has -lm-mixed-precision
-   cast GEMM operands to bf16 (fp32 accumulation; everything else fp32). A
+   cast GEMM operands to bf16 (fp32 accumulation; everything else fp32); `fp16`
+   to fp16, with the backward seeded by a dynamic loss scale (the train step's
+   `loss_scale` input) so small gradients survive fp16's range. A
    compile-time choice, recorded in lm.train and in Plan.precision only when not
    the default, so fp32 plans keep their bytes. */
 inline constexpr const char *kDefaultPrecision = "fp32";
 inline const std::vector<std::string> &precisions() {
-  static const std::vector<std::string> names = {"fp32", "bf16"};
+  static const std::vector<std::string> names = {"fp32", "bf16", "fp16"};
   return names;
 }
 inline bool isPrecision(const std::string &name) {
@@ -236,7 +252,9 @@ inline const std::vector<Kind> &schedules() {
 
 /* The settings of the train block outside optimizer and schedule. */
 inline const std::vector<const Setting *> &blockSettings() {
-  static const std::vector<const Setting *> list = {&kClipGradNorm, &kClipGradValue, &kAccumulate};
+  static const std::vector<const Setting *> list = {&kClipGradNorm, &kClipGradValue, &kAccumulate,
+                                                    &kLossScale,    &kLossScaleWindow, &kHysteresis,
+                                                    &kMinLossScale};
   return list;
 }
 
@@ -247,7 +265,8 @@ inline const std::vector<const Setting *> &allSettings() {
                                                     &kCooldown,    &kClipGradNorm, &kAccumulate,
                                                     &kMomentum, &kNesterov, &kEps2, &kClipThreshold,
                                                     &kDecayRate, &kRelativeStep, &kScaleParameter,
-                                                    &kWarmupInit, &kClipGradValue};
+                                                    &kWarmupInit, &kClipGradValue, &kLossScale,
+                                                    &kLossScaleWindow, &kHysteresis, &kMinLossScale};
   return list;
 }
 

@@ -311,9 +311,7 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     if (s.name == "precision") {
       const ast::Expr &e = *s.value;
       if (e.kind != ast::Expr::Kind::Name || !st::isPrecision(e.name))
-        return error(e.loc) << "precision must be fp32 or bf16, got '" << ast::toString(e) << "'"
-                            << (ast::toString(e) == "fp16" ? " (fp16 needs loss scaling, which is not built yet)"
-                                                           : "");
+        return error(e.loc) << "precision must be fp32, bf16 or fp16, got '" << ast::toString(e) << "'";
       precision = e.name;
       continue;
     }
@@ -352,6 +350,10 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
   if (optimizer == st::findOptimizer("adafactor") && values[&st::kRelativeStep].whole && lrLoc)
     return error(*lrLoc) << "adafactor: lr cannot be combined with relative_step = true (the step size is "
                          << "then min(1e-2, 1/sqrt(t))); set relative_step = false to use lr and the schedule";
+  if (double scale = values[&st::kLossScale].real, floor = values[&st::kMinLossScale].real;
+      !st::within(st::kMinLossScale, floor, scale))
+    return error(ast.trainLoc.value_or(ast::Loc{1, 1}))
+           << "min_loss_scale " << st::rule(st::kMinLossScale, scale) << ", got " << st::format(st::kMinLossScale, floor);
   double lr = values[&st::kLr].real, minLr = values[&st::kMinLr].real;
   if (!st::within(st::kMinLr, minLr, lr))
     return error(minLrLoc.value_or(ast.trainLoc.value_or(ast::Loc{1, 1})))
@@ -378,6 +380,11 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     put(attrs, st::kClipGradValue);
   if (values[&st::kAccumulate].whole != (int64_t)st::kAccumulate.defaultValue)
     put(attrs, st::kAccumulate);
+  // fp16's loss scaling: those set (the plan writer fills in the rest, and
+  // refuses them for another precision: lmc --precision may still change it).
+  for (const st::Setting *s : {&st::kLossScale, &st::kLossScaleWindow, &st::kHysteresis, &st::kMinLossScale})
+    if (s->isInt ? values[s].whole != (int64_t)s->defaultValue : values[s].real != s->defaultValue)
+      put(attrs, *s);
   if (remat != st::kDefaultRemat)
     attrs.push_back(builder.getNamedAttr("remat", builder.getStringAttr(remat)));
   if (precision != st::kDefaultPrecision)

@@ -36,6 +36,7 @@ constexpr llvm::StringLiteral kTrainStepAttr = "lm.train_step";
 constexpr llvm::StringLiteral kParamAttr = "lm.param";
 constexpr llvm::StringLiteral kGradOfAttr = "lm.grad_of";
 constexpr llvm::StringLiteral kFrozenAttr = "lm.frozen";
+constexpr llvm::StringLiteral kInputAttr = "lm.input";
 
 /// Adjoints of the values of one function, summed over their uses.
 class AdjointMap {
@@ -192,20 +193,22 @@ void eraseDeadOps(Block &block) {
 }
 
 struct LMAutodiffPass : public lm::impl::LMAutodiffPassBase<LMAutodiffPass> {
+  using LMAutodiffPassBase::LMAutodiffPassBase;
+
   void runOnOperation() override {
     SmallVector<func::FuncOp> objectives;
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (func->hasAttr(kObjectiveAttr))
         objectives.push_back(func);
     for (func::FuncOp objective : objectives)
-      if (failed(buildTrainStep(objective)))
+      if (failed(buildTrainStep(objective, lossScale)))
         return signalPassFailure();
   }
 };
 
 } // namespace
 
-FailureOr<func::FuncOp> mlir::lm::buildTrainStep(func::FuncOp objective) {
+FailureOr<func::FuncOp> mlir::lm::buildTrainStep(func::FuncOp objective, bool lossScaleInput) {
   FailureOr<ObjectiveInfo> info = checkObjective(objective);
   if (failed(info))
     return failure();
@@ -224,11 +227,24 @@ FailureOr<func::FuncOp> mlir::lm::buildTrainStep(func::FuncOp objective) {
     resultTypes.push_back(objective.getArgumentTypes()[i]);
   OpBuilder builder(objective);
   builder.setInsertionPointAfter(objective);
+  // With loss scaling (fp16), a last argument: the scale seeding the backward.
+  SmallVector<Type> argTypes(objective.getArgumentTypes());
+  if (lossScaleInput)
+    argTypes.push_back(lossType);
   auto step = builder.create<func::FuncOp>(
       objective.getLoc(), name,
-      builder.getFunctionType(objective.getArgumentTypes(), resultTypes));
-  if (ArrayAttr argAttrs = objective.getArgAttrsAttr())
-    step.setArgAttrsAttr(argAttrs);
+      builder.getFunctionType(argTypes, resultTypes));
+  // All argument attributes at once (as the results' below).
+  SmallVector<Attribute> argAttrs;
+  if (ArrayAttr attrs = objective.getArgAttrsAttr())
+    argAttrs.append(attrs.begin(), attrs.end());
+  else
+    argAttrs.assign(objective.getNumArguments(), builder.getDictionaryAttr({}));
+  if (lossScaleInput)
+    argAttrs.push_back(
+        builder.getDictionaryAttr(builder.getNamedAttr(kInputAttr, builder.getStringAttr(kLossScaleInput))));
+  if (objective.getArgAttrsAttr() || lossScaleInput)
+    step.setArgAttrsAttr(builder.getArrayAttr(argAttrs));
   step->setAttr(kTrainStepAttr, builder.getUnitAttr());
   // All result attributes at once: setResultAttr builds (and the context keeps)
   // a new array of every result's dictionary per call, which made a 1000-layer
@@ -242,7 +258,7 @@ FailureOr<func::FuncOp> mlir::lm::buildTrainStep(func::FuncOp objective) {
   Block *entry = step.addEntryBlock();
   builder.setInsertionPointToEnd(entry);
   IRMapping mapping;
-  mapping.map(objective.getArguments(), step.getArguments());
+  mapping.map(objective.getArguments(), step.getArguments().take_front(objective.getNumArguments()));
   Block &body = objective.getBody().front();
   SmallVector<Operation *> forward;
   for (Operation &op : body.without_terminator())
@@ -251,14 +267,15 @@ FailureOr<func::FuncOp> mlir::lm::buildTrainStep(func::FuncOp objective) {
   Value loss = mapping.lookupOrDefault(terminator->getOperand(0));
   Location lossLoc = terminator->getLoc();
 
-  // Backward: seed d loss / d loss = 1 and sweep.
+  // Backward: seed d loss / d loss = 1 (or the loss scale) and sweep.
   SmallVector<Value> params;
   for (unsigned i : paramIndices)
     params.push_back(step.getArgument(i));
   llvm::DenseSet<Value> active = activeValues(*entry, params);
   AdjointMap adjoints(builder);
   if (active.contains(loss)) {
-    adjoints.accumulate(loss, buildSplat(builder, lossLoc, lossType, 1.0), lossLoc);
+    Value seed = lossScaleInput ? step.getArguments().back() : buildSplat(builder, lossLoc, lossType, 1.0);
+    adjoints.accumulate(loss, seed, lossLoc);
     if (failed(reverseSweep(forward, active, adjoints, builder))) {
       step.erase();
       return failure();

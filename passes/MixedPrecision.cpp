@@ -1,8 +1,9 @@
-//===- MixedPrecision.cpp - bf16 GEMM operands, fp32 everything else ------===//
+//===- MixedPrecision.cpp - bf16/fp16 GEMM operands, fp32 everything else -===//
 //
 // -lm-mixed-precision: the precision policy of docs/mixed-precision.md. Every
 // lm.matmul of f32 operands (forward and backward GEMMs alike) reads them
-// cast to bf16 and accumulates into its f32 result; nothing else changes, so
+// cast to bf16 (or fp16) and accumulates into its f32 result; nothing else
+// changes, so
 // norms, softmax, attention, the loss, reductions, the parameters (master
 // weights), their gradients and the optimizer stay fp32.
 //
@@ -36,12 +37,21 @@ using namespace mlir::lm;
 std::optional<Type> mlir::lm::gemmOperandType(MLIRContext *context, StringRef precision) {
   if (precision == "bf16")
     return BFloat16Type::get(context);
+  if (precision == "fp16")
+    return Float16Type::get(context);
   if (precision == "fp32")
     return Type();
   return std::nullopt;
 }
 
 namespace {
+
+bool hasLossScaleInput(func::FuncOp func) {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, "lm.input"); name && name.getValue() == kLossScaleInput)
+      return true;
+  return false;
+}
 
 /// The bf16 (or other `to`) copy of `v`, made once per value.
 class CastCache {
@@ -86,12 +96,24 @@ struct LMMixedPrecisionPass : public lm::impl::LMMixedPrecisionPassBase<LMMixedP
     ModuleOp module = getOperation();
     std::optional<Type> to = gemmOperandType(module.getContext(), precision);
     if (!to) {
-      module.emitError("-lm-mixed-precision: precision must be bf16 or fp32, got '")
-          << precision << "'" << (precision == "fp16" ? " (fp16 needs loss scaling, which is not built yet)" : "");
+      module.emitError("-lm-mixed-precision: precision must be bf16, fp16 or fp32, got '") << precision << "'";
       return signalPassFailure();
     }
     if (!*to)
       return; // fp32: the module as it is
+    // fp16's range (6e-8 to 65504) loses small gradients unless the backward is
+    // scaled: a train step must take the runtime's loss scale.
+    if (precision == "fp16") {
+      WalkResult unscaled = module.walk([&](func::FuncOp func) {
+        if (!func->hasAttr("lm.train_step") || func.isExternal() || hasLossScaleInput(func))
+          return WalkResult::advance();
+        func.emitError("-lm-mixed-precision: precision fp16 needs a train step seeded by a loss scale (its '")
+            << kLossScaleInput << "' input: -lm-autodiff=loss-scale=1); this one has none";
+        return WalkResult::interrupt();
+      });
+      if (unscaled.wasInterrupted())
+        return signalPassFailure();
+    }
     module.walk([&](func::FuncOp func) {
       if (func.isExternal())
         return;

@@ -20,7 +20,11 @@ namespace mlir::lm {
 /// Adds `@<name>_train_step` next to the objective `func` (see the pass
 /// description). Emits an error at the offending op or function and fails when
 /// the objective cannot be differentiated.
-FailureOr<func::FuncOp> buildTrainStep(func::FuncOp objective);
+FailureOr<func::FuncOp> buildTrainStep(func::FuncOp objective, bool lossScaleInput = false);
+
+/// The name (`lm.input`) of the train step's loss-scale argument: the seed of
+/// the backward under fp16's dynamic loss scaling.
+inline constexpr llvm::StringLiteral kLossScaleInput = "loss_scale";
 
 /// The fusion rules of -lm-fuse (docs/fusion.md), shared with codegen, which
 /// lowers what they admit: an elementwise op a kernel computes per element; a

@@ -28,8 +28,16 @@ def LMAutodiffPass : Pass<"lm-autodiff", "mlir::ModuleOp"> {
     more than once. Parameters that do not influence the loss get zeros.
     Arguments that also carry the unit attribute `lm.frozen` get no gradient
     result (frozen parameters: the optimizer never updates them).
+    With `loss-scale`, the train step takes one more argument, last, a scalar
+    of the loss's type named `{lm.input = "loss_scale"}`, and seeds the
+    backward with it instead of 1: every gradient comes out multiplied by the
+    scale (fp16's dynamic loss scaling, docs/mixed-precision.md).
     See docs/autodiff.md.
   }];
+  let options = [
+    Option<"lossScale", "loss-scale", "bool", "false",
+           "seed the backward with a `loss_scale` argument instead of 1">,
+  ];
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
 }
 
@@ -96,7 +104,7 @@ def LMFuseLinearCrossEntropyPass : Pass<"lm-fuse-linear-cross-entropy", "mlir::M
 //===----------------------------------------------------------------------===//
 
 def LMMixedPrecisionPass : Pass<"lm-mixed-precision", "mlir::ModuleOp"> {
-  let summary = "Casts GEMM operands to bf16 (fp32 accumulation); the rest stays fp32";
+  let summary = "Casts GEMM operands to bf16 or fp16 (fp32 accumulation); the rest stays fp32";
   let description = [{
     With `precision=bf16`, every `lm.matmul` of f32 operands in every
     function reads them through `lm.cast` to bf16 and keeps its f32 result
@@ -105,14 +113,16 @@ def LMMixedPrecisionPass : Pass<"lm-mixed-precision", "mlir::ModuleOp"> {
     all its GEMM readers, so the backward's weight-gradient GEMMs read the
     forward's bf16 copies: those are the activations kept for the backward.
     Layer/RMS norms, softmax, attention, cross-entropy, reductions, the loss,
-    parameters, gradients and the optimizer stay fp32. `precision=fp32`
-    changes nothing. Runs in the optimize stage after
+    parameters, gradients and the optimizer stay fp32. `precision=fp16` casts
+    to f16 the same way, and requires every train step to take a
+    `loss_scale` input (-lm-autodiff=loss-scale=1): fp16's range loses small
+    gradients unless the backward is scaled. `precision=fp32` changes nothing. Runs in the optimize stage after
     -lm-fuse-linear-cross-entropy (the fused loss keeps its fp32 GEMMs) and
     before -lm-fuse, which fuses the casts into neighbouring kernels. See
     docs/mixed-precision.md.
   }];
   let options = [
-    Option<"precision", "precision", "std::string", "\"bf16\"", "bf16 or fp32">,
+    Option<"precision", "precision", "std::string", "\"bf16\"", "bf16, fp16 (the train step must take a loss_scale input) or fp32">,
   ];
   let dependentDialects = ["::mlir::lm::LMDialect"];
 }

@@ -118,8 +118,12 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
     return failure();
 
   // Stage 1: autodiff.
-  if (opts.autodiff)
-    pm.addPass(createLMAutodiffPass());
+  if (opts.autodiff) {
+    // fp16 seeds the backward with the runtime's loss scale (docs/mixed-precision.md).
+    LMAutodiffPassOptions autodiffOptions;
+    autodiffOptions.lossScale = opts.precision == "fp16";
+    pm.addPass(createLMAutodiffPass(autodiffOptions));
+  }
   // Dropout only in the train step (a no-op for a module without dropout).
   pm.addPass(createLMEvalModePass());
   // Data parallelism (lm.mesh data > 1): the train step's gradients and loss
@@ -142,9 +146,8 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   // Mixed precision between the two: the fused loss keeps its fp32 GEMMs, and
   // -lm-fuse sees the casts, which it fuses into their producers' kernels.
   if (!opts.precision.empty() && opts.precision != "fp32") {
-    if (opts.precision != "bf16") {
-      errorStream << "unknown precision '" << opts.precision << "' (expected bf16 or fp32"
-                  << (opts.precision == "fp16" ? "; fp16 needs loss scaling, which is not built yet" : "") << ")\n";
+    if (opts.precision != "bf16" && opts.precision != "fp16") {
+      errorStream << "unknown precision '" << opts.precision << "' (expected bf16, fp16 or fp32)\n";
       return failure();
     }
     LMMixedPrecisionPassOptions precisionOptions;

@@ -49,8 +49,9 @@ struct CompilePipelineOptions : public PassPipelineOptions<CompilePipelineOption
                                            "selective or auto (compileToPlan: empty takes lm.train's remat)"),
                             llvm::cl::init("")};
   Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("mixed precision in the optimize stage, before fusion: bf16 (GEMM "
-                                               "operands) or fp32 (compileToPlan: empty takes lm.train's precision)"),
+                                llvm::cl::desc("mixed precision in the optimize stage, before fusion: bf16 or fp16 "
+                                               "(GEMM operands; fp16 also seeds autodiff with a loss_scale input) or "
+                                               "fp32 (compileToPlan: empty takes lm.train's precision)"),
                                 llvm::cl::init("")};
   Option<int64_t> rematBudget{*this, "remat-budget",
                               llvm::cl::desc("remat=auto: the bytes the train step's activations may peak at, as "

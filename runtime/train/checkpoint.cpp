@@ -147,6 +147,11 @@ std::string metaJson(const Session &s, const CheckpointMeta &m, uint64_t stateBy
   j += "  \"optimizer\": {\"kind\": " + json::quote(s.plan().train().optimizer().kind()) +
        ", \"updates\": " + std::to_string(m.adamwUpdates) +
        ", \"skipped_steps\": " + std::to_string(m.nanSkips) + "},\n";
+  if (m.lossScaler)  // fp16 plans: the scaler's whole state (docs/mixed-precision.md)
+    j += "  \"loss_scaler\": {\"scale\": " + num(m.lossScaler->scale) + ", \"hysteresis_left\": " +
+         std::to_string(m.lossScaler->hysteresisLeft) + ", \"clean_steps\": " +
+         std::to_string(m.lossScaler->cleanSteps) + ", \"overflows\": " + std::to_string(m.lossScaler->overflows) +
+         "},\n";
   // Every random stream is counter-based (docs/runtime.md, section 4): its whole state
   // is the seed plus the counters below.
   j += "  \"rng\": {\"seed\": \"" + std::to_string(m.seed) +
@@ -390,6 +395,17 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
   m.schedule.cooldownFraction = r.number(sc, "cooldown_fraction");
   m.adamwUpdates = r.integer(r.field(root, "optimizer", json::Value::Object), "updates");
   m.nanSkips = r.integer(r.field(root, "optimizer", json::Value::Object), "skipped_steps");
+  if (s.plan().train().has_loss_scale()) {
+    const json::Value &ls = r.field(root, "loss_scaler", json::Value::Object);
+    LossScalerState st;
+    st.scale = r.number(ls, "scale");
+    st.hysteresisLeft = r.integer(ls, "hysteresis_left");
+    st.cleanSteps = r.integer(ls, "clean_steps");
+    st.overflows = r.integer(ls, "overflows");
+    if (!(st.scale > 0) || st.hysteresisLeft < 1 || st.cleanSteps < 0 || st.overflows < 0)
+      r.corrupt("meta.json: loss_scaler needs scale > 0, hysteresis_left >= 1, clean_steps and overflows >= 0");
+    m.lossScaler = st;
+  }
   m.seed = r.decimal(r.field(root, "rng", json::Value::Object), "seed");
   const json::Value &data = r.field(root, "data", json::Value::Object);
   m.trainTokens = (uint64_t)r.integer(data, "train_tokens");

@@ -17,6 +17,7 @@
    one of another plan or format version is refused naming what differs. */
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -24,6 +25,7 @@
 
 #include "runtime/weights/safetensors.h"
 #include "base/tensor.h"
+#include "runtime/train/loss_scaler.h"
 #include "runtime/train/schedule.h"
 
 namespace lmrt {
@@ -49,6 +51,7 @@ struct CheckpointMeta {
   std::string metricsPath;   // "" when the run wrote no metrics file
   int64_t metricsBytes = -1; // its length after the line of `step` (-1: not a regular file)
   int64_t nanSkips = 0;      // steps skipped so far for non-finite values (--on-nan skip)
+  std::optional<LossScalerState> lossScaler;  // fp16 plans: the dynamic loss scaler's state
 };
 
 /* A checkpoint that cannot be used. `corrupt`: damaged or incomplete (a resume skips

@@ -46,6 +46,7 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
          "(lmrt gradcheck and inspect still work)");
   const plan::Program &train = findProgram(s, "train_step");
   types_ = inputTypes(train);
+  types_.erase(contract::kLossScaleInput);  // fp16's loss scale: TrainStep feeds it, not the data
   auto same = [](const std::map<std::string, TensorType> &a, const std::map<std::string, TensorType> &b) {
     if (a.size() != b.size()) return false;
     for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)

@@ -30,6 +30,7 @@ std::string metricsJson(const StepMetrics &m) {
                   ", \"tokens_per_s\": " + num(m.tokensPerS);
   if (m.hasValLoss) s += ", \"val_loss\": " + num(m.valLoss);
   for (const auto &[name, v] : m.valMetrics) s += ", \"val_" + name + "\": " + num(v);
+  if (m.lossScale > 0) s += ", \"loss_scale\": " + num(m.lossScale);
   if (m.skipped) s += ", \"skipped\": true";
   return s + "}";
 }

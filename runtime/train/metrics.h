@@ -17,7 +17,8 @@ struct StepMetrics {
   int64_t step = 0;  // 1-based: the number of optimizer updates done
   double loss = 0, lr = 0, gradNorm = 0, tokensPerS = 0;
   bool hasValLoss = false;
-  bool skipped = false;  // --on-nan skip dropped this step's update
+  bool skipped = false;  // --on-nan skip dropped this step's update, or fp16's loss scaler (an overflow)
+  double lossScale = 0;  // fp16: the step's loss scale (0: none, not written)
   double valLoss = 0;
   std::vector<std::pair<std::string, double>> valMetrics;  // the objective's metrics, plan order
 };

@@ -35,10 +35,16 @@ void ParityDump::writeInit(Session &session) {
   writeSafetensors(dir_ + "/init.safetensors", t);
 }
 
-void ParityDump::captureGradients(Session &session) {
+void ParityDump::captureGradients(Session &session, double lossScale) {
   session.pullParams(/*grads=*/true);
   grads_.clear();
-  for (ParamState &p : session.params()) grads_.emplace_back(p.grad.begin(), p.grad.end());
+  for (ParamState &p : session.params()) {
+    grads_.emplace_back(p.grad.begin(), p.grad.end());
+    if (lossScale == 1) continue;
+    if (p.type.dtype != DType::F32) fail("parity dump: a loss-scaled gradient of %s is not f32", p.name.c_str());
+    float *g = reinterpret_cast<float *>(grads_.back().data());
+    for (size_t i = 0; i < grads_.back().size() / sizeof(float); ++i) g[i] = (float)(g[i] / lossScale);
+  }
 }
 
 void ParityDump::captureSamples(Session &session) {

@@ -29,8 +29,10 @@ class ParityDump {
 public:
   explicit ParityDump(const std::string &dir);  // creates the directory
   void writeInit(Session &session);
-  /* Copies the raw gradients now, before clipping changes them. */
-  void captureGradients(Session &session);
+  /* Copies the raw gradients now, before clipping changes them; fp16 plans'
+     divided by their loss scale (a power of two: exact), so a dump holds the true
+     gradients whatever the precision. */
+  void captureGradients(Session &session, double lossScale = 1);
   /* From now on, keeps the logits and draws of every lm.sample step of train_step
      (writeStep writes and forgets them). */
   void captureSamples(Session &session);

@@ -147,8 +147,12 @@ void RunOutputs::stepDone(int64_t step, const StepOutcome &r, double seconds, do
   m.gradNorm = r.gradNorm;
   m.tokensPerS = tokensPerStep_ / std::max(seconds, 1e-9);
   m.skipped = r.skipped;
-  std::fprintf(log_, "step %*lld/%lld | loss %.4f | lr %.2e | grad_norm %.4f | %.0f tok/s%s\n", digits(run_.steps),
-               (long long)step, (long long)run_.steps, r.loss, r.lr, r.gradNorm, m.tokensPerS,
+  m.lossScale = r.lossScale;
+  char scale[64] = "";
+  if (r.lossScale > 0)
+    std::snprintf(scale, sizeof scale, " | scale %g%s", r.lossScale, r.skipped ? " (skipped)" : "");
+  std::fprintf(log_, "step %*lld/%lld | loss %.4f | lr %.2e | grad_norm %.4f%s | %.0f tok/s%s\n", digits(run_.steps),
+               (long long)step, (long long)run_.steps, r.loss, r.lr, r.gradNorm, scale, m.tokensPerS,
                progressTail(flopsPerStep_, seconds, elapsedSeconds, step - run_.firstStep + 1,
                             run_.lastStep - run_.firstStep + 1)
                    .c_str());
@@ -168,6 +172,10 @@ TrainResult RunOutputs::finish(int64_t lastStep, int stopSignal, const OpProfile
   if (meta_.nanSkips > 0)
     std::fprintf(log_, "skipped %lld step%s with non-finite values (--on-nan skip)\n", (long long)meta_.nanSkips,
                  meta_.nanSkips == 1 ? "" : "s");
+  if (meta_.lossScaler && meta_.lossScaler->overflows > 0)
+    std::fprintf(log_, "skipped %lld step%s for fp16 gradient overflow; loss scale now %g\n",
+                 (long long)meta_.lossScaler->overflows, meta_.lossScaler->overflows == 1 ? "" : "s",
+                 meta_.lossScaler->scale);
   if (lastStep < run_.steps) {  // a signal or --stop-at
     result_.stoppedEarly = true;
     checkpoint(lastStep);

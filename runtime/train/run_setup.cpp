@@ -205,6 +205,7 @@ CheckpointMeta startMeta(const RunSetup &run, const DataFeed &data, const std::s
   if (!run.resume) return meta;
   const CheckpointMeta &m = run.resume->meta;
   meta.nanSkips = m.nanSkips;
+  meta.lossScaler = m.lossScaler;
   if (m.trainTokens != meta.trainTokens || m.valTokens != meta.valTokens ||
       m.trainFingerprint != meta.trainFingerprint || m.valFingerprint != meta.valFingerprint)
     fail("--data '%s' is not the data of checkpoint %s: train.bin has %llu tokens (fingerprint %016llx), the "

@@ -75,6 +75,12 @@ TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
   if (ParityDump *dump = out.dump()) dump->writeInit(s), dump->captureSamples(s);
 
   TrainStep trainStep(s, data, run, o, log);
+  LossScaler *scaler = trainStep.lossScaler();  // fp16 plans
+  if (scaler) {
+    if (meta.lossScaler) scaler->restore(*meta.lossScaler);
+    meta.lossScaler = scaler->state();
+    std::fprintf(log, "loss scale: %g (fp16, dynamic; docs/mixed-precision.md)\n", scaler->scale());
+  }
   StopSignals signals;
   OpProfile ops;
   PhaseTimes phases;
@@ -106,6 +112,7 @@ TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
       phases.total += seconds;
       phases.steps += 1;
     }
+    if (scaler) meta.lossScaler = scaler->state();
     if (ParityDump *dump = out.dump()) dump->writeStep(step, s, data.dumpInputs(), r.lossRef, r.lr);
     out.stepDone(step, r, seconds, secondsSince(loopStart));
     lastStep = step;

@@ -9,10 +9,14 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "base/tensor.h"
 #include "runtime/exec/backend.h"
+#include "runtime/train/loss_scaler.h"
 
 namespace lmrt {
 
@@ -32,7 +36,8 @@ struct StepOutcome {
   double loss = 0;      // the mean of the micro-batches' losses
   double gradNorm = 0;  // before clipping (NaN when a micro-batch's loss was not finite)
   double lr = 0;
-  bool skipped = false;  // --on-nan skip left this step out
+  bool skipped = false;  // --on-nan skip left this step out, or fp16's loss scaler (an overflow)
+  double lossScale = 0;  // fp16: the loss scale the step ran with (0: no loss scaling)
   TensorRef lossRef;     // the last micro-batch's loss tensor (the parity dump's)
   // Seconds spent: cutting batches, running train_step, the norm, the update.
   double dataSeconds = 0, runSeconds = 0, normSeconds = 0, updateSeconds = 0;
@@ -46,8 +51,12 @@ public:
      gradients are captured before the update. Throws DataFailure for unreadable
      data, Error when training diverged (without --on-nan skip). */
   StepOutcome run(int64_t step, int64_t &nanSkips, OpProfile *profile, ParityDump *dump);
+  /* fp16 plans: the dynamic loss scaler (null for other precisions). */
+  LossScaler *lossScaler() { return scaler_ ? &*scaler_ : nullptr; }
 
 private:
+  /* The step's micro-batch inputs, with fp16's loss scale added. */
+  const std::map<std::string, TensorRef> &withLossScale(const std::map<std::string, TensorRef> &inputs, int64_t step);
   std::string attributeNonFinite(int64_t step, int firstMicro);
   Session &session_;
   DataFeed &data_;
@@ -55,6 +64,10 @@ private:
   const TrainOptions &options_;
   FILE *log_;
   double maxNorm_;
+  std::optional<LossScaler> scaler_;
+  float lossScaleValue_ = 0;                    // the loss_scale input's storage
+  std::map<std::string, TensorRef> scaled_;     // the inputs with it
+  std::set<int64_t> poisonedSteps_;             // LMRT_TEST_OVERFLOW_STEPS (tests only)
 };
 
 }  // namespace lmrt

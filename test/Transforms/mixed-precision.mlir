@@ -2,9 +2,10 @@
 // RUN: lm-opt %s -lm-mixed-precision | lm-opt | FileCheck %s
 // RUN: lm-opt %s '-lm-mixed-precision=precision=fp32' | FileCheck %s --check-prefix=FP32
 // RUN: lm-opt %s -lm-mixed-precision -lm-fuse | FileCheck %s --check-prefix=FUSED
-// RUN: not lm-opt %s '-lm-mixed-precision=precision=fp16' 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: lm-opt %s '-lm-mixed-precision=precision=fp16' | FileCheck %s --check-prefix=FP16
+// RUN: not lm-opt %s '-lm-mixed-precision=precision=fp8' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: lm-opt %s --lm-train-pipeline='precision=bf16 fusion=none' | FileCheck %s
-// RUN: not lm-opt %s --lm-train-pipeline='precision=fp16' 2>&1 | FileCheck %s --check-prefix=BAD-PIPELINE
+// RUN: not lm-opt %s --lm-train-pipeline='precision=fp8' 2>&1 | FileCheck %s --check-prefix=BAD-PIPELINE
 
 // Tests -lm-mixed-precision's cast placement (docs/mixed-precision.md): every
 // f32 GEMM operand is read through one bf16 cast of its value, placed right
@@ -30,6 +31,11 @@
 // CHECK-NEXT:    %[[DW:.*]] = lm.matmul %[[GB]], %[[YB]]
 // CHECK-SAME:      {transpose_lhs = true} : (tensor<8x32xbf16>, tensor<8x16xbf16>) -> tensor<32x16xf32>
 // CHECK:         return
+// fp16 places its casts as bf16 does (these functions are no train steps, so
+// no loss scale is asked for: test/Transforms/fp16-loss-scale.mlir).
+// FP16-LABEL: func.func @mlp(
+// FP16-DAG:     lm.cast %{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf16>
+// FP16:         lm.matmul %{{.*}}, %{{.*}} : (tensor<8x16xf16>, tensor<16x32xf16>) -> tensor<8x32xf32>
 // FP32-LABEL: func.func @mlp(
 // FP32-NOT:     lm.cast
 // FP32:         lm.matmul %{{.*}}, %{{.*}} : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
@@ -96,5 +102,5 @@ func.func @reduced(%a: tensor<8x16xf32>, %b: tensor<8x16xf32>, %w: tensor<16x4xf
   return %s, %y : tensor<16xf32>, tensor<8x4xf32>
 }
 
-// BAD-PIPELINE: unknown precision 'fp16' (expected bf16 or fp32; fp16 needs loss scaling, which is not built yet)
-// BAD: -lm-mixed-precision: precision must be bf16 or fp32, got 'fp16' (fp16 needs loss scaling, which is not built yet)
+// BAD-PIPELINE: unknown precision 'fp8' (expected bf16, fp16 or fp32)
+// BAD: -lm-mixed-precision: precision must be bf16, fp16 or fp32, got 'fp8'

@@ -534,9 +534,10 @@ int main(int argc, char **argv) {
                       "remat, else none (docs/remat.md)")
       ->check(CLI::IsMember({"none", "full", "selective", "auto"}));
   compile->add_option("--precision", opts.precision,
-                      "mixed precision: bf16 (GEMM operands in bf16, fp32 accumulation, everything else fp32) or "
-                      "fp32; default: the train block's precision, else fp32 (docs/mixed-precision.md)")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+                      "mixed precision: bf16 (GEMM operands in bf16, fp32 accumulation, everything else fp32), "
+                      "fp16 (the same in fp16, with dynamic loss scaling) or fp32; default: the train block's "
+                      "precision, else fp32 (docs/mixed-precision.md)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   CLI::Option *memBudget = compile->add_option("--mem-budget", opts.memBudget,
                       "fail unless the predicted peak memory fits this size (8GiB, 512MiB, 2GB, ...); with --remat "
                       "auto, recompute until it does; default: the train block's memory_budget (docs/remat.md)");

@@ -223,6 +223,13 @@ void inspect(const std::string &path, bool steps) {
     std::printf("precision: %s (GEMM operands in %s, fp32 accumulation, master weights and optimizer state; "
                 "docs/mixed-precision.md)\n",
                 p.precision().c_str(), p.precision().c_str());
+  if (p.train().has_loss_scale()) {
+    const plan::LossScale &ls = p.train().loss_scale();
+    std::printf("loss scale: dynamic, from %g; halved after %lld overflow%s in a row (the steps skipped), doubled "
+                "after %lld clean steps; an overflow at %g stops the run\n",
+                ls.initial_scale(), (long long)ls.hysteresis(), ls.hysteresis() == 1 ? "" : "s",
+                (long long)ls.growth_interval(), ls.min_scale());
+  }
   if (!p.remat().empty())
     std::printf("remat: %s (the train step recomputes in the backward; docs/remat.md)\n", p.remat().c_str());
   std::printf("flops per train step: %s\n", flops((double)p.flops_per_step()).c_str());

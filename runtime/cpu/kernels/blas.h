@@ -2,7 +2,8 @@
    kernels (matmul, the attention tiles) call one name for every precision: f32 on
    oneDNN's JIT sgemm (5-35 % faster than OpenBLAS's on the GPT shapes, measured one
    thread at a time), f64 (gradient checks) on OpenBLAS's dgemm, bf16 x bf16 -> f32
-   (-lm-mixed-precision's GEMMs) on oneDNN's matmul primitive (gemm_bf16.cpp); and
+   (-lm-mixed-precision's GEMMs) on oneDNN's matmul primitive (gemm_bf16.cpp), f16 x
+   f16 -> f32 widened onto sgemm (gemm_f16.cpp); and
    the switch of OpenBLAS to one thread.
    All runtime parallelism belongs to OpenMP: kernels call BLAS from inside their
    parallel loops, and OpenBLAS's own pool spin-waiting beside OpenMP's would fight
@@ -55,5 +56,10 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha
    held to one thread outside a parallel region, as gemm above. beta must be 0 or 1. */
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const lmc::bf16 *a, int64_t lda,
           const lmc::bf16 *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* f16 operands, f32 products and accumulation: widened to f32 (exact) and run on
+   the f32 sgemm above (gemm_f16.cpp): correct fp16 results, at f32 speed. */
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const lmc::f16 *a, int64_t lda,
+          const lmc::f16 *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
 }  // namespace lmrt::kernels::detail

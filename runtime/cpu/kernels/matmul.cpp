@@ -1,5 +1,5 @@
 /* Implements: lm.matmul, batched matrix multiply (f32 on oneDNN sgemm, f64 on OpenBLAS dgemm,
-   bf16 operands into an f32 product on oneDNN's bf16 matmul: blas.h).
+   bf16 operands into an f32 product on oneDNN's bf16 matmul, f16 widened onto sgemm: blas.h).
    A rank-2 rhs shared by every batch element turns the whole op into one GEMM
    (lhs flattened to [batch*M, K]) unless lhs is transposed; otherwise one GEMM
    per batch element.
@@ -25,15 +25,15 @@ namespace {
 
 std::string checkMatmul(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &attrs) {
   return guardCheck("matmul", in, out, 2, 1, [&]() -> std::string {
-    // bf16 operands accumulate into an f32 product (-lm-mixed-precision).
-    const bool bf16 = in[0].dtype == DType::BF16;
-    if (!bf16) LMRT_CHECK(expectFloat("matmul", "lhs", in[0]));
+    // bf16 or f16 operands accumulate into an f32 product (-lm-mixed-precision).
+    const bool reduced = in[0].dtype == DType::BF16 || in[0].dtype == DType::F16;
+    if (!reduced) LMRT_CHECK(expectFloat("matmul", "lhs", in[0]));
     LMRT_CHECK(expectSameDType("matmul", "rhs", in[1], "lhs", in[0]));
     std::string err;
     auto shape = shapes::matmul(in[0].shape, in[1].shape, attrs.getBool("transpose_lhs"),
                                 attrs.getBool("transpose_rhs"), err);
     if (!shape) return err;
-    return expectType("matmul", "out", out[0], bf16 ? DType::F32 : in[0].dtype, *shape);
+    return expectType("matmul", "out", out[0], reduced ? DType::F32 : in[0].dtype, *shape);
   });
 }
 
@@ -142,6 +142,7 @@ template <typename T, typename C = T> void matmulT(const KernelCall &call) {
 
 void runMatmul(const KernelCall &call) {
   if (call.in[0].type.dtype == DType::BF16) return matmulT<lmc::bf16, float>(call);
+  if (call.in[0].type.dtype == DType::F16) return matmulT<lmc::f16, float>(call);
   dispatchFloat(call.in[0].type.dtype, [&](auto t) { matmulT<decltype(t)>(call); });
 }
 
@@ -154,6 +155,9 @@ void gemmWithEpilogue(const TensorRef &a, const TensorRef &b, bool transposeB, c
   if (a.type.dtype == DType::BF16)
     return gemmBlocks<lmc::bf16, float>(false, transposeB, 1, rows, n, k, a.as<lmc::bf16>(), b.as<lmc::bf16>(), true,
                                         c.as<float>(), after);
+  if (a.type.dtype == DType::F16)
+    return gemmBlocks<lmc::f16, float>(false, transposeB, 1, rows, n, k, a.as<lmc::f16>(), b.as<lmc::f16>(), true,
+                                       c.as<float>(), after);
   dispatchFloat(a.type.dtype, [&](auto t) {
     using T = decltype(t);
     gemmBlocks<T>(false, transposeB, 1, rows, n, k, a.as<T>(), b.as<T>(), true, c.as<T>(), after);

@@ -25,11 +25,12 @@ def main():
     p.add_argument("candidate")
     p.add_argument("--rtol", type=float, required=True)
     p.add_argument("--below", type=float, required=True)
+    p.add_argument("--label", default="bf16", help="the candidate's precision, for the line printed")
     a = p.parse_args()
     ref, got = last_val_loss(a.reference), last_val_loss(a.candidate)
     rel = abs(got - ref) / ref
     ok = rel <= a.rtol and ref < a.below and got < a.below
-    print(f"val_loss fp32 {ref:.4f} bf16 {got:.4f}, rel diff {rel:.2e} (rtol {a.rtol:g}) {'ok' if ok else 'FAIL'}")
+    print(f"val_loss fp32 {ref:.4f} {a.label} {got:.4f}, rel diff {rel:.2e} (rtol {a.rtol:g}) {'ok' if ok else 'FAIL'}")
     sys.exit(0 if ok else 1)
 
 

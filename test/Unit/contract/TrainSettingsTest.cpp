@@ -121,8 +121,15 @@ std::string source(const st::Setting &s, double v) {
   return text;
 }
 
+/// fp16's loss-scaler settings, which only a `precision = fp16` block takes.
+bool lossScaling(const st::Setting &s) {
+  return &s == &st::kLossScale || &s == &st::kLossScaleWindow || &s == &st::kHysteresis || &s == &st::kMinLossScale;
+}
+
 /// The train block that sets `s` to `v` (written `text`), all else default.
 std::string blockSetting(const st::Setting &s, const std::string &text) {
+  if (lossScaling(s))
+    return "precision = fp16\n" + std::string(s.keyword) + " = " + text;
   if (&s == &st::kBeta1 || &s == &st::kBeta2) {
     std::string b1 = &s == &st::kBeta1 ? text : source(st::kBeta1, st::kBeta1.defaultValue);
     std::string b2 = &s == &st::kBeta2 ? text : source(st::kBeta2, st::kBeta2.defaultValue);
@@ -218,9 +225,21 @@ TEST(TrainSettings, DefaultsReachThePlan) {
     // accumulate, whose plan 0 means the default, 1.
     bool absent = (scheduleTaking(*s) && !st::takes(*st::findSchedule(st::kDefaultSchedule), *s)) ||
                   (optimizerTaking(*s) && !st::takes(*st::findOptimizer(st::kDefaultOptimizer), *s)) ||
-                  s == &st::kAccumulate;
+                  s == &st::kAccumulate || lossScaling(*s);
     EXPECT_EQ(planField(*empty.train, *s), absent ? 0.0 : s->defaultValue) << s->field;
   }
+  EXPECT_FALSE(empty.train->has_loss_scale());
+  // fp16 plans carry every setting of the loss scaler, at its default.
+  Compiled fp16 = compileTrain("precision = fp16");
+  ASSERT_TRUE(fp16.train) << fp16.diagnostics;
+  ASSERT_TRUE(fp16.train->has_loss_scale());
+  for (const st::Setting *s : st::allSettings())
+    if (lossScaling(*s))
+      EXPECT_EQ(planField(*fp16.train, *s), s->defaultValue) << s->field;
+  // ... and other precisions refuse them.
+  Compiled bf16 = compileTrain("precision = bf16\nhysteresis = 1");
+  EXPECT_FALSE(bf16.train);
+  EXPECT_NE(bf16.diagnostics.find("a setting of fp16's loss scaling"), std::string::npos) << bf16.diagnostics;
   Compiled wsd = compileTrain("schedule = wsd");
   ASSERT_TRUE(wsd.train) << wsd.diagnostics;
   EXPECT_EQ(wsd.train->schedule().cooldown_fraction(), st::kCooldown.defaultValue);
@@ -253,6 +272,7 @@ TEST(TrainSettings, FrontendContractAndRuntimeShareEveryBound) {
     }
     Compiled base = compileTrain(k   ? "schedule = " + std::string(k->name)
                                  : o ? "optimizer = " + std::string(o->name)
+                                 : lossScaling(*s) ? "precision = fp16"
                                      : "");
     ASSERT_TRUE(base.train) << base.diagnostics;
     bool readBySchedule = k || s == &st::kLr;

@@ -15,7 +15,13 @@ Each step also runs the model's forward program (`lmrt forward --inputs` on the
 dumped tokens[:, :-1] with that step's weights) and compares its logits with HF's
 (relative 1e-4).
 
-Usage: gpt2_hf_parity.py --dump DIR --plan PLAN [--count N]
+With --autocast (a dump of a `--precision bf16` plan), HF runs forward and
+backward under torch.autocast("cpu", dtype=torch.bfloat16) and LMC is compared
+with that, at the tolerances given; each step also prints how far HF's own
+autocast run is from its fp32 run (the yardstick: the two mixed-precision
+policies differ, see test/E2E/gpt2-hf-parity-bf16.test).
+
+Usage: gpt2_hf_parity.py --dump DIR --plan PLAN [--count N] [--autocast]
 """
 import argparse
 import os
@@ -39,6 +45,7 @@ def main():
     ap.add_argument("--loss-rtol", type=float, default=1e-5)
     ap.add_argument("--grad-rtol", type=float, default=1e-4)
     ap.add_argument("--logits-rtol", type=float, default=1e-4)
+    ap.add_argument("--autocast", action="store_true", help="HF under CPU autocast bf16 (a bf16 plan's dump)")
     a = ap.parse_args()
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
     checks = Checks()
@@ -57,11 +64,25 @@ def main():
     weights = init
     for k, dump in steps(a.dump):
         ex.copy_into(model, ex.export(weights))
-        model.zero_grad()
         tokens = torch.from_numpy(dump["tokens"].astype(np.int64))
-        logits = model(input_ids=tokens[:, :-1]).logits
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab).float(), tokens[:, 1:].reshape(-1))
-        loss.backward()
+
+        def hf_step():
+            model.zero_grad()
+            logits = model(input_ids=tokens[:, :-1]).logits
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab).float(), tokens[:, 1:].reshape(-1))
+            loss.backward()
+            return logits.float(), loss
+
+        if a.autocast:
+            logits32, loss32 = hf_step()
+            grads32 = {n: p.grad.clone() for n, p in hf_params.items()}
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                logits, loss = hf_step()
+            worst = max(rel(grads32[n].numpy(), p.grad.numpy()) for n, p in hf_params.items())
+            print(f"step {k}: HF autocast bf16 vs HF fp32: loss rel {rel(loss32.item(), loss.item()):.2e}, "
+                  f"max grad rel {worst:.2e}, logits rel {rel(logits32.detach().numpy(), logits.detach().numpy()):.2e}")
+        else:
+            logits, loss = hf_step()
         e = rel(float(dump["loss"]), loss.item())
         checks.check(e <= a.loss_rtol, f"step {k}: loss lmc {float(dump['loss']):.8f} hf {loss.item():.8f} rel {e:.2e}")
         check_grads(checks, k, ex.export({n: dump["grad." + n] for n in init}), hf_params, a.grad_rtol)

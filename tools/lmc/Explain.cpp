@@ -202,9 +202,19 @@ std::string percent(int64_t part, int64_t whole) {
 }
 
 
+std::string precisionOf(const pb::Plan &plan) { return plan.precision().empty() ? "fp32" : plan.precision(); }
+
+/// "data=2, tensor=1" for a plan compiled for a mesh (its figures are one rank's), else "".
+std::string meshOf(const pb::Plan &plan) {
+  if (!plan.train().has_mesh()) return "";
+  return "data=" + std::to_string(plan.train().mesh().data()) + ", tensor=" + std::to_string(plan.train().mesh().tensor());
+}
+
 std::string header(const pb::Plan &plan, const std::string &source, const lmc::ExplainOptions &o) {
+  std::string mesh = meshOf(plan);
   return "lmc explain " + source + ": remat " + (plan.remat().empty() ? std::string("none") : plan.remat()) +
-         ", fusion " + (o.fusion.empty() ? std::string("auto") : o.fusion);
+         ", fusion " + (o.fusion.empty() ? std::string("auto") : o.fusion) + ", precision " + precisionOf(plan) +
+         (mesh.empty() ? "" : ", mesh " + mesh + " (each figure is one rank's)");
 }
 
 void printText(const pb::Plan &plan, const std::string &source, const lmc::ExplainOptions &o, const Analysis &a,
@@ -277,6 +287,7 @@ void printJson(const pb::Plan &plan, const std::string &source, const lmc::Expla
   const lmrt::PredictedMemory &m = a.mem;
   os << "{\"source\": " << quote(source) << ", \"remat\": " << quote(plan.remat().empty() ? "none" : plan.remat())
      << ", \"fusion\": " << quote(o.fusion.empty() ? "auto" : o.fusion)
+     << ", \"precision\": " << quote(precisionOf(plan)) << ", \"mesh\": " << quote(meshOf(plan))
      << ", \"predicted_peak_bytes\": " << plan.predicted_peak_bytes() << ",\n \"memory\": {\"param_count\": "
      << plan.param_count() << ", \"params_bytes\": " << m.params << ", \"grads_bytes\": " << m.params
      << ", \"adamw_bytes\": " << 2 * m.params << ", \"inputs_bytes\": " << m.inputs

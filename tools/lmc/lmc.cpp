@@ -572,6 +572,10 @@ int main(int argc, char **argv) {
                                   ->check(CLI::IsMember({"f32", "f64"}));
   explain->add_option("--fusion", explainOpts.fusion, "fusion in the optimize stage: auto (default) or none")
       ->check(CLI::IsMember({"auto", "none"}));
+  explain->add_option("--precision", explainOpts.precision, "mixed precision: fp32, bf16 or fp16 (as lmc compile)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  CLI::Option *explainMesh = explain->add_option(
+      "--mesh", explainOpts.mesh, "the device mesh, data=D,tensor=T (as lmc compile): the figures are one rank's");
   explain->add_option("--remat", explainOpts.remat, "rematerialization: none, full, selective or auto (as lmc compile)")
       ->check(CLI::IsMember({"none", "full", "selective", "auto"}));
   CLI::Option *explainBudget =
@@ -611,7 +615,7 @@ int main(int argc, char **argv) {
   int status = *compile   ? runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0 ||
                                              mesh->count() > 0)
                : *explain ? runCompile(explainOpts, explainDefines->count() > 0 || explainFloat->count() > 0 ||
-                                                        explainPreset->count() > 0)
+                                                        explainPreset->count() > 0 || explainMesh->count() > 0)
                : *plan    ? lmc::runPlan(planOpts)
                           : runMemoryPlan(planPath);
   // What --emit and memory-plan printed must have reached stdout: a full disk

@@ -47,6 +47,16 @@ config.substitutions.append(("%mpirun", "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW
                              "OMPI_MCA_btl_vader_single_copy_mechanism=none "
                              "mpirun --oversubscribe --bind-to none"))
 
+# Two "hosts" on one machine: network namespaces (root and CAP_SYS_ADMIN; CI runs
+# as root), for the multi-node data-parallel test (test/E2E/Inputs/two_hosts.sh).
+import shutil
+import subprocess
+if os.geteuid() == 0 and shutil.which("ip") and shutil.which("mpirun"):
+    probe = f"lmcprobe{os.getpid()}"
+    if subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode == 0:
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+        config.available_features.add("netns")
+
 # nvcc compiles every generated CUDA kernel (test/Codegen/kernels-cuda.test).
 import shutil
 nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)

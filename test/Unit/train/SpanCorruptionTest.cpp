@@ -100,7 +100,9 @@ TEST(SpanCorruption, RowsAndKeys) {
     for (int t = 1; t < 14; ++t) EXPECT_EQ(dec[t], labels[t - 1]);
     int32_t next = vocab - 1;  // the inputs' sentinels in order, counting down
     for (int t = 0; t < 63; ++t)
-      if (ids[t] >= 256) EXPECT_EQ(ids[t], next--);
+      if (ids[t] >= 256) {
+        EXPECT_EQ(ids[t], next--);
+      }
     EXPECT_EQ(vocab - 1 - next, spanNoise(70, 0.15, 3.0).spans);
   }
   // Rows 2 and 3 of a step are the second micro-batch of two rows.

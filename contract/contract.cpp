@@ -286,6 +286,19 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
       return Violation{"seq", std::to_string(d.seq()),
                        "is too short for " + d.transform() + " (at least [CLS] a [SEP], and b [SEP] with nsp or sop)"};
   }
+  if (d.transform() == "span_corruption") {
+    const double density = transformParam(d, "noise_density"), span = transformParam(d, "mean_noise_span_length");
+    const data::SpanCorruptionLengths l = data::spanCorruptionLengths(d.seq(), density, span);
+    if (l.raw < 0)
+      return Violation{"seq", std::to_string(d.seq()),
+                       "has no raw length whose span-corrupted inputs are exactly that long "
+                       "(compute_input_and_target_lengths)"};
+    const int64_t spans = data::spanNoise(l.raw, density, span).spans;
+    if (d.vocab() < data::kFirstSpecial + spans)
+      return Violation{"vocab", std::to_string(d.vocab()),
+                       "must be >= " + std::to_string(data::kFirstSpecial + spans) + " for span_corruption (the 256 "
+                       "bytes, then a sentinel for each of the " + std::to_string(spans) + " noise spans of a row)"};
+  }
   if (d.transform() == "classify" || d.transform() == "regression" || d.transform() == "sft" ||
       d.transform() == "preference" || d.transform() == "tokens") {
     if (d.vocab() < data::kMinMlmVocab)
@@ -334,12 +347,15 @@ std::string expectedTransformInput(const plan::Input &in, const plan::DataConfig
            data::outputNames(*spec, nsp, sop) + ")";
   const plan::TensorType &t = in.type();
   bool dtypeOk = o->isFloat ? (t.dtype() == plan::F32 || t.dtype() == plan::F64) : t.dtype() == plan::I32;
+  const int64_t len = o->targetSeq ? data::targetSeqLength(d.transform(), d.seq(),
+                                                           [&](const char *n) { return transformParam(d, n); })
+                                    : d.seq();
   bool shapeOk = o->perRow ? t.shape_size() == 1 && t.shape(0) == d.batch()
-                           : t.shape_size() == 2 && t.shape(0) == d.batch() && t.shape(1) == d.seq();
+                           : t.shape_size() == 2 && t.shape(0) == d.batch() && t.shape(1) == len;
   int64_t bound = data::outputBound(*o, d.vocab(), d.batch(), d.seq(),
                                     [&](const char *n) { return transformParam(d, n); });
   std::string shape = o->perRow ? "[" + std::to_string(d.batch()) + "]"
-                                : "[" + std::to_string(d.batch()) + ", " + std::to_string(d.seq()) + "]";
+                                : "[" + std::to_string(d.batch()) + ", " + std::to_string(len) + "]";
   if (!dtypeOk || !shapeOk) return std::string(o->isFloat ? "f32" : "i32") + shape;
   if (bound > 0 && in.vocab() > 0 && in.vocab() < bound)
     return "i32" + shape + " accepting ids below " + std::to_string(bound) + " (it declares " +

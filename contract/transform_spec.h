@@ -8,8 +8,11 @@
    Special tokens take the ids just above the 256 bytes of the byte vocabulary,
    so a model with vocab >= 260 can read byte data with BERT's four specials. */
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lmrt {
@@ -19,6 +22,55 @@ constexpr int32_t kPad = 256, kCls = 257, kSep = 258, kMask = 259;
 constexpr int32_t kFirstSpecial = 256;  // random replacements are drawn from [0, kFirstSpecial)
 constexpr int64_t kMinMlmVocab = 260;   // the specials must be ids of the model
 constexpr int64_t kIgnoreIndex = -100;  // labels of positions that carry no loss (as PyTorch)
+// The span_corruption transform's ids are T5's (its SentencePiece vocabulary):
+// pad 0, which is also the decoder's start id, and EOS 1; sentinel k (k = 0, 1,
+// ...) is vocab - 1 - k, counting down from the top of the vocabulary.
+constexpr int32_t kT5Pad = 0, kT5Eos = 1;
+
+/* Python's round() and NumPy's np.round: to the nearest integer, halves to even. */
+inline int64_t roundHalfEven(double x) {
+  double r = std::round(x);
+  if (std::fabs(x - std::trunc(x)) == 0.5) r = 2.0 * std::round(x / 2.0);
+  return (int64_t)r;
+}
+
+/* The noise of a span-corrupted row of `tokens` raw tokens, as HF's
+   random_spans_noise_mask (run_t5_mlm_flax.py): noise tokens round(tokens x
+   density) kept in [1, tokens - 1], and noise spans round(min(noise, non-noise)
+   / mean_span) at least 1. */
+struct SpanNoise {
+  int64_t noise, spans;
+};
+inline SpanNoise spanNoise(int64_t tokens, double density, double meanSpan) {
+  int64_t noise = roundHalfEven((double)tokens * density);
+  noise = std::min(std::max(noise, (int64_t)1), tokens - 1);
+  int64_t spans = roundHalfEven((double)std::min(noise, tokens - noise) / meanSpan);
+  return {noise, std::max(spans, (int64_t)1)};
+}
+
+/* HF's compute_input_and_target_lengths (run_t5_mlm_flax.py): the raw tokens a
+   row reads and the targets' length, for inputs of exactly `inputs` ids (the
+   kept tokens, one sentinel a span, EOS). -1, -1 when no raw length fits. */
+struct SpanCorruptionLengths {
+  int64_t raw, targets;
+};
+inline SpanCorruptionLengths spanCorruptionLengths(int64_t inputs, double density, double meanSpan) {
+  auto lengths = [&](int64_t tokens) {
+    int64_t noise = roundHalfEven((double)tokens * density);
+    int64_t spans = roundHalfEven((double)noise / meanSpan);
+    return std::pair<int64_t, int64_t>{tokens - noise + spans + 1, noise + spans + 1};
+  };
+  int64_t tokens = inputs;
+  while (lengths(tokens + 1).first <= inputs) tokens += 1;
+  std::pair<int64_t, int64_t> l = lengths(tokens);
+  // HF's "minor hack" so that targets are no longer than inputs at density 0.5.
+  if (density == 0.5 && l.second > l.first) {
+    tokens -= 1;
+    l.second -= 1;
+  }
+  if (l.first != inputs || tokens < 2) return {-1, -1};
+  return {tokens, l.second};
+}
 
 /* Which bound an output's ids have: none (a float mask), the vocabulary, or 2
    (segment ids and pair labels); Rows: batch * seq (row indices into the
@@ -36,6 +88,7 @@ struct TransformOutput {
   const char *what;  // for docs and error messages
   const char *boundParam = nullptr;  // Bound::Param: the parameter whose value bounds the ids
   bool needsSop = false;  // produced only with sop = 1
+  bool targetSeq = false;  // shape [batch, target_seq] (the decoder's side, targetSeqLength); else [batch, seq]
 };
 
 struct TransformParam {
@@ -140,6 +193,24 @@ inline const std::vector<TransformSpec> &transformSpecs() {
             "the most tokens a span has (bounds span_pos: the SBO's position table); longer word spans "
             "keep fewer words", true},
        }},
+      // T5's pretraining rows (runtime/data/span_corruption.h): noise spans of
+      // the raw text replaced by sentinels in the inputs, the targets the
+      // spans after their sentinels; the decoder reads the targets shifted right.
+      {"span_corruption",
+       {
+           {"ids", false, false, Bound::Vocab, false, false,
+            "the raw text with each noise span replaced by its sentinel, then EOS (exactly seq ids)"},
+           {"attention_mask", true, false, Bound::None, false, false,
+            "1 on real tokens, 0 on padding (all 1: the rows have their exact lengths)"},
+           {"decoder_ids", false, false, Bound::Vocab, false, false,
+            "the targets shifted right, starting with the start id 0 (T5's pad)", nullptr, false, true},
+           {"labels", false, false, Bound::Vocab, true, false,
+            "each noise span after its sentinel, then EOS; -100 on padding", nullptr, false, true},
+       },
+       {
+           {"noise_density", 0.15, 0.01, 0.5, false, "the share of the raw tokens that are noise"},
+           {"mean_noise_span_length", 3.0, 1.0, 100.0, false, "the mean length of a noise span, in tokens"},
+       }},
       // Example datasets (runtime/data/example_batches.h): one or two texts
       // of a record in a padded row, and its label or target.
       {"classify",
@@ -236,6 +307,15 @@ inline std::string outputNames(const TransformSpec &spec, bool nsp, bool sop = f
   for (const TransformOutput &o : spec.outputs)
     if (produces(o, nsp, sop)) s += (s.empty() ? "" : ", ") + std::string(o.name);
   return s;
+}
+
+/* The length of the targetSeq outputs of `transform` for inputs of `seq` ids:
+   span_corruption's computed targets length; -1 when none fits (or the
+   transform has none). `param(name)` gives a transform parameter's value. */
+template <typename ParamFn>
+inline int64_t targetSeqLength(const std::string &transform, int64_t seq, ParamFn param) {
+  if (transform != "span_corruption") return -1;
+  return spanCorruptionLengths(seq, param("noise_density"), param("mean_noise_span_length")).targets;
 }
 
 /* The exclusive bound of an output's values (0: none); `param(name)` gives a

@@ -56,7 +56,7 @@ const std::vector<Signature> &signatures() {
         {"concat", {"xs", "axis"}, 1},
         {"rmsnorm", {"x", "eps"}, 1},
         {"take_along_axis", {"x", "indices", "axis"}, 3},
-        {"index_constant", {"x"}, 1},
+        {"index_constant", {"x", "floor"}, 1},
         {"min", {"a", "b"}, 2},
         {"arange", {"n", "stop"}, 1},
     };

@@ -84,8 +84,10 @@ namespace {
 
 /// The values of a float tensor built from constants at compile time, in f64
 /// and row-major order, for index_constant: lm.constant (arange, numbers),
-/// lm.reshape, the elementwise arithmetic and comparisons (with broadcasting)
-/// and lm.where. The first op it cannot evaluate is returned in `blocker`.
+/// lm.reshape, the elementwise arithmetic and comparisons (with broadcasting),
+/// lm.log (T5's logarithmic position buckets; log(0) is -inf, which a where
+/// may discard) and lm.where. The first op it cannot evaluate is returned in
+/// `blocker`.
 struct ConstantEval {
   Operation *blocker = nullptr;
 
@@ -153,6 +155,13 @@ struct ConstantEval {
       if (x)
         for (double &e : *x)
           e = -e;
+      return x;
+    }
+    if (auto lg = dyn_cast<LogOp>(op)) {
+      std::optional<std::vector<double>> x = (*this)(lg.getX());
+      if (x)
+        for (double &e : *x)
+          e = std::log(e);
       return x;
     }
     std::function<double(double, double)> f;
@@ -533,16 +542,28 @@ FailureOr<LMValue> MLIRGen::emitMath(const ast::Expr &call, const std::vector<co
     if (!values) {
       InFlightDiagnostic d = error(arg[0]->loc)
                              << "the argument of 'index_constant' must be computable at compile "
-                                "time (from arange, numbers, reshape, + - * /, comparisons and "
+                                "time (from arange, numbers, reshape, + - * /, log, comparisons and "
                                 "where)";
       if (evaluate.blocker)
         d << ", but it depends on '" << evaluate.blocker->getName().getStringRef() << "'";
       return failure();
     }
+    // floor = true rounds each value down (PyTorch's .to(torch.long) of the
+    // non-negative bucket values in T5's _relative_position_bucket); without
+    // it a value that is not an integer is an error.
+    bool roundDown = false;
+    if (arg[1]) {
+      FailureOr<LMValue> f = eval(*arg[1], env);
+      if (failed(f))
+        return failure();
+      if (f->kind != LMValue::Kind::Bool)
+        return error(arg[1]->loc) << "'floor' of 'index_constant' must be true or false, got " << describe(*f);
+      roundDown = f->boolValue;
+    }
     auto type = tensorType(first.dims(), builder.getI32Type());
     SmallVector<int32_t> ints;
     for (size_t e = 0; e < values->size(); ++e) {
-      double v = (*values)[e];
+      double v = roundDown ? std::floor((*values)[e]) : (*values)[e];
       if (!(v == std::floor(v) && std::fabs(v) < 2147483648.0))
         return error(arg[0]->loc) << "index_constant: the value " << (std::ostringstream() << v).str()
                                   << " at flat position " << e << " is not an integer in i32's range";

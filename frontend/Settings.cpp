@@ -480,7 +480,8 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
   if (!hasVocab || vocabValue.kind != LMValue::Kind::Int)
     return error(e.loc) << e.name << " needs an integer config constant 'vocab' (the bound on ids)";
   int64_t vocab = vocabValue.intValue;
-  if (vocab < data::kMinMlmVocab)
+  // span_corruption's own bound (a sentinel a noise span) is checked below.
+  if (e.name != "span_corruption" && vocab < data::kMinMlmVocab)
     return error(e.loc) << e.name << " needs vocab >= " << data::kMinMlmVocab
                         << " (the 256 bytes, then [PAD] [CLS] [SEP] [MASK]), the config has " << vocab;
 
@@ -507,23 +508,47 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
     int64_t rank = o->perRow ? 1 : 2;
     if (!dtypeOk || type.getRank() != rank)
       return error(p.loc) << "input '" << p.name << "' of " << e.name << " is "
-                          << (o->isFloat ? "f32" : "i32") << (o->perRow ? "[batch]" : "[batch, seq]")
+                          << (o->isFloat ? "f32" : "i32")
+                          << (o->perRow ? "[batch]" : o->targetSeq ? "[batch, target_seq]" : "[batch, seq]")
                           << " (" << o->what << ")";
-    int64_t b = type.getDimSize(0), t = o->perRow ? seq : type.getDimSize(1);
+    // The decoder's [batch, target_seq] inputs are checked once seq is known.
+    int64_t b = type.getDimSize(0), t = o->perRow || o->targetSeq ? seq : type.getDimSize(1);
     if ((batch >= 0 && b != batch) || (seq >= 0 && t >= 0 && t != seq))
       return error(p.loc) << "input '" << p.name << "' has shape [" << b
                           << (o->perRow ? "" : ", " + std::to_string(type.getDimSize(1)))
                           << "], which disagrees with the batch and sequence of the inputs before it ("
                           << batch << ", " << seq << ")";
     batch = b;
-    if (!o->perRow)
+    if (!o->perRow && !o->targetSeq)
       seq = t;
   }
   if (seq < 0)
     return error(objective.nameLoc) << "objective '" << objective.name
                                     << "' reads no [batch, seq] input of " << e.name
                                     << ", so the sequence length is unknown";
-  if (seq < (pairs ? 5 : 3))
+  if (e.name == "span_corruption") {
+    // HF's compute_input_and_target_lengths fixes the raw and target lengths.
+    data::SpanCorruptionLengths l =
+        data::spanCorruptionLengths(seq, params["noise_density"], params["mean_noise_span_length"]);
+    if (l.raw < 0)
+      return error(objective.nameLoc) << "seq " << seq << " has no raw length whose span-corrupted inputs "
+                                      << "are exactly " << seq << " ids; try " << seq + 1;
+    int64_t spans = data::spanNoise(l.raw, params["noise_density"], params["mean_noise_span_length"]).spans;
+    if (vocab < data::kFirstSpecial + spans)
+      return error(e.loc) << e.name << " needs vocab >= " << data::kFirstSpecial + spans << " (the 256 bytes, "
+                          << "then a sentinel for each of the " << spans << " noise spans of a row), the config has "
+                          << vocab;
+    for (size_t i = 0; i < objective.params.size(); ++i) {
+      const data::TransformOutput *o = data::findOutput(*spec, objective.params[i].name);
+      auto type = cast<RankedTensorType>(op.getArgument(i).getType());
+      if (o->targetSeq && type.getDimSize(1) != l.targets)
+        return error(objective.params[i].loc)
+               << "input '" << o->name << "' has shape [" << type.getDimSize(0) << ", " << type.getDimSize(1)
+               << "], but span_corruption's targets for seq " << seq << " are " << l.targets << " long (from "
+               << l.raw << " raw tokens: compute_input_and_target_lengths); declare it [batch, " << l.targets
+               << "]";
+    }
+  } else if (seq < (pairs ? 5 : 3))
     return error(objective.nameLoc) << "seq " << seq << " is too short for " << e.name
                                     << " (at least [CLS] a [SEP]" << (pairs ? " b [SEP]" : "") << ")";
   // Each input gets its own bound: the vocabulary, 2, batch * seq (row

@@ -28,6 +28,10 @@ enum class RngStream : uint64_t {
   ValSpans = 0x767370616e73ull,
   TrainSpanMask = 0x74736d61736bull,
   ValSpanMask = 0x76736d61736bull,
+  // The span_corruption transform (span_corruption.h): (sample, draw) -> row
+  // offset and the noise spans' segmentation.
+  TrainCorrupt = 0x74636f7272ull,
+  ValCorrupt = 0x76636f7272ull,
   // (sample, position) -> the random bits of the model's own draws (lm.sample).
   TrainDraws = 0x7464726177ull,
   ValDraws = 0x7664726177ull,

@@ -8,6 +8,7 @@
 #include "runtime/data/counter_rng.h"
 #include "runtime/data/mlm.h"
 #include "runtime/data/span_mlm.h"
+#include "runtime/data/span_corruption.h"
 #include "runtime/exec/session.h"
 #include "contract/contract.h"
 #include "runtime/train/program_io.h"
@@ -96,6 +97,16 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     spanBatch_ = std::make_unique<SpanMlmBatch>();
     tokensPerStep_ = double(dc.batch()) * double(dc.seq());
     rows_ = dc.batch();
+  } else if (transform_ == "span_corruption") {
+    SpanCorruptionOptions o;
+    o.noiseDensity = contract::transformParam(dc, "noise_density");
+    o.meanSpanLength = contract::transformParam(dc, "mean_noise_span_length");
+    guardBusErrors("data '" + dir + "'", [&] {
+      corrupt_ = std::make_unique<SpanCorruptionBatcher>(dir, dc.batch(), dc.seq(), dc.vocab(), o, seed);
+    });
+    corruptBatch_ = std::make_unique<SpanCorruptionBatch>();
+    tokensPerStep_ = double(dc.batch()) * double(dc.seq());
+    rows_ = dc.batch();
   } else if (ExampleTask task; exampleTask(transform_, task)) {
     int64_t classes = task == ExampleTask::Classify || task == ExampleTask::Tokens
                           ? (int64_t)contract::transformParam(dc, "classes")
@@ -107,8 +118,8 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     tokensPerStep_ = double(dc.batch()) * double(dc.seq());
     rows_ = dc.batch();
   } else {
-    fail("plan data transform '%s' is not supported by lmrt run (it implements causal, mlm, span_mlm, classify, "
-         "regression, sft, preference and tokens)",
+    fail("plan data transform '%s' is not supported by lmrt run (it implements causal, mlm, span_mlm, "
+         "span_corruption, classify, regression, sft, preference and tokens)",
          transform_.c_str());
   }
   for (const auto &[name, type] : types_) {
@@ -161,6 +172,18 @@ void DataFeed::convert(const SpanMlmBatch &b) {
   }
 }
 
+void DataFeed::convert(const SpanCorruptionBatch &b) {
+  for (const auto &[name, type] : types_) {
+    std::vector<char> &dst = bufs_[name];
+    if (name == "ids") copyAs(b.ids, type, dst);
+    else if (name == "attention_mask") copyAs(b.attention, type, dst);
+    else if (name == "decoder_ids") copyAs(b.decoder, type, dst);
+    else if (name == "labels") copyAs(b.labels, type, dst);
+    else if (name == contract::kDropoutKeyInput) continue;  // fillDropoutKeys
+    else fail("the span_corruption transform produces no input '%s'", name.c_str());
+  }
+}
+
 void DataFeed::convert(const ExampleBatch &b) {
   for (const auto &[name, type] : types_) {
     std::vector<char> &dst = bufs_[name];
@@ -184,6 +207,9 @@ const std::map<std::string, TensorRef> &DataFeed::trainInputs(uint64_t step, uin
   } else if (span_) {
     span_->trainBatch(step, *spanBatch_, firstRow);
     convert(*spanBatch_);
+  } else if (corrupt_) {
+    corrupt_->trainBatch(step, *corruptBatch_, firstRow);
+    convert(*corruptBatch_);
   } else {
     mlm_->trainBatch(step, *mlmBatch_, firstRow);
     convert(*mlmBatch_);
@@ -194,11 +220,11 @@ const std::map<std::string, TensorRef> &DataFeed::trainInputs(uint64_t step, uin
 
 const TokenSource &DataFeed::train() const {
   if (examples_) return examples_->train();
-  return causal_ ? causal_->train() : span_ ? span_->train() : mlm_->train();
+  return causal_ ? causal_->train() : span_ ? span_->train() : corrupt_ ? corrupt_->train() : mlm_->train();
 }
 const TokenSource &DataFeed::val() const {
   if (examples_) return examples_->val();
-  return causal_ ? causal_->val() : span_ ? span_->val() : mlm_->val();
+  return causal_ ? causal_->val() : span_ ? span_->val() : corrupt_ ? corrupt_->val() : mlm_->val();
 }
 
 std::string DataFeed::describe() const {
@@ -222,6 +248,9 @@ const std::map<std::string, TensorRef> &DataFeed::valInputs(uint64_t index) {
   } else if (span_) {
     span_->valBatch(index, *spanBatch_);
     convert(*spanBatch_);
+  } else if (corrupt_) {
+    corrupt_->valBatch(index, *corruptBatch_);
+    convert(*corruptBatch_);
   } else {
     mlm_->valBatch(index, *mlmBatch_);
     convert(*mlmBatch_);
@@ -234,6 +263,7 @@ void DataFeed::checkValidation() const {
   if (examples_) examples_->checkValidation();
   else if (causal_) causal_->checkValidationWindow();
   else if (span_) span_->checkValidation();
+  else if (corrupt_) corrupt_->checkValidation();
   else mlm_->checkValidation();
 }
 

@@ -1,7 +1,8 @@
 /* Implements: what `lmrt run` feeds train_step and eval, from the plan's
    DataConfig (docs/runtime.md, "Batch transforms"): the batch transform it
    names ("causal" windows, "mlm" masked-LM rows with optional sentence
-   pairs, "span_mlm" SpanBERT's span-masked rows, or the example transforms
+   pairs, "span_mlm" SpanBERT's span-masked rows, "span_corruption" T5's
+   sentinel-corrupted inputs and targets, or the example transforms
    "classify", "regression", "sft", "preference" over records), filling every
    input the programs declare, each in its own type. A
    batch depends on nothing but (seed, sample index), so the feed has no state
@@ -24,6 +25,8 @@ class MlmBatcher;
 struct MlmBatch;
 class SpanMlmBatcher;
 struct SpanMlmBatch;
+class SpanCorruptionBatcher;
+struct SpanCorruptionBatch;
 class ExampleBatcher;
 struct ExampleBatch;
 
@@ -65,6 +68,7 @@ public:
 private:
   void convert(const MlmBatch &b);
   void convert(const SpanMlmBatch &b);
+  void convert(const SpanCorruptionBatch &b);
   void convert(const ExampleBatch &b);
   /* The dropout_key input, if the programs read one: row r's key is
      counterRandom(seed, Train/ValDropout, step or batch index, firstRow + r),
@@ -79,6 +83,8 @@ private:
   std::unique_ptr<MlmBatch> mlmBatch_;
   std::unique_ptr<SpanMlmBatcher> span_;
   std::unique_ptr<SpanMlmBatch> spanBatch_;
+  std::unique_ptr<SpanCorruptionBatcher> corrupt_;
+  std::unique_ptr<SpanCorruptionBatch> corruptBatch_;
   std::unique_ptr<ExampleBatcher> examples_;
   std::unique_ptr<ExampleBatch> exampleBatch_;
   std::map<std::string, TensorType> types_;       // the programs' inputs

@@ -34,9 +34,16 @@ TensorType inputType(const plan::Input &input) {
 
 const plan::Input &tokenInput(const plan::Program &program) {
   std::vector<const plan::Input *> data = contract::dataInputs(program);
-  if (data.size() != 1)
-    fail("program '%s' declares %d data inputs; the causal pipeline feeds exactly one (tokens)",
-         program.name().c_str(), (int)data.size());
+  if (data.size() != 1) {
+    std::string names;
+    for (const plan::Input *in : data) names += (names.empty() ? "" : ", ") + in->name();
+    // An encoder-decoder (T5) reads its encoder's ids and the decoder's: say
+    // that it cannot generate yet, and what runs its forward program.
+    fail("program '%s' declares %d data inputs (%s); the causal pipeline feeds exactly one (tokens), as a "
+         "decoder-only model reads: a masked LM or an encoder-decoder such as T5 cannot generate here (T5's "
+         "encoder-decoder decoding is not implemented yet); `lmrt forward --inputs` runs its forward program",
+         program.name().c_str(), (int)data.size(), names.c_str());
+  }
   const plan::Input &in = *data[0];
   TensorType t = inputType(in);
   if (t.dtype != DType::I32 || t.shape.size() != 2 || t.shape[0] <= 0 || t.shape[1] <= 0)

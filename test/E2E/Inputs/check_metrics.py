@@ -9,6 +9,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument("metrics")
 ap.add_argument("--vocab", type=int, default=256)
 ap.add_argument("--min-drop", type=float, required=True, help="first loss - last loss, nats")
+ap.add_argument("--logit-var", type=float, default=0.0,
+                help="variance of a fresh model's logits (T5's initialisation gives 1): the first loss is then "
+                "about ln(vocab) + var / 2 (E log sum exp of V normals), not ln(vocab)")
 ap.add_argument("--max-val-loss", type=float, default=None)
 ap.add_argument("--eval-output", help="`lmrt eval` output on the final weights with the run's eval batches: "
                 "its loss and each metric must equal the last evaluation's")
@@ -27,8 +30,10 @@ steps = [r["step"] for r in rows]
 if steps != sorted(steps) or len(set(steps)) != len(steps):
     sys.exit(f"steps not increasing: {steps[:10]}...")
 first, last = rows[0]["loss"], rows[-1]["loss"]
-print(f"first loss {first:.4f} (ln {a.vocab} = {math.log(a.vocab):.4f}), last loss {last:.4f}")
-if abs(first - math.log(a.vocab)) > 0.5:
+expected = math.log(a.vocab) + a.logit_var / 2
+print(f"first loss {first:.4f} (ln {a.vocab}{f' + {a.logit_var:g} / 2' if a.logit_var else ''} = {expected:.4f}), "
+      f"last loss {last:.4f}")
+if abs(first - expected) > 0.5:
     sys.exit("first loss is not near ln(vocab): the initialisation is off")
 if first - last < a.min_drop:
     sys.exit(f"loss fell by {first - last:.4f} < {a.min_drop}")

@@ -16,7 +16,7 @@
 //
 // Why a composition and not an lm.lstm op: it is correct by construction
 // (each piece has a checked VJP), fuses, and runs on every backend; the cost
-// is plan size (about 25 ops a step and direction) and the per-step launch
+// is plan size (about 26 ops a step and direction) and the per-step launch
 // overhead, fine for ELMo's training windows (20 tokens). docs/language.md
 // states the trade.
 //
@@ -158,9 +158,14 @@ FailureOr<LMValue> MLIRGen::emitSequence(const ast::Expr &call, const std::vecto
     reverse = r->boolValue;
   }
 
-  // torch.clamp(v, -c, c): the gradient passes where -c <= v <= c.
-  auto clamp = [&](Value v, double c) -> Value {
-    Value hi = constantScalar(c, call.loc), lo = constantScalar(-c, call.loc);
+  // torch.clamp(v, -c, c): the gradient passes where -c <= v <= c. The
+  // bounds are made once, before the loop.
+  Value bounds[2][2];
+  for (int i = 0; i < 2; ++i)
+    if (clip[i] > 0)
+      bounds[i][0] = constantScalar(-clip[i], call.loc), bounds[i][1] = constantScalar(clip[i], call.loc);
+  auto clamp = [&](Value v, int which) -> Value {
+    Value lo = bounds[which][0], hi = bounds[which][1];
     Value inner = builder.create<WhereOp>(l, builder.create<LtOp>(l, v, lo), lo, v);
     return builder.create<WhereOp>(l, builder.create<GtOp>(l, v, hi), hi, inner);
   };
@@ -183,10 +188,10 @@ FailureOr<LMValue> MLIRGen::emitSequence(const ast::Expr &call, const std::vecto
     Value next = builder.create<MulOp>(l, ig, mem);
     if (c)
       next = builder.create<AddOp>(l, next, builder.create<MulOp>(l, builder.create<SigmoidOp>(l, gate(1)), c));
-    c = clip[0] > 0 ? clamp(next, clip[0]) : next;
+    c = clip[0] > 0 ? clamp(next, 0) : next;
     h = builder.create<MatmulOp>(l, builder.create<MulOp>(l, og, builder.create<TanhOp>(l, c)), *wProj, false, false);
     if (clip[1] > 0)
-      h = clamp(h, clip[1]);
+      h = clamp(h, 1);
     outputs[t] = builder.create<ReshapeOp>(l, tensorType({batch, 1, hidden}, floatType), h);
   }
   return LMValue::ofTensor(concatTree(builder, l, outputs, 1));

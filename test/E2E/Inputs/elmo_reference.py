@@ -5,9 +5,8 @@ itself no longer installs with current PyTorch), compared with `lmrt run
 --dump-dir` of models/elmo.lm on the same weights and batches.
 
 For each dumped step: the loss (relative 1e-5), every parameter's gradient
-(relative 1e-4 of its norm), and the model's three outputs through `lmrt forward
---inputs` (the forward and backward LMs' logits and the scalar mix, relative
-1e-4). The reference runs in float64 on LMC's float32 weights.
+(relative 1e-4 of its norm), and through `lmrt forward --inputs` the biLM's three
+layers (`forward:elmo_bilm`) and their scalar mix (`forward:elmo`), relative 1e-4. The reference runs in float64 on LMC's float32 weights.
 
 The characters of a token are ELMoCharacterMapper's: the token's bytes between
 beginning-of-word 258 and end-of-word 259, padded with 260 to --chars, each + 1
@@ -121,16 +120,14 @@ def elmo_lstm(p, x, layers, clip):
 
 
 def bilm(p, tokens, chars, clip):
-    """The forward and backward logits (one softmax) and the scalar mix."""
+    """_ElmoBiLm's three layers (the token layer doubled, then each LSTM layer's
+    [forward, backward]) and their ScalarMix."""
     x = CharacterEncoder(p, "char_encoder.")(character_ids(tokens, chars))
-    layers = elmo_lstm(p, x, 2, clip)
-    fwd, bwd = layers[-1]
-    softmax = lambda h: F.linear(h, p["softmax_weight"].t(), p["softmax_bias"])  # noqa: E731
-    # ScalarMix: gamma * sum_k softmax(s)_k h_k, the token layer doubled.
-    reps = [torch.cat([x, x], dim=-1)] + [torch.cat(lb, dim=-1) for lb in layers]
+    layers = [torch.cat([x, x], dim=-1)] + [torch.cat(fb, dim=-1) for fb in elmo_lstm(p, x, 2, clip)]
+    # ScalarMix: gamma * sum_k softmax(s)_k layer_k.
     w = torch.softmax(p["mix_scalars"], dim=0)
-    mix = p["mix_gamma"] * sum(w[k] * r for k, r in enumerate(reps))
-    return softmax(fwd), softmax(bwd), mix
+    mix = p["mix_gamma"] * sum(w[k] * h for k, h in enumerate(layers))
+    return layers, mix
 
 
 def main():
@@ -148,7 +145,11 @@ def main():
         window = dump["tokens"].astype(np.int64)
         seq = window.shape[1] - 1
         tokens = window[:, 1:seq]
-        fl, bl, mix = bilm(p, tokens, a.chars, a.clip)
+        layers, mix = bilm(p, tokens, a.chars, a.clip)
+        # One softmax for the top layer's forward half (next token) and backward half (previous).
+        hidden = layers[-1].shape[-1] // 2
+        softmax = lambda h: F.linear(h, p["softmax_weight"].t(), p["softmax_bias"])  # noqa: E731
+        fl, bl = softmax(layers[-1][..., :hidden]), softmax(layers[-1][..., hidden:])
         vocab = fl.shape[-1]
         loss = 0.5 * (F.cross_entropy(fl.reshape(-1, vocab), torch.from_numpy(window[:, 2:]).reshape(-1)) +
                       F.cross_entropy(bl.reshape(-1, vocab), torch.from_numpy(window[:, :seq - 1]).reshape(-1)))
@@ -159,9 +160,13 @@ def main():
         worst = max((rel(dump["grad." + n], g), n) for n, g in grads.items())
         checks.check(worst[0] <= a.grad_rtol,
                      f"step {k}: {len(grads)} gradients, max rel err {worst[0]:.2e} ({worst[1]})")
-        lmc = lmrt_forward(a.plan, weights, {"tokens": dump["tokens"][:, 1:seq].copy()})
-        ref = {"forward_logits": fl, "backward_logits": bl, "embeddings": mix}
-        compare_logits(checks, k, lmc, {n: v.detach().numpy() for n, v in ref.items()}, a.logits_rtol)
+        inputs = {"tokens": dump["tokens"][:, 1:seq].copy()}
+        lmc = lmrt_forward(a.plan, weights, inputs, model="elmo_bilm")
+        ref = {f"layer_{i}": h.detach().numpy() for i, h in enumerate(layers)}
+        compare_logits(checks, k, lmc, ref, a.logits_rtol)
+        # forward:elmo's one output is named `logits` (docs/language.md, `model`).
+        compare_logits(checks, k, lmrt_forward(a.plan, weights, inputs, model="elmo"),
+                       {"logits": mix.detach().numpy()}, a.logits_rtol)
         weights = step_weights(init, dump)
     checks.finish()
 

@@ -41,6 +41,8 @@ shapes::Dims dimsOf(Value v) {
   return shapes::Dims(s.begin(), s.end());
 }
 
+Type elemTypeOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
+
 /// x[..., a:b, ...] along `axis` (every other axis whole).
 Value sliceAxis(OpBuilder &builder, Location l, Value x, int64_t axis, int64_t a, int64_t b) {
   ArrayRef<int64_t> dims = cast<RankedTensorType>(x.getType()).getShape();
@@ -92,19 +94,22 @@ FailureOr<LMValue> MLIRGen::emitSequence(const ast::Expr &call, const std::vecto
     if (failed(x) || failed(w))
       return failure();
     shapes::Dims xd = dimsOf(*x), wd = dimsOf(*w);
-    int64_t n = xd[0], len = xd[1], cin = xd[2], width = wd[0], cout = wd[2];
+    int64_t len = xd[1], cin = xd[2], width = wd[0], cout = wd[2];
     if (wd[1] != cin)
       return shapeError(1, "w", "[width, Cin, Cout] with Cin = " + std::to_string(cin) + " (x's channels)", *w);
     if (width > len)
       return error(call.loc) << "conv1d: filter width " << width << " is longer than the sequence (" << len
                              << "): valid padding leaves no output";
     int64_t out = len - width + 1;
+    // The patches are the one tensor that grows (width times x).
+    if (failed(checkElementCount({xd[0], out, width * cin}, call.loc)))
+      return failure();
     SmallVector<Value> shifted;
     for (int64_t k = 0; k < width; ++k)
       shifted.push_back(sliceAxis(builder, l, *x, 1, k, k + out));
     // Column k * Cin + c of the patches is channel c at offset k: w's row-major order.
     Value patches = concatTree(builder, l, shifted, 2);
-    Value w2 = builder.create<ReshapeOp>(l, tensorType({width * cin, cout}, floatType), *w);
+    Value w2 = builder.create<ReshapeOp>(l, tensorType({width * cin, cout}, elemTypeOf(*w)), *w);
     Value y = builder.create<MatmulOp>(l, patches, w2, false, false);
     if (arg[2]) {
       FailureOr<Value> b = tensorArg(2, "b", 1);
@@ -114,7 +119,6 @@ FailureOr<LMValue> MLIRGen::emitSequence(const ast::Expr &call, const std::vecto
         return shapeError(2, "b", "[Cout] = [" + std::to_string(cout) + "] (w's last dim)", *b);
       y = builder.create<AddOp>(l, y, *b);
     }
-    (void)n;
     return LMValue::ofTensor(y);
   }
 
@@ -175,7 +179,7 @@ FailureOr<LMValue> MLIRGen::emitSequence(const ast::Expr &call, const std::vecto
   SmallVector<Value> outputs(steps);
   for (int64_t s = 0; s < steps; ++s) {
     int64_t t = reverse ? steps - 1 - s : s;
-    Value gates = builder.create<ReshapeOp>(l, tensorType({batch, 4 * cells}, floatType),
+    Value gates = builder.create<ReshapeOp>(l, tensorType({batch, 4 * cells}, elemTypeOf(projected)),
                                             sliceAxis(builder, l, projected, 1, t, t + 1));
     // The zero initial state adds nothing at the first step.
     if (h)
@@ -192,7 +196,7 @@ FailureOr<LMValue> MLIRGen::emitSequence(const ast::Expr &call, const std::vecto
     h = builder.create<MatmulOp>(l, builder.create<MulOp>(l, og, builder.create<TanhOp>(l, c)), *wProj, false, false);
     if (clip[1] > 0)
       h = clamp(h, 1);
-    outputs[t] = builder.create<ReshapeOp>(l, tensorType({batch, 1, hidden}, floatType), h);
+    outputs[t] = builder.create<ReshapeOp>(l, tensorType({batch, 1, hidden}, elemTypeOf(h)), h);
   }
   return LMValue::ofTensor(concatTree(builder, l, outputs, 1));
 }

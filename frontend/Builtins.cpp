@@ -59,6 +59,9 @@ const std::vector<Signature> &signatures() {
         {"index_constant", {"x", "floor"}, 1},
         {"min", {"a", "b"}, 2},
         {"arange", {"n", "stop"}, 1},
+        // ELMo's sequence layers (BuiltinsSequence.cpp).
+        {"conv1d", {"x", "w", "b"}, 2},
+        {"lstm", {"x", "w_input", "w_state", "b", "w_proj", "cell_clip", "proj_clip", "reverse"}, 5},
     };
     // The elementwise table's, each with the op's operand count (all required).
     for (const lmrt::elementwise::ElementwiseOp &op : lmrt::elementwise::allOps())
@@ -185,6 +188,8 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     return failure();
   if (isMathBuiltin(name))
     return emitMath(call, arg, *first, env);
+  if (isSequenceBuiltin(name))
+    return emitSequence(call, arg, *first, env);
   if (!first->isTensor())
     return error(arg[0]->loc) << "argument '" << sig.params[0] << "' of '" << name
                               << "' must be a tensor, got " << describe(*first);

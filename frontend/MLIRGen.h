@@ -317,6 +317,12 @@ public:
   FailureOr<LMValue> emitMath(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,
                               const LMValue &first, Env &env);
 
+  //--- BuiltinsSequence.cpp -----------------------------------------------------
+  /// conv1d and lstm (compositions of existing ops), like emitMath.
+  static bool isSequenceBuiltin(const std::string &name);
+  FailureOr<LMValue> emitSequence(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,
+                                  const LMValue &first, Env &env);
+
 private:
   /// where(cond, a, b) on i32 values `vs` (evaluated): lm.where_int.
   FailureOr<LMValue> emitWhereInt(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,

@@ -1,5 +1,5 @@
 """Runs every model in models/ fused and with --fusion=none on the same initial
-weights and batches (its `tiny` preset at 2 layers, 2 steps) and compares the
+weights and batches (its `tiny` preset at 2 layers where it has a `layers` constant, 2 steps) and compares the
 two runs' dumps with compare_dumps.py, so a model added to models/ is covered
 without editing the test.
 
@@ -34,14 +34,17 @@ def main():
     for path in models:
         name = os.path.splitext(os.path.basename(path))[0]
         with open(path) as f:
-            if not re.search(r"^preset\s+tiny\b", f.read(), re.M):
-                print(f"{name}: no 'preset tiny' (every model needs one that trains on the CPU)")
-                return 1
+            text = f.read()
+        if not re.search(r"^preset\s+tiny\b", text, re.M):
+            print(f"{name}: no 'preset tiny' (every model needs one that trains on the CPU)")
+            return 1
+        # Two layers where the depth is a config constant (ELMo's two LSTM layers are its definition).
+        depth = ["-D", "layers=2"] if re.search(r"\blayers\s*=", text) else []
         dumps = {}
         for mode in ("auto", "none"):
             tag = f"{name}-{mode}"
             plan = os.path.join(out, tag + ".plan")
-            run(["lmc", "compile", path, "--preset", "tiny", "-D", "layers=2", "--fusion=" + mode, "-o", plan])
+            run(["lmc", "compile", path, "--preset", "tiny", *depth, "--fusion=" + mode, "-o", plan])
             dumps[mode] = os.path.join(out, tag)
             run(["lmrt", "run", plan, "--data", data, "--steps", "2", "--seed", "5", "--eval-batches", "0",
                  "--dump-dir", dumps[mode], "--out", os.path.join(out, tag + ".safetensors")])

@@ -270,9 +270,9 @@ void reportOverBudget(const lmrt::plan::Plan &plan, StringRef policy, const Peak
     if (!trial)
       continue;
     bool fits = trial->peak <= budget;
+    const char *verdict = fits ? ": it fits" : device ? ": over the device's memory" : ": over the budget";
     os << "remat = " << other << " would predict " << describeBytes(trial->peak) << " at "
-       << describeFlops(trial->flops) << (fits ? ": it fits" : device ? ": over the device's memory" : ": over the budget")
-       << "\n";
+       << describeFlops(trial->flops) << verdict << "\n";
     if (fits && (!cheapestFit || trial->flops < cheapestFit->second.flops))
       cheapestFit = {other.str(), *trial};
     if (!smallest || trial->peak < smallest->second.peak)

@@ -68,7 +68,8 @@ TEST(DeviceMemory, KnownDevicesAndSizes) {
   ASSERT_TRUE(st::parseDeviceMemory("24 GB", bytes, error)) << error;
   EXPECT_EQ(bytes, int64_t(24000000000));
   EXPECT_FALSE(st::parseDeviceMemory("h1000", bytes, error));
-  EXPECT_EQ(error, "'h1000' is neither a known device (a100-40gb, a100-80gb, h100 or h200) nor a size such as \"80 GiB\"");
+  EXPECT_EQ(error,
+            "'h1000' is neither a known device (a100-40gb, a100-80gb, h100 or h200) nor a size such as \"80 GiB\"");
   EXPECT_FALSE(st::parseDeviceMemory("80 parsecs", bytes, error));
   EXPECT_NE(error.find("unknown unit 'parsecs'"), std::string::npos) << error;
   EXPECT_FALSE(st::parseDeviceMemory("", bytes, error));

@@ -205,6 +205,53 @@ inline bool parseByteSize(const std::string &text, int64_t &bytes, std::string &
   return true;
 }
 
+/* The device memory (docs/remat.md, "The device's memory"): lmc's `--device-memory`,
+   the memory of the device the plan will run on, a size or a known GPU's name. It
+   bounds the predicted peak as a memory budget does (the smaller of the two when both
+   are given), so a plan that cannot fit the device fails in lmc, not when the device
+   runs out. The known GPUs' figures are the total memory nvidia-smi reports (MiB);
+   the CUDA context and the allocator's rounding take a little of it at run time. */
+struct KnownDevice {
+  const char *name;
+  int64_t bytes;
+};
+inline constexpr KnownDevice kKnownDevices[] = {
+    {"a100-40gb", int64_t(40960) << 20},
+    {"a100-80gb", int64_t(81920) << 20},
+    {"h100", int64_t(81559) << 20},
+    {"h200", int64_t(143771) << 20},
+};
+
+/* The names of kKnownDevices, "a, b or c", for messages. */
+inline std::string knownDeviceNames() {
+  std::string names;
+  const size_t n = sizeof(kKnownDevices) / sizeof(kKnownDevices[0]);
+  for (size_t i = 0; i < n; ++i)
+    names += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + kKnownDevices[i].name;
+  return names;
+}
+
+/* The known device named `name`, else null. */
+inline const KnownDevice *findKnownDevice(const std::string &name) {
+  for (const KnownDevice &d : kKnownDevices)
+    if (name == d.name) return &d;
+  return nullptr;
+}
+
+/* Parses --device-memory: a known device's name (kKnownDevices) or a size
+   (parseByteSize). False, with `error` saying what is wrong, otherwise. */
+inline bool parseDeviceMemory(const std::string &text, int64_t &bytes, std::string &error) {
+  if (const KnownDevice *d = findKnownDevice(text)) {
+    bytes = d->bytes;
+    return true;
+  }
+  if (!text.empty() && (text[0] < '0' || text[0] > '9') && text[0] != '.' && text[0] != ' ') {
+    error = "'" + text + "' is neither a known device (" + knownDeviceNames() + ") nor a size such as \"80 GiB\"";
+    return false;
+  }
+  return parseByteSize(text, bytes, error);
+}
+
 /* An optimizer or a schedule: its name and the settings it takes, in the order
    messages list their keywords. */
 struct Kind {

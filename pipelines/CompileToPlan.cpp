@@ -234,15 +234,33 @@ std::string describeFlops(int64_t flops) {
   return llvm::formatv("{0:f2} {1}FLOP/step", value, units[unit]).str();
 }
 
+/// The bound on the predicted peak: the memory budget and the device's memory,
+/// the smaller when both are known; 0 when neither is. `what` names it in
+/// messages ("the memory budget", "the device memory of h100").
+struct PeakBound {
+  int64_t bytes = 0;
+  std::string what;
+  bool device = false; // the device's memory is the smaller
+};
+
+PeakBound peakBoundOf(int64_t budget, const CompileToPlanOptions &options) {
+  if (options.deviceMemory > 0 && (budget <= 0 || options.deviceMemory < budget))
+    return {options.deviceMemory,
+            "the device memory" + (options.deviceName.empty() ? std::string() : " of " + options.deviceName), true};
+  return {budget, "the memory budget", false};
+}
+
 /// The error of a plan over its budget: the peak, what makes it up, and what
 /// every other remat policy would predict.
-void reportOverBudget(const lmrt::plan::Plan &plan, StringRef policy, int64_t budget, ModuleOp frontend,
+void reportOverBudget(const lmrt::plan::Plan &plan, StringRef policy, const PeakBound &bound, ModuleOp frontend,
                       MLIRContext &context, const CompileToPlanOptions &options) {
+  const int64_t budget = bound.bytes;
   std::string message;
   llvm::raw_string_ostream os(message);
   os << "the predicted peak memory " << describeBytes(plan.predicted_peak_bytes()) << " with remat " << policy
-     << " exceeds the memory budget " << describeBytes(budget) << "\n"
+     << " exceeds " << bound.what << " " << describeBytes(budget) << "\n"
      << describePeak(plan);
+  const bool device = bound.device;
   std::optional<std::pair<std::string, Trial>> cheapestFit, smallest;
   for (StringRef other : {"none", "selective", "full", "auto"}) {
     if (other == policy)
@@ -252,15 +270,20 @@ void reportOverBudget(const lmrt::plan::Plan &plan, StringRef policy, int64_t bu
     if (!trial)
       continue;
     bool fits = trial->peak <= budget;
+    const char *verdict = fits ? ": it fits" : device ? ": over the device's memory" : ": over the budget";
     os << "remat = " << other << " would predict " << describeBytes(trial->peak) << " at "
-       << describeFlops(trial->flops) << (fits ? ": it fits" : ": over the budget") << "\n";
+       << describeFlops(trial->flops) << verdict << "\n";
     if (fits && (!cheapestFit || trial->flops < cheapestFit->second.flops))
       cheapestFit = {other.str(), *trial};
     if (!smallest || trial->peak < smallest->second.peak)
       smallest = {other.str(), *trial};
   }
   if (cheapestFit)
-    os << "remat = " << cheapestFit->first << " fits the budget with the fewest FLOPs";
+    os << "remat = " << cheapestFit->first << " fits " << (device ? "the device" : "the budget")
+       << " with the fewest FLOPs";
+  else if (device)
+    os << "no remat policy fits the device: lower the batch or the sequence length, or split the batch over "
+          "devices (--mesh data=D)";
   else
     os << "no remat policy fits the budget: raise it, or lower the batch or the sequence length";
   emitError(UnknownLoc::get(&context)) << message;
@@ -283,7 +306,8 @@ FailureOr<CompiledPlan> mlir::lm::compileToPlan(llvm::SourceMgr &sourceMgr, MLIR
   // A budget, and auto's activation budget, from trial compiles of a copy of
   // the frontend's module (kept for the error's comparison of policies).
   std::string policy = rematPolicyOf(*result.module, options.pipeline.remat);
-  int64_t budget = budgetOf(*result.module, options.memBudget);
+  const PeakBound bound = peakBoundOf(budgetOf(*result.module, options.memBudget), options);
+  const int64_t budget = bound.bytes;
   int64_t rematBudget = 0;
   OwningOpRef<ModuleOp> frontend;
   if (budget > 0)
@@ -291,8 +315,8 @@ FailureOr<CompiledPlan> mlir::lm::compileToPlan(llvm::SourceMgr &sourceMgr, MLIR
   if (policy == "auto") {
     if (budget <= 0)
       return emitError(UnknownLoc::get(&context))
-                 << "remat = auto needs a memory budget: memory_budget = \"8 GiB\" in the train block, or "
-                    "lmc's --mem-budget",
+                 << "remat = auto needs a memory budget: memory_budget = \"8 GiB\" in the train block, "
+                    "lmc's --mem-budget, or the device's memory (--device-memory)",
              failure();
     rematBudget = autoRematBudget(*frontend, context, options, budget);
   }
@@ -307,7 +331,7 @@ FailureOr<CompiledPlan> mlir::lm::compileToPlan(llvm::SourceMgr &sourceMgr, MLIR
     return failure();
   // Budgets are compile errors: no plan is written.
   if (budget > 0 && plan->predicted_peak_bytes() > budget)
-    return reportOverBudget(*plan, policy, budget, *frontend, context, options), failure();
+    return reportOverBudget(*plan, policy, bound, *frontend, context, options), failure();
   if (options.afterTranslation && failed(options.afterTranslation(*plan)))
     return failure();
 

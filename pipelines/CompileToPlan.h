@@ -54,6 +54,13 @@ struct CompileToPlanOptions {
   /// memory_budget, if any. A plan whose predicted peak exceeds it is an
   /// error; remat = auto needs one (docs/remat.md, "Budgets").
   int64_t memBudget = 0;
+  /// The memory of the device the plan will run on, in bytes (lmc
+  /// --device-memory, a size or a known GPU); 0: not known. It bounds the
+  /// predicted peak as a budget does: the smaller of the two applies, and
+  /// remat = auto takes it for its budget (docs/remat.md, "The device's
+  /// memory"). `deviceName` names a known device in the error ("h100"); empty for a size.
+  int64_t deviceMemory = 0;
+  std::string deviceName;
   /// Print the IR around every pass of the pipeline to stderr (MLIR's
   /// IR printing; it disables the context's multithreading).
   bool printIRAfterAll = false;

@@ -66,6 +66,8 @@ struct CompileOptions {
   std::string precision; // empty: the train block's precision, else fp32
   std::string memBudget; // not given: the train block's memory_budget, else none
   bool memBudgetGiven = false; // --mem-budget "" is an error, not "none"
+  std::string deviceMemory; // --device-memory: a size or a known GPU (h100); not given: unknown
+  bool deviceMemoryGiven = false;
   std::string target = "cpu";
   std::vector<std::string> passPlugins;
   std::vector<std::string> passes;
@@ -302,6 +304,13 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     std::string error;
     if (!lmrt::settings::parseByteSize(opts.memBudget, compileOptions.memBudget, error))
       return fail("--mem-budget " + error);
+  }
+  if (opts.deviceMemoryGiven) {
+    std::string error;
+    if (!lmrt::settings::parseDeviceMemory(opts.deviceMemory, compileOptions.deviceMemory, error))
+      return fail("--device-memory " + error);
+    if (lmrt::settings::findKnownDevice(opts.deviceMemory))
+      compileOptions.deviceName = opts.deviceMemory;
   }
   for (const std::string &spec : opts.passes) {
     std::string error;
@@ -541,6 +550,11 @@ int main(int argc, char **argv) {
   CLI::Option *memBudget = compile->add_option("--mem-budget", opts.memBudget,
                       "fail unless the predicted peak memory fits this size (8GiB, 512MiB, 2GB, ...); with --remat "
                       "auto, recompute until it does; default: the train block's memory_budget (docs/remat.md)");
+  CLI::Option *deviceMemory = compile->add_option(
+      "--device-memory", opts.deviceMemory,
+      "the memory of the device the plan will run on: a size (80GiB) or a known GPU (" +
+          lmrt::settings::knownDeviceNames() +
+          "); fail unless the predicted peak fits it, as --mem-budget (the smaller applies) (docs/remat.md)");
   compile->add_option("--sign", opts.signKey,
                       "sign the plan with this Ed25519 private key (PEM), for lmrt --trust-key (docs/plan-format.md)");
   compile->add_option("--target", opts.target, "what the generated kernels are compiled for: cpu, cuda, or cpu,cuda")
@@ -580,6 +594,8 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"none", "full", "selective", "auto"}));
   CLI::Option *explainBudget =
       explain->add_option("--mem-budget", explainOpts.memBudget, "the memory budget (as lmc compile)");
+  CLI::Option *explainDevice = explain->add_option("--device-memory", explainOpts.deviceMemory,
+                                                   "the device's memory (as lmc compile)");
   explain->add_option("--format", explainOptions.format, "text (default) or json (one object; docs/explain.md)")
       ->check(CLI::IsMember({"text", "json"}));
   explain->add_option("--chart", explainOptions.chart,
@@ -610,6 +626,8 @@ int main(int argc, char **argv) {
   }
   opts.memBudgetGiven = memBudget->count() > 0;
   explainOpts.memBudgetGiven = explainBudget->count() > 0;
+  opts.deviceMemoryGiven = deviceMemory->count() > 0;
+  explainOpts.deviceMemoryGiven = explainDevice->count() > 0;
   explainOptions.remat = explainOpts.remat;
   explainOptions.fusion = explainOpts.fusion;
   int status = *compile   ? runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0 ||

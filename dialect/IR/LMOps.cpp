@@ -218,15 +218,6 @@ AttentionShapes inferBiasedAttention(Inference &infer, MLIRContext *context, typ
   return a;
 }
 
-/// The mask and the bias are of q's element type.
-template <typename OpTy> LogicalResult verifyBiasedAttention(OpTy op) {
-  Type elem = op.getQ().getType().getElementType();
-  for (auto [what, value] : {std::pair<const char *, Value>{"mask", op.getMask()}, {"bias", op.getBias()}})
-    if (llvm::cast<ShapedType>(value.getType()).getElementType() != elem)
-      return op.emitOpError() << what << " must have q's element type " << elem << ", got " << value.getType();
-  return success();
-}
-
 /// dq (q's shape), then dk and dv (the key/value shape) of an attention grad op.
 LogicalResult inferAttentionGrads(Inference &infer, const AttentionShapes &a, const std::string &err) {
   if (failed(infer.result(a.out, err, a.elem)))
@@ -365,7 +356,6 @@ LogicalResult BiasedAttentionOp::inferReturnTypes(MLIRContext *context, std::opt
   AttentionShapes a = inferBiasedAttention<BiasedAttentionOp>(infer, context, adaptor, err);
   return infer.result(a.out, err, a.elem);
 }
-LogicalResult BiasedAttentionOp::verify() { return verifyBiasedAttention(*this); }
 
 LogicalResult BiasedAttentionGradOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
@@ -378,9 +368,7 @@ LogicalResult BiasedAttentionGradOp::inferReturnTypes(MLIRContext *context, std:
   return infer.result(a.out ? std::optional<Dims>(infer.dims(adaptor.getBias())) : std::nullopt, err, a.elem);
 }
 LogicalResult BiasedAttentionGradOp::verify() {
-  if (failed(checkShape(*this, "dy", getDy().getType(), dimsOf(getQ()))))
-    return failure();
-  return verifyBiasedAttention(*this);
+  return checkShape(*this, "dy", getDy().getType(), dimsOf(getQ()));
 }
 
 LogicalResult DynamicSliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,

@@ -470,7 +470,6 @@ def LM_BiasedAttentionOp : LM_DiffOp<"biased_attention", LM_InferredResultTypes>
                        DefaultValuedAttr<F64Attr, "0.0">:$scale);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$q `,` $k `,` $v `,` $mask `,` $bias `,` $segments attr-dict `:` functional-type(operands, results)";
-  let hasVerifier = 1;
 }
 
 def LM_ReshapeOp : LM_DiffOp<"reshape"> {

@@ -279,6 +279,15 @@ func.func @biased_attention_bias_shape(%q: tensor<2x8x32xf32>, %b: tensor<1x3x8x
 
 // -----
 
+// Tests that biased_attention's bias has q's element type (the check of every lm op).
+func.func @biased_attention_bias_type(%q: tensor<2x8x32xf32>, %b: tensor<1x4x8x8xf64>, %m: tensor<f32>, %s: tensor<i32>) {
+  // expected-error @below {{'lm.biased_attention' op mixes float element types 'f32' and 'f64'}}
+  %0 = lm.biased_attention %q, %q, %q, %m, %b, %s {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf64>, tensor<i32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
 // Tests that biased_attention's segments are [B, T] of self-attention.
 func.func @biased_attention_segments_cross(%q: tensor<2x8x32xf32>, %k: tensor<2x4x32xf32>, %b: tensor<f32>, %s: tensor<2x8xi32>) {
   // expected-error @below {{'lm.biased_attention' op segments need self-attention (keys use the queries' ids), got k [2, 4, 32] for q [2, 8, 32]}}

@@ -183,6 +183,46 @@ std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64
 
 Dims attentionLse(const Dims &q, int64_t numHeads) { return {q[0], numHeads, q[1]}; }
 
+std::optional<Dims> biasedAttention(const Dims &q, const Dims &k, const Dims &v, const Dims &mask, const Dims &bias,
+                                    const Dims &segments, int64_t numHeads, double scale, std::string &err,
+                                    int64_t numKvHeads, bool causal) {
+  if (!dimsOk(err, "attention", {{"bias", &bias}, {"segments", &segments}})) return std::nullopt;
+  auto out = attention(q, k, v, numHeads, err, numKvHeads, causal, mask.empty() ? nullptr : &mask);
+  if (!out) return std::nullopt;
+  // Written so that NaN, which fails every comparison, is rejected too.
+  if (!(std::isfinite(scale) && scale >= 0)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", scale);
+    return bad(err, std::string("attention: scale must be finite and >= 0 (0 means 1/sqrt(head size)), got ") + buf);
+  }
+  const Dims full{q[0], numHeads, q[1], k[1]};
+  if (bias.size() > 4)
+    return bad(err, "attention: bias " + S(bias) + " must have rank <= 4 and broadcast to " + S(full) +
+                        " [B, H, Tq, Tk]");
+  for (size_t i = 0; i < bias.size(); ++i) {
+    const int64_t db = bias[bias.size() - 1 - i], df = full[3 - i];
+    if (db != 1 && db != df)
+      return bad(err, "attention: bias " + S(bias) + " does not broadcast to " + S(full) +
+                          " [B, H, Tq, Tk]: dimension " + I(db) + " vs " + I(df) + " at position " +
+                          I(-(int64_t)i - 1) + " from the end");
+  }
+  if (!segments.empty()) {
+    if (k[1] != q[1])
+      return bad(err, "attention: segments need self-attention (keys use the queries' ids), got k " + S(k) +
+                          " for q " + S(q));
+    if (segments != Dims{q[0], q[1]})
+      return bad(err, "attention: segments " + S(segments) + " must be " + S(Dims{q[0], q[1]}) +
+                          " [B, T] (one document id a token)");
+  }
+  return out;
+}
+
+Dims attentionBias4(const Dims &bias) {
+  Dims d(4, 1);
+  for (size_t i = 0; i < bias.size() && i < 4; ++i) d[3 - i] = bias[bias.size() - 1 - i];
+  return d;
+}
+
 namespace {
 std::optional<Dims> offsetScalar(const char *op, const Dims &offset, std::string &err) {
   if (!offset.empty())

@@ -35,6 +35,15 @@ std::optional<Dims> layerNorm(const Dims &x, const Dims &gamma, const Dims &beta
 std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64_t numHeads,
                               std::string &err, int64_t numKvHeads = 0, bool causal = false,
                               const Dims *mask = nullptr);
+/* biased_attention (and its grad): attention() of q, k, v with `mask` [B, Tk] or rank 0
+   (none); `bias` of rank <= 4 broadcasting (NumPy rules) to [B, H, Tq, Tk]; `segments`
+   [B, Tq] with Tq = Tk (self-attention) or rank 0 (none); `scale` >= 0 and finite
+   (0: 1/sqrt(Dh)). Returns q's shape. */
+std::optional<Dims> biasedAttention(const Dims &q, const Dims &k, const Dims &v, const Dims &mask, const Dims &bias,
+                                    const Dims &segments, int64_t numHeads, double scale, std::string &err,
+                                    int64_t numKvHeads = 0, bool causal = false);
+/* A bias broadcasting to [B, H, Tq, Tk] as its four dims, 1 where it has none. */
+Dims attentionBias4(const Dims &bias);
 /* The row logsumexp of attention over q [B, Tq, H*Dh] (attention_stats, attention_grad_stats):
    [B, H, Tq]. q must already satisfy attention(). */
 Dims attentionLse(const Dims &q, int64_t numHeads);

@@ -38,7 +38,7 @@ const std::vector<Signature> &signatures() {
         {"layernorm", {"x", "eps", "bias"}, 1},
         {"gelu", {"x", "approximate"}, 1},
         {"softmax", {"x"}, 1},
-        {"attention", {"q", "k", "v", "heads", "causal", "kv_heads", "mask"}, 4},
+        {"attention", {"q", "k", "v", "heads", "causal", "kv_heads", "mask", "bias", "segments", "scale"}, 4},
         {"transpose", {"x", "perm"}, 1},
         {"reshape", {"x", "shape"}, 2},
         {"cross_entropy", {"logits", "targets", "ignore_index"}, 2},
@@ -346,6 +346,8 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
       auto shape = cast<RankedTensorType>(t->getType()).getShape();
       maskDims = {shape.begin(), shape.end()};
     }
+    if (arg[7] || arg[8] || arg[9])
+      return emitBiasedAttention(call, arg, env, qkv, *heads, causal, kvHeads, mask);
     if (!shapes::attention(dims[0], dims[1], dims[2], *heads, err, kvHeads, causal, mask ? &maskDims : nullptr))
       return error(call.loc) << err;
     if (mask) { // padded or cross-attention: no key/value cache, so no decode program

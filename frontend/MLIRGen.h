@@ -323,6 +323,13 @@ public:
   FailureOr<LMValue> emitSequence(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,
                                   const LMValue &first, Env &env);
 
+  //--- BuiltinsAttention.cpp ----------------------------------------------------
+  /// attention(..., bias =, segments =, scale =): lm.biased_attention of the
+  /// evaluated q, k, v (`qkv`) and `mask` (null: none), arguments matched to
+  /// attention's signature in `arg`.
+  FailureOr<LMValue> emitBiasedAttention(const ast::Expr &call, const std::vector<const ast::Expr *> &arg, Env &env,
+                                         Value qkv[3], int64_t heads, bool causal, int64_t kvHeads, Value mask);
+
 private:
   /// where(cond, a, b) on i32 values `vs` (evaluated): lm.where_int.
   FailureOr<LMValue> emitWhereInt(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,

@@ -116,6 +116,14 @@ int64_t AttentionOp::getFlops() { return attentionFlops(getQ().getType(), getK()
 int64_t MaskedAttentionOp::getFlops() {
   return attentionFlops(getQ().getType(), getK().getType(), getCausal());
 }
+/// The bias add and the segment compare are one more operation a score, left out
+/// as the masks' are: the products dominate.
+int64_t BiasedAttentionOp::getFlops() {
+  return attentionFlops(getQ().getType(), getK().getType(), getCausal());
+}
+int64_t BiasedAttentionGradOp::getFlops() {
+  return attentionFlops(getQ().getType(), getK().getType(), getCausal()) * 5 / 2;
+}
 /// Recomputes the probabilities (q·kᵀ) and forms dv, dp, dq and dk: five
 /// Tq·Tk-sized products against the forward's two, 2.5×.
 int64_t AttentionGradOp::getFlops() {

@@ -198,6 +198,26 @@ AttentionShapes inferAttention(Inference &infer, MLIRContext *context, typename 
   return a;
 }
 
+/// biased_attention and its grad: q, k, v, mask, bias and segments through
+/// shapes::biasedAttention with the op's heads, causal flag and scale.
+template <typename OpTy>
+AttentionShapes inferBiasedAttention(Inference &infer, MLIRContext *context, typename OpTy::Adaptor &adaptor,
+                                     std::string &err) {
+  AttentionShapes a;
+  a.q = infer.dims(adaptor.getQ());
+  a.k = infer.dims(adaptor.getK());
+  Dims v = infer.dims(adaptor.getV()), mask = infer.dims(adaptor.getMask()), bias = infer.dims(adaptor.getBias()),
+       segments = infer.dims(adaptor.getSegments());
+  a.heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
+  auto defaults = withDefaults<OpTy>(context, adaptor);
+  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
+  bool causal = defaults.causal && defaults.causal.getValue();
+  double scale = defaults.scale ? defaults.scale.getValueAsDouble() : 0.0;
+  a.out = shapes::biasedAttention(a.q, a.k, v, mask, bias, segments, a.heads, scale, err, kvHeads, causal);
+  a.elem = infer.elementType(adaptor.getQ());
+  return a;
+}
+
 /// dq (q's shape), then dk and dv (the key/value shape) of an attention grad op.
 LogicalResult inferAttentionGrads(Inference &infer, const AttentionShapes &a, const std::string &err) {
   if (failed(infer.result(a.out, err, a.elem)))
@@ -327,6 +347,28 @@ LogicalResult MaskedAttentionOp::inferReturnTypes(MLIRContext *context, std::opt
   std::string err;
   AttentionShapes a = inferAttention<MaskedAttentionOp>(infer, context, adaptor, err, adaptor.getMask());
   return infer.result(a.out, err, a.elem);
+}
+
+LogicalResult BiasedAttentionOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                                  Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  AttentionShapes a = inferBiasedAttention<BiasedAttentionOp>(infer, context, adaptor, err);
+  return infer.result(a.out, err, a.elem);
+}
+
+LogicalResult BiasedAttentionGradOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                                      Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  AttentionShapes a = inferBiasedAttention<BiasedAttentionGradOp>(infer, context, adaptor, err);
+  if (failed(inferAttentionGrads(infer, a, err)))
+    return failure();
+  // dbias: the bias's shape.
+  return infer.result(a.out ? std::optional<Dims>(infer.dims(adaptor.getBias())) : std::nullopt, err, a.elem);
+}
+LogicalResult BiasedAttentionGradOp::verify() {
+  return checkShape(*this, "dy", getDy().getType(), dimsOf(getQ()));
 }
 
 LogicalResult DynamicSliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,

@@ -436,6 +436,42 @@ def LM_MaskedAttentionOp : LM_DiffOp<"masked_attention", LM_InferredResultTypes>
   let assemblyFormat = "$q `,` $k `,` $v `,` $mask attr-dict `:` functional-type(operands, results)";
 }
 
+// Bias, segments and scale as one more op rather than optional operands of
+// lm.attention (a plan step has its op-table row's fixed arity): the absent ones
+// are rank-0 operands, so the kernels keep one signature.
+def LM_BiasedAttentionOp : LM_DiffOp<"biased_attention", LM_InferredResultTypes> {
+  let summary = "multi-head attention with an additive score bias and segment ids";
+  let description = [{
+    `lm.masked_attention` (same `q`, `k`, `v`, heads, grouped heads,
+    cross-attention, causal and key padding mask) whose scores are
+    `s = scale * q k^T + bias` before the softmax. `bias` is of `q`'s element
+    type and broadcasts (NumPy rules, at most rank 4) to `[B, H, Tq, Tk]`:
+    `[1, H, Tq, Tk]` for T5's relative positions, `[1, H, 1, Tk]` for ALiBi.
+    `segments: i32[B, T]` (self-attention: Tq = Tk) lets query `i` see key `j`
+    only where `segments[b, i] == segments[b, j]` (packed rows of several
+    examples), besides the causal and padding masks. `scale` = 0, the default,
+    means `1 / sqrt(Dh)`. An absent mask, bias or segments operand is a rank-0
+    tensor (the frontend passes 1, 0 and 0): a rank-0 bias adds the same number
+    to every score, which the softmax ignores, so the kernels skip it. Nothing
+    of size Tq x Tk is stored but the bias itself; the gradient
+    (`lm.biased_attention_grad`) includes the bias's, the sum of the score
+    gradients over the broadcast dimensions; the mask and the segments are
+    data.
+
+    ```mlir
+    %y = lm.biased_attention %q, %k, %v, %mask, %bias, %seg {num_heads = 4 : i64, scale = 1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v, LM_FloatTensor:$mask,
+                       LM_FloatTensor:$bias, LM_IntTensor:$segments,
+                       I64Attr:$num_heads,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$num_kv_heads,
+                       DefaultValuedAttr<F64Attr, "0.0">:$scale);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$q `,` $k `,` $v `,` $mask `,` $bias `,` $segments attr-dict `:` functional-type(operands, results)";
+}
+
 def LM_ReshapeOp : LM_DiffOp<"reshape"> {
   let summary = "row-major reshape";
   let description = [{
@@ -764,6 +800,29 @@ def LM_MaskedAttentionGradOp : LM_GradOp<"masked_attention_grad", LM_InferredRes
                        DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
   let results = (outs LM_FloatTensor:$dq, LM_FloatTensor:$dk, LM_FloatTensor:$dv);
   let assemblyFormat = "$q `,` $k `,` $v `,` $mask `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def LM_BiasedAttentionGradOp : LM_GradOp<"biased_attention_grad", LM_InferredResultTypes> {
+  let summary = "adjoint of lm.biased_attention";
+  let description = [{
+    Returns `dq`, `dk`, `dv` as `lm.masked_attention_grad` does and `dbias`
+    of the bias's shape: `sum P (dP - delta)` over the dimensions the bias
+    broadcasts along (0 for a rank-0 bias). Recomputes the probabilities
+    tile by tile; no gradient for the mask or the segments (data).
+
+    ```mlir
+    %dq, %dk, %dv, %db = lm.biased_attention_grad %q, %k, %v, %mask, %bias, %seg, %dy {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<1x4x8x8xf32>)
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v, LM_FloatTensor:$mask,
+                       LM_FloatTensor:$bias, LM_IntTensor:$segments, LM_FloatTensor:$dy,
+                       I64Attr:$num_heads,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$num_kv_heads,
+                       DefaultValuedAttr<F64Attr, "0.0">:$scale);
+  let results = (outs LM_FloatTensor:$dq, LM_FloatTensor:$dk, LM_FloatTensor:$dv, LM_FloatTensor:$dbias);
+  let assemblyFormat = "$q `,` $k `,` $v `,` $mask `,` $bias `,` $segments `,` $dy attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

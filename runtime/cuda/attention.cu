@@ -4,7 +4,9 @@
    padding mask [B, Tk] (masked_attention; nonzero: attend) is the CPU kernels' math:
    masked keys are skipped (probability exactly 0), key tiles with no unmasked key are
    not loaded, and a query row with no visible key outputs 0 and passes no gradient.
-   Head sizes up to 128. */
+   biased_attention (q, k, v, mask, bias, segments; a rank-0 operand is none) runs the
+   same kernels with the bias, the segments and its scale in AttnDims, and its grad
+   one more kernel for the bias's gradient. Head sizes up to 128. */
 #include <cstdlib>
 #include <string_view>
 
@@ -80,8 +82,9 @@ template <typename T, int DMAX> bool useTensorCores(const OpCall &call) {
 template <typename T, int DMAX>
 void forward(const OpCall &call, const AttnDims &d, bool causal, const T *q, const T *k, const T *v, const T *mask,
              T *y, T *lse, const int32_t *offset = nullptr) {
+  // The tensor-core kernels know no bias or segments.
   if constexpr (std::is_same_v<T, float> && DMAX <= 64)
-    if (useTensorCores<T, DMAX>(call))
+    if (!d.bias && !d.seg && useTensorCores<T, DMAX>(call))
       return attn::launchForwardTc<DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, y, lse, offset);
   attn::launchForward<T, DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, y, lse, offset);
 }
@@ -89,13 +92,14 @@ void forward(const OpCall &call, const AttnDims &d, bool causal, const T *q, con
 /* The backward from the forward's output o and row logsumexp lse. */
 template <typename T, int DMAX>
 void backward(const OpCall &call, const AttnDims &d, bool causal, const T *q, const T *k, const T *v, const T *mask,
-              const T *dy, const T *o, const T *lse, T *delta) {
+              const T *dy, const T *o, const T *lse, T *delta, T *dbias = nullptr) {
   T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(), *dv = call.out[2].as<T>();
   if constexpr (std::is_same_v<T, float> && DMAX <= 64)
-    if (useTensorCores<T, DMAX>(call))
+    if (!d.bias && !d.seg && useTensorCores<T, DMAX>(call))
       return attn::launchBackwardTc<DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, dy, o, lse, delta, dq,
                                           dk, dv);
-  attn::launchBackward<T, DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, dy, o, lse, delta, dq, dk, dv);
+  attn::launchBackward<T, DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, dy, o, lse, delta, dq, dk, dv,
+                                dbias);
 }
 
 /* attention (q, k, v) and masked_attention (q, k, v, mask). */
@@ -204,6 +208,64 @@ void runAttentionGradStats(const OpCall &call) {
 }
 void runMaskedAttentionGrad(const OpCall &call) { runAttentionGradMaybeMasked(call, true); }
 
+/* biased_attention's dims: its scale (0: 1/sqrt(Dh)), its bias (input 4) unless of rank
+   0, as four dims aligned right on [B, H, T, Tk], and its segments (input 5) unless of
+   rank 0. */
+AttnDims biasedDims(const OpCall &call) {
+  AttnDims d = dimsOf(call);
+  if (const double s = call.attrs.getFloat("scale"); s != 0) d.scale = s;
+  const Shape &bias = call.in[4].shape();
+  if (!bias.empty()) {
+    d.bias = call.in[4].data;
+    for (size_t i = 0; i < bias.size() && i < 4; ++i) d.biasDims[3 - i] = bias[bias.size() - 1 - i];
+  }
+  if (!call.in[5].shape().empty()) d.seg = call.in[5].as<int32_t>();
+  return d;
+}
+
+void runBiasedAttention(const OpCall &call) {
+  AttnDims d = biasedDims(call);
+  const bool causal = call.attrs.getBool("causal");
+  if (call.out[0].numel() == 0) return;
+  if (d.B * d.H > 65535) fail("biased_attention: batch x heads %lld exceeds the CUDA grid", (long long)(d.B * d.H));
+  const bool masked = !call.in[3].shape().empty();
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    byHeadSize(d.Dh, [&](auto dm) {
+      forward<T, decltype(dm)::value>(call, d, causal, call.in[0].as<T>(), call.in[1].as<T>(), call.in[2].as<T>(),
+                                      masked ? call.in[3].as<T>() : (const T *)nullptr, call.out[0].as<T>(),
+                                      (T *)nullptr);
+    });
+  });
+}
+
+/* biased_attention_grad (q, k, v, mask, bias, segments, dy) -> dq, dk, dv, dbias: the
+   forward recomputed into scratch (as attention_grad's), then the backward. */
+void runBiasedAttentionGrad(const OpCall &call) {
+  AttnDims d = biasedDims(call);
+  const bool causal = call.attrs.getBool("causal");
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    T *dbias = call.out[3].as<T>();
+    // A rank-0 bias shifts every score alike: its gradient is 0 (as that of no scores).
+    if (!d.bias || call.in[0].numel() == 0)
+      CUDA_CHECK(cudaMemsetAsync(dbias, 0, (size_t)call.out[3].numel() * sizeof(T), call.stream));
+    if (call.in[0].numel() == 0) return;
+    if (d.B * d.H > 65535)
+      fail("biased_attention_grad: batch x heads %lld exceeds the CUDA grid", (long long)(d.B * d.H));
+    const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(),
+            *mask = call.in[3].shape().empty() ? nullptr : call.in[3].as<T>(), *dy = call.in[6].as<T>();
+    T *o = static_cast<T *>(call.scratch);
+    size_t oBytes = ((size_t)call.in[0].numel() * sizeof(T) + 255) / 256 * 256;
+    T *lse = reinterpret_cast<T *>(static_cast<char *>(call.scratch) + oBytes), *delta = lse + d.B * d.H * d.T;
+    byHeadSize(d.Dh, [&](auto dm) {
+      constexpr int DMAX = decltype(dm)::value;
+      forward<T, DMAX>(call, d, causal, q, k, v, mask, o, lse);
+      backward<T, DMAX>(call, d, causal, q, k, v, mask, dy, o, lse, delta, dbias);
+    });
+  });
+}
+
 }  // namespace
 
 void addAttentionKernels(std::vector<CudaKernelDef> &k) {
@@ -214,6 +276,8 @@ void addAttentionKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"masked_attention_grad", runMaskedAttentionGrad, attentionGradScratch});
   k.push_back({"attention_stats", runAttentionStats, noScratch});
   k.push_back({"attention_grad_stats", runAttentionGradStats, attentionGradStatsScratch});
+  k.push_back({"biased_attention", runBiasedAttention, noScratch});
+  k.push_back({"biased_attention_grad", runBiasedAttentionGrad, attentionGradScratch});
 }
 
 }  // namespace lmrt::cuda::detail

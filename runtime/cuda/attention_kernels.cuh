@@ -10,6 +10,11 @@
    Backward (flash-attention 2): one kernel owns key tiles (dk, dv summed over the
    queries that see them, of every query head of the group, in head order), one owns
    query tiles (dq): no atomics, so the same bits every run.
+   biased_attention: the scores get a bias broadcast over [B, H, T, Tk] after the scale,
+   and keys of another segment are hidden, in the same three kernels; the bias's
+   gradient is one more kernel, a thread to an element of it, summing P (dP - delta)
+   over what it broadcasts along in a fixed order (no atomics; the dot products are
+   recomputed there, a cost of the order of one more backward product).
    Only __syncthreads synchronises threads (no warp shuffles), so the CPU emulation in
    test/Unit/cuda_emu runs these kernels as they are, which is how they are tested
    without a GPU. */
@@ -33,7 +38,17 @@ struct AttnDims {
   int64_t B, T, C, H, Dh, Ck, Hkv;  // T: queries per batch row
   int64_t Tk;  // keys per batch row: Tk (T but for cross-attention), or the cache's W for cached_attention
   double scale;
+  /* biased_attention: the score bias (q's element type), its dims [nB, nH, nT, nS]
+     broadcasting to [B, H, T, Tk], or null; the segment ids [B, T], or null. */
+  const void *bias = nullptr;
+  int64_t biasDims[4] = {1, 1, 1, 1};
+  const int32_t *seg = nullptr;
   __host__ __device__ int64_t group() const { return H / Hkv; }
+  /* The bias element of (b, h, i, j): index 0 along the dims it broadcasts. */
+  __host__ __device__ int64_t biasIndex(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    const int64_t nB = biasDims[0], nH = biasDims[1], nT = biasDims[2], nS = biasDims[3];
+    return (((nB == 1 ? 0 : b) * nH + (nH == 1 ? 0 : h)) * nT + (nT == 1 ? 0 : i)) * nS + (nS == 1 ? 0 : j);
+  }
   /* Offsets of the first column of query head h and of its key/value head, batch b. */
   __host__ __device__ int64_t qBase(int64_t b, int64_t h) const { return b * T * C + h * Dh; }
   __host__ __device__ int64_t kvBase(int64_t b, int64_t h) const { return b * Tk * Ck + (h / group()) * Dh; }
@@ -58,6 +73,17 @@ template <typename T, int DMAX> struct Tile {
 template <typename T>
 __device__ __forceinline__ bool keyMasked(const T *mask, const AttnDims &d, int64_t b, int64_t j) {
   return mask && mask[b * d.Tk + j] == T(0);
+}
+
+/* True when query i and key j of batch row b are of different segments (segment ids). */
+__device__ __forceinline__ bool otherSegment(const AttnDims &d, int64_t b, int64_t i, int64_t j) {
+  return d.seg && d.seg[b * d.T + i] != d.seg[b * d.T + j];
+}
+
+/* The bias of (b, h, i, j), or null when there is none. */
+template <typename T>
+__device__ __forceinline__ const T *scoreBias(const AttnDims &d, int64_t b, int64_t h, int64_t i, int64_t j) {
+  return d.bias ? static_cast<const T *>(d.bias) + d.biasIndex(b, h, i, j) : nullptr;
 }
 
 /* True, in every thread of the block, when some key of [k0, k0 + nk) of batch row b is
@@ -183,8 +209,10 @@ __global__ void __launch_bounds__(256) attnForward(const T *q, const T *k, const
 #pragma unroll
       for (int c = 0; c < RM; ++c) {
         const int64_t j = k0 + tx + S * c;
-        const bool hidden = j >= k0 + nk || (causal && j > i) || keyMasked(mask, d, b, j);
-        s[a][c] = hidden ? (T)-INFINITY : s[a][c] * scale;
+        const bool hidden = j >= k0 + nk || (causal && j > i) || keyMasked(mask, d, b, j) ||
+                            (d.seg && (i >= d.T || otherSegment(d, b, i, j)));
+        const T *bias = !hidden && i < d.T ? scoreBias<T>(d, b, h, i, j) : nullptr;
+        s[a][c] = hidden ? (T)-INFINITY : bias ? s[a][c] * scale + *bias : s[a][c] * scale;
         mx = max(mx, s[a][c]);
       }
       redMax[(ty + S * a) * S + tx] = mx;
@@ -252,14 +280,16 @@ template <typename T> __global__ void attnDelta(const T *dy, const T *o, T *delt
 
 /* Fills P and dS of one (query tile, key tile) pair, given the register tiles of the
    scores s = q.k and dp = dy.v at rows/keys (qi[a], kj[c]) of the tile: P = exp(s
-   scale - lse_i) where the query sees the key, else 0; dS = P (dp - delta_i) scale. */
+   scale [+ bias] - lse_i) where the query sees the key, else 0; dS = P (dp - delta_i)
+   scale. */
 template <typename T> struct ScoreGrad {
   T p, ds;
 };
 template <typename T>
-__device__ __forceinline__ ScoreGrad<T> scoreGrad(T s, T dp, T lse, T delta, T scale, bool visible) {
+__device__ __forceinline__ ScoreGrad<T> scoreGrad(T s, T dp, T lse, T delta, T scale, bool visible,
+                                                  const T *bias = nullptr) {
   if (!visible) return {T(0), T(0)};
-  const T p = lmc::exp(s * scale - lse);
+  const T p = bias ? lmc::exp(s * scale + *bias - lse) : lmc::exp(s * scale - lse);
   return {p, p * (dp - delta) * scale};
 }
 
@@ -310,8 +340,9 @@ __global__ void __launch_bounds__(256) attnBackwardKV(const T *q, const T *k, co
 #pragma unroll
         for (int c = 0; c < RM; ++c) {
           const int qr = tx + S * c;
-          const bool visible = keyOk && qr < nq && !(causal && q0 + qr < j);
-          const ScoreGrad<T> g2 = scoreGrad(s[a][c], dp[a][c], Ls[qr], Dl[qr], scale, visible);
+          const bool visible = keyOk && qr < nq && !(causal && q0 + qr < j) && !otherSegment(d, b, q0 + qr, j);
+          const ScoreGrad<T> g2 = scoreGrad(s[a][c], dp[a][c], Ls[qr], Dl[qr], scale, visible,
+                                            visible ? scoreBias<T>(d, b, h, q0 + qr, j) : nullptr);
           Pt[kr * LS + qr] = g2.p;
           dSt[kr * LS + qr] = g2.ds;
         }
@@ -375,8 +406,11 @@ __global__ void __launch_bounds__(256) attnBackwardQ(const T *q, const T *k, con
       for (int c = 0; c < RM; ++c) {
         const int kc = tx + S * c;
         const int64_t j = k0 + kc;
-        const bool visible = qr < nq && kc < nk && !(causal && i < j) && !keyMasked(mask, d, b, j);
-        dSs[qr * LS + kc] = scoreGrad(s[a][c], dp[a][c], L[a], Dl[a], scale, visible).ds;
+        const bool visible =
+            qr < nq && kc < nk && !(causal && i < j) && !keyMasked(mask, d, b, j) && !otherSegment(d, b, i, j);
+        dSs[qr * LS + kc] =
+            scoreGrad(s[a][c], dp[a][c], L[a], Dl[a], scale, visible, visible ? scoreBias<T>(d, b, h, i, j) : nullptr)
+                .ds;
       }
     }
     __syncthreads();
@@ -391,6 +425,37 @@ __global__ void __launch_bounds__(256) attnBackwardQ(const T *q, const T *k, con
       const int e = tx + S * c;
       if (e < d.Dh) dq[base + i * d.C + e] = dqr[a][c];
     }
+  }
+}
+
+/* dbias of biased_attention: thread e owns element e of the bias's gradient [nB, nH,
+   nT, nS] and sums P (dP - delta) = dS / scale over the batch rows, heads, queries and
+   keys it broadcasts along, in order, recomputing each score and dP from q, k, dy, v. */
+template <typename T>
+__global__ void attnBiasGrad(const T *q, const T *k, const T *v, const T *mask, const T *dy, const T *lse,
+                             const T *delta, T *dbias, AttnDims d, bool causal) {
+  const int64_t nB = d.biasDims[0], nH = d.biasDims[1], nT = d.biasDims[2], nS = d.biasDims[3];
+  const int64_t n = nB * nH * nT * nS;
+  const T scale = (T)d.scale, *bias = static_cast<const T *>(d.bias);
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t js = e % nS, it = e / nS % nT, hs = e / (nS * nT) % nH, bs = e / (nS * nT * nH);
+    T acc = 0;
+    for (int64_t b = nB == 1 ? 0 : bs; b < (nB == 1 ? d.B : bs + 1); ++b)
+      for (int64_t h = nH == 1 ? 0 : hs; h < (nH == 1 ? d.H : hs + 1); ++h) {
+        const int64_t qb = d.qBase(b, h), kb = d.kvBase(b, h), bh = b * d.H + h;
+        for (int64_t i = nT == 1 ? 0 : it; i < (nT == 1 ? d.T : it + 1); ++i)
+          for (int64_t j = nS == 1 ? 0 : js; j < (nS == 1 ? d.Tk : js + 1); ++j) {
+            if ((causal && j > i) || keyMasked(mask, d, b, j) || otherSegment(d, b, i, j)) continue;
+            T s = 0, dp = 0;
+            for (int64_t x = 0; x < d.Dh; ++x) {
+              s += q[qb + i * d.C + x] * k[kb + j * d.Ck + x];
+              dp += dy[qb + i * d.C + x] * v[kb + j * d.Ck + x];
+            }
+            const T p = lmc::exp(s * scale + bias[e] - lse[bh * d.T + i]);
+            acc += p * (dp - delta[bh * d.T + i]);
+          }
+      }
+    dbias[e] = acc;
   }
 }
 
@@ -411,10 +476,11 @@ void launchForward(L &&launch, const AttnDims &d, bool causal, const T *q, const
 }
 
 /* The backward from the forward's output o and row logsumexp lse (saved by
-   attention_stats, or recomputed into scratch); delta: B*H*T scratch. */
+   attention_stats, or recomputed into scratch); delta: B*H*T scratch. dbias: the
+   bias's gradient when d.bias is set (biased_attention). */
 template <typename T, int DMAX, typename L>
 void launchBackward(L &&launch, const AttnDims &d, bool causal, const T *q, const T *k, const T *v, const T *mask,
-                    const T *dy, const T *o, const T *lse, T *delta, T *dq, T *dk, T *dv) {
+                    const T *dy, const T *o, const T *lse, T *delta, T *dq, T *dk, T *dv, T *dbias = nullptr) {
   using Tl = Tile<T, DMAX>;
   const int64_t rows = d.B * d.H * d.T;
   launch(attnDelta<T>, Grid{(unsigned)std::min<int64_t>(ceilDiv(rows, 256), 1 << 16), 1}, 256, (size_t)0, dy, o,
@@ -423,6 +489,11 @@ void launchBackward(L &&launch, const AttnDims &d, bool causal, const T *q, cons
          Tl::keyGradSmem(), q, k, v, mask, dy, lse, (const T *)delta, dk, dv, d, causal);
   launch(attnBackwardQ<T, DMAX>, Grid{ceilDiv(d.T, Tl::B), (unsigned)(d.B * d.H)}, Tl::kThreads, Tl::queryGradSmem(),
          q, k, v, mask, dy, lse, (const T *)delta, dq, d, causal);
+  if (d.bias && dbias) {
+    const int64_t n = d.biasDims[0] * d.biasDims[1] * d.biasDims[2] * d.biasDims[3];
+    launch(attnBiasGrad<T>, Grid{(unsigned)std::min<int64_t>(ceilDiv(n, 256), 1 << 16), 1}, 256, (size_t)0, q, k, v,
+           mask, dy, lse, (const T *)delta, dbias, d, causal);
+  }
 }
 
 }  // namespace lmrt::cuda::attn

@@ -270,6 +270,51 @@ func.func @masked_attention_mask_type(%q: tensor<2x8x32xf32>, %m: tensor<2x8xf64
 
 // -----
 
+// Tests that biased_attention's bias broadcasts to [B, H, Tq, Tk].
+func.func @biased_attention_bias_shape(%q: tensor<2x8x32xf32>, %b: tensor<1x3x8x8xf32>, %m: tensor<f32>, %s: tensor<i32>) {
+  // expected-error @below {{'lm.biased_attention' op bias [1, 3, 8, 8] does not broadcast to [2, 4, 8, 8] [B, H, Tq, Tk]: dimension 3 vs 4 at position -3 from the end}}
+  %0 = lm.biased_attention %q, %q, %q, %m, %b, %s {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x3x8x8xf32>, tensor<i32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+// Tests that biased_attention's bias has q's element type (the check of every lm op).
+func.func @biased_attention_bias_type(%q: tensor<2x8x32xf32>, %b: tensor<1x4x8x8xf64>, %m: tensor<f32>, %s: tensor<i32>) {
+  // expected-error @below {{'lm.biased_attention' op mixes float element types 'f32' and 'f64'}}
+  %0 = lm.biased_attention %q, %q, %q, %m, %b, %s {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf64>, tensor<i32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+// Tests that biased_attention's segments are [B, T] of self-attention.
+func.func @biased_attention_segments_cross(%q: tensor<2x8x32xf32>, %k: tensor<2x4x32xf32>, %b: tensor<f32>, %s: tensor<2x8xi32>) {
+  // expected-error @below {{'lm.biased_attention' op segments need self-attention (keys use the queries' ids), got k [2, 4, 32] for q [2, 8, 32]}}
+  %0 = lm.biased_attention %q, %k, %k, %b, %b, %s {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x4x32xf32>, tensor<2x4x32xf32>, tensor<f32>, tensor<f32>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+// Tests that biased_attention's scale is >= 0 (0: 1/sqrt(Dh)).
+func.func @biased_attention_scale(%q: tensor<2x8x32xf32>, %b: tensor<f32>, %s: tensor<i32>) {
+  // expected-error @below {{'lm.biased_attention' op scale must be finite and >= 0 (0 means 1/sqrt(head size)), got -1}}
+  %0 = lm.biased_attention %q, %q, %q, %b, %b, %s {num_heads = 4 : i64, scale = -1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<f32>, tensor<i32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+// Tests that biased_attention_grad's dbias has the bias's shape.
+func.func @biased_attention_grad_dbias(%q: tensor<2x8x32xf32>, %b: tensor<1x4x1x8xf32>, %m: tensor<f32>, %s: tensor<i32>) {
+  // expected-error @below {{'lm.biased_attention_grad' op dbias type 'tensor<1x4x8x8xf32>' does not match the expected shape [1, 4, 1, 8]}}
+  %0:4 = lm.biased_attention_grad %q, %q, %q, %m, %b, %s, %q {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x1x8xf32>, tensor<i32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<1x4x8x8xf32>)
+  return
+}
+
+// -----
+
 // Tests that masked_attention_grad checks the forward rule, the mask's included.
 func.func @masked_attention_grad(%q: tensor<2x8x32xf32>, %m: tensor<8x2xf32>) {
   // expected-error @below {{'lm.masked_attention_grad' op mask [8, 2] must be [2, 8]}}

@@ -78,6 +78,15 @@ func.func @attention(%q: tensor<2x8x32xf32>) -> tensor<2x8x32xf32> {
   return %0 : tensor<2x8x32xf32>
 }
 
+// CHECK-LABEL: func.func @biased_attention
+func.func @biased_attention(%q: tensor<2x8x32xf32>, %b: tensor<1x4x8x8xf32>, %s: tensor<2x8xi32>, %m: tensor<f32>) -> tensor<2x8x32xf32> {
+  // CHECK: lm.biased_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal = true, num_heads = 4 : i64, scale = 1.000000e+00 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
+  %0 = lm.biased_attention %q, %q, %q, %m, %b, %s {causal = true, num_heads = 4 : i64, scale = 1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
+  // CHECK: lm.biased_attention_grad {{.*}} -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<1x4x8x8xf32>)
+  %1:4 = lm.biased_attention_grad %q, %q, %q, %m, %b, %s, %0 {causal = true, num_heads = 4 : i64, scale = 1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<1x4x8x8xf32>)
+  return %0 : tensor<2x8x32xf32>
+}
+
 // CHECK-LABEL: func.func @masked_cross_attention
 func.func @masked_cross_attention(%q: tensor<2x8x32xf32>, %kv: tensor<2x5x16xf32>, %m: tensor<2x5xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>) {
   // CHECK: lm.masked_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x5x16xf32>, tensor<2x5x16xf32>, tensor<2x5xf32>) -> tensor<2x8x32xf32>

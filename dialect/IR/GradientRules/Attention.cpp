@@ -27,3 +27,15 @@ LogicalResult MaskedAttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resu
   operandGrads.append({grad.getDq(), grad.getDk(), grad.getDv(), Value()});
   return success();
 }
+
+// The bias gets the sum of the score gradients over the dimensions it broadcasts
+// along (T5's bias is an embedding of bucket ids: its gradient trains them); the
+// mask and the segment ids are data.
+LogicalResult BiasedAttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                              SmallVectorImpl<Value> &operandGrads) {
+  auto grad = b.create<BiasedAttentionGradOp>(getLoc(), getQ(), getK(), getV(), getMask(), getBias(), getSegments(),
+                                              resultGrads[0], getNumHeads(), getCausal(), getNumKvHeads(),
+                                              getScale());
+  operandGrads.append({grad.getDq(), grad.getDk(), grad.getDv(), Value(), grad.getDbias(), Value()});
+  return success();
+}

@@ -17,7 +17,12 @@
    (the op has no saved statistics), then walks query blocks x key blocks recomputing
    the probabilities; the item owns its slices of dq, dk, dv, so GEMMs accumulate
    into them directly and no two threads write the same element. Work items never depend on the thread count, so results are
-   bit-identical for any --threads. */
+   bit-identical for any --threads.
+   biased_attention adds a score bias broadcast over [B, H, Tq, Tk] after the scaling
+   (its own scale, or 1/sqrt(Dh)) and hides keys of another segment (packed rows); its
+   grad also returns the bias's gradient, summed over the broadcast dims. Work items
+   that would add into one element of it (a bias shared by batch rows or heads) are
+   merged into one item that takes them in order, so dbias is deterministic too. */
 #include <cmath>
 
 #include "runtime/cpu/kernels/blas.h"
@@ -93,6 +98,18 @@ std::string checkMaskedAttention(const std::vector<TensorType> &in, const std::v
   });
 }
 
+/* What biased_attention adds to the scores of one (batch, head): the score scale, the
+   bias at this (b, h) with the strides of its query and key dims (0 where it
+   broadcasts) or null, the batch row's segment ids or null, and (its grad) where the
+   bias's gradient at this (b, h) accumulates, or null. */
+template <typename T> struct ScoreExtras {
+  T scale;
+  const T *bias = nullptr;
+  int64_t biasT = 0, biasS = 0;
+  const int32_t *seg = nullptr;
+  T *dbias = nullptr;
+};
+
 /* Scratch of one thread for one query block. */
 template <typename T> struct FwdScratch {
   std::vector<T> s, o, m, l;
@@ -114,8 +131,8 @@ inline int64_t visibleKeys(bool causal, int64_t query, int64_t k0, int64_t nk) {
 template <typename T>
 LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, int64_t q0,
                                    int64_t nq, T *y, int64_t ldy, T *lse, FwdScratch<T> &w, int64_t pos0 = 0,
-                                   const T *mask = nullptr) {
-  const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
+                                   const T *mask = nullptr, const ScoreExtras<T> *x = nullptr) {
+  const T scale = x ? x->scale : (T)(1.0 / std::sqrt((double)d.Dh));
   const int64_t Dh = d.Dh, C = d.C, Ck = d.Ck;
   T *S = w.s.data(), *O = w.o.data(), *m = w.m.data(), *l = w.l.data();
   for (int64_t i = 0; i < nq; ++i) m[i] = -INFINITY, l[i] = 0;
@@ -128,10 +145,20 @@ LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, cons
     for (int64_t i = 0; i < nq; ++i) {
       T *row = S + i * nk, *oi = O + i * Dh;
       const int64_t vis = visibleKeys(causal, pos0 + q0 + i, k0, nk);
+      if (x && x->bias) {
+        const T *br = x->bias + (q0 + i) * x->biasT + k0 * x->biasS;
+        const int64_t bs = x->biasS;
+        for (int64_t j = 0; j < vis; ++j) row[j] += br[j * bs];
+      }
       if (mask) {
         const T *mk = mask + k0;
 #pragma omp simd
         for (int64_t j = 0; j < vis; ++j) row[j] = mk[j] != (T)0 ? row[j] : (T)-INFINITY;
+      }
+      if (x && x->seg) {  // keys of another document: hidden
+        const int32_t si = x->seg[pos0 + q0 + i], *sk = x->seg + k0;
+#pragma omp simd
+        for (int64_t j = 0; j < vis; ++j) row[j] = sk[j] == si ? row[j] : (T)-INFINITY;
       }
       T mx = -INFINITY;
       // A select, not std::max: GCC left the std::max form scalar in the AVX-512 clone
@@ -278,8 +305,8 @@ template <typename T> struct BwdScratch {
 template <typename T>
 LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, const T *k, const T *v, const T *dy,
                                    T *dq, T *dk, T *dv, BwdScratch<T> &w, const T *mask, const T *savedY = nullptr,
-                                   const T *savedLse = nullptr) {
-  const T scale = (T)(1.0 / std::sqrt((double)d.Dh));
+                                   const T *savedLse = nullptr, const ScoreExtras<T> *x = nullptr) {
+  const T scale = x ? x->scale : (T)(1.0 / std::sqrt((double)d.Dh));
   const int64_t Dh = d.Dh, C = d.C, Ck = d.Ck;
   // Output and logsumexp of every row, recomputed unless the forward saved them
   // (attention_grad_stats: y with q's row stride, lse of this head); then
@@ -289,7 +316,7 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
   if (!savedY) {
     for (int64_t q0 = 0; q0 < d.Tq; q0 += kBlock)
       forwardBlock(d, causal, q, k, v, q0, std::min(kBlock, d.Tq - q0), w.o.data(), Dh, w.lse.data(), w.fwd, 0,
-                   mask);
+                   mask, x);
     o = w.o.data(), lseRow = w.lse.data(), ldo = Dh;
   }
   for (int64_t i = 0; i < d.Tq; ++i) {
@@ -313,7 +340,22 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
         T *pi = P + i * nk, *dpi = dP + i * nk;
         const int64_t vis = visibleKeys(causal, q0 + i, k0, nk);
         const T lse = lseRow[q0 + i], delta = w.delta[q0 + i];
-        if (mask) {
+        if (x) {
+          // biased_attention: the bias joins the scaled score; dS = P (dP - delta) is
+          // also the bias's gradient (summed where the bias broadcasts: not a simd loop).
+          const int64_t bs = x->biasS, boff = (q0 + i) * x->biasT + k0 * bs;
+          const T *br = x->bias ? x->bias + boff : nullptr;
+          T *dbr = x->dbias ? x->dbias + boff : nullptr;
+          const int32_t *sk = x->seg ? x->seg + k0 : nullptr, si = x->seg ? x->seg[q0 + i] : 0;
+          const T *mk = mask ? mask + k0 : nullptr;
+          for (int64_t j = 0; j < vis; ++j) {
+            const bool hidden = (mk && mk[j] == (T)0) || (sk && sk[j] != si);
+            pi[j] = hidden ? (T)0 : expT((br ? pi[j] + br[j * bs] : pi[j]) - lse);
+            const T ds = pi[j] * (dpi[j] - delta);
+            if (dbr) dbr[j * bs] += ds;
+            dpi[j] = ds * scale;
+          }
+        } else if (mask) {
           const T *mk = mask + k0;
 #pragma omp simd
           for (int64_t j = 0; j < vis; ++j) {
@@ -335,6 +377,46 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
     }
     for (int64_t i = 0; i < nq; ++i) std::copy(dQ + i * Dh, dQ + (i + 1) * Dh, dq + (q0 + i) * C);
   }
+}
+
+/* biased_attention's bias (input 4) as strides over [B, H, Tq, Tk], 0 along the dims
+   it broadcasts; none (null) for a rank-0 bias, which shifts every score alike. */
+struct BiasLayout {
+  bool present = false;
+  Shape dims;  // [nB, nH, nT, nS]
+  int64_t sB = 0, sH = 0, sT = 0, sS = 0;
+};
+BiasLayout biasLayout(const KernelCall &call) {
+  BiasLayout L;
+  const Shape &bias = call.in[4].shape();
+  if (bias.empty()) return L;
+  L.present = true;
+  L.dims = shapes::attentionBias4(bias);
+  L.sS = L.dims[3] == 1 ? 0 : 1;
+  L.sT = L.dims[2] == 1 ? 0 : L.dims[3];
+  L.sH = L.dims[1] == 1 ? 0 : L.dims[2] * L.dims[3];
+  L.sB = L.dims[0] == 1 ? 0 : L.dims[1] * L.dims[2] * L.dims[3];
+  return L;
+}
+
+/* The scale of biased_attention: its attribute, or 1/sqrt(Dh) for 0. */
+template <typename T> T scoreScale(const KernelCall &call, const Dims3 &d) {
+  const double s = call.attrs.getFloat("scale");
+  return s == 0 ? (T)(1.0 / std::sqrt((double)d.Dh)) : (T)s;
+}
+
+/* The extras of (b, h); dbias: the bias's gradient (whole), or null. */
+template <typename T>
+ScoreExtras<T> extrasOf(const KernelCall &call, const Dims3 &d, const BiasLayout &L, int64_t b, int64_t h, T *dbias) {
+  ScoreExtras<T> x;
+  x.scale = scoreScale<T>(call, d);
+  if (L.present) {
+    const int64_t off = b * L.sB + h * L.sH;
+    x.bias = call.in[4].as<T>() + off, x.biasT = L.sT, x.biasS = L.sS;
+    if (dbias) x.dbias = dbias + off;
+  }
+  if (!call.in[5].shape().empty()) x.seg = call.in[5].as<int32_t>() + b * d.Tq;
+  return x;
 }
 
 /* attention_grad, masked_attention_grad and (stats) attention_grad_stats, which reads the
@@ -381,6 +463,125 @@ void runMaskedAttentionGrad(const KernelCall &call) {
 }
 void runAttentionGradStats(const KernelCall &call) {
   dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionGradT<decltype(t)>(call, false, true); });
+}
+
+// ----------------------------------------------------------------------------
+// biased_attention: (q, k, v, mask, bias, segments) -> y, and its grad (.., dy) ->
+// (dq, dk, dv, dbias). A rank-0 mask or segments operand is none.
+
+std::string checkBiasedCommon(const char *op, const std::vector<TensorType> &in, const Attrs &attrs, Shape &shape) {
+  LMRT_CHECK(expectFloat(op, "q", in[0]));
+  LMRT_CHECK(expectSameDType(op, "k", in[1], "q", in[0]));
+  LMRT_CHECK(expectSameDType(op, "v", in[2], "q", in[0]));
+  LMRT_CHECK(expectSameDType(op, "mask", in[3], "q", in[0]));
+  LMRT_CHECK(expectSameDType(op, "bias", in[4], "q", in[0]));
+  LMRT_CHECK(expectI32(op, "segments", in[5]));
+  std::string err;
+  auto s = shapes::biasedAttention(in[0].shape, in[1].shape, in[2].shape, in[3].shape, in[4].shape, in[5].shape,
+                                   attrs.getInt("num_heads"), attrs.getFloat("scale"), err,
+                                   attrs.getInt("num_kv_heads"), attrs.getBool("causal"));
+  if (!s) return std::string(op) + err.substr(err.find(':'));
+  shape = *s;
+  return "";
+}
+
+std::string checkBiasedAttention(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                 const Attrs &attrs) {
+  return guardCheck("biased_attention", in, out, 6, 1, [&]() -> std::string {
+    Shape s;
+    LMRT_CHECK(checkBiasedCommon("biased_attention", in, attrs, s));
+    return expectType("biased_attention", "out", out[0], in[0].dtype, s);
+  });
+}
+
+std::string checkBiasedAttentionGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                     const Attrs &attrs) {
+  const char *op = "biased_attention_grad";
+  return guardCheck(op, in, out, 7, 4, [&]() -> std::string {
+    Shape s;
+    LMRT_CHECK(checkBiasedCommon(op, in, attrs, s));
+    LMRT_CHECK(expectType(op, "dy", in[6], in[0].dtype, s));
+    LMRT_CHECK(expectType(op, "dq", out[0], in[0].dtype, s));
+    LMRT_CHECK(expectType(op, "dk", out[1], in[0].dtype, in[1].shape));
+    LMRT_CHECK(expectType(op, "dv", out[2], in[0].dtype, in[1].shape));
+    return expectType(op, "dbias", out[3], in[0].dtype, in[4].shape);
+  });
+}
+
+template <typename T> const T *maskOf(const KernelCall &call, int64_t b, const Dims3 &d) {
+  return call.in[3].shape().empty() ? nullptr : call.in[3].as<T>() + b * d.Tk;
+}
+
+template <typename T> void biasedAttentionT(const KernelCall &call) {
+  Dims3 d = dimsOf(call);
+  bool causal = call.attrs.getBool("causal");
+  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>();
+  T *y = call.out[0].as<T>();
+  if (call.out[0].numel() == 0) return;
+  const BiasLayout L = biasLayout(call);
+  singleThreadedBlas();
+  const int64_t qBlocks = (d.Tq + kBlock - 1) / kBlock, items = d.B * d.H * qBlocks;
+  bool par = items > 1 && d.B * d.H * d.Tq * d.Tk * d.Dh >= kParallelWork;
+#pragma omp parallel if (par)
+  {
+    FwdScratch<T> w(d.Dh);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t item = 0; item < items; ++item) {
+      int64_t bh = item / qBlocks, qb = item % qBlocks;
+      int64_t b = bh / d.H, h = bh % d.H;
+      int64_t base = b * d.Tq * d.C + h * d.Dh, kvBase = b * d.Tk * d.Ck + (h / d.group()) * d.Dh;
+      int64_t q0 = qb * kBlock;
+      const ScoreExtras<T> x = extrasOf<T>(call, d, L, b, h, nullptr);
+      forwardBlock(d, causal, q + base, k + kvBase, v + kvBase, q0, std::min(kBlock, d.Tq - q0), y + base, d.C,
+                   (T *)nullptr, w, 0, maskOf<T>(call, b, d), &x);
+    }
+  }
+}
+
+/* One work item per (batch, key/value head) as attention_grad's, except that batch rows
+   (heads) sharing the bias's gradient, where it broadcasts over B (H), are one item
+   taking them in order: no two threads add into one element of dbias. */
+template <typename T> void biasedAttentionGradT(const KernelCall &call) {
+  Dims3 d = dimsOf(call);
+  bool causal = call.attrs.getBool("causal");
+  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(), *dy = call.in[6].as<T>();
+  T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(), *dv = call.out[2].as<T>(), *dbias = call.out[3].as<T>();
+  std::fill(dbias, dbias + call.out[3].numel(), (T)0);  // a rank-0 bias's gradient stays 0
+  if (call.out[0].numel() == 0) return;
+  const BiasLayout L = biasLayout(call);
+  singleThreadedBlas();
+  const bool sharedB = L.present && L.dims[0] == 1, sharedH = L.present && L.dims[1] == 1;
+  const int64_t bItems = sharedB ? 1 : d.B, gItems = sharedH ? 1 : d.Hkv, items = bItems * gItems;
+  bool par = items > 1 && d.B * d.H * d.Tq * d.Tk * d.Dh >= kParallelWork;
+#pragma omp parallel if (par)
+  {
+    BwdScratch<T> w(d);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t bi = item / gItems, gi = item % gItems;
+      for (int64_t b = sharedB ? 0 : bi; b < (sharedB ? d.B : bi + 1); ++b)
+        for (int64_t g = sharedH ? 0 : gi; g < (sharedH ? d.Hkv : gi + 1); ++g) {
+          int64_t kvBase = b * d.Tk * d.Ck + g * d.Dh;
+          for (int64_t t = 0; t < d.Tk; ++t) {
+            std::fill(dk + kvBase + t * d.Ck, dk + kvBase + t * d.Ck + d.Dh, (T)0);
+            std::fill(dv + kvBase + t * d.Ck, dv + kvBase + t * d.Ck + d.Dh, (T)0);
+          }
+          for (int64_t h = g * d.group(); h < (g + 1) * d.group(); ++h) {
+            int64_t base = b * d.Tq * d.C + h * d.Dh;
+            const ScoreExtras<T> x = extrasOf<T>(call, d, L, b, h, dbias);
+            backwardHead(d, causal, q + base, k + kvBase, v + kvBase, dy + base, dq + base, dk + kvBase, dv + kvBase,
+                         w, maskOf<T>(call, b, d), (const T *)nullptr, (const T *)nullptr, &x);
+          }
+        }
+    }
+  }
+}
+
+void runBiasedAttention(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { biasedAttentionT<decltype(t)>(call); });
+}
+void runBiasedAttentionGrad(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { biasedAttentionGradT<decltype(t)>(call); });
 }
 
 // ----------------------------------------------------------------------------
@@ -449,6 +650,8 @@ void addAttentionKernels(std::vector<KernelDef> &k) {
   k.push_back({"masked_attention_grad", 5, 3, checkMaskedAttentionGrad, runMaskedAttentionGrad});
   k.push_back({"attention_stats", 3, 2, checkAttentionStats, runAttentionStats});
   k.push_back({"attention_grad_stats", 6, 3, checkAttentionGradStats, runAttentionGradStats});
+  k.push_back({"biased_attention", 6, 1, checkBiasedAttention, runBiasedAttention});
+  k.push_back({"biased_attention_grad", 7, 4, checkBiasedAttentionGrad, runBiasedAttentionGrad});
 }
 
 }  // namespace lmrt::kernels::detail

@@ -6,7 +6,9 @@
    of that test: every head-size kernel (16, 64, 96 -> 32, 64, 128 columns), query and
    key counts across tiles and not multiples of them, cross-attention with fewer and
    with more keys than queries, grouped-query heads, causal, padding masks (ragged
-   rows, a row wholly masked), the cache offset of cached_attention, f32 and f64. */
+   rows, a row wholly masked), the cache offset of cached_attention, f32 and f64;
+   biased_attention's bias (T5's, ALiBi's, per batch row, rank 2), segment ids, scale
+   and the bias's gradient. */
 #include "../kernels/KernelTestUtil.h"
 
 #include "emulation.h"
@@ -176,6 +178,76 @@ TEST(AttentionEmulation, TensorCoreKernels) {
     tc({2, 100, 33, 4, 4, 64, false, masked});
   }
   tc({3, 70, 70, 4, 2, 64, true, true});
+}
+
+/* biased_attention: the emulated kernels with a bias, segment ids and a scale in
+   AttnDims, and the bias-gradient kernel, against the CPU's biased_attention(_grad). */
+struct BiasCase {
+  Case c;
+  Shape bias;  // {}: none
+  bool segments = false;
+  double scale = 0;  // 0: 1/sqrt(Dh)
+};
+
+template <typename T> void runBiasCase(const BiasCase &bc) {
+  const Case &c = bc.c;
+  SCOPED_TRACE(describe(c) + (bc.segments ? ", segments" : "") + ", bias rank " + std::to_string(bc.bias.size()));
+  attn::AttnDims d = dimsOf(c);
+  if (bc.scale != 0) d.scale = bc.scale;
+  Buf q = randn({c.B, c.Tq, c.H * c.Dh}, c.dtype), k = randn({c.B, c.Tk, c.Hkv * c.Dh}, c.dtype),
+      v = randn({c.B, c.Tk, c.Hkv * c.Dh}, c.dtype), dy = randn({c.B, c.Tq, c.H * c.Dh}, c.dtype);
+  Buf mask = c.masked ? paddingMask(c) : Buf(c.dtype, {}), bias = bc.bias.empty() ? Buf(c.dtype, {}) : randn(bc.bias, c.dtype, 2.0),
+      seg(DType::I32, bc.segments ? Shape{c.B, c.Tq} : Shape{});
+  if (!c.masked) mask.set(0, 1.0);
+  if (bc.segments)  // documents of 23 tokens, so they straddle the 64-key tiles
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t t = 0; t < c.Tq; ++t) seg.set(b * c.Tq + t, (double)(t / 23 + 5 * b));
+  if (!bc.bias.empty()) {
+    d.bias = bias.data();
+    for (size_t i = 0; i < bc.bias.size(); ++i) d.biasDims[4 - bc.bias.size() + i] = bc.bias[i];
+  }
+  if (bc.segments) d.seg = static_cast<const int32_t *>(seg.data());
+  Attrs a = attrs({{"num_heads", c.H}, {"num_kv_heads", c.Hkv}, {"causal", c.causal}, {"scale", bc.scale}});
+  auto cpuY = runKernel("biased_attention", {q, k, v, mask, bias, seg}, {q.type}, a);
+  auto cpuGrad = runKernel("biased_attention_grad", {q, k, v, mask, bias, seg, dy}, {q.type, k.type, v.type, bias.type}, a);
+  Buf y(c.dtype, q.type.shape), lse(c.dtype, {c.B, c.H, c.Tq}), delta(c.dtype, {c.B, c.H, c.Tq});
+  Buf dq(c.dtype, q.type.shape), dk(c.dtype, k.type.shape), dv(c.dtype, v.type.shape), db(c.dtype, bias.type.shape);
+  const T *m = c.masked ? ptr<T>(mask) : nullptr;
+  byHeadSize(c.Dh, [&](auto dm) {
+    constexpr int DMAX = decltype(dm)::value;
+    attn::launchForward<T, DMAX>(EmuLauncher{}, d, c.causal, ptr<T>(q), ptr<T>(k), ptr<T>(v), m, ptr<T>(y),
+                                 ptr<T>(lse), (const int32_t *)nullptr);
+    attn::launchBackward<T, DMAX>(EmuLauncher{}, d, c.causal, ptr<T>(q), ptr<T>(k), ptr<T>(v), m, ptr<T>(dy),
+                                  ptr<T>(y), ptr<T>(lse), ptr<T>(delta), ptr<T>(dq), ptr<T>(dk), ptr<T>(dv),
+                                  ptr<T>(db));
+  });
+  expectClose(y, cpuY[0], "y");
+  expectClose(dq, cpuGrad[0], "dq");
+  expectClose(dk, cpuGrad[1], "dk");
+  expectClose(dv, cpuGrad[2], "dv");
+  if (!bc.bias.empty()) expectClose(db, cpuGrad[3], "dbias");
+}
+
+void runBias(const BiasCase &bc) {
+  if (bc.c.dtype == DType::F64)
+    runBiasCase<double>(bc);
+  else
+    runBiasCase<float>(bc);
+}
+
+TEST(AttentionEmulation, BiasAndSegments) {
+  // T5: [1, H, T, T], no scaling, encoder and decoder; across tiles.
+  runBias({{2, 70, 70, 2, 2, 16, false}, {1, 2, 70, 70}, false, 1.0});
+  runBias({{2, 70, 70, 2, 2, 16, true}, {1, 2, 70, 70}, false, 1.0});
+  // ALiBi: [1, H, 1, Tk], causal, grouped heads, 64-column heads.
+  runBias({{2, 65, 65, 4, 2, 64, true}, {1, 4, 1, 65}});
+  // Packed rows: segments alone, with a mask, with a bias; 96-column heads; f64.
+  runBias({{2, 100, 100, 2, 2, 16, true}, {}, true});
+  runBias({{3, 70, 70, 2, 1, 96, false, true}, {}, true});
+  runBias({{2, 70, 70, 2, 2, 16, false, true}, {2, 1, 70, 70}, true, 0.3});
+  runBias({{2, 19, 19, 2, 2, 16, true, true, DType::F64}, {1, 2, 19, 19}, true});
+  // Cross-attention with a bias of rank 2.
+  runBias({{2, 37, 130, 2, 2, 16, false, true}, {37, 130}});
 }
 
 /* cached_attention: new queries at positions offset .. offset + C - 1 over a cache

@@ -1,0 +1,296 @@
+/* Tests biased_attention and its grad (runtime/cpu/kernels/attention.cpp) against a
+   naive reference that writes the scores out, softmax(scale q k^T + bias + masks) v,
+   in double: bias shapes of T5 ([1, H, T, S]), ALiBi ([1, H, 1, S]), per batch row
+   ([B, 1, T, S]), rank 2 ([T, S]) and full, segment ids (packed rows), causal, the
+   padding mask, grouped heads and cross-attention, an explicit scale; sequences
+   across the 128-key tile; the bias's gradient, and every gradient against central
+   differences; the absent operands (rank 0) reproduce masked_attention bit for bit;
+   the same bits for 1 and 2 threads with a shared bias's gradient. */
+#include <omp.h>
+
+#include "KernelTestUtil.h"
+
+namespace lmrt::kernels::test {
+namespace {
+
+struct Case {
+  int64_t B, Tq, Tk, H, Hkv, Dh;
+  Shape bias;  // {}: none
+  bool segments = false, causal = false, masked = false;
+  double scale = 0;  // 0: 1/sqrt(Dh)
+};
+
+std::string describe(const Case &c) {
+  std::string b = "[";
+  for (int64_t d : c.bias) b += std::to_string(d) + " ";
+  return "B " + std::to_string(c.B) + " Tq " + std::to_string(c.Tq) + " Tk " + std::to_string(c.Tk) + " H " +
+         std::to_string(c.H) + "/" + std::to_string(c.Hkv) + " Dh " + std::to_string(c.Dh) + " bias " + b + "]" +
+         (c.segments ? " segments" : "") + (c.causal ? " causal" : "") + (c.masked ? " masked" : "") +
+         " scale " + std::to_string(c.scale);
+}
+
+struct Inputs {
+  Buf q, k, v, mask, bias, seg, dy;
+  std::vector<Buf> ops(DType dt) const {
+    return {q.as(dt), k.as(dt), v.as(dt), mask.as(dt), bias.as(dt), seg, dy.as(dt)};
+  }
+};
+
+/* Documents of 1 to 40 tokens, ids not in order (ids only compare equal). */
+Buf packedSegments(int64_t B, int64_t T) {
+  Buf s(DType::I32, {B, T});
+  std::uniform_int_distribution<int> len(1, 40);
+  for (int64_t b = 0; b < B; ++b) {
+    int id = 7 * (int)b, left = len(rng());
+    for (int64_t t = 0; t < T; ++t) {
+      if (left-- == 0) id = (id * 5 + 3) % 101, left = len(rng()) - 1;
+      s.set(b * T + t, id);
+    }
+  }
+  return s;
+}
+
+Inputs inputsOf(const Case &c) {
+  Inputs in;
+  in.q = randn({c.B, c.Tq, c.H * c.Dh}), in.k = randn({c.B, c.Tk, c.Hkv * c.Dh}),
+  in.v = randn({c.B, c.Tk, c.Hkv * c.Dh}), in.dy = randn({c.B, c.Tq, c.H * c.Dh});
+  in.bias = c.bias.empty() ? scalar(0.0) : randn(c.bias, DType::F64, 2.0);
+  in.seg = c.segments ? packedSegments(c.B, c.Tq) : Buf(DType::I32, {});
+  if (c.masked) {  // row b keeps its first keys, all but the last (b + 1) Tk / (B + 2)
+    in.mask = Buf(DType::F64, {c.B, c.Tk});
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t j = 0; j < c.Tk; ++j) in.mask.set(b * c.Tk + j, j < c.Tk - (b + 1) * c.Tk / (c.B + 2) ? 1 : 0);
+  } else {
+    in.mask = scalar(1.0);
+  }
+  return in;
+}
+
+struct Ref {
+  Buf y, dq, dk, dv, dbias;
+};
+
+/* The scores written out for each (b, h): s = scale q k^T + bias, hidden keys (causal,
+   padding, other segment) excluded, P = softmax(s), y = P v; dS = P (dP - rowsum(P dP)),
+   dq = scale dS k, dk = scale dS^T q, dv = P^T dy, dbias = dS summed where it broadcasts. */
+Ref naive(const Case &c, const Inputs &in) {
+  const int64_t C = c.H * c.Dh, Ck = c.Hkv * c.Dh, grp = c.H / c.Hkv;
+  const double scale = c.scale == 0 ? 1.0 / std::sqrt((double)c.Dh) : c.scale;
+  const Shape b4 = shapes::attentionBias4(c.bias);
+  Ref r{Buf(DType::F64, in.q.type.shape), Buf(DType::F64, in.q.type.shape), Buf(DType::F64, in.k.type.shape),
+        Buf(DType::F64, in.k.type.shape), Buf(DType::F64, in.bias.type.shape)};
+  auto biasAt = [&](int64_t b, int64_t h, int64_t i, int64_t j) {
+    if (c.bias.empty()) return (int64_t)-1;
+    return (((b4[0] == 1 ? 0 : b) * b4[1] + (b4[1] == 1 ? 0 : h)) * b4[2] + (b4[2] == 1 ? 0 : i)) * b4[3] +
+           (b4[3] == 1 ? 0 : j);
+  };
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t h = 0; h < c.H; ++h) {
+      auto qa = [&](int64_t i, int64_t e) { return (b * c.Tq + i) * C + h * c.Dh + e; };
+      auto ka = [&](int64_t j, int64_t e) { return (b * c.Tk + j) * Ck + (h / grp) * c.Dh + e; };
+      std::vector<double> P(c.Tq * c.Tk), dS(c.Tq * c.Tk);
+      for (int64_t i = 0; i < c.Tq; ++i) {
+        std::vector<double> s(c.Tk, -INFINITY);
+        double mx = -INFINITY, z = 0, rowDot = 0;
+        for (int64_t j = 0; j < c.Tk; ++j) {
+          const bool seen = !(c.causal && j > i) && !(c.masked && in.mask.get(b * c.Tk + j) == 0) &&
+                            !(c.segments && in.seg.get(b * c.Tq + i) != in.seg.get(b * c.Tq + j));
+          if (!seen) continue;
+          double d = 0;
+          for (int64_t e = 0; e < c.Dh; ++e) d += in.q.get(qa(i, e)) * in.k.get(ka(j, e));
+          s[j] = scale * d + (c.bias.empty() ? 0.0 : in.bias.get(biasAt(b, h, i, j)));
+          mx = std::max(mx, s[j]);
+        }
+        for (int64_t j = 0; j < c.Tk; ++j) z += (P[i * c.Tk + j] = s[j] == -INFINITY ? 0.0 : std::exp(s[j] - mx));
+        for (int64_t j = 0; j < c.Tk; ++j) P[i * c.Tk + j] = z > 0 ? P[i * c.Tk + j] / z : 0.0;
+        for (int64_t e = 0; e < c.Dh; ++e) {
+          double o = 0;
+          for (int64_t j = 0; j < c.Tk; ++j) o += P[i * c.Tk + j] * in.v.get(ka(j, e));
+          r.y.set(qa(i, e), o);
+        }
+        for (int64_t j = 0; j < c.Tk; ++j) {
+          double d = 0;
+          for (int64_t e = 0; e < c.Dh; ++e) d += in.dy.get(qa(i, e)) * in.v.get(ka(j, e));
+          dS[i * c.Tk + j] = d;
+          rowDot += P[i * c.Tk + j] * d;
+        }
+        for (int64_t j = 0; j < c.Tk; ++j) {
+          dS[i * c.Tk + j] = P[i * c.Tk + j] * (dS[i * c.Tk + j] - rowDot);
+          if (!c.bias.empty()) r.dbias.set(biasAt(b, h, i, j), r.dbias.get(biasAt(b, h, i, j)) + dS[i * c.Tk + j]);
+        }
+      }
+      for (int64_t e = 0; e < c.Dh; ++e) {
+        for (int64_t i = 0; i < c.Tq; ++i) {
+          double dq = 0;
+          for (int64_t j = 0; j < c.Tk; ++j) dq += scale * dS[i * c.Tk + j] * in.k.get(ka(j, e));
+          r.dq.set(qa(i, e), dq);
+        }
+        for (int64_t j = 0; j < c.Tk; ++j) {
+          double dk = 0, dv = 0;
+          for (int64_t i = 0; i < c.Tq; ++i) {
+            dk += scale * dS[i * c.Tk + j] * in.q.get(qa(i, e));
+            dv += P[i * c.Tk + j] * in.dy.get(qa(i, e));
+          }
+          r.dk.set(ka(j, e), r.dk.get(ka(j, e)) + dk);
+          r.dv.set(ka(j, e), r.dv.get(ka(j, e)) + dv);
+        }
+      }
+    }
+  return r;
+}
+
+Attrs attOf(const Case &c) {
+  return attrs({{"num_heads", c.H}, {"num_kv_heads", c.Hkv}, {"causal", c.causal}, {"scale", c.scale}});
+}
+
+std::vector<Buf> forward(const Case &c, const Inputs &in, DType dt) {
+  std::vector<Buf> ops = in.ops(dt);
+  ops.pop_back();
+  return runKernel("biased_attention", ops, {ops[0].type}, attOf(c));
+}
+std::vector<Buf> backward(const Case &c, const Inputs &in, DType dt) {
+  std::vector<Buf> ops = in.ops(dt);
+  return runKernel("biased_attention_grad", ops, {ops[0].type, ops[1].type, ops[2].type, ops[4].type}, attOf(c));
+}
+
+void expectMatchesNaive(const Case &c) {
+  SCOPED_TRACE(describe(c));
+  Inputs in = inputsOf(c);
+  Ref ref = naive(c, in);
+  for (DType dt : {DType::F64, DType::F32}) {
+    SCOPED_TRACE(dtypeName(dt));
+    const double tol = dt == DType::F64 ? 1e-10 : 2e-4;
+    Buf y = forward(c, in, dt)[0];
+    auto d = backward(c, in, dt);
+    EXPECT_TRUE(allClose(y, ref.y, tol, tol)) << "y";
+    EXPECT_TRUE(allClose(d[0], ref.dq, tol, tol)) << "dq";
+    EXPECT_TRUE(allClose(d[1], ref.dk, tol, tol)) << "dk";
+    EXPECT_TRUE(allClose(d[2], ref.dv, tol, tol)) << "dv";
+    // dbias sums up to B*H*Tq terms where it broadcasts: f32 keeps fewer digits.
+    EXPECT_TRUE(allClose(d[3], ref.dbias, tol * 5, tol * 5)) << "dbias";
+  }
+}
+
+TEST(BiasedAttention, MatchesNaive) {
+  // T5: a bias [1, H, T, T] shared by the batch rows, no scaling, across the tile.
+  expectMatchesNaive({2, 130, 130, 2, 2, 8, {1, 2, 130, 130}, false, false, false, 1.0});
+  expectMatchesNaive({2, 130, 130, 2, 2, 8, {1, 2, 130, 130}, false, true, false, 1.0});  // T5 decoder
+  // ALiBi: [1, H, 1, S], causal, grouped heads, a padding mask.
+  expectMatchesNaive({3, 70, 70, 4, 2, 4, {1, 4, 1, 70}, false, true, true});
+  // A bias of each batch row [B, 1, T, S], and of rank 2 [T, S]; cross-attention.
+  expectMatchesNaive({2, 9, 140, 2, 1, 4, {2, 1, 9, 140}, false, false, true});
+  expectMatchesNaive({2, 140, 9, 2, 2, 4, {140, 9}});
+  // The full bias [B, H, T, S] and one of [B, H, 1, 1].
+  expectMatchesNaive({2, 33, 33, 2, 2, 4, {2, 2, 33, 33}, true, true, true, 0.7});
+  expectMatchesNaive({2, 33, 33, 2, 2, 4, {2, 2, 1, 1}, false, false, false});
+  // Segments alone (packed rows across the tile), with causal, with the mask.
+  expectMatchesNaive({2, 200, 200, 2, 2, 4, {}, true});
+  expectMatchesNaive({2, 200, 200, 2, 1, 4, {}, true, true});
+  expectMatchesNaive({3, 50, 50, 2, 2, 4, {1, 2, 50, 50}, true, false, true});
+  // Only the scale.
+  expectMatchesNaive({1, 20, 20, 2, 2, 4, {}, false, true, false, 0.125});
+}
+
+/* Every gradient, the bias's included, against central differences through the
+   forward kernel: T5's bias shape, ALiBi's across the 128-key tile, one per batch row
+   with cross-attention. */
+TEST(BiasedAttention, BackwardMatchesFiniteDifferences) {
+  for (Case c : {Case{2, 20, 20, 2, 2, 2, {1, 2, 20, 20}, true, false, false, 1.0},
+                 Case{2, 131, 131, 2, 1, 2, {1, 2, 1, 131}, false, true, true},
+                 Case{2, 5, 7, 2, 2, 3, {2, 1, 5, 7}, false, false, true}}) {
+    SCOPED_TRACE(describe(c));
+    Inputs in = inputsOf(c);
+    auto d = backward(c, in, DType::F64);
+    auto f = [&](const std::vector<Buf> &x) {
+      Inputs moved = in;
+      moved.q = x[0], moved.k = x[1], moved.v = x[2], moved.bias = x[3];
+      return forward(c, moved, DType::F64)[0];
+    };
+    const char *names[] = {"dq", "dk", "dv", "dbias"};
+    for (size_t i = 0; i < 4; ++i)
+      EXPECT_TRUE(allClose(d[i], finiteDiff(f, {in.q, in.k, in.v, in.bias}, i, in.dy), 1e-6, 1e-7)) << names[i];
+  }
+}
+
+/* A packed row attends within its documents: each document's rows equal attention
+   over that document alone (lm.attention on the slice). */
+TEST(BiasedAttention, SegmentsMatchSeparateDocuments) {
+  const int64_t T = 150, C = 8;
+  Buf q = randn({1, T, C}), k = randn({1, T, C}), v = randn({1, T, C}), seg(DType::I32, {1, T});
+  const int64_t cut = 61;  // documents [0, 61) and [61, 150)
+  for (int64_t t = 0; t < T; ++t) seg.set(t, t < cut ? 3 : 8);
+  for (bool causal : {false, true}) {
+    Attrs a = attrs({{"num_heads", (int64_t)2}, {"causal", causal}});
+    Buf y = runKernel("biased_attention", {q, k, v, scalar(1.0), scalar(0.0), seg}, {q.type}, a)[0];
+    for (auto [t0, n] : {std::pair<int64_t, int64_t>{0, cut}, {cut, T - cut}}) {
+      auto slice = [&](const Buf &x) {
+        Buf s(DType::F64, {1, n, C});
+        for (int64_t i = 0; i < n * C; ++i) s.set(i, x.get(t0 * C + i));
+        return s;
+      };
+      Buf alone = runKernel("attention", {slice(q), slice(k), slice(v)}, {{DType::F64, {1, n, C}}}, a)[0];
+      EXPECT_TRUE(allClose(slice(y), alone, 1e-12, 1e-12)) << "document at " << t0 << " causal " << causal;
+    }
+  }
+}
+
+/* With no bias and no segments (rank-0 operands) and the default scale, the forward is
+   masked_attention's bit for bit, and the grad its within rounding. */
+TEST(BiasedAttention, AbsentOperandsAreMaskedAttention) {
+  Case c{2, 130, 130, 2, 2, 8, {}, false, true, true};
+  Inputs in = inputsOf(c);
+  Attrs a = attrs({{"num_heads", c.H}, {"causal", true}});
+  for (DType dt : {DType::F32, DType::F64}) {
+    Buf ref = runKernel("masked_attention", {in.q.as(dt), in.k.as(dt), in.v.as(dt), in.mask.as(dt)},
+                        {{dt, in.q.type.shape}}, a)[0];
+    Buf y = forward(c, in, dt)[0];
+    EXPECT_EQ(std::memcmp(y.data(), ref.data(), ref.type.bytes()), 0) << dtypeName(dt);
+    auto g = runKernel("masked_attention_grad", {in.q.as(dt), in.k.as(dt), in.v.as(dt), in.mask.as(dt), in.dy.as(dt)},
+                       {{dt, in.q.type.shape}, {dt, in.k.type.shape}, {dt, in.k.type.shape}}, a);
+    auto d = backward(c, in, dt);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(allClose(d[i], g[i], 1e-5, 1e-6)) << dtypeName(dt) << " grad " << i;
+    EXPECT_EQ(d[3].get(0), 0.0) << "a rank-0 bias has no gradient";
+  }
+}
+
+/* The bias's gradient, shared by batch rows and heads, has the same bits for any
+   thread count (its work items are merged, not raced). */
+TEST(BiasedAttention, SameBitsForAnyThreadCount) {
+  for (Shape bias : {Shape{1, 1, 140, 140}, Shape{1, 4, 1, 140}, Shape{3, 4, 140, 140}}) {
+    Case c{3, 140, 140, 4, 2, 8, bias, true, true, true};
+    Inputs in = inputsOf(c);
+    std::vector<std::vector<Buf>> runs;
+    for (int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      runs.push_back(backward(c, in, DType::F32));
+      runs.back().push_back(forward(c, in, DType::F32)[0]);
+    }
+    omp_set_num_threads(omp_get_num_procs());
+    for (size_t i = 0; i < runs[0].size(); ++i)
+      EXPECT_EQ(std::memcmp(runs[0][i].data(), runs[1][i].data(), runs[0][i].type.bytes()), 0) << "output " << i;
+  }
+}
+
+/* check(): the bias's broadcast, the segments' shape, element type and self-attention,
+   the scale. */
+TEST(BiasedAttention, Checks) {
+  TensorType q{DType::F32, {2, 4, 8}}, k6{DType::F32, {2, 6, 8}}, none{DType::F32, {}}, noSeg{DType::I32, {}};
+  Attrs a = attrs({{"num_heads", (int64_t)2}});
+  auto msg = [&](std::vector<TensorType> in, const Attrs &at) { return checkMsg("biased_attention", in, {q}, at); };
+  EXPECT_EQ(msg({q, q, q, none, {DType::F32, {1, 2, 4, 4}}, {DType::I32, {2, 4}}}, a), "");
+  EXPECT_EQ(msg({q, k6, k6, {DType::F32, {2, 6}}, {DType::F32, {2, 1, 1, 6}}, noSeg}, a), "");
+  EXPECT_NE(msg({q, q, q, none, {DType::F32, {1, 3, 4, 4}}, noSeg}, a).find("does not broadcast to [2, 2, 4, 4]"),
+            std::string::npos);
+  EXPECT_NE(msg({q, q, q, none, {DType::F32, {1, 1, 2, 4, 4}}, noSeg}, a).find("rank <= 4"), std::string::npos);
+  EXPECT_NE(msg({q, q, q, none, {DType::F64, {4, 4}}, noSeg}, a).find("bias"), std::string::npos);
+  EXPECT_NE(msg({q, k6, k6, none, none, {DType::I32, {2, 4}}}, a).find("segments need self-attention"),
+            std::string::npos);
+  EXPECT_NE(msg({q, q, q, none, none, {DType::I32, {2, 5}}}, a).find("segments [2, 5] must be [2, 4]"),
+            std::string::npos);
+  EXPECT_NE(msg({q, q, q, none, none, {DType::F32, {2, 4}}}, a).find("segments"), std::string::npos);
+  EXPECT_NE(msg({q, q, q, none, none, noSeg}, attrs({{"num_heads", (int64_t)2}, {"scale", -1.0}})).find("scale"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace lmrt::kernels::test

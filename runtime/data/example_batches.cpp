@@ -264,7 +264,8 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
     // HF's run_qa: an answer not wholly in the kept context points at [CLS].
     int64_t first, last;
     s.span(record, span_, first, last);
-    const int64_t contextStart = (int64_t)a.size() + 2, inside = last < (int64_t)b.size();
+    const int64_t contextStart = (int64_t)a.size() + 2;
+    const bool inside = last < (int64_t)b.size();
     out.ints["start_positions"][row] =
         ignore ? (int32_t)data::kIgnoreIndex : (int32_t)(inside ? contextStart + first : 0);
     out.ints["end_positions"][row] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)(inside ? contextStart + last : 0);

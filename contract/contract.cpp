@@ -300,7 +300,7 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
                        "bytes, then a sentinel for each of the " + std::to_string(spans) + " noise spans of a row)"};
   }
   if (d.transform() == "classify" || d.transform() == "regression" || d.transform() == "sft" ||
-      d.transform() == "preference" || d.transform() == "tokens") {
+      d.transform() == "preference" || d.transform() == "tokens" || d.transform() == "span") {
     if (d.vocab() < data::kMinMlmVocab)
       return Violation{"vocab", std::to_string(d.vocab()),
                        "must be >= " + std::to_string(data::kMinMlmVocab) + " for " + d.transform() +
@@ -308,6 +308,9 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
     if (d.seq() < 3)
       return Violation{"seq", std::to_string(d.seq()),
                        "is too short for " + d.transform() + " (at least [CLS] a [SEP])"};
+    if (d.transform() == "span" && d.seq() < 5)
+      return Violation{"seq", std::to_string(d.seq()),
+                       "is too short for span (at least [CLS] question [SEP] context [SEP])"};
   }
   return std::nullopt;
 }

@@ -75,8 +75,8 @@ inline SpanCorruptionLengths spanCorruptionLengths(int64_t inputs, double densit
 /* Which bound an output's ids have: none (a float mask), the vocabulary, or 2
    (segment ids and pair labels); Rows: batch * seq (row indices into the
    batch's hidden states flattened to [batch * seq, d]); Param: the value of
-   the transform parameter named by boundParam. */
-enum class Bound { None, Vocab, Two, Rows, Param };
+   the transform parameter named by boundParam; Seq: seq (positions in a row). */
+enum class Bound { None, Vocab, Two, Rows, Param, Seq };
 
 struct TransformOutput {
   const char *name;
@@ -248,6 +248,24 @@ inline const std::vector<TransformSpec> &transformSpecs() {
        {
            {"classes", 2, 1, 1 << 20, false, "the number of tags (tags are 0 .. classes - 1)", true},
        }},
+      // Span extraction (example_batches.h, SQuAD-style): a question and the
+      // context holding its answer; the answer's first and last token in the row.
+      {"span",
+       {
+           {"ids", false, false, Bound::Vocab, false, false, "[CLS] question [SEP] context [SEP] [PAD]..."},
+           {"segments", false, false, Bound::Two, false, false, "0 up to the first [SEP], 1 after, 0 on padding"},
+           {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
+           {"start_positions", false, true, Bound::Seq, true, false,
+            "the row position of the answer's first token; 0 ([CLS]) when the answer is cut off; -100 on "
+            "validation rows past the last record"},
+           {"end_positions", false, true, Bound::Seq, true, false,
+            "the row position of the answer's last token; 0 ([CLS]) when the answer is cut off; -100 on "
+            "validation rows past the last record"},
+       },
+       {
+           {"max_question", 64, 1, 1 << 20, false,
+            "the most tokens a question keeps (BERT's max_query_length); the context fills the rest", true},
+       }},
       // Causal rows of a prompt and a response (example_batches.h): the loss
       // on the response only (SFT), and a chosen and a rejected response
       // (reward models, DPO).
@@ -327,6 +345,7 @@ inline int64_t outputBound(const TransformOutput &o, int64_t vocab, int64_t batc
   case Bound::Two: return 2;
   case Bound::Rows: return batch * seq;
   case Bound::Param: return (int64_t)param(o.boundParam);
+  case Bound::Seq: return seq;
   case Bound::None: break;
   }
   return 0;

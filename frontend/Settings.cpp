@@ -467,7 +467,7 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
   if (nsp && sop)
     return error(e.loc) << e.name << ": nsp = true and sop = true cannot be combined (a row is one "
                         << "kind of sentence pair)";
-  bool pairs = nsp || sop;
+  bool pairs = nsp || sop || e.name == "span";  // span: [CLS] question [SEP] context [SEP]
   // Token spans are at most max_span tokens, all of which need a row of the
   // position table that span_pos indexes.
   if (params.count("unit") && params["unit"] == 1 && params["max_span"] > params["max_span_tokens"])

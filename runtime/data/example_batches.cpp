@@ -1,6 +1,7 @@
-/* Implements: the classify and regression transforms (see example_batches.h). */
+/* Implements: the batch transforms over example datasets (see example_batches.h). */
 #include "runtime/data/example_batches.h"
 
+#include <algorithm>
 #include <sys/stat.h>
 
 #include "base/tensor.h"
@@ -19,6 +20,7 @@ const char *taskName(ExampleTask t) {
   case ExampleTask::Sft: return "sft";
   case ExampleTask::Preference: return "preference";
   case ExampleTask::Tokens: return "tokens";
+  case ExampleTask::Span: return "span";
   }
   return "?";
 }
@@ -34,7 +36,8 @@ std::string fieldList(const ExampleShard &s) {
 
 bool exampleTask(const std::string &transform, ExampleTask &task) {
   for (ExampleTask t :
-       {ExampleTask::Classify, ExampleTask::Regression, ExampleTask::Sft, ExampleTask::Preference, ExampleTask::Tokens})
+       {ExampleTask::Classify, ExampleTask::Regression, ExampleTask::Sft, ExampleTask::Preference, ExampleTask::Tokens,
+        ExampleTask::Span})
     if (transform == taskName(t)) {
       task = t;
       return true;
@@ -64,13 +67,14 @@ ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64
          train_->path().c_str(), fieldList(*train_).c_str());
   std::vector<int> texts = train_->fieldsOf(FieldKind::Text);
   // How many texts each task reads, and what they are called in its errors.
-  const size_t lo = task == ExampleTask::Sft ? 2 : task == ExampleTask::Preference ? 3 : 1;
-  const size_t hi = task == ExampleTask::Sft ? 2 : task == ExampleTask::Preference ? 3
+  const size_t lo = task == ExampleTask::Sft || task == ExampleTask::Span ? 2 : task == ExampleTask::Preference ? 3 : 1;
+  const size_t hi = task == ExampleTask::Sft || task == ExampleTask::Span ? 2 : task == ExampleTask::Preference ? 3
                     : task == ExampleTask::Tokens                              ? 1
                                                                                : 2;
   const char *roles = task == ExampleTask::Sft           ? "prompt, response"
                       : task == ExampleTask::Preference ? "prompt, chosen, rejected"
                       : task == ExampleTask::Tokens     ? "words (--fields tokens:words,tags:tags)"
+                      : task == ExampleTask::Span       ? "question, context (--fields question,context,answers:span)"
                                                         : "text [, text_b]";
   if (texts.size() < lo || texts.size() > hi)
     fail("%s has %zu text field%s (%s); %s reads %s", train_->path().c_str(), texts.size(),
@@ -90,6 +94,17 @@ ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64
       fail("%s has no tags field for its text (%s); tokens needs one (--fields tokens:words,ner_tags:tags)",
            train_->path().c_str(), fieldList(*train_).c_str());
     tags_ = tags[0];
+  } else if (task == ExampleTask::Span) {
+    // The span marks the answer in the text field before it: the context;
+    // the other text field is the question.
+    std::vector<int> spans = train_->fieldsOf(FieldKind::Span);
+    if (spans.empty())
+      fail("%s has no span field (%s); span needs one after the context (--fields question,context,answers:span)",
+           train_->path().c_str(), fieldList(*train_).c_str());
+    span_ = spans[0];
+    const int context = train_->alignedText(span_);
+    textA_ = context == texts[0] ? texts[1] : texts[0];  // the question
+    textB_ = context;
   } else if (task == ExampleTask::Regression) {
     std::vector<int> targets = train_->fieldsOf(FieldKind::Target);
     if (targets.empty())
@@ -162,6 +177,11 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
     out.ints["labels"].assign(cells, (int32_t)data::kIgnoreIndex);
     return;
   }
+  if (task_ == ExampleTask::Span) {
+    out.ints["start_positions"].assign(rows_, 0);
+    out.ints["end_positions"].assign(rows_, 0);
+    return;
+  }
   out.ints["last"].assign(rows_, 0);
   if (task_ == ExampleTask::Classify) out.ints["labels"].assign(rows_, 0);
   else out.floats["targets"].assign(rows_, 0.0f);
@@ -213,6 +233,14 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
     for (int64_t t = 0; t < n + 2; ++t) att[t] = 1.0f;
     return;
   }
+  if (task_ == ExampleTask::Span) {
+    // [CLS] question [SEP] context [SEP]: the question cut to max_question
+    // (and to leave the context a token), the context to the rest of the row.
+    int64_t contextStart, kept;
+    spanRow(s, record, contextStart, kept);
+    a.resize((size_t)(contextStart - 2));
+    b.resize((size_t)kept);
+  }
   // Room for the texts: the row less [CLS] and one [SEP] per text.
   const size_t room = (size_t)seq_ - (textB_ >= 0 ? 3 : 2);
   while (a.size() + b.size() > room) (a.size() >= b.size() ? a : b).pop_back();
@@ -231,6 +259,17 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
   if (textB_ >= 0) {
     for (int32_t t : b) put(t, 1);
     put(data::kSep, 1);
+  }
+  if (task_ == ExampleTask::Span) {
+    // HF's run_qa: an answer not wholly in the kept context points at [CLS].
+    int64_t first, last;
+    s.span(record, span_, first, last);
+    const int64_t contextStart = (int64_t)a.size() + 2;
+    const bool inside = last < (int64_t)b.size();
+    out.ints["start_positions"][row] =
+        ignore ? (int32_t)data::kIgnoreIndex : (int32_t)(inside ? contextStart + first : 0);
+    out.ints["end_positions"][row] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)(inside ? contextStart + last : 0);
+    return;
   }
   out.ints["last"][row] = (int32_t)(row * seq_ + at - 1);
   if (label_ >= 0)
@@ -258,6 +297,13 @@ void ExampleBatcher::checkValidation() const {
   if (val_->records() == 0)
     fail("%s holds no record, so there is nothing to evaluate (rebuild with --val-fraction > 0 or --val-input, "
          "or run with --eval-batches 0)", val_->path().c_str());
+}
+
+void ExampleBatcher::spanRow(const ExampleShard &s, uint64_t record, int64_t &contextStart, int64_t &kept) const {
+  const int64_t question =
+      std::min({(int64_t)s.textLength(record, textA_), maxQuestion_, seq_ - 4});
+  contextStart = question + 2;
+  kept = std::min<int64_t>((int64_t)s.textLength(record, textB_), seq_ - question - 3);
 }
 
 uint64_t ExampleBatcher::valBatches() const { return (val_->records() + rows_ - 1) / rows_; }

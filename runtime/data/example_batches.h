@@ -28,6 +28,16 @@
    field's labels at the text's positions (a word's tag on its first token)
    and -100 on [CLS], [SEP], padding and every other token.
 
+   span (SQuAD-style extraction) rows are [CLS] question [SEP] context [SEP]
+   [PAD]... (segments 0, then 1 from the context on), the question cut to
+   max_question tokens, the context to the rest of the row (HF's
+   "only_second" truncation, one window, no doc stride). The context is the
+   text field the span field follows, the question the other text field.
+   start_positions / end_positions are the row positions of the answer's first
+   and last token, or 0 ([CLS]) both when the answer is not wholly in the kept
+   context (as HF's run_qa labels such features); -100 on validation rows past
+   the last record.
+
    Training visits the records in epochs: sample g (row r of step s's batch of
    stepRows rows, g = s * stepRows + r) is record perm_e[g mod R] of epoch
    e = g div R, perm_e a shuffle keyed by (seed, e). So every epoch is one pass
@@ -51,7 +61,7 @@
 
 namespace lmrt {
 
-enum class ExampleTask { Classify, Regression, Sft, Preference, Tokens };
+enum class ExampleTask { Classify, Regression, Sft, Preference, Tokens, Span };
 /* The task of a transform name, or false. */
 bool exampleTask(const std::string &transform, ExampleTask &task);
 
@@ -78,6 +88,14 @@ public:
   void valBatch(uint64_t index, ExampleBatch &out) const;
   /* Throws unless the validation split has a record. */
   void checkValidation() const;
+  /* span: the most tokens a question keeps (the transform's max_question). */
+  void setMaxQuestion(int64_t n) { maxQuestion_ = n; }
+  /* span: where record's context starts in its row and how many of its
+     tokens the row keeps (the row is [CLS] question [SEP] context [SEP]). */
+  void spanRow(const ExampleShard &s, uint64_t record, int64_t &contextStart, int64_t &kept) const;
+  /* span: the context (text) field and the span field. */
+  int contextField() const { return textB_; }
+  int spanField() const { return span_; }
   /* The record sample g of training reads (epoch order above); for tests. */
   uint64_t trainRecord(uint64_t g) const;
 
@@ -97,7 +115,8 @@ private:
   ExampleTask task_;
   int64_t rows_, seq_, classes_;
   uint64_t seed_, stepRows_;
-  int textA_ = -1, textB_ = -1, textC_ = -1, label_ = -1, target_ = -1, tags_ = -1;
+  int textA_ = -1, textB_ = -1, textC_ = -1, label_ = -1, target_ = -1, tags_ = -1, span_ = -1;
+  int64_t maxQuestion_ = 64;
   // The last epoch's order, cached: a pure function of (seed, epoch).
   mutable uint64_t permEpoch_ = UINT64_MAX;
   mutable std::vector<uint64_t> perm_;

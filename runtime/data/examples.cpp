@@ -159,8 +159,8 @@ ExampleShard::ExampleShard(const std::string &path) : path_(path) {
            (unsigned long long)o, (unsigned long long)tokenCount_);
   }
   for (size_t f = 0; f < fields_.size(); ++f)
-    if (fields_[f].kind == FieldKind::Tags && alignedText((int)f) < 0)
-      fail("%s: tags field '%s' follows no text field", p, fields_[f].name.c_str());
+    if ((fields_[f].kind == FieldKind::Tags || fields_[f].kind == FieldKind::Span) && alignedText((int)f) < 0)
+      fail("%s: %s field '%s' follows no text field", p, fieldKindName(fields_[f].kind), fields_[f].name.c_str());
   std::vector<int32_t> tags;
   for (size_t f = 0; f < fields_.size(); ++f)
     for (uint64_t r = 0; r < records_; ++r) {
@@ -181,9 +181,11 @@ ExampleShard::ExampleShard(const std::string &path) : path_(path) {
       if (fields_[f].kind == FieldKind::Span) {
         int64_t s, e;
         span(r, (int)f, s, e);
-        if (s < 0 || e < s)
-          fail("%s: record %llu: span '%s' is [%lld, %lld] (expected 0 <= start <= end)", p, (unsigned long long)r,
-               fields_[f].name.c_str(), (long long)s, (long long)e);
+        const uint64_t n = textLength(r, alignedText((int)f));
+        if (s < 0 || e < s || (uint64_t)e >= n)
+          fail("%s: record %llu: span '%s' is [%lld, %lld] (expected 0 <= start <= end < %llu, the tokens of '%s')",
+               p, (unsigned long long)r, fields_[f].name.c_str(), (long long)s, (long long)e,
+               (unsigned long long)n, fields_[alignedText((int)f)].name.c_str());
       }
     }
 }

@@ -4,7 +4,8 @@
      text    a token sequence (the dataset's tokenizer)
      label   an integer class
      target  a float (regression)
-     span    two integers [start, end] (token offsets, inclusive)
+     span    two integers [start, end]: the first and last token (inclusive)
+             of an answer in the text field before it
      tags    per token of the text field before it, an integer label or -100
              (token classification: `lmrt data build` puts a word's tag on its
              first token and -100 on the rest)
@@ -83,7 +84,7 @@ public:
   /* The fields of one kind, in file order (indices into fields()). */
   std::vector<int> fieldsOf(FieldKind k) const;
 
-  /* The text field a tags field labels (the last text field before it). */
+  /* The text field a tags or span field labels (the last text field before it). */
   int alignedText(int tagsField) const;
   /* Record r's text or tags field f (an index into fields()) as ids / labels. */
   void text(uint64_t r, int f, std::vector<int32_t> &out) const;

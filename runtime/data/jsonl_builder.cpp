@@ -1,6 +1,7 @@
 /* Implements: JSON Lines -> example shards + meta.json (see jsonl_builder.h). */
 #include "runtime/data/jsonl_builder.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -38,6 +39,10 @@ std::vector<ExampleField> parseFieldList(const std::vector<std::string> &specs) 
     else
       fail("--fields '%s': unknown kind '%s' (expected NAME or NAME:KIND, KIND one of text, words, label, target, "
            "span, tags)", spec.c_str(), kind.c_str());
+    if (f.kind == FieldKind::Span &&
+        std::none_of(fields.begin(), fields.end(), [](const ExampleField &g) { return g.kind == FieldKind::Text; }))
+      fail("--fields '%s': a span field marks the answer in the text field before it (e.g. "
+           "--fields question,context,answers:span)", spec.c_str());
     if (f.kind == FieldKind::Tags) {
       const ExampleField *prev = nullptr;
       for (const ExampleField &g : fields)
@@ -58,6 +63,22 @@ std::vector<ExampleField> parseFieldList(const std::vector<std::string> &specs) 
 }
 
 namespace {
+
+/* Characters are Unicode code points, as Python's str (and so HF's
+   answer_start) counts them: every UTF-8 byte that does not continue one. */
+size_t utf8Chars(const std::string &s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xc0) != 0x80;
+  return n;
+}
+
+/* The byte offset of character `k` (k <= utf8Chars(s)). */
+size_t utf8Offset(const std::string &s, int64_t k) {
+  size_t at = 0;
+  for (; at < s.size(); ++at)
+    if ((static_cast<unsigned char>(s[at]) & 0xc0) != 0x80 && k-- == 0) return at;
+  return at;
+}
 
 struct Split {
   ExampleColumns columns;
@@ -82,6 +103,8 @@ void addRecord(const json::Value &rec, const std::string &where, const Tokenizer
   // start), for the tags field after it.
   std::vector<int64_t> wordStarts;
   uint64_t wordTokens = 0;
+  // The last text field's string and name, for the span field after it.
+  std::string lastText, lastTextName;
   for (size_t i = 0; i < c.fields.size(); ++i) {
     const ExampleField &f = c.fields[i];
     const json::Value *v = rec.find(f.name);
@@ -95,6 +118,7 @@ void addRecord(const json::Value &rec, const std::string &where, const Tokenizer
     case FieldKind::Text: {
       if (!f.words) {
         if (v->kind != json::Value::String) bad(f, *v, "a string");
+        lastText = v->text, lastTextName = f.name;
         for (int32_t id : tok.encode(v->text)) c.tokens.push_back((uint32_t)id);
         c.offsets.push_back(c.tokens.size());
         break;
@@ -103,6 +127,7 @@ void addRecord(const json::Value &rec, const std::string &where, const Tokenizer
       if (v->kind != json::Value::Array) bad(f, *v, "an array of strings");
       const uint64_t start = c.tokens.size();
       wordStarts.clear();
+      lastText.clear(), lastTextName = f.name;
       for (size_t w = 0; w < v->items.size(); ++w) {
         const json::Value &word = v->items[w];
         if (word.kind != json::Value::String || word.text.empty())
@@ -110,6 +135,7 @@ void addRecord(const json::Value &rec, const std::string &where, const Tokenizer
                word.kind == json::Value::String ? "empty" : json::kindName(word.kind));
         if (w)
           for (int32_t id : tok.encode(" ")) c.tokens.push_back((uint32_t)id);
+        lastText += (w ? " " : "") + word.text;
         wordStarts.push_back((int64_t)(c.tokens.size() - start));
         for (int32_t id : tok.encode(word.text)) c.tokens.push_back((uint32_t)id);
       }
@@ -158,14 +184,44 @@ void addRecord(const json::Value &rec, const std::string &where, const Tokenizer
       break;
     }
     case FieldKind::Span: {
-      int64_t s, e;
-      if (v->kind != json::Value::Array || v->items.size() != 2 || !v->items[0].asInt(s) || !v->items[1].asInt(e))
-        bad(f, *v, "[start, end], two integers");
-      if (s < 0 || e < s)
-        fail("%s: span '%s' is [%lld, %lld]; expected 0 <= start <= end", where.c_str(), f.name.c_str(),
-             (long long)s, (long long)e);
-      c.ints[i].push_back(s);
-      c.ints[i].push_back(e);
+      // The answer in the text field before it, as character offsets
+      // [start, end) (Python's text[start:end]) or SQuAD's answers object
+      // (its first answer), stored as the first and last token of the answer.
+      if (std::string(tok.kind()) != "bytes")
+        fail("%s: span '%s': spans are built from byte data for now (character offsets become token offsets "
+             "exactly there); build without --tokenizer", where.c_str(), f.name.c_str());
+      int64_t s = 0, e = 0;
+      const std::string *answer = nullptr;
+      if (v->kind == json::Value::Array) {
+        if (v->items.size() != 2 || !v->items[0].asInt(s) || !v->items[1].asInt(e))
+          bad(f, *v, "[start, end] (character offsets) or {\"text\": [...], \"answer_start\": [...]}");
+      } else if (v->kind == json::Value::Object) {
+        const json::Value *texts = v->find("text"), *starts = v->find("answer_start");
+        if (!texts || !starts || texts->kind != json::Value::Array || starts->kind != json::Value::Array)
+          fail("%s: span '%s' is an object without the arrays \"text\" and \"answer_start\" of SQuAD's answers",
+               where.c_str(), f.name.c_str());
+        if (texts->items.empty() || starts->items.empty())
+          fail("%s: span '%s' has no answer (SQuAD v2's unanswerable questions are not supported yet)",
+               where.c_str(), f.name.c_str());
+        if (texts->items[0].kind != json::Value::String || !starts->items[0].asInt(s))
+          fail("%s: span '%s': the first answer needs a string \"text\" and an integer \"answer_start\"",
+               where.c_str(), f.name.c_str());
+        answer = &texts->items[0].text;
+        e = s + (int64_t)utf8Chars(*answer);
+      } else {
+        bad(f, *v, "[start, end] (character offsets) or {\"text\": [...], \"answer_start\": [...]}");
+      }
+      const size_t chars = utf8Chars(lastText);
+      if (s < 0 || e <= s || e > (int64_t)chars)
+        fail("%s: span '%s' is [%lld, %lld); expected 0 <= start < end <= %zu (the characters of '%s')",
+             where.c_str(), f.name.c_str(), (long long)s, (long long)e, chars, lastTextName.c_str());
+      const size_t bs = utf8Offset(lastText, s), be = utf8Offset(lastText, e);
+      if (answer && lastText.compare(bs, be - bs, *answer) != 0)
+        fail("%s: span '%s': the answer %s is not at character %lld of '%s' (which has %s there)", where.c_str(),
+             f.name.c_str(), json::quote(*answer).c_str(), (long long)s, lastTextName.c_str(),
+             json::quote(lastText.substr(bs, be - bs)).c_str());
+      c.ints[i].push_back((int64_t)bs);  // bytes: one token a byte
+      c.ints[i].push_back((int64_t)be - 1);
       break;
     }
     }

@@ -7,8 +7,11 @@
    ignored. A text field is a string, tokenized with the dataset's tokenizer
    (bytes, or the SentencePiece model of --tokenizer); a words field an array of
    non-empty strings, stored as the text of the words joined by spaces; a label
-   an integer >= 0; a target a finite number; a span an array [start, end] of
-   integers with 0 <= start <= end; a tags field an array of integers >= 0, one
+   an integer >= 0; a target a finite number; a span the answer in the text field before it,
+   as character offsets [start, end) (Python's text[start:end]) or SQuAD's
+   answers object {"text": [...], "answer_start": [...]} (its first answer, which
+   must be the text there), stored as the answer's first and last token (byte
+   data only); a tags field an array of integers >= 0, one
    per word of the words field before it, stored per token (the tag on a word's
    first token, -100 on its other tokens and on the spaces). Every listed key must be in every record.
    A record goes to validation by the same counter-based hash of (seed, record

@@ -114,12 +114,13 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     guardBusErrors("data '" + dir + "'", [&] {
       examples_ = std::make_unique<ExampleBatcher>(dir, task, dc.batch(), dc.seq(), classes, seed);
     });
+    if (task == ExampleTask::Span) examples_->setMaxQuestion((int64_t)contract::transformParam(dc, "max_question"));
     exampleBatch_ = std::make_unique<ExampleBatch>();
     tokensPerStep_ = double(dc.batch()) * double(dc.seq());
     rows_ = dc.batch();
   } else {
     fail("plan data transform '%s' is not supported by lmrt run (it implements causal, mlm, span_mlm, "
-         "span_corruption, classify, regression, sft, preference and tokens)",
+         "span_corruption, classify, regression, sft, preference, tokens and span)",
          transform_.c_str());
   }
   for (const auto &[name, type] : types_) {

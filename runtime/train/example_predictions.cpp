@@ -1,11 +1,13 @@
 /* Implements: predictions of the example transforms (see example_predictions.h). */
 #include "runtime/train/example_predictions.h"
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <vector>
 
 #include "base/file_io.h"
+#include "base/json.h"
 #include "base/tensor.h"
 #include "runtime/data/example_batches.h"
 #include "runtime/exec/session.h"
@@ -34,12 +36,47 @@ double valueAt(const TensorRef &t, size_t i) {
   fail("the forward program's output is %s, not a float tensor", t.type.str().c_str());
 }
 
+/* One span record's line: the best answer in the kept context (the start and
+   end positions s <= e maximizing start_logit[s] + end_logit[e], as HF's
+   postprocessing, with no length limit) as text, and the gold answer. */
+std::string spanPrediction(const ExampleBatcher &ex, uint64_t rec, const TensorRef &y, int64_t r, int64_t seq,
+                           const std::map<std::string, TensorRef> &in) {
+  const ExampleShard &shard = ex.valShard();
+  int64_t contextStart, kept, first, last;
+  ex.spanRow(shard, rec, contextStart, kept);
+  shard.span(rec, ex.spanField(), first, last);
+  auto logit = [&](int64_t t, int k) { return valueAt(y, (size_t)((r * seq + t) * 2 + k)); };
+  int64_t bestS = contextStart, bestE = contextStart;
+  double best = -INFINITY;
+  for (int64_t s = contextStart; s < contextStart + kept; ++s)
+    for (int64_t e = s; e < contextStart + kept; ++e)
+      if (double v = logit(s, 0) + logit(e, 1); v > best) best = v, bestS = s, bestE = e;
+  std::vector<int32_t> context;
+  shard.text(rec, ex.contextField(), context);
+  auto bytes = [&](int64_t a, int64_t b) {  // context tokens [a, b] as text (byte data)
+    std::string t;
+    for (int64_t i = a; i <= b; ++i) t += (char)context[(size_t)i];
+    return t;
+  };
+  auto input = [&](const char *name) {
+    auto it = in.find(name);
+    if (it == in.end()) fail("--predictions: a span plan's objective must read '%s' (the gold answer's position)", name);
+    return reinterpret_cast<const int32_t *>(it->second.data);
+  };
+  const int32_t *starts = input("start_positions"), *ends = input("end_positions");
+  return "{\"record\": " + std::to_string(rec) + ", \"start\": " + std::to_string(starts[r]) +
+         ", \"end\": " + std::to_string(ends[r]) + ", \"pred_start\": " + std::to_string(bestS) +
+         ", \"pred_end\": " + std::to_string(bestE) +
+         ", \"prediction\": " + json::quote(bytes(bestS - contextStart, bestE - contextStart)) +
+         ", \"answers\": [" + json::quote(bytes(first, last)) + "]}";
+}
+
 }  // namespace
 
 uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_t seed, const std::string &path) {
   const std::string transform = s.plan().data().transform();
-  if (transform != "classify" && transform != "regression")
-    fail("--predictions writes the predictions of a classify or regression plan (docs/finetuning.md); this "
+  if (transform != "classify" && transform != "regression" && transform != "span")
+    fail("--predictions writes the predictions of a classify, regression or span plan (docs/finetuning.md); this "
          "plan's transform is '%s'", transform.c_str());
   DataFeed data(s, dataDir, seed, /*evalOn=*/true);
   const ExampleBatcher &ex = *data.examples();
@@ -51,10 +88,11 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
          program.outputs_size());
   const std::string output = program.outputs(0).name();
   const int64_t rows = data.rows();
-  const bool classify = transform == "classify";
+  const bool classify = transform == "classify", span = transform == "span";
   const uint64_t records = ex.valShard().records();
-  const int labelField = classify ? ex.valShard().fieldsOf(FieldKind::Label)[0]
-                                  : ex.valShard().fieldsOf(FieldKind::Target)[0];
+  const int labelField = span       ? -1
+                         : classify ? ex.valShard().fieldsOf(FieldKind::Label)[0]
+                                    : ex.valShard().fieldsOf(FieldKind::Target)[0];
   std::string out;
   char buf[64];
   for (uint64_t b = 0; b < ex.valBatches(); ++b) {
@@ -69,6 +107,19 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
     }
     s.run(name, feed);
     TensorRef y = s.output(name, output);
+    if (span) {
+      const std::vector<int64_t> &shape = y.type.shape;
+      if (shape.size() != 3 || shape[0] != rows || shape[1] != s.plan().data().seq() || shape[2] != 2)
+        fail("--predictions: output '%s' is %s; span needs [%lld, %lld, 2] (each position's start and end logit)",
+             output.c_str(), y.type.str().c_str(), (long long)rows, (long long)s.plan().data().seq());
+      const std::map<std::string, TensorRef> &in = all;
+      for (int64_t r = 0; r < rows; ++r) {
+        uint64_t rec = b * (uint64_t)rows + (uint64_t)r;
+        if (rec >= records) break;
+        out += spanPrediction(ex, rec, y, r, s.plan().data().seq(), in) + "\n";
+      }
+      continue;
+    }
     const std::vector<int64_t> &shape = y.type.shape;
     const int64_t width = shape.size() == 2 ? shape[1] : 1;
     if (shape.empty() || shape[0] != rows || shape.size() > 2 || (!classify && width != 1))

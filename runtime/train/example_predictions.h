@@ -3,8 +3,12 @@
    batches, one JSON line per validation record, in record order:
      classify    {"record": i, "label": y, "logits": [z_0, ..., z_{C-1}]}
      regression  {"record": i, "label": t, "prediction": p}
+     span        {"record": i, "start": s, "end": e, "pred_start": s', "pred_end": e',
+                  "prediction": "answer text", "answers": ["gold text"]}
+                 (row positions; the prediction is the best s' <= e' in the
+                 kept context by start + end logit)
    which `lmrt metrics --predictions FILE` scores (accuracy, F1, MCC, ECE;
-   Pearson, Spearman; docs/runtime.md §12). Rows past the last record (the
+   Pearson, Spearman; SQuAD exact match and F1; docs/runtime.md §12). Rows past the last record (the
    padding of the last batch) are not written. */
 #pragma once
 #include <cstdint>
@@ -15,9 +19,9 @@ namespace lmrt {
 class Session;
 
 /* Writes FILE (atomically) for the weights loaded in `session`; returns the
-   records written. Throws unless the plan's transform is classify or
-   regression and it has one forward program with one output of [batch, C]
-   (classify) or [batch] / [batch, 1] (regression). */
+   records written. Throws unless the plan's transform is classify, regression
+   or span and it has one forward program with one output of [batch, C]
+   (classify), [batch] / [batch, 1] (regression) or [batch, seq, 2] (span). */
 uint64_t writeExamplePredictions(Session &session, const std::string &dataDir, uint64_t seed,
                                  const std::string &path);
 

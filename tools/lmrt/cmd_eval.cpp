@@ -20,7 +20,7 @@ namespace {
 struct Options {
   std::string plan, weights;
   EvalOptions eval;
-  std::string predictions;  // classify / regression: one JSON line per validation record
+  std::string predictions;  // classify, regression, span: one JSON line per validation record
   bool overwrite = false;
   int threads = 0;  // 0: not given
   DeviceOptions device;
@@ -79,8 +79,8 @@ void add(CLI::App &app) {
   addRealOption(cmd, "--bytes-per-token", e.bytesPerToken, 0.01, 1000,
                 "Text bytes per token for bits per byte (default: from DIR/meta.json)");
   cmd->add_option("--predictions", o->predictions,
-                  "classify / regression plans: write one JSON line per validation record (label, logits) for lmrt "
-                  "metrics");
+                  "classify / regression / span plans: write one JSON line per validation record (label and logits, "
+                  "or the answer) for lmrt metrics");
   cmd->add_flag("--overwrite", o->overwrite, "Replace an existing --predictions file");
   addIntOption(cmd, "--threads", o->threads, 1, kMaxThreads, "OpenMP and OpenBLAS threads (1 to 1024)");
   addDeviceOptions(cmd, o->device);

@@ -29,7 +29,7 @@ ExampleColumns sample() {
   c.records = 2;
   c.ints[1] = {4, 0};
   c.floats[3] = {0.25, -3.5};
-  c.ints[4] = {0, 1, 2, 2};
+  c.ints[4] = {0, 0, 2, 2};  // in b: "x"[0, 0], "yz!"[2, 2]
   return c;
 }
 
@@ -194,4 +194,129 @@ TEST(ExampleShard, TagsMustMatchTheirTextAndHoldLabelsOrIgnore) {
   lone.offsets = {0, 1, 2};
   writeExampleShard(p, lone);
   EXPECT_NE(errorOf(p).find("tags field 'tags' follows no text field"), std::string::npos) << errorOf(p);
+}
+
+namespace {
+
+/* Builds a span dataset (question, context, answers:span) of `train` and
+   `val` JSON Lines; returns its directory. */
+std::string spanData(TempDir &d, const std::string &train, const std::string &val) {
+  writeFile(d.file("t.jsonl"), train);
+  writeFile(d.file("v.jsonl"), val);
+  JsonlBuildOptions o;
+  o.inputs = {d.file("t.jsonl")};
+  o.valInputs = {d.file("v.jsonl")};
+  o.outDir = d.file("qa");
+  o.fields = {"question", "context", "answers:span"};
+  buildJsonlDataset(o);
+  return o.outDir;
+}
+
+std::vector<int32_t> row(const std::vector<int32_t> &v, int64_t r, int64_t seq) {
+  return std::vector<int32_t>(v.begin() + r * seq, v.begin() + (r + 1) * seq);
+}
+
+}  // namespace
+
+TEST(SpanTransform, RowsHoldQuestionThenContextAndTheAnswersPositions) {
+  TempDir d;
+  // Record 0: SQuAD's answers object; character 3 of "é xyz" is 'y' (é is two
+  // bytes, one character, as Python counts). Record 1: [start, end) offsets.
+  const std::string dir = spanData(
+      d,
+      "{\"question\": \"q?\", \"context\": \"\xc3\xa9 xyz\", \"answers\": {\"text\": [\"yz\"], \"answer_start\": [3]}}\n"
+      "{\"question\": \"ab\", \"context\": \"hello\", \"answers\": [1, 3]}\n",
+      "{\"question\": \"k\", \"context\": \"mn\", \"answers\": [1, 2]}\n");
+  ExampleShard train(dir + "/train.examples");
+  int64_t s, e;
+  train.span(0, 2, s, e);
+  EXPECT_EQ(s, 4);  // bytes: c3 a9 ' ' 'x' 'y' 'z'
+  EXPECT_EQ(e, 5);
+  const int64_t seq = 12;
+  ExampleBatcher b(dir, ExampleTask::Span, 2, seq, 0, 1);
+  // Training row of record 0 (the order is a shuffle: find it by its question).
+  ExampleBatch x;
+  b.trainBatch(0, x);
+  for (int64_t r = 0; r < 2; ++r) {
+    std::vector<int32_t> ids = row(x.ints["ids"], r, seq), seg = row(x.ints["segments"], r, seq);
+    if (ids[1] == 'q') {
+      EXPECT_EQ(ids, (std::vector<int32_t>{257, 'q', '?', 258, 0xc3, 0xa9, ' ', 'x', 'y', 'z', 258, 256}));
+      EXPECT_EQ(seg, (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0}));
+      EXPECT_EQ(x.ints["start_positions"][r], 4 + 4);  // context starts at 4
+      EXPECT_EQ(x.ints["end_positions"][r], 4 + 5);
+      EXPECT_EQ(ids[x.ints["start_positions"][r]], 'y');
+      EXPECT_EQ(ids[x.ints["end_positions"][r]], 'z');
+    } else {
+      EXPECT_EQ(ids, (std::vector<int32_t>{257, 'a', 'b', 258, 'h', 'e', 'l', 'l', 'o', 258, 256, 256}));
+      EXPECT_EQ(x.ints["start_positions"][r], 4 + 1);  // "el"
+      EXPECT_EQ(x.ints["end_positions"][r], 4 + 2);
+      EXPECT_EQ(std::vector<float>(x.floats["attention_mask"].begin() + r * seq,
+                                   x.floats["attention_mask"].begin() + (r + 1) * seq),
+                (std::vector<float>{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}));
+    }
+  }
+  // Validation: record 0, then a padding row with positions -100.
+  b.valBatch(0, x);
+  EXPECT_EQ(x.ints["start_positions"], (std::vector<int32_t>{4, -100}));
+  EXPECT_EQ(x.ints["end_positions"], (std::vector<int32_t>{4, -100}));
+  EXPECT_EQ(row(x.ints["ids"], 0, seq)[4], 'n');
+}
+
+TEST(SpanTransform, TruncatesTheQuestionThenTheContextAndPointsCutAnswersAtCls) {
+  TempDir d;
+  const std::string dir = spanData(d,
+                                   "{\"question\": \"qqqqqq\", \"context\": \"abcdefgh\", \"answers\": [6, 8]}\n"
+                                   "{\"question\": \"qqqqqq\", \"context\": \"abcdefgh\", \"answers\": [0, 2]}\n",
+                                   "{\"question\": \"qqqqqq\", \"context\": \"abcdefgh\", \"answers\": [3, 5]}\n");
+  const int64_t seq = 10;
+  ExampleBatcher b(dir, ExampleTask::Span, 1, seq, 0, 1);
+  b.setMaxQuestion(2);
+  int64_t contextStart, kept;
+  b.spanRow(b.valShard(), 0, contextStart, kept);
+  EXPECT_EQ(contextStart, 4);  // [CLS] q q [SEP]
+  EXPECT_EQ(kept, 5);          // seq - 2 - 3
+  ExampleBatch x;
+  b.valBatch(0, x);
+  EXPECT_EQ(x.ints["ids"], (std::vector<int32_t>{257, 'q', 'q', 258, 'a', 'b', 'c', 'd', 'e', 258}));
+  EXPECT_EQ(x.ints["start_positions"][0], 4 + 3);  // "de", inside the kept "abcde"
+  EXPECT_EQ(x.ints["end_positions"][0], 4 + 4);
+  // "gh" is cut off: both positions are [CLS]'s; "ab" is kept.
+  for (uint64_t step = 0; step < 2; ++step) {
+    b.trainBatch(step, x);
+    const bool cut = b.trainRecord(step) == 0;
+    EXPECT_EQ(x.ints["start_positions"][0], cut ? 0 : 4);
+    EXPECT_EQ(x.ints["end_positions"][0], cut ? 0 : 5);
+  }
+  // Without a max_question, a long question still leaves the context a token.
+  ExampleBatcher tight(dir, ExampleTask::Span, 1, 7, 0, 1);
+  tight.setMaxQuestion(100);
+  tight.spanRow(tight.valShard(), 0, contextStart, kept);
+  EXPECT_EQ(contextStart, 2 + 3);
+  EXPECT_EQ(kept, 1);
+}
+
+TEST(SpanTransform, BuildErrorsNameTheLine) {
+  TempDir d;
+  auto error = [&](const std::string &line) -> std::string {
+    try {
+      spanData(d, line + "\n", line + "\n");
+    } catch (const Error &e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error("{\"question\": \"q\", \"context\": \"abc\", \"answers\": [2, 4]}")
+                .find("t.jsonl:1: span 'answers' is [2, 4); expected 0 <= start < end <= 3 (the characters of 'context')"),
+            std::string::npos);
+  EXPECT_NE(error("{\"question\": \"q\", \"context\": \"abc\", \"answers\": [2, 2]}").find("is [2, 2)"), std::string::npos);
+  EXPECT_NE(error("{\"question\": \"q\", \"context\": \"abc\", \"answers\": {\"text\": [\"bc\"], \"answer_start\": [0]}}")
+                .find("the answer \"bc\" is not at character 0 of 'context' (which has \"ab\" there)"),
+            std::string::npos);
+  EXPECT_NE(error("{\"question\": \"q\", \"context\": \"abc\", \"answers\": {\"text\": [], \"answer_start\": []}}")
+                .find("has no answer (SQuAD v2's unanswerable questions are not supported yet)"),
+            std::string::npos);
+  EXPECT_NE(error("{\"question\": \"q\", \"context\": \"abc\", \"answers\": \"b\"}")
+                .find("field 'answers' is string, expected [start, end] (character offsets)"),
+            std::string::npos);
+  EXPECT_THROW(parseFieldList({"answers:span", "context"}), Error);
 }

@@ -13,5 +13,5 @@ cd "$(dirname "$0")/.."
   echo "costmodel: build first (scripts/build.sh)" >&2
   exit 1
 }
-[[ -f runs/fortunes/train.bin ]] || build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes >&2
+[[ -f runs/fortunes/train.bin ]] || { mkdir -p runs && build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes >&2; }
 exec /usr/bin/python3 bench/costmodel.py "$@"

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 steps=${1:-12}
 out=runs/bench_dp
 mkdir -p "$out"
-[[ -f runs/fortunes/train.bin ]] || build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes
+[[ -f runs/fortunes/train.bin ]] || { mkdir -p runs && build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes; }
 build/bin/lmc compile models/gpt2.lm --preset gpt2_b4t64 -o "$out/one.plan" > /dev/null
 build/bin/lmc compile models/gpt2.lm --preset gpt2_b4t64 --mesh data=2 -o "$out/dp.plan" > /dev/null
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none

@@ -17,6 +17,6 @@ cd "$(dirname "$0")/.."
 }
 # The default data (roofline.py's --data): the fortunes, built once.
 if [[ " $* " != *" --data"* && ! -f runs/fortunes/train.bin ]]; then
-  build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes >&2
+  mkdir -p runs && build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes >&2
 fi
 exec /usr/bin/python3 bench/roofline.py "$@"

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-2000}
 mkdir -p runs
-[[ -f runs/fortunes/train.bin ]] || build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes
+[[ -f runs/fortunes/train.bin ]] || { mkdir -p runs && build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes; }
 build/bin/lmc compile models/gpt2.lm --preset tiny -o runs/bench_gpt_tiny.plan
 start=$(date +%s.%N)
 build/bin/lmrt run runs/bench_gpt_tiny.plan --data runs/fortunes --steps "$steps" --eval-interval "$steps" \

@@ -4,12 +4,12 @@
    outputs and program conventions). */
 #include "contract/contract.h"
 
+#include "base/format.h"
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
-#include <type_traits>
 
 #include "contract/train_settings.h"
 #include "contract/transform_spec.h"
@@ -136,12 +136,6 @@ const char *bufferKindName(plan::Buffer::Kind k) {
 namespace contract {
 namespace {
 
-std::string fmtNum(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 std::string quoted(const std::string &s) { return "\"" + s + "\""; }
 
 }  // namespace
@@ -185,7 +179,7 @@ std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train) {
   for (const plan::ParamGroup &g : train.param_groups()) {
     if (g.patterns().empty()) return Violation{"param_groups", g.source(), "must have a pattern"};
     if (g.has_lr_scale() && !(std::isfinite(g.lr_scale()) && g.lr_scale() >= 0))
-      return Violation{"param_groups.lr_scale", fmtNum(g.lr_scale()), "must be finite and >= 0"};
+      return Violation{"param_groups.lr_scale", formatG(g.lr_scale()), "must be finite and >= 0"};
   }
   // 0 is what plans from before accumulation say: one micro-batch.
   if (train.accumulate() != 0)
@@ -201,42 +195,34 @@ std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train) {
 }
 
 namespace {
-/* The message of `train` holding `field`, and the field: the TrainConfig's own,
-   its Optimizer's, Schedule's or LossScale's. Read through const messages (an
-   absent LossScale reads as its default instance, zeros) or, to set, mutable ones. */
-template <typename Train, typename Message>
-std::pair<Message *, const google::protobuf::FieldDescriptor *> findTrainField(Train &train, const char *field) {
-  Message *messages[4];
-  if constexpr (std::is_const_v<Train>)
-    messages[0] = &train, messages[1] = &train.optimizer(), messages[2] = &train.schedule(),
-    messages[3] = &train.loss_scale();
-  else
-    messages[0] = &train, messages[1] = train.mutable_optimizer(), messages[2] = train.mutable_schedule(),
-    messages[3] = nullptr;
-  for (Message *m : messages) {
-    if (!m) {  // the LossScale, made only when a setting of it is written
-      if constexpr (!std::is_const_v<Train>)
-        if (plan::LossScale::descriptor()->FindFieldByName(field)) m = train.mutable_loss_scale();
-      if (!m) continue;
-    }
-    if (const google::protobuf::FieldDescriptor *f = m->GetDescriptor()->FindFieldByName(field)) return {m, f};
-  }
+/* Which message of a TrainConfig holds `field` (0: the TrainConfig itself, 1: its
+   Optimizer, 2: its Schedule, 3: its LossScale), and the field. */
+std::pair<int, const google::protobuf::FieldDescriptor *> findTrainField(const char *field) {
+  const google::protobuf::Descriptor *messages[] = {plan::TrainConfig::descriptor(), plan::Optimizer::descriptor(),
+                                                    plan::Schedule::descriptor(), plan::LossScale::descriptor()};
+  for (int i = 0; i < 4; ++i)
+    if (const google::protobuf::FieldDescriptor *f = messages[i]->FindFieldByName(field)) return {i, f};
   fail("internal error: the plan's TrainConfig has no field '%s'", field);
 }
 }  // namespace
 
 double trainSettingValue(const plan::TrainConfig &train, const settings::Setting &s) {
-  auto [m, f] = findTrainField<const plan::TrainConfig, const google::protobuf::Message>(train, s.field);
-  const google::protobuf::Reflection *r = m->GetReflection();
+  auto [which, f] = findTrainField(s.field);
+  // An absent LossScale reads as its default instance: zeros.
+  const google::protobuf::Message *parts[] = {&train, &train.optimizer(), &train.schedule(), &train.loss_scale()};
+  const google::protobuf::Message &m = *parts[which];
+  const google::protobuf::Reflection *r = m.GetReflection();
   switch (f->cpp_type()) {
-  case google::protobuf::FieldDescriptor::CPPTYPE_BOOL: return r->GetBool(*m, f) ? 1 : 0;
-  case google::protobuf::FieldDescriptor::CPPTYPE_INT64: return (double)r->GetInt64(*m, f);
-  default: return r->GetDouble(*m, f);
+  case google::protobuf::FieldDescriptor::CPPTYPE_BOOL: return r->GetBool(m, f) ? 1 : 0;
+  case google::protobuf::FieldDescriptor::CPPTYPE_INT64: return (double)r->GetInt64(m, f);
+  default: return r->GetDouble(m, f);
   }
 }
 
 void setTrainSetting(plan::TrainConfig &train, const settings::Setting &s, double value) {
-  auto [m, f] = findTrainField<plan::TrainConfig, google::protobuf::Message>(train, s.field);
+  auto [which, f] = findTrainField(s.field);
+  google::protobuf::Message *parts[] = {&train, train.mutable_optimizer(), train.mutable_schedule(), nullptr};
+  google::protobuf::Message *m = which == 3 ? train.mutable_loss_scale() : parts[which];  // made only when set
   const google::protobuf::Reflection *r = m->GetReflection();
   switch (f->cpp_type()) {
   case google::protobuf::FieldDescriptor::CPPTYPE_BOOL: r->SetBool(m, f, value != 0); break;
@@ -263,12 +249,12 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
       if (name == q.name) p = &q;
     if (!p) return Violation{"params", quoted(name), "is not a parameter of transform " + quoted(spec->name)};
     if (p->choices && (value != std::floor(value) || value < 0 || value >= (double)data::choiceNames(*p).size()))
-      return Violation{"params." + name, fmtNum(value), "must be " + data::choiceList(*p)};
+      return Violation{"params." + name, formatG(value), "must be " + data::choiceList(*p)};
     if (!(value >= p->lo && value <= p->hi) || (p->isBool && value != 0 && value != 1))
-      return Violation{"params." + name, fmtNum(value),
-                       p->isBool ? "must be 0 or 1" : "must be in [" + fmtNum(p->lo) + ", " + fmtNum(p->hi) + "]"};
+      return Violation{"params." + name, formatG(value),
+                       p->isBool ? "must be 0 or 1" : "must be in [" + formatG(p->lo) + ", " + formatG(p->hi) + "]"};
     if (p->isInt && value != std::floor(value))
-      return Violation{"params." + name, fmtNum(value), "must be a whole number"};
+      return Violation{"params." + name, formatG(value), "must be a whole number"};
   }
   if (d.transform() == "mlm" || d.transform() == "span_mlm") {
     if (d.vocab() < data::kMinMlmVocab)
@@ -279,8 +265,8 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
       return Violation{"params.sop", "1", "cannot be combined with nsp = 1 (a row is one kind of pair)"};
     if (d.transform() == "span_mlm" && transformParam(d, "unit") == 1 &&
         transformParam(d, "max_span") > transformParam(d, "max_span_tokens"))
-      return Violation{"params.max_span", fmtNum(transformParam(d, "max_span")),
-                       "must be <= max_span_tokens (" + fmtNum(transformParam(d, "max_span_tokens")) +
+      return Violation{"params.max_span", formatG(transformParam(d, "max_span")),
+                       "must be <= max_span_tokens (" + formatG(transformParam(d, "max_span_tokens")) +
                            ") with unit = \"token\" (1): span_pos indexes max_span_tokens rows"};
     if (d.seq() < (transformParam(d, "nsp") != 0 || transformParam(d, "sop") != 0 ? 5 : 3))
       return Violation{"seq", std::to_string(d.seq()),
@@ -374,12 +360,12 @@ std::optional<InitViolation> checkInit(const plan::Init &init) {
   case plan::Init::ONES: return std::nullopt;
   case plan::Init::NORMAL:
     if (!std::isfinite(init.mean()) || !std::isfinite(init.std()) || init.std() < 0)
-      return InitViolation{"normal", "mean " + fmtNum(init.mean()) + " and std " + fmtNum(init.std()),
+      return InitViolation{"normal", "mean " + formatG(init.mean()) + " and std " + formatG(init.std()),
                            "both must be finite and std >= 0"};
     return std::nullopt;
   case plan::Init::UNIFORM:
     if (!std::isfinite(init.low()) || !std::isfinite(init.high()) || init.low() > init.high())
-      return InitViolation{"uniform", "low " + fmtNum(init.low()) + " and high " + fmtNum(init.high()),
+      return InitViolation{"uniform", "low " + formatG(init.low()) + " and high " + formatG(init.high()),
                            "both must be finite and low <= high"};
     return std::nullopt;
   default: return InitViolation{"", "", "unknown init kind " + std::to_string((int)init.kind())};

@@ -227,7 +227,12 @@ FailureOr<func::FuncOp> mlir::lm::buildTrainStep(func::FuncOp objective, bool lo
     resultTypes.push_back(objective.getArgumentTypes()[i]);
   OpBuilder builder(objective);
   builder.setInsertionPointAfter(objective);
-  // With loss scaling (fp16), a last argument: the scale seeding the backward.
+  // With loss scaling (fp16), a last argument: the scale seeding the backward,
+  // an f32 scalar the runtime feeds (mixed precision is for f32 models).
+  if (lossScaleInput && !lossType.getElementType().isF32())
+    return objective.emitError("loss scaling (precision fp16) needs an f32 loss, this objective's is ")
+           << lossType.getElementType() << " (mixed precision applies to f32 models: compile f64 ones with "
+           << "precision fp32)";
   SmallVector<Type> argTypes(objective.getArgumentTypes());
   if (lossScaleInput)
     argTypes.push_back(lossType);

@@ -4,18 +4,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/format.h"
 #include "base/tensor.h"
 
 namespace lmrt {
-namespace {
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-}  // namespace
 
 LossScaler::LossScaler(const LossScalerConfig &config) : config_(config) {
   if (!(config.initialScale > 0) || !(config.minScale > 0) || config.minScale > config.initialScale ||
@@ -34,7 +26,7 @@ std::string LossScaler::update(bool overflow, int64_t step) {
     s.cleanSteps = 0;
     if (s.hysteresisLeft > 1) {
       --s.hysteresisLeft;
-      return "gradient overflow at loss scale " + fmt(s.scale) + ": step skipped (" +
+      return "gradient overflow at loss scale " + formatG(s.scale) + ": step skipped (" +
              std::to_string(s.overflows) + " so far); the scale stays (hysteresis " +
              std::to_string(s.hysteresisLeft) + " left)";
     }
@@ -45,14 +37,14 @@ std::string LossScaler::update(bool overflow, int64_t step) {
            (long long)step, config_.minScale);
     const double from = s.scale;
     s.scale = std::max(s.scale / 2, config_.minScale);
-    return "gradient overflow at loss scale " + fmt(from) + ": step skipped (" + std::to_string(s.overflows) +
-           " so far); scale lowered to " + fmt(s.scale);
+    return "gradient overflow at loss scale " + formatG(from) + ": step skipped (" + std::to_string(s.overflows) +
+           " so far); scale lowered to " + formatG(s.scale);
   }
   s.hysteresisLeft = config_.hysteresis;  // consecutive hysteresis: a clean step restores it
   if (++s.cleanSteps < config_.growthInterval) return "";
   s.cleanSteps = 0;
   s.scale *= 2;
-  return "loss scale raised to " + fmt(s.scale) + " after " + std::to_string(config_.growthInterval) +
+  return "loss scale raised to " + formatG(s.scale) + " after " + std::to_string(config_.growthInterval) +
          " clean steps";
 }
 

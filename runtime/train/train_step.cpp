@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "base/format.h"
 #include "contract/contract.h"
 #include "runtime/data/token_source.h"
 #include "runtime/exec/optimizer.h"
@@ -21,12 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double secondsBetween(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-std::string fmtG(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 }  // namespace
 
@@ -87,9 +82,9 @@ std::string TrainStep::attributeNonFinite(int64_t step, int firstMicro) {
   std::string op = "op '" + v.op + "'" + (v.loc.empty() ? "" : " at " + v.loc) + " (" + v.program + " step " +
                    std::to_string(v.step) + ")";
   if (v.tensor.rfind("parameter", 0) == 0)
-    return "the " + v.tensor + " holds " + fmtG(v.value) + " at element " + std::to_string(v.element) +
+    return "the " + v.tensor + " holds " + formatG(v.value) + " at element " + std::to_string(v.element) +
            " (an earlier update made it non-finite), first read by " + op;
-  return "the first non-finite value (" + fmtG(v.value) + " at element " + std::to_string(v.element) + " of " +
+  return "the first non-finite value (" + formatG(v.value) + " at element " + std::to_string(v.element) + " of " +
          v.tensor + ") comes from " + op;
 }
 
@@ -148,8 +143,8 @@ StepOutcome TrainStep::run(int64_t step, int64_t &nanSkips, OpProfile *profile, 
     return r;
   }
   if (!std::isfinite(r.loss) || !std::isfinite(r.gradNorm)) {
-    std::string why = "step " + std::to_string(step) + ": loss " + fmtG(r.loss) + ", gradient norm " +
-                      fmtG(r.gradNorm) +
+    std::string why = "step " + std::to_string(step) + ": loss " + formatG(r.loss) + ", gradient norm " +
+                      formatG(r.gradNorm) +
                       (badMicro >= 0 && run_.accumulate > 1 ? " (micro-batch " + std::to_string(badMicro) + ")" : "") +
                       "; " + attributeNonFinite(step, std::max(badMicro, 0));
     if (!options_.skipNonFinite)

@@ -2,6 +2,7 @@
 // RUN: lm-opt %s '-lm-autodiff=loss-scale=1' '-lm-mixed-precision=precision=fp16' | FileCheck %s --check-prefix=FP16
 // RUN: lm-opt %s --lm-train-pipeline='precision=fp16 fusion=none' | FileCheck %s --check-prefix=FP16
 // RUN: not lm-opt %s -lm-autodiff '-lm-mixed-precision=precision=fp16' 2>&1 | FileCheck %s --check-prefix=UNSCALED
+// RUN: sed 's/f32/f64/g' %s | not lm-opt '-lm-autodiff=loss-scale=1' 2>&1 | FileCheck %s --check-prefix=F64
 
 // Tests fp16's loss scaling in the train step (docs/mixed-precision.md,
 // "fp16"): with -lm-autodiff=loss-scale=1 the train step takes one more
@@ -25,6 +26,7 @@
 // FP16:         lm.cast %{{.*}} : (tensor<4x8xf32>) -> tensor<4x8xf16>
 // FP16:         lm.matmul %{{.*}}, %{{.*}} : (tensor<4x8xf16>, tensor<8x3xf16>) -> tensor<4x3xf32>
 
+// F64: error: loss scaling (precision fp16) needs an f32 loss, this objective's is 'f64' (mixed precision applies to f32 models: compile f64 ones with precision fp32)
 // UNSCALED: error: -lm-mixed-precision: precision fp16 needs a train step seeded by a loss scale (its 'loss_scale' input: -lm-autodiff=loss-scale=1); this one has none
 func.func @loss(%x: tensor<4x8xf32> {lm.param = "x"}, %w: tensor<8x3xf32> {lm.param = "w"}) -> tensor<f32>
     attributes {lm.objective} {

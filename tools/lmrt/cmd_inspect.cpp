@@ -13,16 +13,11 @@
 #include "contract/contract.h"
 #include "contract/plan_trust.h"
 #include "contract/train_settings.h"
+#include "base/format.h"
 #include "tools/lmrt/commands.h"
 
 namespace lmrt {
 namespace {
-
-std::string fmtG(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 std::string human(double bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -236,8 +231,8 @@ void inspect(const std::string &path, bool steps) {
   const plan::Optimizer &o = p.train().optimizer();
   const plan::Schedule &s = p.train().schedule();
   // AdamW's line as it always was; another optimizer's settings from the table.
-  std::string optimizer = o.kind() + " lr " + fmtG(o.lr()) + " betas (" + fmtG(o.beta1()) + ", " + fmtG(o.beta2()) +
-                          ") eps " + fmtG(o.eps()) + " weight_decay " + fmtG(o.weight_decay());
+  std::string optimizer = o.kind() + " lr " + formatG(o.lr()) + " betas (" + formatG(o.beta1()) + ", " + formatG(o.beta2()) +
+                          ") eps " + formatG(o.eps()) + " weight_decay " + formatG(o.weight_decay());
   if (const settings::Kind *k = settings::findOptimizer(o.kind()); k && o.kind() != settings::kDefaultOptimizer) {
     optimizer = o.kind();
     for (const settings::Setting *t : k->takes)
@@ -255,7 +250,7 @@ void inspect(const std::string &path, bool steps) {
     std::string line;
     for (const std::string &pattern : g.patterns()) line += (line.empty() ? "\"" : ", \"") + pattern + "\"";
     if (g.has_weight_decay()) line += std::string(" weight_decay = ") + (g.weight_decay() ? "true" : "false");
-    if (g.has_lr_scale()) line += " lr_scale = " + fmtG(g.lr_scale());
+    if (g.has_lr_scale()) line += " lr_scale = " + formatG(g.lr_scale());
     if (g.frozen()) line += " frozen = true";
     if (g.has_trust_ratio()) line += std::string(" trust_ratio = ") + (g.trust_ratio() ? "true" : "false");
     std::printf("group: %s (%s)\n", line.c_str(), g.source().c_str());

@@ -54,6 +54,18 @@ struct StreamLauncher {
 };
 
 /* Calls f(std::integral_constant<int, DMAX>) with the smallest DMAX >= Dh. */
+/* The attention backward's scratch: the recomputed output o, then (from a
+   256-byte boundary) the rows' logsumexp and delta, B * H * T each. */
+template <typename T> struct GradScratch {
+  T *o, *lse, *delta;
+};
+template <typename T, typename Dims> GradScratch<T> gradScratch(const OpCall &call, const Dims &d) {
+  T *o = static_cast<T *>(call.scratch);
+  size_t oBytes = ((size_t)call.in[0].numel() * sizeof(T) + 255) / 256 * 256;
+  T *lse = reinterpret_cast<T *>(static_cast<char *>(call.scratch) + oBytes);
+  return {o, lse, lse + d.B * d.H * d.T};
+}
+
 template <typename F> void byHeadSize(int64_t Dh, F &&f) {
   if (Dh <= 32)
     f(std::integral_constant<int, 32>{});
@@ -169,10 +181,8 @@ void runAttentionGradMaybeMasked(const OpCall &call, bool masked) {
     using T = decltype(t);
     const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(),
             *mask = masked ? call.in[3].as<T>() : nullptr, *dy = call.in[masked ? 4 : 3].as<T>();
-    T *o = static_cast<T *>(call.scratch);
-    // lse and delta start on a 256-byte boundary after o.
-    size_t oBytes = ((size_t)call.in[0].numel() * sizeof(T) + 255) / 256 * 256;
-    T *lse = reinterpret_cast<T *>(static_cast<char *>(call.scratch) + oBytes), *delta = lse + d.B * d.H * d.T;
+    const GradScratch<T> sc = gradScratch<T>(call, d);  // (no structured binding: lambdas capture it below)
+    T *o = sc.o, *lse = sc.lse, *delta = sc.delta;
     byHeadSize(d.Dh, [&](auto dm) {
       constexpr int DMAX = decltype(dm)::value;
       forward<T, DMAX>(call, d, causal, q, k, v, mask, o, lse);
@@ -255,9 +265,8 @@ void runBiasedAttentionGrad(const OpCall &call) {
       fail("biased_attention_grad: batch x heads %lld exceeds the CUDA grid", (long long)(d.B * d.H));
     const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(),
             *mask = call.in[3].shape().empty() ? nullptr : call.in[3].as<T>(), *dy = call.in[6].as<T>();
-    T *o = static_cast<T *>(call.scratch);
-    size_t oBytes = ((size_t)call.in[0].numel() * sizeof(T) + 255) / 256 * 256;
-    T *lse = reinterpret_cast<T *>(static_cast<char *>(call.scratch) + oBytes), *delta = lse + d.B * d.H * d.T;
+    const GradScratch<T> sc = gradScratch<T>(call, d);  // (no structured binding: lambdas capture it below)
+    T *o = sc.o, *lse = sc.lse, *delta = sc.delta;
     byHeadSize(d.Dh, [&](auto dm) {
       constexpr int DMAX = decltype(dm)::value;
       forward<T, DMAX>(call, d, causal, q, k, v, mask, o, lse);

@@ -25,6 +25,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::lm {
 #define GEN_PASS_DEF_LMMIXEDPRECISIONPASS
@@ -118,7 +119,9 @@ struct LMMixedPrecisionPass : public lm::impl::LMMixedPrecisionPassBase<LMMixedP
       if (func.isExternal())
         return;
       CastCache cache(*to);
-      SmallVector<ReshapeOp> flattened;
+      // A set: one reshape may feed several GEMM operands (x^T x, or two
+      // weight gradients), and erasing it twice is a double free.
+      llvm::SetVector<Operation *> flattened;
       // Matmuls inside lm.fusion regions (the pass ran after -lm-fuse) keep
       // their f32 operands: a region's inputs are fixed by its kernel.
       for (Block &block : func.getBody())
@@ -129,16 +132,24 @@ struct LMMixedPrecisionPass : public lm::impl::LMMixedPrecisionPassBase<LMMixedP
             continue;
           for (OpOperand *operand : {&mm.getLhsMutable(), &mm.getRhsMutable()}) {
             if (auto reshape = operand->get().getDefiningOp<ReshapeOp>())
-              flattened.push_back(reshape);
+              flattened.insert(reshape);
             operand->assign(cache.castOf(operand->get()));
           }
         }
       // The f32 reshapes only GEMMs read are dead now: gone, so that they keep
       // no f32 activation alive for the backward.
-      for (ReshapeOp reshape : flattened)
-        if (reshape->use_empty())
-          reshape->erase();
-      flattened.clear();
+      // Until none dies: erasing a reshape of a reshape frees its operand.
+      for (bool erased = true; erased;) {
+        erased = false;
+        for (Operation *reshape : flattened.takeVector()) {
+          if (reshape->use_empty()) {
+            reshape->erase();
+            erased = true;
+          } else {
+            flattened.insert(reshape);
+          }
+        }
+      }
     });
   }
 };

@@ -11,7 +11,8 @@
 // attention gets a key and a value cache [1, W, kv_dim]: function arguments
 // `lm.state = "<scope>.k_cache"` and results carrying the same name, which the
 // plan writer turns into STATE buffers updated in place. A model is decodable
-// when its one input is i32 [B, T], every attention in it is causal and it
+// when its one input is i32 [B, T], its result is [B, T, V] logits over (at
+// least) the input's vocabulary, every attention in it is causal and it
 // reads `pos` (otherwise every new token would sit at position 0); anything
 // that fails in the decode elaboration leaves the module as it was, with a
 // warning saying why sampling will re-run the window instead.
@@ -30,17 +31,29 @@ namespace mlir::lm {
 void MLIRGen::emitDecodePrograms(const ast::Function &fn, func::FuncOp forward) {
   // One token input i32[B, T] (compile-time arguments may come with it).
   int tokenInputs = 0, other = 0;
-  int64_t window = 0;
+  int64_t window = 0, vocab = 0;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
     if (!forward.getArgAttr(i, "lm.input"))
       continue;
     auto t = dyn_cast<RankedTensorType>(forward.getArgument(i).getType());
-    if (t && t.getRank() == 2 && t.getElementType().isInteger(32))
+    if (t && t.getRank() == 2 && t.getElementType().isInteger(32)) {
       ++tokenInputs, window = t.getDimSize(1);
-    else
+      if (auto v = forward.getArgAttrOfType<IntegerAttr>(i, "lm.vocab"))
+        vocab = v.getInt();
+    } else {
       ++other;
+    }
   }
   if (tokenInputs != 1 || other != 0)
+    return;
+  // Only a language model is sampled from: its result scores every token of
+  // the input's vocabulary at each position. A task head on the same trunk
+  // (two span logits, a class per token) is not, and needs no warning.
+  if (forward.getNumResults() != 1)
+    return;
+  auto logits = dyn_cast<RankedTensorType>(forward.getResultTypes().front());
+  if (!logits || logits.getRank() != 3 || logits.getDimSize(1) != window ||
+      (vocab > 0 && logits.getDimSize(2) < vocab))
     return;
   // An encoder (any attention without the causal mask, or with a padding mask) is
   // not sampled from.

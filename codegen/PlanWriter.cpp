@@ -619,7 +619,7 @@ static FailureOr<func::FuncOp> findFunc(ModuleOp module, StringRef attr, StringR
 static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &program, const plan::DataConfig &data) {
   if (data.transform() != "causal") {
     // Other transforms feed train_step and eval named inputs (the contract's
-    // expectedTransformInput); forward is the model alone, for causal sampling.
+    // expectedPipelineInput); forward is the model alone, for causal sampling.
     if (lmrt::contract::isForwardProgram(program.name()) || program.name() == "prefill" ||
         program.name() == "decode")
       return success();
@@ -629,8 +629,7 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
         continue;
       for (const plan::Input &in : program.inputs())
         if (in.name() == name.getValue()) {
-          std::string want = lmrt::contract::isDropoutKey(in) ? lmrt::contract::expectedDropoutKey(in, data.batch())
-                                                              : lmrt::contract::expectedTransformInput(in, data);
+          std::string want = lmrt::contract::expectedPipelineInput(in, data);
           if (!want.empty())
             return emitError(arg.getLoc()) << "plan contract: input '" << in.name() << "' of @"
                                            << func.getSymName() << " has type " << arg.getType()

@@ -319,6 +319,11 @@ std::string expectedDropoutKey(const plan::Input &in, int64_t rows) {
   return "i32[" + std::to_string(rows) + ", 2] (two random words for each row, from (seed, step, sample))";
 }
 
+std::string expectedPipelineInput(const plan::Input &in, const plan::DataConfig &d) {
+  if (isLossScale(in)) return "";  // checkLossScale
+  return isDropoutKey(in) ? expectedDropoutKey(in, d.batch()) : expectedTransformInput(in, d);
+}
+
 std::vector<const plan::Input *> dataInputs(const plan::Program &program) {
   std::vector<const plan::Input *> v;
   for (const plan::Input &in : program.inputs())
@@ -1109,8 +1114,7 @@ private:
         std::string where = "data config (" + d.transform() + "): program '" + prog.name() + "' ";
         if (dataInputs(prog).empty()) error(where + "reads no input");
         for (const plan::Input &in : prog.inputs()) {
-          if (isLossScale(in)) continue;  // checkLossScale
-          std::string want = isDropoutKey(in) ? expectedDropoutKey(in, d.batch()) : expectedTransformInput(in, d);
+          std::string want = expectedPipelineInput(in, d);
           if (!want.empty())
             error(where + "input '" + in.name() + "' is " + planTypeStr(in.type()) + ", expected " + want);
         }

@@ -100,6 +100,11 @@ std::string expectedDropoutKey(const plan::Input &in, int64_t rows);
    train_step of a precision "fp16" plan reads it, and such a one must. */
 inline constexpr const char *kLossScaleInput = "loss_scale";
 bool isLossScale(const plan::Input &in);
+/* "" when a non-causal transform's pipeline feeds train_step or eval input `in`:
+   a transform output (expectedTransformInput), the dropout key
+   (expectedDropoutKey) or the loss scale (lmrt's loss scaler; its own checks
+   are the plan's); else what it would feed. */
+std::string expectedPipelineInput(const plan::Input &in, const plan::DataConfig &data);
 /* The program's data inputs: all but the dropout key and the loss scale. */
 std::vector<const plan::Input *> dataInputs(const plan::Program &program);
 /* False when the input's vocab bound (if any) is below the data's vocabulary:

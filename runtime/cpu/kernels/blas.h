@@ -3,7 +3,7 @@
    oneDNN's JIT sgemm (5-35 % faster than OpenBLAS's on the GPT shapes, measured one
    thread at a time), f64 (gradient checks) on OpenBLAS's dgemm, bf16 x bf16 -> f32
    (-lm-mixed-precision's GEMMs) on oneDNN's matmul primitive (gemm_bf16.cpp), f16 x
-   f16 -> f32 widened onto sgemm (gemm_f16.cpp); and
+   f16 -> f32 widened onto sgemm (gemm_widened.cpp); and
    the switch of OpenBLAS to one thread.
    All runtime parallelism belongs to OpenMP: kernels call BLAS from inside their
    parallel loops, and OpenBLAS's own pool spin-waiting beside OpenMP's would fight
@@ -51,14 +51,21 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha
 
 /* bf16 operands, f32 products and accumulation: oneDNN's matmul primitive, which
    uses AVX512_BF16 where the CPU has it (1.8-1.9x its sgemm, one thread, on the GPT
-   shapes) and converts to f32 elsewhere; the result is the same up to the order
-   of the f32 sums. One primitive per shape and thread, kept (gemm_bf16.cpp);
-   held to one thread outside a parallel region, as gemm above. beta must be 0 or 1. */
+   shapes) and AVX-512 conversions on other AVX-512 CPUs; the result is the same up
+   to the order of the f32 sums. One primitive per shape and thread, kept
+   (gemm_bf16.cpp); held to one thread outside a parallel region, as gemm above.
+   Where oneDNN has no bf16 matmul (before AVX-512), gemmWidened below, with a
+   note on stderr once. beta must be 0 or 1. */
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const lmc::bf16 *a, int64_t lda,
           const lmc::bf16 *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* bf16 operands widened to f32 (exact) and run on the f32 sgemm above
+   (gemm_widened.cpp): the bf16 GEMM's result where oneDNN cannot run it. */
+void gemmWidened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const lmc::bf16 *a, int64_t lda,
+                 const lmc::bf16 *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
 /* f16 operands, f32 products and accumulation: widened to f32 (exact) and run on
-   the f32 sgemm above (gemm_f16.cpp): correct fp16 results, at f32 speed. */
+   the f32 sgemm above (gemm_widened.cpp): correct fp16 results, at f32 speed. */
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const lmc::f16 *a, int64_t lda,
           const lmc::f16 *b, int64_t ldb, float beta, float *c, int64_t ldc);
 

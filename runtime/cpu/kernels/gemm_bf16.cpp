@@ -2,11 +2,17 @@
    Strides say the layout: op(A) is [m, k] stored row-major with leading dimension
    lda, or transposed ([k, m] stored); likewise op(B). A primitive is made once per
    (shape, layout, alpha, beta, threads) on each thread and kept: oneDNN's own cache
-   makes one in about 2 us, a GEMM block of the tiny GPT takes 20-200 us. */
+   makes one in about 2 us, a GEMM block of the tiny GPT takes 20-200 us. Where
+   oneDNN has no bf16 matmul for a key (a CPU before AVX-512: oneDNN 2.6 needs
+   avx512_core), the key is kept as such and the GEMM runs widened on sgemm
+   (gemm_widened.cpp), with a note on stderr once a process. */
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
 
+#include <cstdio>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <tuple>
 
 #include "runtime/cpu/kernels/blas.h"
@@ -18,7 +24,7 @@ using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, 
 
 struct Gemm {
   dnnl::memory::desc a, b, c;
-  dnnl::matmul prim;
+  std::optional<dnnl::matmul> prim;  // none: oneDNN has no bf16 matmul for it here
 };
 
 dnnl::engine &cpuEngine() {
@@ -45,8 +51,17 @@ Gemm &gemmFor(const Key &key) {
     ops.append_sum(beta);
     attr.set_post_ops(ops);
   }
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(g.a, g.b, g.c), attr, cpuEngine());
-  g.prim = dnnl::matmul(pd);
+  try {
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(g.a, g.b, g.c), attr, cpuEngine());
+    g.prim = dnnl::matmul(pd);
+  } catch (const dnnl::error &e) {
+    if (e.status != dnnl_unimplemented) throw;
+    static std::once_flag noted;
+    std::call_once(noted, [] {
+      std::fprintf(stderr, "lmrt: note: oneDNN has no bf16 matmul on this CPU (it needs AVX-512): bf16 GEMMs run "
+                           "with their operands widened to f32 on sgemm, at f32 speed\n");
+    });
+  }
   return cache.emplace(key, std::move(g)).first->second;
 }
 
@@ -60,11 +75,16 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   if (threads > 1) omp_set_num_threads(1);
   try {
     Gemm &g = gemmFor(Key{ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, omp_get_max_threads()});
+    if (!g.prim) {
+      if (threads > 1) omp_set_num_threads(threads);
+      gemmWidened(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+    }
     thread_local dnnl::stream stream(cpuEngine());
     dnnl::memory ma(g.a, cpuEngine(), const_cast<lmc::bf16 *>(a));
     dnnl::memory mb(g.b, cpuEngine(), const_cast<lmc::bf16 *>(b));
     dnnl::memory mc(g.c, cpuEngine(), c);
-    g.prim.execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+    g.prim->execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
     stream.wait();
   } catch (const dnnl::error &e) {
     if (threads > 1) omp_set_num_threads(threads);

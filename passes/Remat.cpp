@@ -435,8 +435,9 @@ private:
 /// 3. If that is not enough, whole layers are recomputed as under full, GEMMs
 ///    included, first layer first, until the peak fits (or no layer is left:
 ///    lmc then reports that the budget cannot be met).
-/// Once it fits, the non-GEMM ops the budget can spare are given back (kept),
-/// the most FLOPs first: one lambda, like one layer, is a coarse step.
+/// Then the non-GEMM ops the budget can spare are given back (kept), the most
+/// FLOPs first: one lambda, like one layer, is a coarse step (when nothing
+/// fits, those whose recomputation raised the backward's live bytes).
 struct AutoChoice {
   llvm::DenseSet<Operation *> recompute;
   int64_t peakBefore = 0, peakAfter = 0;
@@ -537,9 +538,13 @@ AutoChoice chooseAuto(func::FuncOp step, int64_t budget) {
     for (Operation *op : ops) {
       llvm::DenseSet<Operation *> fewer = choice.recompute;
       fewer.erase(op);
-      if (Estimate e = estimateCut(fewer); e.peak <= budget) {
+      // Kept if it still fits or, when nothing fits, if it lowers the bytes
+      // over the budget: a recomputed value is live in the backward too, so
+      // recomputing less can lower the peak there.
+      if (Estimate e = estimateCut(fewer); e.peak <= budget || e.excess < current.excess) {
         choice.recompute = std::move(fewer);
         choice.peakAfter = e.peak;
+        current = e;
         ++choice.givenBack;
       }
     }
@@ -566,6 +571,7 @@ AutoChoice chooseAuto(func::FuncOp step, int64_t budget) {
     choice.cutOps = choice.recompute.size();
     choice.lambda = bestLambda;
     choice.peakAfter = bestEstimate.peak;
+    current = bestEstimate;
     giveBack();
     return choice;
   }
@@ -625,6 +631,7 @@ AutoChoice chooseAuto(func::FuncOp step, int64_t budget) {
       return choice;
     }
   }
+  giveBack();
   return choice;
 }
 

@@ -41,8 +41,8 @@ std::optional<Type> gemmOperandType(MLIRContext *context, StringRef precision);
 /// Rematerialization policies (docs/remat.md): none; full (keep each layer's
 /// input, recompute the rest of the layer in the backward); selective (keep
 /// GEMM outputs, recompute attention, norms and elementwise chains); auto
-/// (recompute, greedily, the values that free the most bytes per recomputed
-/// FLOP until the train step's activations fit a budget, then whole layers).
+/// (the min-cut save/recompute partition with the fewest recomputed FLOPs
+/// whose activations fit a budget, then greedy values, then whole layers).
 enum class RematPolicy { None, Full, Selective, Auto };
 std::optional<RematPolicy> parseRematPolicy(StringRef name);
 StringRef stringifyRematPolicy(RematPolicy policy);
@@ -70,10 +70,13 @@ struct RematAnalysis {
   /// The backward ops that read a recomputed value, in block order.
   SmallVector<Operation *> readers;
   /// auto only: the estimated activation peak before and after, how many
-  /// values its greedy phase recomputes and how many layers it falls back to
-  /// recomputing whole (full).
+  /// ops its min-cut phase recomputes and at which bytes per FLOP (docs/remat.md,
+  /// "auto"), how many values its greedy phase adds, how many layers it
+  /// falls back to recomputing whole (full), and how many recomputed ops it
+  /// then gives back (keeps) because the budget can spare them.
   int64_t peakBefore = 0, peakAfter = 0;
-  unsigned greedyValues = 0, fullLayers = 0;
+  unsigned cutOps = 0, greedyValues = 0, fullLayers = 0, givenBack = 0;
+  double lambda = 0;
 };
 
 /// The decisions of `policy` for a train step (nothing under none). `budget`

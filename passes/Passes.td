@@ -168,10 +168,13 @@ def LMRematPass : Pass<"lm-remat", "mlir::ModuleOp"> {
     the memory plan's peak falls. Policies: `none` (nothing), `full` (keep each
     layer's input, recompute the rest of the layer), `selective` (keep GEMM
     outputs, matmuls and fused matmul epilogues; recompute attention, norms
-    and elementwise chains), `auto` (from none, recompute the non-GEMM value
-    freeing the most bytes per recomputed FLOP while the estimated activation
-    peak exceeds `budget` bytes, then whole layers as under full). Random ops (lm.sample) and values read outside
-    their layer are never recomputed. Runs after -lm-fuse, so a recomputed
+    and elementwise chains), `auto` (a minimum cut of the forward graph, saved
+    bytes against recomputed FLOPs, GEMMs never recomputed, with the fewest
+    FLOPs whose estimated activation peak fits `budget` bytes; if none fits,
+    the non-GEMM values freeing the most bytes per recomputed FLOP, then whole
+    layers as under full). Random ops (lm.sample) and values read outside
+    their layer are never recomputed; keyed dropout may be (its mask is a pure
+    function of its key). Runs after -lm-fuse, so a recomputed
     region is the same kernel: results are bit-identical. See docs/remat.md.
   }];
   let options = [

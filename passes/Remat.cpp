@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/MinCut.h"
 
 #include "dialect/IR/LMOps.h"
 
@@ -26,7 +27,11 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <map>
 
 namespace mlir::lm {
 #define GEN_PASS_DEF_LMREMATPASS
@@ -321,22 +326,123 @@ int64_t bytesOf(Value v) {
   return type ? type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8) : 0;
 }
 
-/// auto: the rule `whyKept` for the ops auto recomputes, chosen greedily.
+/// The save/recompute partition of AOTAutograd's min-cut partitioner
+/// (torch/_functorch/partitioners.py), over the train step's forward:
 ///
-/// Candidates are the forward values of layers the backward reads that
-/// selective's rules would recompute (no GEMM, no random op), ranked by the
-/// bytes they free per FLOP their recomputation costs (a view or a slice,
-/// free to recompute, first; the attention core, whose output is small for
-/// its FLOPs, last). Starting from none, while the estimated peak (the live
-/// bytes of the rewritten step, estimateActivationPeak's model) exceeds the
-/// budget, the next candidate is recomputed if that lowers the bytes over the
-/// budget. If the candidates are not enough, whole layers are recomputed as
-/// under full, GEMMs included, first layer first, until the peak fits (or no
-/// layer is left: lmc then reports that the budget cannot be met).
+///   - each forward op is a node; each of its tensor results is a node too,
+///     with an edge op -> value whose capacity is the value's bytes (cut: the
+///     value is saved for the backward);
+///   - value -> each forward op reading it, and value -> sink if a backward op
+///     reads it: infinite (what the backward reads is there, either saved or
+///     recomputed; what a recomputed op reads too);
+///   - source -> op: infinite for an op that may not be recomputed (outside a
+///     layer, a GEMM, a random op, one whose result leaves its layer: the
+///     rules of analyze()); else the op's recompute FLOPs times `lambda`
+///     (bytes per FLOP; at least 1, so that of two equal cuts the one that
+///     recomputes less wins).
+///
+/// A minimum cut minimises the bytes saved plus lambda times the FLOPs
+/// recomputed; the ops on its sink side are recomputed. Function arguments
+/// (parameters, inputs) are always available and have no node. lambda trades
+/// the two: large, nothing is recomputed (none); towards 0, the fewest saved
+/// bytes the rules allow.
+class ForwardCut {
+public:
+  ForwardCut(func::FuncOp step, KeepRule whyKept) {
+    Block &body = step.getBody().front();
+    llvm::DenseSet<Operation *> forward = forwardOps(body);
+    for (Operation &op : body)
+      if (forward.contains(&op))
+        ops.push_back(&op);
+    for (Operation *op : ops) {
+      StringAttr layer = getLayerName(op->getLoc());
+      bool banned = !layer || !whyKept(op).empty();
+      for (Value v : op->getResults())
+        for (Operation *user : v.getUsers())
+          if (isa<func::ReturnOp>(user) || (forward.contains(user) && getLayerName(user->getLoc()) != layer))
+            banned = true; // a layer output: the rules of analyze() always keep it
+      recomputeFlops.push_back(banned ? -1 : flopsOf(op));
+    }
+    llvm::DenseMap<Operation *, int> index;
+    for (auto [i, op] : llvm::enumerate(ops))
+      index[op] = int(i);
+    for (auto [i, op] : llvm::enumerate(ops))
+      for (Value v : op->getResults()) {
+        if (!isa<RankedTensorType>(v.getType()))
+          continue;
+        ValueNode node{int(i), bytesOf(v), false, {}};
+        for (Operation *user : v.getUsers()) {
+          if (auto it = index.find(user); it != index.end())
+            node.forwardUsers.push_back(it->second);
+          else if (!isa<func::ReturnOp>(user))
+            node.readByBackward = true;
+        }
+        values.push_back(std::move(node));
+      }
+  }
+
+  /// The ops the minimum cut at `lambda` recomputes.
+  llvm::DenseSet<Operation *> recomputeAt(double lambda) const {
+    const int source = 0, sink = 1;
+    FlowNetwork net(2 + int(ops.size()) + int(values.size()));
+    auto opNode = [](int i) { return 2 + i; };
+    int valueBase = 2 + int(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      int64_t cost = FlowNetwork::kInfinite;
+      if (recomputeFlops[i] >= 0)
+        cost = std::max<int64_t>(1, int64_t(std::min(lambda * double(recomputeFlops[i]), 1e17)));
+      net.addEdge(source, opNode(int(i)), cost);
+    }
+    for (auto [j, v] : llvm::enumerate(values)) {
+      int node = valueBase + int(j);
+      net.addEdge(opNode(v.op), node, v.bytes);
+      for (int user : v.forwardUsers)
+        net.addEdge(node, opNode(user), FlowNetwork::kInfinite);
+      if (v.readByBackward)
+        net.addEdge(node, sink, FlowNetwork::kInfinite);
+    }
+    net.maxFlow(source, sink);
+    llvm::DenseSet<Operation *> recompute;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (!net.sourceSide(opNode(int(i))))
+        recompute.insert(ops[i]);
+    return recompute;
+  }
+
+private:
+  struct ValueNode {
+    int op;
+    int64_t bytes;
+    bool readByBackward;
+    SmallVector<int> forwardUsers;
+  };
+  SmallVector<Operation *> ops;        // the forward, in block order
+  SmallVector<int64_t> recomputeFlops; // per op; -1: never recomputed
+  SmallVector<ValueNode> values;
+};
+
+/// auto: the rule `whyKept` for the ops auto recomputes.
+///
+/// 1. The min-cut partition (ForwardCut: no GEMM, no random op, no layer
+///    output is recomputed) with the largest lambda whose estimated peak (the
+///    live bytes of the rewritten step in its order, estimateActivationPeak's
+///    model) fits the budget: the fewest recomputed FLOPs the cut finds.
+/// 2. If no cut fits, from the smallest lambda's cut, greedy over the
+///    candidates it left (forward values of layers the backward reads that
+///    selective's rules would recompute), ranked by the bytes they free per
+///    FLOP their recomputation costs: each is recomputed if that lowers the
+///    bytes over the budget.
+/// 3. If that is not enough, whole layers are recomputed as under full, GEMMs
+///    included, first layer first, until the peak fits (or no layer is left:
+///    lmc then reports that the budget cannot be met).
+/// Then the non-GEMM ops the budget can spare are given back (kept), the most
+/// FLOPs first: one lambda, like one layer, is a coarse step (when nothing
+/// fits, those whose recomputation raised the backward's live bytes).
 struct AutoChoice {
   llvm::DenseSet<Operation *> recompute;
   int64_t peakBefore = 0, peakAfter = 0;
-  unsigned greedyValues = 0, fullLayers = 0;
+  unsigned cutOps = 0, greedyValues = 0, fullLayers = 0, givenBack = 0;
+  double lambda = 0; // the min-cut's bytes per FLOP (0: it did not run)
 };
 
 AutoChoice chooseAuto(func::FuncOp step, int64_t budget) {
@@ -399,7 +505,86 @@ AutoChoice chooseAuto(func::FuncOp step, int64_t budget) {
     return e.peak <= budget;
   };
 
-  // The candidates: what selective would recompute because the backward reads it.
+  // 1. The min-cut partition (ForwardCut) with the largest lambda, so the
+  // fewest recomputed FLOPs, whose estimated peak fits: a bisection on
+  // log(lambda) (the cuts are nested: a smaller lambda recomputes a superset).
+  // If even the smallest does not fit, its cut is kept when it lowers the
+  // bytes over the budget, and the greedy phases go on from it.
+  ForwardCut cut(step, [](Operation *op) { return whyKept(op, RematPolicy::Auto); });
+  std::map<SmallVector<unsigned>, Estimate> estimates; // many lambdas give one cut
+  auto estimateCut = [&](const llvm::DenseSet<Operation *> &set) {
+    SmallVector<unsigned> key;
+    for (Operation *op : set)
+      key.push_back(position[op]);
+    llvm::sort(key);
+    auto [it, inserted] = estimates.try_emplace(key);
+    if (inserted)
+      it->second = estimateWith(set);
+    return it->second;
+  };
+  // Once the budget is met: a cut at one lambda takes every op as cheap per
+  // byte as the last one it needed, and the later phases add in whole steps,
+  // so the non-GEMM ops the budget can spare are kept after all, the most
+  // FLOPs first.
+  auto giveBack = [&] {
+    SmallVector<Operation *> ops;
+    for (Operation *op : choice.recompute)
+      if (!isGemm(op))
+        ops.push_back(op);
+    llvm::sort(ops, [&](Operation *a, Operation *b) {
+      int64_t fa = flopsOf(a), fb = flopsOf(b);
+      return fa != fb ? fa > fb : position[a] < position[b];
+    });
+    for (Operation *op : ops) {
+      llvm::DenseSet<Operation *> fewer = choice.recompute;
+      fewer.erase(op);
+      // Kept if it still fits or, when nothing fits, if it lowers the bytes
+      // over the budget: a recomputed value is live in the backward too, so
+      // recomputing less can lower the peak there.
+      if (Estimate e = estimateCut(fewer); e.peak <= budget || e.excess < current.excess) {
+        choice.recompute = std::move(fewer);
+        choice.peakAfter = e.peak;
+        current = e;
+        ++choice.givenBack;
+      }
+    }
+  };
+  double lo = 1e-9, hi = 1e6; // bytes per FLOP: about all the cut can recompute, and nothing
+  llvm::DenseSet<Operation *> smallest = cut.recomputeAt(lo);
+  Estimate atLo = estimateCut(smallest);
+  if (atLo.peak <= budget) {
+    llvm::DenseSet<Operation *> best = std::move(smallest);
+    Estimate bestEstimate = atLo;
+    double bestLambda = lo;
+    while (hi / lo > 1.05) {
+      double mid = std::sqrt(lo * hi);
+      llvm::DenseSet<Operation *> set = cut.recomputeAt(mid);
+      Estimate e = estimateCut(set);
+      if (e.peak <= budget) {
+        best = std::move(set), bestEstimate = e, bestLambda = mid;
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    choice.recompute = std::move(best);
+    choice.cutOps = choice.recompute.size();
+    choice.lambda = bestLambda;
+    choice.peakAfter = bestEstimate.peak;
+    current = bestEstimate;
+    giveBack();
+    return choice;
+  }
+  if (atLo.excess < current.excess) {
+    choice.recompute = std::move(smallest);
+    choice.cutOps = choice.recompute.size();
+    choice.lambda = lo;
+    choice.peakAfter = atLo.peak;
+    current = atLo;
+  }
+
+  // 2. Greedy over the candidates the cut left: what selective would
+  // recompute because the backward reads it.
   RematAnalysis selective = analyze(step, [](Operation *op) { return whyKept(op, RematPolicy::Auto); });
   struct Candidate {
     Operation *op;
@@ -411,7 +596,8 @@ AutoChoice chooseAuto(func::FuncOp step, int64_t budget) {
     if (layers.empty() || layers.back() != d.layer)
       if (!llvm::is_contained(layers, d.layer))
         layers.push_back(d.layer);
-    if (d.kind != RematDecision::Recompute || StringRef(d.reason) != "read by the backward")
+    if (d.kind != RematDecision::Recompute || StringRef(d.reason) != "read by the backward" ||
+        choice.recompute.contains(d.op))
       continue;
     int64_t bytes = 0;
     for (Value v : d.op->getResults())
@@ -421,14 +607,16 @@ AutoChoice chooseAuto(func::FuncOp step, int64_t budget) {
   }
   llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) { return a.bytesPerFlop > b.bytesPerFlop; });
 
-  // Greedy over the candidates, then layer by layer as full.
   for (const Candidate &c : candidates) {
     size_t before = choice.recompute.size();
     bool fits = tryRecompute(c.op);
     choice.greedyValues += choice.recompute.size() != before;
-    if (fits)
+    if (fits) {
+      giveBack();
       return choice;
+    }
   }
+  // 3. Then layer by layer as full, GEMMs included.
   RematAnalysis full = analyze(step, [](Operation *op) { return whyKept(op, RematPolicy::Full); });
   for (StringAttr layer : layers) {
     SmallVector<Operation *> ops;
@@ -438,9 +626,12 @@ AutoChoice chooseAuto(func::FuncOp step, int64_t budget) {
     size_t before = choice.recompute.size();
     bool fits = tryRecompute(ops);
     choice.fullLayers += choice.recompute.size() != before;
-    if (fits)
+    if (fits) {
+      giveBack();
       return choice;
+    }
   }
+  giveBack();
   return choice;
 }
 
@@ -460,8 +651,11 @@ FailureOr<RematAnalysis> mlir::lm::analyzeRemat(func::FuncOp trainStep, RematPol
   });
   result.peakBefore = choice.peakBefore;
   result.peakAfter = choice.peakAfter;
+  result.cutOps = choice.cutOps;
+  result.lambda = choice.lambda;
   result.greedyValues = choice.greedyValues;
   result.fullLayers = choice.fullLayers;
+  result.givenBack = choice.givenBack;
   return result;
 }
 
@@ -515,10 +709,14 @@ struct TestPrintRematPass : public lm::impl::TestPrintRematPassBase<TestPrintRem
       if (failed(analysis))
         return signalPassFailure();
       os << "remat @" << step.getSymName() << " policy=" << stringifyRematPolicy(*p) << "\n";
-      if (*p == RematPolicy::Auto)
+      if (*p == RematPolicy::Auto) {
         os << "  auto: budget " << budget << " bytes, estimated activation peak " << analysis->peakBefore << " -> "
-           << analysis->peakAfter << " bytes, " << analysis->greedyValues << " values recomputed, "
-           << analysis->fullLayers << " layers full\n";
+           << analysis->peakAfter << " bytes, min-cut " << analysis->cutOps << " ops";
+        if (analysis->cutOps)
+          os << llvm::format(" at %.3g bytes/FLOP", analysis->lambda);
+        os << ", greedy " << analysis->greedyValues << " values, " << analysis->fullLayers << " layers full, "
+           << analysis->givenBack << " given back\n";
+      }
       unsigned recomputed = 0, kept = 0;
       for (const RematDecision &d : analysis->decisions) {
         os << "  " << d.layer.getValue() << ": " << d.op->getName();

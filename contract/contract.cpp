@@ -290,6 +290,15 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
     if (d.vocab() < data::kMinMlmVocab)
       return Violation{"vocab", std::to_string(d.vocab()),
                        "must be >= " + std::to_string(data::kMinMlmVocab) + " for " + d.transform() +
+  if (d.transform() == "seq2seq") {
+    if (d.vocab() < data::kFirstSpecial)
+      return Violation{"vocab", std::to_string(d.vocab()),
+                       "must be >= " + std::to_string(data::kFirstSpecial) + " for seq2seq (the 256 bytes)"};
+    if (d.seq() < 2) return Violation{"seq", std::to_string(d.seq()), "is too short for seq2seq (a token and EOS)"};
+    if (transformParam(d, "target_seq") < 2)
+      return Violation{"params.target_seq", formatG(transformParam(d, "target_seq")),
+                       "must be >= 2 for seq2seq (a token and EOS; lmc sets it from the decoder inputs)"};
+  }
                            " (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])"};
     if (d.seq() < 3)
       return Violation{"seq", std::to_string(d.seq()),

@@ -480,8 +480,12 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
   if (!hasVocab || vocabValue.kind != LMValue::Kind::Int)
     return error(e.loc) << e.name << " needs an integer config constant 'vocab' (the bound on ids)";
   int64_t vocab = vocabValue.intValue;
-  // span_corruption's own bound (a sentinel a noise span) is checked below.
-  if (e.name != "span_corruption" && vocab < data::kMinMlmVocab)
+  // span_corruption's own bound (a sentinel a noise span) is checked below;
+  // seq2seq's rows are bytes and T5's pad and EOS (ids 0 and 1), no specials.
+  if (e.name == "seq2seq" && vocab < data::kFirstSpecial)
+    return error(e.loc) << e.name << " needs vocab >= " << data::kFirstSpecial << " (the 256 bytes), the config has "
+                        << vocab;
+  if (e.name != "span_corruption" && e.name != "seq2seq" && vocab < data::kMinMlmVocab)
     return error(e.loc) << e.name << " needs vocab >= " << data::kMinMlmVocab
                         << " (the 256 bytes, then [PAD] [CLS] [SEP] [MASK]), the config has " << vocab;
 
@@ -561,6 +565,26 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
       attrs.set("lm.vocab", builder.getI64IntegerAttr(bound));
     if (o->ignoreIndex)
       attrs.set("lm.ignore_index", builder.getI64IntegerAttr(data::kIgnoreIndex));
+  } else if (e.name == "seq2seq") {
+    // The decoder's inputs fix target_seq (or must agree with it when given).
+    int64_t given = (int64_t)params["target_seq"], target = -1;
+    for (size_t i = 0; i < objective.params.size(); ++i) {
+      const data::TransformOutput *o = data::findOutput(*spec, objective.params[i].name);
+      int64_t len = cast<RankedTensorType>(op.getArgument(i).getType()).getDimSize(1);
+      if (!o->targetSeq) continue;
+      if ((target >= 0 && len != target) || (given > 0 && len != given))
+        return error(objective.params[i].loc)
+               << "input '" << o->name << "' has shape [" << batch << ", " << len << "], but the decoder's rows are "
+               << (given > 0 ? given : target) << " long" << (given > 0 ? " (target_seq)" : " (the input before it)");
+      target = len;
+    }
+    if (target < 0 && given == 0)
+      return error(e.loc) << "seq2seq: the objective reads no decoder input (decoder_ids, labels), so give "
+                          << "target_seq = N, the decoder rows' length";
+    if (target >= 0) params["target_seq"] = (double)target;
+    if (seq < 2 || params["target_seq"] < 2)
+      return error(objective.nameLoc) << "seq2seq rows need room for a token and EOS: seq " << seq
+                                      << " and target_seq " << (int64_t)params["target_seq"] << " must be >= 2";
     argAttrs[i] = attrs.getDictionary(builder.getContext());
   }
   op.setAllArgAttrs(argAttrs); // one array, not one per argument (quadratic in the parameters)

@@ -198,6 +198,7 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     values[s] = {s->defaultValue, (int64_t)s->defaultValue};
   std::optional<ast::Loc> minLrLoc; // min_lr <= lr waits until lr is known
   std::optional<ast::Loc> lrLoc;    // Adafactor's relative step takes no lr
+  std::optional<ast::Loc> fractionLoc;  // warmup or warmup_fraction, not both
 
   Env env;
   std::set<std::string> seen;
@@ -243,6 +244,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
       minLrLoc = kw.value->loc;
     if (named[0] == &st::kLr)
       lrLoc = kw.value->loc;
+    if (named[0] == &st::kWarmupFraction)
+      fractionLoc = kw.value->loc;
     if (named.size() == 1)
       return setNumber(*named[0], *kw.value, kw.name);
     FailureOr<LMValue> tuple = eval(*kw.value, env);
@@ -354,6 +357,12 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
       !st::within(st::kMinLossScale, floor, scale))
     return error(ast.trainLoc.value_or(ast::Loc{1, 1}))
            << "min_loss_scale " << st::rule(st::kMinLossScale, scale) << ", got " << st::format(st::kMinLossScale, floor);
+  // A file may offer both as config knobs (warmup = warmup, warmup_fraction = f); one must be 0.
+  if (values[&st::kWarmup].whole > 0 && values[&st::kWarmupFraction].real > 0)
+    return error(fractionLoc.value_or(ast.trainLoc.value_or(ast::Loc{1, 1})))
+           << "warmup_fraction " << st::format(st::kWarmupFraction, values[&st::kWarmupFraction].real)
+           << " cannot be combined with warmup " << values[&st::kWarmup].whole
+           << " (a step count): set one of them to 0";
   double lr = values[&st::kLr].real, minLr = values[&st::kMinLr].real;
   if (!st::within(st::kMinLr, minLr, lr))
     return error(minLrLoc.value_or(ast.trainLoc.value_or(ast::Loc{1, 1})))
@@ -376,10 +385,14 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
   // files without them keep their bytes.
   if (st::takes(*schedule, st::kCooldown))
     put(attrs, st::kCooldown);
+  if (values[&st::kWarmupFraction].real != st::kWarmupFraction.defaultValue)
+    put(attrs, st::kWarmupFraction);
   if (values[&st::kClipGradValue].real != st::kClipGradValue.defaultValue)
     put(attrs, st::kClipGradValue);
   if (values[&st::kAccumulate].whole != (int64_t)st::kAccumulate.defaultValue)
     put(attrs, st::kAccumulate);
+  if (values[&st::kEpochs].whole != (int64_t)st::kEpochs.defaultValue)
+    put(attrs, st::kEpochs);
   // fp16's loss scaling: those set (the plan writer fills in the rest, and
   // refuses them for another precision: lmc --precision may still change it).
   for (const st::Setting *s : {&st::kLossScale, &st::kLossScaleWindow, &st::kHysteresis, &st::kMinLossScale})
@@ -552,19 +565,6 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
                << l.raw << " raw tokens: compute_input_and_target_lengths); declare it [batch, " << l.targets
                << "]";
     }
-  } else if (seq < (pairs ? 5 : 3))
-    return error(objective.nameLoc) << "seq " << seq << " is too short for " << e.name
-                                    << " (at least [CLS] a [SEP]" << (pairs ? " b [SEP]" : "") << ")";
-  // Each input gets its own bound: the vocabulary, 2, batch * seq (row
-  // indices), a parameter's value, or none (a mask).
-  for (size_t i = 0; i < objective.params.size(); ++i) {
-    const data::TransformOutput *o = data::findOutput(*spec, objective.params[i].name);
-    NamedAttrList attrs(argAttrs[i]);
-    attrs.erase("lm.vocab");
-    if (int64_t bound = data::outputBound(*o, vocab, batch, seq, [&](const char *n) { return params[n]; }))
-      attrs.set("lm.vocab", builder.getI64IntegerAttr(bound));
-    if (o->ignoreIndex)
-      attrs.set("lm.ignore_index", builder.getI64IntegerAttr(data::kIgnoreIndex));
   } else if (e.name == "seq2seq") {
     // The decoder's inputs fix target_seq (or must agree with it when given).
     int64_t given = (int64_t)params["target_seq"], target = -1;
@@ -585,6 +585,19 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
     if (seq < 2 || params["target_seq"] < 2)
       return error(objective.nameLoc) << "seq2seq rows need room for a token and EOS: seq " << seq
                                       << " and target_seq " << (int64_t)params["target_seq"] << " must be >= 2";
+  } else if (seq < (pairs ? 5 : 3))
+    return error(objective.nameLoc) << "seq " << seq << " is too short for " << e.name
+                                    << " (at least [CLS] a [SEP]" << (pairs ? " b [SEP]" : "") << ")";
+  // Each input gets its own bound: the vocabulary, 2, batch * seq (row
+  // indices), a parameter's value, or none (a mask).
+  for (size_t i = 0; i < objective.params.size(); ++i) {
+    const data::TransformOutput *o = data::findOutput(*spec, objective.params[i].name);
+    NamedAttrList attrs(argAttrs[i]);
+    attrs.erase("lm.vocab");
+    if (int64_t bound = data::outputBound(*o, vocab, batch, seq, [&](const char *n) { return params[n]; }))
+      attrs.set("lm.vocab", builder.getI64IntegerAttr(bound));
+    if (o->ignoreIndex)
+      attrs.set("lm.ignore_index", builder.getI64IntegerAttr(data::kIgnoreIndex));
     argAttrs[i] = attrs.getDictionary(builder.getContext());
   }
   op.setAllArgAttrs(argAttrs); // one array, not one per argument (quadratic in the parameters)

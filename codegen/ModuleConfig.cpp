@@ -194,6 +194,7 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   const st::Kind *kind = st::findSchedule(schedule->kind());
   schedule->set_cooldown_fraction(kind && st::takes(*kind, st::kCooldown) ? number(st::kCooldown)
                                                                            : train.getFloat(st::kCooldown.attr, 0.0));
+  schedule->set_warmup_fraction(train.getFloat(st::kWarmupFraction.attr, 0.0));  // absent: 0, the plan's bytes kept
   tc->set_clip_grad_norm(number(st::kClipGradNorm));
   tc->set_clip_grad_value(number(st::kClipGradValue));
   train.getParamGroups("param_groups", *tc);
@@ -201,6 +202,7 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   // writing nothing for it keeps those plans byte-identical.
   if (int64_t accumulate = integer(st::kAccumulate); accumulate != (int64_t)st::kAccumulate.defaultValue)
     tc->set_accumulate(accumulate);
+  tc->set_epochs(train.getInt(st::kEpochs.attr, 0));  // absent: 0, the plan's bytes kept
   // The mesh (lm.mesh, from the frontend): only where there is one, so plans for
   // one process keep their bytes.
   if (auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh")) {

@@ -172,10 +172,15 @@ std::optional<Violation> checkTrainConfig(const plan::TrainConfig &train) {
                          " for a " + std::string(schedule->name) + " schedule"))
       return bad;
   if (auto bad = bound(st::kWarmup, (double)s.warmup_steps())) return bad;
+  if (auto bad = bound(st::kWarmupFraction, s.warmup_fraction())) return bad;
+  if (s.warmup_fraction() > 0 && s.warmup_steps() > 0)
+    return Violation{"warmup_fraction", formatG(s.warmup_fraction()),
+                     "cannot be combined with warmup_steps " + std::to_string(s.warmup_steps()) + " (one or the other)"};
   if (auto bad = bound(st::kDecaySteps, (double)s.decay_steps())) return bad;
   if (auto bad = bound(st::kMinLr, s.min_lr(), o.lr())) return bad;
   if (auto bad = bound(st::kClipGradNorm, train.clip_grad_norm())) return bad;
   if (auto bad = bound(st::kClipGradValue, train.clip_grad_value())) return bad;
+  if (auto bad = bound(st::kEpochs, (double)train.epochs())) return bad;
   for (const plan::ParamGroup &g : train.param_groups()) {
     if (g.patterns().empty()) return Violation{"param_groups", g.source(), "must have a pattern"};
     if (g.has_lr_scale() && !(std::isfinite(g.lr_scale()) && g.lr_scale() >= 0))
@@ -284,6 +289,15 @@ std::optional<Violation> checkDataConfig(const plan::DataConfig &d) {
       return Violation{"vocab", std::to_string(d.vocab()),
                        "must be >= " + std::to_string(data::kFirstSpecial + spans) + " for span_corruption (the 256 "
                        "bytes, then a sentinel for each of the " + std::to_string(spans) + " noise spans of a row)"};
+  }
+  if (d.transform() == "seq2seq") {
+    if (d.vocab() < data::kFirstSpecial)
+      return Violation{"vocab", std::to_string(d.vocab()),
+                       "must be >= " + std::to_string(data::kFirstSpecial) + " for seq2seq (the 256 bytes)"};
+    if (d.seq() < 2) return Violation{"seq", std::to_string(d.seq()), "is too short for seq2seq (a token and EOS)"};
+    if (transformParam(d, "target_seq") < 2)
+      return Violation{"params.target_seq", formatG(transformParam(d, "target_seq")),
+                       "must be >= 2 for seq2seq (a token and EOS; lmc sets it from the decoder inputs)"};
   }
   if (d.transform() == "classify" || d.transform() == "regression" || d.transform() == "sft" ||
       d.transform() == "preference" || d.transform() == "tokens" || d.transform() == "span") {

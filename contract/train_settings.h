@@ -79,6 +79,11 @@ inline constexpr double kBareModuleWeightDecay = 0.0;
 
 // --- learning-rate schedules (formulas in runtime/train/schedule.h) ---------------
 inline constexpr Setting kWarmup{"warmup", "warmup", "warmup_steps", 0, 0, kNoLimit, false, false, true};
+// The warmup as a share of the schedule's steps (HF's warmup_ratio: ceil(fraction x
+// steps) warmup steps, resolved by lmrt run once --steps or --epochs is known);
+// 0: the step count `warmup` instead. The two cannot both be given.
+inline constexpr Setting kWarmupFraction{"warmup_fraction", "warmup_fraction", "warmup_fraction", 0, 0, 1, false,
+                                         true, false, "0: off", "the share of the steps spent warming up"};
 inline constexpr Setting kMinLr{"min_lr", "min_lr", "min_lr", 0, 0, kNoLimit, false, false, false,
                                 nullptr, nullptr, &kLr};
 // 0: decay over the run's --steps.
@@ -97,6 +102,11 @@ inline constexpr Setting kClipGradNorm{"clip_grad_norm", "clip_grad_norm", "clip
 // norm's clipping), as torch.nn.utils.clip_grad_value_.
 inline constexpr Setting kClipGradValue{"clip_grad_value", "clip_grad_value", "clip_grad_value", 0, 0, kNoLimit,
                                         false, false, false, "0: off"};
+// How long lmrt run trains when given neither --steps nor --epochs: passes over
+// an example dataset's records (a recipe's "3 epochs"); 0: one of the flags is needed.
+inline constexpr Setting kEpochs{"epochs", "epochs", "epochs", 0, 0, 1000000, false, false, true,
+                                 "0: lmrt run's --steps or --epochs decide",
+                                 "the passes over the records lmrt run makes without --steps or --epochs"};
 inline constexpr Setting kAccumulate{"accumulate", "accumulate", "accumulate", 1, 1, 1 << 20, false, false, true};
 
 // --- fp16's dynamic loss scaling (docs/mixed-precision.md, "fp16"), DeepSpeed's rules ---
@@ -289,10 +299,10 @@ inline const std::vector<Kind> &optimizers() {
 
 inline const std::vector<Kind> &schedules() {
   static const std::vector<Kind> kinds = {
-      {"constant", {&kWarmup}},
-      {"linear", {&kWarmup, &kMinLr, &kDecaySteps}},
-      {"cosine", {&kWarmup, &kMinLr, &kDecaySteps}},
-      {"wsd", {&kWarmup, &kMinLr, &kDecaySteps, &kCooldown}},
+      {"constant", {&kWarmup, &kWarmupFraction}},
+      {"linear", {&kWarmup, &kMinLr, &kDecaySteps, &kWarmupFraction}},
+      {"cosine", {&kWarmup, &kMinLr, &kDecaySteps, &kWarmupFraction}},
+      {"wsd", {&kWarmup, &kMinLr, &kDecaySteps, &kCooldown, &kWarmupFraction}},
   };
   return kinds;
 }
@@ -301,7 +311,7 @@ inline const std::vector<Kind> &schedules() {
 inline const std::vector<const Setting *> &blockSettings() {
   static const std::vector<const Setting *> list = {&kClipGradNorm, &kClipGradValue, &kAccumulate,
                                                     &kLossScale,    &kLossScaleWindow, &kHysteresis,
-                                                    &kMinLossScale};
+                                                    &kMinLossScale, &kEpochs};
   return list;
 }
 
@@ -313,8 +323,15 @@ inline const std::vector<const Setting *> &allSettings() {
                                                     &kMomentum, &kNesterov, &kEps2, &kClipThreshold,
                                                     &kDecayRate, &kRelativeStep, &kScaleParameter,
                                                     &kWarmupInit, &kClipGradValue, &kLossScale,
-                                                    &kLossScaleWindow, &kHysteresis, &kMinLossScale};
+                                                    &kLossScaleWindow, &kHysteresis, &kMinLossScale,
+                                                    &kWarmupFraction, &kEpochs};
   return list;
+}
+
+/* The warmup steps of a schedule of `steps` steps: `warmup`, or with a
+   fraction > 0 ceil(fraction x steps), as HF's get_warmup_steps. */
+inline int64_t warmupSteps(int64_t warmup, double fraction, int64_t steps) {
+  return fraction > 0 ? (int64_t)std::ceil(fraction * (double)steps) : warmup;
 }
 
 inline const Kind *findKind(const std::vector<Kind> &kinds, const std::string &name) {

@@ -266,6 +266,22 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"max_question", 64, 1, 1 << 20, false,
             "the most tokens a question keeps (BERT's max_query_length); the context fills the rest", true},
        }},
+      // Encoder-decoder rows of an input and a target (example_batches.h), as
+      // HF's T5 fine-tuning (run_summarization.py): both end with EOS, the
+      // decoder reads the labels shifted right after the start id 0.
+      {"seq2seq",
+       {
+           {"ids", false, false, Bound::Vocab, false, false, "input EOS [PAD]... (T5's ids: EOS 1, pad 0)"},
+           {"attention_mask", true, false, Bound::None, false, false, "1 on the input and its EOS, 0 on padding"},
+           {"decoder_ids", false, false, Bound::Vocab, false, false,
+            "the labels shifted right after the start id 0, padding 0", nullptr, false, true},
+           {"labels", false, false, Bound::Vocab, true, false,
+            "target EOS, -100 on padding (and on validation rows past the last record)", nullptr, false, true},
+       },
+       {
+           {"target_seq", 0, 0, 1 << 20, false,
+            "the decoder rows' length (0: the length of the objective's decoder_ids and labels)", true},
+       }},
       // Causal rows of a prompt and a response (example_batches.h): the loss
       // on the response only (SFT), and a chosen and a rejected response
       // (reward models, DPO).
@@ -328,10 +344,11 @@ inline std::string outputNames(const TransformSpec &spec, bool nsp, bool sop = f
 }
 
 /* The length of the targetSeq outputs of `transform` for inputs of `seq` ids:
-   span_corruption's computed targets length; -1 when none fits (or the
+   span_corruption's computed targets length, seq2seq's target_seq; -1 when none fits (or the
    transform has none). `param(name)` gives a transform parameter's value. */
 template <typename ParamFn>
 inline int64_t targetSeqLength(const std::string &transform, int64_t seq, ParamFn param) {
+  if (transform == "seq2seq") return (int64_t)param("target_seq");
   if (transform != "span_corruption") return -1;
   return spanCorruptionLengths(seq, param("noise_density"), param("mean_noise_span_length")).targets;
 }

@@ -198,6 +198,7 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     values[s] = {s->defaultValue, (int64_t)s->defaultValue};
   std::optional<ast::Loc> minLrLoc; // min_lr <= lr waits until lr is known
   std::optional<ast::Loc> lrLoc;    // Adafactor's relative step takes no lr
+  std::optional<ast::Loc> fractionLoc;  // warmup or warmup_fraction, not both
 
   Env env;
   std::set<std::string> seen;
@@ -243,6 +244,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
       minLrLoc = kw.value->loc;
     if (named[0] == &st::kLr)
       lrLoc = kw.value->loc;
+    if (named[0] == &st::kWarmupFraction)
+      fractionLoc = kw.value->loc;
     if (named.size() == 1)
       return setNumber(*named[0], *kw.value, kw.name);
     FailureOr<LMValue> tuple = eval(*kw.value, env);
@@ -354,6 +357,12 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
       !st::within(st::kMinLossScale, floor, scale))
     return error(ast.trainLoc.value_or(ast::Loc{1, 1}))
            << "min_loss_scale " << st::rule(st::kMinLossScale, scale) << ", got " << st::format(st::kMinLossScale, floor);
+  // A file may offer both as config knobs (warmup = warmup, warmup_fraction = f); one must be 0.
+  if (values[&st::kWarmup].whole > 0 && values[&st::kWarmupFraction].real > 0)
+    return error(fractionLoc.value_or(ast.trainLoc.value_or(ast::Loc{1, 1})))
+           << "warmup_fraction " << st::format(st::kWarmupFraction, values[&st::kWarmupFraction].real)
+           << " cannot be combined with warmup " << values[&st::kWarmup].whole
+           << " (a step count): set one of them to 0";
   double lr = values[&st::kLr].real, minLr = values[&st::kMinLr].real;
   if (!st::within(st::kMinLr, minLr, lr))
     return error(minLrLoc.value_or(ast.trainLoc.value_or(ast::Loc{1, 1})))
@@ -376,10 +385,14 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
   // files without them keep their bytes.
   if (st::takes(*schedule, st::kCooldown))
     put(attrs, st::kCooldown);
+  if (values[&st::kWarmupFraction].real != st::kWarmupFraction.defaultValue)
+    put(attrs, st::kWarmupFraction);
   if (values[&st::kClipGradValue].real != st::kClipGradValue.defaultValue)
     put(attrs, st::kClipGradValue);
   if (values[&st::kAccumulate].whole != (int64_t)st::kAccumulate.defaultValue)
     put(attrs, st::kAccumulate);
+  if (values[&st::kEpochs].whole != (int64_t)st::kEpochs.defaultValue)
+    put(attrs, st::kEpochs);
   // fp16's loss scaling: those set (the plan writer fills in the rest, and
   // refuses them for another precision: lmc --precision may still change it).
   for (const st::Setting *s : {&st::kLossScale, &st::kLossScaleWindow, &st::kHysteresis, &st::kMinLossScale})
@@ -480,8 +493,12 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
   if (!hasVocab || vocabValue.kind != LMValue::Kind::Int)
     return error(e.loc) << e.name << " needs an integer config constant 'vocab' (the bound on ids)";
   int64_t vocab = vocabValue.intValue;
-  // span_corruption's own bound (a sentinel a noise span) is checked below.
-  if (e.name != "span_corruption" && vocab < data::kMinMlmVocab)
+  // span_corruption's own bound (a sentinel a noise span) is checked below;
+  // seq2seq's rows are bytes and T5's pad and EOS (ids 0 and 1), no specials.
+  if (e.name == "seq2seq" && vocab < data::kFirstSpecial)
+    return error(e.loc) << e.name << " needs vocab >= " << data::kFirstSpecial << " (the 256 bytes), the config has "
+                        << vocab;
+  if (e.name != "span_corruption" && e.name != "seq2seq" && vocab < data::kMinMlmVocab)
     return error(e.loc) << e.name << " needs vocab >= " << data::kMinMlmVocab
                         << " (the 256 bytes, then [PAD] [CLS] [SEP] [MASK]), the config has " << vocab;
 
@@ -548,6 +565,26 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
                << l.raw << " raw tokens: compute_input_and_target_lengths); declare it [batch, " << l.targets
                << "]";
     }
+  } else if (e.name == "seq2seq") {
+    // The decoder's inputs fix target_seq (or must agree with it when given).
+    int64_t given = (int64_t)params["target_seq"], target = -1;
+    for (size_t i = 0; i < objective.params.size(); ++i) {
+      const data::TransformOutput *o = data::findOutput(*spec, objective.params[i].name);
+      int64_t len = cast<RankedTensorType>(op.getArgument(i).getType()).getDimSize(1);
+      if (!o->targetSeq) continue;
+      if ((target >= 0 && len != target) || (given > 0 && len != given))
+        return error(objective.params[i].loc)
+               << "input '" << o->name << "' has shape [" << batch << ", " << len << "], but the decoder's rows are "
+               << (given > 0 ? given : target) << " long" << (given > 0 ? " (target_seq)" : " (the input before it)");
+      target = len;
+    }
+    if (target < 0 && given == 0)
+      return error(e.loc) << "seq2seq: the objective reads no decoder input (decoder_ids, labels), so give "
+                          << "target_seq = N, the decoder rows' length";
+    if (target >= 0) params["target_seq"] = (double)target;
+    if (seq < 2 || params["target_seq"] < 2)
+      return error(objective.nameLoc) << "seq2seq rows need room for a token and EOS: seq " << seq
+                                      << " and target_seq " << (int64_t)params["target_seq"] << " must be >= 2";
   } else if (seq < (pairs ? 5 : 3))
     return error(objective.nameLoc) << "seq " << seq << " is too short for " << e.name
                                     << " (at least [CLS] a [SEP]" << (pairs ? " b [SEP]" : "") << ")";

@@ -21,6 +21,7 @@ const char *taskName(ExampleTask t) {
   case ExampleTask::Preference: return "preference";
   case ExampleTask::Tokens: return "tokens";
   case ExampleTask::Span: return "span";
+  case ExampleTask::Seq2Seq: return "seq2seq";
   }
   return "?";
 }
@@ -37,7 +38,7 @@ std::string fieldList(const ExampleShard &s) {
 bool exampleTask(const std::string &transform, ExampleTask &task) {
   for (ExampleTask t :
        {ExampleTask::Classify, ExampleTask::Regression, ExampleTask::Sft, ExampleTask::Preference, ExampleTask::Tokens,
-        ExampleTask::Span})
+        ExampleTask::Span, ExampleTask::Seq2Seq})
     if (transform == taskName(t)) {
       task = t;
       return true;
@@ -67,14 +68,16 @@ ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64
          train_->path().c_str(), fieldList(*train_).c_str());
   std::vector<int> texts = train_->fieldsOf(FieldKind::Text);
   // How many texts each task reads, and what they are called in its errors.
-  const size_t lo = task == ExampleTask::Sft || task == ExampleTask::Span ? 2 : task == ExampleTask::Preference ? 3 : 1;
-  const size_t hi = task == ExampleTask::Sft || task == ExampleTask::Span ? 2 : task == ExampleTask::Preference ? 3
+  const bool two = task == ExampleTask::Sft || task == ExampleTask::Span || task == ExampleTask::Seq2Seq;
+  const size_t lo = two ? 2 : task == ExampleTask::Preference ? 3 : 1;
+  const size_t hi = two ? 2 : task == ExampleTask::Preference ? 3
                     : task == ExampleTask::Tokens                              ? 1
                                                                                : 2;
   const char *roles = task == ExampleTask::Sft           ? "prompt, response"
                       : task == ExampleTask::Preference ? "prompt, chosen, rejected"
                       : task == ExampleTask::Tokens     ? "words (--fields tokens:words,tags:tags)"
                       : task == ExampleTask::Span       ? "question, context (--fields question,context,answers:span)"
+                      : task == ExampleTask::Seq2Seq    ? "input, target (--fields input,target)"
                                                         : "text [, text_b]";
   if (texts.size() < lo || texts.size() > hi)
     fail("%s has %zu text field%s (%s); %s reads %s", train_->path().c_str(), texts.size(),
@@ -122,6 +125,10 @@ ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64
           if (t < 0 || t >= data::kFirstSpecial)
             fail("%s: record %llu: token %d of '%s' is not a byte (the %s transform reads byte data)",
                  s->path().c_str(), (unsigned long long)r, t, s->fields()[f].name.c_str(), name);
+          else if (task == ExampleTask::Seq2Seq && (t == data::kT5Pad || t == data::kT5Eos))
+            fail("%s: record %llu: '%s' holds byte %d, which is T5's %s id in the seq2seq transform's rows",
+                 s->path().c_str(), (unsigned long long)r, s->fields()[f].name.c_str(), t,
+                 t == data::kT5Pad ? "pad (and decoder start)" : "EOS");
       }
       if (tags_ >= 0) {
         s->text(r, tags_, ids);
@@ -165,6 +172,14 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
     out.ints[p + "last"].assign(rows_, 0);
   };
   if (task_ == ExampleTask::Sft) return causalRows("", "attention_mask");
+  if (task_ == ExampleTask::Seq2Seq) {
+    const size_t targetCells = (size_t)(rows_ * targetSeq_);
+    out.ints["ids"].assign(cells, data::kT5Pad);
+    out.floats["attention_mask"].assign(cells, 0.0f);
+    out.ints["decoder_ids"].assign(targetCells, data::kT5Pad);
+    out.ints["labels"].assign(targetCells, (int32_t)data::kIgnoreIndex);
+    return;
+  }
   if (task_ == ExampleTask::Preference) {
     causalRows("chosen_", "chosen_mask");
     causalRows("rejected_", "rejected_mask");
@@ -205,12 +220,34 @@ void ExampleBatcher::fillCausal(const std::vector<int32_t> &prompt, const std::v
   out.ints[prefix + "last"][row] = (int32_t)(row * seq_ + n - 1);
 }
 
+void ExampleBatcher::fillSeq2Seq(const std::vector<int32_t> &input, const std::vector<int32_t> &target, int64_t row,
+                                 bool ignore, ExampleBatch &out) const {
+  // HF's tokenizer(..., truncation=True, max_length=L) keeps L - 1 tokens and EOS.
+  const int64_t n = std::min<int64_t>((int64_t)input.size(), seq_ - 1);
+  int32_t *ids = &out.ints["ids"][row * seq_];
+  float *att = &out.floats["attention_mask"][row * seq_];
+  for (int64_t t = 0; t <= n; ++t) {
+    ids[t] = t < n ? input[t] : data::kT5Eos;
+    att[t] = 1.0f;
+  }
+  const int64_t m = std::min<int64_t>((int64_t)target.size(), targetSeq_ - 1);
+  int32_t *dec = &out.ints["decoder_ids"][row * targetSeq_], *labels = &out.ints["labels"][row * targetSeq_];
+  for (int64_t t = 0; t <= m; ++t) {
+    const int32_t label = t < m ? target[t] : data::kT5Eos;
+    if (!ignore) labels[t] = label;
+    // The decoder reads the label before (the start id 0 first), even on
+    // ignored rows, so their forward stays that of a real record.
+    if (t + 1 < targetSeq_) dec[t + 1] = label;
+  }
+}
+
 void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row, bool ignore,
                              ExampleBatch &out) const {
   std::vector<int32_t> a, b;
   s.text(record, textA_, a);
   if (textB_ >= 0) s.text(record, textB_, b);
   if (task_ == ExampleTask::Sft) return fillCausal(a, b, row, ignore, "", out);
+  if (task_ == ExampleTask::Seq2Seq) return fillSeq2Seq(a, b, row, ignore, out);
   if (task_ == ExampleTask::Preference) {
     std::vector<int32_t> c;
     s.text(record, textC_, c);

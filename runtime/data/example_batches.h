@@ -38,13 +38,20 @@
    context (as HF's run_qa labels such features); -100 on validation rows past
    the last record.
 
+   seq2seq (encoder-decoder, as HF's T5 fine-tuning) rows: `ids` the first
+   text field (the input) cut to seq - 1 tokens, then EOS, padded with T5's
+   pad 0 (attention_mask 1 on the input and EOS); `labels` [rows, target_seq]
+   the second (the target) cut to target_seq - 1, then EOS, -100 on padding;
+   `decoder_ids` the labels shifted right after the start id 0, padding 0
+   (HF's _shift_right). The texts may not hold bytes 0 and 1 (T5's pad and EOS).
+
    Training visits the records in epochs: sample g (row r of step s's batch of
    stepRows rows, g = s * stepRows + r) is record perm_e[g mod R] of epoch
    e = g div R, perm_e a shuffle keyed by (seed, e). So every epoch is one pass
    over the R records in a fresh order, and a batch is a pure function of
    (seed, step): a resumed run sees the same batches. Validation batch i holds
    records i * rows .. in file order; rows past the last record repeat record 0
-   with label -100 (the ignore index; sft and preference: every label -100),
+   with label -100 (the ignore index; sft, preference and seq2seq: every label -100),
    so `cross_entropy` and `accuracy` with ignore_index = -100 score each record
    exactly once (regression has no ignore index: its rows past the end repeat
    record 0). Rows are padded, never packed
@@ -61,7 +68,7 @@
 
 namespace lmrt {
 
-enum class ExampleTask { Classify, Regression, Sft, Preference, Tokens, Span };
+enum class ExampleTask { Classify, Regression, Sft, Preference, Tokens, Span, Seq2Seq };
 /* The task of a transform name, or false. */
 bool exampleTask(const std::string &transform, ExampleTask &task);
 
@@ -90,6 +97,8 @@ public:
   void checkValidation() const;
   /* span: the most tokens a question keeps (the transform's max_question). */
   void setMaxQuestion(int64_t n) { maxQuestion_ = n; }
+  /* seq2seq: the decoder rows' length (the transform's target_seq). */
+  void setTargetSeq(int64_t n) { targetSeq_ = n; }
   /* span: where record's context starts in its row and how many of its
      tokens the row keeps (the row is [CLS] question [SEP] context [SEP]). */
   void spanRow(const ExampleShard &s, uint64_t record, int64_t &contextStart, int64_t &kept) const;
@@ -109,6 +118,8 @@ private:
   void fillRow(const ExampleShard &shard, uint64_t record, int64_t row, bool ignore, ExampleBatch &out) const;
   void fillCausal(const std::vector<int32_t> &prompt, const std::vector<int32_t> &response, int64_t row,
                   bool ignore, const std::string &prefix, ExampleBatch &out) const;
+  void fillSeq2Seq(const std::vector<int32_t> &input, const std::vector<int32_t> &target, int64_t row, bool ignore,
+                   ExampleBatch &out) const;
   void resize(ExampleBatch &out) const;
   std::unique_ptr<ExampleShard> train_, val_;
   std::unique_ptr<TokenSource> trainTokens_, valTokens_;
@@ -117,6 +128,7 @@ private:
   uint64_t seed_, stepRows_;
   int textA_ = -1, textB_ = -1, textC_ = -1, label_ = -1, target_ = -1, tags_ = -1, span_ = -1;
   int64_t maxQuestion_ = 64;
+  int64_t targetSeq_ = 0;
   // The last epoch's order, cached: a pure function of (seed, epoch).
   mutable uint64_t permEpoch_ = UINT64_MAX;
   mutable std::vector<uint64_t> perm_;

@@ -115,12 +115,13 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
       examples_ = std::make_unique<ExampleBatcher>(dir, task, dc.batch(), dc.seq(), classes, seed);
     });
     if (task == ExampleTask::Span) examples_->setMaxQuestion((int64_t)contract::transformParam(dc, "max_question"));
+    if (task == ExampleTask::Seq2Seq) examples_->setTargetSeq((int64_t)contract::transformParam(dc, "target_seq"));
     exampleBatch_ = std::make_unique<ExampleBatch>();
     tokensPerStep_ = double(dc.batch()) * double(dc.seq());
     rows_ = dc.batch();
   } else {
     fail("plan data transform '%s' is not supported by lmrt run (it implements causal, mlm, span_mlm, "
-         "span_corruption, classify, regression, sft, preference, tokens and span)",
+         "span_corruption, classify, regression, sft, preference, tokens, span and seq2seq)",
          transform_.c_str());
   }
   for (const auto &[name, type] : types_) {

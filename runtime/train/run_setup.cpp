@@ -63,7 +63,12 @@ void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
   if (run.accumulate > kMaxAccumulate)
     fail("plan accumulate %lld exceeds %lld", (long long)run.accumulate, (long long)kMaxAccumulate);
   run.checkpointDir = o.checkpointDir;
-  if (o.epochs > 0) {
+  // The plan's epochs (a recipe's train block) where no flag says how long.
+  const int64_t epochs = o.epochs > 0 ? o.epochs : o.steps == 0 && o.resumePath.empty() ? tc.epochs() : 0;
+  if (epochs == 0 && o.steps == 0 && o.resumePath.empty())
+    fail("--steps is required (it may be left out only with --resume; --epochs N for example datasets, or a plan "
+         "whose train block sets epochs)");
+  if (epochs > 0) {
     // An epoch is one pass over the records (example_batches.h); the last step
     // may read into the next pass's order to fill its batch.
     const plan::DataConfig &dc = s.plan().data();
@@ -73,8 +78,9 @@ void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
            "token windows; give --steps", dc.transform().c_str());
     ExampleShard shard(o.dataDir + "/train.examples");
     const uint64_t perStep = (uint64_t)dc.batch() * (uint64_t)run.accumulate;
-    run.steps = (int64_t)((o.epochs * shard.records() + perStep - 1) / perStep);
-    std::fprintf(log, "epochs: %lld x %llu records, %llu a step: %lld steps\n", (long long)o.epochs,
+    run.steps = (int64_t)((epochs * shard.records() + perStep - 1) / perStep);
+    std::fprintf(log, "epochs: %lld%s x %llu records, %llu a step: %lld steps\n", (long long)epochs,
+                 o.epochs > 0 ? "" : " (the plan's)",
                  (unsigned long long)shard.records(), (unsigned long long)perStep, (long long)run.steps);
   }
   if (!o.resumePath.empty()) {
@@ -118,7 +124,11 @@ void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
          "with --resume or accumulate > 1");
   const plan::Schedule &ps = tc.schedule();
   run.schedule = makeSchedule(ps.kind(), tc.optimizer().lr(), ps.min_lr(), ps.warmup_steps(), ps.decay_steps(),
-                              run.steps, ps.cooldown_fraction());
+                              run.steps, ps.cooldown_fraction(), ps.warmup_fraction());
+  // A warmup fraction is of the schedule's steps: decay_steps, or the run's.
+  if (ps.warmup_fraction() > 0)
+    std::fprintf(log, "warmup: %lld steps (warmup_fraction %g of %lld)\n", (long long)run.schedule.warmupSteps,
+                 ps.warmup_fraction(), (long long)run.schedule.decaySteps);
   if (run.resume)
     checkScheduleMatches(run.schedule, run.resume->meta.schedule, run.steps, run.resume->meta.totalSteps);
   run.lastStep = run.stopAt > 0 ? std::min(run.stopAt, run.steps) : run.steps;

@@ -9,7 +9,7 @@
 namespace lmrt {
 
 LrSchedule makeSchedule(const std::string &kind, double lr, double minLr, int64_t warmup,
-                        int64_t decaySteps, int64_t runSteps, double cooldownFraction) {
+                        int64_t decaySteps, int64_t runSteps, double cooldownFraction, double warmupFraction) {
   LrSchedule s;
   s.kind = kind.empty() ? settings::kDefaultSchedule : kind;
   const settings::Kind *schedule = settings::findSchedule(s.kind);
@@ -26,6 +26,11 @@ LrSchedule makeSchedule(const std::string &kind, double lr, double minLr, int64_
   check(settings::kMinLr, minLr, lr);
   check(settings::kWarmup, (double)warmup);
   check(settings::kDecaySteps, (double)decaySteps);
+  check(settings::kWarmupFraction, warmupFraction);
+  if (warmupFraction > 0 && warmup > 0)
+    fail("plan warmup_fraction = %g cannot be combined with warmup_steps = %lld (one or the other)", warmupFraction,
+         (long long)warmup);
+  warmup = settings::warmupSteps(warmup, warmupFraction, decaySteps > 0 ? decaySteps : runSteps);
   if (settings::takes(*schedule, settings::kCooldown)) check(settings::kCooldown, cooldownFraction);
   s.lr = lr;
   s.minLr = minLr;

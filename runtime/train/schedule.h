@@ -33,10 +33,12 @@ struct LrSchedule {
 
 /* Checks the kind and the numbers against the train settings' table;
    `runSteps` resolves decay_steps == 0. A kind that takes no cooldown ignores
-   `cooldownFraction`, so a plan's cooldown_fraction (0 there) may be passed as is. */
+   `cooldownFraction`, so a plan's cooldown_fraction (0 there) may be passed as is.
+   A `warmupFraction` > 0 replaces `warmup` (which must then be 0): ceil(fraction
+   x the schedule's steps) warmup steps (settings::warmupSteps). */
 LrSchedule makeSchedule(const std::string &kind, double lr, double minLr, int64_t warmup,
                         int64_t decaySteps, int64_t runSteps,
-                        double cooldownFraction = settings::kCooldown.defaultValue);
+                        double cooldownFraction = settings::kCooldown.defaultValue, double warmupFraction = 0);
 
 double learningRate(const LrSchedule &s, int64_t step);
 

@@ -258,6 +258,11 @@ void inspect(const std::string &path, bool steps) {
   const settings::Kind *schedule = settings::findSchedule(s.kind());
   if (schedule && settings::takes(*schedule, settings::kCooldown))
     std::printf("wsd cooldown: the last %g of the steps after warmup\n", s.cooldown_fraction());
+  if (p.train().epochs() > 0)
+    std::printf("epochs: %lld (lmrt run's length without --steps or --epochs)\n", (long long)p.train().epochs());
+  if (s.warmup_fraction() > 0)
+    std::printf("warmup_fraction: %g (warmup over ceil(%g x the schedule's steps) steps)\n", s.warmup_fraction(),
+                s.warmup_fraction());
   if (p.train().accumulate() > 1)
     std::printf("accumulate: %lld micro-batches per step\n", (long long)p.train().accumulate());
   if (p.train().has_mesh())

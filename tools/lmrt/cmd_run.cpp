@@ -29,8 +29,7 @@ void run(Options &o) {
   if (!o.steps.empty() && !o.epochs.empty()) fail("--steps and --epochs both say how long to train; give one");
   if (!o.epochs.empty()) t.epochs = parseIntFlag("--epochs", o.epochs, 1, 1000000);
   else if (!o.steps.empty()) t.steps = parseIntFlag("--steps", o.steps, 1, kMaxSteps);
-  else if (t.resumePath.empty())
-    fail("--steps is required (it may be left out only with --resume; --epochs N for example datasets)");
+  // Neither: the checkpoint's run (--resume) or the plan's `epochs` (run_setup.cpp).
   if (!o.seed.empty()) t.seed = parseU64Flag("--seed", o.seed);
   t.seedGiven = !o.seed.empty();
   t.evalInterval = parseIntFlag("--eval-interval", o.evalInterval, 0, kMaxSteps);

@@ -13,6 +13,8 @@ ap.add_argument("--logit-var", type=float, default=0.0,
                 help="variance of a fresh model's logits (T5's initialisation gives 1): the first loss is then "
                 "about ln(vocab) + var / 2 (E log sum exp of V normals), not ln(vocab)")
 ap.add_argument("--max-val-loss", type=float, default=None)
+ap.add_argument("--min-val-metric", action="append", default=[], metavar="NAME=VALUE",
+                help="the last evaluation's metric NAME (val_NAME in the file) must be at least VALUE")
 ap.add_argument("--eval-output", help="`lmrt eval` output on the final weights with the run's eval batches: "
                 "its loss and each metric must equal the last evaluation's")
 a = ap.parse_args()
@@ -43,6 +45,14 @@ if not vals:
 print(f"val_loss {vals[0]:.4f} -> {vals[-1]:.4f}")
 if a.max_val_loss is not None and vals[-1] > a.max_val_loss:
     sys.exit(f"final val_loss {vals[-1]:.4f} > {a.max_val_loss}")
+for spec in a.min_val_metric:
+    name, _, bound = spec.partition("=")
+    got = [r["val_" + name] for r in rows if "val_" + name in r]
+    if not got:
+        sys.exit(f"no val_{name} in metrics")
+    print(f"val_{name} {got[0]:.4f} -> {got[-1]:.4f} (at least {float(bound):g})")
+    if got[-1] < float(bound):
+        sys.exit(f"final val_{name} {got[-1]:.4f} < {bound}")
 if a.eval_output:
     last_eval = [r for r in rows if "val_loss" in r][-1]
     printed = {}

@@ -66,7 +66,7 @@ bool runtimeAccepts(const plan::TrainConfig &train) {
   const plan::Schedule &s = train.schedule();
   try {
     lmrt::makeSchedule(s.kind(), train.optimizer().lr(), s.min_lr(), s.warmup_steps(), s.decay_steps(), 100,
-                       s.cooldown_fraction());
+                       s.cooldown_fraction(), s.warmup_fraction());
     return true;
   } catch (const lmrt::Error &) {
     return false;

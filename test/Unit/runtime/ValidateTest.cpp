@@ -432,7 +432,7 @@ TEST(Validate, MlmDataContract) {
             "vocab = 256 must be >= 260 for mlm (the 256 bytes, then [PAD] [CLS] [SEP] [MASK])");
   d.set_vocab(260);
   d.set_transform("bert");
-  EXPECT_EQ(contract::checkDataConfig(d)->str(), "transform = \"bert\" is not supported (expected one of causal, mlm, span_mlm, span_corruption, classify, regression, tokens, span, sft, preference)");
+  EXPECT_EQ(contract::checkDataConfig(d)->str(), "transform = \"bert\" is not supported (expected one of causal, mlm, span_mlm, span_corruption, classify, regression, tokens, span, seq2seq, sft, preference)");
   d.set_transform("mlm");
 
   auto input = [](const std::string &name, plan::DType dtype, std::vector<int64_t> shape, int64_t vocab) {

@@ -320,3 +320,74 @@ TEST(SpanTransform, BuildErrorsNameTheLine) {
             std::string::npos);
   EXPECT_THROW(parseFieldList({"answers:span", "context"}), Error);
 }
+
+namespace {
+
+/* Builds an (input, target) dataset of `train` and `val` JSON Lines. */
+std::string seq2seqData(TempDir &d, const std::string &train, const std::string &val) {
+  writeFile(d.file("s.jsonl"), train);
+  writeFile(d.file("sv.jsonl"), val);
+  JsonlBuildOptions o;
+  o.inputs = {d.file("s.jsonl")};
+  o.valInputs = {d.file("sv.jsonl")};
+  o.outDir = d.file("s2s");
+  o.fields = {"input", "target"};
+  buildJsonlDataset(o);
+  return o.outDir;
+}
+
+}  // namespace
+
+/* HF's T5 fine-tuning rows: input EOS pad..., labels target EOS -100...,
+   decoder ids the labels shifted right after the start id 0 (pad 0 where the
+   labels are -100); both sides cut to their row less the EOS. */
+TEST(Seq2SeqTransform, RowsAreInputEosAndShiftedTargets) {
+  TempDir d;
+  const std::string dir = seq2seqData(d, "{\"input\": \"abc\", \"target\": \"xy\"}\n",
+                                      "{\"input\": \"abcdefg\", \"target\": \"uvwxyz\"}\n");
+  const int64_t seq = 6, tseq = 5;
+  ExampleBatcher b(dir, ExampleTask::Seq2Seq, 2, seq, 0, 1);
+  b.setTargetSeq(tseq);
+  ExampleBatch x;
+  b.trainBatch(0, x);  // one record: both rows are it
+  EXPECT_EQ(row(x.ints["ids"], 0, seq), (std::vector<int32_t>{'a', 'b', 'c', 1, 0, 0}));
+  EXPECT_EQ(std::vector<float>(x.floats["attention_mask"].begin(), x.floats["attention_mask"].begin() + seq),
+            (std::vector<float>{1, 1, 1, 1, 0, 0}));
+  EXPECT_EQ(row(x.ints["labels"], 0, tseq), (std::vector<int32_t>{'x', 'y', 1, -100, -100}));
+  EXPECT_EQ(row(x.ints["decoder_ids"], 0, tseq), (std::vector<int32_t>{0, 'x', 'y', 1, 0}));
+  EXPECT_EQ(x.ints["labels"].size(), (size_t)(2 * tseq));
+  // Validation: cut to seq - 1 and tseq - 1 tokens, then EOS; the row past
+  // the last record repeats record 0 with every label -100.
+  b.valBatch(0, x);
+  EXPECT_EQ(row(x.ints["ids"], 0, seq), (std::vector<int32_t>{'a', 'b', 'c', 'd', 'e', 1}));
+  EXPECT_EQ(row(x.ints["labels"], 0, tseq), (std::vector<int32_t>{'u', 'v', 'w', 'x', 1}));
+  EXPECT_EQ(row(x.ints["decoder_ids"], 0, tseq), (std::vector<int32_t>{0, 'u', 'v', 'w', 'x'}));
+  EXPECT_EQ(row(x.ints["labels"], 1, tseq), (std::vector<int32_t>(tseq, -100)));
+  EXPECT_EQ(row(x.ints["decoder_ids"], 1, tseq), (std::vector<int32_t>{0, 'u', 'v', 'w', 'x'}));
+}
+
+TEST(Seq2SeqTransform, RefusesT5sPadAndEosBytesAndOneText) {
+  TempDir d;
+  const std::string dir = seq2seqData(d, "{\"input\": \"a\\u0001b\", \"target\": \"xy\"}\n",
+                                      "{\"input\": \"a\", \"target\": \"x\"}\n");
+  try {
+    ExampleBatcher b(dir, ExampleTask::Seq2Seq, 1, 8, 0, 1);
+    FAIL() << "byte 1 accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("record 0: 'input' holds byte 1, which is T5's EOS id"), std::string::npos)
+        << e.what();
+  }
+  writeFile(d.file("one.jsonl"), "{\"text\": \"abc\"}\n");
+  JsonlBuildOptions o;
+  o.inputs = {d.file("one.jsonl")};
+  o.outDir = d.file("one");
+  o.fields = {"text"};
+  o.valFraction = 0;
+  buildJsonlDataset(o);
+  try {
+    ExampleBatcher b(o.outDir, ExampleTask::Seq2Seq, 1, 8, 0, 1);
+    FAIL() << "one text field accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("seq2seq reads input, target"), std::string::npos) << e.what();
+  }
+}

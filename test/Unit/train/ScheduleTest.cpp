@@ -86,3 +86,20 @@ TEST(Schedule, KindWithoutAFormulaIsAnError) {
   s.kind = "step";
   EXPECT_THROW(learningRate(s, 5), Error);
 }
+
+/* warmup_fraction: ceil(fraction x steps) warmup steps, as HF's
+   TrainingArguments.get_warmup_steps (math.ceil(steps * warmup_ratio), the
+   same double product); 0 keeps the step count. */
+TEST(Schedule, WarmupFractionIsTheCeilOfItsShareOfTheSteps) {
+  EXPECT_EQ(settings::warmupSteps(0, 0.1, 188), 19);   // 18.8
+  EXPECT_EQ(settings::warmupSteps(0, 0.1, 1895), 190);  // 189.5
+  EXPECT_EQ(settings::warmupSteps(0, 0.1, 100), 10);   // 0.1 x 100 is exactly 10 in doubles
+  EXPECT_EQ(settings::warmupSteps(0, 0.06, 1), 1);     // any fraction of a run warms up at least a step
+  EXPECT_EQ(settings::warmupSteps(7, 0.0, 188), 7);
+  LrSchedule s = makeSchedule("linear", 1e-3, 0.0, 0, 0, 188, 0, 0.1);
+  EXPECT_EQ(s.warmupSteps, 19);
+  EXPECT_DOUBLE_EQ(learningRate(s, 19), 1e-3);
+  EXPECT_EQ(makeSchedule("linear", 1e-3, 0.0, 0, 100, 188, 0, 0.1).warmupSteps, 10);  // of decay_steps
+  EXPECT_THROW(makeSchedule("linear", 1e-3, 0.0, 5, 0, 188, 0, 0.1), Error);            // both
+  EXPECT_THROW(makeSchedule("linear", 1e-3, 0.0, 0, 0, 188, 0, 1.0), Error);            // [0, 1)
+}

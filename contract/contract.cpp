@@ -78,8 +78,12 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step) {
   if (w.shape_size() != 2) return 0;
   const bool tb = attr("transpose_rhs") && attr("transpose_rhs")->b();
   const int64_t chunk = attr("chunk_rows") ? attr("chunk_rows")->i() : 0;
-  return kernels::linearCrossEntropyScratchBytes(chunk, numElements(targets), w.shape(tb ? 0 : 1),
-                                                 dtypeBytes(h.dtype()));
+  // bf16 or f16 operands: f32 logits, and in a train step their gradient's rounded copy.
+  const bool reduced = h.dtype() == plan::BF16 || h.dtype() == plan::F16;
+  const int64_t logitBytes = reduced ? 4 : dtypeBytes(h.dtype());
+  const int64_t copyBytes = reduced && step.op() == "linear_cross_entropy_with_grad" ? dtypeBytes(h.dtype()) : 0;
+  return kernels::linearCrossEntropyScratchBytes(chunk, numElements(targets), w.shape(tb ? 0 : 1), logitBytes,
+                                                 copyBytes);
 }
 
 }  // namespace

@@ -36,10 +36,14 @@ inline int64_t linearCrossEntropyEffectiveChunk(int64_t chunkRows, int64_t rows)
 }
 
 /* The scratch one call keeps: the chunk's logits (and their gradient, in place),
-   [chunk, v] of the element type, plus one double a row for the row losses. */
-inline int64_t linearCrossEntropyScratchBytes(int64_t chunkRows, int64_t rows, int64_t v, int64_t elementBytes) {
+   [chunk, v] of the logits' element type, plus one double a row for the row losses;
+   with bf16 or f16 operands (f32 logits), a train step's call also keeps the
+   gradient rounded to the operands' type for its backward GEMMs, [chunk, v] of
+   `gradCopyBytes` an element (0: none). */
+inline int64_t linearCrossEntropyScratchBytes(int64_t chunkRows, int64_t rows, int64_t v, int64_t elementBytes,
+                                              int64_t gradCopyBytes = 0) {
   const int64_t chunk = linearCrossEntropyEffectiveChunk(chunkRows, rows);
-  return chunk * v * elementBytes + rows * 8;
+  return chunk * v * (elementBytes + gradCopyBytes) + rows * 8;
 }
 
 }  // namespace lmrt::kernels

@@ -1,8 +1,9 @@
 //===- MixedPrecision.cpp - bf16/fp16 GEMM operands, fp32 everything else -===//
 //
 // -lm-mixed-precision: the precision policy of docs/mixed-precision.md. Every
-// lm.matmul of f32 operands (forward and backward GEMMs alike) reads them
-// cast to bf16 (or fp16) and accumulates into its f32 result; nothing else
+// lm.matmul of f32 operands (forward and backward GEMMs alike), and the fused
+// output projection and loss (lm.linear_cross_entropy[_with_grad]), read them
+// cast to bf16 (or fp16) and accumulate into f32 results; nothing else
 // changes, so
 // norms, softmax, attention, the loss, reductions, the parameters (master
 // weights), their gradients and the optimizer stay fp32.
@@ -124,17 +125,28 @@ struct LMMixedPrecisionPass : public lm::impl::LMMixedPrecisionPassBase<LMMixedP
       llvm::SetVector<Operation *> flattened;
       // Matmuls inside lm.fusion regions (the pass ran after -lm-fuse) keep
       // their f32 operands: a region's inputs are fixed by its kernel.
+      auto castPair = [&](OpOperand &a, OpOperand &b) {
+        if (!llvm::cast<ShapedType>(a.get().getType()).getElementType().isF32() ||
+            !llvm::cast<ShapedType>(b.get().getType()).getElementType().isF32())
+          return;
+        for (OpOperand *operand : {&a, &b}) {
+          if (auto reshape = operand->get().getDefiningOp<ReshapeOp>())
+            flattened.insert(reshape);
+          operand->assign(cache.castOf(operand->get()));
+        }
+      };
       for (Block &block : func.getBody())
         for (Operation &op : block) {
-          auto mm = dyn_cast<MatmulOp>(op);
-          if (!mm || !mm.getLhs().getType().getElementType().isF32() ||
-              !mm.getRhs().getType().getElementType().isF32())
-            continue;
-          for (OpOperand *operand : {&mm.getLhsMutable(), &mm.getRhsMutable()}) {
-            if (auto reshape = operand->get().getDefiningOp<ReshapeOp>())
-              flattened.insert(reshape);
-            operand->assign(cache.castOf(operand->get()));
-          }
+          if (auto mm = dyn_cast<MatmulOp>(op))
+            castPair(mm.getLhsMutable(), mm.getRhsMutable());
+          // The fused output projection and loss: its three GEMMs (logits, dh,
+          // dw) read h and w in bf16; the softmax, the loss and dw's sum over
+          // the chunks stay f32, as its results (the kernel,
+          // runtime/cpu/kernels/linear_cross_entropy.cpp).
+          else if (auto lce = dyn_cast<LinearCrossEntropyOp>(op))
+            castPair(lce.getHMutable(), lce.getWMutable());
+          else if (auto lce = dyn_cast<LinearCrossEntropyWithGradOp>(op))
+            castPair(lce.getHMutable(), lce.getWMutable());
         }
       // The f32 reshapes only GEMMs read are dead now: gone, so that they keep
       // no f32 activation alive for the backward.

@@ -63,7 +63,7 @@ def LM_SameFloatElementType : NativeOpTrait<"SameFloatElementType"> {
 
 /// Exempts an op from LM_SameFloatElementType: it states its own rule for
 /// mixing a reduced-precision storage type with f32 (lm.cast, lm.matmul,
-/// lm.fusion and lm.yield).
+/// lm.linear_cross_entropy[_with_grad], lm.fusion and lm.yield).
 def LM_MixesFloatTypes : NativeOpTrait<"MixesFloatTypes"> {
   let cppNamespace = "::mlir::OpTrait::lm";
 }

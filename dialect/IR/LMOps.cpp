@@ -162,6 +162,24 @@ private:
   std::string missing;
 };
 
+/// The element type a GEMM of operands `a` and `b` accumulates and returns in:
+/// their one type, or f32 for bf16 or f16 operands (-lm-mixed-precision's
+/// GEMMs: lm.matmul, lm.linear_cross_entropy). Null after reporting operands
+/// of two types (a null operand type is left to the shape checks).
+Type gemmResultType(Inference &infer, MLIRContext *context, Value a, StringRef aName, Value b, StringRef bName) {
+  Type elem = infer.elementType(a), other = infer.elementType(b);
+  if (elem && other && elem != other) {
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    os << "operands must share one element type, got " << aName << " " << elem << " and " << bName << " " << other;
+    (void)infer.error(message);
+    return Type();
+  }
+  if (elem && (elem.isBF16() || elem.isF16()))
+    return Float32Type::get(context);
+  return elem ? elem : Float32Type::get(context);
+}
+
 /// The op's properties with the ODS defaults of absent attributes filled in:
 /// a builder infers result types before the op exists (an op gets its
 /// defaults when it is created), and adaptors do not fall back on them.
@@ -288,17 +306,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
   Properties attrs = withDefaults<MatmulOp>(context, adaptor);
   bool tl = llvm::cast<BoolAttr>(attrs.transpose_lhs).getValue();
   bool tr = llvm::cast<BoolAttr>(attrs.transpose_rhs).getValue();
-  // Operands of one type; bf16 or f16 operands accumulate into an f32 result
-  // (-lm-mixed-precision's GEMMs), any other into their own type.
-  Type elem = infer.elementType(adaptor.getLhs()), rhsElem = infer.elementType(adaptor.getRhs());
-  if (elem && rhsElem && elem != rhsElem) {
-    std::string message;
-    llvm::raw_string_ostream os(message);
-    os << "operands must share one element type, got lhs " << elem << " and rhs " << rhsElem;
-    return infer.error(message);
-  }
-  if (elem && (elem.isBF16() || elem.isF16()))
-    elem = Float32Type::get(context);
+  Type elem = gemmResultType(infer, context, adaptor.getLhs(), "lhs", adaptor.getRhs(), "rhs");
+  if (!elem)
+    return failure();
   return infer.result(shapes::matmul(lhs, rhs, tl, tr, err), err, elem);
 }
 
@@ -688,23 +698,34 @@ LogicalResult CrossEntropyWithGradOp::inferReturnTypes(MLIRContext *, std::optio
   return infer.result(loss, err, elem);
 }
 
-LogicalResult LinearCrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-                                                     SmallVectorImpl<Type> &types) {
+// h and w of one type; bf16 or f16 ones (-lm-mixed-precision) give f32 results.
+LogicalResult LinearCrossEntropyOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                                     Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
   Dims h = infer.dims(adaptor.getH()), w = infer.dims(adaptor.getW()), targets = infer.dims(adaptor.getTargets());
-  return infer.result(shapes::linearCrossEntropy(h, w, targets, adaptor.getTransposeRhs(), err), err,
-                      infer.elementType(adaptor.getH()));
+  Type elem = gemmResultType(infer, context, adaptor.getH(), "h", adaptor.getW(), "w");
+  if (!elem)
+    return failure();
+  return infer.result(shapes::linearCrossEntropy(h, w, targets, adaptor.getTransposeRhs(), err), err, elem);
 }
 
-LogicalResult LinearCrossEntropyWithGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult LinearCrossEntropyWithGradOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                                              Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
   Dims h = infer.dims(adaptor.getH()), w = infer.dims(adaptor.getW()), targets = infer.dims(adaptor.getTargets());
   // dh and dw have the operands' shapes once the rule accepts them; the loss is its scalar.
   std::optional<Dims> loss = shapes::linearCrossEntropy(h, w, targets, adaptor.getTransposeRhs(), err);
-  Type elem = infer.elementType(adaptor.getH());
+  Type elem = gemmResultType(infer, context, adaptor.getH(), "h", adaptor.getW(), "w");
+  if (!elem)
+    return failure();
+  if (Type seed = infer.elementType(adaptor.getDloss()); seed && seed != elem) {
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    os << "dloss must be " << elem << " (the type of the loss), got " << seed;
+    return infer.error(message);
+  }
   if (failed(infer.result(loss ? std::optional<Dims>(h) : std::nullopt, err, elem)) ||
       failed(infer.result(loss ? std::optional<Dims>(w) : std::nullopt, err, elem)))
     return failure();

@@ -928,7 +928,7 @@ def LM_CrossEntropyWithGradOp : LM_GradOp<"cross_entropy_with_grad",
   let assemblyFormat = "$logits `,` $targets `,` $dloss attr-dict `:` functional-type(operands, results)";
 }
 
-def LM_LinearCrossEntropyOp : LM_GradOp<"linear_cross_entropy", LM_InferredResultTypes> {
+def LM_LinearCrossEntropyOp : LM_GradOp<"linear_cross_entropy", !listconcat(LM_InferredResultTypes, [LM_MixesFloatTypes])> {
   let summary = "cross_entropy(matmul(h, w)) chunked over rows: no [rows, V] logits";
   let description = [{
     `h: [...S, D]`, `w: [V, D]` with `transpose_rhs` (a tied embedding table)
@@ -939,13 +939,15 @@ def LM_LinearCrossEntropyOp : LM_GradOp<"linear_cross_entropy", LM_InferredResul
     are never stored. `chunk_rows` 0 is one chunk. Not written by users:
     `-lm-fuse-linear-cross-entropy` forms it where the logits feed only the
     loss (passes/FuseLinearCrossEntropy.cpp); the chunked GEMMs may round
-    otherwise than the whole one.
+    otherwise than the whole one. `h` and `w` share one element type; bf16
+    or f16 operands (-lm-mixed-precision, as lm.matmul's) give f32 logits,
+    softmax and loss.
 
     ```mlir
     %loss = lm.linear_cross_entropy %h, %wte, %t {chunk_rows = 32 : i64, transpose_rhs = true} : (tensor<4x16x64xf32>, tensor<256x64xf32>, tensor<4x16xi32>) -> tensor<f32>
     ```
   }];
-  let arguments = (ins LM_FloatTensor:$h, LM_FloatTensor:$w, LM_IntTensor:$targets,
+  let arguments = (ins LM_StorageFloatTensor:$h, LM_StorageFloatTensor:$w, LM_IntTensor:$targets,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
                        DefaultValuedAttr<I64Attr, "0">:$chunk_rows);
@@ -954,7 +956,7 @@ def LM_LinearCrossEntropyOp : LM_GradOp<"linear_cross_entropy", LM_InferredResul
 }
 
 def LM_LinearCrossEntropyWithGradOp : LM_GradOp<"linear_cross_entropy_with_grad",
-    [LM_ResultsMatchInferred, InferTypeOpAdaptor]> {
+    [LM_ResultsMatchInferred, InferTypeOpAdaptor, LM_MixesFloatTypes]> {
   let summary = "lm.linear_cross_entropy with the gradients of h and w, chunked over rows";
   let description = [{
     The loss of `lm.linear_cross_entropy` and, for the seed `dloss`, `dh` (the
@@ -962,7 +964,10 @@ def LM_LinearCrossEntropyWithGradOp : LM_GradOp<"linear_cross_entropy_with_grad"
     `chunk_rows` rows: the chunk's logits (a GEMM), their softmax, loss and
     gradient in place, then `dh_chunk = dlogits_chunk @ w` and
     `dw += dlogits_chunk^T @ h_chunk` (GEMMs). Only one `[chunk_rows, V]`
-    scratch exists, neither the logits nor their gradient. Not written by
+    scratch exists, neither the logits nor their gradient. With bf16 or f16
+    `h` and `w` the logits, their softmax and gradient, `dloss`, `dh`, `dw`
+    (accumulated over the chunks) and the loss are f32; the two backward
+    GEMMs read the chunk's gradient rounded to the operands' type. Not written by
     users: `-lm-fuse-linear-cross-entropy` forms it from a train step's
     logits matmul, `lm.cross_entropy_with_grad` and the two matmuls of the
     logits' gradient.
@@ -971,7 +976,7 @@ def LM_LinearCrossEntropyWithGradOp : LM_GradOp<"linear_cross_entropy_with_grad"
     %dh, %dw, %loss = lm.linear_cross_entropy_with_grad %h, %wte, %t, %seed {chunk_rows = 32 : i64, transpose_rhs = true} : (tensor<4x16x64xf32>, tensor<256x64xf32>, tensor<4x16xi32>, tensor<f32>) -> (tensor<4x16x64xf32>, tensor<256x64xf32>, tensor<f32>)
     ```
   }];
-  let arguments = (ins LM_FloatTensor:$h, LM_FloatTensor:$w, LM_IntTensor:$targets,
+  let arguments = (ins LM_StorageFloatTensor:$h, LM_StorageFloatTensor:$w, LM_IntTensor:$targets,
                        LM_FloatScalar:$dloss,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index,

@@ -405,6 +405,33 @@ func.func @linear_cross_entropy_weight(%h: tensor<4x16xf32>, %w: tensor<100x16xf
 
 // -----
 
+// Tests that linear_cross_entropy's h and w share one element type (-lm-mixed-precision casts both).
+func.func @linear_cross_entropy_mixed(%h: tensor<4x16xbf16>, %w: tensor<100x16xf32>, %t: tensor<4xi32>) {
+  // expected-error @below {{'lm.linear_cross_entropy' op operands must share one element type, got h bf16 and w f32}}
+  %0 = lm.linear_cross_entropy %h, %w, %t {transpose_rhs = true} : (tensor<4x16xbf16>, tensor<100x16xf32>, tensor<4xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+// Tests that bf16 operands give an f32 loss and gradients, and take an f32 seed.
+func.func @linear_cross_entropy_bf16_seed(%h: tensor<4x16xbf16>, %w: tensor<100x16xbf16>, %t: tensor<4xi32>, %s: tensor<f64>) {
+  // expected-error @below {{'lm.linear_cross_entropy_with_grad' op dloss must be f32 (the type of the loss), got f64}}
+  %dh, %dw, %l = lm.linear_cross_entropy_with_grad %h, %w, %t, %s {transpose_rhs = true} : (tensor<4x16xbf16>, tensor<100x16xbf16>, tensor<4xi32>, tensor<f64>) -> (tensor<4x16xf32>, tensor<100x16xf32>, tensor<f32>)
+  return
+}
+
+// -----
+
+// Tests that bf16 operands never give a bf16 loss.
+func.func @linear_cross_entropy_bf16_loss(%h: tensor<4x16xbf16>, %w: tensor<100x16xbf16>, %t: tensor<4xi32>) {
+  // expected-error @below {{'lm.linear_cross_entropy' op result #0 must be 0-d float tensor of 32-bit float or 64-bit float values, but got 'tensor<bf16>'}}
+  %0 = lm.linear_cross_entropy %h, %w, %t {transpose_rhs = true} : (tensor<4x16xbf16>, tensor<100x16xbf16>, tensor<4xi32>) -> tensor<bf16>
+  return
+}
+
+// -----
+
 // Tests that accuracy's targets drop the class dim of the logits.
 func.func @accuracy_targets(%l: tensor<4x16xf32>, %t: tensor<16xi32>) {
   // expected-error @below {{'lm.accuracy' op targets [16] must be [4] (logits [4, 16] without the vocabulary dim)}}

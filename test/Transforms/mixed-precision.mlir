@@ -104,3 +104,23 @@ func.func @reduced(%a: tensor<8x16xf32>, %b: tensor<8x16xf32>, %w: tensor<16x4xf
 
 // BAD-PIPELINE: unknown precision 'fp8' (expected bf16, fp16 or fp32)
 // BAD: -lm-mixed-precision: precision must be bf16, fp16 or fp32, got 'fp8'
+
+// The fused output projection and loss reads h and the (tied) table in bf16,
+// one cast each, the table's at the top; its logits, softmax, loss and the
+// gradients dh and dw stay f32 (its GEMMs accumulate in f32), as does the seed.
+// CHECK-LABEL: func.func @fused_loss(
+// CHECK-SAME:    %[[H:[^:]*]]: tensor<2x4x8xf32>, %[[W:[^:]*]]: tensor<16x8xf32>
+// CHECK-DAG:     %[[WB:.*]] = lm.cast %[[W]] : (tensor<16x8xf32>) -> tensor<16x8xbf16>
+// CHECK-DAG:     %[[HB:.*]] = lm.cast %[[H]] : (tensor<2x4x8xf32>) -> tensor<2x4x8xbf16>
+// CHECK:         lm.linear_cross_entropy_with_grad %[[HB]], %[[WB]], %{{.*}}, %{{.*}} {transpose_rhs = true} : (tensor<2x4x8xbf16>, tensor<16x8xbf16>, tensor<2x4xi32>, tensor<f32>) -> (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<f32>)
+// CHECK:         lm.linear_cross_entropy %[[HB]], %[[WB]], %{{.*}} {transpose_rhs = true} : (tensor<2x4x8xbf16>, tensor<16x8xbf16>, tensor<2x4xi32>) -> tensor<f32>
+// FP16-LABEL: func.func @fused_loss(
+// FP16:         lm.linear_cross_entropy_with_grad {{.*}} : (tensor<2x4x8xf16>, tensor<16x8xf16>, tensor<2x4xi32>, tensor<f32>) -> (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<f32>)
+// FP32-LABEL: func.func @fused_loss(
+// FP32-NOT:     lm.cast
+// FP32:         lm.linear_cross_entropy_with_grad {{.*}} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>, tensor<f32>)
+func.func @fused_loss(%h: tensor<2x4x8xf32>, %w: tensor<16x8xf32>, %t: tensor<2x4xi32>, %s: tensor<f32>) -> (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<f32>) {
+  %dh, %dw, %loss = lm.linear_cross_entropy_with_grad %h, %w, %t, %s {transpose_rhs = true} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>, tensor<f32>) -> (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<f32>)
+  %eval = lm.linear_cross_entropy %h, %w, %t {transpose_rhs = true} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return %dh, %dw, %loss, %eval : tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<f32>
+}

@@ -8,10 +8,16 @@
    element is one BLAS dot product, so the bits do not depend on the thread count);
    the chunked GEMMs may round otherwise than one whole GEMM, and dw sums its chunks
    in chunk order. The scratch is thread-local and kept between calls, as
-   contract/linear_cross_entropy.h predicts it. */
+   contract/linear_cross_entropy.h predicts it.
+   bf16 (or f16) h and w (-lm-mixed-precision): the three GEMMs run on the
+   reduced-precision GEMM of blas.h (bf16 x bf16 -> f32 on oneDNN) into f32, the
+   logits, softmax, loss, dh and dw are f32, and dw sums its chunks in f32 (beta 1
+   into the f32 result); the backward GEMMs read the chunk's logit gradient rounded
+   to the operands' type, written row by row beside the f32 one. */
 #include <omp.h>
 
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "contract/linear_cross_entropy.h"
@@ -27,30 +33,46 @@ constexpr int64_t kParallelFlops = 1 << 18;
 /* c = op(a) op(b) + beta c, [m, n] with inner size k, split over the threads into
    16-column panels or blocks of at least 16 rows (the last takes the remainder) of
    the longer output side, as lm.matmul splits: oneDNN computes a GEMM of fewer rows
-   another way, and the bits would then depend on the thread count. */
-template <typename T>
-void gemmSplit(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb,
-               T beta, T *c, int64_t ldc) {
+   another way, and the bits would then depend on the thread count. A operands
+   (bf16, f16) accumulate into C = f32. */
+template <typename A, typename C = A>
+void gemmSplit(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const A *a, int64_t lda, const A *b, int64_t ldb,
+               C beta, C *c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   const int nt = m * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
   const bool byCols = n > m;
   const int64_t side = byCols ? n : m;
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(byCols ? side : side / 16, nt));
+  int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(byCols ? side : side / 16, nt));
   int64_t per = byCols ? (side + blocks - 1) / blocks : side / blocks;
   if (byCols && blocks > 1) per = std::min(side, (per + 15) / 16 * 16);
-#pragma omp parallel for schedule(static) num_threads((int)blocks) if (blocks > 1)
+  if constexpr (std::is_same_v<A, lmc::bf16>) {
+    // As lm.matmul's bf16 GEMMs (matmul.cpp): oneDNN's bf16 matmul sums in an order
+    // that depends on the block's shape, so the blocks are fixed by the shape alone
+    // (64-column panels or 64-row blocks, the last taking the remainder), never by
+    // the thread count.
+    constexpr int64_t kBf16Block = 64;
+    per = std::min(side, kBf16Block);
+    blocks = (side + per - 1) / per;
+    if (!byCols && blocks > 1 && side % per != 0) --blocks;
+  }
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && blocks > 1)
   for (int64_t t = 0; t < blocks; ++t) {
     const int64_t i0 = t * per, i1 = !byCols && t == blocks - 1 ? side : std::min(side, i0 + per);
     if (i0 >= i1) continue;
     if (byCols)  // columns j of op(B) start at column j of B, or at row j when B is stored transposed
-      gemm(ta, tb, m, i1 - i0, k, (T)1, a, lda, b + (tb ? i0 * ldb : i0), ldb, beta, c + i0, ldc);
+      gemm(ta, tb, m, i1 - i0, k, (C)1, a, lda, b + (tb ? i0 * ldb : i0), ldb, beta, c + i0, ldc);
     else  // rows r of op(A) start at row r of A, or at column r when A is stored transposed
-      gemm(ta, tb, i1 - i0, n, k, (T)1, a + (ta ? i0 : i0 * lda), lda, b, ldb, beta, c + i0 * ldc, ldc);
+      gemm(ta, tb, i1 - i0, n, k, (C)1, a + (ta ? i0 : i0 * lda), lda, b, ldb, beta, c + i0 * ldc, ldc);
   }
 }
 
+bool reduced(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+/* The type of the logits, the loss and the gradients: f32 for bf16 or f16 operands. */
+DType resultDType(DType h) { return reduced(h) ? DType::F32 : h; }
+
 std::string checkCommon(const char *op, const std::vector<TensorType> &in, const Attrs &attrs) {
-  LMRT_CHECK(expectFloat(op, "h", in[0]));
+  if (!reduced(in[0].dtype)) LMRT_CHECK(expectFloat(op, "h", in[0]));
   LMRT_CHECK(expectSameDType(op, "w", in[1], "h", in[0]));
   LMRT_CHECK(expectI32(op, "targets", in[2]));
   attrs.getInt("ignore_index");  // throw, so check() refuses them, unless of their kinds
@@ -65,7 +87,7 @@ std::string checkLinearCrossEntropy(const std::vector<TensorType> &in, const std
                                     const Attrs &attrs) {
   return guardCheck("linear_cross_entropy", in, out, 3, 1, [&]() -> std::string {
     LMRT_CHECK(checkCommon("linear_cross_entropy", in, attrs));
-    return expectType("linear_cross_entropy", "loss", out[0], in[0].dtype, {});
+    return expectType("linear_cross_entropy", "loss", out[0], resultDType(in[0].dtype), {});
   });
 }
 
@@ -74,19 +96,22 @@ std::string checkLinearCrossEntropyWithGrad(const std::vector<TensorType> &in, c
   const char *op = "linear_cross_entropy_with_grad";
   return guardCheck(op, in, out, 4, 3, [&]() -> std::string {
     LMRT_CHECK(checkCommon(op, in, attrs));
-    LMRT_CHECK(expectSameDType(op, "dloss", in[3], "h", in[0]));
+    const DType t = resultDType(in[0].dtype);
+    LMRT_CHECK(expectType(op, "dloss", in[3], t, in[3].shape));
     if (!in[3].shape.empty()) return std::string(op) + ": dloss " + in[3].str() + " must be a scalar";
-    LMRT_CHECK(expectType(op, "dh", out[0], in[0].dtype, in[0].shape));
-    LMRT_CHECK(expectType(op, "dw", out[1], in[0].dtype, in[1].shape));
-    return expectType(op, "loss", out[2], in[0].dtype, {});
+    LMRT_CHECK(expectType(op, "dh", out[0], t, in[0].shape));
+    LMRT_CHECK(expectType(op, "dw", out[1], t, in[1].shape));
+    return expectType(op, "loss", out[2], t, {});
   });
 }
 
-/* Both ops: dh, dw null for the forward alone. */
-template <typename T>
+/* Both ops: dh, dw null for the forward alone. T: the logits' and results' type;
+   A: h's and w's (T, or bf16 / f16 with T = f32). */
+template <typename T, typename A = T>
 LMRT_SIMD_CLONES void linearCrossEntropyT(const KernelCall &call, const char *op, T *dh, T *dw, T *loss) {
   singleThreadedBlas();
-  const T *h = call.in[0].as<T>(), *w = call.in[1].as<T>();
+  constexpr bool kReduced = !std::is_same_v<A, T>;
+  const A *h = call.in[0].as<A>(), *w = call.in[1].as<A>();
   const int32_t *tg = call.in[2].as<int32_t>();
   const bool tb = call.attrs.getBool("transpose_rhs"), withGrad = dh != nullptr;
   const int64_t ignore = call.attrs.getInt("ignore_index");
@@ -99,25 +124,44 @@ LMRT_SIMD_CLONES void linearCrossEntropyT(const KernelCall &call, const char *op
 
   thread_local std::vector<T> scratch;  // one chunk of logits, then of their gradient
   scratch.resize((size_t)(chunk * v));
+  // With reduced operands, the gradient again in A, which the backward GEMMs read.
+  thread_local std::vector<A> reducedScratch;
+  if constexpr (kReduced)
+    if (withGrad) reducedScratch.resize((size_t)(chunk * v));
   std::vector<double> rowLoss(rows, 0.0);
   T *x = scratch.data();
+  // The gradient the backward GEMMs read; a pointer, for the parallel loop's threads
+  // (each has its own thread_local vectors).
+  A *dl = nullptr;
+  if constexpr (kReduced)
+    dl = reducedScratch.data();
+  else
+    dl = x;
   if (withGrad && rows == 0)
     for (int64_t i = 0; i < v * d; ++i) dw[i] = 0;
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t c = std::min(chunk, rows - r0);
-    const T *hc = h + r0 * d;
+    const A *hc = h + r0 * d;
     // logits [c, V] = h_c w^T (w [V, D]) or h_c w (w [D, V])
-    gemmSplit<T>(false, tb, c, v, d, hc, d, w, tb ? d : v, (T)0, x, v);
+    gemmSplit<A, T>(false, tb, c, v, d, hc, d, w, tb ? d : v, (T)0, x, v);
 #pragma omp parallel for schedule(static) if (c * v >= kParallelMin)
     for (int64_t i = 0; i < c; ++i) {
       T *xi = x + i * v;
       if (tg[r0 + i] == ignore) {
-        if (withGrad)
+        if (withGrad) {
           for (int64_t j = 0; j < v; ++j) xi[j] = 0;
+          if constexpr (kReduced)
+            for (int64_t j = 0; j < v; ++j) dl[i * v + j] = lmc::fromFloat<A>(0.f);
+        }
         continue;
       }
       if (withGrad) {
         rowLoss[r0 + i] = rowLossAndGrad<T>(xi, xi, v, tg[r0 + i], scale);
+        if constexpr (kReduced) {  // rounded while the row is in cache
+          A *ri = dl + i * v;
+#pragma omp simd
+          for (int64_t j = 0; j < v; ++j) ri[j] = lmc::fromFloat<A>(xi[j]);
+        }
       } else {
         T mx, lse;
         rowLse(xi, v, mx, lse);
@@ -126,31 +170,38 @@ LMRT_SIMD_CLONES void linearCrossEntropyT(const KernelCall &call, const char *op
     }
     if (!withGrad) continue;
     // dh_c [c, D] = dlogits_c w (w [V, D]) or dlogits_c w^T (w [D, V])
-    gemmSplit<T>(false, !tb, c, d, v, x, v, w, tb ? d : v, (T)0, dh + r0 * d, d);
+    gemmSplit<A, T>(false, !tb, c, d, v, dl, v, w, tb ? d : v, (T)0, dh + r0 * d, d);
     // dw [V, D] += dlogits_c^T h_c, or dw [D, V] += h_c^T dlogits_c; the first chunk overwrites.
     const T beta = r0 == 0 ? (T)0 : (T)1;
     if (tb)
-      gemmSplit<T>(true, false, v, d, c, x, v, hc, d, beta, dw, d);
+      gemmSplit<A, T>(true, false, v, d, c, dl, v, hc, d, beta, dw, d);
     else
-      gemmSplit<T>(true, false, d, v, c, hc, d, x, v, beta, dw, v);
+      gemmSplit<A, T>(true, false, d, v, c, hc, d, dl, v, beta, dw, v);
   }
   double s = 0;
   for (double l : rowLoss) s += l;
   *loss = valid ? (T)(s / valid) : (T)0;
 }
 
+/* f(T{}, A{}) for h's dtype: the operands' type A and the results' T. */
+template <typename F> void dispatchOperands(DType h, F &&f) {
+  if (h == DType::BF16) return f(float{}, lmc::bf16{});
+  if (h == DType::F16) return f(float{}, lmc::f16{});
+  dispatchFloat(h, [&](auto t) { f(t, t); });
+}
+
 void runLinearCrossEntropy(const KernelCall &call) {
-  dispatchFloat(call.in[0].type.dtype, [&](auto t) {
+  dispatchOperands(call.in[0].type.dtype, [&](auto t, auto a) {
     using T = decltype(t);
-    linearCrossEntropyT<T>(call, "linear_cross_entropy", nullptr, nullptr, call.out[0].as<T>());
+    linearCrossEntropyT<T, decltype(a)>(call, "linear_cross_entropy", nullptr, nullptr, call.out[0].as<T>());
   });
 }
 
 void runLinearCrossEntropyWithGrad(const KernelCall &call) {
-  dispatchFloat(call.in[0].type.dtype, [&](auto t) {
+  dispatchOperands(call.in[0].type.dtype, [&](auto t, auto a) {
     using T = decltype(t);
-    linearCrossEntropyT<T>(call, "linear_cross_entropy_with_grad", call.out[0].as<T>(), call.out[1].as<T>(),
-                           call.out[2].as<T>());
+    linearCrossEntropyT<T, decltype(a)>(call, "linear_cross_entropy_with_grad", call.out[0].as<T>(),
+                                        call.out[1].as<T>(), call.out[2].as<T>());
   });
 }
 

@@ -55,6 +55,16 @@ TEST(LinearCrossEntropyChunk, AHugeVocabularyIsBoundBy64Rows) {
   EXPECT_EQ(linearCrossEntropyChunkRows(1000, 1 << 20, 64), 63);
 }
 
+TEST(LinearCrossEntropyChunk, ScratchCountsTheReducedGradientCopy) {
+  using lmrt::kernels::linearCrossEntropyScratchBytes;
+  // f32: one [chunk, V] f32 chunk and a double a row.
+  EXPECT_EQ(linearCrossEntropyScratchBytes(256, 256, kGpt2Vocab, 4), 256 * kGpt2Vocab * 4 + 256 * 8);
+  // bf16 operands in a train step: f32 logits and their gradient's bf16 copy.
+  EXPECT_EQ(linearCrossEntropyScratchBytes(256, 256, kGpt2Vocab, 4, 2), 256 * kGpt2Vocab * 6 + 256 * 8);
+  // chunk_rows 0 is all the rows.
+  EXPECT_EQ(linearCrossEntropyScratchBytes(0, 10, 7, 4, 2), 10 * 7 * 6 + 10 * 8);
+}
+
 TEST(DeviceMemory, KnownDevicesAndSizes) {
   namespace st = lmrt::settings;
   int64_t bytes = 0;

@@ -10,7 +10,8 @@
    an operand or the accumulator to bf16 (relative error 2^-9 per element)
    fails it. Against the unrounded f32 operands the error is that of rounding
    each operand to bf16, at most about 2 * 2^-9 * sum_k |a_ik b_kj|, which the
-   second comparison bounds: the size of the precision the policy gives up. */
+   second comparison bounds: the size of the precision the policy gives up.
+   The fused output projection and loss on bf16 and f16 operands: below. */
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -140,6 +141,72 @@ TEST(Bf16Matmul, OperandsMustMatch) {
   EXPECT_NE(checkMsg("matmul", {{DType::BF16, {2, 3}}, {DType::BF16, {3, 4}}}, {{DType::BF16, {2, 4}}}), "");
   EXPECT_EQ(checkMsg("matmul", {{DType::BF16, {2, 3}}, {DType::BF16, {3, 4}}}, {{DType::F32, {2, 4}}}), "");
 }
+
+/* |x| elementwise, in f64. */
+Buf absOf(const Buf &x) {
+  Buf a = x.as(DType::F64);
+  for (int64_t i = 0; i < a.numel(); ++i) a.set(i, std::fabs(a.get(i)));
+  return a;
+}
+
+/* linear_cross_entropy(_with_grad) on reduced operands (`dt`: bf16 or f16) against
+   the f64 kernel on the same rounded h and w. The logits are f32 sums of exact
+   products, so the loss is within f32 rounding; dh = dl w and dw = dl^T h read the
+   logit gradient dl rounded to `dt` (relative error `unit`, 2^-9 for bf16), so each
+   element is within about unit * sum |dl| |w| (resp. |dl| |h|); the test allows
+   twice that, the rest being f32 sums. 140 rows in chunks of 64 (the last of 12,
+   so dw sums three chunks), V = 150 (column panels with a tail), an ignored row;
+   a tied [V, D] table and an untied [D, V] weight. f16's small gradients are
+   subnormal (absolute error up to `tiny`, 2^-25), hence a seed of 1024 for it, as a
+   loss scale would give, and an absolute term of tiny * sum |w| (resp. |h|) over all of w (resp. h). */
+void expectReducedLinearCrossEntropy(DType dt, double unit, double tiny, double seed) {
+  const int64_t rows = 140, d = 48, v = 150;
+  for (bool tied : {true, false}) {
+    SCOPED_TRACE(std::string(dtypeName(dt)) + (tied ? " tied [V, D]" : " untied [D, V]"));
+    Buf h32 = randn({rows, d}, DType::F32), w32 = randn(tied ? Shape{v, d} : Shape{d, v}, DType::F32, 0.5);
+    Buf t = randIds({rows}, v);
+    t.set(70, -1);
+    Attrs a = attrs({{"ignore_index", (int64_t)-1}, {"transpose_rhs", tied}, {"chunk_rows", (int64_t)64}});
+    Buf h = h32.as(dt), w = w32.as(dt), h64 = h.as(DType::F64), w64 = w.as(DType::F64);
+    const TensorType loss32{DType::F32, {}}, loss64{DType::F64, {}};
+    EXPECT_NE(checkMsg("linear_cross_entropy_with_grad", {h.type, w.type, t.type, loss32},
+                       {{dt, h.type.shape}, {DType::F32, w.type.shape}, loss32}, a),
+              "")
+        << "dh must be f32";
+    EXPECT_NE(checkMsg("linear_cross_entropy_with_grad", {h.type, w.type, t.type, {dt, {}}},
+                       {h32.type, {DType::F32, w.type.shape}, loss32}, a),
+              "")
+        << "dloss must be f32";
+    EXPECT_NE(checkMsg("linear_cross_entropy", {h.type, w32.type, t.type}, {loss32}, a), "") << "w must be h's type";
+    auto got = runKernel("linear_cross_entropy_with_grad", {h, w, t, scalar(seed, DType::F32)},
+                         {h32.type, {DType::F32, w.type.shape}, loss32}, a);
+    auto ref = runKernel("linear_cross_entropy_with_grad", {h64, w64, t, scalar(seed)},
+                         {h64.type, w64.type, loss64}, a);
+    auto fwd = runKernel("linear_cross_entropy", {h, w, t}, {loss32}, a);
+    EXPECT_NEAR(got[2].get(0), ref[2].get(0), 2e-6 * std::fabs(ref[2].get(0)));
+    EXPECT_EQ(fwd[0].get(0), got[2].get(0)) << "the forward op's loss";
+
+    // The bounds' magnitudes from the f64 logit gradient.
+    Buf logits = runKernel("matmul", {h64, w64}, {{DType::F64, {rows, v}}}, attrs({{"transpose_rhs", tied}}))[0];
+    Buf dl = runKernel("cross_entropy_with_grad", {logits, t, scalar(seed)}, {logits.type, loss64},
+                       attrs({{"ignore_index", (int64_t)-1}}))[0];
+    Buf magDh = runKernel("matmul", {absOf(dl), absOf(w64)}, {h64.type}, attrs({{"transpose_rhs", !tied}}))[0];
+    Buf magDw = tied ? runKernel("matmul", {absOf(dl), absOf(h64)}, {w64.type}, attrs({{"transpose_lhs", true}}))[0]
+                     : runKernel("matmul", {absOf(h64), absOf(dl)}, {w64.type}, attrs({{"transpose_lhs", true}}))[0];
+    double sumW = 0, sumH = 0;
+    for (int64_t i = 0; i < w64.numel(); ++i) sumW += std::fabs(w64.get(i));
+    for (int64_t i = 0; i < h64.numel(); ++i) sumH += std::fabs(h64.get(i));
+    // (sum |w| over all of w bounds each column's sum)
+    const double atolDh = tiny * sumW + 1e-7 * seed, atolDw = tiny * sumH + 1e-7 * seed;
+    for (int64_t i = 0; i < got[0].numel(); ++i)
+      ASSERT_LE(std::fabs(got[0].get(i) - ref[0].get(i)), 2 * unit * magDh.get(i) + atolDh) << "dh " << i;
+    for (int64_t i = 0; i < got[1].numel(); ++i)
+      ASSERT_LE(std::fabs(got[1].get(i) - ref[1].get(i)), 2 * unit * magDw.get(i) + atolDw) << "dw " << i;
+  }
+}
+
+TEST(Bf16LinearCrossEntropy, AgainstF64) { expectReducedLinearCrossEntropy(DType::BF16, 0x1p-9, 0.0, 0.7); }
+TEST(F16LinearCrossEntropy, AgainstF64) { expectReducedLinearCrossEntropy(DType::F16, 0x1p-11, 0x1p-25, 1024.0); }
 
 }  // namespace
 }  // namespace lmrt::kernels::test

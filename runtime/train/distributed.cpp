@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "contract/contract.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/train_loop.h"
@@ -29,6 +30,13 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
          (long long)data, (long long)data, (long long)mesh.global_batch(), world.size(),
          world.size() == 1 ? "" : "es", (long long)data, (long long)data);
   }
+  if (mesh.zero() > 1)
+    fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stage 1 only)", o.planPath.c_str(),
+         (long long)mesh.zero());
+  if (mesh.zero() > 0 && world.size() > 1 && s.device().device != "cpu")
+    fail("plan '%s' asks for ZeRO stage %lld, which lmrt runs on --device cpu only so far; run it under plain data "
+         "parallelism (lmc compile --zero 0) on %s", o.planPath.c_str(), (long long)mesh.zero(),
+         s.device().device.c_str());
   RankInfo r{world.rank(), world.size()};
   if (r.ranks == 1) return r;
   if (!o.dumpDir.empty())
@@ -50,6 +58,20 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
   world.checkSame((uint64_t)o.evalInterval * 1000003u + (uint64_t)o.evalBatches, "--eval-interval/--eval-batches");
   world.checkSame(std::hash<std::string>{}(o.resumePath + '\n' + o.initPath), "--resume/--init");
   return r;
+}
+
+std::string describeZero(const Session &s, const RankInfo &ranks) {
+  const int64_t stage = s.plan().train().mesh().zero();
+  if (stage < 1 || ranks.ranks < 2) return "";
+  int64_t mine = 0, all = 0;
+  for (const plan::Param &p : s.plan().params()) {
+    const int64_t n = numElements(p.type());
+    all += n;
+    mine += zeroShard(n, ranks.ranks, ranks.rank).size();
+  }
+  return "ZeRO stage " + std::to_string(stage) + ": rank " + std::to_string(ranks.rank) +
+         " keeps the optimizer state of " + std::to_string(mine) + " of the " + std::to_string(all) +
+         " parameter elements (its slice of each parameter), and updates them";
 }
 
 FILE *quietLog() {

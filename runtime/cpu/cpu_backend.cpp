@@ -41,6 +41,7 @@ class CpuBackend final : public Backend {
 public:
   CpuBackend(Session &session);
   std::string describe() const override { return "cpu"; }
+  std::string describeSharding() const override { return zero_ ? zero_->describe() : ""; }
   void uploadParams() override {}
   void downloadParams(bool) override {}
   void run(const std::string &program, const std::map<std::string, TensorRef> &inputs) override;

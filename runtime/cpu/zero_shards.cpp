@@ -23,6 +23,13 @@ ZeroShards::ZeroShards(const std::vector<ParamView> &params, int rank, int ranks
   }
 }
 
+std::string ZeroShards::describe() const {
+  int64_t mine = 0, all = 0;
+  for (size_t i = 0; i < whole_.size(); ++i) mine += shards_[i].numel, all += whole_[i].numel;
+  return "ZeRO stage 1: rank " + std::to_string(rank_) + " keeps the optimizer state of " + std::to_string(mine) +
+         " of the " + std::to_string(all) + " parameter elements (its slice of each parameter), and updates them";
+}
+
 void ZeroShards::gather(const void *slice, void *whole, int64_t numel, DType dtype, const std::string &what) {
   const int64_t chunk = zeroShard(numel, ranks_, 0).size();
   const size_t eb = dtypeSize(dtype);

@@ -16,6 +16,7 @@
    under DP, and the reverse. */
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "base/host_memory.h"
@@ -29,6 +30,9 @@ class ZeroShards {
 public:
   /* The slices of `params` (the whole parameters) that rank `rank` of `ranks` owns. */
   ZeroShards(const std::vector<ParamView> &params, int rank, int ranks);
+
+  /* "ZeRO stage 1: rank r keeps the optimizer state of N of the M parameter elements ...". */
+  std::string describe() const;
 
   /* The optimizer's view: each parameter's slice as a flat parameter of its own. */
   const std::vector<ParamView> &views() const { return shards_; }

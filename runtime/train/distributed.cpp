@@ -7,7 +7,6 @@
 #include <functional>
 #include <string>
 
-#include "contract/contract.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/train_loop.h"
@@ -58,20 +57,6 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
   world.checkSame((uint64_t)o.evalInterval * 1000003u + (uint64_t)o.evalBatches, "--eval-interval/--eval-batches");
   world.checkSame(std::hash<std::string>{}(o.resumePath + '\n' + o.initPath), "--resume/--init");
   return r;
-}
-
-std::string describeZero(const Session &s, const RankInfo &ranks) {
-  const int64_t stage = s.plan().train().mesh().zero();
-  if (stage < 1 || ranks.ranks < 2) return "";
-  int64_t mine = 0, all = 0;
-  for (const plan::Param &p : s.plan().params()) {
-    const int64_t n = numElements(p.type());
-    all += n;
-    mine += zeroShard(n, ranks.ranks, ranks.rank).size();
-  }
-  return "ZeRO stage " + std::to_string(stage) + ": rank " + std::to_string(ranks.rank) +
-         " keeps the optimizer state of " + std::to_string(mine) + " of the " + std::to_string(all) +
-         " parameter elements (its slice of each parameter), and updates them";
 }
 
 FILE *quietLog() {

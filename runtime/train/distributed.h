@@ -13,7 +13,6 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
-#include <string>
 
 namespace lmrt {
 
@@ -28,10 +27,6 @@ struct RankInfo {
 /* Checks the plan's mesh against the launcher's processes and the run's settings
    across the ranks; throws naming what differs and how to launch the plan. */
 RankInfo joinRanks(const Session &session, const TrainOptions &options);
-
-/* For the log of a ZeRO run (docs/distributed.md, "ZeRO"): what this rank keeps of the
-   optimizer state; "" for plain data parallelism or one process. */
-std::string describeZero(const Session &session, const RankInfo &ranks);
 
 /* Where a quiet rank's log goes: nowhere. */
 FILE *quietLog();

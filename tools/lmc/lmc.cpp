@@ -17,6 +17,7 @@
 #include "pipelines/CompileToPlan.h"
 #include "base/file_io.h"
 #include "base/paths.h"
+#include "contract/contract.h"
 #include "contract/plan_file.h"
 #include "base/tensor.h"
 #include "contract/plan_trust.h"
@@ -465,6 +466,13 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
                << ", compiled in "
                << llvm::formatv("{0:f2}", seconds) << " s\n";
   printModelParams(plan);
+  if (const lmrt::plan::Mesh &mesh = plan.train().mesh(); mesh.zero() > 0) {
+    // ZeRO: the predicted peak is rank 0's; its training state term by term (docs/distributed.md).
+    const lmrt::PredictedMemory m = lmrt::predictedMemory(plan);
+    llvm::errs() << "lmc: per rank (ZeRO stage " << mesh.zero() << ", data = " << mesh.data()
+                 << "): parameters " << humanBytes(m.params) << ", gradients " << humanBytes(m.grads)
+                 << ", optimizer state " << humanBytes(m.optimizer) << " (1/" << mesh.data() << " of it)\n";
+  }
   if (opts.steps > 0) {
     if (!plan.has_data() || plan.data().batch() <= 0 || plan.data().seq() <= 0)
       return fail("--steps needs the plan's batch and sequence length (a data block), and '" + opts.input +

@@ -90,7 +90,16 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step) {
 
 PredictedMemory predictedMemory(const plan::Plan &plan) {
   PredictedMemory m;
-  for (const plan::Param &p : plan.params()) m.params += typeBytes(p.type());
+  const plan::Mesh &mesh = plan.train().mesh();
+  const bool zero = mesh.zero() >= 1 && mesh.data() > 1;
+  for (const plan::Param &p : plan.params()) {
+    const int64_t bytes = typeBytes(p.type());
+    m.params += bytes;
+    m.grads += bytes;
+    // AdamW's m and v; ZeRO-1 keeps rank 0's shard of each (the largest).
+    const int64_t n = numElements(p.type());
+    m.optimizer += 2 * (zero && n > 0 ? bytes / n * zeroShard(n, mesh.data(), 0).size() : bytes);
+  }
   if (plan.programs_size() > 0)  // the train step comes first
     for (const plan::Input &in : plan.programs(0).inputs()) m.inputs += typeBytes(in.type());
   for (const plan::Program &program : plan.programs()) {

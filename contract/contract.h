@@ -6,6 +6,7 @@
    each step against the op table generated from the ODS (op_table.h). What only
    the kernels know, a step's types against its kernel's check(), is passed in. */
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -45,12 +46,27 @@ const char *bufferKindName(plan::Buffer::Kind k);
    largest matmul scratch (contract/matmul_dims.h: thread-local, reused, so
    the largest counts once), and the largest chunk scratch of a fused linear
    cross-entropy (contract/linear_cross_entropy.h; kept the same way). The plan's
-   programs must have valid buffer ids. */
+   programs must have valid buffer ids. Under ZeRO stage 1 (TrainConfig.mesh.zero)
+   the optimizer state is rank 0's shards (zeroShard), the largest of any rank's. */
 struct PredictedMemory {
-  int64_t params = 0, inputs = 0, arena = 0, matmulScratch = 0, lossScratch = 0;
-  int64_t total() const { return 4 * params + inputs + arena + matmulScratch + lossScratch; }
+  int64_t params = 0, grads = 0, optimizer = 0, inputs = 0, arena = 0, matmulScratch = 0, lossScratch = 0;
+  int64_t total() const { return params + grads + optimizer + inputs + arena + matmulScratch + lossScratch; }
 };
 PredictedMemory predictedMemory(const plan::Plan &plan);
+
+/* ZeRO's split of a parameter of `numel` elements over `ranks` data-parallel ranks
+   (docs/distributed.md, "ZeRO"): rank r keeps and updates elements [begin, end),
+   consecutive slices of ceil(numel / ranks) elements in rank order (the last ones
+   shorter or empty). The runtime's shards and the memory prediction both follow it. */
+struct ShardRange {
+  int64_t begin = 0, end = 0;
+  int64_t size() const { return end - begin; }
+};
+inline ShardRange zeroShard(int64_t numel, int64_t ranks, int64_t rank) {
+  const int64_t chunk = (numel + ranks - 1) / ranks;
+  const int64_t begin = std::min(numel, rank * chunk);
+  return {begin, std::min(numel, begin + chunk)};
+}
 
 namespace contract {
 

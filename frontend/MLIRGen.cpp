@@ -144,7 +144,7 @@ OwningOpRef<ModuleOp> MLIRGen::run() {
   FailureOr<DictionaryAttr> train = trainAttr();
   if (failed(train))
     return nullptr;
-  FailureOr<std::optional<DictionaryAttr>> mesh = meshAttr();
+  FailureOr<std::optional<DictionaryAttr>> mesh = meshAttr(*train);
   if (failed(mesh))
     return nullptr;
 

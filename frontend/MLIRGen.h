@@ -338,8 +338,9 @@ private:
   //--- Settings.cpp -------------------------------------------------------------
   LogicalResult evalConfig();
   FailureOr<DictionaryAttr> trainAttr();
-  /// The train block's `mesh` with FrontendOptions' overrides; none for one process.
-  FailureOr<std::optional<DictionaryAttr>> meshAttr();
+  /// The train block's `mesh` and `zero` with FrontendOptions' overrides; none for
+  /// one process. `train` is trainAttr()'s (ZeRO needs an elementwise optimizer).
+  FailureOr<std::optional<DictionaryAttr>> meshAttr(DictionaryAttr train);
   DictionaryAttr configAttr();
   /// lm.data for an objective whose one input is i32[batch, seq + 1].
   /// With `data = <transform>(...)` in the train section, the transform's; else

@@ -129,12 +129,26 @@ DictionaryAttr MLIRGen::configAttr() {
   return builder.getDictionaryAttr(attrs);
 }
 
-FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr() {
+FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train) {
   // `mesh = { data = D, tensor = T }`, then lmc's --mesh over it (field by field).
   int64_t axes[2] = {1, 1};
   const char *names[2] = {"data", "tensor"};
   std::optional<ast::Loc> tensorLoc;
+  // `zero = N` (the ZeRO stage), then lmc's --zero over it.
+  int64_t zero = 0;
+  Location zeroLoc = FileLineColLoc::get(&ctx, files[0], 1, 1);
   for (const ast::Setting &s : ast.train) {
+    if (s.name == "zero") {
+      Env env;
+      FailureOr<LMValue> v = eval(*s.value, env);
+      if (failed(v))
+        return failure();
+      if (v->kind != LMValue::Kind::Int)
+        return error(s.value->loc) << "zero must be a ZeRO stage 0, 1, 2 or 3, got '" << ast::toString(*s.value) << "'";
+      zero = v->intValue;
+      zeroLoc = loc(s.value->loc);
+      continue;
+    }
     if (s.name != "mesh")
       continue;
     const ast::Expr &e = *s.value;
@@ -170,11 +184,35 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr() {
     return diag << "mesh tensor = " << axes[1] << ": tensor parallelism is not supported yet (only data "
                 << "parallelism: mesh = { data = D, tensor = 1 }; docs/distributed.md)";
   }
+  if (options.zero >= 0)
+    zero = options.zero;
+  if (zero < 0 || zero > 3)
+    return emitError(zeroLoc) << "zero = " << zero << ": the ZeRO stage must be 0 (plain data parallelism), 1, 2 or 3";
+  if (zero > 0) {
+    // ZeRO shards what data parallelism replicates; one rank has nothing to shard.
+    if (axes[0] == 1)
+      return emitError(zeroLoc) << "zero = " << zero << " shards the training state over the data-parallel ranks, "
+                                << "and this mesh has none: set mesh = { data = D } with D > 1 (or lmc compile "
+                                << "--mesh data=D); docs/distributed.md";
+    if (zero > 1)
+      return emitError(zeroLoc) << "zero = " << zero << ": ZeRO stage " << zero << " is not supported yet (stage 1, "
+                                << "the optimizer state sharded, is; docs/distributed.md)";
+    // A shard of a parameter is updated alone: the optimizer must treat every element
+    // on its own (LAMB's trust ratio and Adafactor's factored moments see whole tensors).
+    auto optimizer = train ? dyn_cast_or_null<StringAttr>(train.get("optimizer")) : StringAttr();
+    StringRef kind = optimizer ? optimizer.getValue() : StringRef(lmrt::settings::kDefaultOptimizer);
+    if (kind != "adamw" && kind != "sgd" && kind != "lion")
+      return emitError(zeroLoc) << "zero = " << zero << " needs an elementwise optimizer (adamw, sgd or lion): each "
+                                << "rank updates a slice of every parameter, and " << kind
+                                << " reads whole tensors (norms or factored moments)";
+  }
   if (axes[0] == 1 && axes[1] == 1)
     return std::optional<DictionaryAttr>(); // one process: no mesh, the plan keeps its bytes
   SmallVector<NamedAttribute> attrs;
   for (int axis = 0; axis < 2; ++axis)
     attrs.push_back(builder.getNamedAttr(names[axis], builder.getI64IntegerAttr(axes[axis])));
+  if (zero > 0) // written only when set, so data-parallel plans keep their bytes
+    attrs.push_back(builder.getNamedAttr("zero", builder.getI64IntegerAttr(zero)));
   return std::optional<DictionaryAttr>(builder.getDictionaryAttr(attrs));
 }
 
@@ -332,8 +370,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     }
     if (s.name == "data")
       continue; // the batch transform: dataAttr reads it with the objective's inputs
-    if (s.name == "mesh")
-      continue; // the device mesh: meshAttr reads it
+    if (s.name == "mesh" || s.name == "zero")
+      continue; // the device mesh and the ZeRO stage: meshAttr reads them
     if (s.name == "no_decay" || s.name == "groups")
       continue; // parameter groups: paramGroupsAttr reads them once the parameters exist
     const st::Setting *setting = nullptr;
@@ -345,7 +383,7 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     }
     if (!setting)
       return error(s.loc) << "unknown train option '" << s.name << "' (expected " << known
-                          << ", no_decay, groups, data or mesh)";
+                          << ", no_decay, groups, data, mesh or zero)";
     if (failed(setNumber(*setting, *s.value, s.name)))
       return failure();
   }

@@ -11,6 +11,8 @@
 #include "runtime/cpu/grad_clip.h"
 #include "runtime/cpu/kernel_library.h"
 #include "runtime/cpu/kernels/registry.h"
+#include "runtime/cpu/zero_shards.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/exec/backend_registry.h"
 #include "runtime/exec/optimizer.h"
 #include "runtime/exec/session.h"
@@ -39,17 +41,18 @@ class CpuBackend final : public Backend {
 public:
   CpuBackend(Session &session);
   std::string describe() const override { return "cpu"; }
+  std::string describeSharding() const override { return zero_ ? zero_->describe() : ""; }
   void uploadParams() override {}
   void downloadParams(bool) override {}
   void run(const std::string &program, const std::map<std::string, TensorRef> &inputs) override;
   TensorRef output(const std::string &program, const std::string &name) override;
   void accumulateGradients(int micro, int count) override;
   double gradientNorm() override { return globalGradNorm(views_); }
-  void optimizerStep(double lr, double gradScale) override { optimizer().step(views_, lr, gradScale); }
+  void optimizerStep(double lr, double gradScale) override;
   int64_t optimizerUpdates() const override { return optimizer_ ? optimizer_->stepCount() : 0; }
   std::vector<NamedTensor> optimizerState() override;
   std::vector<NamedTensor> beginRestore(int64_t updates) override;
-  void finishRestore() override {}
+  void finishRestore() override;
   void setProfile(OpProfile *profile) override { profile_ = profile; }
   void setNonFiniteCheck(NonFiniteValue *check) override { nonFinite_ = check; }
   void setStepObserver(StepObserver observer) override { observer_ = std::move(observer); }
@@ -75,6 +78,10 @@ private:
   std::string lastRun_;  // outputs in the arena belong to this program's last run
   std::vector<ParamView> views_;
   std::unique_ptr<CpuOptimizer> optimizer_;
+  // ZeRO stage 1 (zero_shards.h): this rank's slices, and the parameter each state
+  // tensor of the checkpoint layout belongs to. Null without ZeRO.
+  std::unique_ptr<ZeroShards> zero_;
+  std::vector<size_t> stateOwner_;
   std::vector<HostBytes> accumulated_;  // the micro-batches' summed gradients (--accumulate)
   OpProfile *profile_ = nullptr;
   NonFiniteValue *nonFinite_ = nullptr;
@@ -113,6 +120,26 @@ CpuBackend::CpuBackend(Session &session)
   for (ParamState &p : session.params())
     views_.push_back({p.type.dtype, p.value.data(), p.grad.data(), p.type.numel(), p.weightDecay, p.frozen,
                       p.lrScale, p.trustRatio, p.type.shape});
+  // ZeRO-1 when the plan asks for it and this process is one of its data ranks
+  // (joinRanks refuses a run whose processes differ from the mesh; a lone process
+  // evaluating or sampling the plan has nothing to split).
+  const plan::Mesh &mesh = bound_.plan().train().mesh();
+  comm::Communicator &world = comm::world();
+  if (mesh.zero() >= 1 && mesh.data() > 1 && world.size() == mesh.data()) {
+    const OptimizerConfig config = optimizerConfig(bound_.plan());
+    if (config.kind != "adamw" && config.kind != "sgd" && config.kind != "lion")
+      bound_.error("ZeRO needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + config.kind);
+    zero_ = std::make_unique<ZeroShards>(views_, world.rank(), world.size());
+    for (size_t i = 0; i < views_.size(); ++i)
+      for (size_t k = 0; k < stateSlots(config, views_[i].shape).size(); ++k) stateOwner_.push_back(i);
+  }
+}
+
+void CpuBackend::optimizerStep(double lr, double gradScale) {
+  if (!zero_) return optimizer().step(views_, lr, gradScale);
+  zero_->release();  // the last checkpoint's gathered state
+  optimizer().step(zero_->views(), lr, gradScale);
+  zero_->gatherParams(views_);
 }
 
 const ExecProgram &CpuBackend::program(const std::string &name) const {
@@ -251,11 +278,23 @@ std::vector<NamedTensor> CpuBackend::stateTensors(std::vector<void *> data) {
   return out;
 }
 
-std::vector<NamedTensor> CpuBackend::optimizerState() { return stateTensors(optimizer().state(views_)); }
+/* Under ZeRO the logical tensors, gathered from every rank's slices (collective). */
+std::vector<NamedTensor> CpuBackend::optimizerState() {
+  if (!zero_) return stateTensors(optimizer().state(views_));
+  return stateTensors(zero_->gatherState(optimizer().state(zero_->views()), stateOwner_));
+}
 
 std::vector<NamedTensor> CpuBackend::beginRestore(int64_t updates) {
-  optimizer().restoreState(views_, updates);
-  return stateTensors(optimizer().state(views_));
+  if (!zero_) {
+    optimizer().restoreState(views_, updates);
+    return stateTensors(optimizer().state(views_));
+  }
+  optimizer().restoreState(zero_->views(), updates);
+  return stateTensors(zero_->wholeState(stateOwner_));
+}
+
+void CpuBackend::finishRestore() {
+  if (zero_) zero_->scatterState(optimizer().state(zero_->views()), stateOwner_);
 }
 
 // --- registration -------------------------------------------------------------------

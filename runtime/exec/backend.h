@@ -70,6 +70,9 @@ public:
 
   /* What the run is on, for the log: "cpu" or "cuda:0 NVIDIA H100 ..., TF32 GEMMs". */
   virtual std::string describe() const = 0;
+  /* How the optimizer is split over data-parallel ranks, for the log: "ZeRO stage 1:
+     rank 0 keeps ..." (docs/distributed.md), or "" when this rank keeps all of it. */
+  virtual std::string describeSharding() const { return ""; }
   /* Memory the backend allocated on its device, for the end-of-run line (0: the host's is measured as RSS). */
   virtual int64_t deviceBytes() const { return 0; }
 

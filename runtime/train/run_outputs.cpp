@@ -105,7 +105,12 @@ RunOutputs::RunOutputs(Session &session, DataFeed &data, RunSetup &run, const Tr
 }
 
 void RunOutputs::checkpoint(int64_t step) {
-  if (run_.checkpointDir.empty() || lastCheckpointStep_ == step) return;
+  if (lastCheckpointStep_ == step) return;
+  if (run_.checkpointDir.empty()) {
+    // Under ZeRO rank 0's checkpoint gathers every rank's optimizer state slices.
+    if (run_.joinsCheckpoints) session_.backend().optimizerState(), lastCheckpointStep_ = step;
+    return;
+  }
   if (run_.clearOldCheckpoints) {
     removeAllCheckpoints(run_.checkpointDir, log_);
     run_.clearOldCheckpoints = false;

@@ -194,6 +194,7 @@ RunSetup planRun(Session &s, const TrainOptions &o, FILE *log, int rank, int ran
   planSteps(run, s, o, log);
   run.outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
   if (rank != 0) {  // rank 0 writes the run's files
+    run.joinsCheckpoints = !run.checkpointDir.empty() && s.plan().train().mesh().zero() > 0;
     run.checkpointDir.clear();
     run.outPath.clear();
     return run;

@@ -30,6 +30,9 @@ struct RunSetup {
   bool evalOn = false;
   LrSchedule schedule;
   std::string checkpointDir;
+  // A data-parallel rank other than 0 (which writes none) under ZeRO: it joins the
+  // gather of the optimizer state at every checkpoint rank 0 writes.
+  bool joinsCheckpoints = false;
   std::string outPath;               // the final weights
   bool clearOldCheckpoints = false;  // --overwrite: remove an earlier run's at this run's first checkpoint
   std::unique_ptr<Checkpoint> resume;

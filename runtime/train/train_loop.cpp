@@ -43,6 +43,7 @@ TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
   const TrainOptions &o = ranks.writer() ? options : quiet;
   FILE *log = ranks.writer() ? userLog : quietLog();
   if (ranks.ranks > 1) std::fprintf(log, "data parallel: %s\n", comm::world().describe().c_str());
+  if (std::string zero = s.backend().describeSharding(); !zero.empty()) std::fprintf(log, "%s\n", zero.c_str());
   RunSetup run = planRun(s, o, log, ranks.rank, ranks.ranks);
 
   // The plan's batch transform; it checks the inputs, the vocabulary and the splits.

@@ -204,10 +204,20 @@ std::string percent(int64_t part, int64_t whole) {
 
 std::string precisionOf(const pb::Plan &plan) { return plan.precision().empty() ? "fp32" : plan.precision(); }
 
-/// "data=2, tensor=1" for a plan compiled for a mesh (its figures are one rank's), else "".
+/// "data=2, tensor=1" for a plan compiled for a mesh (its figures are one rank's), else "";
+/// ", zero=1" follows for a ZeRO plan.
 std::string meshOf(const pb::Plan &plan) {
   if (!plan.train().has_mesh()) return "";
-  return "data=" + std::to_string(plan.train().mesh().data()) + ", tensor=" + std::to_string(plan.train().mesh().tensor());
+  const pb::Mesh &m = plan.train().mesh();
+  return "data=" + std::to_string(m.data()) + ", tensor=" + std::to_string(m.tensor()) +
+         (m.zero() > 0 ? ", zero=" + std::to_string(m.zero()) : "");
+}
+
+/// The optimizer state's row under ZeRO: whose share it is.
+std::string zeroNote(const pb::Plan &plan) {
+  const pb::Mesh &m = plan.train().mesh();
+  if (m.zero() < 1) return "";
+  return "ZeRO-" + std::to_string(m.zero()) + ": rank 0's 1/" + std::to_string(m.data()) + " of each parameter's";
 }
 
 std::string header(const pb::Plan &plan, const std::string &source, const lmc::ExplainOptions &o) {
@@ -227,8 +237,8 @@ void printText(const pb::Plan &plan, const std::string &source, const lmc::Expla
     os << llvm::StringRef(line).rtrim() << "\n";
   };
   row("parameters", m.params, groupThousands(plan.param_count()) + " values");
-  row("gradients", m.params);
-  row("AdamW state (m, v)", 2 * m.params);
+  row("gradients", m.grads);
+  row("AdamW state (m, v)", m.optimizer, zeroNote(plan));
   row("inputs (one batch)", m.inputs);
   row("arena", m.arena, "the largest program's: " + a.arenaProgram);
   row("matmul scratch", m.matmulScratch);
@@ -289,8 +299,8 @@ void printJson(const pb::Plan &plan, const std::string &source, const lmc::Expla
      << ", \"fusion\": " << quote(o.fusion.empty() ? "auto" : o.fusion)
      << ", \"precision\": " << quote(precisionOf(plan)) << ", \"mesh\": " << quote(meshOf(plan))
      << ", \"predicted_peak_bytes\": " << plan.predicted_peak_bytes() << ",\n \"memory\": {\"param_count\": "
-     << plan.param_count() << ", \"params_bytes\": " << m.params << ", \"grads_bytes\": " << m.params
-     << ", \"adamw_bytes\": " << 2 * m.params << ", \"inputs_bytes\": " << m.inputs
+     << plan.param_count() << ", \"params_bytes\": " << m.params << ", \"grads_bytes\": " << m.grads
+     << ", \"adamw_bytes\": " << m.optimizer << ", \"inputs_bytes\": " << m.inputs
      << ", \"arena_bytes\": " << m.arena << ", \"arena_program\": " << quote(a.arenaProgram)
      << ", \"matmul_scratch_bytes\": " << m.matmulScratch << ", \"loss_scratch_bytes\": " << m.lossScratch
      << ", \"total_bytes\": " << m.total() << "}";

@@ -17,6 +17,7 @@
 #include "pipelines/CompileToPlan.h"
 #include "base/file_io.h"
 #include "base/paths.h"
+#include "contract/contract.h"
 #include "contract/plan_file.h"
 #include "base/tensor.h"
 #include "contract/plan_trust.h"
@@ -56,6 +57,7 @@ struct CompileOptions {
   std::vector<std::string> defines;
   std::string preset;
   std::string mesh;  // --mesh data=D,tensor=T (docs/distributed.md)
+  int64_t zero = -1; // --zero N: the ZeRO stage (-1: the train block's)
   std::string floatType = "f32";
   bool noDecodePrograms = false;
   std::string emit;
@@ -245,7 +247,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   if (ext != ".lm" && ext != ".mlir")
     return fail("'" + opts.input + "' is neither a .lm source nor a .mlir module");
   if (ext == ".mlir" && frontendFlagsGiven)
-    return fail("-D, --preset, --mesh and --float-type apply to .lm sources, not to '" + opts.input + "'");
+    return fail("-D, --preset, --mesh, --zero and --float-type apply to .lm sources, not to '" + opts.input + "'");
   // The output rules (base/paths.h, docs/runtime.md "Paths") before any work:
   // no output is an input, every one is writable, and an existing -o is
   // replaced only when it is a plan (an earlier compile's), else with
@@ -353,6 +355,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
       return 1;
     if (!opts.mesh.empty() && failed(parseMesh(opts.mesh, compileOptions.frontend)))
       return 1;
+    compileOptions.frontend.zero = opts.zero;
   } else {
     compileOptions.input = mlir::lm::InputKind::MlirModule;
   }
@@ -463,6 +466,13 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
                << ", compiled in "
                << llvm::formatv("{0:f2}", seconds) << " s\n";
   printModelParams(plan);
+  if (const lmrt::plan::Mesh &mesh = plan.train().mesh(); mesh.zero() > 0) {
+    // ZeRO: the predicted peak is rank 0's; its training state term by term (docs/distributed.md).
+    const lmrt::PredictedMemory m = lmrt::predictedMemory(plan);
+    llvm::errs() << "lmc: per rank (ZeRO stage " << mesh.zero() << ", data = " << mesh.data()
+                 << "): parameters " << humanBytes(m.params) << ", gradients " << humanBytes(m.grads)
+                 << ", optimizer state " << humanBytes(m.optimizer) << " (1/" << mesh.data() << " of it)\n";
+  }
   if (opts.steps > 0) {
     if (!plan.has_data() || plan.data().batch() <= 0 || plan.data().seq() <= 0)
       return fail("--steps needs the plan's batch and sequence length (a data block), and '" + opts.input +
@@ -535,6 +545,10 @@ int main(int argc, char **argv) {
       "--mesh", opts.mesh,
       "the device mesh, over the train block's mesh: data=D (D data-parallel ranks, each on batch / D rows; "
       "run with mpirun -np D) and tensor=T (only 1 so far); docs/distributed.md");
+  CLI::Option *zero = compile->add_option(
+      "--zero", opts.zero,
+      "the ZeRO stage over the train block's zero: 0 (plain data parallelism) or 1 (each data rank keeps 1/D of the "
+      "optimizer state); needs --mesh data=D with D > 1; docs/distributed.md");
   compile->add_option("--fusion", opts.fusion, "fusion in the optimize stage: auto (default) or none")
       ->check(CLI::IsMember({"auto", "none"}));
   compile->add_option("--remat", opts.remat,
@@ -590,6 +604,8 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   CLI::Option *explainMesh = explain->add_option(
       "--mesh", explainOpts.mesh, "the device mesh, data=D,tensor=T (as lmc compile): the figures are one rank's");
+  CLI::Option *explainZero =
+      explain->add_option("--zero", explainOpts.zero, "the ZeRO stage (as lmc compile): the figures are one rank's");
   explain->add_option("--remat", explainOpts.remat, "rematerialization: none, full, selective or auto (as lmc compile)")
       ->check(CLI::IsMember({"none", "full", "selective", "auto"}));
   CLI::Option *explainBudget =
@@ -631,9 +647,10 @@ int main(int argc, char **argv) {
   explainOptions.remat = explainOpts.remat;
   explainOptions.fusion = explainOpts.fusion;
   int status = *compile   ? runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0 ||
-                                             mesh->count() > 0)
+                                             mesh->count() > 0 || zero->count() > 0)
                : *explain ? runCompile(explainOpts, explainDefines->count() > 0 || explainFloat->count() > 0 ||
-                                                        explainPreset->count() > 0 || explainMesh->count() > 0)
+                                                        explainPreset->count() > 0 || explainMesh->count() > 0 ||
+                                                        explainZero->count() > 0)
                : *plan    ? lmc::runPlan(planOpts)
                           : runMemoryPlan(planPath);
   // What --emit and memory-plan printed must have reached stdout: a full disk

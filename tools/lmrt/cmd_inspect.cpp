@@ -210,7 +210,7 @@ void inspect(const std::string &path, bool steps) {
   std::printf("memory: predicted peak %s (plan); params %s + grads %s + AdamW state %s + arena %s + "
               "inputs %s + matmul scratch %s%s = %s\n",
               human((double)p.predicted_peak_bytes()).c_str(), human((double)mem.params).c_str(),
-              human((double)mem.params).c_str(), human(2.0 * mem.params).c_str(), human((double)mem.arena).c_str(),
+              human((double)mem.grads).c_str(), human((double)mem.optimizer).c_str(), human((double)mem.arena).c_str(),
               human((double)mem.inputs).c_str(), human((double)mem.matmulScratch).c_str(),
               mem.lossScratch ? (" + linear cross-entropy chunk " + human((double)mem.lossScratch)).c_str() : "",
               human((double)mem.total()).c_str());
@@ -266,8 +266,9 @@ void inspect(const std::string &path, bool steps) {
   if (p.train().accumulate() > 1)
     std::printf("accumulate: %lld micro-batches per step\n", (long long)p.train().accumulate());
   if (p.train().has_mesh())
-    std::printf("mesh: data %lld, tensor %lld (global batch %lld; run with mpirun -np %lld)\n",
+    std::printf("mesh: data %lld, tensor %lld%s (global batch %lld; run with mpirun -np %lld)\n",
                 (long long)p.train().mesh().data(), (long long)p.train().mesh().tensor(),
+                p.train().mesh().zero() > 0 ? (", ZeRO stage " + std::to_string(p.train().mesh().zero())).c_str() : "",
                 (long long)p.train().mesh().global_batch(),
                 (long long)(p.train().mesh().data() * p.train().mesh().tensor()));
   std::printf("data: %s, batch %lld, seq %lld, vocab %lld", p.data().transform().c_str(),

@@ -751,5 +751,42 @@ TEST(PredictedMemory, CountsTheLargestMatmulScratchOnce) {
   EXPECT_EQ(m.total(), 1000 + 2048 * 128 * 8);
 }
 
+/* ZeRO's slices (contract.h's zeroShard) cover every element exactly once, in rank
+   order, rank 0's the largest; the prediction counts rank 0's AdamW state only. */
+TEST(PredictedMemory, ZeroSlicesAndRankZerosShare) {
+  for (int64_t n : {0, 1, 2, 5, 32, 33, 1000, 65537})
+    for (int64_t ranks : {1, 2, 3, 4, 7}) {
+      int64_t next = 0;
+      for (int64_t r = 0; r < ranks; ++r) {
+        ShardRange s = zeroShard(n, ranks, r);
+        EXPECT_EQ(s.begin, next) << n << " over " << ranks << ", rank " << r;
+        EXPECT_LE(s.size(), zeroShard(n, ranks, 0).size());
+        EXPECT_GE(s.size(), 0);
+        next = s.end;
+      }
+      EXPECT_EQ(next, n) << n << " over " << ranks;
+    }
+  EXPECT_EQ(zeroShard(33, 2, 0).size(), 17);
+  EXPECT_EQ(zeroShard(33, 2, 1).size(), 16);
+  EXPECT_EQ(zeroShard(2, 3, 2).size(), 0);
+
+  plan::Plan p;
+  for (int64_t n : {33, 64}) {
+    plan::Param *param = p.add_params();
+    param->mutable_type()->set_dtype(plan::F32);
+    param->mutable_type()->add_shape(n);
+  }
+  const int64_t bytes = (33 + 64) * 4;
+  EXPECT_EQ(predictedMemory(p).optimizer, 2 * bytes);
+  p.mutable_train()->mutable_mesh()->set_data(2);
+  EXPECT_EQ(predictedMemory(p).optimizer, 2 * bytes);  // plain data parallelism keeps it all
+  p.mutable_train()->mutable_mesh()->set_zero(1);
+  PredictedMemory m = predictedMemory(p);
+  EXPECT_EQ(m.params, bytes);
+  EXPECT_EQ(m.grads, bytes);
+  EXPECT_EQ(m.optimizer, 2 * (17 + 32) * 4);
+  EXPECT_EQ(m.total(), 2 * bytes + 2 * (17 + 32) * 4);
+}
+
 }  // namespace
 }  // namespace lmrt

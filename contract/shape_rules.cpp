@@ -184,9 +184,9 @@ std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64
 Dims attentionLse(const Dims &q, int64_t numHeads) { return {q[0], numHeads, q[1]}; }
 
 std::optional<Dims> biasedAttention(const Dims &q, const Dims &k, const Dims &v, const Dims &mask, const Dims &bias,
-                                    const Dims &segments, int64_t numHeads, double scale, std::string &err,
-                                    int64_t numKvHeads, bool causal) {
-  if (!dimsOk(err, "attention", {{"bias", &bias}, {"segments", &segments}})) return std::nullopt;
+                                    const Dims &segments, const Dims &key, int64_t numHeads, double scale,
+                                    double dropout, std::string &err, int64_t numKvHeads, bool causal) {
+  if (!dimsOk(err, "attention", {{"bias", &bias}, {"segments", &segments}, {"key", &key}})) return std::nullopt;
   auto out = attention(q, k, v, numHeads, err, numKvHeads, causal, mask.empty() ? nullptr : &mask);
   if (!out) return std::nullopt;
   // Written so that NaN, which fails every comparison, is rejected too.
@@ -214,6 +214,12 @@ std::optional<Dims> biasedAttention(const Dims &q, const Dims &k, const Dims &v,
       return bad(err, "attention: segments " + S(segments) + " must be " + S(Dims{q[0], q[1]}) +
                           " [B, T] (one document id a token)");
   }
+  if (std::string e = dropoutRate(dropout, "attention"); !e.empty()) return bad(err, e);
+  if (dropout > 0 && key != Dims{q[0], 2})
+    return bad(err, "attention: dropout > 0 needs key " + S(key) +
+                        " to be " + S(Dims{q[0], 2}) + " (two i32 words a batch row: the dropout_key input)");
+  if (dropout == 0 && !key.empty())
+    return bad(err, "attention: key " + S(key) + " must be rank 0 (none) without dropout");
   return out;
 }
 

@@ -38,10 +38,12 @@ std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64
 /* biased_attention (and its grad): attention() of q, k, v with `mask` [B, Tk] or rank 0
    (none); `bias` of rank <= 4 broadcasting (NumPy rules) to [B, H, Tq, Tk]; `segments`
    [B, Tq] with Tq = Tk (self-attention) or rank 0 (none); `scale` >= 0 and finite
-   (0: 1/sqrt(Dh)). Returns q's shape. */
+   (0: 1/sqrt(Dh)); `dropout` (the probabilities' rate) in [0, 1), with `key` [B, 2]
+   (the dropout_key input) when it is > 0 and rank 0 (none) when it is 0. Returns q's
+   shape. */
 std::optional<Dims> biasedAttention(const Dims &q, const Dims &k, const Dims &v, const Dims &mask, const Dims &bias,
-                                    const Dims &segments, int64_t numHeads, double scale, std::string &err,
-                                    int64_t numKvHeads = 0, bool causal = false);
+                                    const Dims &segments, const Dims &key, int64_t numHeads, double scale,
+                                    double dropout, std::string &err, int64_t numKvHeads = 0, bool causal = false);
 /* A bias broadcasting to [B, H, Tq, Tk] as its four dims, 1 where it has none. */
 Dims attentionBias4(const Dims &bias);
 /* The row logsumexp of attention over q [B, Tq, H*Dh] (attention_stats, attention_grad_stats):

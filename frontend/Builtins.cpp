@@ -38,7 +38,9 @@ const std::vector<Signature> &signatures() {
         {"layernorm", {"x", "eps", "bias"}, 1},
         {"gelu", {"x", "approximate"}, 1},
         {"softmax", {"x"}, 1},
-        {"attention", {"q", "k", "v", "heads", "causal", "kv_heads", "mask", "bias", "segments", "scale"}, 4},
+        {"attention", {"q", "k", "v", "heads", "causal", "kv_heads", "mask", "bias", "segments", "scale",
+                       "dropout"},
+         4},
         {"transpose", {"x", "perm"}, 1},
         {"reshape", {"x", "shape"}, 2},
         {"cross_entropy", {"logits", "targets", "ignore_index"}, 2},
@@ -346,8 +348,23 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
       auto shape = cast<RankedTensorType>(t->getType()).getShape();
       maskDims = {shape.begin(), shape.end()};
     }
-    if (arg[7] || arg[8] || arg[9])
-      return emitBiasedAttention(call, arg, env, qkv, *heads, causal, kvHeads, mask);
+    // dropout = p: the probabilities' dropout, in the fused kernel of
+    // lm.biased_attention. Like dropout(), only an objective's training graph
+    // keeps it (-lm-eval-mode sets p to 0 elsewhere); p = 0, a model's own
+    // programs and decoding emit the op they would without it.
+    double dropout = 0;
+    if (arg[10]) {
+      FailureOr<double> p = evalNumber(*arg[10], env, "the attention dropout rate 'dropout' of 'attention'");
+      if (failed(p))
+        return failure();
+      std::string bad = shapes::dropoutRate(*p, "attention");
+      if (!bad.empty())
+        return error(arg[10]->loc) << bad;
+      if (cur->isObjective && !decode)
+        dropout = *p;
+    }
+    if (arg[7] || arg[8] || arg[9] || dropout > 0)
+      return emitBiasedAttention(call, arg, env, qkv, *heads, causal, kvHeads, mask, dropout);
     if (!shapes::attention(dims[0], dims[1], dims[2], *heads, err, kvHeads, causal, mask ? &maskDims : nullptr))
       return error(call.loc) << err;
     if (mask) { // padded or cross-attention: no key/value cache, so no decode program

@@ -1,11 +1,12 @@
 //===- BuiltinsAttention.cpp - attention with a bias and segments ---------===//
 //
 // attention(q, k, v, heads = H, bias = b, segments = s, scale = c [, causal,
-// mask, kv_heads]) emits lm.biased_attention: the fused kernels add `b` (f32,
-// broadcast to [B, H, Tq, Tk]) to the scaled scores and hide keys of another
-// segment, so T5's relative-position bias, ALiBi and packed rows keep the
-// flash kernel. The operands it is not given are rank-0 constants (mask 1,
-// bias 0, segments 0: none), the op's convention for "absent".
+// mask, kv_heads, dropout]) emits lm.biased_attention: the fused kernels add
+// `b` (f32, broadcast to [B, H, Tq, Tk]) to the scaled scores, hide keys of
+// another segment and drop probabilities, so T5's relative-position bias,
+// ALiBi, packed rows and attention dropout keep the flash kernel. The operands
+// it is not given are rank-0 constants (mask 1, bias 0, segments 0, key 0:
+// none), the op's convention for "absent".
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/MLIRGen.h"
@@ -28,7 +29,7 @@ shapes::Dims dimsOfValue(Value v) {
 
 FailureOr<LMValue> MLIRGen::emitBiasedAttention(const ast::Expr &call, const std::vector<const ast::Expr *> &arg,
                                                 Env &env, Value qkv[3], int64_t heads, bool causal, int64_t kvHeads,
-                                                Value mask) {
+                                                Value mask, double dropout) {
   Location l = loc(call.loc);
   Type elem = cast<RankedTensorType>(qkv[0].getType()).getElementType();
   auto scalar = [&](Type type, Attribute value) -> Value {
@@ -75,17 +76,29 @@ FailureOr<LMValue> MLIRGen::emitBiasedAttention(const ast::Expr &call, const std
     bias = scalar(elem, FloatAttr::get(elem, 0.0));
   if (!segments)
     segments = scalar(builder.getI32Type(), builder.getI32IntegerAttr(0));
+  Value key; // decoding never drops (the caller passes dropout 0)
+  if (dropout > 0) {
+    FailureOr<Value> k = dropoutKey(dimsOfValue(qkv[0]), call.loc);
+    if (failed(k))
+      return failure();
+    key = *k;
+  } else {
+    key = scalar(builder.getI32Type(), builder.getI32IntegerAttr(0));
+  }
   std::string err;
   if (!shapes::biasedAttention(dimsOfValue(qkv[0]), dimsOfValue(qkv[1]), dimsOfValue(qkv[2]), dimsOfValue(mask),
-                               dimsOfValue(bias), dimsOfValue(segments), heads, scale, err, kvHeads, causal))
+                               dimsOfValue(bias), dimsOfValue(segments), dimsOfValue(key), heads, scale, dropout, err,
+                               kvHeads, causal))
     return error(call.loc) << err;
   // A bias or segments has no key/value cache form: no decode program.
   if (decode) {
     decode->notCausal = true;
     return failure();
   }
-  return LMValue::ofTensor(builder.create<BiasedAttentionOp>(l, qkv[0], qkv[1], qkv[2], mask, bias, segments, heads,
-                                                             causal, kvHeads, llvm::APFloat(scale)));
+  return LMValue::ofTensor(builder.create<BiasedAttentionOp>(l, qkv[0], qkv[1], qkv[2], mask, bias, segments, key,
+                                                             heads, causal, kvHeads, llvm::APFloat(scale),
+                                                             llvm::APFloat(dropout),
+                                                             dropout > 0 ? cur->dropoutSites++ : 0));
 }
 
 } // namespace mlir::lm

@@ -324,11 +324,13 @@ public:
                                   const LMValue &first, Env &env);
 
   //--- BuiltinsAttention.cpp ----------------------------------------------------
-  /// attention(..., bias =, segments =, scale =): lm.biased_attention of the
-  /// evaluated q, k, v (`qkv`) and `mask` (null: none), arguments matched to
-  /// attention's signature in `arg`.
+  /// attention(..., bias =, segments =, scale =, dropout =): lm.biased_attention
+  /// of the evaluated q, k, v (`qkv`) and `mask` (null: none), arguments matched
+  /// to attention's signature in `arg`; `dropout` > 0 (an objective's, checked)
+  /// drops probabilities at the next dropout site.
   FailureOr<LMValue> emitBiasedAttention(const ast::Expr &call, const std::vector<const ast::Expr *> &arg, Env &env,
-                                         Value qkv[3], int64_t heads, bool causal, int64_t kvHeads, Value mask);
+                                         Value qkv[3], int64_t heads, bool causal, int64_t kvHeads, Value mask,
+                                         double dropout = 0);
 
 private:
   /// where(cond, a, b) on i32 values `vs` (evaluated): lm.where_int.

@@ -46,7 +46,12 @@ def LMEvalModePass : Pass<"lm-eval-mode", "mlir::ModuleOp"> {
   let description = [{
     Replaces every `lm.dropout` by its operand `x` in each `func.func`
     without the unit attribute `lm.train_step`: the objective (the plan's
-    eval program), the models' forward programs, prefill and decode. So
+    eval program), the models' forward programs, prefill and decode; and
+    every `lm.biased_attention` with `dropout` > 0 by the op the frontend
+    emits without it (`lm.attention` or `lm.masked_attention` when it has no
+    bias, segments or scale of its own, else `lm.biased_attention` with rate
+    0 and a rank-0 key), so eval programs are those of the model without
+    attention dropout. So
     dropout is on when training and off everywhere else (PyTorch's
     `model.train()` / `model.eval()`). A dropout_key argument left unused
     stays an input of its program, so one data pipeline still feeds both

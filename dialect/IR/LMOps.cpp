@@ -216,8 +216,9 @@ AttentionShapes inferAttention(Inference &infer, MLIRContext *context, typename 
   return a;
 }
 
-/// biased_attention and its grad: q, k, v, mask, bias and segments through
-/// shapes::biasedAttention with the op's heads, causal flag and scale.
+/// biased_attention and its grad: q, k, v, mask, bias, segments and the dropout
+/// key through shapes::biasedAttention with the op's heads, causal flag, scale
+/// and dropout rate.
 template <typename OpTy>
 AttentionShapes inferBiasedAttention(Inference &infer, MLIRContext *context, typename OpTy::Adaptor &adaptor,
                                      std::string &err) {
@@ -225,13 +226,15 @@ AttentionShapes inferBiasedAttention(Inference &infer, MLIRContext *context, typ
   a.q = infer.dims(adaptor.getQ());
   a.k = infer.dims(adaptor.getK());
   Dims v = infer.dims(adaptor.getV()), mask = infer.dims(adaptor.getMask()), bias = infer.dims(adaptor.getBias()),
-       segments = infer.dims(adaptor.getSegments());
+       segments = infer.dims(adaptor.getSegments()), key = infer.dims(adaptor.getKey());
   a.heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
   auto defaults = withDefaults<OpTy>(context, adaptor);
   int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
   bool causal = defaults.causal && defaults.causal.getValue();
   double scale = defaults.scale ? defaults.scale.getValueAsDouble() : 0.0;
-  a.out = shapes::biasedAttention(a.q, a.k, v, mask, bias, segments, a.heads, scale, err, kvHeads, causal);
+  double dropout = defaults.dropout ? defaults.dropout.getValueAsDouble() : 0.0;
+  a.out = shapes::biasedAttention(a.q, a.k, v, mask, bias, segments, key, a.heads, scale, dropout, err, kvHeads,
+                                  causal);
   a.elem = infer.elementType(adaptor.getQ());
   return a;
 }

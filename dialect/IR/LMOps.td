@@ -458,18 +458,31 @@ def LM_BiasedAttentionOp : LM_DiffOp<"biased_attention", LM_InferredResultTypes>
     gradients over the broadcast dimensions; the mask and the segments are
     data.
 
+    `dropout` = p > 0 drops attention probabilities as `lm.dropout` would on
+    the softmax output `[B, H, Tq, Tk]` (torch's `F.dropout(softmax(s), p)`,
+    HF's `attention_probs_dropout_prob`): probability (b, h, i, j) is kept,
+    scaled by 1 / (1 - p), when `contract/dropout_math.h` keeps element
+    `(h * Tq + i) * Tk + j` of row b's stream at `site` (`key` = the
+    `dropout_key` input, i32[B, 2]), so the forward and the backward regenerate
+    the same mask and nothing of size Tq x Tk is stored. The softmax statistics
+    are those of the undropped probabilities (as FlashAttention's). With p = 0
+    (the default) `key` is a rank-0 i32 (none); `-lm-eval-mode` sets p to 0
+    outside the train step.
+
     ```mlir
-    %y = lm.biased_attention %q, %k, %v, %mask, %bias, %seg {num_heads = 4 : i64, scale = 1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
+    %y = lm.biased_attention %q, %k, %v, %mask, %bias, %seg, %key {num_heads = 4 : i64, scale = 1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>, tensor<i32>) -> tensor<2x8x32xf32>
     ```
   }];
   let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v, LM_FloatTensor:$mask,
-                       LM_FloatTensor:$bias, LM_IntTensor:$segments,
+                       LM_FloatTensor:$bias, LM_IntTensor:$segments, LM_IntTensor:$key,
                        I64Attr:$num_heads,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        DefaultValuedAttr<I64Attr, "0">:$num_kv_heads,
-                       DefaultValuedAttr<F64Attr, "0.0">:$scale);
+                       DefaultValuedAttr<F64Attr, "0.0">:$scale,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout,
+                       DefaultValuedAttr<I64Attr, "0">:$site);
   let results = (outs LM_FloatTensor:$result);
-  let assemblyFormat = "$q `,` $k `,` $v `,` $mask `,` $bias `,` $segments attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$q `,` $k `,` $v `,` $mask `,` $bias `,` $segments `,` $key attr-dict `:` functional-type(operands, results)";
 }
 
 def LM_ReshapeOp : LM_DiffOp<"reshape"> {
@@ -809,20 +822,25 @@ def LM_BiasedAttentionGradOp : LM_GradOp<"biased_attention_grad", LM_InferredRes
     Returns `dq`, `dk`, `dv` as `lm.masked_attention_grad` does and `dbias`
     of the bias's shape: `sum P (dP - delta)` over the dimensions the bias
     broadcasts along (0 for a rank-0 bias). Recomputes the probabilities
-    tile by tile; no gradient for the mask or the segments (data).
+    tile by tile, and with `dropout` > 0 the forward's mask from (`key`,
+    `site`): dV = (D P)^T dY and dS = P (D dP - delta), D the mask's factors
+    and delta = dY . Y of the dropped output; no gradient for the mask, the
+    segments or the key (data).
 
     ```mlir
-    %dq, %dk, %dv, %db = lm.biased_attention_grad %q, %k, %v, %mask, %bias, %seg, %dy {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<1x4x8x8xf32>)
+    %dq, %dk, %dv, %db = lm.biased_attention_grad %q, %k, %v, %mask, %bias, %seg, %key, %dy {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>, tensor<i32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<1x4x8x8xf32>)
     ```
   }];
   let arguments = (ins LM_FloatTensor:$q, LM_FloatTensor:$k, LM_FloatTensor:$v, LM_FloatTensor:$mask,
-                       LM_FloatTensor:$bias, LM_IntTensor:$segments, LM_FloatTensor:$dy,
+                       LM_FloatTensor:$bias, LM_IntTensor:$segments, LM_IntTensor:$key, LM_FloatTensor:$dy,
                        I64Attr:$num_heads,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        DefaultValuedAttr<I64Attr, "0">:$num_kv_heads,
-                       DefaultValuedAttr<F64Attr, "0.0">:$scale);
+                       DefaultValuedAttr<F64Attr, "0.0">:$scale,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout,
+                       DefaultValuedAttr<I64Attr, "0">:$site);
   let results = (outs LM_FloatTensor:$dq, LM_FloatTensor:$dk, LM_FloatTensor:$dv, LM_FloatTensor:$dbias);
-  let assemblyFormat = "$q `,` $k `,` $v `,` $mask `,` $bias `,` $segments `,` $dy attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$q `,` $k `,` $v `,` $mask `,` $bias `,` $segments `,` $key `,` $dy attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

@@ -4,9 +4,11 @@
    padding mask [B, Tk] (masked_attention; nonzero: attend) is the CPU kernels' math:
    masked keys are skipped (probability exactly 0), key tiles with no unmasked key are
    not loaded, and a query row with no visible key outputs 0 and passes no gradient.
-   biased_attention (q, k, v, mask, bias, segments; a rank-0 operand is none) runs the
-   same kernels with the bias, the segments and its scale in AttnDims, and its grad
-   one more kernel for the bias's gradient. Head sizes up to 128. */
+   biased_attention (q, k, v, mask, bias, segments, key; a rank-0 operand is none) runs
+   the same kernels with the bias, the segments, its scale and its probability
+   dropout in AttnDims, and its grad one more kernel for the bias's gradient. Head
+   sizes up to 128. */
+#include "contract/dropout_math.h"
 #include <cstdlib>
 #include <string_view>
 
@@ -94,9 +96,9 @@ template <typename T, int DMAX> bool useTensorCores(const OpCall &call) {
 template <typename T, int DMAX>
 void forward(const OpCall &call, const AttnDims &d, bool causal, const T *q, const T *k, const T *v, const T *mask,
              T *y, T *lse, const int32_t *offset = nullptr) {
-  // The tensor-core kernels know no bias or segments.
+  // The tensor-core kernels know no bias, segments or dropout.
   if constexpr (std::is_same_v<T, float> && DMAX <= 64)
-    if (!d.bias && !d.seg && useTensorCores<T, DMAX>(call))
+    if (!d.bias && !d.seg && !d.dropKey && useTensorCores<T, DMAX>(call))
       return attn::launchForwardTc<DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, y, lse, offset);
   attn::launchForward<T, DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, y, lse, offset);
 }
@@ -107,7 +109,7 @@ void backward(const OpCall &call, const AttnDims &d, bool causal, const T *q, co
               const T *dy, const T *o, const T *lse, T *delta, T *dbias = nullptr) {
   T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(), *dv = call.out[2].as<T>();
   if constexpr (std::is_same_v<T, float> && DMAX <= 64)
-    if (!d.bias && !d.seg && useTensorCores<T, DMAX>(call))
+    if (!d.bias && !d.seg && !d.dropKey && useTensorCores<T, DMAX>(call))
       return attn::launchBackwardTc<DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, dy, o, lse, delta, dq,
                                           dk, dv);
   attn::launchBackward<T, DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, dy, o, lse, delta, dq, dk, dv,
@@ -219,8 +221,8 @@ void runAttentionGradStats(const OpCall &call) {
 void runMaskedAttentionGrad(const OpCall &call) { runAttentionGradMaybeMasked(call, true); }
 
 /* biased_attention's dims: its scale (0: 1/sqrt(Dh)), its bias (input 4) unless of rank
-   0, as four dims aligned right on [B, H, T, Tk], and its segments (input 5) unless of
-   rank 0. */
+   0, as four dims aligned right on [B, H, T, Tk], its segments (input 5) unless of
+   rank 0, and its dropout (keys: input 6) when the rate is > 0. */
 AttnDims biasedDims(const OpCall &call) {
   AttnDims d = dimsOf(call);
   if (const double s = call.attrs.getFloat("scale"); s != 0) d.scale = s;
@@ -230,6 +232,12 @@ AttnDims biasedDims(const OpCall &call) {
     for (size_t i = 0; i < bias.size() && i < 4; ++i) d.biasDims[3 - i] = bias[bias.size() - 1 - i];
   }
   if (!call.in[5].shape().empty()) d.seg = call.in[5].as<int32_t>();
+  if (const double p = call.attrs.getFloat("dropout"); p > 0) {
+    d.dropKey = call.in[6].as<int32_t>();
+    d.dropSite = call.attrs.getInt("site");
+    d.dropThreshold = lmc::dropoutThreshold(p);
+    d.dropScale = 1.0 / (1.0 - p);
+  }
   return d;
 }
 
@@ -249,7 +257,7 @@ void runBiasedAttention(const OpCall &call) {
   });
 }
 
-/* biased_attention_grad (q, k, v, mask, bias, segments, dy) -> dq, dk, dv, dbias: the
+/* biased_attention_grad (q, k, v, mask, bias, segments, key, dy) -> dq, dk, dv, dbias: the
    forward recomputed into scratch (as attention_grad's), then the backward. */
 void runBiasedAttentionGrad(const OpCall &call) {
   AttnDims d = biasedDims(call);
@@ -264,7 +272,7 @@ void runBiasedAttentionGrad(const OpCall &call) {
     if (d.B * d.H > 65535)
       fail("biased_attention_grad: batch x heads %lld exceeds the CUDA grid", (long long)(d.B * d.H));
     const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(),
-            *mask = call.in[3].shape().empty() ? nullptr : call.in[3].as<T>(), *dy = call.in[6].as<T>();
+            *mask = call.in[3].shape().empty() ? nullptr : call.in[3].as<T>(), *dy = call.in[7].as<T>();
     const GradScratch<T> sc = gradScratch<T>(call, d);  // (no structured binding: lambdas capture it below)
     T *o = sc.o, *lse = sc.lse, *delta = sc.delta;
     byHeadSize(d.Dh, [&](auto dm) {

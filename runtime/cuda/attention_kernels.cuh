@@ -14,7 +14,12 @@
    and keys of another segment are hidden, in the same three kernels; the bias's
    gradient is one more kernel, a thread to an element of it, summing P (dP - delta)
    over what it broadcasts along in a fixed order (no atomics; the dot products are
-   recomputed there, a cost of the order of one more backward product).
+   recomputed there, a cost of the order of one more backward product). Its
+   probability dropout multiplies each probability, after the row sum took it
+   undropped, by dropout_math.h's factor of (the batch row's key, the site,
+   (h * T + i) * Tk + j), the CPU kernel's function, so both backends drop the same
+   probabilities; the backward regenerates the factors (dV = (D P)^T dY,
+   dS = P (D dP - delta)).
    Only __syncthreads synchronises threads (no warp shuffles), so the CPU emulation in
    test/Unit/cuda_emu runs these kernels as they are, which is how they are tested
    without a GPU. */
@@ -22,6 +27,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "contract/dropout_math.h"
 #include "contract/scalar_math.h"
 
 #ifndef LMRT_CUDA_EMULATION
@@ -43,6 +49,12 @@ struct AttnDims {
   const void *bias = nullptr;
   int64_t biasDims[4] = {1, 1, 1, 1};
   const int32_t *seg = nullptr;
+  /* biased_attention's probability dropout: the keys [B, 2] (null: none), the op's
+     site, the threshold and 1 / (1 - p). */
+  const int32_t *dropKey = nullptr;
+  int64_t dropSite = 0;
+  uint32_t dropThreshold = 0;
+  double dropScale = 1;
   __host__ __device__ int64_t group() const { return H / Hkv; }
   /* The bias element of (b, h, i, j): index 0 along the dims it broadcasts. */
   __host__ __device__ int64_t biasIndex(int64_t b, int64_t h, int64_t i, int64_t j) const {
@@ -78,6 +90,14 @@ __device__ __forceinline__ bool keyMasked(const T *mask, const AttnDims &d, int6
 /* True when query i and key j of batch row b are of different segments (segment ids). */
 __device__ __forceinline__ bool otherSegment(const AttnDims &d, int64_t b, int64_t i, int64_t j) {
   return d.seg && d.seg[b * d.T + i] != d.seg[b * d.T + j];
+}
+
+/* The dropout factor of (b, h, i, j): 0 or 1 / (1 - p), or 1 without dropout. */
+template <typename T>
+__device__ __forceinline__ T dropFactor(const AttnDims &d, int64_t b, int64_t h, int64_t i, int64_t j) {
+  if (!d.dropKey) return T(1);
+  return lmc::dropoutFactor<T>(lmc::dropoutStream(d.dropKey + 2 * b, d.dropSite), (uint64_t)((h * d.T + i) * d.Tk + j),
+                               d.dropThreshold, (T)d.dropScale);
 }
 
 /* The bias of (b, h, i, j), or null when there is none. */
@@ -232,7 +252,8 @@ __global__ void __launch_bounds__(256) attnForward(const T *q, const T *k, const
 #pragma unroll
       for (int c = 0; c < RM; ++c) {
         const T p = s[a][c] == (T)-INFINITY ? (T)0 : lmc::exp(s[a][c] - mx);
-        Ps[r * LS + tx + S * c] = p;
+        // The sum is of the undropped probabilities; V is weighted by the dropped.
+        Ps[r * LS + tx + S * c] = d.dropKey ? p * dropFactor<T>(d, b, h, q0 + r, k0 + tx + S * c) : p;
         sum += p;
       }
       redSum[r * S + tx] = sum;
@@ -281,15 +302,17 @@ template <typename T> __global__ void attnDelta(const T *dy, const T *o, T *delt
 /* Fills P and dS of one (query tile, key tile) pair, given the register tiles of the
    scores s = q.k and dp = dy.v at rows/keys (qi[a], kj[c]) of the tile: P = exp(s
    scale [+ bias] - lse_i) where the query sees the key, else 0; dS = P (dp - delta_i)
-   scale. */
+   scale. With dropout (factor f of the element, 1 without) the output read f P:
+   dS = P (f dp - delta) scale, and dV takes f P (returned as p). */
 template <typename T> struct ScoreGrad {
   T p, ds;
 };
 template <typename T>
 __device__ __forceinline__ ScoreGrad<T> scoreGrad(T s, T dp, T lse, T delta, T scale, bool visible,
-                                                  const T *bias = nullptr) {
+                                                  const T *bias = nullptr, bool drop = false, T f = T(1)) {
   if (!visible) return {T(0), T(0)};
   const T p = bias ? lmc::exp(s * scale + *bias - lse) : lmc::exp(s * scale - lse);
+  if (drop) return {p * f, p * (f * dp - delta) * scale};
   return {p, p * (dp - delta) * scale};
 }
 
@@ -341,8 +364,10 @@ __global__ void __launch_bounds__(256) attnBackwardKV(const T *q, const T *k, co
         for (int c = 0; c < RM; ++c) {
           const int qr = tx + S * c;
           const bool visible = keyOk && qr < nq && !(causal && q0 + qr < j) && !otherSegment(d, b, q0 + qr, j);
+          const bool drop = visible && d.dropKey;
           const ScoreGrad<T> g2 = scoreGrad(s[a][c], dp[a][c], Ls[qr], Dl[qr], scale, visible,
-                                            visible ? scoreBias<T>(d, b, h, q0 + qr, j) : nullptr);
+                                            visible ? scoreBias<T>(d, b, h, q0 + qr, j) : nullptr, drop,
+                                            drop ? dropFactor<T>(d, b, h, q0 + qr, j) : T(1));
           Pt[kr * LS + qr] = g2.p;
           dSt[kr * LS + qr] = g2.ds;
         }
@@ -408,9 +433,11 @@ __global__ void __launch_bounds__(256) attnBackwardQ(const T *q, const T *k, con
         const int64_t j = k0 + kc;
         const bool visible =
             qr < nq && kc < nk && !(causal && i < j) && !keyMasked(mask, d, b, j) && !otherSegment(d, b, i, j);
-        dSs[qr * LS + kc] =
-            scoreGrad(s[a][c], dp[a][c], L[a], Dl[a], scale, visible, visible ? scoreBias<T>(d, b, h, i, j) : nullptr)
-                .ds;
+        const bool drop = visible && d.dropKey;
+        dSs[qr * LS + kc] = scoreGrad(s[a][c], dp[a][c], L[a], Dl[a], scale, visible,
+                                      visible ? scoreBias<T>(d, b, h, i, j) : nullptr, drop,
+                                      drop ? dropFactor<T>(d, b, h, i, j) : T(1))
+                                .ds;
       }
     }
     __syncthreads();
@@ -430,7 +457,8 @@ __global__ void __launch_bounds__(256) attnBackwardQ(const T *q, const T *k, con
 
 /* dbias of biased_attention: thread e owns element e of the bias's gradient [nB, nH,
    nT, nS] and sums P (dP - delta) = dS / scale over the batch rows, heads, queries and
-   keys it broadcasts along, in order, recomputing each score and dP from q, k, dy, v. */
+   keys it broadcasts along, in order, recomputing each score and dP from q, k, dy, v
+   (with dropout, P (f dP - delta)). */
 template <typename T>
 __global__ void attnBiasGrad(const T *q, const T *k, const T *v, const T *mask, const T *dy, const T *lse,
                              const T *delta, T *dbias, AttnDims d, bool causal) {
@@ -452,7 +480,8 @@ __global__ void attnBiasGrad(const T *q, const T *k, const T *v, const T *mask, 
               dp += dy[qb + i * d.C + x] * v[kb + j * d.Ck + x];
             }
             const T p = lmc::exp(s * scale + bias[e] - lse[bh * d.T + i]);
-            acc += p * (dp - delta[bh * d.T + i]);
+            acc += d.dropKey ? p * (dropFactor<T>(d, b, h, i, j) * dp - delta[bh * d.T + i])
+                             : p * (dp - delta[bh * d.T + i]);
           }
       }
     dbias[e] = acc;

@@ -273,7 +273,7 @@ func.func @masked_attention_mask_type(%q: tensor<2x8x32xf32>, %m: tensor<2x8xf64
 // Tests that biased_attention's bias broadcasts to [B, H, Tq, Tk].
 func.func @biased_attention_bias_shape(%q: tensor<2x8x32xf32>, %b: tensor<1x3x8x8xf32>, %m: tensor<f32>, %s: tensor<i32>) {
   // expected-error @below {{'lm.biased_attention' op bias [1, 3, 8, 8] does not broadcast to [2, 4, 8, 8] [B, H, Tq, Tk]: dimension 3 vs 4 at position -3 from the end}}
-  %0 = lm.biased_attention %q, %q, %q, %m, %b, %s {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x3x8x8xf32>, tensor<i32>) -> tensor<2x8x32xf32>
+  %0 = lm.biased_attention %q, %q, %q, %m, %b, %s, %s {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x3x8x8xf32>, tensor<i32>, tensor<i32>) -> tensor<2x8x32xf32>
   return
 }
 
@@ -282,16 +282,16 @@ func.func @biased_attention_bias_shape(%q: tensor<2x8x32xf32>, %b: tensor<1x3x8x
 // Tests that biased_attention's bias has q's element type (the check of every lm op).
 func.func @biased_attention_bias_type(%q: tensor<2x8x32xf32>, %b: tensor<1x4x8x8xf64>, %m: tensor<f32>, %s: tensor<i32>) {
   // expected-error @below {{'lm.biased_attention' op mixes float element types 'f32' and 'f64'}}
-  %0 = lm.biased_attention %q, %q, %q, %m, %b, %s {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf64>, tensor<i32>) -> tensor<2x8x32xf32>
+  %0 = lm.biased_attention %q, %q, %q, %m, %b, %s, %s {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf64>, tensor<i32>, tensor<i32>) -> tensor<2x8x32xf32>
   return
 }
 
 // -----
 
 // Tests that biased_attention's segments are [B, T] of self-attention.
-func.func @biased_attention_segments_cross(%q: tensor<2x8x32xf32>, %k: tensor<2x4x32xf32>, %b: tensor<f32>, %s: tensor<2x8xi32>) {
+func.func @biased_attention_segments_cross(%q: tensor<2x8x32xf32>, %k: tensor<2x4x32xf32>, %b: tensor<f32>, %s: tensor<2x8xi32>, %n: tensor<i32>) {
   // expected-error @below {{'lm.biased_attention' op segments need self-attention (keys use the queries' ids), got k [2, 4, 32] for q [2, 8, 32]}}
-  %0 = lm.biased_attention %q, %k, %k, %b, %b, %s {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x4x32xf32>, tensor<2x4x32xf32>, tensor<f32>, tensor<f32>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
+  %0 = lm.biased_attention %q, %k, %k, %b, %b, %s, %n {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x4x32xf32>, tensor<2x4x32xf32>, tensor<f32>, tensor<f32>, tensor<2x8xi32>, tensor<i32>) -> tensor<2x8x32xf32>
   return
 }
 
@@ -300,7 +300,7 @@ func.func @biased_attention_segments_cross(%q: tensor<2x8x32xf32>, %k: tensor<2x
 // Tests that biased_attention's scale is >= 0 (0: 1/sqrt(Dh)).
 func.func @biased_attention_scale(%q: tensor<2x8x32xf32>, %b: tensor<f32>, %s: tensor<i32>) {
   // expected-error @below {{'lm.biased_attention' op scale must be finite and >= 0 (0 means 1/sqrt(head size)), got -1}}
-  %0 = lm.biased_attention %q, %q, %q, %b, %b, %s {num_heads = 4 : i64, scale = -1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<f32>, tensor<i32>) -> tensor<2x8x32xf32>
+  %0 = lm.biased_attention %q, %q, %q, %b, %b, %s, %s {num_heads = 4 : i64, scale = -1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<f32>, tensor<i32>, tensor<i32>) -> tensor<2x8x32xf32>
   return
 }
 
@@ -309,7 +309,25 @@ func.func @biased_attention_scale(%q: tensor<2x8x32xf32>, %b: tensor<f32>, %s: t
 // Tests that biased_attention_grad's dbias has the bias's shape.
 func.func @biased_attention_grad_dbias(%q: tensor<2x8x32xf32>, %b: tensor<1x4x1x8xf32>, %m: tensor<f32>, %s: tensor<i32>) {
   // expected-error @below {{'lm.biased_attention_grad' op dbias type 'tensor<1x4x8x8xf32>' does not match the expected shape [1, 4, 1, 8]}}
-  %0:4 = lm.biased_attention_grad %q, %q, %q, %m, %b, %s, %q {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x1x8xf32>, tensor<i32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<1x4x8x8xf32>)
+  %0:4 = lm.biased_attention_grad %q, %q, %q, %m, %b, %s, %s, %q {num_heads = 4 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x1x8xf32>, tensor<i32>, tensor<i32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<1x4x8x8xf32>)
+  return
+}
+
+// -----
+
+// Tests that biased_attention's dropout needs the dropout_key input [B, 2].
+func.func @biased_attention_dropout_key(%q: tensor<2x8x32xf32>, %b: tensor<f32>, %s: tensor<i32>) {
+  // expected-error @below {{'lm.biased_attention' op dropout > 0 needs key [] to be [2, 2] (two i32 words a batch row: the dropout_key input)}}
+  %0 = lm.biased_attention %q, %q, %q, %b, %b, %s, %s {num_heads = 4 : i64, dropout = 0.1 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<f32>, tensor<i32>, tensor<i32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+// Tests that biased_attention's dropout rate is in [0, 1).
+func.func @biased_attention_dropout_rate(%q: tensor<2x8x32xf32>, %b: tensor<f32>, %s: tensor<i32>, %key: tensor<2x2xi32>) {
+  // expected-error @below {{'lm.biased_attention' op the dropout rate p must be in [0, 1), got 1}}
+  %0 = lm.biased_attention %q, %q, %q, %b, %b, %s, %key {num_heads = 4 : i64, dropout = 1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<f32>, tensor<i32>, tensor<2x2xi32>) -> tensor<2x8x32xf32>
   return
 }
 

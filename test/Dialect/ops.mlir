@@ -79,11 +79,11 @@ func.func @attention(%q: tensor<2x8x32xf32>) -> tensor<2x8x32xf32> {
 }
 
 // CHECK-LABEL: func.func @biased_attention
-func.func @biased_attention(%q: tensor<2x8x32xf32>, %b: tensor<1x4x8x8xf32>, %s: tensor<2x8xi32>, %m: tensor<f32>) -> tensor<2x8x32xf32> {
-  // CHECK: lm.biased_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal = true, num_heads = 4 : i64, scale = 1.000000e+00 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
-  %0 = lm.biased_attention %q, %q, %q, %m, %b, %s {causal = true, num_heads = 4 : i64, scale = 1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
+func.func @biased_attention(%q: tensor<2x8x32xf32>, %b: tensor<1x4x8x8xf32>, %s: tensor<2x8xi32>, %m: tensor<f32>, %key: tensor<2x2xi32>) -> tensor<2x8x32xf32> {
+  // CHECK: lm.biased_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal = true, dropout = 1.000000e-01 : f64, num_heads = 4 : i64, scale = 1.000000e+00 : f64, site = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>, tensor<2x2xi32>) -> tensor<2x8x32xf32>
+  %0 = lm.biased_attention %q, %q, %q, %m, %b, %s, %key {causal = true, num_heads = 4 : i64, scale = 1.0 : f64, dropout = 0.1 : f64, site = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>, tensor<2x2xi32>) -> tensor<2x8x32xf32>
   // CHECK: lm.biased_attention_grad {{.*}} -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<1x4x8x8xf32>)
-  %1:4 = lm.biased_attention_grad %q, %q, %q, %m, %b, %s, %0 {causal = true, num_heads = 4 : i64, scale = 1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<1x4x8x8xf32>)
+  %1:4 = lm.biased_attention_grad %q, %q, %q, %m, %b, %s, %key, %0 {causal = true, num_heads = 4 : i64, scale = 1.0 : f64, dropout = 0.1 : f64, site = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>, tensor<2x2xi32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<1x4x8x8xf32>)
   return %0 : tensor<2x8x32xf32>
 }
 

@@ -30,12 +30,13 @@ LogicalResult MaskedAttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resu
 
 // The bias gets the sum of the score gradients over the dimensions it broadcasts
 // along (T5's bias is an embedding of bucket ids: its gradient trains them); the
-// mask and the segment ids are data.
+// mask, the segment ids and the dropout key are data; the grad regenerates the
+// forward's dropout mask from the key and the site.
 LogicalResult BiasedAttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                               SmallVectorImpl<Value> &operandGrads) {
   auto grad = b.create<BiasedAttentionGradOp>(getLoc(), getQ(), getK(), getV(), getMask(), getBias(), getSegments(),
-                                              resultGrads[0], getNumHeads(), getCausal(), getNumKvHeads(),
-                                              getScale());
-  operandGrads.append({grad.getDq(), grad.getDk(), grad.getDv(), Value(), grad.getDbias(), Value()});
+                                              getKey(), resultGrads[0], getNumHeads(), getCausal(), getNumKvHeads(),
+                                              getScale(), getDropout(), getSite());
+  operandGrads.append({grad.getDq(), grad.getDk(), grad.getDv(), Value(), grad.getDbias(), Value(), Value()});
   return success();
 }

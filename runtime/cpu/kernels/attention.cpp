@@ -22,9 +22,15 @@
    (its own scale, or 1/sqrt(Dh)) and hides keys of another segment (packed rows); its
    grad also returns the bias's gradient, summed over the broadcast dims. Work items
    that would add into one element of it (a bias shared by batch rows or heads) are
-   merged into one item that takes them in order, so dbias is deterministic too. */
+   merged into one item that takes them in order, so dbias is deterministic too.
+   Its dropout (attribute `dropout` > 0) multiplies each probability, after the row's
+   sum took it undropped, by dropout_math.h's factor for (the row's key, the site,
+   (h * Tq + i) * Tk + j), before the product with V; the grad regenerates the same
+   factors: dV = (D P)^T dY, dS = P (D dP - delta). The factor depends only on the
+   element, never on the tile or the thread, so the bits stay thread-count free. */
 #include <cmath>
 
+#include "contract/dropout_math.h"
 #include "runtime/cpu/kernels/blas.h"
 #include "runtime/cpu/kernels/kernel_common.h"
 #include "runtime/cpu/kernels/kernel_math.h"
@@ -100,14 +106,25 @@ std::string checkMaskedAttention(const std::vector<TensorType> &in, const std::v
 
 /* What biased_attention adds to the scores of one (batch, head): the score scale, the
    bias at this (b, h) with the strides of its query and key dims (0 where it
-   broadcasts) or null, the batch row's segment ids or null, and (its grad) where the
-   bias's gradient at this (b, h) accumulates, or null. */
+   broadcasts) or null, the batch row's segment ids or null, (its grad) where the
+   bias's gradient at this (b, h) accumulates, or null, and its probability dropout:
+   the batch row's stream at the op's site, the threshold and 1 / (1 - p), and the
+   index of (h, query 0, key 0) in the row's [H, Tq, Tk] (drop false: none). */
 template <typename T> struct ScoreExtras {
   T scale;
   const T *bias = nullptr;
   int64_t biasT = 0, biasS = 0;
   const int32_t *seg = nullptr;
   T *dbias = nullptr;
+  bool drop = false;
+  uint64_t dropStream = 0;
+  uint32_t dropThreshold = 0;
+  T dropScale = 1;
+  int64_t dropBase = 0, dropTk = 0;
+  /* The dropout factor of query i, key j of this head: 0 or 1 / (1 - p). */
+  T dropFactor(int64_t i, int64_t j) const {
+    return lmc::dropoutFactor<T>(dropStream, (uint64_t)(dropBase + i * dropTk + j), dropThreshold, dropScale);
+  }
 };
 
 /* Scratch of one thread for one query block. */
@@ -174,6 +191,8 @@ LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, cons
 #pragma omp simd reduction(+ : sum)
       for (int64_t j = 0; j < vis; ++j) sum += (row[j] = expT(row[j] - mNew));
       for (int64_t j = vis; j < nk; ++j) row[j] = 0;
+      if (x && x->drop)  // the sum above is of the undropped probabilities
+        for (int64_t j = 0; j < vis; ++j) row[j] *= x->dropFactor(pos0 + q0 + i, k0 + j);
       l[i] = l[i] * corr + sum;
       m[i] = mNew;
       if (corr != (T)1)
@@ -351,9 +370,13 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
           for (int64_t j = 0; j < vis; ++j) {
             const bool hidden = (mk && mk[j] == (T)0) || (sk && sk[j] != si);
             pi[j] = hidden ? (T)0 : expT((br ? pi[j] + br[j * bs] : pi[j]) - lse);
-            const T ds = pi[j] * (dpi[j] - delta);
+            // Dropout: the output read D P, so dP of the undropped P is D dP, and
+            // dV takes D P (pi is rescaled after its use in dS).
+            const T f = x->drop ? x->dropFactor(q0 + i, k0 + j) : (T)1;
+            const T ds = pi[j] * (x->drop ? f * dpi[j] - delta : dpi[j] - delta);
             if (dbr) dbr[j * bs] += ds;
             dpi[j] = ds * scale;
+            if (x->drop) pi[j] *= f;
           }
         } else if (mask) {
           const T *mk = mask + k0;
@@ -416,6 +439,14 @@ ScoreExtras<T> extrasOf(const KernelCall &call, const Dims3 &d, const BiasLayout
     if (dbias) x.dbias = dbias + off;
   }
   if (!call.in[5].shape().empty()) x.seg = call.in[5].as<int32_t>() + b * d.Tq;
+  const double p = call.attrs.getFloat("dropout");
+  if (p > 0) {
+    x.drop = true;
+    x.dropStream = lmc::dropoutStream(call.in[6].as<int32_t>() + 2 * b, call.attrs.getInt("site"));
+    x.dropThreshold = lmc::dropoutThreshold(p);
+    x.dropScale = (T)(1.0 / (1.0 - p));
+    x.dropBase = h * d.Tq * d.Tk, x.dropTk = d.Tk;
+  }
   return x;
 }
 
@@ -466,8 +497,8 @@ void runAttentionGradStats(const KernelCall &call) {
 }
 
 // ----------------------------------------------------------------------------
-// biased_attention: (q, k, v, mask, bias, segments) -> y, and its grad (.., dy) ->
-// (dq, dk, dv, dbias). A rank-0 mask or segments operand is none.
+// biased_attention: (q, k, v, mask, bias, segments, key) -> y, and its grad (.., dy)
+// -> (dq, dk, dv, dbias). A rank-0 mask, segments or key operand is none.
 
 std::string checkBiasedCommon(const char *op, const std::vector<TensorType> &in, const Attrs &attrs, Shape &shape) {
   LMRT_CHECK(expectFloat(op, "q", in[0]));
@@ -476,10 +507,12 @@ std::string checkBiasedCommon(const char *op, const std::vector<TensorType> &in,
   LMRT_CHECK(expectSameDType(op, "mask", in[3], "q", in[0]));
   LMRT_CHECK(expectSameDType(op, "bias", in[4], "q", in[0]));
   LMRT_CHECK(expectI32(op, "segments", in[5]));
+  LMRT_CHECK(expectI32(op, "key", in[6]));
   std::string err;
   auto s = shapes::biasedAttention(in[0].shape, in[1].shape, in[2].shape, in[3].shape, in[4].shape, in[5].shape,
-                                   attrs.getInt("num_heads"), attrs.getFloat("scale"), err,
-                                   attrs.getInt("num_kv_heads"), attrs.getBool("causal"));
+                                   in[6].shape, attrs.getInt("num_heads"), attrs.getFloat("scale"),
+                                   attrs.getFloat("dropout"), err, attrs.getInt("num_kv_heads"),
+                                   attrs.getBool("causal"));
   if (!s) return std::string(op) + err.substr(err.find(':'));
   shape = *s;
   return "";
@@ -487,7 +520,7 @@ std::string checkBiasedCommon(const char *op, const std::vector<TensorType> &in,
 
 std::string checkBiasedAttention(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
                                  const Attrs &attrs) {
-  return guardCheck("biased_attention", in, out, 6, 1, [&]() -> std::string {
+  return guardCheck("biased_attention", in, out, 7, 1, [&]() -> std::string {
     Shape s;
     LMRT_CHECK(checkBiasedCommon("biased_attention", in, attrs, s));
     return expectType("biased_attention", "out", out[0], in[0].dtype, s);
@@ -497,10 +530,10 @@ std::string checkBiasedAttention(const std::vector<TensorType> &in, const std::v
 std::string checkBiasedAttentionGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
                                      const Attrs &attrs) {
   const char *op = "biased_attention_grad";
-  return guardCheck(op, in, out, 7, 4, [&]() -> std::string {
+  return guardCheck(op, in, out, 8, 4, [&]() -> std::string {
     Shape s;
     LMRT_CHECK(checkBiasedCommon(op, in, attrs, s));
-    LMRT_CHECK(expectType(op, "dy", in[6], in[0].dtype, s));
+    LMRT_CHECK(expectType(op, "dy", in[7], in[0].dtype, s));
     LMRT_CHECK(expectType(op, "dq", out[0], in[0].dtype, s));
     LMRT_CHECK(expectType(op, "dk", out[1], in[0].dtype, in[1].shape));
     LMRT_CHECK(expectType(op, "dv", out[2], in[0].dtype, in[1].shape));
@@ -544,7 +577,7 @@ template <typename T> void biasedAttentionT(const KernelCall &call) {
 template <typename T> void biasedAttentionGradT(const KernelCall &call) {
   Dims3 d = dimsOf(call);
   bool causal = call.attrs.getBool("causal");
-  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(), *dy = call.in[6].as<T>();
+  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(), *dy = call.in[7].as<T>();
   T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(), *dv = call.out[2].as<T>(), *dbias = call.out[3].as<T>();
   std::fill(dbias, dbias + call.out[3].numel(), (T)0);  // a rank-0 bias's gradient stays 0
   if (call.out[0].numel() == 0) return;
@@ -650,8 +683,8 @@ void addAttentionKernels(std::vector<KernelDef> &k) {
   k.push_back({"masked_attention_grad", 5, 3, checkMaskedAttentionGrad, runMaskedAttentionGrad});
   k.push_back({"attention_stats", 3, 2, checkAttentionStats, runAttentionStats});
   k.push_back({"attention_grad_stats", 6, 3, checkAttentionGradStats, runAttentionGradStats});
-  k.push_back({"biased_attention", 6, 1, checkBiasedAttention, runBiasedAttention});
-  k.push_back({"biased_attention_grad", 7, 4, checkBiasedAttentionGrad, runBiasedAttentionGrad});
+  k.push_back({"biased_attention", 7, 1, checkBiasedAttention, runBiasedAttention});
+  k.push_back({"biased_attention_grad", 8, 4, checkBiasedAttentionGrad, runBiasedAttentionGrad});
 }
 
 }  // namespace lmrt::kernels::detail

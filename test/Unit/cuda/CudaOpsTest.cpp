@@ -319,25 +319,30 @@ TEST(CudaOps, MaskedAndCrossAttention) {
 
 /* biased_attention and its grad (the bias's gradient kernel too): T5's bias [1, H, T, T]
    with scale 1, ALiBi's [1, H, 1, Tk] with causal and a padding mask, segment ids (random
-   in 0 .. 2, so documents interleave), cross-attention with a rank-2 bias, f64. */
+   in 0 .. 2, so documents interleave), cross-attention with a rank-2 bias, f64; the
+   probabilities' dropout (the CPU kernels' mask) with and without a bias. */
 TEST(CudaOps, BiasedAttention) {
   struct Case {
     int64_t B, Tq, Tk, H, Hkv, Dh;
     bool causal, masked, segments;
     Shape bias;
-    double scale;
+    double scale, dropout = 0;
   };
   for (Case c : {Case{2, 70, 70, 2, 2, 64, false, false, false, {1, 2, 70, 70}, 1.0},
                  Case{3, 70, 70, 4, 2, 64, true, true, false, {1, 4, 1, 70}, 0.0},
                  Case{2, 100, 100, 2, 1, 96, true, false, true, {}, 0.0},
-                 Case{2, 37, 130, 2, 2, 16, false, true, false, {37, 130}, 0.0}}) {
-    SCOPED_TRACE("Tq " + std::to_string(c.Tq) + ", Tk " + std::to_string(c.Tk) + ", Dh " + std::to_string(c.Dh));
-    kernels::Attrs a = attrs({{"num_heads", c.H}, {"causal", c.causal}, {"num_kv_heads", c.Hkv}, {"scale", c.scale}});
+                 Case{2, 37, 130, 2, 2, 16, false, true, false, {37, 130}, 0.0},
+                 Case{2, 70, 70, 2, 2, 64, false, false, false, {1, 2, 70, 70}, 1.0, 0.1},
+                 Case{3, 70, 70, 4, 2, 64, true, true, false, {}, 0.0, 0.5}}) {
+    SCOPED_TRACE("Tq " + std::to_string(c.Tq) + ", Tk " + std::to_string(c.Tk) + ", Dh " + std::to_string(c.Dh) +
+                 ", dropout " + std::to_string(c.dropout));
+    kernels::Attrs a = attrs({{"num_heads", c.H}, {"causal", c.causal}, {"num_kv_heads", c.Hkv}, {"scale", c.scale},
+                              {"dropout", c.dropout}, {"site", int64_t{2}}});
     TensorType q = f32({c.B, c.Tq, c.H * c.Dh}), k = f32({c.B, c.Tk, c.Hkv * c.Dh});
     TensorType m = f32(c.masked ? Shape{c.B, c.Tk} : Shape{}), b = f32(c.bias),
-               s = i32(c.segments ? Shape{c.B, c.Tq} : Shape{});
-    OpCase fwd{"biased_attention", {q, k, k, m, b, s}, {q}, a};
-    OpCase bwd{"biased_attention_grad", {q, k, k, m, b, s, q}, {q, k, k, b}, a};
+               s = i32(c.segments ? Shape{c.B, c.Tq} : Shape{}), key = i32(c.dropout > 0 ? Shape{c.B, 2} : Shape{});
+    OpCase fwd{"biased_attention", {q, k, k, m, b, s, key}, {q}, a};
+    OpCase bwd{"biased_attention_grad", {q, k, k, m, b, s, key, q}, {q, k, k, b}, a};
     fwd.idRange = bwd.idRange = 3;
     if (c.masked) fwd.paddingMask = bwd.paddingMask = 3;
     runCase(fwd);
@@ -345,8 +350,8 @@ TEST(CudaOps, BiasedAttention) {
   }
   TensorType d = f64({2, 19, 16}), dm = f64({2, 19}), db = f64({1, 2, 19, 19});
   kernels::Attrs a = attrs({{"num_heads", int64_t{2}}, {"causal", true}});
-  OpCase fwd{"biased_attention", {d, d, d, dm, db, i32({2, 19})}, {d}, a},
-      bwd{"biased_attention_grad", {d, d, d, dm, db, i32({2, 19}), d}, {d, d, d, db}, a};
+  OpCase fwd{"biased_attention", {d, d, d, dm, db, i32({2, 19}), i32({})}, {d}, a},
+      bwd{"biased_attention_grad", {d, d, d, dm, db, i32({2, 19}), i32({}), d}, {d, d, d, db}, a};
   fwd.paddingMask = bwd.paddingMask = 3;
   fwd.idRange = bwd.idRange = 2;
   runCase(fwd);

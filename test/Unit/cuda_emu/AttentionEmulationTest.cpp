@@ -8,7 +8,9 @@
    with more keys than queries, grouped-query heads, causal, padding masks (ragged
    rows, a row wholly masked), the cache offset of cached_attention, f32 and f64;
    biased_attention's bias (T5's, ALiBi's, per batch row, rank 2), segment ids, scale
-   and the bias's gradient. */
+   and the bias's gradient; its probability dropout (the same mask as the CPU's,
+   regenerated in the backward). */
+#include "contract/dropout_math.h"
 #include "../kernels/KernelTestUtil.h"
 
 #include "emulation.h"
@@ -187,11 +189,13 @@ struct BiasCase {
   Shape bias;  // {}: none
   bool segments = false;
   double scale = 0;  // 0: 1/sqrt(Dh)
+  double dropout = 0;  // the probabilities' dropout rate (keys random, site 3)
 };
 
 template <typename T> void runBiasCase(const BiasCase &bc) {
   const Case &c = bc.c;
-  SCOPED_TRACE(describe(c) + (bc.segments ? ", segments" : "") + ", bias rank " + std::to_string(bc.bias.size()));
+  SCOPED_TRACE(describe(c) + (bc.segments ? ", segments" : "") + ", bias rank " + std::to_string(bc.bias.size()) +
+               ", dropout " + std::to_string(bc.dropout));
   attn::AttnDims d = dimsOf(c);
   if (bc.scale != 0) d.scale = bc.scale;
   Buf q = randn({c.B, c.Tq, c.H * c.Dh}, c.dtype), k = randn({c.B, c.Tk, c.Hkv * c.Dh}, c.dtype),
@@ -207,9 +211,16 @@ template <typename T> void runBiasCase(const BiasCase &bc) {
     for (size_t i = 0; i < bc.bias.size(); ++i) d.biasDims[4 - bc.bias.size() + i] = bc.bias[i];
   }
   if (bc.segments) d.seg = static_cast<const int32_t *>(seg.data());
-  Attrs a = attrs({{"num_heads", c.H}, {"num_kv_heads", c.Hkv}, {"causal", c.causal}, {"scale", bc.scale}});
-  auto cpuY = runKernel("biased_attention", {q, k, v, mask, bias, seg}, {q.type}, a);
-  auto cpuGrad = runKernel("biased_attention_grad", {q, k, v, mask, bias, seg, dy}, {q.type, k.type, v.type, bias.type}, a);
+  Buf key = bc.dropout > 0 ? randIds({c.B, 2}, 1 << 30) : Buf(DType::I32, {});
+  if (bc.dropout > 0) {
+    d.dropKey = static_cast<const int32_t *>(key.data()), d.dropSite = 3;
+    d.dropThreshold = lmc::dropoutThreshold(bc.dropout), d.dropScale = 1.0 / (1.0 - bc.dropout);
+  }
+  Attrs a = attrs({{"num_heads", c.H}, {"num_kv_heads", c.Hkv}, {"causal", c.causal}, {"scale", bc.scale},
+                   {"dropout", bc.dropout}, {"site", int64_t{3}}});
+  auto cpuY = runKernel("biased_attention", {q, k, v, mask, bias, seg, key}, {q.type}, a);
+  auto cpuGrad = runKernel("biased_attention_grad", {q, k, v, mask, bias, seg, key, dy},
+                           {q.type, k.type, v.type, bias.type}, a);
   Buf y(c.dtype, q.type.shape), lse(c.dtype, {c.B, c.H, c.Tq}), delta(c.dtype, {c.B, c.H, c.Tq});
   Buf dq(c.dtype, q.type.shape), dk(c.dtype, k.type.shape), dv(c.dtype, v.type.shape), db(c.dtype, bias.type.shape);
   const T *m = c.masked ? ptr<T>(mask) : nullptr;
@@ -248,6 +259,17 @@ TEST(AttentionEmulation, BiasAndSegments) {
   runBias({{2, 19, 19, 2, 2, 16, true, true, DType::F64}, {1, 2, 19, 19}, true});
   // Cross-attention with a bias of rank 2.
   runBias({{2, 37, 130, 2, 2, 16, false, true}, {37, 130}});
+}
+
+/* Attention dropout: the emulated kernels drop the probabilities the CPU kernels drop
+   (dropout_math.h on (key row, site, (h Tq + i) Tk + j)), forward and backward, with a
+   bias and its gradient, segments, causal, grouped heads, cross-attention; f64. */
+TEST(AttentionEmulation, Dropout) {
+  runBias({{2, 70, 70, 2, 2, 16, false}, {1, 2, 70, 70}, false, 1.0, 0.1});
+  runBias({{2, 70, 70, 4, 2, 16, true, true}, {}, false, 0, 0.5});
+  runBias({{2, 100, 100, 2, 2, 16, true}, {1, 2, 1, 100}, true, 0, 0.3});
+  runBias({{2, 37, 130, 2, 2, 16, false, true}, {}, false, 0, 0.2});
+  runBias({{2, 19, 19, 2, 2, 16, true, true, DType::F64}, {1, 2, 19, 19}, true, 0, 0.4});
 }
 
 /* cached_attention: new queries at positions offset .. offset + C - 1 over a cache

@@ -5,8 +5,15 @@
    padding mask, grouped heads and cross-attention, an explicit scale; sequences
    across the 128-key tile; the bias's gradient, and every gradient against central
    differences; the absent operands (rank 0) reproduce masked_attention bit for bit;
-   the same bits for 1 and 2 threads with a shared bias's gradient. */
+   the same bits for 1 and 2 threads with a shared bias's gradient. Its probability
+   dropout: the reference regenerates the mask from contract/dropout_math.h (element
+   (h Tq + i) Tk + j of the batch row's stream at the site) and drops the written-out
+   probabilities; finite differences with the key fixed; the statistics (kept
+   fraction, the mean over keys equal to the undropped output); same bits for any
+   thread count. */
 #include <omp.h>
+
+#include "contract/dropout_math.h"
 
 #include "KernelTestUtil.h"
 
@@ -18,7 +25,9 @@ struct Case {
   Shape bias;  // {}: none
   bool segments = false, causal = false, masked = false;
   double scale = 0;  // 0: 1/sqrt(Dh)
+  double dropout = 0;  // the probabilities' dropout rate, at site kSite
 };
+constexpr int64_t kSite = 5;
 
 std::string describe(const Case &c) {
   std::string b = "[";
@@ -26,13 +35,13 @@ std::string describe(const Case &c) {
   return "B " + std::to_string(c.B) + " Tq " + std::to_string(c.Tq) + " Tk " + std::to_string(c.Tk) + " H " +
          std::to_string(c.H) + "/" + std::to_string(c.Hkv) + " Dh " + std::to_string(c.Dh) + " bias " + b + "]" +
          (c.segments ? " segments" : "") + (c.causal ? " causal" : "") + (c.masked ? " masked" : "") +
-         " scale " + std::to_string(c.scale);
+         " scale " + std::to_string(c.scale) + " dropout " + std::to_string(c.dropout);
 }
 
 struct Inputs {
-  Buf q, k, v, mask, bias, seg, dy;
+  Buf q, k, v, mask, bias, seg, key, dy;
   std::vector<Buf> ops(DType dt) const {
-    return {q.as(dt), k.as(dt), v.as(dt), mask.as(dt), bias.as(dt), seg, dy.as(dt)};
+    return {q.as(dt), k.as(dt), v.as(dt), mask.as(dt), bias.as(dt), seg, key, dy.as(dt)};
   }
 };
 
@@ -56,6 +65,7 @@ Inputs inputsOf(const Case &c) {
   in.v = randn({c.B, c.Tk, c.Hkv * c.Dh}), in.dy = randn({c.B, c.Tq, c.H * c.Dh});
   in.bias = c.bias.empty() ? scalar(0.0) : randn(c.bias, DType::F64, 2.0);
   in.seg = c.segments ? packedSegments(c.B, c.Tq) : Buf(DType::I32, {});
+  in.key = c.dropout > 0 ? randIds({c.B, 2}, int64_t{1} << 31) : Buf(DType::I32, {});
   if (c.masked) {  // row b keeps its first keys, all but the last (b + 1) Tk / (B + 2)
     in.mask = Buf(DType::F64, {c.B, c.Tk});
     for (int64_t b = 0; b < c.B; ++b)
@@ -71,8 +81,9 @@ struct Ref {
 };
 
 /* The scores written out for each (b, h): s = scale q k^T + bias, hidden keys (causal,
-   padding, other segment) excluded, P = softmax(s), y = P v; dS = P (dP - rowsum(P dP)),
-   dq = scale dS k, dk = scale dS^T q, dv = P^T dy, dbias = dS summed where it broadcasts. */
+   padding, other segment) excluded, P = softmax(s), y = (D P) v with D the dropout
+   factors (1 without); dP = D (dy v^T), dS = P (dP - rowsum(P dP)), dq = scale dS k,
+   dk = scale dS^T q, dv = (D P)^T dy, dbias = dS summed where it broadcasts. */
 Ref naive(const Case &c, const Inputs &in) {
   const int64_t C = c.H * c.Dh, Ck = c.Hkv * c.Dh, grp = c.H / c.Hkv;
   const double scale = c.scale == 0 ? 1.0 / std::sqrt((double)c.Dh) : c.scale;
@@ -88,7 +99,17 @@ Ref naive(const Case &c, const Inputs &in) {
     for (int64_t h = 0; h < c.H; ++h) {
       auto qa = [&](int64_t i, int64_t e) { return (b * c.Tq + i) * C + h * c.Dh + e; };
       auto ka = [&](int64_t j, int64_t e) { return (b * c.Tk + j) * Ck + (h / grp) * c.Dh + e; };
-      std::vector<double> P(c.Tq * c.Tk), dS(c.Tq * c.Tk);
+      std::vector<double> P(c.Tq * c.Tk), dS(c.Tq * c.Tk), D(c.Tq * c.Tk, 1.0);
+      if (c.dropout > 0) {
+        const int32_t key[2] = {(int32_t)in.key.get(2 * b), (int32_t)in.key.get(2 * b + 1)};
+        const uint64_t stream = lmc::dropoutStream(key, kSite);
+        const uint32_t threshold = lmc::dropoutThreshold(c.dropout);
+        for (int64_t i = 0; i < c.Tq; ++i)
+          for (int64_t j = 0; j < c.Tk; ++j)
+            D[i * c.Tk + j] = lmc::dropoutKeep(stream, (uint64_t)((h * c.Tq + i) * c.Tk + j), threshold)
+                                  ? 1.0 / (1.0 - c.dropout)
+                                  : 0.0;
+      }
       for (int64_t i = 0; i < c.Tq; ++i) {
         std::vector<double> s(c.Tk, -INFINITY);
         double mx = -INFINITY, z = 0, rowDot = 0;
@@ -105,12 +126,13 @@ Ref naive(const Case &c, const Inputs &in) {
         for (int64_t j = 0; j < c.Tk; ++j) P[i * c.Tk + j] = z > 0 ? P[i * c.Tk + j] / z : 0.0;
         for (int64_t e = 0; e < c.Dh; ++e) {
           double o = 0;
-          for (int64_t j = 0; j < c.Tk; ++j) o += P[i * c.Tk + j] * in.v.get(ka(j, e));
+          for (int64_t j = 0; j < c.Tk; ++j) o += D[i * c.Tk + j] * P[i * c.Tk + j] * in.v.get(ka(j, e));
           r.y.set(qa(i, e), o);
         }
         for (int64_t j = 0; j < c.Tk; ++j) {
           double d = 0;
           for (int64_t e = 0; e < c.Dh; ++e) d += in.dy.get(qa(i, e)) * in.v.get(ka(j, e));
+          d *= D[i * c.Tk + j];
           dS[i * c.Tk + j] = d;
           rowDot += P[i * c.Tk + j] * d;
         }
@@ -129,7 +151,7 @@ Ref naive(const Case &c, const Inputs &in) {
           double dk = 0, dv = 0;
           for (int64_t i = 0; i < c.Tq; ++i) {
             dk += scale * dS[i * c.Tk + j] * in.q.get(qa(i, e));
-            dv += P[i * c.Tk + j] * in.dy.get(qa(i, e));
+            dv += D[i * c.Tk + j] * P[i * c.Tk + j] * in.dy.get(qa(i, e));
           }
           r.dk.set(ka(j, e), r.dk.get(ka(j, e)) + dk);
           r.dv.set(ka(j, e), r.dv.get(ka(j, e)) + dv);
@@ -140,7 +162,8 @@ Ref naive(const Case &c, const Inputs &in) {
 }
 
 Attrs attOf(const Case &c) {
-  return attrs({{"num_heads", c.H}, {"num_kv_heads", c.Hkv}, {"causal", c.causal}, {"scale", c.scale}});
+  return attrs({{"num_heads", c.H}, {"num_kv_heads", c.Hkv}, {"causal", c.causal}, {"scale", c.scale},
+                {"dropout", c.dropout}, {"site", kSite}});
 }
 
 std::vector<Buf> forward(const Case &c, const Inputs &in, DType dt) {
@@ -191,6 +214,17 @@ TEST(BiasedAttention, MatchesNaive) {
   expectMatchesNaive({1, 20, 20, 2, 2, 4, {}, false, true, false, 0.125});
 }
 
+/* Attention dropout against the reference that drops the written-out probabilities
+   with the mask regenerated from dropout_math.h: plain, causal with grouped heads and
+   a padding mask, T5's bias, segments, cross-attention; across the 128-key tile. */
+TEST(BiasedAttention, DropoutMatchesNaive) {
+  expectMatchesNaive({2, 130, 130, 2, 2, 8, {}, false, false, false, 0, 0.1});
+  expectMatchesNaive({3, 70, 70, 4, 2, 4, {}, false, true, true, 0, 0.5});
+  expectMatchesNaive({2, 130, 130, 2, 2, 8, {1, 2, 130, 130}, false, true, false, 1.0, 0.2});
+  expectMatchesNaive({2, 140, 140, 2, 1, 4, {1, 2, 1, 140}, true, true, false, 0, 0.3});
+  expectMatchesNaive({2, 9, 140, 2, 1, 4, {2, 1, 9, 140}, false, false, true, 0, 0.4});
+}
+
 /* Every gradient, the bias's included, against central differences through the
    forward kernel: T5's bias shape, ALiBi's across the 128-key tile, one per batch row
    with cross-attention. */
@@ -212,6 +246,71 @@ TEST(BiasedAttention, BackwardMatchesFiniteDifferences) {
   }
 }
 
+/* With dropout (the key fixed, so every differenced forward drops the same
+   probabilities) the gradients still match central differences: a half-dropped mask
+   that the backward did not regenerate exactly would not. */
+TEST(BiasedAttention, DropoutBackwardMatchesFiniteDifferences) {
+  for (Case c : {Case{2, 20, 20, 2, 2, 2, {1, 2, 20, 20}, true, false, false, 1.0, 0.5},
+                 Case{2, 131, 131, 2, 1, 2, {1, 2, 1, 131}, false, true, true, 0, 0.3},
+                 Case{2, 5, 7, 2, 2, 3, {}, false, false, true, 0, 0.5}}) {
+    SCOPED_TRACE(describe(c));
+    Inputs in = inputsOf(c);
+    if (c.bias.empty()) in.bias = scalar(0.0);
+    auto d = backward(c, in, DType::F64);
+    auto f = [&](const std::vector<Buf> &x) {
+      Inputs moved = in;
+      moved.q = x[0], moved.k = x[1], moved.v = x[2];
+      return forward(c, moved, DType::F64)[0];
+    };
+    const char *names[] = {"dq", "dk", "dv"};
+    for (size_t i = 0; i < 3; ++i)
+      EXPECT_TRUE(allClose(d[i], finiteDiff(f, {in.q, in.k, in.v}, i, in.dy), 1e-6, 1e-7)) << names[i];
+  }
+}
+
+/* The statistics of attention dropout: over many keys, the fraction of probabilities
+   kept is 1 - p (read from v = one-hot columns, which makes y's column j the dropped
+   probability of key j), and the mean output over the keys is the undropped output
+   (inverted dropout keeps the expectation). */
+TEST(BiasedAttention, DropoutStatistics) {
+  const int64_t T = 16, H = 2, Dh = 16, B = 64;  // Dh = T: v's rows are one-hot
+  const double p = 0.2;
+  Buf q = randn({B, T, H * Dh}), k = randn({B, T, H * Dh}), v(DType::F64, {B, T, H * Dh});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < T; ++j)
+      for (int64_t h = 0; h < H; ++h) v.set((b * T + j) * H * Dh + h * Dh + j, 1.0);
+  Buf key = randIds({B, 2}, int64_t{1} << 31);
+  auto run = [&](double rate, const Buf &qq, const Buf &kk) {
+    Attrs a = attrs({{"num_heads", H}, {"dropout", rate}, {"site", int64_t{1}}});
+    return runKernel("biased_attention",
+                     {qq, kk, v, scalar(1.0), scalar(0.0), Buf(DType::I32, {}), rate > 0 ? key : Buf(DType::I32, {})},
+                     {q.type}, a)[0];
+  };
+  // Every batch row the same q and k: the rows' outputs are draws of one expectation.
+  Buf q1 = q, k1 = k;
+  for (int64_t i = 0; i < q.numel(); ++i) q1.set(i, q.get(i % (T * H * Dh))), k1.set(i, k.get(i % (T * H * Dh)));
+  Buf y = run(p, q1, k1), ref = run(0, q1, k1);
+  int64_t kept = 0, n = 0;
+  double maxDev = 0;
+  for (int64_t e = 0; e < T * H * Dh; ++e) {
+    double mean = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      const double x = y.get(b * T * H * Dh + e);
+      mean += x / B;
+      if (ref.get(e) > 0) kept += x != 0, ++n;
+    }
+    maxDev = std::max(maxDev, std::abs(mean - ref.get(e)));
+  }
+  const double frac = (double)kept / n;
+  // n = 64 * 16 * 16 * 2 draws: the binomial's deviation is 0.0035.
+  EXPECT_NEAR(frac, 1 - p, 0.015) << kept << " of " << n;
+  // Each mean of 64 draws of P / (1 - p) or 0 (P <= 1): deviation <= 0.5 / sqrt(64) / 0.8.
+  EXPECT_LT(maxDev, 0.3);
+  double sumY = 0, sumRef = 0;
+  for (int64_t i = 0; i < y.numel(); ++i) sumY += y.get(i), sumRef += ref.get(i % (T * H * Dh)) ;
+  EXPECT_NEAR(sumY / sumRef, 1.0, 0.02) << "the output's mean is kept";
+}
+
 /* A packed row attends within its documents: each document's rows equal attention
    over that document alone (lm.attention on the slice). */
 TEST(BiasedAttention, SegmentsMatchSeparateDocuments) {
@@ -221,7 +320,7 @@ TEST(BiasedAttention, SegmentsMatchSeparateDocuments) {
   for (int64_t t = 0; t < T; ++t) seg.set(t, t < cut ? 3 : 8);
   for (bool causal : {false, true}) {
     Attrs a = attrs({{"num_heads", (int64_t)2}, {"causal", causal}});
-    Buf y = runKernel("biased_attention", {q, k, v, scalar(1.0), scalar(0.0), seg}, {q.type}, a)[0];
+    Buf y = runKernel("biased_attention", {q, k, v, scalar(1.0), scalar(0.0), seg, Buf(DType::I32, {})}, {q.type}, a)[0];
     for (auto [t0, n] : {std::pair<int64_t, int64_t>{0, cut}, {cut, T - cut}}) {
       auto slice = [&](const Buf &x) {
         Buf s(DType::F64, {1, n, C});
@@ -256,8 +355,8 @@ TEST(BiasedAttention, AbsentOperandsAreMaskedAttention) {
 /* The bias's gradient, shared by batch rows and heads, has the same bits for any
    thread count (its work items are merged, not raced). */
 TEST(BiasedAttention, SameBitsForAnyThreadCount) {
-  for (Shape bias : {Shape{1, 1, 140, 140}, Shape{1, 4, 1, 140}, Shape{3, 4, 140, 140}}) {
-    Case c{3, 140, 140, 4, 2, 8, bias, true, true, true};
+  for (Shape bias : {Shape{1, 1, 140, 140}, Shape{1, 4, 1, 140}, Shape{3, 4, 140, 140}, Shape{}}) {
+    Case c{3, 140, 140, 4, 2, 8, bias, true, true, true, 0, bias.empty() ? 0.1 : 0};
     Inputs in = inputsOf(c);
     std::vector<std::vector<Buf>> runs;
     for (int threads : {1, 2}) {
@@ -272,11 +371,15 @@ TEST(BiasedAttention, SameBitsForAnyThreadCount) {
 }
 
 /* check(): the bias's broadcast, the segments' shape, element type and self-attention,
-   the scale. */
+   the scale, the dropout rate and key. */
 TEST(BiasedAttention, Checks) {
   TensorType q{DType::F32, {2, 4, 8}}, k6{DType::F32, {2, 6, 8}}, none{DType::F32, {}}, noSeg{DType::I32, {}};
   Attrs a = attrs({{"num_heads", (int64_t)2}});
-  auto msg = [&](std::vector<TensorType> in, const Attrs &at) { return checkMsg("biased_attention", in, {q}, at); };
+  // The key (input 6) is none unless given.
+  auto msg = [&](std::vector<TensorType> in, const Attrs &at) {
+    if (in.size() == 6) in.push_back(noSeg);
+    return checkMsg("biased_attention", in, {q}, at);
+  };
   EXPECT_EQ(msg({q, q, q, none, {DType::F32, {1, 2, 4, 4}}, {DType::I32, {2, 4}}}, a), "");
   EXPECT_EQ(msg({q, k6, k6, {DType::F32, {2, 6}}, {DType::F32, {2, 1, 1, 6}}, noSeg}, a), "");
   EXPECT_NE(msg({q, q, q, none, {DType::F32, {1, 3, 4, 4}}, noSeg}, a).find("does not broadcast to [2, 2, 4, 4]"),
@@ -289,6 +392,16 @@ TEST(BiasedAttention, Checks) {
             std::string::npos);
   EXPECT_NE(msg({q, q, q, none, none, {DType::F32, {2, 4}}}, a).find("segments"), std::string::npos);
   EXPECT_NE(msg({q, q, q, none, none, noSeg}, attrs({{"num_heads", (int64_t)2}, {"scale", -1.0}})).find("scale"),
+            std::string::npos);
+  const Attrs drop = attrs({{"num_heads", (int64_t)2}, {"dropout", 0.1}});
+  EXPECT_EQ(msg({q, q, q, none, none, noSeg, {DType::I32, {2, 2}}}, drop), "");
+  EXPECT_NE(msg({q, q, q, none, none, noSeg, noSeg}, drop).find("dropout > 0 needs key [] to be [2, 2]"),
+            std::string::npos);
+  EXPECT_NE(msg({q, q, q, none, none, noSeg, {DType::I32, {2, 2}}}, a).find("must be rank 0 (none) without dropout"),
+            std::string::npos);
+  EXPECT_NE(msg({q, q, q, none, none, noSeg, {DType::F32, {2, 2}}}, drop).find("key"), std::string::npos);
+  EXPECT_NE(msg({q, q, q, none, none, noSeg, {DType::I32, {2, 2}}}, attrs({{"num_heads", (int64_t)2}, {"dropout", 1.0}}))
+                .find("dropout rate p must be in [0, 1)"),
             std::string::npos);
 }
 

@@ -552,8 +552,8 @@ LogicalResult DropoutOp::verify() {
   std::string bad = shapes::dropoutRate(getP().convertToDouble());
   if (!bad.empty())
     return emitOpError() << ruleMessage(bad);
-  if (getSite() < 0)
-    return emitOpError() << "site must be >= 0, got " << getSite();
+  if (getSiteAttr().getInt() < 0)
+    return emitOpError() << "site must be >= 0, got " << getSiteAttr().getInt();
   return success();
 }
 

@@ -180,6 +180,15 @@ func.func @dropout_rate(%x: tensor<4x8xf32>, %key: tensor<4x2xi32>) {
 
 // -----
 
+// Tests that dropout's site (its stream of the row's key) is not negative.
+func.func @dropout_site(%x: tensor<4x8xf32>, %key: tensor<4x2xi32>) {
+  // expected-error @below {{'lm.dropout' op site must be >= 0, got -1}}
+  %0 = lm.dropout %x, %key {p = 0.1 : f64, site = -1 : i64} : (tensor<4x8xf32>, tensor<4x2xi32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
 // Tests that dropout's key holds two words for each row of x.
 func.func @dropout_key_rows(%x: tensor<4x8xf32>, %key: tensor<3x2xi32>) {
   // expected-error @below {{'lm.dropout' op key [3, 2] must be [4, 2]}}

@@ -77,6 +77,24 @@ TEST(CostModel, GemmSlowdownFollowsTheShape) {
   EXPECT_LT(skinny, 0.85);
 }
 
+// The update streams the parameters' bytes 8 times at the streaming
+// bandwidth (not the layer norm's memory curve), plus two kernel calls.
+TEST(CostModel, OptimizerStreamsTheParameters) {
+  MachineRates r;
+  r.gemm = {{1, 100}};
+  r.memory = {{1, 10}};
+  r.streamGbps = 40;
+  r.kernelOverheadUs = 1;
+  plan::Plan plan;
+  plan.add_programs();
+  plan::Param *w = plan.add_params();
+  w->set_name("w");
+  w->mutable_type()->set_dtype(plan::F32);
+  w->mutable_type()->add_shape(1000);
+  w->mutable_type()->add_shape(1000);  // 4 MB
+  EXPECT_NEAR(predictStepTime(plan, r).optimizer, 8 * 4e6 / 40e9 + 2e-6, 1e-12);
+}
+
 TEST(CostModel, MachineFileRoundTrips) {
   MachineRates r = defaultMachineRates();
   r.threads = 3;

@@ -79,6 +79,7 @@ def main():
             for key in ("gemm_gflops", "memory_gbps"):
                 best[key] = [[a[0], max(a[1], b[1])] for a, b in zip(best[key], c[key])]
             best["kernel_overhead_us"] = min(best["kernel_overhead_us"], c["kernel_overhead_us"])
+            best["stream_gbps"] = max(best["stream_gbps"], c["stream_gbps"])
         with open(machine, "w") as f:
             json.dump(best, f)
     for name, *_ in configs:

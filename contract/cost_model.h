@@ -46,16 +46,25 @@ struct MachineRates {
   std::vector<RatePoint> gemm;    // GFLOP/s by FLOPs per call (lmrt's matmul kernel)
   std::vector<RatePoint> memory;  // GB/s by bytes per call (lmrt's layer_norm kernel)
   double kernelOverheadUs = 0;    // one tiny kernel call (OpenMP fork/join, dispatch)
+  /* GB/s of a plain streaming kernel far beyond the caches (lmrt's add on
+     16 Mi values): what the optimizer's pass over the parameters and a GEMM's
+     operands moving through memory run at, unlike the memory curve's
+     norms and reductions. 0: not measured (files before it), then the memory
+     curve's best rate stands in (streamBandwidth). */
+  double streamGbps = 0;
   /* Attention kernels' FLOP rate as a fraction of the GEMM rate at the same
      FLOPs: fitted once against --profile on the zoo (docs/explain.md), not
      measured by calibrate (it would need attention's FLOP formula, which lives
      in the dialect). */
   double attentionFraction = 0.21;
-  /* GEMMs inside a train step run at this fraction of the rate measured in
-     isolation: their operands come from memory rather than the cache the
-     repeated calibration calls warm, and their shapes are skinnier (one side
-     the model width). Fitted like attentionFraction. */
-  double gemmFraction = 0.88;
+  /* No flat in-step GEMM factor any more: a GEMM inside a train step is priced
+     as its FLOPs at the isolated rate plus its operands' and result's bytes at
+     the streaming bandwidth (predictKernelSeconds), since calibrate's repeated calls
+     find their operands in cache and a step's GEMM does not. That in-step
+     slowdown follows from the shape: a large square GEMM (GPT-2 small's
+     256 x 768 x 3072, 0.94 of the isolated rate) hardly notices it, a skinny
+     tiny-preset one (0.85-0.9) does. Machine files written before carry a
+     "gemm_fraction" key, which is read and ignored. */
   int threads = 0;              // the thread count the rates were measured with
   std::string device = "cpu";   // the backend measured
   std::string origin;           // the file read, or "" for the defaults
@@ -65,6 +74,7 @@ struct MachineRates {
    (gemm 100 GFLOP/s at 1 GFLOP a call, memory 20 GB/s). lmc explain says when
    it uses them. */
 MachineRates defaultMachineRates();
+double streamBandwidth(const MachineRates &rates);  // GB/s
 
 /* Where calibrate writes and explain looks: $LMC_MACHINE_FILE, else
    $XDG_CACHE_HOME/lmc/machine.json, else ~/.cache/lmc/machine.json. */

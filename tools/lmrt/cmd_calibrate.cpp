@@ -152,6 +152,11 @@ void calibrate(const std::string &out, int threads, double seconds, int rounds) 
       r.memory[i].rate = std::max(r.memory[i].rate,
                                   r.memory[i].size / layerNormSeconds(*ln, lnSizes[i], seconds / rounds) * 1e-9);
   }
+  // The streaming bandwidth: an add of 16 Mi values (a, b read, c written:
+  // 192 MiB, far beyond the caches), its best round.
+  const int64_t streamN = 1 << 24;
+  for (int round = 0; round < rounds; ++round)
+    r.streamGbps = std::max(r.streamGbps, 12.0 * double(streamN) / addSeconds(*add, streamN, seconds / rounds) * 1e-9);
   r.kernelOverheadUs = overheadSeconds(*add, seconds / 2) * 1e6;
   std::string text = machineRatesJson(r);
   std::printf("%s", text.c_str());

@@ -233,9 +233,14 @@ AttentionShapes inferBiasedAttention(Inference &infer, MLIRContext *context, typ
   bool causal = defaults.causal && defaults.causal.getValue();
   double scale = defaults.scale ? defaults.scale.getValueAsDouble() : 0.0;
   double dropout = defaults.dropout ? defaults.dropout.getValueAsDouble() : 0.0;
+  a.elem = infer.elementType(adaptor.getQ());
+  // The site picks the row key's dropout stream; as lm.dropout's, not negative.
+  if (IntegerAttr site = adaptor.getSiteAttr(); site && site.getInt() < 0) {
+    err = "site must be >= 0, got " + std::to_string(site.getInt());
+    return a;
+  }
   a.out = shapes::biasedAttention(a.q, a.k, v, mask, bias, segments, key, a.heads, scale, dropout, err, kvHeads,
                                   causal);
-  a.elem = infer.elementType(adaptor.getQ());
   return a;
 }
 

@@ -342,6 +342,15 @@ func.func @biased_attention_dropout_rate(%q: tensor<2x8x32xf32>, %b: tensor<f32>
 
 // -----
 
+// Tests that biased_attention's dropout site is not negative.
+func.func @biased_attention_dropout_site(%q: tensor<2x8x32xf32>, %b: tensor<f32>, %s: tensor<i32>, %key: tensor<2x2xi32>) {
+  // expected-error @below {{'lm.biased_attention' op site must be >= 0, got -2}}
+  %0 = lm.biased_attention %q, %q, %q, %b, %b, %s, %key {num_heads = 4 : i64, dropout = 0.1 : f64, site = -2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<f32>, tensor<i32>, tensor<2x2xi32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
 // Tests that masked_attention_grad checks the forward rule, the mask's included.
 func.func @masked_attention_grad(%q: tensor<2x8x32xf32>, %m: tensor<8x2xf32>) {
   // expected-error @below {{'lm.masked_attention_grad' op mask [8, 2] must be [2, 8]}}

@@ -41,6 +41,16 @@ def fortunes(path):
     yield "\n".join(doc)
 
 
+def fortune_files(directory, files):
+    """(name, path) of each fortune file named in the comma-separated `files`,
+    each checked to exist."""
+    for name in [n for n in files.split(",") if n]:
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path):
+            sys.exit(f"{path}: no such fortune file (install fortunes and fortunes-min)")
+        yield name, path
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default="/usr/share/games/fortunes", help="where the fortune files are")
@@ -52,10 +62,7 @@ def main():
         sys.exit(f"--files needs two or more distinct files, got {a.files!r}")
     counts = []
     with open(a.out + ".tmp", "w", encoding="utf-8") as out:
-        for label, name in enumerate(names):
-            path = os.path.join(a.dir, name)
-            if not os.path.isfile(path):
-                sys.exit(f"{path}: no such fortune file (install fortunes and fortunes-min)")
+        for label, (name, path) in enumerate(fortune_files(a.dir, ",".join(names))):
             n = 0
             for doc in fortunes(path):
                 doc = doc.strip()

@@ -24,7 +24,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fortunes_jsonl import fortunes  # noqa: E402
+from fortunes_jsonl import fortune_files, fortunes  # noqa: E402
 
 DEFAULT_FILES = "food,law,linux,perl,startrek"
 
@@ -42,10 +42,7 @@ def main():
         sys.exit(f"--words must be >= 2 and --per-fortune >= 1, got {a.words} and {a.per_fortune}")
     records = same = chars = 0
     with open(a.out + ".tmp", "w", encoding="utf-8") as out:
-        for name in [n for n in a.files.split(",") if n]:
-            path = os.path.join(a.dir, name)
-            if not os.path.isfile(path):
-                sys.exit(f"{path}: no such fortune file (install fortunes and fortunes-min)")
+        for _, path in fortune_files(a.dir, a.files):
             for doc in fortunes(path):
                 words = [w.lower() for w in doc.split() if w.isascii() and w.isalpha()]
                 for k in range(a.per_fortune):

@@ -26,7 +26,7 @@ import sys
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fortunes_jsonl import fortunes  # noqa: E402
+from fortunes_jsonl import fortune_files, fortunes  # noqa: E402
 
 DEFAULT_FILES = "food,law,linux,perl,startrek"
 
@@ -49,10 +49,7 @@ def main():
     a = ap.parse_args()
     records, first_word, first_long = 0, 0, 0
     with open(a.out + ".tmp", "w", encoding="utf-8") as out:
-        for name in [n for n in a.files.split(",") if n]:
-            path = os.path.join(a.dir, name)
-            if not os.path.isfile(path):
-                sys.exit(f"{path}: no such fortune file (install fortunes and fortunes-min)")
+        for _, path in fortune_files(a.dir, a.files):
             for doc in fortunes(path):
                 context = cut(" ".join(doc.split()), a.context)
                 words = [(m.group(), m.start()) for m in re.finditer(r"[A-Za-z]+", context)]

@@ -12,7 +12,9 @@ ap.add_argument("--exclude", nargs="*", default=[])
 a = ap.parse_args()
 total = kept = 0
 in_params = False
-for line in sys.stdin:
+# Read everything before parsing: stopping early would close the pipe while
+# `lmrt inspect` still writes, and pipefail turns its SIGPIPE into a failure.
+for line in sys.stdin.read().splitlines(keepends=True):
     if line.startswith("params:"):
         in_params = True
         continue

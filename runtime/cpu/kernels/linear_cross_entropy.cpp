@@ -23,6 +23,7 @@
 #include "contract/linear_cross_entropy.h"
 #include "runtime/cpu/kernels/blas.h"
 #include "runtime/cpu/kernels/cross_entropy_rows.h"
+#include "runtime/cpu/kernels/parallel_errors.h"
 
 namespace lmrt::kernels::detail {
 namespace {
@@ -55,15 +56,17 @@ void gemmSplit(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const A *a, in
     blocks = (side + per - 1) / per;
     if (!byCols && blocks > 1 && side % per != 0) --blocks;
   }
+  ParallelErrors errors;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && blocks > 1)
-  for (int64_t t = 0; t < blocks; ++t) {
+  for (int64_t t = 0; t < blocks; ++t) errors.run([&] {
     const int64_t i0 = t * per, i1 = !byCols && t == blocks - 1 ? side : std::min(side, i0 + per);
-    if (i0 >= i1) continue;
+    if (i0 >= i1) return;
     if (byCols)  // columns j of op(B) start at column j of B, or at row j when B is stored transposed
       gemm(ta, tb, m, i1 - i0, k, (C)1, a, lda, b + (tb ? i0 * ldb : i0), ldb, beta, c + i0, ldc);
     else  // rows r of op(A) start at row r of A, or at column r when A is stored transposed
       gemm(ta, tb, i1 - i0, n, k, (C)1, a + (ta ? i0 : i0 * lda), lda, b, ldb, beta, c + i0 * ldc, ldc);
-  }
+  });
+  errors.rethrow();
 }
 
 bool reduced(DType t) { return t == DType::BF16 || t == DType::F16; }

@@ -18,6 +18,7 @@
 
 #include "runtime/cpu/kernels/blas.h"
 #include "runtime/cpu/kernels/kernel_common.h"
+#include "runtime/cpu/kernels/parallel_errors.h"
 #include "contract/matmul_dims.h"
 
 namespace lmrt::kernels::detail {
@@ -74,11 +75,12 @@ void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k
     blocks = (side + per - 1) / per;
     if (!byCols && blocks > 1 && side % per != 0) --blocks;  // the last block takes the remainder
   }
+  ParallelErrors errors;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-  for (int64_t item = 0; item < batch * blocks; ++item) {
+  for (int64_t item = 0; item < batch * blocks; ++item) errors.run([&] {
     int64_t bi = item / blocks, i0 = (item % blocks) * per;
     int64_t i1 = !byCols && item % blocks == blocks - 1 ? side : std::min(side, i0 + per);
-    if (i0 >= i1) continue;
+    if (i0 >= i1) return;
     const T *ab = a + bi * m * k, *bb = sharedRhs ? b : b + bi * k * n;
     C *cb = c + bi * m * n;
     if (k == 0) {  // BLAS rejects lda = 0; the empty sum is zero.
@@ -95,7 +97,8 @@ void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k
       else
         after(bi, i0, i1, 0, n);
     }
-  }
+  });
+  errors.rethrow();
 }
 
 /* The tall weight-gradient form (matmul_dims.h): C^T [n, m] = B^T A into the calling

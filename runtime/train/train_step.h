@@ -27,9 +27,15 @@ struct RunSetup;
 struct TrainOptions;
 
 /* A data shard that could not be read (changed or truncated under the run): the
-   loop keeps what is done in a checkpoint, then stops with this message. */
+   loop keeps what is done in a checkpoint, then stops with this message. In a run
+   of several ranks every rank throws it at the same point (agreeOnData,
+   distributed.h); `failedRank` is the first rank whose data failed, this one or
+   another (its message is then that rank's to print). */
 struct DataFailure : Error {
-  using Error::Error;
+  DataFailure(const std::string &what, int failedRank = 0, bool mine = true)
+      : Error(what), failedRank(failedRank), mine(mine) {}
+  int failedRank;
+  bool mine;  // this rank's own data failed
 };
 
 struct StepOutcome {
@@ -49,8 +55,11 @@ public:
   /* Runs step `step` (1-based). `nanSkips` counts skipped steps (checkpointed);
      with `profile`, train_step's kernels are timed; with `dump`, the raw
      gradients are captured before the update. Throws DataFailure for unreadable
-     data, Error when training diverged (without --on-nan skip). */
-  StepOutcome run(int64_t step, int64_t &nanSkips, OpProfile *profile, ParityDump *dump);
+     data (`staleData`, when not empty, says the data changed under the run: the
+     step reads nothing), on every rank when any rank's failed; Error when training
+     diverged (without --on-nan skip). */
+  StepOutcome run(int64_t step, int64_t &nanSkips, OpProfile *profile, ParityDump *dump,
+                  const std::string &staleData = "");
   /* fp16 plans: the dynamic loss scaler (null for other precisions). */
   LossScaler *lossScaler() { return scaler_ ? &*scaler_ : nullptr; }
 

@@ -31,9 +31,9 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
          (long long)data, (long long)data, (long long)mesh.global_batch(), world.size(),
          world.size() == 1 ? "" : "es", (long long)data, (long long)data);
   }
-  if (mesh.zero() > 1)
-    fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stage 1 only)", o.planPath.c_str(),
-         (long long)mesh.zero());
+  if (mesh.zero() > 2)
+    fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stages 1 and 2 only)",
+         o.planPath.c_str(), (long long)mesh.zero());
   if (mesh.zero() > 0 && world.size() > 1 && s.device().device != "cpu")
     fail("plan '%s' asks for ZeRO stage %lld, which lmrt runs on --device cpu only so far; run it under plain data "
          "parallelism (lmc compile --zero 0) on %s", o.planPath.c_str(), (long long)mesh.zero(),

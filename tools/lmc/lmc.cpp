@@ -471,6 +471,8 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     const lmrt::PredictedMemory m = lmrt::predictedMemory(plan);
     llvm::errs() << "lmc: per rank (ZeRO stage " << mesh.zero() << ", data = " << mesh.data()
                  << "): parameters " << humanBytes(m.params) << ", gradients " << humanBytes(m.grads)
+                 << (mesh.zero() >= 2 ? " (whole buffers: the train step returns the rank's own; it keeps its reduced slice)"
+                                      : "")
                  << ", optimizer state " << humanBytes(m.optimizer) << " (1/" << mesh.data() << " of it)\n";
   }
   if (opts.steps > 0) {

@@ -85,8 +85,8 @@ void agreeOnData(const RankInfo &ranks, const std::string &error) {
                           "the data check before a step");
   for (int r = 0; r < ranks.ranks; ++r)
     if (failed[(size_t)r] > 0) {
-      if (!error.empty()) throw DataFailure(error, ranks.rank, true);
-      throw DataFailure("rank " + std::to_string(r) + "'s data failed (its error says why)", r, false);
+      if (!error.empty()) throw DataFailure(error);
+      throw DataFailure("rank " + std::to_string(r) + "'s data failed (its error says why)", false);
     }
 }
 

@@ -29,12 +29,10 @@ struct TrainOptions;
 /* A data shard that could not be read (changed or truncated under the run): the
    loop keeps what is done in a checkpoint, then stops with this message. In a run
    of several ranks every rank throws it at the same point (agreeOnData,
-   distributed.h); `failedRank` is the first rank whose data failed, this one or
-   another (its message is then that rank's to print). */
+   distributed.h); on a rank whose own data did not fail (`mine` false) the message
+   names the rank that failed, whose message it is to print. */
 struct DataFailure : Error {
-  DataFailure(const std::string &what, int failedRank = 0, bool mine = true)
-      : Error(what), failedRank(failedRank), mine(mine) {}
-  int failedRank;
+  explicit DataFailure(const std::string &what, bool mine = true) : Error(what), mine(mine) {}
   bool mine;  // this rank's own data failed
 };
 

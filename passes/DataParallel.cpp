@@ -6,6 +6,8 @@
 // lm.all_reduce. The runtime's all-reduce sums in rank order and divides by
 // the rank count (runtime/comm/communicator.h), the arithmetic of gradient
 // accumulation, so D ranks reproduce the 1-process run with accumulate = D.
+// Under ZeRO stage 2 the gradients stay the rank's own: lmrt reduce-scatters
+// them into the slices each rank's optimizer shard updates.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,11 +42,16 @@ struct DataParallelPass : lm::impl::LMDataParallelPassBase<DataParallelPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    int64_t ranks = data;
+    int64_t ranks = data, stage = zero;
+    auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh");
+    auto meshValue = [&](StringRef name) -> int64_t {
+      auto v = mesh ? dyn_cast_or_null<IntegerAttr>(mesh.get(name)) : IntegerAttr();
+      return v ? v.getInt() : 0;
+    };
     if (ranks == 0)
-      if (auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh"))
-        if (auto d = dyn_cast_or_null<IntegerAttr>(mesh.get("data")))
-          ranks = d.getInt();
+      ranks = meshValue("data");
+    if (stage < 0)
+      stage = meshValue("zero");
     if (ranks < 0) {
       module.emitError() << "-lm-data-parallel: data must be at least 1, got " << ranks;
       return signalPassFailure();
@@ -57,7 +64,8 @@ struct DataParallelPass : lm::impl::LMDataParallelPassBase<DataParallelPass> {
       auto ret = cast<func::ReturnOp>(f.getBody().back().getTerminator());
       OpBuilder b(ret);
       for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
-        if (!isReduced(f, i))
+        // ZeRO-2: lmrt reduce-scatters the gradients (runtime/cpu/zero_shards.h).
+        if (!isReduced(f, i) || (stage >= 2 && f.getResultAttr(i, "lm.grad_of")))
           continue;
         Value v = ret.getOperand(i);
         ret.setOperand(i, b.create<AllReduceOp>(v.getLoc(), v, kDataAxis, ranks, /*mean=*/true));

@@ -150,11 +150,17 @@ def LMDataParallelPass : Pass<"lm-data-parallel", "mlir::ModuleOp"> {
     docs/distributed.md). The all-reduce sums in rank order and divides by D,
     as gradient accumulation does over D micro-batches: DP over D ranks gives
     the bits of the 1-process run with accumulate = D. Without a mesh, or with
-    D = 1, the module is left as it is. See docs/distributed.md.
+    D = 1, the module is left as it is. Under ZeRO stage 2 (`zero = 2` in
+    lm.mesh, or the option `zero`) the gradients are left as the rank's own:
+    lmrt reduce-scatters each into the slices its optimizer shards update
+    (runtime/cpu/zero_shards.h), so no rank holds a whole averaged gradient.
+    See docs/distributed.md.
   }];
   let options = [
     Option<"data", "data", "int64_t", "0",
            "Data-parallel ranks (0: the module's lm.mesh, none without it)">,
+    Option<"zero", "zero", "int64_t", "-1",
+           "The ZeRO stage (-1: the module's lm.mesh, 0 without it); from 2 on the gradients are not all-reduced">,
   ];
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
 }

@@ -47,7 +47,9 @@ public:
   void run(const std::string &program, const std::map<std::string, TensorRef> &inputs) override;
   TensorRef output(const std::string &program, const std::string &name) override;
   void accumulateGradients(int micro, int count) override;
-  double gradientNorm() override { return globalGradNorm(views_); }
+  double gradientNorm() override {
+    return zero_ && zero_->stage() >= 2 ? zero_->gradNorm(views_) : globalGradNorm(views_);
+  }
   void optimizerStep(double lr, double gradScale) override;
   int64_t optimizerUpdates() const override { return optimizer_ ? optimizer_->stepCount() : 0; }
   std::vector<NamedTensor> optimizerState() override;
@@ -78,7 +80,7 @@ private:
   std::string lastRun_;  // outputs in the arena belong to this program's last run
   std::vector<ParamView> views_;
   std::unique_ptr<CpuOptimizer> optimizer_;
-  // ZeRO stage 1 (zero_shards.h): this rank's slices, and the parameter each state
+  // ZeRO stages 1 and 2 (zero_shards.h): this rank's slices, and the parameter each state
   // tensor of the checkpoint layout belongs to. Null without ZeRO.
   std::unique_ptr<ZeroShards> zero_;
   std::vector<size_t> stateOwner_;
@@ -120,7 +122,7 @@ CpuBackend::CpuBackend(Session &session)
   for (ParamState &p : session.params())
     views_.push_back({p.type.dtype, p.value.data(), p.grad.data(), p.type.numel(), p.weightDecay, p.frozen,
                       p.lrScale, p.trustRatio, p.type.shape});
-  // ZeRO-1 when the plan asks for it and this process is one of its data ranks
+  // ZeRO when the plan asks for it and this process is one of its data ranks
   // (joinRanks refuses a run whose processes differ from the mesh; a lone process
   // evaluating or sampling the plan has nothing to split).
   const plan::Mesh &mesh = bound_.plan().train().mesh();
@@ -129,7 +131,7 @@ CpuBackend::CpuBackend(Session &session)
     const OptimizerConfig config = optimizerConfig(bound_.plan());
     if (config.kind != "adamw" && config.kind != "sgd" && config.kind != "lion")
       bound_.error("ZeRO needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + config.kind);
-    zero_ = std::make_unique<ZeroShards>(views_, world.rank(), world.size());
+    zero_ = std::make_unique<ZeroShards>(views_, world.rank(), world.size(), (int)mesh.zero());
     for (size_t i = 0; i < views_.size(); ++i)
       for (size_t k = 0; k < stateSlots(config, views_[i].shape).size(); ++k) stateOwner_.push_back(i);
   }
@@ -215,6 +217,9 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
         if (at >= 0) return report("output " + std::to_string(k) + " " + call.out[k].type.str(), at, v);
       }
   }
+  // ZeRO-2: the plan's train step returns this rank's own gradients; each keeps its
+  // slice of their mean over the ranks.
+  if (zero_ && zero_->stage() >= 2 && programName == "train_step") zero_->reduceGradients(views_);
   lastRun_ = programName;
 }
 

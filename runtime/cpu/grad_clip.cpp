@@ -39,7 +39,7 @@ template <typename T> LMRT_SIMD_CLONES double blockSumSquares(const T *g, int64_
    weights) is bit-identical from run to run and for any thread count; an OpenMP
    reduction would add the threads' partial sums in whatever order they finish. */
 template <typename T> double sumSquares(const T *g, int64_t n) {
-  constexpr int64_t kBlock = 65536;
+  constexpr int64_t kBlock = kGradNormBlock;
   int64_t blocks = (n + kBlock - 1) / kBlock;
   std::vector<double> partial((size_t)blocks, 0.0);
 #pragma omp parallel for schedule(static) if (blocks > 1)
@@ -57,11 +57,17 @@ template <typename T> void scale(T *g, int64_t n, double c) {
 
 }  // namespace
 
+double gradBlockSumSquares(const void *g, DType dtype, int64_t len) {
+  return dtype == DType::F64 ? blockSumSquares((const double *)g, len) : blockSumSquares((const float *)g, len);
+}
+
+double gradSumSquares(const void *g, DType dtype, int64_t n) {
+  return dtype == DType::F64 ? sumSquares((const double *)g, n) : sumSquares((const float *)g, n);
+}
+
 double globalGradNorm(const std::vector<ParamView> &params) {
   double s = 0;
-  for (const ParamView &p : params)
-    s += p.dtype == DType::F64 ? sumSquares((const double *)p.grad, p.numel)
-                               : sumSquares((const float *)p.grad, p.numel);
+  for (const ParamView &p : params) s += gradSumSquares(p.grad, p.dtype, p.numel);
   return std::sqrt(s);
 }
 

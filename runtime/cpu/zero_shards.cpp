@@ -1,15 +1,19 @@
 /* Implements: zero_shards.h. */
 #include "runtime/cpu/zero_shards.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
 #include "runtime/comm/communicator.h"
+#include "runtime/cpu/grad_clip.h"
+#include "runtime/cpu/zero_grad_norm.h"
 
 namespace lmrt::cpu {
 
-ZeroShards::ZeroShards(const std::vector<ParamView> &params, int rank, int ranks)
-    : rank_(rank), ranks_(ranks), whole_(params) {
+ZeroShards::ZeroShards(const std::vector<ParamView> &params, int rank, int ranks, int stage)
+    : rank_(rank), ranks_(ranks), stage_(stage), whole_(params) {
   for (const ParamView &p : params) {
     const ShardRange r = zeroShard(p.numel, ranks, rank);
     const size_t at = (size_t)r.begin * dtypeSize(p.dtype);
@@ -26,8 +30,9 @@ ZeroShards::ZeroShards(const std::vector<ParamView> &params, int rank, int ranks
 std::string ZeroShards::describe() const {
   int64_t mine = 0, all = 0;
   for (size_t i = 0; i < whole_.size(); ++i) mine += shards_[i].numel, all += whole_[i].numel;
-  return "ZeRO stage 1: rank " + std::to_string(rank_) + " keeps the optimizer state of " + std::to_string(mine) +
-         " of the " + std::to_string(all) + " parameter elements (its slice of each parameter), and updates them";
+  return "ZeRO stage " + std::to_string(stage_) + ": rank " + std::to_string(rank_) + " keeps the optimizer state " +
+         (stage_ >= 2 ? "and the reduced gradients " : "") + "of " + std::to_string(mine) + " of the " +
+         std::to_string(all) + " parameter elements (its slice of each parameter), and updates them";
 }
 
 void ZeroShards::gather(const void *slice, void *whole, int64_t numel, DType dtype, const std::string &what) {
@@ -45,6 +50,76 @@ void ZeroShards::gather(const void *slice, void *whole, int64_t numel, DType dty
   if (mine > 0) std::memcpy(mySlot, slice, (size_t)mine * eb);
   comm::world().allGather(mySlot, staging_.data(), chunk, dtype, what);
   std::memcpy(whole, staging_.data(), (size_t)numel * eb);
+}
+
+void ZeroShards::reduceGradients(const std::vector<ParamView> &params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ParamView &p = params[i];
+    if (p.frozen || p.numel == 0) continue;
+    const int64_t chunk = zeroShard(p.numel, ranks_, 0).size();
+    const size_t eb = dtypeSize(p.dtype);
+    const std::string what = "ZeRO reduce_scatter of gradient " + std::to_string(i);
+    // The rank-order mean of chunk q lands on rank q: the arithmetic of DP's all-reduce
+    // (communicator.h), element by element. A size the ranks do not divide is padded.
+    const void *in = p.grad;
+    HostBytes padded;
+    if (chunk * ranks_ != p.numel) {
+      padded.assign((size_t)(chunk * ranks_) * eb, 0);
+      std::memcpy(padded.data(), p.grad, (size_t)p.numel * eb);
+      in = padded.data();
+    }
+    staging_.resize((size_t)chunk * eb);
+    comm::world().reduceScatter(in, staging_.data(), chunk, p.dtype, comm::Reduction::Mean, what);
+    const ShardRange r = ranges_[i];
+    if (r.size() > 0) std::memcpy(shards_[i].grad, staging_.data(), (size_t)r.size() * eb);
+  }
+}
+
+double ZeroShards::gradNorm(const std::vector<ParamView> &params) {
+  // Each gradient's head (the elements before the slice's first block boundary) to every
+  // rank, then each rank's sums of the blocks it owns; one all-gather of those sums.
+  std::vector<std::vector<double>> mine(params.size());
+  std::vector<int64_t> slots(params.size(), 0);
+  int64_t total = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ParamView &p = params[i];
+    if (p.frozen) continue;  // not reduced: every rank holds the whole of it, as under DP
+    for (int q = 0; q < ranks_; ++q) slots[i] = std::max(slots[i], zeroOwnedBlocks(p.numel, ranks_, q));
+    total += slots[i];
+    const int64_t slot = zeroHeadSlot(p.numel, ranks_);
+    HostBytes heads;
+    if (slot > 0) {
+      const size_t eb = dtypeSize(p.dtype);
+      HostBytes head((size_t)slot * eb, 0);
+      std::memcpy(head.data(), shards_[i].grad, (size_t)zeroHeadLength(p.numel, ranks_, rank_) * eb);
+      heads.resize((size_t)(slot * ranks_) * eb);
+      comm::world().allGather(head.data(), heads.data(), slot, p.dtype,
+                              "ZeRO-2 gradient norm: all_gather of gradient " + std::to_string(i) + "'s block heads");
+    }
+    mine[i] = zeroOwnedBlockSums(shards_[i].grad, p.dtype, p.numel, ranks_, rank_, heads.data(), slot);
+  }
+  std::vector<double> sent((size_t)total, 0.0), all((size_t)(total * ranks_), 0.0);
+  for (size_t i = 0, at = 0; i < params.size(); at += (size_t)slots[i], ++i)
+    std::copy(mine[i].begin(), mine[i].end(), sent.begin() + (ptrdiff_t)at);
+  if (total > 0)
+    comm::world().allGather(sent.data(), all.data(), total, DType::F64, "ZeRO-2 gradient norm: all_gather of block sums");
+  // grad_clip.cpp's order: each gradient's blocks from 0 in block order (rank order), then
+  // the gradients from 0 in parameter order.
+  double s = 0;
+  for (size_t i = 0, at = 0; i < params.size(); at += (size_t)slots[i], ++i) {
+    const ParamView &p = params[i];
+    if (p.frozen) {
+      s += gradSumSquares(p.grad, p.dtype, p.numel);
+      continue;
+    }
+    double t = 0;
+    for (int q = 0; q < ranks_; ++q) {
+      const int64_t owned = zeroOwnedBlocks(p.numel, ranks_, q);
+      for (int64_t k = 0; k < owned; ++k) t += all[(size_t)(q * total) + at + (size_t)k];
+    }
+    s += t;
+  }
+  return std::sqrt(s);
 }
 
 void ZeroShards::gatherParams(const std::vector<ParamView> &params) {

@@ -1,4 +1,4 @@
-/* Implements: ZeRO stage 1 on the CPU backend (docs/distributed.md, "ZeRO").
+/* Implements: ZeRO stages 1 and 2 on the CPU backend (docs/distributed.md, "ZeRO").
 
    Under `mpirun -np D` with a plan compiled with `zero = 1`, the train step is the
    data-parallel one (every rank ends it with the whole averaged gradient), and the
@@ -9,6 +9,11 @@
    so a slice updated alone gets the bits the whole tensor would: the run stays
    byte-identical to plain data parallelism. The gradient norm reads the whole
    gradients, as under DP, so clipping sums in the same order.
+
+   Stage 2 (`zero = 2`): the plan's train step leaves the gradients unreduced, and
+   each is reduce-scattered here instead: rank r receives the rank-order mean of only
+   its slice (the bits DP's all-reduce gives those elements). The norm is then put
+   together from the slices in DP's order (zero_grad_norm.h).
 
    Checkpoints hold the logical tensors: the state is gathered to whole tensors when
    written (on every rank, as the gather is collective) and each rank takes its
@@ -28,8 +33,20 @@ namespace lmrt::cpu {
 
 class ZeroShards {
 public:
-  /* The slices of `params` (the whole parameters) that rank `rank` of `ranks` owns. */
-  ZeroShards(const std::vector<ParamView> &params, int rank, int ranks);
+  /* The slices of `params` (the whole parameters) that rank `rank` of `ranks` owns,
+     for ZeRO stage `stage` (1 or 2). */
+  ZeroShards(const std::vector<ParamView> &params, int rank, int ranks, int stage);
+  int stage() const { return stage_; }
+
+  /* Stage 2, after each train_step (whose gradients are the rank's own, not averaged):
+     each trainable gradient's rank-order mean over the ranks, reduce-scattered, into this
+     rank's slice of its buffer (the rest of the buffer is left as it was and not read).
+     Collective. */
+  void reduceGradients(const std::vector<ParamView> &params);
+  /* Stage 2: the global gradient norm from the slices, bit for bit DP's
+     (zero_grad_norm.h); frozen parameters' gradients, never reduced, are read whole.
+     Collective. */
+  double gradNorm(const std::vector<ParamView> &params);
 
   /* "ZeRO stage 1: rank r keeps the optimizer state of N of the M parameter elements ...". */
   std::string describe() const;
@@ -55,12 +72,12 @@ private:
   /* Every rank's slice of a tensor of `numel` elements of `dtype` into `whole`. */
   void gather(const void *slice, void *whole, int64_t numel, DType dtype, const std::string &what);
 
-  int rank_, ranks_;
+  int rank_, ranks_, stage_;
   std::vector<ParamView> whole_;   // the parameters' types and sizes
   std::vector<ShardRange> ranges_; // this rank's slice of each
   std::vector<ParamView> shards_;
   std::vector<HostBytes> state_;   // whole state tensors, during a checkpoint write or restore
-  HostBytes staging_;              // a gather of a size the ranks do not divide
+  HostBytes staging_;              // a gather of a size the ranks do not divide, a reduce-scatter's slice
 };
 
 }  // namespace lmrt::cpu

@@ -6,10 +6,12 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "runtime/comm/communicator.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/train_loop.h"
+#include "runtime/train/train_step.h"
 
 namespace lmrt {
 
@@ -29,9 +31,9 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
          (long long)data, (long long)data, (long long)mesh.global_batch(), world.size(),
          world.size() == 1 ? "" : "es", (long long)data, (long long)data);
   }
-  if (mesh.zero() > 1)
-    fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stage 1 only)", o.planPath.c_str(),
-         (long long)mesh.zero());
+  if (mesh.zero() > 2)
+    fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stages 1 and 2 only)",
+         o.planPath.c_str(), (long long)mesh.zero());
   if (mesh.zero() > 0 && world.size() > 1 && s.device().device != "cpu")
     fail("plan '%s' asks for ZeRO stage %lld, which lmrt runs on --device cpu only so far; run it under plain data "
          "parallelism (lmc compile --zero 0) on %s", o.planPath.c_str(), (long long)mesh.zero(),
@@ -70,6 +72,32 @@ bool anyRank(const RankInfo &ranks, bool flag) {
   double v = flag ? 1.0 : 0.0;
   comm::world().allReduce(&v, &v, 1, DType::F64, comm::Reduction::Sum, "the stop-signal check after a step");
   return v > 0;
+}
+
+void agreeOnData(const RankInfo &ranks, const std::string &error) {
+  if (ranks.ranks == 1) {
+    if (!error.empty()) throw DataFailure(error);
+    return;
+  }
+  std::vector<double> failed((size_t)ranks.ranks, 0.0);
+  failed[(size_t)ranks.rank] = error.empty() ? 0.0 : 1.0;
+  comm::world().allReduce(failed.data(), failed.data(), ranks.ranks, DType::F64, comm::Reduction::Sum,
+                          "the data check before a step");
+  for (int r = 0; r < ranks.ranks; ++r)
+    if (failed[(size_t)r] > 0) {
+      if (!error.empty()) throw DataFailure(error);
+      throw DataFailure("rank " + std::to_string(r) + "'s data failed (its error says why)", false);
+    }
+}
+
+void stopOnDataFailure(const RankInfo &ranks, const std::string &message, bool mine) {
+  if (ranks.ranks > 1) {
+    anyRank(ranks, false);  // every rank is past the checkpoint
+    // The failed rank reports and aborts the run; the others wait for that (a collective
+    // it never joins: the collective timeout ends them should it not).
+    if (!mine) anyRank(ranks, false);
+  }
+  fail("%s", message.c_str());
 }
 
 }  // namespace lmrt

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 namespace lmrt {
 
@@ -33,5 +34,17 @@ FILE *quietLog();
 
 /* Whether any rank saw a stop signal (every rank gets the same answer). */
 bool anyRank(const RankInfo &ranks, bool flag);
+
+/* Called by every rank before a micro-batch's train_step with its data error ("" when
+   its rows were read): when any rank's data failed, every rank throws DataFailure
+   (train_step.h), so all of them take the same checkpoint (a collective under ZeRO)
+   and stop before the same step, instead of the others waiting in train_step's
+   collectives until the timeout. Collective: one all-reduce of `ranks` flags. */
+void agreeOnData(const RankInfo &ranks, const std::string &error);
+
+/* After a DataFailure's checkpoint: the rank whose data failed reports its error and
+   ends the run (lmrt's MPI_Abort); the others wait for that here, after a barrier
+   that keeps rank 0's checkpoint from being cut short. Never returns. */
+[[noreturn]] void stopOnDataFailure(const RankInfo &ranks, const std::string &message, bool mine);
 
 }  // namespace lmrt

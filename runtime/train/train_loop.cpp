@@ -94,15 +94,16 @@ TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
     StepOutcome r;
     try {
       std::string changed = watch.changedFile();
-      if (!changed.empty())
-        throw DataFailure("data '" + o.dataDir + "' changed under the run ('" + changed + "' was rewritten)");
+      if (!changed.empty()) changed = "data '" + o.dataDir + "' changed under the run ('" + changed + "' was rewritten)";
       t0 = Clock::now();
-      r = trainStep.run(step, meta.nanSkips, profiled ? &ops : nullptr, out.dump());
+      r = trainStep.run(step, meta.nanSkips, profiled ? &ops : nullptr, out.dump(), changed);
     } catch (const DataFailure &e) {
-      // Keep what is done, then stop with the message.
+      // Keep what is done (every rank is here: trainStep agreed on the failure before
+      // any collective), then stop with the message.
       if (step > run.firstStep) out.checkpoint(step - 1);
-      fail("%s; stopped before step %lld%s", e.what(), (long long)step,
-           out.lastCheckpoint().empty() ? "" : (" (checkpoint " + out.lastCheckpoint() + ")").c_str());
+      std::string message = std::string(e.what()) + "; stopped before step " + std::to_string(step);
+      if (!out.lastCheckpoint().empty()) message += " (checkpoint " + out.lastCheckpoint() + ")";
+      stopOnDataFailure(ranks, message, e.mine);
     }
     double seconds = secondsSince(t0);
     if (profiled) {

@@ -11,6 +11,7 @@
 #include "runtime/exec/optimizer.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/data_feed.h"
+#include "runtime/train/distributed.h"
 #include "runtime/train/parity_dump.h"
 #include "runtime/train/program_io.h"
 #include "runtime/train/run_setup.h"
@@ -88,7 +89,8 @@ std::string TrainStep::attributeNonFinite(int64_t step, int firstMicro) {
          v.tensor + ") comes from " + op;
 }
 
-StepOutcome TrainStep::run(int64_t step, int64_t &nanSkips, OpProfile *profile, ParityDump *dump) {
+StepOutcome TrainStep::run(int64_t step, int64_t &nanSkips, OpProfile *profile, ParityDump *dump,
+                           const std::string &staleData) {
   Backend &backend = session_.backend();
   const uint64_t rows = (uint64_t)data_.rows();
   StepOutcome r;
@@ -96,12 +98,16 @@ StepOutcome TrainStep::run(int64_t step, int64_t &nanSkips, OpProfile *profile, 
   for (int micro = 0; micro < run_.accumulate; ++micro) {
     auto m0 = Clock::now();
     const std::map<std::string, TensorRef> *inputs = nullptr;
-    try {
-      guardBusErrors("data '" + data_.train().path() + "'",
-                     [&] { inputs = &data_.trainInputs(step - 1, ((uint64_t)micro * run_.ranks + run_.rank) * rows); });
-    } catch (const Error &e) {
-      throw DataFailure(e.what());
-    }
+    std::string dataError = micro == 0 ? staleData : "";
+    if (dataError.empty()) try {
+        guardBusErrors("data '" + data_.train().path() + "'", [&] {
+          inputs = &data_.trainInputs(step - 1, ((uint64_t)micro * run_.ranks + run_.rank) * rows);
+        });
+      } catch (const Error &e) {
+        dataError = e.what();
+      }
+    // Before train_step's collectives: a rank whose data failed stops every rank here.
+    agreeOnData(RankInfo{run_.rank, run_.ranks}, dataError);
     auto m1 = Clock::now();
     session_.setProfile(profile);
     session_.run("train_step", scaler_ ? withLossScale(*inputs, step) : *inputs);

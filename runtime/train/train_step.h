@@ -27,9 +27,13 @@ struct RunSetup;
 struct TrainOptions;
 
 /* A data shard that could not be read (changed or truncated under the run): the
-   loop keeps what is done in a checkpoint, then stops with this message. */
+   loop keeps what is done in a checkpoint, then stops with this message. In a run
+   of several ranks every rank throws it at the same point (agreeOnData,
+   distributed.h); on a rank whose own data did not fail (`mine` false) the message
+   names the rank that failed, whose message it is to print. */
 struct DataFailure : Error {
-  using Error::Error;
+  explicit DataFailure(const std::string &what, bool mine = true) : Error(what), mine(mine) {}
+  bool mine;  // this rank's own data failed
 };
 
 struct StepOutcome {
@@ -49,8 +53,11 @@ public:
   /* Runs step `step` (1-based). `nanSkips` counts skipped steps (checkpointed);
      with `profile`, train_step's kernels are timed; with `dump`, the raw
      gradients are captured before the update. Throws DataFailure for unreadable
-     data, Error when training diverged (without --on-nan skip). */
-  StepOutcome run(int64_t step, int64_t &nanSkips, OpProfile *profile, ParityDump *dump);
+     data (`staleData`, when not empty, says the data changed under the run: the
+     step reads nothing), on every rank when any rank's failed; Error when training
+     diverged (without --on-nan skip). */
+  StepOutcome run(int64_t step, int64_t &nanSkips, OpProfile *profile, ParityDump *dump,
+                  const std::string &staleData = "");
   /* fp16 plans: the dynamic loss scaler (null for other precisions). */
   LossScaler *lossScaler() { return scaler_ ? &*scaler_ : nullptr; }
 

@@ -1,6 +1,7 @@
 // RUN: lm-opt %s -split-input-file -lm-autodiff -lm-data-parallel | FileCheck %s
 // RUN: lm-opt %s -split-input-file -lm-autodiff '-lm-data-parallel=data=4' | FileCheck %s --check-prefix=OPTION
 // RUN: lm-opt %s -split-input-file -lm-autodiff -lm-data-parallel=data=1 | FileCheck %s --check-prefix=ONE
+// RUN: lm-opt %s -split-input-file -lm-autodiff '-lm-data-parallel=zero=2' | FileCheck %s --check-prefix=ZERO2
 
 // Tests that -lm-data-parallel averages the train step's loss, its scalar
 // metrics and every parameter gradient over the data axis (the module's
@@ -16,6 +17,11 @@
 // OPTION-COUNT-3: group_size = 4 : i64
 // ONE-LABEL: func.func @loss_train_step
 // ONE-NOT: lm.all_reduce
+// ZeRO-2: only the loss is averaged; lmrt reduce-scatters the gradients.
+// ZERO2-LABEL: func.func @loss_train_step
+// ZERO2: %[[L:.*]] = lm.all_reduce %{{.*}} : (tensor<f32>) -> tensor<f32>
+// ZERO2-NOT: lm.all_reduce
+// ZERO2: return %[[L]], %{{.*}}, %{{.*}} : tensor<f32>, tensor<3x2xf32>, tensor<2xf32>
 module attributes {lm.mesh = {data = 2 : i64, tensor = 1 : i64, global_batch = 8 : i64}} {
   func.func @loss(%w: tensor<3x2xf32> {lm.param = "w", lm.init = {kind = "zeros"}},
                   %b: tensor<2xf32> {lm.param = "b", lm.init = {kind = "zeros"}},

@@ -237,7 +237,10 @@ void printText(const pb::Plan &plan, const std::string &source, const lmc::Expla
     os << llvm::StringRef(line).rtrim() << "\n";
   };
   row("parameters", m.params, groupThousands(plan.param_count()) + " values");
-  row("gradients", m.grads);
+  row("gradients", m.grads,
+      plan.train().mesh().zero() >= 2 ? "ZeRO-2: whole buffers (the step's own); each rank keeps its reduced 1/" +
+                                            std::to_string(plan.train().mesh().data()) + " in them"
+                                      : "");
   row("AdamW state (m, v)", m.optimizer, zeroNote(plan));
   row("inputs (one batch)", m.inputs);
   row("arena", m.arena, "the largest program's: " + a.arenaProgram);

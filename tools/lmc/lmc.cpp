@@ -471,6 +471,8 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     const lmrt::PredictedMemory m = lmrt::predictedMemory(plan);
     llvm::errs() << "lmc: per rank (ZeRO stage " << mesh.zero() << ", data = " << mesh.data()
                  << "): parameters " << humanBytes(m.params) << ", gradients " << humanBytes(m.grads)
+                 << (mesh.zero() >= 2 ? " (whole buffers: the train step returns the rank's own; it keeps its reduced slice)"
+                                      : "")
                  << ", optimizer state " << humanBytes(m.optimizer) << " (1/" << mesh.data() << " of it)\n";
   }
   if (opts.steps > 0) {
@@ -547,8 +549,8 @@ int main(int argc, char **argv) {
       "run with mpirun -np D) and tensor=T (only 1 so far); docs/distributed.md");
   CLI::Option *zero = compile->add_option(
       "--zero", opts.zero,
-      "the ZeRO stage over the train block's zero: 0 (plain data parallelism) or 1 (each data rank keeps 1/D of the "
-      "optimizer state); needs --mesh data=D with D > 1; docs/distributed.md");
+      "the ZeRO stage over the train block's zero: 0 (plain data parallelism), 1 (each data rank keeps 1/D of the "
+      "optimizer state) or 2 (and reduce-scatters the gradients); needs --mesh data=D with D > 1; docs/distributed.md");
   compile->add_option("--fusion", opts.fusion, "fusion in the optimize stage: auto (default) or none")
       ->check(CLI::IsMember({"auto", "none"}));
   compile->add_option("--remat", opts.remat,

@@ -1,0 +1,34 @@
+/* Implements: the gradient norm of ZeRO stage 2 (docs/distributed.md, "ZeRO"), which
+   holds each gradient as slices (rank q: elements [begin_q, end_q) of zeroShard),
+   bit for bit the norm of data parallelism (grad_clip.h).
+
+   DP sums each gradient's squares in blocks of kGradNormBlock elements, each block in
+   an order of its own over the whole block (4 streams of 16 lanes), and adds the blocks'
+   sums in block order. A block's sum needs the whole block, and a slice boundary may
+   fall inside one; so block b is summed by the rank whose slice holds its first element
+   (its owner), which receives the rest of the block from the next ranks: each rank's
+   "head", the elements of its slice before its first block boundary (fewer than one
+   block), all-gathered. The owners' sums are then all-gathered and added in block order,
+   which is rank order. These are the pure pieces; ZeroShards runs the collectives. */
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "base/tensor.h"
+
+namespace lmrt::cpu {
+
+/* Elements of rank q's slice of an n-element gradient that end a block begun on an
+   earlier rank: [begin_q, min(end_q, the next multiple of kGradNormBlock)). */
+int64_t zeroHeadLength(int64_t n, int ranks, int q);
+/* The largest head of any rank: the all-gather's per-rank slot (0: no boundary falls in a block). */
+int64_t zeroHeadSlot(int64_t n, int ranks);
+/* The blocks whose first element lies in rank q's slice. */
+int64_t zeroOwnedBlocks(int64_t n, int ranks, int q);
+/* The sums of squares of the blocks rank `rank` owns, in block order: `slice` is its
+   elements [begin, end) of the gradient, `heads` every rank's head, rank q's at element
+   q * slot (zeroHeadSlot). */
+std::vector<double> zeroOwnedBlockSums(const void *slice, DType dtype, int64_t n, int ranks, int rank,
+                                       const void *heads, int64_t slot);
+
+}  // namespace lmrt::cpu

@@ -86,6 +86,55 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step) {
                                                  copyBytes);
 }
 
+/* The bytes lmrt's collectives hold beside the arena on a mesh. Kept between
+   calls (so the largest of each counts once): the MPI communicator's receive
+   parts and its chunk of sums (runtime/comm/mpi_communicator.cpp: an all-reduce
+   receives D chunks of ceil(n/D) and sums one; a reduce-scatter receives D
+   slices; an all-gather copies its input when it lies in the output) and ZeRO's
+   staging slice (runtime/cpu/zero_shards.cpp). Alive for one call: the collective
+   kernels' contiguous copies (runtime/cpu/kernels/collective.cpp) and ZeRO-2's
+   padded gradient. Open MPI's own transport buffers are not counted. A plan
+   without collectives (one process) holds none of these. */
+int64_t communicationScratch(const plan::Plan &plan) {
+  int64_t parts = 0, sums = 0, staging = 0, transient = 0;
+  for (const plan::Program &program : plan.programs())
+    for (const plan::Step &step : program.steps()) {
+      const std::string &op = step.op();
+      if ((op != "all_reduce" && op != "reduce_scatter" && op != "all_gather") || step.inputs_size() < 1 ||
+          step.outputs_size() < 1)
+        continue;
+      auto group = step.attrs().find("group_size");
+      const int64_t d = group == step.attrs().end() ? 1 : std::max<int64_t>(1, group->second.i());
+      const plan::TensorType &in = program.buffers(step.inputs(0)).type();
+      const plan::TensorType &out = program.buffers(step.outputs(0)).type();
+      const int64_t eb = dtypeBytes(in.dtype()), inBytes = typeBytes(in), outBytes = typeBytes(out);
+      if (op == "all_reduce") {
+        const int64_t mine = (numElements(in) + d - 1) / d;
+        parts = std::max(parts, d * mine * eb);
+        sums = std::max(sums, mine * eb);
+      } else if (op == "reduce_scatter") {
+        parts = std::max(parts, d * outBytes);
+        transient = std::max(transient, inBytes);
+      } else {
+        sums = std::max(sums, inBytes);
+        transient = std::max(transient, outBytes);
+      }
+    }
+  const plan::Mesh &mesh = plan.train().mesh();
+  if (mesh.zero() >= 1 && mesh.data() > 1)
+    for (const plan::Param &p : plan.params()) {
+      const int64_t n = numElements(p.type()), d = mesh.data(), eb = dtypeBytes(p.type().dtype());
+      const int64_t chunk = zeroShard(n, d, 0).size();
+      if (chunk * d != n) staging = std::max(staging, chunk * d * eb);  // the parameters' padded gather
+      if (mesh.zero() >= 2) {  // the gradients' reduce-scatter into a slice, from a padded copy
+        staging = std::max(staging, chunk * eb);
+        parts = std::max(parts, d * chunk * eb);
+        if (chunk * d != n) transient = std::max(transient, chunk * d * eb);
+      }
+    }
+  return parts + sums + staging + transient;
+}
+
 }  // namespace
 
 PredictedMemory predictedMemory(const plan::Plan &plan) {
@@ -109,6 +158,7 @@ PredictedMemory predictedMemory(const plan::Plan &plan) {
       m.lossScratch = std::max(m.lossScratch, lossScratch(program, step));
     }
   }
+  m.commScratch = communicationScratch(plan);
   return m;
 }
 

@@ -47,10 +47,15 @@ const char *bufferKindName(plan::Buffer::Kind k);
    the largest counts once), and the largest chunk scratch of a fused linear
    cross-entropy (contract/linear_cross_entropy.h; kept the same way). The plan's
    programs must have valid buffer ids. Under ZeRO stage 1 (TrainConfig.mesh.zero)
-   the optimizer state is rank 0's shards (zeroShard), the largest of any rank's. */
+   the optimizer state is rank 0's shards (zeroShard), the largest of any rank's.
+   On a mesh, the collectives' buffers beside the arena (commScratch: see
+   communicationScratch in contract.cpp). */
 struct PredictedMemory {
-  int64_t params = 0, grads = 0, optimizer = 0, inputs = 0, arena = 0, matmulScratch = 0, lossScratch = 0;
-  int64_t total() const { return params + grads + optimizer + inputs + arena + matmulScratch + lossScratch; }
+  int64_t params = 0, grads = 0, optimizer = 0, inputs = 0, arena = 0, matmulScratch = 0, lossScratch = 0,
+          commScratch = 0;
+  int64_t total() const {
+    return params + grads + optimizer + inputs + arena + matmulScratch + lossScratch + commScratch;
+  }
 };
 PredictedMemory predictedMemory(const plan::Plan &plan);
 

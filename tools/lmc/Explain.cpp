@@ -246,6 +246,7 @@ void printText(const pb::Plan &plan, const std::string &source, const lmc::Expla
   row("arena", m.arena, "the largest program's: " + a.arenaProgram);
   row("matmul scratch", m.matmulScratch);
   row("loss scratch", m.lossScratch);
+  if (m.commScratch > 0) row("communication", m.commScratch, "the collectives' buffers (MPI's own not counted)");
   row("total", m.total(), m.total() == plan.predicted_peak_bytes() ? "= the predicted peak"
                                                                   : "!= the plan's predicted peak " +
                                                                         std::to_string(plan.predicted_peak_bytes()));
@@ -306,7 +307,7 @@ void printJson(const pb::Plan &plan, const std::string &source, const lmc::Expla
      << ", \"adamw_bytes\": " << m.optimizer << ", \"inputs_bytes\": " << m.inputs
      << ", \"arena_bytes\": " << m.arena << ", \"arena_program\": " << quote(a.arenaProgram)
      << ", \"matmul_scratch_bytes\": " << m.matmulScratch << ", \"loss_scratch_bytes\": " << m.lossScratch
-     << ", \"total_bytes\": " << m.total() << "}";
+     << ", \"communication_bytes\": " << m.commScratch << ", \"total_bytes\": " << m.total() << "}";
   if (a.train) {
     const pb::Program &p = *a.train;
     const pb::Step &peak = p.steps(a.peakStep);

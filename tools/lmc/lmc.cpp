@@ -466,14 +466,19 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
                << ", compiled in "
                << llvm::formatv("{0:f2}", seconds) << " s\n";
   printModelParams(plan);
-  if (const lmrt::plan::Mesh &mesh = plan.train().mesh(); mesh.zero() > 0) {
-    // ZeRO: the predicted peak is rank 0's; its training state term by term (docs/distributed.md).
+  if (const lmrt::plan::Mesh &mesh = plan.train().mesh(); mesh.data() > 1 || mesh.tensor() > 1) {
+    // On a mesh the predicted peak is one rank's (rank 0's, the largest); its terms (docs/distributed.md).
     const lmrt::PredictedMemory m = lmrt::predictedMemory(plan);
-    llvm::errs() << "lmc: per rank (ZeRO stage " << mesh.zero() << ", data = " << mesh.data()
+    llvm::errs() << "lmc: per rank (";
+    if (mesh.zero() > 0) llvm::errs() << "ZeRO stage " << mesh.zero() << ", ";
+    llvm::errs() << "data = " << mesh.data() << (mesh.tensor() > 1 ? ", tensor = " + std::to_string(mesh.tensor()) : "")
                  << "): parameters " << humanBytes(m.params) << ", gradients " << humanBytes(m.grads)
                  << (mesh.zero() >= 2 ? " (whole buffers: the train step returns the rank's own; it keeps its reduced slice)"
                                       : "")
-                 << ", optimizer state " << humanBytes(m.optimizer) << " (1/" << mesh.data() << " of it)\n";
+                 << ", optimizer state " << humanBytes(m.optimizer)
+                 << (mesh.zero() > 0 ? " (1/" + std::to_string(mesh.data()) + " of it)" : std::string())
+                 << ", activations " << humanBytes(m.arena) << ", communication buffers " << humanBytes(m.commScratch)
+                 << "\n";
   }
   if (opts.steps > 0) {
     if (!plan.has_data() || plan.data().batch() <= 0 || plan.data().seq() <= 0)

@@ -208,11 +208,12 @@ void inspect(const std::string &path, bool steps) {
   // A plan is native code: who vouches for it (docs/plan-format.md, "Trust").
   std::printf("signature: %s\n", signerOf(p).c_str());
   std::printf("memory: predicted peak %s (plan); params %s + grads %s + AdamW state %s + arena %s + "
-              "inputs %s + matmul scratch %s%s = %s\n",
+              "inputs %s + matmul scratch %s%s%s = %s\n",
               human((double)p.predicted_peak_bytes()).c_str(), human((double)mem.params).c_str(),
               human((double)mem.grads).c_str(), human((double)mem.optimizer).c_str(), human((double)mem.arena).c_str(),
               human((double)mem.inputs).c_str(), human((double)mem.matmulScratch).c_str(),
               mem.lossScratch ? (" + linear cross-entropy chunk " + human((double)mem.lossScratch)).c_str() : "",
+              mem.commScratch ? (" + communication " + human((double)mem.commScratch)).c_str() : "",
               human((double)mem.total()).c_str());
   if (!p.precision().empty())
     std::printf("precision: %s (GEMM operands in %s, fp32 accumulation, master weights and optimizer state; "

@@ -117,6 +117,10 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   if (failed(addExtensionPoint(pm, "before-autodiff", opts.beforeAutodiff.getValue(), errorStream)))
     return failure();
 
+  // Tensor parallelism (lm.mesh tensor > 1): every function becomes one
+  // rank's, before autodiff, so the backward's collectives are the VJPs of
+  // the forward's. Nothing changes without a tensor axis.
+  pm.addPass(createLMSpmdPass());
   // Stage 1: autodiff.
   if (opts.autodiff) {
     // fp16 seeds the backward with the runtime's loss scale (docs/mixed-precision.md).
@@ -128,6 +132,7 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   pm.addPass(createLMEvalModePass());
   // Data parallelism (lm.mesh data > 1): the train step's gradients and loss
   // averaged over the ranks. Nothing changes without a mesh.
+  pm.addPass(createLMSpmdGradientsPass());
   pm.addPass(createLMDataParallelPass());
   if (failed(addExtensionPoint(pm, "after-autodiff", opts.afterAutodiff.getValue(), errorStream)))
     return failure();

@@ -43,6 +43,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <map>
+#include <string>
 
 namespace mlir::lm {
 #define GEN_PASS_DEF_LMSPMDPASS
@@ -115,7 +116,8 @@ std::string describe(Value v) {
 /// through the rules and fails at the first place the layout cannot hold.
 class Propagator {
 public:
-  Propagator(int64_t ranks, Assignment a) : ranks(ranks), a(std::move(a)) {}
+  Propagator(int64_t ranks, const llvm::StringSet<> &whole, Assignment a)
+      : ranks(ranks), whole(whole), a(std::move(a)) {}
 
   Assignment take() { return std::move(a); }
 
@@ -171,6 +173,8 @@ private:
       auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
       if (!f || !(f.getArgAttr(arg.getArgNumber(), "lm.param") || f.getArgAttr(arg.getArgNumber(), "lm.state")))
         return false; // an input: every rank reads it whole
+      if (auto name = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lm.param"); name && whole.contains(name))
+        return false; // another function needs it whole
     } else {
       Operation *def = v.getDefiningOp();
       auto sharding = dyn_cast<ShardingOpInterface>(def);
@@ -225,15 +229,16 @@ private:
   }
 
   int64_t ranks;
+  const llvm::StringSet<> &whole;
   Assignment a;
 };
 
 /// Tries every seed of `f` in program order, attention first, and keeps the
-/// dry runs that close.
-Assignment partition(func::FuncOp f, int64_t ranks) {
+/// dry runs that close without splitting a parameter of `whole`.
+Assignment partition(func::FuncOp f, int64_t ranks, const llvm::StringSet<> &whole) {
   Assignment committed;
   auto tryRun = [&](Operation *op, int64_t loop) {
-    Propagator p(ranks, committed);
+    Propagator p(ranks, whole, committed);
     if (p.assignOp(op, loop, 1))
       committed = p.take();
   };
@@ -318,43 +323,43 @@ struct SpmdPass : lm::impl::LMSpmdPassBase<SpmdPass> {
     }
     if (ranks == 1)
       return;
-    // Every function is partitioned on its own; a parameter must come out
+    // Every function is partitioned on its own, and a parameter must come out
     // split the same way in each (the train step, evaluation and generation
-    // read the same weights).
-    struct Seen {
-      TensorSharding sharding;
-      func::FuncOp in;
-    };
-    std::map<std::string, Seen> params;
+    // read the same weights): one that the functions split differently (the
+    // train step's attention with dropout has no rule yet, the forward's has)
+    // is kept whole everywhere, and the functions are partitioned again
+    // until they agree. The set only grows, so this ends.
+    llvm::StringSet<> whole;
     SmallVector<std::pair<func::FuncOp, Assignment>> plans;
-    for (auto f : module.getOps<func::FuncOp>()) {
-      if (f.isExternal())
-        continue;
-      Assignment a = partition(f, ranks);
-      if (!a.violations.empty()) {
-        const Violation *first = &a.violations.front();
-        for (const Violation &v : a.violations)
-          if (v.priority < first->priority)
-            first = &v;
-        emitError(first->loc) << "tensor parallelism: " << first->message;
-        return signalPassFailure();
-      }
-      for (unsigned i = 0; i < f.getNumArguments(); ++i) {
-        auto name = f.getArgAttrOfType<StringAttr>(i, "lm.param");
-        if (!name)
+    for (bool agreed = false; !agreed;) {
+      agreed = true;
+      plans.clear();
+      std::map<std::string, TensorSharding> params;
+      for (auto f : module.getOps<func::FuncOp>()) {
+        if (f.isExternal())
           continue;
-        TensorSharding s = a.values.lookup(f.getArgument(i));
-        auto [it, fresh] = params.insert({name.str(), {s, f}});
-        if (!fresh && it->second.sharding != s) {
-          emitError(f.getArgument(i).getLoc())
-              << "tensor parallelism: parameter '" << name.getValue() << "' is "
-              << (s.dim >= 0 ? "split" : "whole") << " in @" << f.getSymName() << " but "
-              << (it->second.sharding.dim >= 0 ? "split" : "whole") << " in @" << it->second.in.getSymName()
-              << " over mesh axis 'tensor' (" << ranks << " ranks): the functions use it differently";
-          return signalPassFailure();
+        Assignment a = partition(f, ranks, whole);
+        for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+          auto name = f.getArgAttrOfType<StringAttr>(i, "lm.param");
+          if (!name)
+            continue;
+          TensorSharding s = a.values.lookup(f.getArgument(i));
+          auto [it, fresh] = params.insert({name.str(), s});
+          if (!fresh && it->second != s && whole.insert(name.getValue()).second)
+            agreed = false;
         }
+        plans.push_back({f, std::move(a)});
       }
-      plans.push_back({f, std::move(a)});
+    }
+    for (auto &[f, a] : plans) {
+      if (a.violations.empty())
+        continue;
+      const Violation *first = &a.violations.front();
+      for (const Violation &v : a.violations)
+        if (v.priority < first->priority)
+          first = &v;
+      emitError(first->loc) << "tensor parallelism: " << first->message;
+      return signalPassFailure();
     }
     for (auto &[f, a] : plans)
       localize(f, a, ranks);

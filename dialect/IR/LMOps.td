@@ -367,7 +367,7 @@ def LM_RmsNormOp : LM_DiffOp<"rms_norm", !listconcat(LM_InferredResultTypes, [LM
   let hasVerifier = 1;
 }
 
-def LM_ConcatOp : LM_DiffOp<"concat", LM_InferredResultTypes> {
+def LM_ConcatOp : LM_DiffOp<"concat", !listconcat(LM_InferredResultTypes, [LM_ShardingRule])> {
   let summary = "concatenation of two tensors along one dimension";
   let description = [{
     `lhs` then `rhs` along dimension `axis`; every other dimension agrees.

@@ -213,6 +213,23 @@ ShardingRule ReshapeOp::getShardingRule() {
   return rule;
 }
 
+/// One loop per result dimension; the concatenated one is whole (its two parts
+/// would each be split, and the blocks of the result interleave them).
+ShardingRule ConcatOp::getShardingRule() {
+  ShardingRule rule;
+  int64_t rank = rankOf(getResult());
+  SmallVector<ShardingDim, 4> in;
+  SmallVector<int64_t> res;
+  for (int64_t i = 0; i < rank; ++i) {
+    rule.loops.push_back({i == static_cast<int64_t>(getAxis()) ? LoopKind::Whole : LoopKind::Parallel});
+    in.push_back({i == static_cast<int64_t>(getAxis()) ? -1 : i, 1});
+    res.push_back(i);
+  }
+  rule.operands = {in, in};
+  rule.results.push_back(dims(res));
+  return rule;
+}
+
 /// One loop per result dimension. A dimension taken whole follows it; one
 /// sliced to a segment [k n, (k + 1) n) of an extent N = s n (stride 1) follows
 /// it as s segments (the packed q|k|v projection's q, k and v); any other

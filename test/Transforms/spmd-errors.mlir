@@ -1,8 +1,7 @@
 // RUN: lm-opt %s -split-input-file -verify-diagnostics '-lm-spmd=tensor=4' > /dev/null
 
 // Tests -lm-spmd's errors (docs/distributed.md): a dimension the tensor axis does
-// not divide names the tensor and the axis; so does a parameter the functions of
-// a module split differently.
+// not divide names the tensor and the axis.
 
 
 // An MLP hidden size the tensor axis does not divide (6 over 4 ranks) is an
@@ -32,24 +31,5 @@ module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
     %y = lm.attention %q, %q, %q {num_heads = 2 : i64} : (tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
     %o = lm.matmul %y, %wo : (tensor<1x4x8xf32>, tensor<8x8xf32>) -> tensor<1x4x8xf32>
     return %o : tensor<1x4x8xf32>
-  }
-}
-
-// -----
-
-// A parameter split in one function and whole in another.
-module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
-  func.func @mlp(%w1: tensor<8x8xf32> {lm.param = "w1", lm.init = {kind = "zeros"}},
-                 %w2: tensor<8x8xf32> {lm.param = "w2", lm.init = {kind = "zeros"}},
-                 %x: tensor<2x8xf32> {lm.input = "x"}) -> tensor<2x8xf32> {
-    %h = lm.matmul %x, %w1 : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
-    %y = lm.matmul %h, %w2 : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
-    return %y : tensor<2x8xf32>
-  }
-  // expected-error@below {{tensor parallelism: parameter 'w1' is whole in @head but split in @mlp over mesh axis 'tensor' (4 ranks): the functions use it differently}}
-  func.func @head(%w1: tensor<8x8xf32> {lm.param = "w1", lm.init = {kind = "zeros"}},
-                  %x: tensor<2x8xf32> {lm.input = "x"}) -> tensor<2x8xf32> {
-    %h = lm.matmul %x, %w1 : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
-    return %h : tensor<2x8xf32>
   }
 }

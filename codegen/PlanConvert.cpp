@@ -172,3 +172,33 @@ LogicalResult mlir::lm::convertInit(DictionaryAttr init, plan::Init &out, functi
     return emit() << "has a " << bad->kind << " lm.init with " << bad->values << "; " << bad->rule;
   return success();
 }
+
+LogicalResult mlir::lm::convertSharding(DictionaryAttr sharding, int64_t shards, plan::ParamSharding &out,
+                                        function_ref<InFlightDiagnostic()> emit) {
+  auto axes = sharding.getAs<ArrayAttr>("split_axes");
+  if (!axes)
+    return emit() << "has an lm.sharding without split_axes: " << sharding;
+  int64_t dim = -1;
+  for (auto [d, a] : llvm::enumerate(axes)) {
+    auto list = dyn_cast<ArrayAttr>(a);
+    if (!list)
+      return emit() << "has lm.sharding split_axes " << axes << "; each entry must be a list of mesh axes";
+    if (list.empty())
+      continue;
+    auto axis = list.size() == 1 ? dyn_cast<IntegerAttr>(list[0]) : IntegerAttr();
+    if (!axis || axis.getInt() != 1 || dim >= 0)
+      return emit() << "has lm.sharding split_axes " << axes
+                    << "; a parameter is split along one dimension over mesh axis 1 (tensor)";
+    dim = d;
+  }
+  if (dim < 0)
+    return emit() << "has an lm.sharding that splits nothing: " << sharding;
+  auto segments = sharding.getAs<IntegerAttr>("segments");
+  if (shards < 2)
+    return emit() << "has an lm.sharding, and the module's lm.mesh has no tensor axis";
+  out.set_dim(dim);
+  out.set_segments(segments ? segments.getInt() : 1);
+  out.set_mesh_axis(1);
+  out.set_shards(shards);
+  return success();
+}

@@ -50,4 +50,10 @@ std::string formatLoc(Location loc);
 /// (contract/contract.h, checkInit); errors go through `emit`.
 LogicalResult convertInit(DictionaryAttr init, lmrt::plan::Init &out, function_ref<InFlightDiagnostic()> emit);
 
+/// A tensor-parallel parameter's slice from `lm.sharding = {split_axes = [[], [1]],
+/// segments = S}` (-lm-spmd, docs/distributed.md) over the `shards` ranks of the
+/// mesh's tensor axis: one dimension split over mesh axis 1; errors go through `emit`.
+LogicalResult convertSharding(DictionaryAttr sharding, int64_t shards, lmrt::plan::ParamSharding &out,
+                              function_ref<InFlightDiagnostic()> emit);
+
 } // namespace mlir::lm

@@ -193,6 +193,15 @@ FailureOr<plan::Program> ProgramBuilder::build(StringRef name) {
   return std::move(program);
 }
 
+/// The ranks of the tensor axis of `func`'s module mesh (1 without one).
+static int64_t tensorShards(func::FuncOp func) {
+  if (auto module = func->getParentOfType<ModuleOp>())
+    if (auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh"))
+      if (auto t = dyn_cast_or_null<IntegerAttr>(mesh.get("tensor")))
+        return t.getInt();
+  return 1;
+}
+
 LogicalResult ProgramBuilder::addArguments() {
   for (BlockArgument arg : func.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -221,6 +230,9 @@ LogicalResult ProgramBuilder::addArguments() {
           p->set_lr_scale(scale.getValueAsDouble());
         if (auto trust = func.getArgAttrOfType<BoolAttr>(i, "lm.trust_ratio"))
           p->set_trust_ratio(trust.getValue());
+        if (auto sharding = func.getArgAttrOfType<DictionaryAttr>(i, "lm.sharding"))
+          if (failed(convertSharding(sharding, tensorShards(func), *p->mutable_sharding(), emit)))
+            return failure();
         if (failed(convertInit(func.getArgAttrOfType<DictionaryAttr>(i, "lm.init"), *p->mutable_init(), emit)))
           return failure();
       } else {

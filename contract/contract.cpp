@@ -547,11 +547,30 @@ private:
       if (p.type().dtype() == plan::I32) error(where + "parameters must be f32 or f64, not i32");
       if (std::optional<InitViolation> v = checkInit(p.init()))
         error(where + (v->kind.empty() ? v->rule : "has a " + v->kind + " init with " + v->values + "; " + v->rule));
+      if (p.has_sharding()) checkSharding(p, where);
       count += numElements(p.type());
     }
     if (plan_.param_count() != count)
       error("param_count says " + std::to_string(plan_.param_count()) +
             " but the parameters hold " + std::to_string(count) + " elements");
+  }
+
+  /* A tensor-parallel parameter's slice (ParamSharding): one dimension of the local
+     type, over the plan's tensor axis, whose segments each hold a whole block. */
+  void checkSharding(const plan::Param &p, const std::string &where) {
+    const plan::ParamSharding &s = p.sharding();
+    const int64_t tensor = plan_.train().mesh().tensor();
+    if (tensor < 2) {
+      error(where + "has a sharding, and the plan's mesh has no tensor axis (tensor = " + std::to_string(tensor) + ")");
+      return;
+    }
+    if (s.mesh_axis() != 1 || s.shards() != tensor)
+      error(where + "is split over mesh axis " + std::to_string(s.mesh_axis()) + " into " + std::to_string(s.shards()) +
+            " shards; a parameter splits over mesh axis 1 (tensor) into its " + std::to_string(tensor) + " ranks");
+    if (s.dim() < 0 || s.dim() >= p.type().shape_size() || s.segments() < 1 ||
+        p.type().shape(static_cast<int>(s.dim())) % s.segments() != 0)
+      error(where + "has sharding dim " + std::to_string(s.dim()) + " with " + std::to_string(s.segments()) +
+            " segments, which its type " + planTypeStr(p.type()) + " cannot hold");
   }
 
   /* States are float [1, W, D] tensors (key/value caches) with unique names. */

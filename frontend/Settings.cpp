@@ -133,7 +133,6 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
   // `mesh = { data = D, tensor = T }`, then lmc's --mesh over it (field by field).
   int64_t axes[2] = {1, 1};
   const char *names[2] = {"data", "tensor"};
-  std::optional<ast::Loc> tensorLoc;
   // `zero = N` (the ZeRO stage), then lmc's --zero over it.
   int64_t zero = 0;
   Location zeroLoc = FileLineColLoc::get(&ctx, files[0], 1, 1);
@@ -169,20 +168,12 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
         return error(kw.value->loc) << "mesh axis '" << kw.name << "' must be a whole number of ranks in [1, "
                                     << (1 << 20) << "], got " << ast::toString(*kw.value);
       axes[axis] = v->intValue;
-      if (axis == 1)
-        tensorLoc = kw.value->loc;
     }
   }
   for (int axis = 0; axis < 2; ++axis) {
     int64_t given = axis == 0 ? options.meshData : options.meshTensor;
     if (given > 0)
       axes[axis] = given;
-  }
-  if (axes[1] > 1) {
-    auto diag = tensorLoc && options.meshTensor == 0 ? error(*tensorLoc)
-                                                      : emitError(FileLineColLoc::get(&ctx, files[0], 1, 1));
-    return diag << "mesh tensor = " << axes[1] << ": tensor parallelism is not supported yet (only data "
-                << "parallelism: mesh = { data = D, tensor = 1 }; docs/distributed.md)";
   }
   if (options.zero >= 0)
     zero = options.zero;

@@ -165,6 +165,55 @@ def LMDataParallelPass : Pass<"lm-data-parallel", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
 }
 
+def LMSpmdPass : Pass<"lm-spmd", "mlir::ModuleOp"> {
+  let summary = "Partitions every function into one tensor-parallel rank's program (Megatron's layout)";
+  let description = [{
+    With a module attribute `lm.mesh = {tensor = T, ...}` (T > 1; or the pass
+    option `tensor`), runs before `-lm-autodiff` and rewrites every function
+    with parameters into the program of one of T ranks of mesh axis 1
+    (tensor). Shardings come from the ops' sharding rules
+    (ShardingOpInterface, dialect/IR/ShardingRules.cpp), starting from
+    attention (split by heads) and from the loops only a parameter follows (a
+    matmul's output columns), each kept only where the split closes in a
+    contracting matmul: Megatron's column-parallel q/k/v and fc1, attention
+    on the rank's heads, and row-parallel output projection and fc2, each of
+    those followed by `lm.all_reduce` (sum) over mesh axis 1. Split values
+    get their local types, attention its local head count, slices of a
+    packed q|k|v projection their local bounds; each split parameter carries
+    `lm.sharding = {split_axes = [[], [1]], segments = S}` (upstream mesh's
+    split axes per dimension; `segments` when it is S equal parts each split
+    alike). A dimension the mesh axis does not divide (heads, d_ff, d) is an
+    error naming the tensor and the axis; a parameter split in one function
+    and not in another is an error. Without a mesh, or with T = 1, the module
+    is left as it is. See docs/distributed.md.
+  }];
+  let options = [
+    Option<"tensor", "tensor", "int64_t", "0",
+           "Tensor-parallel ranks (0: the module's lm.mesh, none without it)">,
+  ];
+  let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
+}
+
+def LMSpmdGradientsPass : Pass<"lm-spmd-gradients", "mlir::ModuleOp"> {
+  let summary = "Completes the gradients of a tensor-parallel train step";
+  let description = [{
+    After `-lm-spmd` and `-lm-autodiff`: the backward of one tensor-parallel
+    rank (the collectives' VJPs: a rank's cotangent is its part) computes
+    the gradient of the sum of the T ranks' losses, which are equal. So in
+    every `lm.train_step` function the gradient of a split parameter (one
+    with `lm.sharding`) is multiplied by 1/T, and the gradient of a
+    replicated parameter, of which each rank holds a part, becomes its
+    `lm.all_reduce` with `mean` over mesh axis 1. The loss and the metrics
+    are the same on every rank and are left alone. Without a tensor axis the
+    module is left as it is.
+  }];
+  let options = [
+    Option<"tensor", "tensor", "int64_t", "0",
+           "Tensor-parallel ranks (0: the module's lm.mesh, none without it)">,
+  ];
+  let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Rematerialization
 //===----------------------------------------------------------------------===//

@@ -119,6 +119,12 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
 
   // Stage 1: autodiff.
   if (opts.autodiff) {
+    // Tensor parallelism (lm.mesh tensor > 1): every function becomes one
+    // rank's, before autodiff, so the backward's collectives are the VJPs of
+    // the forward's. Nothing changes without a tensor axis; a module that
+    // already has its train step (lmc's --emit=train-mlir) is already one
+    // rank's.
+    pm.addPass(createLMSpmdPass());
     // fp16 seeds the backward with the runtime's loss scale (docs/mixed-precision.md).
     LMAutodiffPassOptions autodiffOptions;
     autodiffOptions.lossScale = opts.precision == "fp16";
@@ -126,6 +132,10 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   }
   // Dropout only in the train step (a no-op for a module without dropout).
   pm.addPass(createLMEvalModePass());
+  // Tensor parallelism's gradients: split parameters' scaled, whole ones'
+  // averaged over mesh axis 1 (with the train step it completes).
+  if (opts.autodiff)
+    pm.addPass(createLMSpmdGradientsPass());
   // Data parallelism (lm.mesh data > 1): the train step's gradients and loss
   // averaged over the ranks. Nothing changes without a mesh.
   pm.addPass(createLMDataParallelPass());

@@ -87,4 +87,35 @@ def LM_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
   ];
 }
 
+def LM_ShardingOpInterface : OpInterface<"ShardingOpInterface"> {
+  let cppNamespace = "::mlir::lm";
+  let description = [{
+    How a sharding of the op's operands maps to its results, for the SPMD
+    partitioner (`-lm-spmd`, docs/distributed.md): the op's loops (parallel,
+    reduction: a split one leaves partial sums, whole: the op needs all of
+    it) and which loop each dimension of each operand and result follows
+    (dialect/IR/LMSharding.h; upstream MLIR `mesh`'s iterator types and
+    indexing maps). Ops state their rule in dialect/IR/ShardingRules.cpp;
+    pointwise ops (their operands broadcast into the result) take the
+    default.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The op's loops and the loop of every operand and result dimension.
+      }],
+      "::mlir::lm::ShardingRule", "getShardingRule", (ins), [{}], [{
+        return ::mlir::lm::detail::pointwiseShardingRule($_op, 0);
+      }]>,
+    InterfaceMethod<[{
+        Rewrites the op's attributes for its per-rank form, where `loop` of
+        its rule is split into `shards` blocks (attention's head counts, a
+        slice's bounds). The pass has already given operands and results
+        their local types. Most ops have nothing to rewrite.
+      }],
+      "void", "shardAttributes", (ins "int64_t":$loop, "int64_t":$shards), [{}], [{
+        return;
+      }]>
+  ];
+}
+
 #endif // LM_INTERFACES_TD

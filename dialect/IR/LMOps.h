@@ -8,6 +8,7 @@
 #pragma once
 
 #include "dialect/IR/LMDialect.h"
+#include "dialect/IR/LMSharding.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -78,6 +79,12 @@ LogicalResult inferBroadcast(StringRef opName, std::optional<Location> loc, Valu
 /// `minRank` (1 for the ops working along the last dimension; `what` names x).
 LogicalResult inferElementwise(StringRef opName, std::optional<Location> loc, Value x, StringRef what,
                                int64_t minRank, SmallVectorImpl<Type> &types);
+/// The sharding rule of a pointwise op (ShardingOpInterface's default): one
+/// parallel loop per result dimension, each operand's dimensions aligned to the
+/// result's trailing ones (NumPy broadcasting; a broadcast size-1 dimension
+/// follows no loop), the last `wholeTrailingDims` loops whole (an op working
+/// along the last dimension, softmax).
+ShardingRule pointwiseShardingRule(Operation *op, int64_t wholeTrailingDims);
 } // namespace mlir::lm::detail
 
 #include "dialect/IR/LMInterfaces.h.inc"

@@ -28,6 +28,13 @@ def LM_ResultsMatchInferred : NativeOpTrait<"ResultsMatchInferred"> {
 }
 defvar LM_InferredResultTypes = [LM_ResultsMatchInferred, InferTypeOpAdaptor];
 
+/// An op with a sharding rule of its own (ShardingRules.cpp); pointwise ops
+/// list LM_ShardingOpInterface and take its default rule.
+defvar LM_ShardingRule = DeclareOpInterfaceMethods<LM_ShardingOpInterface, ["getShardingRule"]>;
+/// ... whose per-rank form also rewrites attributes (head counts, bounds).
+defvar LM_ShardingRuleWithAttributes =
+    DeclareOpInterfaceMethods<LM_ShardingOpInterface, ["getShardingRule", "shardAttributes"]>;
+
 /// Every op but lm.constant becomes a plan step, so it states its cost
 /// (getFlops; `costMethods` lists the defaults it overrides too).
 class LM_DiffOp<string mnemonic, list<Trait> traits = [], list<string> costMethods = []>
@@ -83,7 +90,7 @@ def LM_EmbeddingOp : LM_DiffOp<"embedding", LM_InferredResultTypes, ["getBytesAc
   let assemblyFormat = "$table `,` $ids attr-dict `:` functional-type(operands, results)";
 }
 
-def LM_MatmulOp : LM_DiffOp<"matmul", !listconcat(LM_InferredResultTypes, [LM_MixesFloatTypes])> {
+def LM_MatmulOp : LM_DiffOp<"matmul", !listconcat(LM_InferredResultTypes, [LM_MixesFloatTypes, LM_ShardingRule])> {
   let summary = "batched matrix product";
   let description = [{
     `lhs: [...batch, M, K]` times `rhs: [...batch, K, N]` (or a rank-2
@@ -167,7 +174,8 @@ class LM_Builtin<string name, list<string> params = []> {
 }
 
 class LM_BinaryOp<string mnemonic, string what, string scalar>
-    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])>,
+    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface,
+                                                                 LM_ShardingOpInterface])>,
       LM_ScalarForm<scalar, 1> {
   let summary = "elementwise " # what # " with broadcasting";
   let description = [{
@@ -201,7 +209,8 @@ def LM_DivOp : LM_BinaryOp<"div", "division", "$0 / $1">;
 /// (a mask that multiplies or selects). Broadcasting as the arithmetic ops; no
 /// gradient flows through it (its VJP gives both operands none).
 class LM_CompareOp<string mnemonic, string what, string cmp>
-    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface])>,
+    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes, [LM_ElementwiseOpInterface,
+                                                                 LM_ShardingOpInterface])>,
       LM_ScalarForm<"lmc::mask<A>($0 " # cmp # " $1)", 1>, LM_Builtin<mnemonic, ["a", "b"]> {
   let summary = "elementwise comparison `" # what # "` as a 0/1 mask";
   let description = [{
@@ -229,7 +238,7 @@ def LM_EqOp : LM_CompareOp<"eq", "==", "==">;
 def LM_NeOp : LM_CompareOp<"ne", "!=", "!=">;
 
 def LM_WhereOp : LM_DiffOp<"where", [LM_ResultsMatchInferred, InferTypeOpAdaptor,
-                                     LM_ElementwiseOpInterface]>,
+                                     LM_ElementwiseOpInterface, LM_ShardingOpInterface]>,
                  LM_ScalarForm<"lmc::select($0, $1, $2)", 1>,
                  LM_Builtin<"where", ["cond", "a", "b"]> {
   let summary = "elementwise selection by a mask";
@@ -252,7 +261,7 @@ def LM_WhereOp : LM_DiffOp<"where", [LM_ResultsMatchInferred, InferTypeOpAdaptor
 /// `scalar` the scalar form of an elementwise op ("" for one that is not).
 class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops, int minRank = 0,
                  string scalar = "">
-    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes,
+    : LM_DiffOp<mnemonic, !listconcat(LM_InferredResultTypes, [LM_ShardingRule],
           !if(!empty(scalar), []<Trait>, [LM_ElementwiseOpInterface]))>,
       LM_ScalarForm<scalar, 0> {
   let summary = summ;
@@ -266,9 +275,14 @@ class LM_UnaryOp<string mnemonic, string summ, string semantics, int flops, int 
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
   let extraClassDeclaration = !if(!empty(scalar), "", decl);
+  // Pointwise; an op working along the last dimension (minRank 1) needs it whole.
   let extraClassDefinition = LM_ElementwiseDefs<flops,
       "::mlir::lm::detail::inferElementwise(getOperationName(), loc, adaptor.getX(), \"operand\", "
-      # !cast<string>(minRank) # ", types)">.defs;
+      # !cast<string>(minRank) # ", types)">.defs # [{
+    ::mlir::lm::ShardingRule $cppClass::getShardingRule() {
+      return ::mlir::lm::detail::pointwiseShardingRule(*this, }] # !cast<string>(minRank) # [{);
+    }
+  }];
 }
 
 def LM_NegOp : LM_UnaryOp<"neg", "elementwise negation", "`-x`.", 1, 0, "-$0"> {
@@ -319,7 +333,7 @@ def LM_StopGradientOp : LM_UnaryOp<"stop_gradient", "identity without gradient",
 def LM_SoftmaxOp : LM_UnaryOp<"softmax", "softmax over the last dimension",
     "`exp(x - max) / sum(exp(x - max))` along the last dimension (rank >= 1).", 5, 1>;
 
-def LM_LayerNormOp : LM_DiffOp<"layer_norm", LM_InferredResultTypes> {
+def LM_LayerNormOp : LM_DiffOp<"layer_norm", !listconcat(LM_InferredResultTypes, [LM_ShardingRule])> {
   let summary = "layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * gamma + beta` over the last dimension
@@ -336,7 +350,7 @@ def LM_LayerNormOp : LM_DiffOp<"layer_norm", LM_InferredResultTypes> {
   let hasVerifier = 1;
 }
 
-def LM_RmsNormOp : LM_DiffOp<"rms_norm", LM_InferredResultTypes> {
+def LM_RmsNormOp : LM_DiffOp<"rms_norm", !listconcat(LM_InferredResultTypes, [LM_ShardingRule])> {
   let summary = "RMS normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * gamma` over the last dimension `D` of `x`
@@ -353,7 +367,7 @@ def LM_RmsNormOp : LM_DiffOp<"rms_norm", LM_InferredResultTypes> {
   let hasVerifier = 1;
 }
 
-def LM_ConcatOp : LM_DiffOp<"concat", LM_InferredResultTypes> {
+def LM_ConcatOp : LM_DiffOp<"concat", !listconcat(LM_InferredResultTypes, [LM_ShardingRule])> {
   let summary = "concatenation of two tensors along one dimension";
   let description = [{
     `lhs` then `rhs` along dimension `axis`; every other dimension agrees.
@@ -385,7 +399,7 @@ def LM_ReduceMaxOp : LM_DiffOp<"reduce_max", LM_InferredResultTypes> {
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
 }
 
-def LM_AttentionOp : LM_DiffOp<"attention", LM_InferredResultTypes> {
+def LM_AttentionOp : LM_DiffOp<"attention", !listconcat(LM_InferredResultTypes, [LM_ShardingRuleWithAttributes])> {
   let summary = "multi-head scaled dot-product attention";
   let description = [{
     `q: [B, Tq, H*Dh]`, `k, v: [B, Tk, Hkv*Dh]`; head `h` is the column block
@@ -412,7 +426,7 @@ def LM_AttentionOp : LM_DiffOp<"attention", LM_InferredResultTypes> {
 // A separate op rather than an optional operand of lm.attention: a plan step has
 // the fixed arity of its op-table row (docs/plan-format.md), and the kernels, the
 // CUDA table and the decode elaboration keep their one signature.
-def LM_MaskedAttentionOp : LM_DiffOp<"masked_attention", LM_InferredResultTypes> {
+def LM_MaskedAttentionOp : LM_DiffOp<"masked_attention", !listconcat(LM_InferredResultTypes, [LM_ShardingRuleWithAttributes])> {
   let summary = "multi-head attention with a key padding mask";
   let description = [{
     `lm.attention` (same `q`, `k`, `v`, heads, grouped heads and
@@ -485,7 +499,7 @@ def LM_BiasedAttentionOp : LM_DiffOp<"biased_attention", LM_InferredResultTypes>
   let assemblyFormat = "$q `,` $k `,` $v `,` $mask `,` $bias `,` $segments `,` $key attr-dict `:` functional-type(operands, results)";
 }
 
-def LM_ReshapeOp : LM_DiffOp<"reshape"> {
+def LM_ReshapeOp : LM_DiffOp<"reshape", [LM_ShardingRule]> {
   let summary = "row-major reshape";
   let description = [{
     Reinterprets `x` in row-major order as the result shape, which has the
@@ -503,7 +517,7 @@ def LM_ReshapeOp : LM_DiffOp<"reshape"> {
   let hasFolder = 1;
 }
 
-def LM_TransposeOp : LM_DiffOp<"transpose", LM_InferredResultTypes> {
+def LM_TransposeOp : LM_DiffOp<"transpose", !listconcat(LM_InferredResultTypes, [LM_ShardingRule])> {
   let summary = "dimension permutation";
   let description = [{
     `out.shape[i] = x.shape[permutation[i]]`.
@@ -518,7 +532,7 @@ def LM_TransposeOp : LM_DiffOp<"transpose", LM_InferredResultTypes> {
   let hasFolder = 1;
 }
 
-def LM_SliceOp : LM_DiffOp<"slice", LM_InferredResultTypes> {
+def LM_SliceOp : LM_DiffOp<"slice", !listconcat(LM_InferredResultTypes, [LM_ShardingRuleWithAttributes])> {
   let summary = "strided static slice";
   let description = [{
     Takes indices `start[d], start[d] + stride[d], ... < limit[d]` along every
@@ -1132,7 +1146,7 @@ def LM_DynamicSliceOp : LM_DecodeOp<"dynamic_slice", LM_InferredResultTypes> {
 }
 
 def LM_CacheWriteOp : LM_DecodeOp<"cache_write",
-    [LM_ResultsMatchInferred, InferTypeOpAdaptor, LM_UpdatesStateInPlace]> {
+    [LM_ResultsMatchInferred, InferTypeOpAdaptor, LM_UpdatesStateInPlace, LM_ShardingRule]> {
   let summary = "a key/value cache with rows replaced";
   let description = [{
     `cache: [B, W, D]`, `x: [B, C, D]`: the cache with rows
@@ -1149,7 +1163,7 @@ def LM_CacheWriteOp : LM_DecodeOp<"cache_write",
   let assemblyFormat = "$cache `,` $x `,` $offset attr-dict `:` functional-type(operands, results)";
 }
 
-def LM_CachedAttentionOp : LM_DecodeOp<"cached_attention", LM_InferredResultTypes> {
+def LM_CachedAttentionOp : LM_DecodeOp<"cached_attention", !listconcat(LM_InferredResultTypes, [LM_ShardingRuleWithAttributes])> {
   let summary = "causal attention of new queries over a key/value cache";
   let description = [{
     `q: [B, C, H*Dh]` holds the queries of positions `offset ... offset + C - 1`,

@@ -788,5 +788,26 @@ TEST(PredictedMemory, ZeroSlicesAndRankZerosShare) {
   EXPECT_EQ(m.total(), 2 * bytes + 2 * (17 + 32) * 4);
 }
 
+TEST(Validate, ParamSharding) {
+  auto split = [](plan::Plan &p, int64_t tensor, int64_t dim, int64_t segments, int64_t axis, int64_t shards) {
+    if (tensor > 0) p.mutable_train()->mutable_mesh()->set_tensor(tensor);
+    plan::ParamSharding *s = p.mutable_params(0)->mutable_sharding();
+    s->set_dim(dim);
+    s->set_segments(segments);
+    s->set_mesh_axis(axis);
+    s->set_shards(shards);
+  };
+  EXPECT_EQ(errorAfter([&](plan::Plan &p) { split(p, 2, 1, 1, 1, 2); }), "(valid)");
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) { split(p, 0, 1, 1, 1, 2); }),
+             "parameter 0 'wte': has a sharding, and the plan's mesh has no tensor axis (tensor = 0)");
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) { split(p, 2, 1, 1, 0, 2); }),
+             "parameter 0 'wte': is split over mesh axis 0 into 2 shards; a parameter splits over mesh axis 1 "
+             "(tensor) into its 2 ranks");
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) { split(p, 4, 1, 1, 1, 2); }), "into its 4 ranks");
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) { split(p, 2, 2, 1, 1, 2); }),
+             "parameter 0 'wte': has sharding dim 2 with 1 segments, which its type");
+  EXPECT_HAS(errorAfter([&](plan::Plan &p) { split(p, 2, 0, 0, 1, 2); }), "has sharding dim 0 with 0 segments");
+}
+
 }  // namespace
 }  // namespace lmrt

@@ -101,6 +101,10 @@ private:
   //--- State ------------------------------------------------------------------
   MLIRContext &ctx;
   const ast::Module &ast;
+  /// The train options in effect: the train section's, each replaced by the
+  /// selected preset's `train { }` option of the same name, then the preset's
+  /// others (set by evalConfig, read wherever the train section is).
+  std::vector<const ast::Setting *> trainSettings;
   std::vector<std::string> files;
   const FrontendOptions &options;
   OpBuilder builder;

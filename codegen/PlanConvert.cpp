@@ -165,8 +165,19 @@ LogicalResult mlir::lm::convertInit(DictionaryAttr init, plan::Init &out, functi
     out.set_kind(plan::Init::UNIFORM);
     out.set_low(*low);
     out.set_high(*high);
+  } else if (k == "blocks") {
+    auto parts = init.getAs<ArrayAttr>("blocks");
+    if (!parts)
+      return emit() << "has a blocks lm.init without a 'blocks' array";
+    out.set_kind(plan::Init::BLOCKS);
+    for (Attribute a : parts) {
+      std::optional<double> v = numberValue(a);
+      if (!v)
+        return emit() << "has lm.init.blocks holding " << a << ", not a number";
+      out.add_blocks(*v);
+    }
   } else {
-    return emit() << "has unknown initialiser kind '" << k << "' (expected zeros, ones, normal or uniform)";
+    return emit() << "has unknown initialiser kind '" << k << "' (expected zeros, ones, normal, uniform or blocks)";
   }
   if (std::optional<lmrt::contract::InitViolation> bad = lmrt::contract::checkInit(out))
     return emit() << "has a " << bad->kind << " lm.init with " << bad->values << "; " << bad->rule;

@@ -450,8 +450,22 @@ std::optional<InitViolation> checkInit(const plan::Init &init) {
       return InitViolation{"uniform", "low " + formatG(init.low()) + " and high " + formatG(init.high()),
                            "both must be finite and low <= high"};
     return std::nullopt;
+  case plan::Init::BLOCKS:
+    if (init.blocks_size() == 0) return InitViolation{"blocks", "no parts", "it needs at least one value"};
+    for (double v : init.blocks())
+      if (!std::isfinite(v)) return InitViolation{"blocks", "a part " + formatG(v), "every part must be finite"};
+    return std::nullopt;
   default: return InitViolation{"", "", "unknown init kind " + std::to_string((int)init.kind())};
   }
+}
+
+std::string checkBlocksShape(const plan::Init &init, const plan::TensorType &type) {
+  if (init.kind() != plan::Init::BLOCKS || init.blocks_size() == 0) return "";
+  int64_t last = type.shape_size() ? type.shape(type.shape_size() - 1) : 0;
+  if (last > 0 && last % init.blocks_size() == 0) return "";
+  return "has a blocks init of " + std::to_string(init.blocks_size()) +
+         " parts, which do not divide its last dimension (" + (last > 0 ? std::to_string(last) : "a scalar has none") +
+         ")";
 }
 
 bool isForwardProgram(const std::string &program) {
@@ -547,6 +561,8 @@ private:
       if (p.type().dtype() == plan::I32) error(where + "parameters must be f32 or f64, not i32");
       if (std::optional<InitViolation> v = checkInit(p.init()))
         error(where + (v->kind.empty() ? v->rule : "has a " + v->kind + " init with " + v->values + "; " + v->rule));
+      else if (std::string b = checkBlocksShape(p.init(), p.type()); !b.empty())
+        error(where + b);
       if (p.has_sharding()) checkSharding(p, where);
       count += numElements(p.type());
     }

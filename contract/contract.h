@@ -138,6 +138,9 @@ struct InitViolation {
   std::string kind, values, rule;
 };
 std::optional<InitViolation> checkInit(const plan::Init &init);
+/* "" unless `init` is blocks(...) whose parts do not divide `type`'s last
+   dimension (a scalar has none): then what is wrong. */
+std::string checkBlocksShape(const plan::Init &init, const plan::TensorType &type);
 
 /* A step's types and attributes against its kernel: "" when they pass, else the
    kernel's message. lmrt passes its kernels' check(); lmc none, since the

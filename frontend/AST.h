@@ -174,11 +174,15 @@ struct Import {
   std::vector<Item> items;
 };
 
-/// `preset name { setting* }`: config values selected by `--preset name`.
+/// `preset name { setting* [train { setting* }] }`: config values selected by
+/// `--preset name`, and train options that replace the train section's of the
+/// same name (a preset on another optimizer than the paper's config).
 struct Preset {
   Loc loc;
   std::string name;
   std::vector<Setting> settings;
+  std::vector<Setting> train;
+  std::optional<Loc> trainLoc;
 };
 
 /// One rule of an `export` section:

@@ -795,7 +795,7 @@ LogicalResult MLIRGen::emitParamStmt(const Stmt &stmt, Env &env) {
   FailureOr<RankedTensorType> type = checkedType(dims, floatType, stmt.paramShape.loc);
   if (failed(type))
     return failure();
-  FailureOr<DictionaryAttr> init = initializer(*stmt.value, env);
+  FailureOr<DictionaryAttr> init = initializer(*stmt.value, env, dims.empty() ? 0 : dims.back());
   if (failed(init))
     return failure();
   env.paramDecls[stmt.name] = stmt.nameLoc;
@@ -855,12 +855,37 @@ FailureOr<Value> MLIRGen::createParam(Env &env, const std::string &fullName,
   return Value(arg);
 }
 
+/// `blocks(v0, v1, ...)`: the parameter's last dimension in equal parts, part
+/// k the constant v_k (an LSTM's bias with its forget gate at 1, a highway's
+/// with its gate at 1). `lastDim` is the parameter's last dimension (0 for a
+/// scalar), which the parts must divide.
+FailureOr<DictionaryAttr> MLIRGen::blocksInitializer(const ast::Expr &init, Env &env, int64_t lastDim) {
+  if (init.kind != ast::Expr::Kind::Call || init.args.empty() || !init.kwargs.empty())
+    return error(init.loc) << "initializer 'blocks' takes the parts' values, e.g. blocks(0, 1, 0, 0)";
+  SmallVector<Attribute> values;
+  for (const ast::ExprPtr &a : init.args) {
+    FailureOr<double> v = evalNumber(*a, env, "a value of blocks(...)");
+    if (failed(v))
+      return failure();
+    values.push_back(builder.getF64FloatAttr(*v));
+  }
+  int64_t n = static_cast<int64_t>(values.size());
+  if (lastDim <= 0 || lastDim % n != 0)
+    return error(init.loc) << "blocks: " << n << " parts do not divide the parameter's last dimension ("
+                           << (lastDim <= 0 ? std::string("a scalar has none") : std::to_string(lastDim))
+                           << ")";
+  return builder.getDictionaryAttr({builder.getNamedAttr("kind", builder.getStringAttr("blocks")),
+                                    builder.getNamedAttr("blocks", builder.getArrayAttr(values))});
+}
+
 /// `normal(std)`, `normal(mean, std)`, `uniform(low, high)`, `zeros`, `ones`
 /// (the last two with or without parentheses); keywords work too.
-FailureOr<DictionaryAttr> MLIRGen::initializer(const ast::Expr &init, Env &env) {
+FailureOr<DictionaryAttr> MLIRGen::initializer(const ast::Expr &init, Env &env, int64_t lastDim) {
   std::string name;
   if (init.kind == ast::Expr::Kind::Name || init.kind == ast::Expr::Kind::Call)
     name = init.name;
+  if (name == "blocks")
+    return blocksInitializer(init, env, lastDim);
   struct Spec {
     const char *kind;
     std::vector<const char *> params; ///< in positional order
@@ -878,7 +903,7 @@ FailureOr<DictionaryAttr> MLIRGen::initializer(const ast::Expr &init, Env &env) 
     return error(init.loc) << "unknown initializer '"
                            << (name.empty() ? ast::toString(init) : name)
                            << "' (expected normal(std), normal(mean, std), uniform(low, high), "
-                              "zeros or ones)";
+                              "zeros, ones or blocks(v0, v1, ...))";
   const Spec &spec = specs[it->second];
   if (init.kind == ast::Expr::Kind::Name) {
     if (!spec.params.empty())

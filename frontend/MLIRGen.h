@@ -101,6 +101,10 @@ private:
   //--- State ------------------------------------------------------------------
   MLIRContext &ctx;
   const ast::Module &ast;
+  /// The train options in effect: the train section's, each replaced by the
+  /// selected preset's `train { }` option of the same name, then the preset's
+  /// others (set by evalConfig, read wherever the train section is).
+  std::vector<const ast::Setting *> trainSettings;
   std::vector<std::string> files;
   const FrontendOptions &options;
   OpBuilder builder;
@@ -220,7 +224,8 @@ private:
   LogicalResult emitStatements(const ast::Function &fn, Env &env,
                                std::optional<LMValue> &returned);
   LogicalResult emitParamStmt(const ast::Stmt &stmt, Env &env);
-  FailureOr<DictionaryAttr> initializer(const ast::Expr &init, Env &env);
+  FailureOr<DictionaryAttr> initializer(const ast::Expr &init, Env &env, int64_t lastDim);
+  FailureOr<DictionaryAttr> blocksInitializer(const ast::Expr &init, Env &env, int64_t lastDim);
   /// Signature dims of `type` evaluated in `env`; dims naming an unbound
   /// identifier fail with `what` in the message.
   FailureOr<RankedTensorType> resolveType(const ast::TypeExpr &type, Env &env,

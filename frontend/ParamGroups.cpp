@@ -77,7 +77,8 @@ FailureOr<ArrayAttr> MLIRGen::paramGroupsAttr(bool &decayAll) {
     }
     return success();
   };
-  for (const ast::Setting &s : ast.train) {
+  for (const ast::Setting *sp : trainSettings) {
+    const ast::Setting &s = *sp;
     const ast::Expr &e = *s.value;
     if (s.name == "no_decay") {
       // HF's rule: every parameter decays except those named here.

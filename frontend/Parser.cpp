@@ -97,8 +97,8 @@ public:
           }
         if (failed)
           break;
-        --idx; // settings() consumes the keyword: step back onto the name
-        settings("preset " + p.name, p.settings);
+        --idx; // presetBody() consumes the keyword: step back onto the name
+        presetBody(p);
         m.presets.push_back(std::move(p));
         (void)kw;
         break;
@@ -254,6 +254,36 @@ private:
         return;
       s.value = is(Token::Kind::LBrace) ? record(s.name) : expr();
       out.push_back(std::move(s));
+      endOfStatement();
+    }
+    expectClose(Token::Kind::RBrace, open, "'" + section + "' section");
+  }
+
+  /// A preset's `{ setting* [train { setting* }] }` (the name is the current token).
+  void presetBody(Preset &p) {
+    const std::string section = "preset " + p.name;
+    take(); // the name
+    skipNewlines();
+    Token open = cur();
+    if (!expect(Token::Kind::LBrace, "'{' after '" + section + "'"))
+      return;
+    skipNewlines();
+    while (!failed && !is(Token::Kind::RBrace) && !is(Token::Kind::Eof)) {
+      if (is(Token::Kind::KwTrain)) {
+        if (p.trainLoc)
+          return fail(cur().loc, "a second 'train' section in " + section + " (the first is at " +
+                                     at(*p.trainLoc) + ")");
+        p.trainLoc = cur().loc;
+        settings(section + " train", p.train);
+        skipNewlines();
+        continue;
+      }
+      Setting s;
+      s.name = identifier("a setting name (name = value) or 'train { ... }' in '" + section + "'", &s.loc);
+      if (!expect(Token::Kind::Equal, "'=' after '" + s.name + "'"))
+        return;
+      s.value = expr();
+      p.settings.push_back(std::move(s));
       endOfStatement();
     }
     expectClose(Token::Kind::RBrace, open, "'" + section + "' section");

@@ -5,7 +5,7 @@
 //   file       := (import | config | preset | train | function | export)*
 //   import     := 'import' string
 //   config     := 'config' '{' setting* '}'       setting := name '=' expr
-//   preset     := 'preset' name '{' setting* '}'
+//   preset     := 'preset' name '{' (setting | 'train' '{' setting* '}')* '}'
 //   train      := 'train' '{' setting* '}'
 //   export     := 'export' name string '{' ('config' '{' setting* '}' | rule)* '}'
 //   rule       := string '->' string (',' string)* ['transpose'] ['tied' string (',' string)*]

@@ -58,6 +58,24 @@ LogicalResult MLIRGen::evalConfig() {
                             << "', which is not a config constant";
     }
   }
+  // The train options in effect: the preset's `train { }` replaces the train
+  // section's options of the same name and adds the others.
+  trainSettings.clear();
+  for (const ast::Setting &s : ast.train)
+    trainSettings.push_back(&s);
+  if (preset) {
+    std::set<std::string> seen;
+    for (const ast::Setting &p : preset->train) {
+      if (!seen.insert(p.name).second)
+        return error(p.loc) << "train option '" << p.name << "' is set twice in preset '" << preset->name << "'";
+      bool replaced = false;
+      for (const ast::Setting *&s : trainSettings)
+        if (s->name == p.name && !replaced)
+          s = &p, replaced = true;
+      if (!replaced)
+        trainSettings.push_back(&p);
+    }
+  }
   if (!options.preset.empty() && !preset) {
     std::string names;
     for (const ast::Preset &p : ast.presets)
@@ -136,7 +154,8 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
   // `zero = N` (the ZeRO stage), then lmc's --zero over it.
   int64_t zero = 0;
   Location zeroLoc = FileLineColLoc::get(&ctx, files[0], 1, 1);
-  for (const ast::Setting &s : ast.train) {
+  for (const ast::Setting *sp : trainSettings) {
+    const ast::Setting &s = *sp;
     if (s.name == "zero") {
       Env env;
       FailureOr<LMValue> v = eval(*s.value, env);
@@ -320,7 +339,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     return success();
   };
 
-  for (const ast::Setting &s : ast.train) {
+  for (const ast::Setting *sp : trainSettings) {
+    const ast::Setting &s = *sp;
     if (!seen.insert(s.name).second)
       return error(s.loc) << "train option '" << s.name << "' is set twice";
     if (s.name == "optimizer") {
@@ -439,9 +459,9 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
 FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &objective,
                                                           func::FuncOp op) {
   const ast::Setting *setting = nullptr;
-  for (const ast::Setting &s : ast.train)
-    if (s.name == "data")
-      setting = &s;
+  for (const ast::Setting *s : trainSettings)
+    if (s->name == "data")
+      setting = s;
   if (!setting)
     return causalDataAttr(objective, op);
   const ast::Expr &e = *setting->value;

@@ -46,6 +46,7 @@ std::string initText(const plan::Init &init) {
   switch (init.kind()) {
   case plan::Init::NORMAL: std::snprintf(buf, sizeof buf, "normal(%g, %g)", init.mean(), init.std()); break;
   case plan::Init::UNIFORM: std::snprintf(buf, sizeof buf, "uniform(%g, %g)", init.low(), init.high()); break;
+  case plan::Init::BLOCKS: std::snprintf(buf, sizeof buf, "blocks(%d parts)", init.blocks_size()); break;
   default: std::snprintf(buf, sizeof buf, "init kind %d", (int)init.kind());
   }
   return buf;
@@ -75,6 +76,17 @@ void fillInit(const TensorRef &t, const plan::Init &init, uint64_t seed, const s
   case plan::Init::UNIFORM: {
     double lo = init.low(), hi = init.high();
     fill(t, [&](uint64_t i) { return lo + (hi - lo) * uniformAt(key, i); });
+    break;
+  }
+  case plan::Init::BLOCKS: {
+    // The last dimension in equal parts (the plan contract checked they divide it).
+    int64_t last = t.type.shape.empty() ? 0 : t.type.shape.back();
+    int64_t parts = init.blocks_size();
+    if (parts == 0 || last <= 0 || last % parts != 0)
+      fail("parameter '%s' %s: blocks init of %lld parts does not divide its last dimension", name.c_str(),
+           t.type.str().c_str(), (long long)parts);
+    int64_t part = last / parts;
+    fill(t, [&](uint64_t i) { return init.blocks((int)((int64_t)(i % (uint64_t)last) / part)); });
     break;
   }
   default: fail("parameter '%s': unknown init kind %d", name.c_str(), (int)init.kind());

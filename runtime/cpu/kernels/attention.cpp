@@ -359,7 +359,21 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
         T *pi = P + i * nk, *dpi = dP + i * nk;
         const int64_t vis = visibleKeys(causal, q0 + i, k0, nk);
         const T lse = lseRow[q0 + i], delta = w.delta[q0 + i];
-        if (x) {
+        if (x && !x->bias && !x->dbias && !x->seg) {
+          // biased_attention with dropout (and padding) only, as BERT's attention
+          // dropout makes it: the general loop below without its bias and segment
+          // terms. The row's dropout factors first (the hash stays scalar), then the
+          // exponentials in a simd loop: the scalar loop was half the op's time.
+          const T *mk = mask ? mask + k0 : nullptr;
+          T f[kBlock];
+          for (int64_t j = 0; j < vis; ++j) f[j] = x->drop ? x->dropFactor(q0 + i, k0 + j) : (T)1;
+#pragma omp simd
+          for (int64_t j = 0; j < vis; ++j) {
+            const T p = (mk && mk[j] == (T)0) ? (T)0 : expT(pi[j] - lse);
+            dpi[j] = p * (f[j] * dpi[j] - delta) * scale;
+            pi[j] = p * f[j];
+          }
+        } else if (x) {
           // biased_attention: the bias joins the scaled score; dS = P (dP - delta) is
           // also the bias's gradient (summed where the bias broadcasts: not a simd loop).
           const int64_t bs = x->biasS, boff = (q0 + i) * x->biasT + k0 * bs;

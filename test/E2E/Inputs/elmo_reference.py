@@ -4,7 +4,8 @@ highway.py, lstm_cell_with_projection.py, elmo_lstm.py, scalar_mix.py; AllenNLP
 itself no longer installs with current PyTorch), compared with `lmrt run
 --dump-dir` of models/elmo.lm on the same weights and batches.
 
-For each dumped step: the loss (relative 1e-5), every parameter's gradient
+The initial highway and LSTM biases are checked against AllenNLP's constructors
+(gate and forget-gate biases 1). For each dumped step: the loss (relative 1e-5), every parameter's gradient
 (relative 1e-4 of its norm), and through `lmrt forward --inputs` the biLM's three
 layers (`forward:elmo_bilm`) and their scalar mix (`forward:elmo`), relative 1e-4. The reference runs in float64 on LMC's float32 weights.
 
@@ -130,6 +131,28 @@ def bilm(p, tokens, chars, clip):
     return layers, mix
 
 
+def allennlp_biases(init):
+    """The biases AllenNLP's constructors set, by LMC name, beside LMC's initial
+    values: Highway fills the gate half of each layer's bias (its second half)
+    with 1, so that the layer starts by carrying its input (gate * x); and
+    LstmCellWithProjection.reset_parameters zeroes state_linearity's bias (the
+    cell's only one: input_linearity has none) and fills its forget-gate block
+    (the second of input, forget, memory, output) with 1 (Jozefowicz et al.
+    2015). Highway's other half keeps torch.nn.Linear's random default, which
+    is not compared."""
+    pairs = []
+    for n, v in init.items():
+        if ".highway_" in n and n.endswith(".bias"):
+            half = v.shape[-1] // 2
+            pairs.append((n, v[half:], np.ones(half)))
+        elif n.endswith(".bias") and ".layer_" in n:
+            cell = v.shape[-1] // 4
+            want = np.zeros(4 * cell)
+            want[cell:2 * cell] = 1.0
+            pairs.append((n, v, want))
+    return pairs
+
+
 def main():
     ap = parity_args()
     ap.add_argument("--chars", type=int, required=True)
@@ -139,6 +162,10 @@ def main():
     init = load(os.path.join(a.dump, "init.safetensors"))
     print(f"{len(init)} parameters, {sum(v.size for v in init.values()):,} numbers")
     checks = Checks()
+    pairs = allennlp_biases(init)
+    highways = sum(".highway_" in n for n, _, _ in pairs)
+    checks.check(highways > 0 and len(pairs) > highways and all(np.array_equal(v, w) for _, v, w in pairs),
+                 f"init: {highways} highway gate biases and {len(pairs) - highways} LSTM biases as AllenNLP's")
     weights = init
     for k, dump in steps(a.dump):
         p = {n: torch.tensor(v, dtype=torch.float64, requires_grad=True) for n, v in weights.items()}

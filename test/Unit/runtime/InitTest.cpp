@@ -86,6 +86,22 @@ TEST(Init, UniformZerosOnes) {
   for (float v : x) ASSERT_EQ(v, 0.0f);
 }
 
+// blocks(0, 1, 0, 0) on [2, 8]: each row's last dimension in four parts of
+// two, the second part 1 (an LSTM bias's forget gate), row after row.
+TEST(Init, BlocksSplitTheLastDimension) {
+  std::vector<double> x(16, -7.0);
+  TensorRef r{x.data(), TensorType{DType::F64, {2, 8}}};
+  plan::Init init;
+  init.set_kind(plan::Init::BLOCKS);
+  for (double v : {0.0, 1.0, 0.0, -2.5}) init.add_blocks(v);
+  fillInit(r, init, 1, "b");
+  const double want[8] = {0, 0, 1, 1, 0, 0, -2.5, -2.5};
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(x[i], want[i % 8]) << "element " << i;
+  // Parts that do not divide the last dimension are refused, not truncated.
+  init.add_blocks(3.0);
+  EXPECT_THROW(fillInit(r, init, 1, "b"), Error);
+}
+
 TEST(Init, UniformNeverHitsTheEnds) {
   for (uint64_t i = 0; i < 100000; ++i) {
     double u = uniformAt(streamKey(3, "x"), i);

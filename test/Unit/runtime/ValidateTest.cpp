@@ -405,6 +405,21 @@ TEST(Validate, ContractBounds) {
   ASSERT_TRUE(bad.has_value());
   EXPECT_EQ(bad->kind + " with " + bad->values + "; " + bad->rule,
             "uniform with low 1 and high -1; both must be finite and low <= high");
+  // blocks(...): finite parts that divide the parameter's last dimension.
+  init.set_kind(plan::Init::BLOCKS);
+  EXPECT_EQ(contract::checkInit(init)->rule, "it needs at least one value");
+  init.add_blocks(0);
+  init.add_blocks(std::nan(""));
+  EXPECT_EQ(contract::checkInit(init)->rule, "every part must be finite");
+  init.set_blocks(1, 1.0);
+  EXPECT_FALSE(contract::checkInit(init).has_value());
+  plan::TensorType t;
+  t.add_shape(3);
+  t.add_shape(8);
+  EXPECT_EQ(contract::checkBlocksShape(init, t), "");
+  t.set_shape(1, 7);
+  EXPECT_EQ(contract::checkBlocksShape(init, t),
+            "has a blocks init of 2 parts, which do not divide its last dimension (7)");
 }
 
 // The mlm transform's config: its vocabulary must hold the specials, its

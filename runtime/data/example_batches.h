@@ -54,8 +54,19 @@
    with label -100 (the ignore index; sft, preference and seq2seq: every label -100),
    so `cross_entropy` and `accuracy` with ignore_index = -100 score each record
    exactly once (regression has no ignore index: its rows past the end repeat
-   record 0). Rows are padded, never packed
-   (packing needs attention with segment ids, which the models do not have). */
+   record 0).
+
+   With pack = true (classify and sft; packing.h) a row holds several examples
+   end to end, each exactly as its padded row has it: training row g is row g
+   of the concatenation of the epochs' packed rows (each epoch's records packed
+   in that epoch's order), validation packs the records in file order (rows
+   past the last repeat record 0 with only -100 labels). Besides the padded
+   outputs, doc_ids (example k of the row on its tokens, the row's count of
+   examples on its padding) and positions (a token's position in its example)
+   are produced; classify gives cls_index [b, k] (the row b * seq + i of the
+   row's k-th [CLS]) and example_labels [b, k] in place of labels and last,
+   sft's labels end at each example (the last token of an example predicts
+   nothing) and it has no last. */
 #pragma once
 #include <cstdint>
 #include <map>
@@ -64,6 +75,7 @@
 #include <vector>
 
 #include "runtime/data/examples.h"
+#include "runtime/data/packing.h"
 #include "runtime/data/token_source.h"
 
 namespace lmrt {
@@ -105,6 +117,18 @@ public:
   /* span: the context (text) field and the span field. */
   int contextField() const { return textB_; }
   int spanField() const { return span_; }
+  /* classify, sft: several examples a row (the transform's pack). */
+  void setPack(bool on);
+  bool packed() const { return pack_; }
+  int64_t seq() const { return seq_; }
+  /* pack: the training rows of the first `epochs` epochs (each epoch's
+     order packs into its own count of rows). */
+  uint64_t trainRowsOfEpochs(uint64_t epochs) const;
+  /* pack: epoch e's rows (of training records) and validation's. */
+  const PackedRows &trainRows(uint64_t epoch) const;
+  const PackedRows &valRows() const { return valRows_; }
+  /* The tokens record's example has in a row (at most seq). */
+  int64_t exampleLength(const ExampleShard &s, uint64_t record) const;
   /* The record sample g of training reads (epoch order above); for tests. */
   uint64_t trainRecord(uint64_t g) const;
 
@@ -115,9 +139,15 @@ public:
   uint64_t valBatches() const;  // batches covering every validation record once
 
 private:
-  void fillRow(const ExampleShard &shard, uint64_t record, int64_t row, bool ignore, ExampleBatch &out) const;
+  // `offset`: where in the row the example starts (0 unless packed).
+  void fillRow(const ExampleShard &shard, uint64_t record, int64_t row, bool ignore, ExampleBatch &out,
+               int64_t offset = 0) const;
   void fillCausal(const std::vector<int32_t> &prompt, const std::vector<int32_t> &response, int64_t row,
-                  bool ignore, const std::string &prefix, ExampleBatch &out) const;
+                  bool ignore, const std::string &prefix, ExampleBatch &out, int64_t offset = 0) const;
+  // A packed row of records[0 .. n).
+  void fillPacked(const ExampleShard &shard, const uint64_t *records, uint64_t n, int64_t row, bool ignore,
+                  ExampleBatch &out) const;
+  void epochOrder(uint64_t epoch, std::vector<uint64_t> &order) const;
   void fillSeq2Seq(const std::vector<int32_t> &input, const std::vector<int32_t> &target, int64_t row, bool ignore,
                    ExampleBatch &out) const;
   void resize(ExampleBatch &out) const;
@@ -132,6 +162,13 @@ private:
   // The last epoch's order, cached: a pure function of (seed, epoch).
   mutable uint64_t permEpoch_ = UINT64_MAX;
   mutable std::vector<uint64_t> perm_;
+  bool pack_ = false;
+  PackedRows valRows_;
+  // pack: the cumulative training rows of epochs 0, 1, ... (as far as asked),
+  // and the last epoch's packing, cached.
+  mutable std::vector<uint64_t> epochRowsEnd_;
+  mutable uint64_t packEpoch_ = UINT64_MAX;
+  mutable PackedRows packRows_;
 };
 
 }  // namespace lmrt

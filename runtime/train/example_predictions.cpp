@@ -9,6 +9,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/tensor.h"
+#include "contract/contract.h"
 #include "runtime/data/example_batches.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/data_feed.h"
@@ -78,6 +79,9 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
   if (transform != "classify" && transform != "regression" && transform != "span")
     fail("--predictions writes the predictions of a classify, regression or span plan (docs/finetuning.md); this "
          "plan's transform is '%s'", transform.c_str());
+  if (contract::transformParam(s.plan().data(), "pack") != 0)
+    fail("--predictions reads one record a row, and this plan packs several (classify(pack = true)); evaluate the "
+         "same weights with the padded head's plan (docs/finetuning.md, \"Packing\")");
   DataFeed data(s, dataDir, seed, /*evalOn=*/true);
   const ExampleBatcher &ex = *data.examples();
   ex.checkValidation();

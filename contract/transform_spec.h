@@ -295,6 +295,9 @@ inline const std::vector<TransformSpec> &transformSpecs() {
        {
            {"max_question", 64, 1, 1 << 20, false,
             "the most tokens a question keeps (BERT's max_query_length); the context fills the rest", true},
+           {"doc_stride", 0, 0, 1 << 20, false,
+            "0: one window of the context; S > 0: a long context in windows overlapping by S tokens (HF's "
+            "doc_stride, 128 in run_qa), each a row", true},
        }},
       // Encoder-decoder rows of an input and a target (example_batches.h), as
       // HF's T5 fine-tuning (run_summarization.py): both end with EOS, the

@@ -643,9 +643,9 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
 
   SmallVector<NamedAttribute> paramAttrs;
   for (const auto &[name, value] : params) {
-    // pack = false is the default, left out so that a padded plan's bytes
-    // stay those it had before packing existed.
-    if (name == "pack" && value == 0) continue;
+    // pack = false and doc_stride = 0 are the defaults, left out so that the
+    // plans without them keep the bytes they had before these existed.
+    if ((name == "pack" || name == "doc_stride") && value == 0) continue;
     paramAttrs.push_back(builder.getNamedAttr(name, builder.getF64FloatAttr(value)));
   }
   return std::optional<DictionaryAttr>(builder.getDictionaryAttr({

@@ -150,7 +150,7 @@ ExampleBatcher::~ExampleBatcher() = default;
 
 void ExampleBatcher::epochOrder(uint64_t epoch, std::vector<uint64_t> &order) const {
   // Fisher-Yates, each swap drawn from (seed, epoch, position).
-  const uint64_t n = train_->records();
+  const uint64_t n = trainUnits();
   order.resize(n);
   for (uint64_t i = 0; i < n; ++i) order[i] = i;
   for (uint64_t i = n - 1; i > 0; --i)
@@ -158,7 +158,7 @@ void ExampleBatcher::epochOrder(uint64_t epoch, std::vector<uint64_t> &order) co
 }
 
 uint64_t ExampleBatcher::trainRecord(uint64_t g) const {
-  const uint64_t n = train_->records(), epoch = g / n;
+  const uint64_t n = trainUnits(), epoch = g / n;
   if (epoch != permEpoch_) {
     epochOrder(epoch, perm_);
     permEpoch_ = epoch;
@@ -297,9 +297,16 @@ void ExampleBatcher::fillSeq2Seq(const std::vector<int32_t> &input, const std::v
   }
 }
 
+void ExampleBatcher::fillUnit(const ExampleShard &s, const std::vector<Feature> &features, uint64_t u, int64_t row,
+                              bool ignore, ExampleBatch &out) const {
+  if (docStride_) fillRow(s, features[u].record, row, ignore, out, 0, features[u].window);
+  else fillRow(s, u, row, ignore, out);
+}
+
 void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row, bool ignore, ExampleBatch &out,
-                             int64_t offset) const {
+                             int64_t offset, int64_t window) const {
   std::vector<int32_t> a, b;
+  int64_t spanStart = 0;  // span: the window's first context token
   s.text(record, textA_, a);
   if (textB_ >= 0) s.text(record, textB_, b);
   if (task_ == ExampleTask::Sft) return fillCausal(a, b, row, ignore, "", out, offset);
@@ -329,10 +336,12 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
   if (task_ == ExampleTask::Span) {
     // [CLS] question [SEP] context [SEP]: the question cut to max_question
     // (and to leave the context a token), the context to the rest of the row.
-    int64_t contextStart, kept;
-    spanRow(s, record, contextStart, kept);
+    int64_t contextStart, kept, windowStart;
+    spanRow(s, record, contextStart, kept, window, &windowStart);
     a.resize((size_t)(contextStart - 2));
+    b.erase(b.begin(), b.begin() + windowStart);
     b.resize((size_t)kept);
+    spanStart = windowStart;
   }
   // Room for the texts: the row less [CLS] and one [SEP] per text.
   const size_t room = (size_t)(seq_ - offset) - (textB_ >= 0 ? 3 : 2);
@@ -357,8 +366,8 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
     // HF's run_qa: an answer not wholly in the kept context points at [CLS].
     int64_t first, last;
     s.span(record, span_, first, last);
-    const int64_t contextStart = (int64_t)a.size() + 2;
-    const bool inside = last < (int64_t)b.size();
+    const int64_t contextStart = (int64_t)a.size() + 2 - spanStart;
+    const bool inside = first >= spanStart && last < spanStart + (int64_t)b.size();
     out.ints["start_positions"][row] =
         ignore ? (int32_t)data::kIgnoreIndex : (int32_t)(inside ? contextStart + first : 0);
     out.ints["end_positions"][row] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)(inside ? contextStart + last : 0);
@@ -411,7 +420,7 @@ void ExampleBatcher::trainBatch(uint64_t step, ExampleBatch &out, uint64_t first
     return;
   }
   for (int64_t r = 0; r < rows_; ++r)
-    fillRow(*train_, trainRecord(step * stepRows_ + firstRow + (uint64_t)r), r, false, out);
+    fillUnit(*train_, trainFeatures_, trainRecord(step * stepRows_ + firstRow + (uint64_t)r), r, false, out);
 }
 
 void ExampleBatcher::valBatch(uint64_t index, ExampleBatch &out) const {
@@ -427,8 +436,8 @@ void ExampleBatcher::valBatch(uint64_t index, ExampleBatch &out) const {
   }
   for (int64_t r = 0; r < rows_ && !pack_; ++r) {
     uint64_t g = index * (uint64_t)rows_ + (uint64_t)r;
-    bool past = g >= val_->records();
-    fillRow(*val_, past ? 0 : g, r, past, out);
+    bool past = g >= valUnits();
+    fillUnit(*val_, valFeatures_, past ? 0 : g, r, past, out);
   }
 }
 
@@ -438,15 +447,51 @@ void ExampleBatcher::checkValidation() const {
          "or run with --eval-batches 0)", val_->path().c_str());
 }
 
-void ExampleBatcher::spanRow(const ExampleShard &s, uint64_t record, int64_t &contextStart, int64_t &kept) const {
+void ExampleBatcher::spanRow(const ExampleShard &s, uint64_t record, int64_t &contextStart, int64_t &kept,
+                             int64_t window, int64_t *windowStart) const {
   const int64_t question =
       std::min({(int64_t)s.textLength(record, textA_), maxQuestion_, seq_ - 4});
   contextStart = question + 2;
-  kept = std::min<int64_t>((int64_t)s.textLength(record, textB_), seq_ - question - 3);
+  const int64_t room = seq_ - question - 3, length = (int64_t)s.textLength(record, textB_);
+  const int64_t start = window * (room - docStride_);
+  kept = std::min<int64_t>(length - start, room);
+  if (windowStart) *windowStart = start;
+}
+
+int64_t ExampleBatcher::spanWindows(const ExampleShard &s, uint64_t record) const {
+  int64_t contextStart, kept;
+  spanRow(s, record, contextStart, kept);
+  const int64_t room = seq_ - contextStart - 1, length = (int64_t)s.textLength(record, textB_);
+  if (!docStride_ || length <= room) return 1;
+  const int64_t step = room - docStride_;
+  return 1 + (length - room + step - 1) / step;
+}
+
+void ExampleBatcher::setDocStride(int64_t stride) {
+  if (stride > 0 && task_ != ExampleTask::Span)
+    fail("doc_stride is an option of the span transform, not of %s", taskName(task_));
+  docStride_ = stride;
+  trainFeatures_.clear();
+  valFeatures_.clear();
+  permEpoch_ = UINT64_MAX;
+  if (!stride) return;
+  for (const ExampleShard *s : {train_.get(), val_.get()}) {
+    std::vector<Feature> &f = s == train_.get() ? trainFeatures_ : valFeatures_;
+    for (uint64_t r = 0; r < s->records(); ++r) {
+      int64_t contextStart, kept;
+      spanRow(*s, r, contextStart, kept);
+      const int64_t room = seq_ - contextStart - 1;
+      if ((int64_t)s->textLength(r, textB_) > room && stride >= room)
+        fail("%s: record %llu: doc_stride %lld leaves its windows no new context: the row of %lld has room for %lld "
+             "context tokens after the question (doc_stride must be below it)",
+             s->path().c_str(), (unsigned long long)r, (long long)stride, (long long)seq_, (long long)room);
+      for (int64_t w = 0, n = spanWindows(*s, r); w < n; ++w) f.push_back({r, w});
+    }
+  }
 }
 
 uint64_t ExampleBatcher::valBatches() const {
-  return ((pack_ ? valRows_.rows() : val_->records()) + rows_ - 1) / rows_;
+  return ((pack_ ? valRows_.rows() : valUnits()) + rows_ - 1) / rows_;
 }
 
 }  // namespace lmrt

@@ -36,7 +36,14 @@
    start_positions / end_positions are the row positions of the answer's first
    and last token, or 0 ([CLS]) both when the answer is not wholly in the kept
    context (as HF's run_qa labels such features); -100 on validation rows past
-   the last record.
+   the last record. With doc_stride = S > 0 a context longer than its room
+   (seq - question - 3) is split into windows, as HF's run_qa tokenizes with
+   stride = S: window w keeps context tokens [w * step, w * step + room), step
+   = room - S (consecutive windows share S tokens), until one reaches the
+   context's end; each window is a row of its own (a "feature"), its answer
+   positions those of the answer if wholly inside it, else 0 ([CLS]) both.
+   Training's epochs and validation's batches then go over the features
+   (record by record, in window order) in place of the records.
 
    seq2seq (encoder-decoder, as HF's T5 fine-tuning) rows: `ids` the first
    text field (the input) cut to seq - 1 tokens, then EOS, padded with T5's
@@ -112,8 +119,27 @@ public:
   /* seq2seq: the decoder rows' length (the transform's target_seq). */
   void setTargetSeq(int64_t n) { targetSeq_ = n; }
   /* span: where record's context starts in its row and how many of its
-     tokens the row keeps (the row is [CLS] question [SEP] context [SEP]). */
-  void spanRow(const ExampleShard &s, uint64_t record, int64_t &contextStart, int64_t &kept) const;
+     tokens the row keeps (the row is [CLS] question [SEP] context [SEP]);
+     `window` > 0 with a doc stride: that window, whose first context token
+     is windowStart (else 0). */
+  void spanRow(const ExampleShard &s, uint64_t record, int64_t &contextStart, int64_t &kept, int64_t window = 0,
+               int64_t *windowStart = nullptr) const;
+  /* span: the windows of a record's context (1 without a doc stride). */
+  int64_t spanWindows(const ExampleShard &s, uint64_t record) const;
+  /* span: split long contexts into windows overlapping by `stride` tokens
+     (the transform's doc_stride; 0: one window). Call after setMaxQuestion. */
+  void setDocStride(int64_t stride);
+  int64_t docStride() const { return docStride_; }
+  /* With a doc stride: the (record, window) of each row of training's epoch
+     order and of validation (the features). */
+  struct Feature {
+    uint64_t record;
+    int64_t window;
+  };
+  const std::vector<Feature> &valFeatures() const { return valFeatures_; }
+  /* What an epoch passes over: the records, or with a doc stride the features. */
+  uint64_t trainUnits() const { return docStride_ ? trainFeatures_.size() : train_->records(); }
+  uint64_t valUnits() const { return docStride_ ? valFeatures_.size() : val_->records(); }
   /* span: the context (text) field and the span field. */
   int contextField() const { return textB_; }
   int spanField() const { return span_; }
@@ -140,14 +166,18 @@ public:
 
 private:
   // `offset`: where in the row the example starts (0 unless packed).
+  // `window`: span's context window (doc stride).
   void fillRow(const ExampleShard &shard, uint64_t record, int64_t row, bool ignore, ExampleBatch &out,
-               int64_t offset = 0) const;
+               int64_t offset = 0, int64_t window = 0) const;
   void fillCausal(const std::vector<int32_t> &prompt, const std::vector<int32_t> &response, int64_t row,
                   bool ignore, const std::string &prefix, ExampleBatch &out, int64_t offset = 0) const;
   // A packed row of records[0 .. n).
   void fillPacked(const ExampleShard &shard, const uint64_t *records, uint64_t n, int64_t row, bool ignore,
                   ExampleBatch &out) const;
   void epochOrder(uint64_t epoch, std::vector<uint64_t> &order) const;
+  // Row `row` from unit u of an epoch or of validation (a record, or a feature).
+  void fillUnit(const ExampleShard &shard, const std::vector<Feature> &features, uint64_t u, int64_t row,
+                bool ignore, ExampleBatch &out) const;
   void fillSeq2Seq(const std::vector<int32_t> &input, const std::vector<int32_t> &target, int64_t row, bool ignore,
                    ExampleBatch &out) const;
   void resize(ExampleBatch &out) const;
@@ -163,6 +193,8 @@ private:
   mutable uint64_t permEpoch_ = UINT64_MAX;
   mutable std::vector<uint64_t> perm_;
   bool pack_ = false;
+  int64_t docStride_ = 0;
+  std::vector<Feature> trainFeatures_, valFeatures_;
   PackedRows valRows_;
   // pack: the cumulative training rows of epochs 0, 1, ... (as far as asked),
   // and the last epoch's packing, cached.

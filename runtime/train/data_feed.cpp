@@ -117,6 +117,7 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     if (task == ExampleTask::Span) examples_->setMaxQuestion((int64_t)contract::transformParam(dc, "max_question"));
     if (task == ExampleTask::Seq2Seq) examples_->setTargetSeq((int64_t)contract::transformParam(dc, "target_seq"));
     if (contract::transformParam(dc, "pack") != 0) examples_->setPack(true);
+    if (task == ExampleTask::Span) examples_->setDocStride((int64_t)contract::transformParam(dc, "doc_stride"));
     exampleBatch_ = std::make_unique<ExampleBatch>();
     tokensPerStep_ = double(dc.batch()) * double(dc.seq());
     rows_ = dc.batch();

@@ -44,7 +44,12 @@ struct SpanBest {
   int64_t window = 0, start = 0, end = 0;  // the window's gold row positions (start_positions, end_positions)
   int64_t predStart = -1, predEnd = -1;    // row positions of the answer in that window (-1: none)
   int64_t first = 0, last = -1;            // the answer's context tokens
+  double null = INFINITY;                  // SQuAD v2: the least [CLS] start + end logit over the windows
 };
+
+/* HF's null_score_diff_threshold (its default): a SQuAD v2 record's answer is
+   "no answer" when its null score exceeds its best answer's by more. */
+constexpr double kNullScoreDiffThreshold = 0.0;
 
 /* Weighs window `window` of record `rec` (row r of the batch, logits y):
    the positions s <= e of its context maximizing start_logit[s] +
@@ -64,9 +69,12 @@ void weighSpanWindow(const ExampleBatcher &ex, uint64_t rec, int64_t window, con
     return reinterpret_cast<const int32_t *>(it->second.data);
   };
   const int32_t *starts = input("start_positions"), *ends = input("end_positions");
+  best.null = std::min(best.null, logit(0, 0) + logit(0, 1));
   auto consider = [&](int64_t s, int64_t e) {
     if (double v = logit(s, 0) + logit(e, 1); v > best.score) {
+      const double null = best.null;
       best = SpanBest{v, window, starts[r], ends[r], s, e, s - contextStart + windowStart, e - contextStart + windowStart};
+      best.null = null;
     }
   };
   const int64_t lo = contextStart, hi = contextStart + kept;  // the window's context positions [lo, hi)
@@ -89,11 +97,22 @@ void weighSpanWindow(const ExampleBatcher &ex, uint64_t rec, int64_t window, con
       if (s >= lo && s < hi && e >= lo && e < hi && e >= s && e - s + 1 <= kMaxAnswer) consider(s, e);
 }
 
-/* A span record's line: its best answer as text, and the gold answer. */
-std::string spanLine(const ExampleBatcher &ex, uint64_t rec, const SpanBest &best) {
+/* A span record's line: its best answer as text, and the gold answer. With
+   `v2` (SQuAD v2: the split has unanswerable records) the answer is "no
+   answer" (empty, at [CLS]) when the null score minus the best answer's
+   exceeds HF's threshold, and an unanswerable record's gold answers are []. */
+std::string spanLine(const ExampleBatcher &ex, uint64_t rec, SpanBest best, bool v2) {
   const ExampleShard &shard = ex.valShard();
   int64_t first, last;
   shard.span(rec, ex.spanField(), first, last);
+  std::string diff;
+  if (v2) {
+    const double d = best.null - best.score;  // +inf without any answer
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ", \"null_score_diff\": %.9g", std::isfinite(d) ? d : 1e300);
+    diff = buf;
+    if (d > kNullScoreDiffThreshold) best.predStart = best.predEnd = 0, best.first = 0, best.last = -1;
+  }
   std::vector<int32_t> context;
   shard.text(rec, ex.contextField(), context);
   auto bytes = [&](int64_t a, int64_t b) {  // context tokens [a, b] as text (byte data)
@@ -106,7 +125,7 @@ std::string spanLine(const ExampleBatcher &ex, uint64_t rec, const SpanBest &bes
          ", \"start\": " + std::to_string(best.start) + ", \"end\": " + std::to_string(best.end) +
          ", \"pred_start\": " + std::to_string(best.predStart) + ", \"pred_end\": " + std::to_string(best.predEnd) +
          ", \"prediction\": " + json::quote(bytes(best.first, best.last)) + ", \"answers\": [" +
-         json::quote(bytes(first, last)) + "]}";
+         (first < 0 ? std::string() : json::quote(bytes(first, last))) + "]" + diff + "}";
 }
 
 }  // namespace
@@ -137,6 +156,14 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
   std::string out;
   char buf[64];
   SpanBest spanBest;
+  // SQuAD v2: a validation record without an answer makes every record's
+  // prediction weigh "no answer" too.
+  bool v2 = false;
+  for (uint64_t r = 0; span && r < records; ++r) {
+    int64_t first, last;
+    ex.valShard().span(r, ex.spanField(), first, last);
+    v2 |= first < 0;
+  }
   for (uint64_t b = 0; b < ex.valBatches(); ++b) {
     const std::map<std::string, TensorRef> &all = data.valInputs(b);
     std::map<std::string, TensorRef> feed;
@@ -164,7 +191,7 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
         if (window == 0) spanBest = SpanBest();
         weighSpanWindow(ex, rec, window, y, r, s.plan().data().seq(), all, spanBest);
         const bool lastWindow = u + 1 == ex.valUnits() || !ex.docStride() || ex.valFeatures()[u + 1].window == 0;
-        if (lastWindow) out += spanLine(ex, rec, spanBest) + "\n";
+        if (lastWindow) out += spanLine(ex, rec, spanBest, v2) + "\n";
       }
       continue;
     }

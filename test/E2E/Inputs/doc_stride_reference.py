@@ -11,7 +11,9 @@ same validation records (byte tokens, as the transform's):
 - postprocess_qa_predictions (n_best_size 20, max_answer_length 30): for each
   window the 20 largest start and end logits, pairs inside the context with
   start <= end and at most 30 tokens, the best start + end logit over all the
-  record's windows.
+  record's windows; with --v2 (version_2_with_negative) the answer is "" when
+  the least [CLS] start + end logit over the windows exceeds that best by more
+  than null_score_diff_threshold 0.
 
 The windows' logits come from the plan's forward program (lmrt forward
 --inputs) on the rows built here, so the rows, the labels of the winning
@@ -41,8 +43,11 @@ def features(rec, seq, max_question, stride):
     q = q[:min(len(q), max_question, seq - 4)]
     ctx = list(rec["context"].encode())
     ans = rec["answers"]
-    first = len(rec["context"][:ans["answer_start"][0]].encode())
-    last = first + len(ans["text"][0].encode()) - 1
+    if ans["text"]:
+        first = len(rec["context"][:ans["answer_start"][0]].encode())
+        last = first + len(ans["text"][0].encode()) - 1
+    else:  # SQuAD v2's unanswerable question: every window points at [CLS]
+        first = last = -1
     room = seq - len(q) - 3
     out, lo = [], 0
     while True:
@@ -51,7 +56,7 @@ def features(rec, seq, max_question, stride):
         seg = [0] * (len(q) + 2) + [1] * (hi - lo + 1)
         n = len(ids)
         c0 = len(q) + 2
-        inside = first >= lo and last < hi
+        inside = first >= lo and last < hi and first >= 0
         out.append((ids + [PAD] * (seq - n), seg + [0] * (seq - n), [1.0] * n + [0.0] * (seq - n),
                     c0 + first - lo if inside else 0, c0 + last - lo if inside else 0, lo, hi, c0))
         if hi >= len(ctx):
@@ -76,6 +81,7 @@ def main():
     ap.add_argument("--stride", type=int, required=True)
     ap.add_argument("--batch", type=int, required=True, help="the plan's batch")
     ap.add_argument("--lmrt", default="lmrt")
+    ap.add_argument("--v2", action="store_true")
     a = ap.parse_args()
     records = [json.loads(line) for line in open(a.jsonl) if line.strip()]
     feats = [(i, w, f) for i, r in enumerate(records)
@@ -107,9 +113,10 @@ def main():
                 logits.append((list(row[0::2]), list(row[1::2])))
 
     # postprocess_qa_predictions, then lmrt's lines.
-    best = {}
+    best, null = {}, {}
     for (i, w, f), (sl, el) in zip(feats, logits):
         lo, hi, c0 = f[5], f[6], f[7]
+        null[i] = min(null.get(i, float("inf")), sl[0] + el[0])
         for s in top(sl, 20):
             for e in top(el, 20):
                 if not (c0 <= s < c0 + hi - lo and c0 <= e < c0 + hi - lo) or e < s or e - s + 1 > 30:
@@ -118,19 +125,27 @@ def main():
                 if i not in best or score > best[i][0]:
                     best[i] = (score, w, f, s, e)
     lines = [json.loads(line) for line in open(a.predictions)]
-    same_text = same_window = same_gold = 0
+    same_text = same_window = same_gold = same_diff = no_answer = 0
     for line in lines:
         i = line["record"]
-        _, w, f, s, e = best.get(i, (0, 0, feats[0][2], -1, -1))
+        score, w, f, s, e = best.get(i, (float("-inf"), 0, feats[0][2], -1, -1))
         ctx = records[i]["context"].encode()
         text = ctx[f[5] + s - f[7]:f[5] + e - f[7] + 1].decode("utf-8", "replace") if s >= 0 else ""
+        if a.v2:
+            diff = null[i] - score
+            same_diff += abs(line["null_score_diff"] - diff) <= 1e-4 * max(1.0, abs(diff))
+            if diff > 0.0:
+                text, s, e = "", 0, 0
+                no_answer += 1
         same_text += line["prediction"] == text
         same_window += line["window"] == w and line["pred_start"] == s and line["pred_end"] == e
         same_gold += line["start"] == f[3] and line["end"] == f[4]
     n = len(records)
-    ok = len(lines) == n and same_text == n and same_window == n and same_gold == n
+    ok = len(lines) == n and same_text == n and same_window == n and same_gold == n and (not a.v2 or same_diff == n)
     print(f"predictions: {len(lines)} lines; the reference's answer text {same_text}, window and positions "
           f"{same_window}, the window's gold positions {same_gold} of {n}")
+    if a.v2:
+        print(f"v2: null score differences {same_diff} of {n}; {no_answer} answered 'no answer'")
     print("doc stride reference: " + ("ok" if ok else "FAILED"))
     return 0 if ok else 1
 

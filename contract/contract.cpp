@@ -411,11 +411,12 @@ std::vector<const plan::Input *> dataInputs(const plan::Program &program) {
 std::string expectedTransformInput(const plan::Input &in, const plan::DataConfig &d) {
   const data::TransformSpec *spec = data::findTransform(d.transform());
   if (!spec) return "an input of a known transform";
-  bool nsp = transformParam(d, "nsp") != 0, sop = transformParam(d, "sop") != 0;
+  bool nsp = transformParam(d, "nsp") != 0, sop = transformParam(d, "sop") != 0,
+       pack = transformParam(d, "pack") != 0;
   const data::TransformOutput *o = data::findOutput(*spec, in.name());
-  if (!o || !data::produces(*o, nsp, sop))
+  if (!o || !data::produces(*o, nsp, sop, pack))
     return "one of the inputs transform '" + d.transform() + "' produces (" +
-           data::outputNames(*spec, nsp, sop) + ")";
+           data::outputNames(*spec, nsp, sop, pack) + ")";
   const plan::TensorType &t = in.type();
   bool dtypeOk = o->isFloat ? (t.dtype() == plan::F32 || t.dtype() == plan::F64) : t.dtype() == plan::I32;
   const int64_t len = o->targetSeq ? data::targetSeqLength(d.transform(), d.seq(),

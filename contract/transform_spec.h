@@ -78,6 +78,10 @@ inline SpanCorruptionLengths spanCorruptionLengths(int64_t inputs, double densit
    the transform parameter named by boundParam; Seq: seq (positions in a row). */
 enum class Bound { None, Vocab, Two, Rows, Param, Seq };
 
+/* Outputs of a transform with a `pack` parameter (several examples a row,
+   runtime/data/packing.h) exist in both layouts, only packed or only padded. */
+enum class Packing { Any, Only, Never };
+
 struct TransformOutput {
   const char *name;
   bool isFloat;      // f32 (or the plan's float type); else i32
@@ -89,6 +93,7 @@ struct TransformOutput {
   const char *boundParam = nullptr;  // Bound::Param: the parameter whose value bounds the ids
   bool needsSop = false;  // produced only with sop = 1
   bool targetSeq = false;  // shape [batch, target_seq] (the decoder's side, targetSeqLength); else [batch, seq]
+  Packing packing = Packing::Any;  // whether the output exists with pack = 1, without it, or both
 };
 
 struct TransformParam {
@@ -141,6 +146,20 @@ struct TransformSpec {
 };
 
 inline const std::vector<TransformSpec> &transformSpecs() {
+  // The outputs and the parameter of every transform that packs
+  // (runtime/data/packing.h).
+  const TransformOutput docIds{
+      "doc_ids", false, false, Bound::Seq, false, false,
+      "k on the tokens of the row's k-th example (0, 1, ...), the row's count of examples on its padding: "
+      "attention(..., segments = doc_ids) keeps each example to itself",
+      nullptr, false, false, Packing::Only};
+  const TransformOutput positions{
+      "positions", false, false, Bound::Seq, false, false,
+      "a token's position in its example (0 at its first token; the padding counts on from 0)", nullptr, false,
+      false, Packing::Only};
+  const TransformParam pack{"pack", 0.0, 0.0, 1.0, true,
+                            "several examples a row (in the epoch's order, a row closed when the next example "
+                            "does not fit), attention kept within each by doc_ids"};
   static const std::vector<TransformSpec> specs = {
       {"causal", {}, {}},
       {"mlm",
@@ -219,12 +238,23 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"segments", false, false, Bound::Two, false, false, "0 up to the first [SEP], 1 after, 0 on padding"},
            {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
            {"labels", false, true, Bound::Param, true, false,
-            "the record's label; -100 on validation rows past the last record", "classes"},
+            "the record's label; -100 on validation rows past the last record", "classes", false, false,
+            Packing::Never},
            {"last", false, true, Bound::Rows, false, false,
-            "row b * seq + i of the row's last real token (last-token pooling)"},
+            "row b * seq + i of the row's last real token (last-token pooling)", nullptr, false, false,
+            Packing::Never},
+           docIds,
+           positions,
+           {"cls_index", false, false, Bound::Rows, false, false,
+            "row b * seq + i of the [CLS] of the row's k-th example at [b, k] (b * seq past the row's examples)",
+            nullptr, false, false, Packing::Only},
+           {"example_labels", false, false, Bound::Param, true, false,
+            "the label of the row's k-th example at [b, k]; -100 past the row's examples", "classes", false, false,
+            Packing::Only},
        },
        {
            {"classes", 2, 1, 1 << 20, false, "the number of classes (labels are 0 .. classes - 1)", true},
+           pack,
        }},
       {"regression",
        {
@@ -265,6 +295,9 @@ inline const std::vector<TransformSpec> &transformSpecs() {
        {
            {"max_question", 64, 1, 1 << 20, false,
             "the most tokens a question keeps (BERT's max_query_length); the context fills the rest", true},
+           {"doc_stride", 0, 0, 1 << 20, false,
+            "0: one window of the context; S > 0: a long context in windows overlapping by S tokens (HF's "
+            "doc_stride, 128 in run_qa), each a row", true},
        }},
       // Encoder-decoder rows of an input and a target (example_batches.h), as
       // HF's T5 fine-tuning (run_summarization.py): both end with EOS, the
@@ -291,9 +324,14 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"labels", false, false, Bound::Vocab, true, false,
             "the next token where it is the response's or the final [SEP], -100 elsewhere"},
            {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
-           {"last", false, true, Bound::Rows, false, false, "row b * seq + i of the row's final [SEP]"},
+           {"last", false, true, Bound::Rows, false, false, "row b * seq + i of the row's final [SEP]", nullptr,
+            false, false, Packing::Never},
+           docIds,
+           positions,
        },
-       {}},
+       {
+           pack,
+       }},
       {"preference",
        {
            {"chosen_ids", false, false, Bound::Vocab, false, false, "prompt chosen [SEP] [PAD]..."},
@@ -331,16 +369,25 @@ inline std::string transformNames() {
   return s;
 }
 
-/* Whether the transform produces output `o` with these pair options. */
-inline bool produces(const TransformOutput &o, bool nsp, bool sop = false) {
-  return (nsp || !o.needsNsp) && (sop || !o.needsSop);
+/* Whether the transform produces output `o` with these pair and packing options. */
+inline bool produces(const TransformOutput &o, bool nsp, bool sop = false, bool pack = false) {
+  return (nsp || !o.needsNsp) && (sop || !o.needsSop) && o.packing != (pack ? Packing::Never : Packing::Only);
 }
 
-inline std::string outputNames(const TransformSpec &spec, bool nsp, bool sop = false) {
+inline std::string outputNames(const TransformSpec &spec, bool nsp, bool sop = false, bool pack = false) {
   std::string s;
   for (const TransformOutput &o : spec.outputs)
-    if (produces(o, nsp, sop)) s += (s.empty() ? "" : ", ") + std::string(o.name);
+    if (produces(o, nsp, sop, pack)) s += (s.empty() ? "" : ", ") + std::string(o.name);
   return s;
+}
+
+/* Why `o` is not produced with these options, for errors ("" if it is). */
+inline std::string notProducedBecause(const TransformOutput &o, bool nsp, bool sop, bool pack) {
+  if (o.needsNsp && !nsp) return " without nsp = true";
+  if (o.needsSop && !sop) return " without sop = true";
+  if (o.packing == Packing::Only && !pack) return " without pack = true";
+  if (o.packing == Packing::Never && pack) return " with pack = true";
+  return "";
 }
 
 /* The length of the targetSeq outputs of `transform` for inputs of `seq` ids:

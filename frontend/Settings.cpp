@@ -526,6 +526,7 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
   for (const data::TransformParam &p : spec->params)
     params.emplace(p.name, p.defaultValue);
   bool nsp = params.count("nsp") && params["nsp"] != 0, sop = params.count("sop") && params["sop"] != 0;
+  bool pack = params.count("pack") && params["pack"] != 0;
   if (nsp && sop)
     return error(e.loc) << e.name << ": nsp = true and sop = true cannot be combined (a row is one "
                         << "kind of sentence pair)";
@@ -559,15 +560,15 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
     argAttrs.push_back(op.getArgAttrDict(i) ? op.getArgAttrDict(i) : builder.getDictionaryAttr({}));
   if (objective.params.empty())
     return error(objective.nameLoc) << "objective '" << objective.name << "' reads no input of "
-                                    << e.name << " (it produces " << data::outputNames(*spec, nsp, sop)
+                                    << e.name << " (it produces " << data::outputNames(*spec, nsp, sop, pack)
                                     << ")";
   for (size_t i = 0; i < objective.params.size(); ++i) {
     const ast::Parameter &p = objective.params[i];
     const data::TransformOutput *o = data::findOutput(*spec, p.name);
-    if (!o || !data::produces(*o, nsp, sop))
+    if (!o || !data::produces(*o, nsp, sop, pack))
       return error(p.loc) << "input '" << p.name << "' is not produced by data transform " << e.name
-                          << (o ? (o->needsSop ? " without sop = true" : " without nsp = true") : "")
-                          << " (it produces " << data::outputNames(*spec, nsp, sop) << ")";
+                          << (o ? data::notProducedBecause(*o, nsp, sop, pack) : "")
+                          << " (it produces " << data::outputNames(*spec, nsp, sop, pack) << ")";
     auto type = cast<RankedTensorType>(op.getArgument(i).getType());
     bool dtypeOk = o->isFloat ? isa<FloatType>(type.getElementType())
                               : type.getElementType().isInteger(32);
@@ -652,8 +653,12 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::dataAttr(const ast::Function &
   op.setAllArgAttrs(argAttrs); // one array, not one per argument (quadratic in the parameters)
 
   SmallVector<NamedAttribute> paramAttrs;
-  for (const auto &[name, value] : params)
+  for (const auto &[name, value] : params) {
+    // pack = false and doc_stride = 0 are the defaults, left out so that the
+    // plans without them keep the bytes they had before these existed.
+    if ((name == "pack" || name == "doc_stride") && value == 0) continue;
     paramAttrs.push_back(builder.getNamedAttr(name, builder.getF64FloatAttr(value)));
+  }
   return std::optional<DictionaryAttr>(builder.getDictionaryAttr({
       builder.getNamedAttr("transform", builder.getStringAttr(e.name)),
       builder.getNamedAttr("batch", builder.getI64IntegerAttr(batch)),

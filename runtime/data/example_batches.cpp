@@ -148,17 +148,59 @@ ExampleBatcher::ExampleBatcher(const std::string &dirIn, ExampleTask task, int64
 
 ExampleBatcher::~ExampleBatcher() = default;
 
+void ExampleBatcher::epochOrder(uint64_t epoch, std::vector<uint64_t> &order) const {
+  // Fisher-Yates, each swap drawn from (seed, epoch, position).
+  const uint64_t n = trainUnits();
+  order.resize(n);
+  for (uint64_t i = 0; i < n; ++i) order[i] = i;
+  for (uint64_t i = n - 1; i > 0; --i)
+    std::swap(order[i], order[uniformBelow(counterRandom(seed_, RngStream::Epochs, epoch, i), i + 1)]);
+}
+
 uint64_t ExampleBatcher::trainRecord(uint64_t g) const {
-  const uint64_t n = train_->records(), epoch = g / n;
+  const uint64_t n = trainUnits(), epoch = g / n;
   if (epoch != permEpoch_) {
-    // Fisher-Yates, each swap drawn from (seed, epoch, position).
-    perm_.resize(n);
-    for (uint64_t i = 0; i < n; ++i) perm_[i] = i;
-    for (uint64_t i = n - 1; i > 0; --i)
-      std::swap(perm_[i], perm_[uniformBelow(counterRandom(seed_, RngStream::Epochs, epoch, i), i + 1)]);
+    epochOrder(epoch, perm_);
     permEpoch_ = epoch;
   }
   return perm_[g % n];
+}
+
+int64_t ExampleBatcher::exampleLength(const ExampleShard &s, uint64_t record) const {
+  const int64_t a = (int64_t)s.textLength(record, textA_), b = textB_ >= 0 ? (int64_t)s.textLength(record, textB_) : 0;
+  // sft: prompt response [SEP]; classify: [CLS] A [SEP] (B [SEP]).
+  const int64_t n = task_ == ExampleTask::Sft ? a + b + 1 : 2 + a + (textB_ >= 0 ? b + 1 : 0);
+  return std::min(n, seq_);
+}
+
+void ExampleBatcher::setPack(bool on) {
+  if (on && task_ != ExampleTask::Classify && task_ != ExampleTask::Sft)
+    fail("pack = true is an option of the classify and sft transforms, not of %s", taskName(task_));
+  pack_ = on;
+  epochRowsEnd_.clear();
+  packEpoch_ = UINT64_MAX;
+  valRows_ = PackedRows();
+  if (!on) return;
+  std::vector<uint64_t> order(val_->records());
+  for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
+  valRows_ = packRows(order, seq_, [&](uint64_t r) { return exampleLength(*val_, r); });
+}
+
+const PackedRows &ExampleBatcher::trainRows(uint64_t epoch) const {
+  if (epoch != packEpoch_) {
+    std::vector<uint64_t> order;
+    epochOrder(epoch, order);
+    packRows_ = packRows(order, seq_, [&](uint64_t r) { return exampleLength(*train_, r); });
+    packEpoch_ = epoch;
+  }
+  return packRows_;
+}
+
+uint64_t ExampleBatcher::trainRowsOfEpochs(uint64_t epochs) const {
+  while (epochRowsEnd_.size() < epochs)
+    epochRowsEnd_.push_back((epochRowsEnd_.empty() ? 0 : epochRowsEnd_.back()) +
+                            trainRows(epochRowsEnd_.size()).rows());
+  return epochs == 0 ? 0 : epochRowsEnd_[epochs - 1];
 }
 
 void ExampleBatcher::resize(ExampleBatch &out) const {
@@ -169,8 +211,12 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
     out.ints[p + "ids"].assign(cells, data::kPad);
     out.ints[p + "labels"].assign(cells, (int32_t)data::kIgnoreIndex);
     out.floats[mask].assign(cells, 0.0f);
-    out.ints[p + "last"].assign(rows_, 0);
+    if (!pack_) out.ints[p + "last"].assign(rows_, 0);
   };
+  if (pack_) {
+    out.ints["doc_ids"].assign(cells, 0);
+    out.ints["positions"].assign(cells, 0);
+  }
   if (task_ == ExampleTask::Sft) return causalRows("", "attention_mask");
   if (task_ == ExampleTask::Seq2Seq) {
     const size_t targetCells = (size_t)(rows_ * targetSeq_);
@@ -197,27 +243,37 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
     out.ints["end_positions"].assign(rows_, 0);
     return;
   }
+  if (pack_) {
+    // Slots past a row's examples read its first [CLS] and carry no label.
+    std::vector<int32_t> &cls = out.ints["cls_index"];
+    cls.resize(cells);
+    for (int64_t r = 0; r < rows_; ++r) std::fill_n(&cls[r * seq_], seq_, (int32_t)(r * seq_));
+    out.ints["example_labels"].assign(cells, (int32_t)data::kIgnoreIndex);
+    return;
+  }
   out.ints["last"].assign(rows_, 0);
   if (task_ == ExampleTask::Classify) out.ints["labels"].assign(rows_, 0);
   else out.floats["targets"].assign(rows_, 0.0f);
 }
 
 void ExampleBatcher::fillCausal(const std::vector<int32_t> &prompt, const std::vector<int32_t> &response,
-                                int64_t row, bool ignore, const std::string &prefix, ExampleBatch &out) const {
+                                int64_t row, bool ignore, const std::string &prefix, ExampleBatch &out,
+                                int64_t offset) const {
   const char *mask = prefix.empty() ? "attention_mask" : prefix == "chosen_" ? "chosen_mask" : "rejected_mask";
-  int32_t *ids = &out.ints[prefix + "ids"][row * seq_], *labels = &out.ints[prefix + "labels"][row * seq_];
-  float *att = &out.floats[mask][row * seq_];
+  const int64_t base = row * seq_ + offset;
+  int32_t *ids = &out.ints[prefix + "ids"][base], *labels = &out.ints[prefix + "labels"][base];
+  float *att = &out.floats[mask][base];
   std::vector<int32_t> row_(prompt);
   row_.insert(row_.end(), response.begin(), response.end());
   row_.push_back(data::kSep);  // the end of the response, which the model learns to predict
-  const int64_t n = std::min<int64_t>((int64_t)row_.size(), seq_);
+  const int64_t n = std::min<int64_t>((int64_t)row_.size(), seq_ - offset);
   for (int64_t t = 0; t < n; ++t) {
     ids[t] = row_[t];
     att[t] = 1.0f;
     // Position t predicts token t + 1: a loss only where that token is the response's.
     if (!ignore && t + 1 < n && t + 1 >= (int64_t)prompt.size()) labels[t] = row_[t + 1];
   }
-  out.ints[prefix + "last"][row] = (int32_t)(row * seq_ + n - 1);
+  if (!pack_) out.ints[prefix + "last"][row] = (int32_t)(base + n - 1);
 }
 
 void ExampleBatcher::fillSeq2Seq(const std::vector<int32_t> &input, const std::vector<int32_t> &target, int64_t row,
@@ -241,12 +297,19 @@ void ExampleBatcher::fillSeq2Seq(const std::vector<int32_t> &input, const std::v
   }
 }
 
-void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row, bool ignore,
-                             ExampleBatch &out) const {
+void ExampleBatcher::fillUnit(const ExampleShard &s, const std::vector<Feature> &features, uint64_t u, int64_t row,
+                              bool ignore, ExampleBatch &out) const {
+  if (docStride_) fillRow(s, features[u].record, row, ignore, out, 0, features[u].window);
+  else fillRow(s, u, row, ignore, out);
+}
+
+void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row, bool ignore, ExampleBatch &out,
+                             int64_t offset, int64_t window) const {
   std::vector<int32_t> a, b;
+  int64_t spanStart = 0;  // span: the window's first context token
   s.text(record, textA_, a);
   if (textB_ >= 0) s.text(record, textB_, b);
-  if (task_ == ExampleTask::Sft) return fillCausal(a, b, row, ignore, "", out);
+  if (task_ == ExampleTask::Sft) return fillCausal(a, b, row, ignore, "", out, offset);
   if (task_ == ExampleTask::Seq2Seq) return fillSeq2Seq(a, b, row, ignore, out);
   if (task_ == ExampleTask::Preference) {
     std::vector<int32_t> c;
@@ -273,16 +336,18 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
   if (task_ == ExampleTask::Span) {
     // [CLS] question [SEP] context [SEP]: the question cut to max_question
     // (and to leave the context a token), the context to the rest of the row.
-    int64_t contextStart, kept;
-    spanRow(s, record, contextStart, kept);
+    int64_t contextStart, kept, windowStart;
+    spanRow(s, record, contextStart, kept, window, &windowStart);
     a.resize((size_t)(contextStart - 2));
+    b.erase(b.begin(), b.begin() + windowStart);
     b.resize((size_t)kept);
+    spanStart = windowStart;
   }
   // Room for the texts: the row less [CLS] and one [SEP] per text.
-  const size_t room = (size_t)seq_ - (textB_ >= 0 ? 3 : 2);
+  const size_t room = (size_t)(seq_ - offset) - (textB_ >= 0 ? 3 : 2);
   while (a.size() + b.size() > room) (a.size() >= b.size() ? a : b).pop_back();
-  int32_t *ids = &out.ints["ids"][row * seq_], *seg = &out.ints["segments"][row * seq_];
-  float *att = &out.floats["attention_mask"][row * seq_];
+  int32_t *ids = &out.ints["ids"][row * seq_ + offset], *seg = &out.ints["segments"][row * seq_ + offset];
+  float *att = &out.floats["attention_mask"][row * seq_ + offset];
   int64_t at = 0;
   auto put = [&](int32_t id, int32_t segment) {
     ids[at] = id;
@@ -301,32 +366,78 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
     // HF's run_qa: an answer not wholly in the kept context points at [CLS].
     int64_t first, last;
     s.span(record, span_, first, last);
-    const int64_t contextStart = (int64_t)a.size() + 2;
-    const bool inside = last < (int64_t)b.size();
+    const int64_t contextStart = (int64_t)a.size() + 2 - spanStart;
+    const bool inside = first >= spanStart && last < spanStart + (int64_t)b.size();
     out.ints["start_positions"][row] =
         ignore ? (int32_t)data::kIgnoreIndex : (int32_t)(inside ? contextStart + first : 0);
     out.ints["end_positions"][row] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)(inside ? contextStart + last : 0);
     return;
   }
+  if (pack_) return;  // fillPacked writes the example's index and label
   out.ints["last"][row] = (int32_t)(row * seq_ + at - 1);
   if (label_ >= 0)
     out.ints["labels"][row] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)s.label(record, label_);
   if (target_ >= 0) out.floats["targets"][row] = (float)s.target(record, target_);
 }
 
+void ExampleBatcher::fillPacked(const ExampleShard &s, const uint64_t *records, uint64_t n, int64_t row, bool ignore,
+                                ExampleBatch &out) const {
+  int32_t *doc = &out.ints["doc_ids"][row * seq_], *pos = &out.ints["positions"][row * seq_];
+  int64_t at = 0;
+  for (uint64_t k = 0; k < n; ++k) {
+    const int64_t len = exampleLength(s, records[k]);
+    fillRow(s, records[k], row, ignore, out, at);
+    for (int64_t t = 0; t < len; ++t) {
+      doc[at + t] = (int32_t)k;
+      pos[at + t] = (int32_t)t;
+    }
+    if (task_ == ExampleTask::Classify) {
+      out.ints["cls_index"][row * seq_ + (int64_t)k] = (int32_t)(row * seq_ + at);
+      out.ints["example_labels"][row * seq_ + (int64_t)k] =
+          ignore ? (int32_t)data::kIgnoreIndex : (int32_t)s.label(records[k], label_);
+    }
+    at += len;
+  }
+  // The padding is one more document, which no example's token sees.
+  for (int64_t t = at; t < seq_; ++t) {
+    doc[t] = (int32_t)n;
+    pos[t] = (int32_t)(t - at);
+  }
+}
+
 void ExampleBatcher::trainBatch(uint64_t step, ExampleBatch &out, uint64_t firstRow) const {
   resize(out);
+  if (pack_) {
+    for (int64_t r = 0; r < rows_; ++r) {
+      // Row g of the epochs' packed rows laid end to end.
+      const uint64_t g = step * stepRows_ + firstRow + (uint64_t)r;
+      uint64_t epoch = 0;
+      while (trainRowsOfEpochs(epoch + 1) <= g) ++epoch;
+      const uint64_t i = g - trainRowsOfEpochs(epoch);
+      const PackedRows &p = trainRows(epoch);
+      fillPacked(*train_, &p.records[p.start[i]], p.start[i + 1] - p.start[i], r, false, out);
+    }
+    return;
+  }
   for (int64_t r = 0; r < rows_; ++r)
-    fillRow(*train_, trainRecord(step * stepRows_ + firstRow + (uint64_t)r), r, false, out);
+    fillUnit(*train_, trainFeatures_, trainRecord(step * stepRows_ + firstRow + (uint64_t)r), r, false, out);
 }
 
 void ExampleBatcher::valBatch(uint64_t index, ExampleBatch &out) const {
   checkValidation();
   resize(out);
-  for (int64_t r = 0; r < rows_; ++r) {
+  for (int64_t r = 0; r < rows_ && pack_; ++r) {
+    const uint64_t g = index * (uint64_t)rows_ + (uint64_t)r, zero = 0;
+    if (g < valRows_.rows())
+      fillPacked(*val_, &valRows_.records[valRows_.start[g]], valRows_.start[g + 1] - valRows_.start[g], r, false,
+                 out);
+    else
+      fillPacked(*val_, &zero, 1, r, true, out);
+  }
+  for (int64_t r = 0; r < rows_ && !pack_; ++r) {
     uint64_t g = index * (uint64_t)rows_ + (uint64_t)r;
-    bool past = g >= val_->records();
-    fillRow(*val_, past ? 0 : g, r, past, out);
+    bool past = g >= valUnits();
+    fillUnit(*val_, valFeatures_, past ? 0 : g, r, past, out);
   }
 }
 
@@ -336,13 +447,51 @@ void ExampleBatcher::checkValidation() const {
          "or run with --eval-batches 0)", val_->path().c_str());
 }
 
-void ExampleBatcher::spanRow(const ExampleShard &s, uint64_t record, int64_t &contextStart, int64_t &kept) const {
+void ExampleBatcher::spanRow(const ExampleShard &s, uint64_t record, int64_t &contextStart, int64_t &kept,
+                             int64_t window, int64_t *windowStart) const {
   const int64_t question =
       std::min({(int64_t)s.textLength(record, textA_), maxQuestion_, seq_ - 4});
   contextStart = question + 2;
-  kept = std::min<int64_t>((int64_t)s.textLength(record, textB_), seq_ - question - 3);
+  const int64_t room = seq_ - question - 3, length = (int64_t)s.textLength(record, textB_);
+  const int64_t start = window * (room - docStride_);
+  kept = std::min<int64_t>(length - start, room);
+  if (windowStart) *windowStart = start;
 }
 
-uint64_t ExampleBatcher::valBatches() const { return (val_->records() + rows_ - 1) / rows_; }
+int64_t ExampleBatcher::spanWindows(const ExampleShard &s, uint64_t record) const {
+  int64_t contextStart, kept;
+  spanRow(s, record, contextStart, kept);
+  const int64_t room = seq_ - contextStart - 1, length = (int64_t)s.textLength(record, textB_);
+  if (!docStride_ || length <= room) return 1;
+  const int64_t step = room - docStride_;
+  return 1 + (length - room + step - 1) / step;
+}
+
+void ExampleBatcher::setDocStride(int64_t stride) {
+  if (stride > 0 && task_ != ExampleTask::Span)
+    fail("doc_stride is an option of the span transform, not of %s", taskName(task_));
+  docStride_ = stride;
+  trainFeatures_.clear();
+  valFeatures_.clear();
+  permEpoch_ = UINT64_MAX;
+  if (!stride) return;
+  for (const ExampleShard *s : {train_.get(), val_.get()}) {
+    std::vector<Feature> &f = s == train_.get() ? trainFeatures_ : valFeatures_;
+    for (uint64_t r = 0; r < s->records(); ++r) {
+      int64_t contextStart, kept;
+      spanRow(*s, r, contextStart, kept);
+      const int64_t room = seq_ - contextStart - 1;
+      if ((int64_t)s->textLength(r, textB_) > room && stride >= room)
+        fail("%s: record %llu: doc_stride %lld leaves its windows no new context: the row of %lld has room for %lld "
+             "context tokens after the question (doc_stride must be below it)",
+             s->path().c_str(), (unsigned long long)r, (long long)stride, (long long)seq_, (long long)room);
+      for (int64_t w = 0, n = spanWindows(*s, r); w < n; ++w) f.push_back({r, w});
+    }
+  }
+}
+
+uint64_t ExampleBatcher::valBatches() const {
+  return ((pack_ ? valRows_.rows() : valUnits()) + rows_ - 1) / rows_;
+}
 
 }  // namespace lmrt

@@ -36,7 +36,14 @@
    start_positions / end_positions are the row positions of the answer's first
    and last token, or 0 ([CLS]) both when the answer is not wholly in the kept
    context (as HF's run_qa labels such features); -100 on validation rows past
-   the last record.
+   the last record. With doc_stride = S > 0 a context longer than its room
+   (seq - question - 3) is split into windows, as HF's run_qa tokenizes with
+   stride = S: window w keeps context tokens [w * step, w * step + room), step
+   = room - S (consecutive windows share S tokens), until one reaches the
+   context's end; each window is a row of its own (a "feature"), its answer
+   positions those of the answer if wholly inside it, else 0 ([CLS]) both.
+   Training's epochs and validation's batches then go over the features
+   (record by record, in window order) in place of the records.
 
    seq2seq (encoder-decoder, as HF's T5 fine-tuning) rows: `ids` the first
    text field (the input) cut to seq - 1 tokens, then EOS, padded with T5's
@@ -54,8 +61,19 @@
    with label -100 (the ignore index; sft, preference and seq2seq: every label -100),
    so `cross_entropy` and `accuracy` with ignore_index = -100 score each record
    exactly once (regression has no ignore index: its rows past the end repeat
-   record 0). Rows are padded, never packed
-   (packing needs attention with segment ids, which the models do not have). */
+   record 0).
+
+   With pack = true (classify and sft; packing.h) a row holds several examples
+   end to end, each exactly as its padded row has it: training row g is row g
+   of the concatenation of the epochs' packed rows (each epoch's records packed
+   in that epoch's order), validation packs the records in file order (rows
+   past the last repeat record 0 with only -100 labels). Besides the padded
+   outputs, doc_ids (example k of the row on its tokens, the row's count of
+   examples on its padding) and positions (a token's position in its example)
+   are produced; classify gives cls_index [b, k] (the row b * seq + i of the
+   row's k-th [CLS]) and example_labels [b, k] in place of labels and last,
+   sft's labels end at each example (the last token of an example predicts
+   nothing) and it has no last. */
 #pragma once
 #include <cstdint>
 #include <map>
@@ -64,6 +82,7 @@
 #include <vector>
 
 #include "runtime/data/examples.h"
+#include "runtime/data/packing.h"
 #include "runtime/data/token_source.h"
 
 namespace lmrt {
@@ -100,11 +119,42 @@ public:
   /* seq2seq: the decoder rows' length (the transform's target_seq). */
   void setTargetSeq(int64_t n) { targetSeq_ = n; }
   /* span: where record's context starts in its row and how many of its
-     tokens the row keeps (the row is [CLS] question [SEP] context [SEP]). */
-  void spanRow(const ExampleShard &s, uint64_t record, int64_t &contextStart, int64_t &kept) const;
+     tokens the row keeps (the row is [CLS] question [SEP] context [SEP]);
+     `window` > 0 with a doc stride: that window, whose first context token
+     is windowStart (else 0). */
+  void spanRow(const ExampleShard &s, uint64_t record, int64_t &contextStart, int64_t &kept, int64_t window = 0,
+               int64_t *windowStart = nullptr) const;
+  /* span: the windows of a record's context (1 without a doc stride). */
+  int64_t spanWindows(const ExampleShard &s, uint64_t record) const;
+  /* span: split long contexts into windows overlapping by `stride` tokens
+     (the transform's doc_stride; 0: one window). Call after setMaxQuestion. */
+  void setDocStride(int64_t stride);
+  int64_t docStride() const { return docStride_; }
+  /* With a doc stride: the (record, window) of each row of training's epoch
+     order and of validation (the features). */
+  struct Feature {
+    uint64_t record;
+    int64_t window;
+  };
+  const std::vector<Feature> &valFeatures() const { return valFeatures_; }
+  /* What an epoch passes over: the records, or with a doc stride the features. */
+  uint64_t trainUnits() const { return docStride_ ? trainFeatures_.size() : train_->records(); }
+  uint64_t valUnits() const { return docStride_ ? valFeatures_.size() : val_->records(); }
   /* span: the context (text) field and the span field. */
   int contextField() const { return textB_; }
   int spanField() const { return span_; }
+  /* classify, sft: several examples a row (the transform's pack). */
+  void setPack(bool on);
+  bool packed() const { return pack_; }
+  int64_t seq() const { return seq_; }
+  /* pack: the training rows of the first `epochs` epochs (each epoch's
+     order packs into its own count of rows). */
+  uint64_t trainRowsOfEpochs(uint64_t epochs) const;
+  /* pack: epoch e's rows (of training records) and validation's. */
+  const PackedRows &trainRows(uint64_t epoch) const;
+  const PackedRows &valRows() const { return valRows_; }
+  /* The tokens record's example has in a row (at most seq). */
+  int64_t exampleLength(const ExampleShard &s, uint64_t record) const;
   /* The record sample g of training reads (epoch order above); for tests. */
   uint64_t trainRecord(uint64_t g) const;
 
@@ -115,9 +165,19 @@ public:
   uint64_t valBatches() const;  // batches covering every validation record once
 
 private:
-  void fillRow(const ExampleShard &shard, uint64_t record, int64_t row, bool ignore, ExampleBatch &out) const;
+  // `offset`: where in the row the example starts (0 unless packed).
+  // `window`: span's context window (doc stride).
+  void fillRow(const ExampleShard &shard, uint64_t record, int64_t row, bool ignore, ExampleBatch &out,
+               int64_t offset = 0, int64_t window = 0) const;
   void fillCausal(const std::vector<int32_t> &prompt, const std::vector<int32_t> &response, int64_t row,
-                  bool ignore, const std::string &prefix, ExampleBatch &out) const;
+                  bool ignore, const std::string &prefix, ExampleBatch &out, int64_t offset = 0) const;
+  // A packed row of records[0 .. n).
+  void fillPacked(const ExampleShard &shard, const uint64_t *records, uint64_t n, int64_t row, bool ignore,
+                  ExampleBatch &out) const;
+  void epochOrder(uint64_t epoch, std::vector<uint64_t> &order) const;
+  // Row `row` from unit u of an epoch or of validation (a record, or a feature).
+  void fillUnit(const ExampleShard &shard, const std::vector<Feature> &features, uint64_t u, int64_t row,
+                bool ignore, ExampleBatch &out) const;
   void fillSeq2Seq(const std::vector<int32_t> &input, const std::vector<int32_t> &target, int64_t row, bool ignore,
                    ExampleBatch &out) const;
   void resize(ExampleBatch &out) const;
@@ -132,6 +192,15 @@ private:
   // The last epoch's order, cached: a pure function of (seed, epoch).
   mutable uint64_t permEpoch_ = UINT64_MAX;
   mutable std::vector<uint64_t> perm_;
+  bool pack_ = false;
+  int64_t docStride_ = 0;
+  std::vector<Feature> trainFeatures_, valFeatures_;
+  PackedRows valRows_;
+  // pack: the cumulative training rows of epochs 0, 1, ... (as far as asked),
+  // and the last epoch's packing, cached.
+  mutable std::vector<uint64_t> epochRowsEnd_;
+  mutable uint64_t packEpoch_ = UINT64_MAX;
+  mutable PackedRows packRows_;
 };
 
 }  // namespace lmrt

@@ -182,8 +182,9 @@ ExampleShard::ExampleShard(const std::string &path) : path_(path) {
         int64_t s, e;
         span(r, (int)f, s, e);
         const uint64_t n = textLength(r, alignedText((int)f));
-        if (s < 0 || e < s || (uint64_t)e >= n)
-          fail("%s: record %llu: span '%s' is [%lld, %lld] (expected 0 <= start <= end < %llu, the tokens of '%s')",
+        if ((s < 0 || e < s || (uint64_t)e >= n) && !(s == -1 && e == -1))  // [-1, -1]: no answer (SQuAD v2)
+          fail("%s: record %llu: span '%s' is [%lld, %lld] (expected 0 <= start <= end < %llu, the tokens of '%s', "
+               "or [-1, -1]: no answer)",
                p, (unsigned long long)r, fields_[f].name.c_str(), (long long)s, (long long)e,
                (unsigned long long)n, fields_[alignedText((int)f)].name.c_str());
       }

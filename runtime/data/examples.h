@@ -91,6 +91,7 @@ public:
   uint64_t textLength(uint64_t r, int f) const;
   int64_t label(uint64_t r, int f) const;
   double target(uint64_t r, int f) const;
+  // The answer's first and last token; [-1, -1]: no answer (SQuAD v2).
   void span(uint64_t r, int f, int64_t &start, int64_t &end) const;
 
   /* The tokens of every text field as one stream (for the data fingerprint of

@@ -200,9 +200,15 @@ void addRecord(const json::Value &rec, const std::string &where, const Tokenizer
         if (!texts || !starts || texts->kind != json::Value::Array || starts->kind != json::Value::Array)
           fail("%s: span '%s' is an object without the arrays \"text\" and \"answer_start\" of SQuAD's answers",
                where.c_str(), f.name.c_str());
+        if (texts->items.empty() && starts->items.empty()) {
+          // SQuAD v2's unanswerable question: stored as the span [-1, -1].
+          c.ints[i].push_back(-1);
+          c.ints[i].push_back(-1);
+          break;
+        }
         if (texts->items.empty() || starts->items.empty())
-          fail("%s: span '%s' has no answer (SQuAD v2's unanswerable questions are not supported yet)",
-               where.c_str(), f.name.c_str());
+          fail("%s: span '%s' has %zu answer texts and %zu answer starts (an unanswerable question has none of "
+               "either)", where.c_str(), f.name.c_str(), texts->items.size(), starts->items.size());
         if (texts->items[0].kind != json::Value::String || !starts->items[0].asInt(s))
           fail("%s: span '%s': the first answer needs a string \"text\" and an integer \"answer_start\"",
                where.c_str(), f.name.c_str());

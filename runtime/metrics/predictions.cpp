@@ -1,5 +1,6 @@
 #include "runtime/metrics/predictions.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -196,15 +197,55 @@ void regression(const std::vector<Record> &records, MetricsReport &report) {
   report.values.push_back({"spearman", rho, std::isnan(rho) ? constant : "ties take their mean rank"});
 }
 
+/* SQuAD v2.0 (evaluate-v2.0.py without no-answer probabilities): a record
+   whose answers are empty (or normalise to nothing) is unanswerable, and an
+   empty prediction is the answer "no answer"; exact and F1 over all records,
+   then over the answerable (HasAns_*) and the unanswerable (NoAns_*) ones. */
+void squadV2(const std::vector<Record> &records, MetricsReport &report,
+             const std::vector<std::pair<std::string, std::vector<std::string>>> &scored) {
+  double em[2] = {0, 0}, f1[2] = {0, 0};  // [unanswerable, answerable]
+  int64_t n[2] = {0, 0};
+  for (const auto &[prediction, answers] : scored) {
+    const std::vector<std::string> gold = goldAnswersV2(answers);
+    const int has = gold.size() > 1 || !gold[0].empty();
+    double e = 0, f = 0;
+    for (const std::string &g : gold) {
+      e = std::max(e, exactMatch(prediction, g));
+      f = std::max(f, tokenF1V2(prediction, g));
+    }
+    em[has] += e, f1[has] += f, ++n[has];
+  }
+  const double total = double(records.size());
+  auto &v = report.values;
+  report.summary = "SQuAD v2.0: " + std::to_string(n[1]) + " answerable, " + std::to_string(n[0]) + " unanswerable";
+  v.push_back({"exact_match", (em[0] + em[1]) / total, "SQuAD v2.0's exact; x100 for the official script's scale"});
+  v.push_back({"f1", (f1[0] + f1[1]) / total, "token F1, best over the gold answers; 'no answer' is the empty string"});
+  const char *names[2] = {"NoAns", "HasAns"};
+  for (int has : {1, 0}) {
+    if (n[has] == 0) continue;  // as the official script, a group without records is left out
+    v.push_back({std::string(names[has]) + "_exact", em[has] / double(n[has]), ""});
+    v.push_back({std::string(names[has]) + "_f1", f1[has] / double(n[has]), ""});
+    v.push_back({std::string(names[has]) + "_total", double(n[has]), "records"});
+  }
+}
+
 void squad(const std::vector<Record> &records, MetricsReport &report) {
   Task task = Task::Squad;
-  double em = 0, f1 = 0;
+  std::vector<std::pair<std::string, std::vector<std::string>>> scored;
+  bool v2 = false;
   for (const Record &r : records) {
     std::string prediction = r.string(r.field("prediction", task), "prediction", task);
     const json::Value &list = r.field("answers", task);
-    if (list.kind != json::Value::Array || list.items.empty()) r.wrongKind("answers", list, "a non-empty array of strings", task);
+    if (list.kind != json::Value::Array) r.wrongKind("answers", list, "an array of strings", task);
     std::vector<std::string> answers;
     for (const json::Value &a : list.items) answers.push_back(r.string(a, "answers", task));
+    v2 |= answers.empty();
+    scored.push_back({prediction, answers});
+  }
+  // An unanswerable record (no gold answer) makes the file SQuAD v2.0's.
+  if (v2) return squadV2(records, report, scored);
+  double em = 0, f1 = 0;
+  for (const auto &[prediction, answers] : scored) {
     em += bestExactMatch(prediction, answers);
     f1 += bestTokenF1(prediction, answers);
   }

@@ -123,6 +123,20 @@ double tokenF1(const std::string &prediction, const std::string &gold) {
   return 2 * precision * recall / (precision + recall);
 }
 
+double tokenF1V2(const std::string &prediction, const std::string &gold) {
+  const bool predEmpty = tokens(normalizeAnswer(prediction)).empty(), goldEmpty = tokens(normalizeAnswer(gold)).empty();
+  if (predEmpty || goldEmpty) return predEmpty == goldEmpty ? 1.0 : 0.0;
+  return tokenF1(prediction, gold);
+}
+
+std::vector<std::string> goldAnswersV2(const std::vector<std::string> &answers) {
+  std::vector<std::string> kept;
+  for (const std::string &a : answers)
+    if (!normalizeAnswer(a).empty()) kept.push_back(a);
+  if (kept.empty()) kept.push_back("");
+  return kept;
+}
+
 double bestExactMatch(const std::string &prediction, const std::vector<std::string> &answers) {
   return best(prediction, answers, exactMatch);
 }

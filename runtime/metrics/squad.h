@@ -28,6 +28,14 @@ double exactMatch(const std::string &prediction, const std::string &gold);
    R = common/|gold|. */
 double tokenF1(const std::string &prediction, const std::string &gold);
 
+/* SQuAD v2.0's F1 (evaluate-v2.0.py's compute_f1): tokenF1, except that
+   when either side normalises to nothing it is 1 if both do, else 0. */
+double tokenF1V2(const std::string &prediction, const std::string &gold);
+
+/* SQuAD v2.0's gold answers of a record (get_raw_scores): those that
+   normalise to something; none left (an unanswerable question) gives {""}. */
+std::vector<std::string> goldAnswersV2(const std::vector<std::string> &answers);
+
 /* The maximum of a metric over the gold answers (at least one). */
 double bestExactMatch(const std::string &prediction, const std::vector<std::string> &answers);
 double bestTokenF1(const std::string &prediction, const std::vector<std::string> &answers);

@@ -116,6 +116,8 @@ DataFeed::DataFeed(const Session &s, const std::string &dir, uint64_t seed, bool
     });
     if (task == ExampleTask::Span) examples_->setMaxQuestion((int64_t)contract::transformParam(dc, "max_question"));
     if (task == ExampleTask::Seq2Seq) examples_->setTargetSeq((int64_t)contract::transformParam(dc, "target_seq"));
+    if (contract::transformParam(dc, "pack") != 0) examples_->setPack(true);
+    if (task == ExampleTask::Span) examples_->setDocStride((int64_t)contract::transformParam(dc, "doc_stride"));
     exampleBatch_ = std::make_unique<ExampleBatch>();
     tokensPerStep_ = double(dc.batch()) * double(dc.seq());
     rows_ = dc.batch();
@@ -238,7 +240,19 @@ std::string DataFeed::describe() const {
                 : "") +
            std::to_string(s.size()) + " tokens";
   };
-  return "data: " + one("train", train()) + "; " + one("val", val()) + " (" + transform_ + ")";
+  std::string packing;
+  if (examples_ && examples_->packed()) {
+    // How much of the rows real tokens fill: padded (one record a row) against packed.
+    const PackingEfficiency e = packingEfficiency(examples_->trainRows(0), examples_->seq());
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "\npacking: epoch 0: %llu records in %llu rows of %lld; real tokens / row tokens %.4f packed, "
+                  "%.4f padded (%.2fx fewer rows)",
+                  (unsigned long long)e.records, (unsigned long long)e.packedRows, (long long)examples_->seq(),
+                  e.packed, e.padded, e.packedRows ? double(e.records) / double(e.packedRows) : 0.0);
+    packing = buf;
+  }
+  return "data: " + one("train", train()) + "; " + one("val", val()) + " (" + transform_ + ")" + packing;
 }
 
 const std::map<std::string, TensorRef> &DataFeed::valInputs(uint64_t index) {

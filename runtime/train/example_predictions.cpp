@@ -1,6 +1,7 @@
 /* Implements: predictions of the example transforms (see example_predictions.h). */
 #include "runtime/train/example_predictions.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -9,6 +10,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/tensor.h"
+#include "contract/contract.h"
 #include "runtime/data/example_batches.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/data_feed.h"
@@ -36,21 +38,81 @@ double valueAt(const TensorRef &t, size_t i) {
   fail("the forward program's output is %s, not a float tensor", t.type.str().c_str());
 }
 
-/* One span record's line: the best answer in the kept context (the start and
-   end positions s <= e maximizing start_logit[s] + end_logit[e], as HF's
-   postprocessing, with no length limit) as text, and the gold answer. */
-std::string spanPrediction(const ExampleBatcher &ex, uint64_t rec, const TensorRef &y, int64_t r, int64_t seq,
-                           const std::map<std::string, TensorRef> &in) {
-  const ExampleShard &shard = ex.valShard();
-  int64_t contextStart, kept, first, last;
-  ex.spanRow(shard, rec, contextStart, kept);
-  shard.span(rec, ex.spanField(), first, last);
+/* A span record's best answer over its windows. */
+struct SpanBest {
+  double score = -INFINITY;
+  int64_t window = 0, start = 0, end = 0;  // the window's gold row positions (start_positions, end_positions)
+  int64_t predStart = -1, predEnd = -1;    // row positions of the answer in that window (-1: none)
+  int64_t first = 0, last = -1;            // the answer's context tokens
+  double null = INFINITY;                  // SQuAD v2: the least [CLS] start + end logit over the windows
+};
+
+/* HF's null_score_diff_threshold (its default): a SQuAD v2 record's answer is
+   "no answer" when its null score exceeds its best answer's by more. */
+constexpr double kNullScoreDiffThreshold = 0.0;
+
+/* Weighs window `window` of record `rec` (row r of the batch, logits y):
+   the positions s <= e of its context maximizing start_logit[s] +
+   end_logit[e]. Without a doc stride every pair of the kept context, with no
+   length limit (one window, as before windows existed); with one, HF's
+   postprocess_qa_predictions: pairs among the 20 largest start and the 20
+   largest end logits of the row, e - s + 1 <= 30, the best over the windows. */
+void weighSpanWindow(const ExampleBatcher &ex, uint64_t rec, int64_t window, const TensorRef &y, int64_t r,
+                     int64_t seq, const std::map<std::string, TensorRef> &in, SpanBest &best) {
+  constexpr int64_t kNBest = 20, kMaxAnswer = 30;
+  int64_t contextStart, kept, windowStart;
+  ex.spanRow(ex.valShard(), rec, contextStart, kept, window, &windowStart);
   auto logit = [&](int64_t t, int k) { return valueAt(y, (size_t)((r * seq + t) * 2 + k)); };
-  int64_t bestS = contextStart, bestE = contextStart;
-  double best = -INFINITY;
-  for (int64_t s = contextStart; s < contextStart + kept; ++s)
-    for (int64_t e = s; e < contextStart + kept; ++e)
-      if (double v = logit(s, 0) + logit(e, 1); v > best) best = v, bestS = s, bestE = e;
+  auto input = [&](const char *name) {
+    auto it = in.find(name);
+    if (it == in.end()) fail("--predictions: a span plan's objective must read '%s' (the gold answer's position)", name);
+    return reinterpret_cast<const int32_t *>(it->second.data);
+  };
+  const int32_t *starts = input("start_positions"), *ends = input("end_positions");
+  best.null = std::min(best.null, logit(0, 0) + logit(0, 1));
+  auto consider = [&](int64_t s, int64_t e) {
+    if (double v = logit(s, 0) + logit(e, 1); v > best.score) {
+      const double null = best.null;
+      best = SpanBest{v, window, starts[r], ends[r], s, e, s - contextStart + windowStart, e - contextStart + windowStart};
+      best.null = null;
+    }
+  };
+  const int64_t lo = contextStart, hi = contextStart + kept;  // the window's context positions [lo, hi)
+  if (!ex.docStride()) {
+    for (int64_t s = lo; s < hi; ++s)
+      for (int64_t e = s; e < hi; ++e) consider(s, e);
+    return;
+  }
+  auto top = [&](int k) {  // the row's kNBest positions by logit k, largest first
+    std::vector<int64_t> idx((size_t)seq);
+    for (int64_t t = 0; t < seq; ++t) idx[(size_t)t] = t;
+    const int64_t n = std::min(kNBest, seq);
+    std::partial_sort(idx.begin(), idx.begin() + n, idx.end(),
+                      [&](int64_t a, int64_t b) { return logit(a, k) > logit(b, k); });
+    idx.resize((size_t)n);
+    return idx;
+  };
+  for (int64_t s : top(0))
+    for (int64_t e : top(1))
+      if (s >= lo && s < hi && e >= lo && e < hi && e >= s && e - s + 1 <= kMaxAnswer) consider(s, e);
+}
+
+/* A span record's line: its best answer as text, and the gold answer. With
+   `v2` (SQuAD v2: the split has unanswerable records) the answer is "no
+   answer" (empty, at [CLS]) when the null score minus the best answer's
+   exceeds HF's threshold, and an unanswerable record's gold answers are []. */
+std::string spanLine(const ExampleBatcher &ex, uint64_t rec, SpanBest best, bool v2) {
+  const ExampleShard &shard = ex.valShard();
+  int64_t first, last;
+  shard.span(rec, ex.spanField(), first, last);
+  std::string diff;
+  if (v2) {
+    const double d = best.null - best.score;  // +inf without any answer
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ", \"null_score_diff\": %.9g", std::isfinite(d) ? d : 1e300);
+    diff = buf;
+    if (d > kNullScoreDiffThreshold) best.predStart = best.predEnd = 0, best.first = 0, best.last = -1;
+  }
   std::vector<int32_t> context;
   shard.text(rec, ex.contextField(), context);
   auto bytes = [&](int64_t a, int64_t b) {  // context tokens [a, b] as text (byte data)
@@ -58,17 +120,12 @@ std::string spanPrediction(const ExampleBatcher &ex, uint64_t rec, const TensorR
     for (int64_t i = a; i <= b; ++i) t += (char)context[(size_t)i];
     return t;
   };
-  auto input = [&](const char *name) {
-    auto it = in.find(name);
-    if (it == in.end()) fail("--predictions: a span plan's objective must read '%s' (the gold answer's position)", name);
-    return reinterpret_cast<const int32_t *>(it->second.data);
-  };
-  const int32_t *starts = input("start_positions"), *ends = input("end_positions");
-  return "{\"record\": " + std::to_string(rec) + ", \"start\": " + std::to_string(starts[r]) +
-         ", \"end\": " + std::to_string(ends[r]) + ", \"pred_start\": " + std::to_string(bestS) +
-         ", \"pred_end\": " + std::to_string(bestE) +
-         ", \"prediction\": " + json::quote(bytes(bestS - contextStart, bestE - contextStart)) +
-         ", \"answers\": [" + json::quote(bytes(first, last)) + "]}";
+  return "{\"record\": " + std::to_string(rec) +
+         (ex.docStride() ? ", \"window\": " + std::to_string(best.window) : std::string()) +
+         ", \"start\": " + std::to_string(best.start) + ", \"end\": " + std::to_string(best.end) +
+         ", \"pred_start\": " + std::to_string(best.predStart) + ", \"pred_end\": " + std::to_string(best.predEnd) +
+         ", \"prediction\": " + json::quote(bytes(best.first, best.last)) + ", \"answers\": [" +
+         (first < 0 ? std::string() : json::quote(bytes(first, last))) + "]" + diff + "}";
 }
 
 }  // namespace
@@ -78,6 +135,9 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
   if (transform != "classify" && transform != "regression" && transform != "span")
     fail("--predictions writes the predictions of a classify, regression or span plan (docs/finetuning.md); this "
          "plan's transform is '%s'", transform.c_str());
+  if (contract::transformParam(s.plan().data(), "pack") != 0)
+    fail("--predictions reads one record a row, and this plan packs several (classify(pack = true)); evaluate the "
+         "same weights with the padded head's plan (docs/finetuning.md, \"Packing\")");
   DataFeed data(s, dataDir, seed, /*evalOn=*/true);
   const ExampleBatcher &ex = *data.examples();
   ex.checkValidation();
@@ -95,6 +155,15 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
                                     : ex.valShard().fieldsOf(FieldKind::Target)[0];
   std::string out;
   char buf[64];
+  SpanBest spanBest;
+  // SQuAD v2: a validation record without an answer makes every record's
+  // prediction weigh "no answer" too.
+  bool v2 = false;
+  for (uint64_t r = 0; span && r < records; ++r) {
+    int64_t first, last;
+    ex.valShard().span(r, ex.spanField(), first, last);
+    v2 |= first < 0;
+  }
   for (uint64_t b = 0; b < ex.valBatches(); ++b) {
     const std::map<std::string, TensorRef> &all = data.valInputs(b);
     std::map<std::string, TensorRef> feed;
@@ -112,11 +181,17 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
       if (shape.size() != 3 || shape[0] != rows || shape[1] != s.plan().data().seq() || shape[2] != 2)
         fail("--predictions: output '%s' is %s; span needs [%lld, %lld, 2] (each position's start and end logit)",
              output.c_str(), y.type.str().c_str(), (long long)rows, (long long)s.plan().data().seq());
-      const std::map<std::string, TensorRef> &in = all;
+      // Row u of validation is record u, or with a doc stride feature u (a
+      // record's windows in order): a record's line follows its last window.
       for (int64_t r = 0; r < rows; ++r) {
-        uint64_t rec = b * (uint64_t)rows + (uint64_t)r;
-        if (rec >= records) break;
-        out += spanPrediction(ex, rec, y, r, s.plan().data().seq(), in) + "\n";
+        const uint64_t u = b * (uint64_t)rows + (uint64_t)r;
+        if (u >= ex.valUnits()) break;
+        const uint64_t rec = ex.docStride() ? ex.valFeatures()[u].record : u;
+        const int64_t window = ex.docStride() ? ex.valFeatures()[u].window : 0;
+        if (window == 0) spanBest = SpanBest();
+        weighSpanWindow(ex, rec, window, y, r, s.plan().data().seq(), all, spanBest);
+        const bool lastWindow = u + 1 == ex.valUnits() || !ex.docStride() || ex.valFeatures()[u + 1].window == 0;
+        if (lastWindow) out += spanLine(ex, rec, spanBest, v2) + "\n";
       }
       continue;
     }

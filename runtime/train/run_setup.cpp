@@ -4,6 +4,7 @@
 
 #include "base/file_io.h"
 #include "base/paths.h"
+#include "contract/contract.h"
 #include "contract/plan.pb.h"
 #include "runtime/data/example_batches.h"
 #include "runtime/data/examples.h"
@@ -78,10 +79,32 @@ void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
            "token windows; give --steps", dc.transform().c_str());
     ExampleShard shard(o.dataDir + "/train.examples");
     const uint64_t perStep = (uint64_t)dc.batch() * (uint64_t)run.accumulate;
-    run.steps = (int64_t)((epochs * shard.records() + perStep - 1) / perStep);
-    std::fprintf(log, "epochs: %lld%s x %llu records, %llu a step: %lld steps\n", (long long)epochs,
-                 o.epochs > 0 ? "" : " (the plan's)",
-                 (unsigned long long)shard.records(), (unsigned long long)perStep, (long long)run.steps);
+    if (task == ExampleTask::Span && contract::transformParam(dc, "doc_stride") != 0) {
+      // An epoch is one pass over the features (a long context's windows).
+      ExampleBatcher b(o.dataDir, task, dc.batch(), dc.seq(), 0, run.seed);
+      b.setMaxQuestion((int64_t)contract::transformParam(dc, "max_question"));
+      b.setDocStride((int64_t)contract::transformParam(dc, "doc_stride"));
+      run.steps = (int64_t)((epochs * b.trainUnits() + perStep - 1) / perStep);
+      std::fprintf(log, "epochs: %lld%s x %llu records in %llu windows (doc_stride %lld), %llu a step: %lld steps\n",
+                   (long long)epochs, o.epochs > 0 ? "" : " (the plan's)", (unsigned long long)shard.records(),
+                   (unsigned long long)b.trainUnits(), (long long)b.docStride(), (unsigned long long)perStep,
+                   (long long)run.steps);
+    } else if (contract::transformParam(dc, "pack") != 0) {
+      // Packed rows: each epoch's order packs into its own count of rows.
+      const int64_t classes = task == ExampleTask::Classify ? (int64_t)contract::transformParam(dc, "classes") : 0;
+      ExampleBatcher b(o.dataDir, task, dc.batch(), dc.seq(), classes, run.seed);
+      b.setPack(true);
+      const uint64_t rows = b.trainRowsOfEpochs((uint64_t)epochs);
+      run.steps = (int64_t)((rows + perStep - 1) / perStep);
+      std::fprintf(log, "epochs: %lld%s x %llu records packed in %llu rows, %llu a step: %lld steps\n",
+                   (long long)epochs, o.epochs > 0 ? "" : " (the plan's)", (unsigned long long)shard.records(),
+                   (unsigned long long)rows, (unsigned long long)perStep, (long long)run.steps);
+    } else {
+      run.steps = (int64_t)((epochs * shard.records() + perStep - 1) / perStep);
+      std::fprintf(log, "epochs: %lld%s x %llu records, %llu a step: %lld steps\n", (long long)epochs,
+                   o.epochs > 0 ? "" : " (the plan's)",
+                   (unsigned long long)shard.records(), (unsigned long long)perStep, (long long)run.steps);
+    }
   }
   if (!o.resumePath.empty()) {
     run.resume = std::make_unique<Checkpoint>(findResumeCheckpoint(o.resumePath, s, log));

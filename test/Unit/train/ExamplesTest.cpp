@@ -312,8 +312,10 @@ TEST(SpanTransform, BuildErrorsNameTheLine) {
   EXPECT_NE(error("{\"question\": \"q\", \"context\": \"abc\", \"answers\": {\"text\": [\"bc\"], \"answer_start\": [0]}}")
                 .find("the answer \"bc\" is not at character 0 of 'context' (which has \"ab\" there)"),
             std::string::npos);
-  EXPECT_NE(error("{\"question\": \"q\", \"context\": \"abc\", \"answers\": {\"text\": [], \"answer_start\": []}}")
-                .find("has no answer (SQuAD v2's unanswerable questions are not supported yet)"),
+  // SQuAD v2: no answer at all builds ([-1, -1]); half of one is refused.
+  EXPECT_EQ(error("{\"question\": \"q\", \"context\": \"abc\", \"answers\": {\"text\": [], \"answer_start\": []}}"), "");
+  EXPECT_NE(error("{\"question\": \"q\", \"context\": \"abc\", \"answers\": {\"text\": [\"a\"], \"answer_start\": []}}")
+                .find("span 'answers' has 1 answer texts and 0 answer starts"),
             std::string::npos);
   EXPECT_NE(error("{\"question\": \"q\", \"context\": \"abc\", \"answers\": \"b\"}")
                 .find("field 'answers' is string, expected [start, end] (character offsets)"),
@@ -389,5 +391,54 @@ TEST(Seq2SeqTransform, RefusesT5sPadAndEosBytesAndOneText) {
     FAIL() << "one text field accepted";
   } catch (const Error &e) {
     EXPECT_NE(std::string(e.what()).find("seq2seq reads input, target"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SpanTransform, DocStrideSplitsALongContextIntoOverlappingWindows) {
+  TempDir d;
+  // Context "abcdefghijkl" (12 tokens); rows of 10 with question "qq": room 5.
+  // doc_stride 2 (the overlap): step 3, windows [0, 5) [3, 8) [6, 11) [9, 12),
+  // as HF's tokenizer(..., stride = 2, return_overflowing_tokens = True).
+  const std::string dir = spanData(d, "{\"question\": \"qq\", \"context\": \"abcdefghijkl\", \"answers\": [6, 8]}\n",
+                                   "{\"question\": \"qq\", \"context\": \"abcdefghijkl\", \"answers\": [6, 8]}\n"
+                                   "{\"question\": \"qq\", \"context\": \"xyz\", \"answers\": [0, 1]}\n");
+  const int64_t seq = 10;
+  ExampleBatcher b(dir, ExampleTask::Span, 5, seq, 0, 1);
+  b.setMaxQuestion(2);
+  b.setDocStride(2);
+  EXPECT_EQ(b.spanWindows(b.valShard(), 0), 4);
+  EXPECT_EQ(b.spanWindows(b.valShard(), 1), 1);
+  ASSERT_EQ(b.valUnits(), 5u);
+  EXPECT_EQ(b.trainUnits(), 4u);
+  EXPECT_EQ(b.valBatches(), 1u);
+  ExampleBatch x;
+  b.valBatch(0, x);
+  const std::vector<std::string> windows = {"abcde", "defgh", "ghijk", "jkl"};
+  for (int64_t w = 0; w < 4; ++w) {
+    std::vector<int32_t> want = {257, 'q', 'q', 258};
+    for (char c : windows[(size_t)w]) want.push_back(c);
+    want.push_back(258);
+    while ((int64_t)want.size() < seq) want.push_back(256);
+    EXPECT_EQ(row(x.ints["ids"], w, seq), want) << w;
+  }
+  // "gh" (tokens 6, 7) is wholly in windows 1 ([3, 8): row positions 4 + 3, 4 + 4)
+  // and 2 ([6, 11): 4 + 0, 4 + 1); windows 0 and 3 point at [CLS].
+  EXPECT_EQ(x.ints["start_positions"], (std::vector<int32_t>{0, 7, 4, 0, 4}));
+  EXPECT_EQ(x.ints["end_positions"], (std::vector<int32_t>{0, 8, 5, 0, 4}));
+  // A training epoch passes over the 4 windows of its one record.
+  std::vector<uint64_t> seen;
+  for (uint64_t g = 0; g < 4; ++g) seen.push_back(b.trainRecord(g));
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<uint64_t>{0, 1, 2, 3}));
+  // A stride that leaves no new context is refused, naming the record.
+  ExampleBatcher wide(dir, ExampleTask::Span, 1, seq, 0, 1);
+  wide.setMaxQuestion(2);
+  try {
+    wide.setDocStride(5);
+    ADD_FAILURE() << "doc_stride 5 >= room 5 was accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("record 0: doc_stride 5 leaves its windows no new context"),
+              std::string::npos)
+        << e.what();
   }
 }

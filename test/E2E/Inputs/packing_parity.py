@@ -1,0 +1,268 @@
+"""Checks that a packed batch (a transform with pack = true) trains exactly as
+the padded one: one step of a padded plan over all the records of a small
+example dataset (batch = the record count) against one step of the packed
+plan over the same records (batch = the packed rows of epoch 0), from the same
+initial weights, in f64 (lmc compile --float-type=f64), so the two differ only
+by the order of their sums:
+
+- the loss and every gradient agree to --rtol;
+- each example's loss, from the forward program's logits (lmrt forward
+  --inputs), agrees with its padded row's (examples matched by their tokens);
+- examples never attend across documents: changing every token of one
+  example of a packed row leaves the other examples' outputs as they were,
+  and changes its own.
+
+Plain Python (no numpy): a small safetensors reader and writer below.
+
+  packing_parity.py --task classify|sft --padded P.plan --packed Q.plan --data DIR
+  packing_parity.py --task classify|sft --records FILE.jsonl   (writes the test's records)
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+from array import array
+
+_CODES = {"F64": "d", "F32": "f", "I32": "i"}
+
+
+def load(path):
+    """{name: (shape, flat array)}."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = info["data_offsets"]
+        a = array(_CODES[info["dtype"]])
+        a.frombytes(raw[8 + n + lo:8 + n + hi])
+        out[name] = (info["shape"], a)
+    return out
+
+
+def save(path, tensors):
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        shape, a = tensors[name]
+        raw = a.tobytes()
+        dtype = {v: k for k, v in _CODES.items()}[a.typecode]
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def rel(a, b):
+    num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
+    return num / max(math.sqrt(sum(y * y for y in b)), 1e-300)
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
+    return r.stdout + r.stderr
+
+
+def forward(lmrt, plan, weights, inputs, tmp):
+    w, i, o = (os.path.join(tmp, n + ".safetensors") for n in ("fw", "fin", "fout"))
+    save(w, weights)
+    save(i, inputs)
+    run([lmrt, "forward", plan, "--weights", w, "--inputs", i, "--out", o, "--overwrite"])
+    (out,) = load(o).values()
+    return out
+
+
+def log_softmax_at(logits, label):
+    m = max(logits)
+    return logits[label] - m - math.log(sum(math.exp(x - m) for x in logits))
+
+
+class Examples:
+    """The examples of a batch: key (their tokens) -> [(row, start, length)]."""
+
+    def __init__(self, batch, seq, packed):
+        shape, ids = batch["ids"]
+        self.rows, self.seq = shape
+        self.spans = []  # (row, start, length)
+        pad = 256  # [PAD]: no example has it
+        for r in range(self.rows):
+            row = ids[r * seq:(r + 1) * seq]
+            if packed:
+                doc = batch["doc_ids"][1][r * seq:(r + 1) * seq]
+                start = 0
+                for t in range(1, seq + 1):
+                    if t == seq or doc[t] != doc[start]:
+                        # The padding (the row's last document) is no example.
+                        if any(x != pad for x in row[start:t]):
+                            self.spans.append((r, start, t - start))
+                        start = t
+            else:
+                self.spans.append((r, 0, sum(1 for x in row if x != pad)))
+        self.ids = ids
+
+    def key(self, span):
+        r, start, n = span
+        return tuple(self.ids[r * self.seq + start:r * self.seq + start + n])
+
+
+WORDS = ("the of and to in is was that for on with as by at from his an be this which or are had not but "
+         "have they were one all their been has").split()
+
+
+def write_records(task, path, count=24):
+    """`count` records of 1 to 11 words (a number among them keeps each unique):
+    classify {text, label} with 3 labels, sft {prompt, response}."""
+    def text(i, n):
+        w = [WORDS[(i * 3 + j * 5) % len(WORDS)] for j in range(n)]
+        w.insert(i % (n + 1), str(i))
+        return " ".join(w)
+    with open(path, "w") as f:
+        for i in range(count):
+            n = 1 + (i * 7) % 11
+            r = {"text": text(i, n), "label": i % 3} if task == "classify" else \
+                {"prompt": text(i, 1 + n // 2) + "?", "response": text(i + 5, 1 + (i * 5) % 7)}
+            f.write(json.dumps(r) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--task", choices=["classify", "sft"], required=True)
+    ap.add_argument("--records")
+    ap.add_argument("--padded")
+    ap.add_argument("--packed")
+    ap.add_argument("--data")
+    ap.add_argument("--rtol", type=float, default=1e-9)
+    ap.add_argument("--lmrt", default="lmrt")
+    a = ap.parse_args()
+    if a.records:
+        write_records(a.task, a.records)
+        return 0
+    failures = 0
+
+    def check(ok, line):
+        nonlocal failures
+        print(line + (" ok" if ok else " FAILED"))
+        failures += 0 if ok else 1
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pad_dir, pack_dir = os.path.join(tmp, "pad"), os.path.join(tmp, "pack")
+        common = ["--data", a.data, "--steps", "1", "--seed", "3", "--eval-batches", "0"]
+        run([a.lmrt, "run", a.padded] + common + ["--dump-dir", pad_dir, "--out", os.path.join(tmp, "p.safetensors")])
+        init = os.path.join(pad_dir, "init.safetensors")
+        log = run([a.lmrt, "run", a.packed] + common + ["--init", init, "--dump-dir", pack_dir,
+                                                         "--out", os.path.join(tmp, "q.safetensors")])
+        for line in log.splitlines():
+            if line.startswith("packing:"):
+                print(line)
+        pad, pack = load(os.path.join(pad_dir, "step1.safetensors")), load(os.path.join(pack_dir, "step1.safetensors"))
+        weights = load(init)
+
+        # The same examples, each once, in both batches.
+        seq = pad["ids"][0][1]
+        pe, qe = Examples(pad, seq, False), Examples(pack, seq, True)
+        pkeys, qkeys = sorted(pe.key(s) for s in pe.spans), sorted(qe.key(s) for s in qe.spans)
+        check(pkeys == qkeys and len(set(pkeys)) == len(pkeys), f"examples: {len(pe.spans)} in {pe.rows} padded rows, {len(qe.spans)} in "
+                              f"{qe.rows} packed rows, the same tokens")
+
+        e = abs(pad["loss"][1][0] - pack["loss"][1][0]) / abs(pad["loss"][1][0])
+        check(e <= a.rtol, f"loss {pad['loss'][1][0]:.12f} padded, {pack['loss'][1][0]:.12f} packed, rel {e:.1e}")
+        grads = [n for n in pad if n.startswith("grad.")]
+        check(sorted(grads) == sorted(n for n in pack if n.startswith("grad.")), f"{len(grads)} gradients")
+        # The attention's key biases have no gradient in exact arithmetic (a
+        # constant a query adds to all its scores): both sides' rounding noise.
+        norm = {n: math.sqrt(sum(x * x for x in pad[n][1])) for n in grads}
+        floor = 1e-7 * max(norm.values())
+        zero = [n for n in grads if norm[n] < floor]
+        worst = max(rel(pack[n][1], pad[n][1]) for n in grads if n not in zero)
+        check(worst <= a.rtol, f"{len(grads) - len(zero)} gradients, max rel err {worst:.1e}")
+        noise = max([math.sqrt(sum(x * x for x in pack[n][1])) for n in zero] + [0.0])
+        check(noise < floor, f"{len(zero)} gradients zero in exact arithmetic, packed norm {noise:.1e}")
+
+        # Each example's loss from the forward program's logits.
+        def inputs_of(batch, plan):
+            names = run([a.lmrt, "inspect", plan])
+            fw = next(l for l in names.splitlines() if l.strip().startswith("forward"))
+            return {n: batch[n] for n in batch if f" {n} i32" in fw or f" {n} f" in fw}
+
+        pin, qin = inputs_of(pad, a.padded), inputs_of(pack, a.packed)
+        plog, qlog = forward(a.lmrt, a.padded, weights, pin, tmp), forward(a.lmrt, a.packed, weights, qin, tmp)
+
+        def losses(ex, batch, logits, packed):
+            """key -> the example's loss (classify: its label's; sft: summed over its response tokens)."""
+            shape, flat = logits
+            c = shape[-1]
+            out = {}
+            for k, span in enumerate(ex.spans):
+                r, start, n = span
+                if a.task == "classify":
+                    if packed:
+                        slot = start_slot[(r, start)]
+                        row = flat[(r * seq + slot) * c:(r * seq + slot + 1) * c]
+                        label = batch["example_labels"][1][r * seq + slot]
+                    else:
+                        row = flat[r * c:(r + 1) * c]
+                        label = batch["labels"][1][r]
+                    out[ex.key(span)] = -log_softmax_at(row, label)
+                else:
+                    total = 0.0
+                    for t in range(start, start + n):
+                        label = batch["labels"][1][r * seq + t]
+                        if label != -100:
+                            total -= log_softmax_at(flat[(r * seq + t) * c:(r * seq + t + 1) * c],
+                                                    10 if label >= 256 else label)
+                    out[ex.key(span)] = total
+            return out
+
+        start_slot = {}
+        if a.task == "classify":
+            cls = pack["cls_index"][1]
+            for r in range(qe.rows):
+                for k in range(seq):
+                    if pack["example_labels"][1][r * seq + k] != -100:
+                        start_slot[(r, cls[r * seq + k] - r * seq)] = k
+        pl, ql = losses(pe, pad, plog, False), losses(qe, pack, qlog, True)
+        worst = max(abs(pl[k] - ql[k]) / max(abs(pl[k]), 1e-300) for k in pl)
+        check(worst <= a.rtol, f"per-example losses: {len(pl)}, max rel err {worst:.1e}")
+
+        # Change every token of one example of a row holding several: the
+        # others' logits stay, its own move.
+        r = next(r for r in range(qe.rows) if sum(1 for s in qe.spans if s[0] == r) >= 2)
+        victim = next(s for s in qe.spans if s[0] == r)
+        ids = array("i", qin["ids"][1])
+        for t in range(victim[1] + 1, victim[1] + victim[2] - 1):
+            ids[r * seq + t] = (ids[r * seq + t] + 7) % 256
+        changed = dict(qin, ids=(qin["ids"][0], ids))
+        q2 = forward(a.lmrt, a.packed, weights, changed, tmp)
+        c = qlog[0][-1]
+
+        def cells(span):
+            rr, start, n = span
+            if a.task == "classify":
+                slot = start_slot[(rr, start)]
+                return range((rr * seq + slot) * c, (rr * seq + slot + 1) * c)
+            return range((rr * seq + start) * c, (rr * seq + start + n) * c)
+
+        others = [i for s in qe.spans if s != victim for i in cells(s)]
+        own = list(cells(victim))
+        same = max(abs(qlog[1][i] - q2[1][i]) for i in others)
+        moved = max(abs(qlog[1][i] - q2[1][i]) for i in own)
+        check(same == 0.0 and moved > 0.0,
+              f"row {r}: example at {victim[1]} changed: the other {len(qe.spans) - 1} examples' logits move by "
+              f"{same:.1e}, its own by {moved:.1e}")
+    print("packing parity: " + ("ok" if failures == 0 else f"{failures} FAILED"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+/* Tests the packed layout of the classify and sft transforms (pack = true,
+   runtime/data/packing.h): greedy rows in order, each example as its padded
+   row has it, doc_ids / positions / cls_index / example_labels, the padding
+   as a document of its own, validation in file order with ignored rows past
+   the end, and training rows that are a pure function of (seed, row). */
+#include <gtest/gtest.h>
+
+#include "TempDir.h"
+#include "base/tensor.h"
+#include "runtime/data/example_batches.h"
+#include "runtime/data/jsonl_builder.h"
+#include "runtime/data/packing.h"
+
+using namespace lmrt;
+using lmrt_test::TempDir;
+using lmrt_test::writeFile;
+
+namespace {
+
+std::vector<int32_t> part(const std::vector<int32_t> &v, size_t lo, size_t n) {
+  return std::vector<int32_t>(v.begin() + lo, v.begin() + lo + n);
+}
+
+}  // namespace
+
+TEST(Packing, GreedyRowsInOrderCloseWhenTheNextDoesNotFit) {
+  // Lengths 3, 4, 2, 6, 1 in rows of 6: [3] (3 + 4 > 6), [4, 2], [6], [1].
+  const std::vector<int64_t> len = {3, 4, 2, 6, 1};
+  PackedRows p = packRows({0, 1, 2, 3, 4}, 6, [&](uint64_t r) { return len[r]; });
+  EXPECT_EQ(p.rows(), 4u);
+  EXPECT_EQ(p.start, (std::vector<uint64_t>{0, 1, 3, 4, 5}));
+  EXPECT_EQ(p.tokens, 16u);
+  PackingEfficiency e = packingEfficiency(p, 6);
+  EXPECT_DOUBLE_EQ(e.padded, 16.0 / 30.0);
+  EXPECT_DOUBLE_EQ(e.packed, 16.0 / 24.0);
+  EXPECT_THROW(packRows({0}, 2, [](uint64_t) { return 3; }), Error);
+}
+
+TEST(Packing, ClassifyRowsHoldEachExampleAsPaddedWithItsIdsPositionsAndClsIndex) {
+  TempDir d;
+  writeFile(d.file("t.jsonl"), "{\"s\": \"abcdefghij\", \"y\": 0}\n");
+  // Validation: "a" (3 tokens), "bb" (4), "ccccccc" (9): rows of 8 are
+  // [a, bb] and [ccccccc cut to 6 bytes].
+  writeFile(d.file("v.jsonl"),
+            "{\"s\": \"a\", \"y\": 2}\n{\"s\": \"bb\", \"y\": 1}\n{\"s\": \"ccccccc\", \"y\": 0}\n");
+  JsonlBuildOptions o;
+  o.inputs = {d.file("t.jsonl")};
+  o.valInputs = {d.file("v.jsonl")};
+  o.outDir = d.file("data");
+  o.fields = {"s", "y:label"};
+  buildJsonlDataset(o);
+  ExampleBatcher b(o.outDir, ExampleTask::Classify, 2, 8, 3, 1);
+  b.setPack(true);
+  EXPECT_EQ(b.valRows().rows(), 2u);
+  EXPECT_EQ(b.valBatches(), 1u);
+  ExampleBatch x;
+  b.valBatch(0, x);
+  EXPECT_EQ(x.ints.count("labels"), 0u);
+  EXPECT_EQ(x.ints.count("last"), 0u);
+  const std::vector<int32_t> &ids = x.ints["ids"];
+  EXPECT_EQ(part(ids, 0, 8), (std::vector<int32_t>{257, 'a', 258, 257, 'b', 'b', 258, 256}));
+  EXPECT_EQ(part(x.ints["doc_ids"], 0, 8), (std::vector<int32_t>{0, 0, 0, 1, 1, 1, 1, 2}));
+  EXPECT_EQ(part(x.ints["positions"], 0, 8), (std::vector<int32_t>{0, 1, 2, 0, 1, 2, 3, 0}));
+  EXPECT_EQ(part(x.ints["cls_index"], 0, 3), (std::vector<int32_t>{0, 3, 0}));
+  EXPECT_EQ(part(x.ints["example_labels"], 0, 3), (std::vector<int32_t>{2, 1, -100}));
+  // The long example fills its row alone, cut as its padded row is.
+  EXPECT_EQ(part(ids, 8, 8), (std::vector<int32_t>{257, 'c', 'c', 'c', 'c', 'c', 'c', 258}));
+  EXPECT_EQ(part(x.ints["doc_ids"], 8, 8), (std::vector<int32_t>(8, 0)));
+  EXPECT_EQ(part(x.ints["cls_index"], 8, 2), (std::vector<int32_t>{8, 8}));
+  EXPECT_EQ(part(x.ints["example_labels"], 8, 2), (std::vector<int32_t>{0, -100}));
+  // Rows past the last packed row repeat record 0 with no label.
+  ExampleBatcher wide(o.outDir, ExampleTask::Classify, 3, 8, 3, 1);
+  wide.setPack(true);
+  wide.valBatch(0, x);
+  EXPECT_EQ(part(x.ints["ids"], 16, 4), (std::vector<int32_t>{257, 'a', 258, 256}));
+  EXPECT_EQ(part(x.ints["example_labels"], 16, 2), (std::vector<int32_t>{-100, -100}));
+}
+
+TEST(Packing, SftLabelsEndAtEachExample) {
+  TempDir d;
+  writeFile(d.file("t.jsonl"), "{\"p\": \"a\", \"r\": \"b\"}\n{\"p\": \"cd\", \"r\": \"e\"}\n");
+  JsonlBuildOptions o;
+  o.inputs = {d.file("t.jsonl")};
+  o.outDir = d.file("data");
+  o.fields = {"p", "r"};
+  o.valFraction = 0;
+  buildJsonlDataset(o);
+  ExampleBatcher b(o.outDir, ExampleTask::Sft, 1, 8, 0, 1);
+  b.setPack(true);
+  EXPECT_EQ(b.trainRowsOfEpochs(3), 3u);  // 3 + 4 tokens: one row an epoch
+  ExampleBatch x;
+  b.trainBatch(0, x);
+  EXPECT_EQ(x.ints.count("last"), 0u);
+  // Either order: "a b [SEP]" then "c d e [SEP]", or the reverse.
+  const std::vector<int32_t> &ids = x.ints["ids"], &labels = x.ints["labels"];
+  const bool abFirst = ids[0] == 'a';
+  const std::vector<int32_t> wantIds =
+      abFirst ? std::vector<int32_t>{'a', 'b', 258, 'c', 'd', 'e', 258, 256}
+              : std::vector<int32_t>{'c', 'd', 'e', 258, 'a', 'b', 258, 256};
+  const std::vector<int32_t> wantLabels =
+      abFirst ? std::vector<int32_t>{'b', 258, -100, -100, 'e', 258, -100, -100}
+              : std::vector<int32_t>{-100, 'e', 258, -100, 'b', 258, -100, -100};
+  EXPECT_EQ(ids, wantIds);
+  EXPECT_EQ(labels, wantLabels);
+  EXPECT_EQ(x.ints["doc_ids"], abFirst ? (std::vector<int32_t>{0, 0, 0, 1, 1, 1, 1, 2})
+                                       : (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 2}));
+  EXPECT_EQ(x.ints["positions"], abFirst ? (std::vector<int32_t>{0, 1, 2, 0, 1, 2, 3, 0})
+                                         : (std::vector<int32_t>{0, 1, 2, 3, 0, 1, 2, 0}));
+  // Row g is a pure function of (seed, g): a fresh batcher asked for step 2 first agrees.
+  ExampleBatcher c(o.outDir, ExampleTask::Sft, 1, 8, 0, 1), again(o.outDir, ExampleTask::Sft, 1, 8, 0, 1);
+  c.setPack(true);
+  again.setPack(true);
+  ExampleBatch y, z;
+  c.trainBatch(2, y);
+  for (uint64_t s = 0; s <= 2; ++s) again.trainBatch(s, z);
+  EXPECT_EQ(y.ints["ids"], z.ints["ids"]);
+  EXPECT_THROW(ExampleBatcher(o.outDir, ExampleTask::Preference, 1, 8, 0, 1), Error);  // needs three texts
+}

@@ -203,6 +203,18 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
   if (int64_t accumulate = integer(st::kAccumulate); accumulate != (int64_t)st::kAccumulate.defaultValue)
     tc->set_accumulate(accumulate);
   tc->set_epochs(train.getInt(st::kEpochs.attr, 0));  // absent: 0, the plan's bytes kept
+  // LoRA adapters (lm.lora, added by -lm-lora): only where there are some.
+  if (auto lora = module->getAttrOfType<DictionaryAttr>("lm.lora")) {
+    plan::Lora *l = tc->mutable_lora();
+    if (auto r = lora.getAs<IntegerAttr>("rank"))
+      l->set_rank(r.getInt());
+    if (auto a = lora.getAs<FloatAttr>("alpha"))
+      l->set_alpha(a.getValueAsDouble());
+    if (auto targets = lora.getAs<ArrayAttr>("targets"))
+      for (Attribute t : targets)
+        if (auto s = dyn_cast<StringAttr>(t))
+          l->add_targets(s.str());
+  }
   // The mesh (lm.mesh, from the frontend): only where there is one, so plans for
   // one process keep their bytes.
   if (auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh")) {

@@ -192,6 +192,11 @@ OwningOpRef<ModuleOp> MLIRGen::run() {
     attrs.set("param_groups", *groups);
     train = attrs.getDictionary(&ctx);
   }
+  FailureOr<std::optional<DictionaryAttr>> lora = loraAttr();
+  if (failed(lora))
+    return nullptr;
+  if (*lora)
+    module->setAttr("lm.lora", **lora);
   FailureOr<ArrayAttr> exports = exportsAttr();
   if (failed(exports))
     return nullptr;

@@ -38,6 +38,10 @@ namespace mlir::lm {
 
 /// The names visible in one inlined body (one call of a block or model, or
 /// an objective) and the parameter scope that body declares into.
+/// A parameter-name pattern of the train block (ParamGroups.cpp): `*` matches any
+/// run of characters, dots included, `?` any one; the whole name must match.
+bool globMatch(const std::string &pattern, const std::string &name);
+
 struct Env {
   const ast::Function *fn = nullptr; ///< null while evaluating config/train
   std::map<std::string, LMValue> vars;
@@ -362,6 +366,12 @@ private:
   /// lm.trust_ratio); the groups as written for lm.train, or a null ArrayAttr
   /// when there are none. `decayAll`: no_decay was given (HF's rule).
   FailureOr<ArrayAttr> paramGroupsAttr(bool &decayAll);
+
+  //--- Lora.cpp -----------------------------------------------------------------
+  /// The train block's `lora = { targets = [...], rank = R, alpha = A }`, its
+  /// patterns resolved to parameter names: lm.lora for the -lm-lora pass, or
+  /// none without the setting.
+  FailureOr<std::optional<DictionaryAttr>> loraAttr();
 
   //--- Export.cpp ---------------------------------------------------------------
   /// lm.exports: one dictionary per `export` section, each parameter of the

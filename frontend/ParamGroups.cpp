@@ -20,8 +20,6 @@
 
 namespace mlir::lm {
 
-namespace {
-
 /// `*` matches any run of characters (dots included), `?` any one; the rest
 /// matches itself. The whole name must match.
 bool globMatch(const std::string &pattern, const std::string &name) {
@@ -43,6 +41,8 @@ bool globMatch(const std::string &pattern, const std::string &name) {
     ++p;
   return p == pattern.size();
 }
+
+namespace {
 
 /// One group as written: its patterns (with where each was written) and what it sets.
 struct Group {

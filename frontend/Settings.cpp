@@ -385,6 +385,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
       continue; // the device mesh and the ZeRO stage: meshAttr reads them
     if (s.name == "no_decay" || s.name == "groups")
       continue; // parameter groups: paramGroupsAttr reads them once the parameters exist
+    if (s.name == "lora")
+      continue; // LoRA adapters: loraAttr reads them once the parameters exist
     const st::Setting *setting = nullptr;
     std::string known = "optimizer, schedule, remat, precision, memory_budget";
     for (const st::Setting *b : st::blockSettings()) {
@@ -394,7 +396,7 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     }
     if (!setting)
       return error(s.loc) << "unknown train option '" << s.name << "' (expected " << known
-                          << ", no_decay, groups, data, mesh or zero)";
+                          << ", no_decay, groups, lora, data, mesh or zero)";
     if (failed(setNumber(*setting, *s.value, s.name)))
       return failure();
   }

@@ -41,6 +41,29 @@ def LMAutodiffPass : Pass<"lm-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
 }
 
+def LMLoraPass : Pass<"lm-lora", "mlir::ModuleOp"> {
+  let summary = "Adds LoRA adapters to the matmul weights named by the module's lm.lora";
+  let description = [{
+    With a module attribute `lm.lora = {rank = R, alpha = A, targets =
+    ["layer.0.attn.wq", ...]}` (the train block's `lora = { ... }`, its
+    patterns resolved to parameter names by the frontend), every function
+    argument whose `lm.param` is a target W: `[in, out]` gets two new
+    parameter arguments right after it,
+    `W.lora_A: [in, R]` (`lm.init` uniform(-1/sqrt(in), 1/sqrt(in)), PEFT's
+    kaiming-uniform) and `W.lora_B: [R, out]` (zeros), and each
+    `%y = lm.matmul %x, %W` becomes `%y + (A / R) * ((%x @ A) @ B)` for its
+    users. Every other parameter argument gets the unit attribute
+    `lm.frozen` (PEFT freezes the whole base model), but for those named in
+    the optional `trainable = [...]` (a new task head, PEFT's
+    `modules_to_save`); a target is frozen even there. A target used any other way (an embedding, a transposed or left
+    operand), one that is not a rank-2 float tensor, or one that no function
+    has is an error. Runs before -lm-autodiff, so the adapters are ordinary
+    trainable parameters; without lm.lora the module is left as it is. See
+    docs/finetuning.md, "LoRA".
+  }];
+  let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
+}
+
 def LMEvalModePass : Pass<"lm-eval-mode", "mlir::ModuleOp"> {
   let summary = "Makes dropout the identity in every program but the train step";
   let description = [{

@@ -114,6 +114,10 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
       afterStage(stage, pm);
   };
 
+  // LoRA adapters (the train block's lora = { ... }): frozen targets and new
+  // trainable parameters, before anything else sees the parameters. A no-op
+  // without lm.lora.
+  pm.addPass(createLMLoraPass());
   if (failed(addExtensionPoint(pm, "before-autodiff", opts.beforeAutodiff.getValue(), errorStream)))
     return failure();
 

@@ -99,8 +99,7 @@ double at(const TensorRef &row, int64_t v) {
 
 }  // namespace
 
-void generateIds(Session &s, const SampleOptions &o, std::vector<int32_t> context, int64_t idLimit,
-                 int32_t stopId, const std::function<bool(int32_t)> &emit) {
+void checkSampleOptions(const SampleOptions &o) {
   if (o.tokens < 0) fail("--tokens must be >= 0 (got %lld)", (long long)o.tokens);
   if (o.temperature < 0 || !std::isfinite(o.temperature))
     fail("--temperature must be >= 0 (got %g)", o.temperature);
@@ -109,6 +108,11 @@ void generateIds(Session &s, const SampleOptions &o, std::vector<int32_t> contex
   if (!(o.repetitionPenalty > 0) || !std::isfinite(o.repetitionPenalty))
     fail("--repetition-penalty must be > 0 (got %g)", o.repetitionPenalty);
   if (std::isnan(o.checkCache)) fail("--check-kv-cache needs a tolerance >= 0");
+}
+
+void generateIds(Session &s, const SampleOptions &o, std::vector<int32_t> context, int64_t idLimit,
+                 int32_t stopId, const std::function<bool(int32_t)> &emit) {
+  checkSampleOptions(o);
   const plan::Input &in = tokenInput(findProgram(s, "forward"));
   int64_t vocab = in.vocab() > 0 ? in.vocab() : s.plan().data().vocab();
   if (context.empty()) fail("generation needs at least one context token");

@@ -47,6 +47,10 @@ struct SampleOptions {
   double checkCache = -1;
 };
 
+/* The checks every sampler makes of its options (--tokens, --temperature, --top-k,
+   --top-p, --repetition-penalty, --check-kv-cache), each a clear error. */
+void checkSampleOptions(const SampleOptions &options);
+
 /* How many tokens of the context survive when the window is full (W / 2, at least 1). */
 int64_t contextKeep(int64_t window);
 

@@ -65,7 +65,8 @@ TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
   if (!o.initPath.empty()) {
     const InitReport r = loadWeights(s, o.initPath, InitOptions{parseInitMap(o.initMap), o.initStrict});
     std::fprintf(log, "initialised from %s\n", o.initPath.c_str());
-    if (!o.initStrict || !o.initMap.empty()) std::fprintf(log, "%s", describeInitReport(r, s.params().size()).c_str());
+    // LoRA adapters start at their initializer even when strict: say so.
+    if (!o.initStrict || !o.initMap.empty() || !r.leftAtInit.empty()) std::fprintf(log, "%s", describeInitReport(r, s.params().size()).c_str());
   }
   if (run.resume) {
     restoreCheckpoint(*run.resume, s);

@@ -1,5 +1,6 @@
 /* Implements: Hugging Face weights export and import (see hf_weights.h). */
 #include "runtime/weights/hf_weights.h"
+#include "runtime/weights/lora_merge.h"
 
 #include "runtime/exec/optimizer.h"
 #include <algorithm>
@@ -236,6 +237,9 @@ void exportHf(const plan::Plan &plan, const HfExportOptions &o) {
 
   checkOutputDir(o.outDir, o.overwrite);
   SafetensorsFile file = readSafetensors(o.weightsPath);
+  // A LoRA plan's map names the base weights: export them with the adapters merged.
+  std::map<std::string, std::string> merged;
+  if (plan.train().lora().targets_size() > 0) mergeLoraAdapters(plan, file, o.weightsPath, merged);
   // The weights must be this plan's, exactly (as `lmrt run --init` requires).
   auto meta = file.metadata.find("format");
   const bool checkpoint = meta != file.metadata.end() && meta->second == "lmc-checkpoint";

@@ -1,6 +1,10 @@
 /* Implements: saving and loading a Session's parameters as safetensors. */
 #include "runtime/weights/weights.h"
 
+#include "contract/lora.h"
+
+#include <set>
+
 #include "runtime/exec/optimizer.h"
 #include <cmath>
 #include <cstring>
@@ -75,10 +79,17 @@ InitReport loadWeights(Session &session, const std::string &path, const InitOpti
     }
     if (!used) report.unused.push_back(name);
   }
+  // LoRA adapters may be missing even when strict: a pretrained model has none, and
+  // they start at their initializer (B = 0: the adapted model is the base).
+  std::set<std::string> adapters;
+  for (const std::string &t : session.plan().train().lora().targets()) {
+    adapters.insert(lora::aName(t));
+    adapters.insert(lora::bName(t));
+  }
   for (const ParamState &p : session.params()) {
     auto src = source.find(p.name);
     if (src == source.end()) {
-      if (options.strict)
+      if (options.strict && !adapters.count(p.name))
         fail("weights '%s': no tensor for parameter '%s' %s", path.c_str(), p.name.c_str(), p.type.str().c_str());
       report.leftAtInit.push_back(p.name);
       continue;

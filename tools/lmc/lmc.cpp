@@ -16,6 +16,7 @@
 #include "codegen/MemoryPlanner.h"
 #include "pipelines/CompileToPlan.h"
 #include "base/file_io.h"
+#include "base/format.h"
 #include "base/paths.h"
 #include "contract/contract.h"
 #include "contract/plan_file.h"
@@ -472,6 +473,14 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
                << (plan.remat().empty() ? std::string() : " with remat " + plan.remat()) << ", " << kernelSummary(plan, compiled->kernels)
                << ", compiled in "
                << llvm::formatv("{0:f2}", seconds) << " s\n";
+  if (const lmrt::plan::Lora &lora = plan.train().lora(); lora.targets_size() > 0) {
+    // PEFT's print_trainable_parameters: the adapters train, the base is frozen.
+    int64_t trainable = plan.param_count() - frozen;
+    llvm::errs() << "lmc: LoRA rank " << lora.rank() << ", alpha " << lmrt::formatG(lora.alpha()) << " on "
+                 << lora.targets_size() << " weight" << (lora.targets_size() == 1 ? "" : "s")
+                 << ": trainable " << withThousands(trainable) << " of " << withThousands(plan.param_count())
+                 << " parameters (" << llvm::formatv("{0:f2}", 100.0 * trainable / plan.param_count()) << " %)\n";
+  }
   printModelParams(plan);
   if (const lmrt::plan::Mesh &mesh = plan.train().mesh(); mesh.data() > 1 || mesh.tensor() > 1) {
     // On a mesh the predicted peak is one rank's (rank 0's, the largest); its terms (docs/distributed.md).

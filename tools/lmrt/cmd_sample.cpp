@@ -23,6 +23,7 @@
 #include "runtime/weights/weights.h"
 #include "runtime/train/completion_text.h"
 #include "runtime/train/generate.h"
+#include "runtime/train/generate_seq2seq.h"
 #include "runtime/train/program_io.h"
 #include "runtime/train/threads.h"
 #include "tools/lmrt/commands.h"
@@ -72,7 +73,18 @@ Completion complete(Session &session, const Tokenizer *tok, const SampleOptions 
   auto show = [&](bool final) {
     if (stream) print(ct.take(final));
   };
-  if (!tok) {  // bytes
+  if (isSeq2SeqPlan(session)) {  // an encoder-decoder model: the prompt is its input
+    if (tok) fail("a seq2seq plan reads bytes (the seq2seq transform's): give no --tokenizer");
+    std::string bytes;
+    eos = generateSeq2Seq(session, o, [&](int32_t b) {
+      ++c.tokens;
+      bytes += (char)b;
+      const bool more = ct.update(bytes);
+      show(false);
+      return more;
+    });
+    if (eos) ++c.tokens;
+  } else if (!tok) {  // bytes
     std::string bytes;
     generate(session, o, [&](unsigned char b) {
       ++c.tokens;

@@ -7,6 +7,8 @@
 
 #include "base/paths.h"
 #include "runtime/weights/hf_weights.h"
+#include "runtime/weights/lora_merge.h"
+#include "runtime/weights/safetensors.h"
 #include "contract/plan_file.h"
 #include "runtime/exec/validate.h"
 #include "tools/lmrt/commands.h"
@@ -68,8 +70,33 @@ void importCmd(const Options &o) {
               o.dir.c_str());
 }
 
+/* `lmrt weights merge`: a LoRA plan's weights with the adapters folded in, the file
+   the same model without `lora` loads (--init, --weights, export). */
+void mergeCmd(const Options &o) {
+  checkOutputs({{"--out", o.out, false, IfExists::NeedsOverwrite}}, {{"the plan", o.plan}, {"the weights", o.weights}},
+               o.overwrite, stdout);
+  plan::Plan p = loadPlan(o.plan);
+  const plan::Lora &l = p.train().lora();
+  if (l.targets_size() == 0)
+    fail("plan '%s' has no LoRA adapters (its train block has no lora = { ... }): nothing to merge", o.plan.c_str());
+  SafetensorsFile file = readSafetensors(o.weights);
+  std::map<std::string, std::string> storage;
+  mergeLoraAdapters(p, file, o.weights, storage);
+  std::vector<std::pair<std::string, TensorRef>> tensors;
+  for (const plan::Param &param : p.params()) {
+    auto it = file.tensors.find(param.name());
+    if (it == file.tensors.end()) continue;  // an adapter
+    // writeSafetensors only reads through the pointer.
+    tensors.emplace_back(param.name(), TensorRef{const_cast<char *>(it->second.bytes.data()), it->second.type});
+  }
+  writeSafetensors(o.out, tensors);
+  std::printf("wrote %s: %zu parameters, %d LoRA weights merged (W + %g A B; the model without lora loads it)\n",
+              o.out.c_str(), tensors.size(), l.targets_size(), l.alpha() / (double)l.rank());
+}
+
 void add(CLI::App &app) {
-  auto *cmd = app.add_subcommand("weights", "Convert weights to and from other frameworks (Hugging Face)");
+  auto *cmd = app.add_subcommand(
+      "weights", "Convert weights to and from other frameworks (Hugging Face); merge LoRA adapters");
   cmd->require_subcommand(1);
   auto e = std::make_shared<Options>();
   auto *ex = cmd->add_subcommand("export", "Write a Hugging Face directory (config.json, model.safetensors) "
@@ -94,6 +121,16 @@ void add(CLI::App &app) {
   im->add_option("--base", i->base, "Plan weights for the parameters the map leaves out (omitted ones, or another "
                                     "section's)");
   im->callback([i] { importCmd(*i); });
+
+  auto m = std::make_shared<Options>();
+  auto *me = cmd->add_subcommand("merge", "Fold a LoRA plan's adapters into its weights (W + alpha/rank A B), "
+                                          "leaving the adapters out");
+  me->add_option("plan", m->plan, "Plan compiled with lora = { ... }")->required();
+  me->add_option("weights", m->weights, "Its weights (safetensors with plan names, or a checkpoint's state)")
+      ->required();
+  me->add_option("--out", m->out, "Weights file to write (safetensors, the base model's names)")->required();
+  me->add_flag("--overwrite", m->overwrite, "Replace --out if it exists");
+  me->callback([m] { mergeCmd(*m); });
 }
 
 RegisterCommand reg("weights", add);

@@ -800,7 +800,40 @@ TEST(PredictedMemory, ZeroSlicesAndRankZerosShare) {
   EXPECT_EQ(m.params, bytes);
   EXPECT_EQ(m.grads, bytes);
   EXPECT_EQ(m.optimizer, 2 * (17 + 32) * 4);
-  EXPECT_EQ(m.total(), 2 * bytes + 2 * (17 + 32) * 4);
+  // The parameters' gather of the 33-element one, padded to 2 x 17 (zero_shards.cpp).
+  EXPECT_EQ(m.commScratch, 34 * 4);
+  EXPECT_EQ(m.total(), 2 * bytes + 2 * (17 + 32) * 4 + 34 * 4);
+  // Stage 2 adds the gradients' reduce-scatter: 2 x 32 received for the 64-element
+  // gradient, and the 33-element one's padded copy for one call.
+  p.mutable_train()->mutable_mesh()->set_zero(2);
+  EXPECT_EQ(predictedMemory(p).commScratch, 2 * 32 * 4 + 34 * 4 + 34 * 4);
+}
+
+/* The collectives' buffers (contract.cpp, communicationScratch): an all-reduce of n
+   elements over D ranks receives D chunks of ceil(n / D) and keeps one chunk's sums;
+   the largest of each is kept from call to call. */
+TEST(PredictedMemory, CommunicationBuffers) {
+  plan::Plan p;
+  plan::Program *prog = p.add_programs();
+  auto buffer = [&](std::initializer_list<int64_t> shape) {
+    plan::Buffer *b = prog->add_buffers();
+    b->mutable_type()->set_dtype(plan::F32);
+    for (int64_t d : shape) b->mutable_type()->add_shape(d);
+    return prog->buffers_size() - 1;
+  };
+  auto collective = [&](const char *op, int in, int out, int64_t group) {
+    plan::Step *s = prog->add_steps();
+    s->set_op(op);
+    s->add_inputs(in);
+    s->add_outputs(out);
+    (*s->mutable_attrs())["group_size"].set_i(group);
+  };
+  EXPECT_EQ(predictedMemory(p).commScratch, 0);  // no collectives: one process
+  collective("all_reduce", buffer({101}), buffer({101}), 2);  // 2 x 51 received, 51 summed
+  collective("all_reduce", buffer({10}), buffer({10}), 2);
+  EXPECT_EQ(predictedMemory(p).commScratch, (2 * 51 + 51) * 4);
+  collective("all_gather", buffer({60}), buffer({120}), 2);  // its input copied, its output for one call
+  EXPECT_EQ(predictedMemory(p).commScratch, 2 * 51 * 4 + 60 * 4 + 120 * 4);
 }
 
 TEST(Validate, ParamSharding) {

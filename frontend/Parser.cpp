@@ -247,16 +247,23 @@ private:
     if (!expect(Token::Kind::LBrace, "'{' after '" + section + "'"))
       return;
     skipNewlines();
-    while (!failed && !is(Token::Kind::RBrace) && !is(Token::Kind::Eof)) {
-      Setting s;
-      s.name = identifier("a setting name (name = value) in '" + section + "'", &s.loc);
-      if (!expect(Token::Kind::Equal, "'=' after '" + s.name + "'"))
+    while (!failed && !is(Token::Kind::RBrace) && !is(Token::Kind::Eof))
+      if (!setting("a setting name (name = value) in '" + section + "'", /*records=*/true, out))
         return;
-      s.value = is(Token::Kind::LBrace) ? record(s.name) : expr();
-      out.push_back(std::move(s));
-      endOfStatement();
-    }
     expectClose(Token::Kind::RBrace, open, "'" + section + "' section");
+  }
+
+  /// One `name = value` statement of a section (`what` names what may stand
+  /// there); `records` lets the value be a `{ name = value, ... }` record.
+  bool setting(const std::string &what, bool records, std::vector<Setting> &out) {
+    Setting s;
+    s.name = identifier(what, &s.loc);
+    if (!expect(Token::Kind::Equal, "'=' after '" + s.name + "'"))
+      return false;
+    s.value = records && is(Token::Kind::LBrace) ? record(s.name) : expr();
+    out.push_back(std::move(s));
+    endOfStatement();
+    return true;
   }
 
   /// A preset's `{ setting* [train { setting* }] }` (the name is the current token).
@@ -278,13 +285,9 @@ private:
         skipNewlines();
         continue;
       }
-      Setting s;
-      s.name = identifier("a setting name (name = value) or 'train { ... }' in '" + section + "'", &s.loc);
-      if (!expect(Token::Kind::Equal, "'=' after '" + s.name + "'"))
+      if (!setting("a setting name (name = value) or 'train { ... }' in '" + section + "'", /*records=*/false,
+                   p.settings))
         return;
-      s.value = expr();
-      p.settings.push_back(std::move(s));
-      endOfStatement();
     }
     expectClose(Token::Kind::RBrace, open, "'" + section + "' section");
   }

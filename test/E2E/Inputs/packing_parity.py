@@ -12,7 +12,7 @@ by the order of their sums:
   example of a packed row leaves the other examples' outputs as they were,
   and changes its own.
 
-Plain Python (no numpy): a small safetensors reader and writer below.
+Tensors are read and written with safetensors_np.py, kept flat.
 
   packing_parity.py --task classify|sft --padded P.plan --packed Q.plan --data DIR
   packing_parity.py --task classify|sft --records FILE.jsonl   (writes the test's records)
@@ -27,39 +27,20 @@ import sys
 import tempfile
 from array import array
 
-_CODES = {"F64": "d", "F32": "f", "I32": "i"}
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_np  # noqa: E402
 
 
 def load(path):
-    """{name: (shape, flat array)}."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        lo, hi = info["data_offsets"]
-        a = array(_CODES[info["dtype"]])
-        a.frombytes(raw[8 + n + lo:8 + n + hi])
-        out[name] = (info["shape"], a)
-    return out
+    """{name: (shape, flat values)}: the sums below read tensors flat."""
+    return {n: (list(t.shape), t.ravel()) for n, t in safetensors_np.load(path).items()}
 
 
 def save(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        shape, a = tensors[name]
-        raw = a.tobytes()
-        dtype = {v: k for k, v in _CODES.items()}[a.typecode]
-        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+    """Writes {name: (shape, flat values)}, the values' dtype kept."""
+    safetensors_np.save(path, {n: np.asarray(v).reshape(shape) for n, (shape, v) in tensors.items()})
 
 
 def rel(a, b):

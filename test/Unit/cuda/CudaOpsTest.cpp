@@ -1,8 +1,9 @@
 /* Tests that every op's CUDA kernel computes what its CPU kernel computes on the
    same inputs (CudaTestUtil.h: the CPU half runs everywhere, the GPU half where
    a GPU is present): shapes with ragged tiles, broadcasts, transposes, ignored
-   targets, causal and full attention at three head sizes, f32 and f64, padding
-   masks and cross-attention. */
+   targets, causal and full attention at three head sizes, f32 and f64 (bf16 and
+   f16 operands for the GEMMs, the casts and the fused loss), padding masks and
+   cross-attention. */
 #include "contract/elementwise.h"
 #include "test/Unit/cuda/CudaTestUtil.h"
 

@@ -167,7 +167,8 @@ def cuda_main(a, build, workdir):
             tf32 = ["--tf32"] if precision == "tf32" else []
             if impl == "lmrt-cuda":
                 metrics = os.path.join(workdir, f"{tag}.metrics.jsonl")
-                ok, out = timed([f"{build}/bin/lmrt", "run", plan_bf16 if precision == "bf16" else plan, "--device", "cuda", "--data", a.data,
+                ok, out = timed([f"{build}/bin/lmrt", "run", plan_bf16 if precision == "bf16" else plan,
+                                 "--device", "cuda", "--data", a.data,
                                  "--steps", str(steps), "--eval-batches", "0", "--metrics", metrics, "--overwrite",
                                  "--out", os.path.join(workdir, f"{tag}.safetensors"), *tf32],
                                 os.path.join(workdir, f"{tag}.log"), limit)

@@ -31,6 +31,8 @@ void runCast(const OpCall &call) {
 
 }  // namespace
 
-void addCastKernels(std::vector<CudaKernelDef> &k) { k.push_back({"cast", runCast, noScratch, /*reducedPrecision=*/true}); }
+void addCastKernels(std::vector<CudaKernelDef> &k) {
+  k.push_back({"cast", runCast, noScratch, /*reducedPrecision=*/true});
+}
 
 }  // namespace lmrt::cuda::detail

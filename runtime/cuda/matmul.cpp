@@ -39,6 +39,8 @@ void runMatmul(const OpCall &call) {
 
 }  // namespace
 
-void addMatmulKernels(std::vector<CudaKernelDef> &k) { k.push_back({"matmul", runMatmul, noScratch, /*reducedPrecision=*/true}); }
+void addMatmulKernels(std::vector<CudaKernelDef> &k) {
+  k.push_back({"matmul", runMatmul, noScratch, /*reducedPrecision=*/true});
+}
 
 }  // namespace lmrt::cuda::detail

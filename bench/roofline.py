@@ -20,7 +20,8 @@ With --device cuda it is the GPU benchmark instead: GPT-2 124M at batch 8 x seq 
 (config gpt2_b8t1024; --configs picks others), the plan compiled with --target cpu,cuda and
 trained by `lmrt run --device cuda`, beside PyTorch on the same GPU in the same run (eager, and
 torch.compile with --torch-modes eager,compile; attention through PyTorch's fused SDPA, as one
-would write it for speed), in f32 and/or TF32 (--precisions f32,tf32; --tf32 alone means tf32).
+would write it for speed), in f32, TF32 and/or bf16 (--precisions f32,tf32,bf16; --tf32 alone
+means tf32; bf16: lmrt's plan compiled with --precision bf16, PyTorch under CUDA autocast bf16).
 Each line then has tokens_per_s, achieved_tflops (plan FLOPs / step time) and mfu (against
 --peak-tflops, 989 for an H100/H200's dense bf16) instead of the sgemm columns. The GPU check
 (scripts/gpu-check.sh) runs it from the GPU bundle with --time-budget and --keep-going."""
@@ -127,7 +128,8 @@ def timed(cmd, log, timeout):
 
 def cuda_main(a, build, workdir):
     """lmrt --device cuda beside PyTorch (eager, torch.compile) on the same GPU, one JSON line
-    per (implementation, precision): f32 (strict fp32 GEMMs) and tf32 (TF32 tensor cores), each
+    per (implementation, precision): f32 (strict fp32 GEMMs), tf32 (TF32 tensor cores) and bf16
+    (lmrt: a plan compiled with --precision bf16; PyTorch: autocast to bf16), each
     with the plan's FLOPs per step over the measured step time and the MFU against --peak-tflops
     (the GPU's dense bf16 peak: what the run would need to reach to use the chip fully). With
     --time-budget, a measurement that would start after the budget is reported as skipped, and
@@ -145,9 +147,13 @@ def cuda_main(a, build, workdir):
         tokens = shape["batch"] * shape["seq"]
         plan = os.path.join(workdir, f"{name}.cuda.plan")
         run([f"{build}/bin/lmc", "compile", model, "--preset", preset, "--target", "cpu,cuda", "-o", plan])
+        plan_bf16 = os.path.join(workdir, f"{name}.cuda-bf16.plan")
+        if "bf16" in precisions:
+            run([f"{build}/bin/lmc", "compile", model, "--preset", preset, "--target", "cpu,cuda", "--precision",
+                 "bf16", "-o", plan_bf16])
         if a.compile_only:
             continue
-        gflop = plan_gflop(build, plan)
+        gflop = plan_gflop(build, plan)  # the fp32 plan's: one model's FLOPs for every precision
         jobs = [("lmrt-cuda", p) for p in precisions]
         jobs += [(f"pytorch-{m}-cuda", p) for m in torch_modes for p in precisions]
         for impl, precision in jobs:
@@ -161,7 +167,8 @@ def cuda_main(a, build, workdir):
             tf32 = ["--tf32"] if precision == "tf32" else []
             if impl == "lmrt-cuda":
                 metrics = os.path.join(workdir, f"{tag}.metrics.jsonl")
-                ok, out = timed([f"{build}/bin/lmrt", "run", plan, "--device", "cuda", "--data", a.data,
+                ok, out = timed([f"{build}/bin/lmrt", "run", plan_bf16 if precision == "bf16" else plan,
+                                 "--device", "cuda", "--data", a.data,
                                  "--steps", str(steps), "--eval-batches", "0", "--metrics", metrics, "--overwrite",
                                  "--out", os.path.join(workdir, f"{tag}.safetensors"), *tf32],
                                 os.path.join(workdir, f"{tag}.log"), limit)
@@ -175,6 +182,7 @@ def cuda_main(a, build, workdir):
                                  "--warmup-steps", str(max(warmup, 3) if mode == "compile" else warmup),
                                  "--timing-json", "--device", "cuda", "--attention", "sdpa",
                                  *(["--compile"] if mode == "compile" else []), *tf32,
+                                 *(["--autocast", "bf16"] if precision == "bf16" else []),
                                  *[f"--{k}={v}" for k, v in shape.items()]],
                                 os.path.join(workdir, f"{tag}.log"), limit)
                 if ok:
@@ -211,7 +219,7 @@ def main():
                     help="cpu: rounds of all implementations, interleaved; each reports its median (default 3, --quick 1)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps at the start of each run")
     cuda = ap.add_argument_group("--device cuda")
-    cuda.add_argument("--precisions", help="comma list of f32 and tf32 (default: f32, or tf32 with --tf32)")
+    cuda.add_argument("--precisions", help="comma list of f32, tf32 and bf16 (default: f32, or tf32 with --tf32)")
 
     cuda.add_argument("--steps", type=int, default=0, help="steps per run (default: the config's)")
 

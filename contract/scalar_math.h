@@ -85,10 +85,14 @@ template <> LMC_HD f16 fromFloat<f16>(float v) {
   uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return f16{(uint16_t)(sign | 0x7e00u)};
   if (a >= 0x477ff000u) return f16{(uint16_t)(sign | 0x7c00u)};  // rounds to inf
-  if (a < 0x38800000u) {  // subnormal or zero in f16: scale and round
-    float s;
-    memcpy(&s, &a, sizeof s);
-    return f16{(uint16_t)(sign | (uint32_t)(s * 16777216.0f + 0.5f))};
+  if (a < 0x38800000u) {  // subnormal or zero in f16: units of 2^-24, rounded to nearest even
+    const uint32_t e = a >> 23;
+    if (e < 102) return f16{(uint16_t)sign};  // under 2^-25: rounds to 0 (2^-25 itself is the tie, to 0)
+    const uint32_t mant = (a & 0x7fffffu) | 0x800000u, shift = 126 - e;  // 14..24
+    const uint32_t rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    uint32_t q = mant >> shift;
+    q += rest > half || (rest == half && (q & 1u));  // may carry into the smallest normal, 0x400
+    return f16{(uint16_t)(sign | q)};
   }
   uint32_t r = a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u;
   return f16{(uint16_t)(sign | (r >> 13))};

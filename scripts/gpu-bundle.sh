@@ -158,11 +158,15 @@ if ((dry_rc != 0)) || grep -qE '^(FAIL|UNSUPPORTED|UNRESOLVED|TIMEOUT|XPASS): ' 
 fi
 say "compiling the benchmark's plans"
 LMC_PLAN_RECORD=$stage/plans LMC_REAL_LMC=$build/bin/lmc \
-  "$python" "$stage/src/bench/roofline.py" --device cuda --build "$stage" --compile-only \
+  "$python" "$stage/src/bench/roofline.py" --device cuda --build "$stage" --compile-only --precisions f32,tf32,bf16 \
   --workdir "$stage_parent/bench-plans" > /dev/null
-# A plan of its own for gpu-check.sh's first smoke runs (CPU, then GPU).
+# Plans of their own for gpu-check.sh's first smoke runs (CPU, then GPU): fp32, bf16, fp16.
 "$build/bin/lmc" compile models/gpt2.lm --preset tiny -D layers=2 -D batch=8 -D seq=64 --target cpu,cuda \
   -o "$stage/plans/smoke.plan" > /dev/null
+for precision in bf16 fp16; do
+  "$build/bin/lmc" compile models/gpt2.lm --preset tiny -D layers=2 -D batch=8 -D seq=64 --target cpu,cuda \
+    --precision "$precision" -o "$stage/plans/smoke-$precision.plan" > /dev/null
+done
 rm -f "$stage/bin/python.conf"
 rm -rf "$stage/build/test/GPU" "$stage/build/test/runs"   # the dry run's outputs (test/lit.cfg.py puts them under runs/)
 

@@ -7,11 +7,11 @@
 #      (plus lib/compat when the machine's libstdc++ is too old, and the driver's folder
 #      when the dynamic loader does not already know it);
 #   2. ldd of every bundled binary and library; lmrt --help; lmrt devices; a 5-step CPU
-#      run and a 5-step GPU run of a tiny plan;
+#      run and a 5-step GPU run of a tiny plan, in fp32, bf16 and fp16;
 #   3. the gpu-labelled tests: lmrt_cuda_gpu_test (every op's CUDA kernel against the
 #      CPU's), lmrt_cuda_table_test, and the lit tests of test/GPU (without a GPU: their
 #      dry run, the CPU standing in for the GPU, and the GPU parts reported as skipped);
-#   4. the GPU benchmark: GPT-2 124M at batch 8 x seq 1024, lmrt in f32 and TF32 beside
+#   4. the GPU benchmark: GPT-2 124M at batch 8 x seq 1024, lmrt in f32, TF32 and bf16 beside
 #      PyTorch eager and torch.compile on the same GPU (bench/roofline.py: tokens/s,
 #      TFLOP/s, MFU against 989 TFLOP/s dense bf16), then lmrt --profile's kernel table;
 #   5. a summary: every item PASS, FAIL or SKIP, and the totals.
@@ -195,25 +195,30 @@ cat "$W/devices.txt"
 have_gpu=0; ((devices_rc == 0)) && have_gpu=1
 gpu_name=$(head -1 "$W/devices.txt")
 if ((have_gpu)); then record PASS "lmrt devices" "$gpu_name"; else record SKIP "lmrt devices" "no GPU: $gpu_name"; fi
-smoke=(run "$B/plans/smoke.plan" --data "$B/data/fortunes" --steps 5 --eval-batches 0 --overwrite)
-if timeout 120 "$B/bin/lmrt" "${smoke[@]}" --out "$W/smoke-cpu.safetensors" > "$W/smoke-cpu.txt" 2>&1; then
-  record PASS "lmrt run (CPU, 5 steps of a tiny GPT)" "$(grep 'step 5/5' "$W/smoke-cpu.txt" | cut -d'|' -f2 | xargs)"
-else
-  cat "$W/smoke-cpu.txt"; record FAIL "lmrt run (CPU, 5 steps of a tiny GPT)"
-fi
-if ((have_gpu)); then
-  if timeout 120 "$B/bin/lmrt" "${smoke[@]}" --device cuda --out "$W/smoke-gpu.safetensors" > "$W/smoke-gpu.txt" 2>&1; then
-    cat "$W/smoke-gpu.txt"
-    record PASS "lmrt run --device cuda (5 steps of a tiny GPT)" "$(grep 'step 5/5' "$W/smoke-gpu.txt" | cut -d'|' -f2 | xargs)"
+# The fp32 plan, then the same tiny GPT in bf16 and in fp16 (cuBLASLt's 16-bit GEMMs,
+# the kernels' bf16 / f16 stores, fp16's loss scaler): each on the CPU, then the GPU.
+for smoke_case in "smoke:a tiny GPT" "smoke-bf16:a tiny GPT in bf16" "smoke-fp16:a tiny GPT in fp16"; do
+  name=${smoke_case%%:*} what=${smoke_case#*:}
+  smoke=(run "$B/plans/$name.plan" --data "$B/data/fortunes" --steps 5 --eval-batches 0 --overwrite)
+  if timeout 120 "$B/bin/lmrt" "${smoke[@]}" --out "$W/$name-cpu.safetensors" > "$W/$name-cpu.txt" 2>&1; then
+    record PASS "lmrt run (CPU, 5 steps of $what)" "$(grep 'step 5/5' "$W/$name-cpu.txt" | cut -d'|' -f2 | xargs)"
   else
-    cat "$W/smoke-gpu.txt"
-    echo "--- again with LMRT_CUDA_SYNC=1 (a wait after every plan step names the step that faults):"
-    LMRT_CUDA_SYNC=1 timeout 120 "$B/bin/lmrt" "${smoke[@]}" --device cuda --out "$W/smoke-gpu.safetensors" 2>&1 | tail -5
-    record FAIL "lmrt run --device cuda (5 steps of a tiny GPT)" "$(grep -m1 'error' "$W/smoke-gpu.txt")"
+    cat "$W/$name-cpu.txt"; record FAIL "lmrt run (CPU, 5 steps of $what)"
   fi
-else
-  record SKIP "lmrt run --device cuda (5 steps of a tiny GPT)" "no GPU"
-fi
+  if ((have_gpu)); then
+    if timeout 120 "$B/bin/lmrt" "${smoke[@]}" --device cuda --out "$W/$name-gpu.safetensors" > "$W/$name-gpu.txt" 2>&1; then
+      cat "$W/$name-gpu.txt"
+      record PASS "lmrt run --device cuda (5 steps of $what)" "$(grep 'step 5/5' "$W/$name-gpu.txt" | cut -d'|' -f2 | xargs)"
+    else
+      cat "$W/$name-gpu.txt"
+      echo "--- again with LMRT_CUDA_SYNC=1 (a wait after every plan step names the step that faults):"
+      LMRT_CUDA_SYNC=1 timeout 120 "$B/bin/lmrt" "${smoke[@]}" --device cuda --out "$W/$name-gpu.safetensors" 2>&1 | tail -5
+      record FAIL "lmrt run --device cuda (5 steps of $what)" "$(grep -m1 'error' "$W/$name-gpu.txt")"
+    fi
+  else
+    record SKIP "lmrt run --device cuda (5 steps of $what)" "no GPU"
+  fi
+done
 
 # --- the gpu-labelled tests: GoogleTest ---------------------------------------------------
 for t in lmrt_cuda_table_test lmrt_cuda_gpu_test; do
@@ -282,7 +287,7 @@ if ((have_gpu)); then
   ((have_torch)) || torch_modes=
   lim=$(limit 100000 25)
   timeout -k 10 $((lim + 10)) "$py" "$B/src/bench/roofline.py" --device cuda --build "$B" --data "$B/data/fortunes" \
-    --workdir "$W/bench" --precisions f32,tf32 --torch-modes "$torch_modes" --steps 10 --warmup 2 \
+    --workdir "$W/bench" --precisions f32,tf32,bf16 --torch-modes "$torch_modes" --steps 10 --warmup 2 \
     --python "$B/bin/python" --time-budget "$lim" --run-timeout 120 --keep-going | tee "$logdir/bench.jsonl"
   "$py" - "$logdir/bench.jsonl" <<'EOF' > "$W/bench-table.txt"
 import json, sys

@@ -1,8 +1,8 @@
 /* Implements: lm.cast on the GPU, f32 to bf16 or f16 and back, with
    contract/scalar_math.h's conversions (CUDA's own round-to-nearest-even
-   intrinsics there), as the CPU kernel. The CUDA backend refuses bf16 plans
-   for now (cuda_backend.cpp: its GEMMs are f32), so this kernel is the op
-   table's entry, ready for them. */
+   intrinsics there), as the CPU kernel. Plans fuse nearly every cast into its
+   producer's generated kernel (docs/mixed-precision.md); this kernel runs the
+   rest. */
 #include "runtime/cuda/kernels.cuh"
 
 namespace lmrt::cuda::detail {
@@ -31,6 +31,8 @@ void runCast(const OpCall &call) {
 
 }  // namespace
 
-void addCastKernels(std::vector<CudaKernelDef> &k) { k.push_back({"cast", runCast, noScratch}); }
+void addCastKernels(std::vector<CudaKernelDef> &k) {
+  k.push_back({"cast", runCast, noScratch, /*reducedPrecision=*/true});
+}
 
 }  // namespace lmrt::cuda::detail

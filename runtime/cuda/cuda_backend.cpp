@@ -109,17 +109,6 @@ private:
 CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
     : session_(session), bound_(session.bound()), options_(options) {
   const plan::Plan &plan = bound_.plan();
-  // Reduced-precision plans (-lm-mixed-precision) need bf16 GEMMs (cuBLASLt with
-  // fp32 compute) and bf16 storage in the library kernels, not built here yet.
-  std::string reduced = plan.precision();
-  for (const plan::Program &prog : plan.programs())
-    for (const plan::Buffer &b : prog.buffers())
-      if (reduced.empty() && (b.type().dtype() == plan::BF16 || b.type().dtype() == plan::F16))
-        reduced = planDTypeName(b.type().dtype());
-  if (!reduced.empty())
-    fail("plan '%s' was compiled with precision %s, which the CUDA backend does not run yet (its GEMMs and "
-         "library kernels are fp32); run it with --device cpu, or compile it with --precision fp32 for the GPU",
-         bound_.origin().c_str(), reduced.c_str());
   device_ = openDevice(options.index);
   const char *syncEnv = std::getenv("LMRT_CUDA_SYNC");
   syncEveryStep_ = syncEnv && *syncEnv && std::strcmp(syncEnv, "0") != 0;
@@ -216,6 +205,14 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
         std::vector<TensorType> inT, outT;
         for (int id : sb.in) inT.push_back(p.buffers[id].type);
         for (int id : sb.out) outT.push_back(p.buffers[id].type);
+        // Mixed precision (-lm-mixed-precision): bf16 / f16 buffers reach the
+        // GEMMs, the casts and the fused loss, whose CUDA kernels take them.
+        for (const std::vector<TensorType> *types : {&inT, &outT})
+          for (const TensorType &t : *types)
+            if (!s.def->reducedPrecision && (t.dtype == DType::BF16 || t.dtype == DType::F16))
+              bound_.error(sb.where + ": op '" + sb.step->op() + "' has a " + t.str() +
+                           " operand, and its CUDA kernel is f32 / f64 only (bf16 and f16 run in matmul, cast and "
+                           "the fused linear_cross_entropy)");
         scratchBytes = std::max(scratchBytes, s.def->scratchBytes(inT, outT, sb.attrs));
       }
       p.steps.push_back(s);

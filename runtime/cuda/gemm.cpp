@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "runtime/cuda/check.h"
+#include "runtime/cuda/gemm_desc.h"
 
 namespace lmrt::cuda {
 namespace {
@@ -21,23 +22,12 @@ int alignmentOf(const void *p) {
   return a;
 }
 
-cublasLtEpilogue_t ltEpilogue(Epilogue e) {
-  switch (e) {
-  case Epilogue::None: return CUBLASLT_EPILOGUE_DEFAULT;
-  case Epilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
-  case Epilogue::GeluBias: return CUBLASLT_EPILOGUE_GELU_BIAS;
-  // In column-major terms the rhs B is cuBLASLt's matrix A (see gemm.h).
-  case Epilogue::BiasGrad: return CUBLASLT_EPILOGUE_BGRADA;
-  }
-  return CUBLASLT_EPILOGUE_DEFAULT;
-}
-
-cublasLtMatrixLayout_t layout(cudaDataType_t t, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
-                              int64_t stride) {
+cublasLtMatrixLayout_t makeLayout(const GemmLayout &g) {
   cublasLtMatrixLayout_t l = nullptr;
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, (uint64_t)rows, (uint64_t)cols, ld));
-  if (batch > 1) {
-    int32_t count = (int32_t)batch;
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, g.type, g.rows, g.cols, g.ld));
+  if (g.batch > 1) {
+    int32_t count = (int32_t)g.batch;
+    int64_t stride = g.stride;
     CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
     CUBLAS_CHECK(
         cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
@@ -77,20 +67,14 @@ Gemm::Plan &Gemm::plan(const GemmArgs &g, int align) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   auto p = std::make_unique<Plan>();
-  const bool f64 = g.dtype == DType::F64;
-  const cudaDataType_t t = f64 ? CUDA_R_64F : CUDA_R_32F;
-  const cublasComputeType_t compute =
-      f64 ? CUBLAS_COMPUTE_64F : (tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
-  CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, compute, t));
-  // Column-major: D^T[n, m] = opA'(our B) opB'(our A).
-  cublasOperation_t opA = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N, opB = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
-  cublasLtEpilogue_t ep = ltEpilogue(g.epilogue);
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
-  p->a = g.tb ? layout(t, g.k, g.n, g.ldb, g.batch, g.strideB) : layout(t, g.n, g.k, g.ldb, g.batch, g.strideB);
-  p->b = g.ta ? layout(t, g.m, g.k, g.lda, g.batch, g.strideA) : layout(t, g.k, g.m, g.lda, g.batch, g.strideA);
-  p->c = layout(t, g.n, g.m, g.ldc, g.batch, g.strideC);
+  const GemmDesc d = describeGemm(g, tf32_);
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, d.compute, d.scale));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &d.opA, sizeof d.opA));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &d.opB, sizeof d.opB));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &d.epilogue, sizeof d.epilogue));
+  p->a = makeLayout(d.a);
+  p->b = makeLayout(d.b);
+  p->c = makeLayout(d.c);
 
   cublasLtMatmulPreference_t pref = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -109,7 +93,7 @@ Gemm::Plan &Gemm::plan(const GemmArgs &g, int align) {
   CUBLAS_CHECK(st);
   if (found == 0)
     fail("cuBLASLt has no algorithm for a %s GEMM [%lld x %lld] x [%lld x %lld]%s (batch %lld, epilogue %d)",
-         f64 ? "f64" : "f32", (long long)g.m, (long long)g.k, (long long)g.k, (long long)g.n,
+         dtypeName(g.dtype), (long long)g.m, (long long)g.k, (long long)g.k, (long long)g.n,
          g.ta || g.tb ? " with transposes" : "", (long long)g.batch, (int)g.epilogue);
   p->algo = result.algo;
   return *plans_.emplace(key, std::move(p)).first->second;
@@ -117,7 +101,7 @@ Gemm::Plan &Gemm::plan(const GemmArgs &g, int align) {
 
 void Gemm::run(const GemmArgs &g) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
-  const size_t elem = dtypeSize(g.dtype);
+  const size_t elem = dtypeSize(gemmResultType(g.dtype));  // of C: f32 for bf16 and f16 operands
   if (g.k == 0) {  // the empty sum: cuBLASLt rejects k = 0
     if (g.accumulate) return;
     for (int64_t bi = 0; bi < g.batch; ++bi)
@@ -137,7 +121,7 @@ void Gemm::run(const GemmArgs &g) {
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.biasGrad, sizeof g.biasGrad));
   const float alpha32 = 1, beta32 = g.accumulate ? 1 : 0;
   const double alpha64 = 1, beta64 = g.accumulate ? 1 : 0;
-  const bool f64 = g.dtype == DType::F64;
+  const bool f64 = g.dtype == DType::F64;  // bf16 and f16 GEMMs scale in f32 (gemm_desc.h)
   const void *alpha = f64 ? (const void *)&alpha64 : (const void *)&alpha32;
   const void *beta = f64 ? (const void *)&beta64 : (const void *)&beta32;
   CUBLAS_CHECK(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, alpha, g.b, p.a, g.a, p.b, beta, g.c,

@@ -8,7 +8,8 @@
      BiasGrad  C = op(A) op(B), and biasGrad[n] = sum over k of op(B)'s rows
                (with A = X^T, B = dY: dW and db of a linear layer in one call).
    Descriptors and the heuristic's algorithm are cached per shape. f32 (strict
-   f32, or TF32 tensor cores when asked) and f64. */
+   f32, or TF32 tensor cores when asked), f64, and bf16 or f16 operands with fp32
+   accumulation into an f32 C (mixed precision; gemm_desc.h has the types). */
 #pragma once
 #include <cuda_runtime.h>
 
@@ -24,7 +25,7 @@ namespace lmrt::cuda {
 enum class Epilogue { None, Bias, GeluBias, BiasGrad };
 
 struct GemmArgs {
-  DType dtype = DType::F32;
+  DType dtype = DType::F32;  // A's and B's; C's is gemmResultType(dtype) (gemm_desc.h): f32 for bf16 and f16
   bool ta = false, tb = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   const void *a = nullptr;

@@ -6,6 +6,7 @@
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/gemm.h"
+#include "runtime/cuda/gemm_desc.h"
 
 namespace lmrt::cuda {
 namespace {
@@ -71,7 +72,8 @@ void GeneratedModule::launch(int index, const std::vector<DevTensor> &args, Gemm
   if (k.schedule == plan::Kernel::MATMUL_EPILOGUE) {
     const DevTensor &a = args.at(k.lhs), &w = args.at(k.rhs), &c = args.at(k.product);
     GemmArgs g;
-    g.dtype = a.type.dtype;
+    g.dtype = a.type.dtype;  // bf16 or f16 operands write an f32 product (gemm_desc.h)
+    checkGemmTypes(k.name.c_str(), a.type.dtype, w.type.dtype, c.type.dtype);
     g.tb = k.transposeRhs;
     g.m = k.rows;
     g.n = k.cols;

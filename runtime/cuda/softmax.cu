@@ -1,6 +1,7 @@
 /* Implements: lm.softmax, lm.softmax_grad, lm.cross_entropy,
    lm.cross_entropy_grad, lm.cross_entropy_with_grad, lm.linear_cross_entropy(_with_grad)
-   (the row kernels below between cuBLASLt GEMMs, chunk by chunk) and lm.accuracy on the GPU: one block per row, block reductions in a
+   (the row kernels below between cuBLASLt GEMMs, chunk by chunk; bf16 and f16
+   operands too) and lm.accuracy on the GPU: one block per row, block reductions in a
    fixed order. Cross-entropy's mean is over the targets that are not
    ignore_index: a one-block pass counts them, the rows' losses are summed in
    row order (double) by another. A target outside the vocabulary (lmrt checks
@@ -198,14 +199,40 @@ void runCrossEntropyWithGrad(const OpCall &call) { runCrossEntropyGradRows(call,
 /* linear_cross_entropy(_with_grad): per chunk of rows, the logits GEMM into the
    step's scratch, the row kernels above on the chunk (the gradient in place), then
    dh_chunk = dlogits w and dw += dlogits^T h_chunk (cuBLASLt, accumulating from the
-   second chunk). Scratch: the valid count, one double a row, one [chunk, V] chunk. */
+   second chunk). Scratch: the valid count, one double a row, one [chunk, V] chunk.
+   bf16 or f16 h and w (-lm-mixed-precision), as the CPU kernel
+   (runtime/cpu/kernels/linear_cross_entropy.cpp): the GEMMs take the reduced
+   operands and accumulate in fp32, the logits, loss, dh and dw are f32, and the
+   backward GEMMs read the chunk's gradient rounded to the operands' type, in a
+   second [chunk, V] scratch. */
 size_t linearCeChunkOffset(int64_t rows) { return 256 + ((size_t)rows * sizeof(double) + 255) / 256 * 256; }
+
+bool reducedType(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+/* The logits' bytes (f32 for bf16 and f16 operands), rounded up to 256. */
+size_t linearCeLogitBytes(int64_t chunk, int64_t v, DType operands) {
+  return ((size_t)(chunk * v) * (reducedType(operands) ? 4 : dtypeSize(operands)) + 255) / 256 * 256;
+}
 
 size_t linearCrossEntropyScratch(const std::vector<TensorType> &in, const std::vector<TensorType> &,
                                  const kernels::Attrs &attrs) {
   const int64_t rows = in[2].numel(), v = attrs.getBool("transpose_rhs") ? in[1].shape[0] : in[1].shape[1];
   const int64_t chunk = kernels::linearCrossEntropyEffectiveChunk(attrs.getInt("chunk_rows"), rows);
-  return linearCeChunkOffset(rows) + (size_t)(chunk * v) * dtypeSize(in[0].dtype);
+  const size_t copy = reducedType(in[0].dtype) ? (size_t)(chunk * v) * dtypeSize(in[0].dtype) : 0;
+  return linearCeChunkOffset(rows) + linearCeLogitBytes(chunk, v, in[0].dtype) + copy;
+}
+
+/* y = x rounded to A (round to nearest even: contract/scalar_math.h, as the CPU). */
+template <typename A> __global__ void roundTo(const float *x, A *y, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    y[i] = lmc::store<A>(x[i]);
+}
+
+/* f(T{}, A{}) for h's dtype: the operands' type A and the results' type T. */
+template <typename F> void byOperands(DType h, F &&f) {
+  if (h == DType::BF16) return f(float{}, lmc::bf16{});
+  if (h == DType::F16) return f(float{}, lmc::f16{});
+  byFloat(h, [&](auto t) { f(t, t); });
 }
 
 void runLinearCrossEntropyRows(const OpCall &call, bool withGrad) {
@@ -214,21 +241,29 @@ void runLinearCrossEntropyRows(const OpCall &call, bool withGrad) {
   const int64_t d = call.in[0].shape().back(), rows = call.in[2].numel();
   const int64_t v = tb ? call.in[1].shape()[0] : call.in[1].shape()[1];
   const int64_t chunk = kernels::linearCrossEntropyEffectiveChunk(call.attrs.getInt("chunk_rows"), rows);
+  const DType operands = call.in[0].type.dtype;
+  if (call.in[1].type.dtype != operands)
+    fail("linear_cross_entropy: h is %s but w is %s", dtypeName(operands), dtypeName(call.in[1].type.dtype));
   long long *valid = static_cast<long long *>(call.scratch);
   double *rowLoss = reinterpret_cast<double *>(static_cast<char *>(call.scratch) + 256);
   void *x = static_cast<char *>(call.scratch) + linearCeChunkOffset(rows);
+  void *copy = static_cast<char *>(x) + linearCeLogitBytes(chunk, v, operands);
   const int32_t *tg = call.in[2].as<int32_t>();
-  byFloat(call.in[0].type.dtype, [&](auto t) {
+  byOperands(operands, [&](auto t, auto a) {
     using T = decltype(t);
-    const T *h = call.in[0].as<T>(), *w = call.in[1].as<T>();
+    using A = decltype(a);
+    constexpr bool reduced = !std::is_same_v<A, T>;
+    const A *h = call.in[0].as<A>(), *w = call.in[1].as<A>();
     T *xc = static_cast<T *>(x);
+    // What the backward GEMMs read: the gradient in place, or its reduced copy.
+    const void *dlogits = reduced ? copy : x;
     countValid<<<1, 1024, 0, call.stream>>>(tg, rows, ignore, valid);
     CUDA_CHECK_LAUNCH();
     if (withGrad && rows == 0) CUDA_CHECK(cudaMemsetAsync(call.out[1].data, 0, call.out[1].numel() * sizeof(T), call.stream));
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
       const int64_t c = std::min(chunk, rows - r0);
       GemmArgs g;  // logits [c, V] = h_c w^T (w [V, D]) or h_c w (w [D, V])
-      g.dtype = call.in[0].type.dtype;
+      g.dtype = operands;
       g.tb = tb;
       g.m = c, g.n = v, g.k = d;
       g.a = h + r0 * d, g.lda = d;
@@ -243,20 +278,24 @@ void runLinearCrossEntropyRows(const OpCall &call, bool withGrad) {
       crossEntropyGradRows<T><<<rowBlocks(c), kThreads, 0, call.stream>>>(
           xc, tg + r0, call.in[3].as<T>(), valid, xc, c, v, ignore, rowLoss + r0);
       CUDA_CHECK_LAUNCH();
+      if constexpr (reduced) {
+        roundTo<A><<<gridFor(c * v), kThreads, 0, call.stream>>>(xc, static_cast<A *>(copy), c * v);
+        CUDA_CHECK_LAUNCH();
+      }
       GemmArgs dh;  // dh_c [c, D] = dlogits_c w (w [V, D]) or dlogits_c w^T (w [D, V])
-      dh.dtype = g.dtype;
+      dh.dtype = operands;
       dh.tb = !tb;
       dh.m = c, dh.n = d, dh.k = v;
-      dh.a = xc, dh.lda = v;
+      dh.a = dlogits, dh.lda = v;
       dh.b = w, dh.ldb = tb ? d : v;
       dh.c = call.out[0].as<T>() + r0 * d, dh.ldc = d;
       call.gemm.run(dh);
       GemmArgs dw;  // dw [V, D] += dlogits_c^T h_c, or dw [D, V] += h_c^T dlogits_c
-      dw.dtype = g.dtype;
+      dw.dtype = operands;
       dw.ta = true;
       dw.m = tb ? v : d, dw.n = tb ? d : v, dw.k = c;
-      dw.a = tb ? (const void *)xc : (const void *)(h + r0 * d), dw.lda = tb ? v : d;
-      dw.b = tb ? (const void *)(h + r0 * d) : (const void *)xc, dw.ldb = tb ? d : v;
+      dw.a = tb ? dlogits : (const void *)(h + r0 * d), dw.lda = tb ? v : d;
+      dw.b = tb ? (const void *)(h + r0 * d) : dlogits, dw.ldb = tb ? d : v;
       dw.c = call.out[1].data, dw.ldc = tb ? d : v;
       dw.accumulate = r0 > 0;
       call.gemm.run(dw);
@@ -327,8 +366,8 @@ void addSoftmaxKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"cross_entropy", runCrossEntropy, crossEntropyScratch});
   k.push_back({"cross_entropy_grad", runCrossEntropyGrad, crossEntropyScratch});
   k.push_back({"cross_entropy_with_grad", runCrossEntropyWithGrad, crossEntropyScratch});
-  k.push_back({"linear_cross_entropy", runLinearCrossEntropy, linearCrossEntropyScratch});
-  k.push_back({"linear_cross_entropy_with_grad", runLinearCrossEntropyWithGrad, linearCrossEntropyScratch});
+  k.push_back({"linear_cross_entropy", runLinearCrossEntropy, linearCrossEntropyScratch, true});
+  k.push_back({"linear_cross_entropy_with_grad", runLinearCrossEntropyWithGrad, linearCrossEntropyScratch, true});
   k.push_back({"accuracy", runAccuracy, accuracyScratch});
 }
 

@@ -4,7 +4,10 @@ it has one, its `tiny` preset; then compiles each dumped CUDA source again with
 every reduced-precision storage type (bf16, f16) enabled. The recipes of
 models/finetune/ and models/post/ (zoo trunks with new heads and losses) are
 compiled at their tiny preset only, to keep the run short: their full-size
-configs generate the same trunk kernels as the zoo models above.
+configs generate the same trunk kernels as the zoo models above. The tiny GPT,
+BERT and LLaMA are compiled again in each reduced precision (--precision bf16,
+fp16: -lm-mixed-precision's casts fused into the kernels, bf16 / f16 loads and
+stores in the bodies themselves), their plans' own fatbins.
 
 Usage: compile_models_cuda.py MODELS_DIR OUT_DIR NVCC
 Prints one line per model and config ("gpt2: ...", "gpt2-tiny: ...",
@@ -19,6 +22,7 @@ import sys
 
 
 RECIPE_DIRS = ["finetune", "post"]  # compiled at their tiny preset only
+MIXED_PRECISION = ["gpt2", "bert", "llama"]  # tiny, again with --precision bf16 and fp16
 
 
 def run(cmd):
@@ -46,6 +50,8 @@ def main():
             print(f"{model}: no tiny preset to compile")
             return 1
         configs = ([(model, [])] if full_size else []) + ([(model + "-tiny", ["--preset", "tiny"])] if has_tiny else [])
+        if model in MIXED_PRECISION:
+            configs += [(f"{model}-tiny-{p}", ["--preset", "tiny", "--precision", p]) for p in ("bf16", "fp16")]
         for name, flags in configs:
             dump = os.path.join(out_dir, name)
             summary = run(["lmc", "compile", path, *flags, "--target", "cpu,cuda", "--dump-dir", dump,

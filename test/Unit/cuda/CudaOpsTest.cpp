@@ -1,8 +1,9 @@
 /* Tests that every op's CUDA kernel computes what its CPU kernel computes on the
    same inputs (CudaTestUtil.h: the CPU half runs everywhere, the GPU half where
    a GPU is present): shapes with ragged tiles, broadcasts, transposes, ignored
-   targets, causal and full attention at three head sizes, f32 and f64, padding
-   masks and cross-attention. */
+   targets, causal and full attention at three head sizes, f32 and f64 (bf16 and
+   f16 operands for the GEMMs, the casts and the fused loss), padding masks and
+   cross-attention. */
 #include "contract/elementwise.h"
 #include "test/Unit/cuda/CudaTestUtil.h"
 
@@ -22,6 +23,33 @@ TEST(CudaOps, Matmul) {
   runCase({"matmul", {f32({2, 3, 5, 7}), f32({2, 3, 6, 7})}, {f32({2, 3, 5, 6})}, attrs({{"transpose_rhs", true}})});
   runCase({"matmul", {f32({33, 65}), f32({47, 65})}, {f32({33, 47})}, attrs({{"transpose_rhs", true}})});
   runCase({"matmul", {f64({4, 9, 16}), f64({16, 10})}, {f64({4, 9, 10})}, {}});
+}
+
+/* Mixed precision (-lm-mixed-precision): bf16 and f16 operands, fp32 accumulation
+   and an f32 result, every transposition (docs/mixed-precision.md). The products of
+   16-bit numbers are exact in fp32, so only the order of the sums differs. */
+TEST(CudaOps, MatmulReducedPrecision) {
+  for (auto t : {bf16, f16}) {
+    runCase({"matmul", {t({4, 8, 16}), t({16, 12})}, {f32({4, 8, 12})}, {}});
+    runCase({"matmul", {t({3, 5, 7}), t({3, 7, 6})}, {f32({3, 5, 6})}, {}});
+    runCase({"matmul", {t({2, 5, 7}), t({2, 5, 6})}, {f32({2, 7, 6})}, attrs({{"transpose_lhs", true}})});
+    runCase({"matmul", {t({33, 65}), t({47, 65})}, {f32({33, 47})}, attrs({{"transpose_rhs", true}})});
+    runCase({"matmul", {t({24, 40}), t({24, 36})}, {f32({40, 36})}, attrs({{"transpose_lhs", true}})});
+    runCase({"matmul", {t({2, 9, 5}), t({2, 11, 9})}, {f32({2, 5, 11})},
+             attrs({{"transpose_lhs", true}, {"transpose_rhs", true}})});
+  }
+}
+
+/* The casts round to nearest even on both sides: the same bytes. */
+TEST(CudaOps, Cast) {
+  for (auto t : {bf16, f16}) {
+    OpCase down{"cast", {f32({7, 301})}, {t({7, 301})}, {}};
+    down.exact = true;
+    runCase(down);
+    OpCase up{"cast", {t({7, 301})}, {f32({7, 301})}, {}};
+    up.exact = true;
+    runCase(up);
+  }
 }
 
 TEST(CudaOps, Binary) {
@@ -95,6 +123,19 @@ TEST(CudaOps, LinearCrossEntropy) {
            {f32({6, 5, 16}), f32({50, 16}), f32({})}, tied, 50, 7});
   runCase({"linear_cross_entropy_with_grad", {f64({6, 5, 16}), f64({16, 50}), i32({6, 5}), f64({})},
            {f64({6, 5, 16}), f64({16, 50}), f64({})}, untied, 50, 7});
+  // bf16 / f16 h and w: f32 logits, loss and gradients; the backward GEMMs read the
+  // chunk's gradient rounded to the operands' type, as the CPU kernel does.
+  for (auto t : {bf16, f16}) {
+    runCase({"linear_cross_entropy", {t({6, 5, 16}), t({50, 16}), i32({6, 5})}, {f32({})}, tied, 50, 7});
+    OpCase withGrad{"linear_cross_entropy_with_grad", {t({6, 5, 16}), t({50, 16}), i32({6, 5}), f32({})},
+                    {f32({6, 5, 16}), f32({50, 16}), f32({})}, tied, 50, 7};
+    withGrad.rounded = true;
+    runCase(withGrad);
+    withGrad.in = {t({6, 5, 16}), t({16, 50}), i32({6, 5}), f32({})};
+    withGrad.out = {f32({6, 5, 16}), f32({16, 50}), f32({})};
+    withGrad.attrs = untied;
+    runCase(withGrad);
+  }
 }
 
 TEST(CudaOps, Embedding) {

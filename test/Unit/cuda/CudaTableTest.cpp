@@ -3,6 +3,8 @@
    kernel table has, so a new op cannot be forgotten on one side. */
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/exec/backend_registry.h"
 #include "runtime/cuda/ops.h"
@@ -15,6 +17,17 @@ TEST(CudaTable, OneKernelPerOpOfTheOpTable) { EXPECT_EQ(compareCudaWithOpTable()
 
 TEST(CudaTable, EveryCpuKernelHasACudaKernel) {
   for (const kernels::KernelDef &k : kernels::allKernels()) EXPECT_NE(findCudaKernel(k.op), nullptr) << k.op;
+}
+
+/* The kernels that take bf16 / f16 tensors (mixed precision): the GEMM, the cast and
+   the fused loss, as on the CPU; the backend refuses a plan handing one to any other. */
+TEST(CudaTable, ReducedPrecisionKernels) {
+  std::vector<std::string> reduced;
+  for (const CudaKernelDef &k : allCudaKernels())
+    if (k.reducedPrecision) reduced.push_back(k.op);
+  std::sort(reduced.begin(), reduced.end());
+  EXPECT_EQ(reduced, (std::vector<std::string>{"cast", "linear_cross_entropy", "linear_cross_entropy_with_grad",
+                                               "matmul"}));
 }
 
 TEST(CudaTable, ProvidesTheCudaDevice) { EXPECT_STREQ(provider().device, "cuda"); }

@@ -17,6 +17,7 @@
 #include "runtime/cuda/gemm.h"
 #include "runtime/cuda/ops.h"
 #include "runtime/cpu/kernels/registry.h"
+#include "contract/scalar_math.h"
 
 namespace lmrt::cuda::test {
 
@@ -46,6 +47,8 @@ struct HostTensor {
     const void *p = storage.data();
     if (type.dtype == DType::F64) return static_cast<const double *>(p)[i];
     if (type.dtype == DType::F32) return static_cast<const float *>(p)[i];
+    if (type.dtype == DType::BF16) return lmc::load(static_cast<const lmc::bf16 *>(p)[i]);
+    if (type.dtype == DType::F16) return lmc::load(static_cast<const lmc::f16 *>(p)[i]);
     return static_cast<const int32_t *>(p)[i];
   }
 };
@@ -61,6 +64,8 @@ inline void fillInputs(std::vector<HostTensor> &in, int64_t idRange, int ignoreE
     for (int64_t i = 0; i < t.type.numel(); ++i) {
       if (t.type.dtype == DType::F32) static_cast<float *>(t.data())[i] = (float)draw();
       if (t.type.dtype == DType::F64) static_cast<double *>(t.data())[i] = draw();
+      if (t.type.dtype == DType::BF16) static_cast<lmc::bf16 *>(t.data())[i] = lmc::fromFloat<lmc::bf16>((float)draw());
+      if (t.type.dtype == DType::F16) static_cast<lmc::f16 *>(t.data())[i] = lmc::fromFloat<lmc::f16>((float)draw());
       if (t.type.dtype == DType::I32)
         static_cast<int32_t *>(t.data())[i] =
             ignoreEvery > 0 && i % ignoreEvery == ignoreEvery - 1 ? -100 : (int32_t)(rng() % (uint32_t)idRange);
@@ -69,10 +74,15 @@ inline void fillInputs(std::vector<HostTensor> &in, int64_t idRange, int ignoreE
 
 /* |gpu - cpu| <= rtol |cpu| + atol max|cpu| for every element; reports the first few
    misses. TF32: 5e-3 and 1e-3 (inputs of two chained products rounded to 11
-   significant bits; test/Unit/cuda_emu/AttentionEmulationTest.cpp measures it). */
-inline void expectClose(const HostTensor &cpu, const HostTensor &gpu, const std::string &what, bool tf32 = false) {
+   significant bits; test/Unit/cuda_emu/AttentionEmulationTest.cpp measures it).
+   `rounded` (a kernel rounds an intermediate to bf16 / f16 before a GEMM, as the
+   fused loss's gradient): 4e-3 and 1e-3, since an f32 value that differs in its
+   last bit may round to the neighbouring bf16 (a 2^-8 step) on one side only. */
+inline void expectClose(const HostTensor &cpu, const HostTensor &gpu, const std::string &what, bool tf32 = false,
+                        bool rounded = false) {
   const bool f64 = cpu.type.dtype == DType::F64;
-  const double rtol = f64 ? 1e-10 : tf32 ? 5e-3 : 1e-4, atolScale = f64 ? 1e-12 : tf32 ? 1e-3 : 1e-5;
+  const double rtol = f64 ? 1e-10 : tf32 ? 5e-3 : rounded ? 4e-3 : 1e-4,
+               atolScale = f64 ? 1e-12 : tf32 ? 1e-3 : rounded ? 1e-3 : 1e-5;
   double maxAbs = 0;
   for (int64_t i = 0; i < cpu.type.numel(); ++i) maxAbs = std::max(maxAbs, std::fabs(cpu.at(i)));
   int misses = 0;
@@ -93,6 +103,8 @@ struct OpCase {
   bool positive = false;
   int paddingMask = -1;  // >= 0: that float input [B, Tk] is a 0/1 key padding mask
   bool tf32 = false;     // the GPU half runs with TF32 GEMMs (and attention on tensor cores)
+  bool exact = false;    // the results must be the CPU's bytes (casts: both round to nearest even)
+  bool rounded = false;  // an intermediate is rounded to bf16 / f16 (expectClose)
 };
 
 /* A key padding mask [B, Tk] in place of random floats: row b keeps its first
@@ -154,7 +166,11 @@ inline void runCase(const OpCase &c, uint32_t seed = 1) {
     for (size_t i = 0; i < outGpu.size(); ++i) {
       ASSERT_EQ(cudaMemcpy(outGpu[i].data(), dOut[i].get(), outGpu[i].type.bytes(), cudaMemcpyDeviceToHost),
                 cudaSuccess);
-      expectClose(outCpu[i], outGpu[i], c.op + " result " + std::to_string(i), c.tf32);
+      if (c.exact)
+        EXPECT_EQ(std::memcmp(outCpu[i].data(), outGpu[i].data(), (size_t)outGpu[i].type.bytes()), 0)
+            << c.op << " result " << i << ": not the CPU's bytes";
+      else
+        expectClose(outCpu[i], outGpu[i], c.op + " result " + std::to_string(i), c.tf32, c.rounded);
     }
   }
   cudaStreamDestroy(stream);
@@ -163,5 +179,7 @@ inline void runCase(const OpCase &c, uint32_t seed = 1) {
 inline TensorType f32(Shape s) { return {DType::F32, std::move(s)}; }
 inline TensorType f64(Shape s) { return {DType::F64, std::move(s)}; }
 inline TensorType i32(Shape s) { return {DType::I32, std::move(s)}; }
+inline TensorType bf16(Shape s) { return {DType::BF16, std::move(s)}; }
+inline TensorType f16(Shape s) { return {DType::F16, std::move(s)}; }
 
 }  // namespace lmrt::cuda::test

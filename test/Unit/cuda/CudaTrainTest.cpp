@@ -151,6 +151,51 @@ TEST_P(OtherOptimizers, FollowTheCpu) {
 
 INSTANTIATE_TEST_SUITE_P(CudaTrain, OtherOptimizers, ::testing::Values("sgd", "lion", "lamb", "adafactor"));
 
+/* fp16's loss scaling on the GPU (docs/mixed-precision.md): the train loop finds an
+   overflow by the gradient norm, so one inf or NaN gradient among finite ones must
+   make the GPU's norm non-finite; a clean step's update divides the scale out through
+   the optimizer's gradScale, so gradients 2^16 times the true ones with gradScale
+   2^-16 must give the CPU's AdamW update of the true ones. */
+TEST(CudaTrain, LossScaleOverflowAndUnscale) {
+  const int64_t n = 5000;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> p(n), g(n), scaled(n);
+  for (int64_t i = 0; i < n; ++i) p[i] = normal(rng), g[i] = 1e-3f * normal(rng), scaled[i] = g[i] * 65536.0f;
+  std::vector<float> pCpu = p;
+  std::vector<ParamView> views = {{DType::F32, pCpu.data(), g.data(), n, true}};
+  AdamWConfig cfg;
+  cfg.beta1 = 0.9, cfg.beta2 = 0.95, cfg.eps = 1e-8, cfg.weightDecay = 0.1;
+  AdamW adamw(cfg);
+  adamw.step(views, 1e-3, 1.0);
+
+  LMRT_REQUIRE_GPU();
+  DeviceBuffer dp(n * 4, "p"), dg(n * 4, "g"), dm(n * 4, "m"), dv(n * 4, "v"), dc(sizeof(AdamWChunk), "chunks"),
+      dn((kNormBlocks + 2) * 8, "norm");
+  double *norm = static_cast<double *>(dn.get());
+  for (float bad : {INFINITY, -INFINITY, NAN}) {
+    std::vector<float> poisoned = scaled;
+    poisoned[n / 3] = bad;
+    ASSERT_EQ(cudaMemcpy(dg.get(), poisoned.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    launchGradNorm(DType::F32, dg.get(), n, norm + 2, norm, 0, nullptr);
+    double gpuNorm = 0;
+    ASSERT_EQ(cudaMemcpy(&gpuNorm, norm, sizeof gpuNorm, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_FALSE(std::isfinite(gpuNorm)) << "a gradient of " << bad << " must overflow the norm";
+  }
+  ASSERT_EQ(cudaMemcpy(dp.get(), p.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dg.get(), scaled.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dm.get(), 0, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dv.get(), 0, n * 4), cudaSuccess);
+  const AdamWChunk chunk{0, n, 1, 1.0};
+  ASSERT_EQ(cudaMemcpy(dc.get(), &chunk, sizeof chunk, cudaMemcpyHostToDevice), cudaSuccess);
+  AdamWStep s{1e-3, cfg.beta1, cfg.beta2, cfg.eps, cfg.weightDecay, 1.0 - cfg.beta1, 1.0 - cfg.beta2, 0};
+  launchAdamW(DType::F32, dp.get(), dg.get(), dm.get(), dv.get(), static_cast<const AdamWChunk *>(dc.get()), 1,
+              1.0 / 65536, s, nullptr);
+  std::vector<float> pGpu(n);
+  ASSERT_EQ(cudaMemcpy(pGpu.data(), dp.get(), n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(pGpu[i], pCpu[i], 1e-6 * (1 + std::fabs(pCpu[i]))) << "element " << i;
+}
+
 TEST(CudaTrain, GemmEpilogues) {
   const int64_t R = 33, I = 40, O = 24;  // X [R, I], W [I, O], dY [R, O]
   std::mt19937 rng(3);

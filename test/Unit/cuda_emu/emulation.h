@@ -1,6 +1,7 @@
 /* Implements: a CPU emulation of the CUDA execution model, enough to run kernels
    that synchronise only with __syncthreads / __syncthreads_or (the attention
-   kernels, runtime/cuda/attention_kernels.cuh) as they are, without a GPU: the
+   kernels, runtime/cuda/attention_kernels.cuh; the kernels lmc generates, in
+   test/Codegen/kernels-cuda-emulated.test) as they are, without a GPU: the
    blocks of a grid run one after another, the threads of a block as std::threads
    meeting at a barrier; dynamic shared memory is one buffer per block, filled
    with 0xff bytes (NaN as floats) so a read of a value no thread wrote shows up in

@@ -340,10 +340,9 @@ std::string writeCheckpoint(const std::string &dir, Session &s, const Checkpoint
   if (::mkdir(tmp.c_str(), 0777) != 0)
     fail("cannot create checkpoint directory '%s': %s", tmp.c_str(), std::strerror(errno));
 
-  // The logical tensors: a tensor-parallel rank's slices gathered (every rank of the
-  // tensor group is in this collective: RunOutputs::checkpoint).
-  const LogicalState logical(s, true);
-  const std::vector<std::pair<std::string, TensorRef>> &tensors = logical.tensors();
+  // The logical tensors: a tensor-parallel rank's slices gathered as they are written
+  // (every other rank of the tensor group joins: RunOutputs::checkpoint).
+  LogicalState logical(s, true);
   uint64_t fnv = 0;
   // The state says whose it is: a state file of another step, run or plan put under
   // this meta.json (checksums recomputed) is refused on resume, not trained on.
@@ -354,7 +353,7 @@ std::string writeCheckpoint(const std::string &dir, Session &s, const Checkpoint
                                                          {"plan_fnv1a64", hex64(fnv1a64(serializePlan(s.plan())))},
                                                          {"mesh_free_fnv1a64", hex64(meshFreeHash(s.plan()))},
                                                          {"tensor_free_fnv1a64", hex64(tensorFreeHash(s.plan()))}};
-  writeSafetensors(tmp + "/" + kStateFile, tensors, stateMeta, &fnv);
+  logical.write(tmp + "/" + kStateFile, stateMeta, &fnv);
   struct stat st;
   if (::stat((tmp + "/" + kStateFile).c_str(), &st) != 0)
     fail("checkpoint '%s': state file vanished: %s", tmp.c_str(), std::strerror(errno));

@@ -110,7 +110,7 @@ void RunOutputs::checkpoint(int64_t step) {
   if (lastCheckpointStep_ == step) return;
   if (run_.checkpointDir.empty()) {
     // Under ZeRO and tensor parallelism rank 0's checkpoint gathers every rank's slices.
-    if (run_.joinsCheckpoints) LogicalState(session_, true), lastCheckpointStep_ = step;
+    if (run_.joinsCheckpoints) LogicalState(session_, true).join(), lastCheckpointStep_ = step;
     return;
   }
   if (run_.clearOldCheckpoints) {
@@ -198,10 +198,10 @@ TrainResult RunOutputs::finish(int64_t lastStep, int stopSignal, const OpProfile
   }
   checkpoint(run_.steps);
   if (run_.outPath.empty()) {  // a rank other than 0 writes nothing
-    if (run_.joinsWeights) LogicalState(session_, false);  // but joins the gather of the split parameters
+    if (run_.joinsWeights) LogicalState(session_, false).join();  // but joins the gather of the split parameters
     return result_;
   }
-  writeSafetensors(run_.outPath, LogicalState(session_, false).tensors(), {});  // saveWeights' file, whole tensors
+  LogicalState(session_, false).write(run_.outPath);  // saveWeights' file, of the logical tensors
   result_.weightsPath = run_.outPath;
   std::fprintf(log_, "wrote %s\n", run_.outPath.c_str());
   struct rusage ru;

@@ -104,8 +104,11 @@ LaunchEnv launchEnv() {
 
 Communicator &world() { return *slot(); }
 void setWorld(std::unique_ptr<Communicator> c) {
+  // slot() first: statics are destroyed in reverse order of construction, so the groups
+  // (split off the world) go before the world that finalises MPI.
+  std::unique_ptr<Communicator> &w = slot();
   groups() = MeshGroups{};
-  slot() = std::move(c);
+  w = std::move(c);
 }
 
 void setMesh(int64_t data, int64_t tensor) {
@@ -131,7 +134,8 @@ Communicator &meshGroup(int64_t meshAxis) {
   MeshGroups &g = groups();
   Communicator *c = meshAxis == 0 ? g.data.get() : meshAxis == 1 ? g.tensor.get() : nullptr;
   if (c) return *c;
-  if (meshAxis != 0 && meshAxis != 1) fail("mesh axis %lld: a mesh has axes 0 (data) and 1 (tensor)", (long long)meshAxis);
+  if (meshAxis != 0 && meshAxis != 1)
+    fail("mesh axis %lld: a mesh has axes 0 (data) and 1 (tensor)", (long long)meshAxis);
   return world();
 }
 

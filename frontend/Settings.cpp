@@ -153,7 +153,7 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
   const char *names[2] = {"data", "tensor"};
   // `zero = N` (the ZeRO stage), then lmc's --zero over it.
   int64_t zero = 0;
-  Location zeroLoc = FileLineColLoc::get(&ctx, files[0], 1, 1);
+  Location zeroLoc = FileLineColLoc::get(&ctx, files[0], 1, 1), meshLoc = zeroLoc;
   for (const ast::Setting *sp : trainSettings) {
     const ast::Setting &s = *sp;
     if (s.name == "zero") {
@@ -170,6 +170,7 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
     if (s.name != "mesh")
       continue;
     const ast::Expr &e = *s.value;
+    meshLoc = loc(e.loc);
     if (e.kind != ast::Expr::Kind::Call || e.name != "mesh" || !e.args.empty())
       return error(e.loc) << "mesh must be written { data = D, tensor = T }, got '" << ast::toString(e) << "'";
     Env env;
@@ -214,6 +215,19 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
     if (kind != "adamw" && kind != "sgd" && kind != "lion")
       return emitError(zeroLoc) << "zero = " << zero << " needs an elementwise optimizer (adamw, sgd or lion): each "
                                 << "rank updates a slice of every parameter, and " << kind
+                                << " reads whole tensors (norms or factored moments)";
+  }
+  if (axes[1] > 1) {
+    // lmrt keeps a slice of every split parameter and of its optimizer state, and updates
+    // it alone (docs/distributed.md, "Tensor parallelism"): the same conditions as ZeRO's.
+    if (zero > 0)
+      return emitError(zeroLoc) << "zero = " << zero << " with tensor = " << axes[1]
+                                << ": ZeRO over a tensor-parallel mesh is not supported yet (docs/distributed.md)";
+    auto optimizer = train ? dyn_cast_or_null<StringAttr>(train.get("optimizer")) : StringAttr();
+    StringRef kind = optimizer ? optimizer.getValue() : StringRef(lmrt::settings::kDefaultOptimizer);
+    if (kind != "adamw" && kind != "sgd" && kind != "lion")
+      return emitError(meshLoc) << "mesh tensor = " << axes[1] << " needs an elementwise optimizer (adamw, sgd or "
+                                << "lion): each rank updates its slice of the split parameters, and " << kind
                                 << " reads whole tensors (norms or factored moments)";
   }
   if (axes[0] == 1 && axes[1] == 1)

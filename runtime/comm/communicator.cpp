@@ -29,6 +29,9 @@ public:
   }
   void checkSame(uint64_t, const std::string &) override {}
   void abort(int) override {}
+  std::unique_ptr<Communicator> split(int, int, const std::string &) override {
+    return std::make_unique<SingleProcess>();
+  }
 
 private:
   static void copy(const void *in, void *out, int64_t count, DType dtype, const std::string &what) {
@@ -52,6 +55,15 @@ int envInt(const char *name) {
 std::unique_ptr<Communicator> &slot() {
   static std::unique_ptr<Communicator> c = makeSingleProcess();
   return c;
+}
+
+/* setMesh's groups (null: the world, as before any mesh is set). */
+struct MeshGroups {
+  std::unique_ptr<Communicator> data, tensor;
+};
+MeshGroups &groups() {
+  static MeshGroups g;
+  return g;
 }
 
 template <typename T> void reduceT(const T *parts, int n, T *out, int64_t count, Reduction r) {
@@ -91,11 +103,45 @@ LaunchEnv launchEnv() {
 }
 
 Communicator &world() { return *slot(); }
-void setWorld(std::unique_ptr<Communicator> c) { slot() = std::move(c); }
+void setWorld(std::unique_ptr<Communicator> c) {
+  // slot() first: statics are destroyed in reverse order of construction, so the groups
+  // (split off the world) go before the world that finalises MPI.
+  std::unique_ptr<Communicator> &w = slot();
+  groups() = MeshGroups{};
+  w = std::move(c);
+}
+
+void setMesh(int64_t data, int64_t tensor) {
+  Communicator &w = world();
+  if (data < 1 || tensor < 1 || data * tensor != w.size())
+    fail("a mesh of data = %lld x tensor = %lld ranks over %d processes", (long long)data, (long long)tensor,
+         w.size());
+  MeshGroups &g = groups();
+  g = MeshGroups{};
+  if (data == 1 && tensor == 1) return;
+  // One axis: its group is the world, the other's each rank alone.
+  if (tensor == 1) return void(g.tensor = makeSingleProcess());
+  if (data == 1) return void(g.data = makeSingleProcess());
+  const int r = w.rank(), t = (int)tensor;
+  // The tensor group of data rank r / t holds its t adjacent ranks; the data group of
+  // tensor rank r % t every t-th rank. Both ordered by world rank, so a group's rank order
+  // (the reductions' order) is the world's.
+  g.tensor = w.split(r / t, r, "tensor group " + std::to_string(r / t));
+  g.data = w.split(r % t, r, "data group " + std::to_string(r % t));
+}
+
+Communicator &meshGroup(int64_t meshAxis) {
+  MeshGroups &g = groups();
+  Communicator *c = meshAxis == 0 ? g.data.get() : meshAxis == 1 ? g.tensor.get() : nullptr;
+  if (c) return *c;
+  if (meshAxis != 0 && meshAxis != 1)
+    fail("mesh axis %lld: a mesh has axes 0 (data) and 1 (tensor)", (long long)meshAxis);
+  return world();
+}
 
 Communicator &collectiveGroup(const char *op, int64_t meshAxis, int64_t groupSize) {
   static const char *const kAxisNames[] = {"data", "tensor"};
-  Communicator &w = world();
+  Communicator &w = meshGroup(meshAxis == 1 ? 1 : 0);
   if (groupSize != w.size())
     fail("%s over the %lld ranks of mesh axis '%s', but this run has %d process%s (launch the plan with "
          "`mpirun -np %lld lmrt run ...`)", op, (long long)groupSize,

@@ -51,6 +51,10 @@ public:
   /* After an error on this rank: ends every rank of the run (mpirun's MPI_Abort), so that none
      waits forever in a collective this rank will never join. A single process does nothing. */
   virtual void abort(int status) = 0;
+  /* The ranks with the same `color` as a communicator of their own, ranked by `key`
+     (MPI_Comm_split; collective over this communicator). `name` ("tensor group") names
+     it in the log and in errors. */
+  virtual std::unique_ptr<Communicator> split(int color, int key, const std::string &name) = 0;
 };
 
 /* A process alone: every collective is a copy (a mean over one rank is the value itself). */
@@ -71,10 +75,19 @@ LaunchEnv launchEnv();
 Communicator &world();
 void setWorld(std::unique_ptr<Communicator> c);
 
-/* The communicator of a collective op's group: the whole world, the only group this
-   runtime forms (a mesh with tensor = 1; docs/distributed.md). Fails, naming the op,
-   the mesh axis and the launch command, when the group is not the run's processes.
-   The CPU and CUDA kernels of the collective ops share it. */
+/* A data x tensor mesh over the world (docs/distributed.md, "Tensor parallelism"):
+   Megatron's layout, the tensor ranks adjacent, so world rank w is data rank
+   w / tensor and tensor rank w % tensor. setMesh splits the world into its data groups
+   (the ranks of one tensor rank) and tensor groups (the ranks of one data rank);
+   without it (or with data x tensor = 1 x 1) both groups are the world. Collective
+   over the world; the world's size must be data x tensor. */
+void setMesh(int64_t data, int64_t tensor);
+/* The group of mesh axis 0 (data) or 1 (tensor) this process belongs to. */
+Communicator &meshGroup(int64_t meshAxis);
+
+/* The communicator of a collective op's group: its mesh axis's group (meshGroup). Fails,
+   naming the op, the mesh axis and the launch command, when that group's size is not
+   the op's group size. The CPU and CUDA kernels of the collective ops share it. */
 Communicator &collectiveGroup(const char *op, int64_t meshAxis, int64_t groupSize);
 
 /* A row-major shape as [outer, n, inner] around dimension `dim`: how a gather or

@@ -125,17 +125,35 @@ public:
     MPI_Get_library_version(version, &len);
     library_.assign(version, (size_t)len);
     if (size_t comma = library_.find(','); comma != std::string::npos) library_.resize(comma);
-    watchdog_ = std::make_unique<Watchdog>(rank_, size_, collectiveTimeout());
+    worldRank_ = rank_, worldSize_ = size_;
+    watchdog_ = std::make_shared<Watchdog>(rank_, size_, collectiveTimeout());
+  }
+  /* A group split off `parent` (split()): the parent's watchdog and library; errors name
+     the world rank and the group. MPI_Finalize frees its MPI_Comm with the world's. */
+  MpiCommunicator(const MpiCommunicator &parent, MPI_Comm comm, const std::string &name)
+      : comm_(comm), worldRank_(parent.worldRank_), worldSize_(parent.worldSize_), launcher_(parent.launcher_),
+        library_(parent.library_), group_(name), watchdog_(parent.watchdog_) {
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
   }
   ~MpiCommunicator() override {
+    if (!owns_) return;
     watchdog_.reset();
-    if (owns_) MPI_Finalize();
+    MPI_Finalize();
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string describe() const override {
-    return library_ + ", rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " (" + launcher_ + ")";
+    return library_ + ", rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " (" + launcher_ + ")" +
+           (group_.empty() ? "" : " in the " + group_);
+  }
+
+  std::unique_ptr<Communicator> split(int color, int key, const std::string &name) override {
+    MPI_Comm comm = MPI_COMM_NULL;
+    call("MPI_Comm_split", "forming the " + name, [&] { return MPI_Comm_split(comm_, color, key, &comm); });
+    return std::make_unique<MpiCommunicator>(*this, comm, name);
   }
 
   void allReduce(const void *in, void *out, int64_t count, DType dtype, Reduction r,
@@ -155,14 +173,14 @@ public:
     parts_.resize((size_t)(size_ * mine) * eb);
     call("MPI_Alltoallv", what, [&] {
       return MPI_Alltoallv(in, sendCounts.data(), sendDispls.data(), MPI_BYTE, parts_.data(), recvCounts.data(),
-                           recvDispls.data(), MPI_BYTE, MPI_COMM_WORLD);
+                           recvDispls.data(), MPI_BYTE, comm_);
     });
     sum_.resize((size_t)mine * eb);
     reduceInRankOrder(parts_.data(), size_, sum_.data(), mine, dtype, r);
     // Every rank's sums, chunk q from rank q (the counts and offsets of the send side).
     call("MPI_Allgatherv", what, [&] {
       return MPI_Allgatherv(sum_.data(), recvCounts[0], MPI_BYTE, out, sendCounts.data(), sendDispls.data(),
-                            MPI_BYTE, MPI_COMM_WORLD);
+                            MPI_BYTE, comm_);
     });
   }
 
@@ -171,7 +189,7 @@ public:
     const int bytes = bytesAsInt(count * (int64_t)collectiveElementBytes(dtype, what), what);
     parts_.resize((size_t)size_ * (size_t)bytes);
     call("MPI_Alltoall", what,
-         [&] { return MPI_Alltoall(in, bytes, MPI_BYTE, parts_.data(), bytes, MPI_BYTE, MPI_COMM_WORLD); });
+         [&] { return MPI_Alltoall(in, bytes, MPI_BYTE, parts_.data(), bytes, MPI_BYTE, comm_); });
     reduceInRankOrder(parts_.data(), size_, out, count, dtype, r);
   }
 
@@ -183,18 +201,18 @@ public:
       src = sum_.data();
     }
     call("MPI_Allgather", what,
-         [&] { return MPI_Allgather(src, bytes, MPI_BYTE, out, bytes, MPI_BYTE, MPI_COMM_WORLD); });
+         [&] { return MPI_Allgather(src, bytes, MPI_BYTE, out, bytes, MPI_BYTE, comm_); });
   }
 
   void broadcast(void *data, int64_t bytes, int root, const std::string &what) override {
     const int n = bytesAsInt(bytes, what);
-    call("MPI_Bcast", what, [&] { return MPI_Bcast(data, n, MPI_BYTE, root, MPI_COMM_WORLD); });
+    call("MPI_Bcast", what, [&] { return MPI_Bcast(data, n, MPI_BYTE, root, comm_); });
   }
 
   void checkSame(uint64_t value, const std::string &what) override {
     std::vector<uint64_t> all((size_t)size_);
     call("MPI_Allgather", what,
-         [&] { return MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD); });
+         [&] { return MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm_); });
     for (int q = 1; q < size_; ++q)
       if (all[(size_t)q] != all[0])
         fail("%s differs between ranks: rank %d has %llx, rank 0 %llx (every rank must run the same plan "
@@ -207,7 +225,7 @@ public:
 private:
   int bytesAsInt(int64_t bytes, const std::string &what) const {
     if (bytes > INT_MAX)
-      fail("rank %d: %s moves %lld bytes in one MPI call, more than MPI's int counts hold (%d)", rank_, what.c_str(),
+      fail("rank %d: %s moves %lld bytes in one MPI call, more than MPI's int counts hold (%d)", worldRank_, what.c_str(),
            (long long)bytes, INT_MAX);
     return (int)bytes;
   }
@@ -225,14 +243,16 @@ private:
     char text[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(rc, text, &len);
-    fail("rank %d of %d: %s in %s failed: %.*s", rank_, size_, call, what.c_str(), len, text);
+    fail("rank %d of %d: %s in %s%s failed: %.*s", worldRank_, worldSize_, call, what.c_str(),
+         group_.empty() ? "" : (" (" + group_ + ")").c_str(), len, text);
   }
 
-  int rank_ = 0, size_ = 1;
+  MPI_Comm comm_ = MPI_COMM_WORLD;
+  int rank_ = 0, size_ = 1, worldRank_ = 0, worldSize_ = 1;
   bool owns_ = false;
-  std::string launcher_, library_;
+  std::string launcher_, library_, group_;  // group_: "" for the world, else "tensor group 1"
   std::vector<char> parts_, sum_;  // scratch kept between calls (a step's collectives reuse it)
-  std::unique_ptr<Watchdog> watchdog_;
+  std::shared_ptr<Watchdog> watchdog_;
 };
 
 }  // namespace

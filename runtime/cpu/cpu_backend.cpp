@@ -2,6 +2,7 @@
 #include "runtime/cpu/cpu_backend.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -48,6 +49,7 @@ public:
   TensorRef output(const std::string &program, const std::string &name) override;
   void accumulateGradients(int micro, int count) override;
   double gradientNorm() override {
+    if (!tensorSplit_.empty()) return tensorParallelGradNorm();
     return zero_ && zero_->stage() >= 2 ? zero_->gradNorm(views_) : globalGradNorm(views_);
   }
   void optimizerStep(double lr, double gradScale) override;
@@ -67,6 +69,7 @@ private:
     return *optimizer_;
   }
   std::vector<NamedTensor> stateTensors(std::vector<void *> data);
+  double tensorParallelGradNorm();
 
   Session &session_;
   const BoundPlan &bound_;
@@ -84,6 +87,9 @@ private:
   // tensor of the checkpoint layout belongs to. Null without ZeRO.
   std::unique_ptr<ZeroShards> zero_;
   std::vector<size_t> stateOwner_;
+  // Tensor parallelism: per parameter, whether this rank holds a slice of it (plan
+  // Param.sharding). Empty without a tensor axis.
+  std::vector<bool> tensorSplit_;
   std::vector<HostBytes> accumulated_;  // the micro-batches' summed gradients (--accumulate)
   OpProfile *profile_ = nullptr;
   NonFiniteValue *nonFinite_ = nullptr;
@@ -127,6 +133,17 @@ CpuBackend::CpuBackend(Session &session)
   // evaluating or sampling the plan has nothing to split).
   const plan::Mesh &mesh = bound_.plan().train().mesh();
   comm::Communicator &world = comm::world();
+  if (mesh.tensor() > 1) {
+    // The optimizers update a slice as they would the whole tensor only when each element's
+    // update reads that element alone: LAMB's trust ratio and Adafactor's factored moments
+    // read the whole tensor.
+    const OptimizerConfig config = optimizerConfig(bound_.plan());
+    if (config.kind != "adamw" && config.kind != "sgd" && config.kind != "lion")
+      bound_.error("tensor parallelism (mesh tensor = " + std::to_string(mesh.tensor()) +
+                   ") needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + config.kind +
+                   ", whose update reads whole tensors; compile it without a tensor axis");
+    for (const plan::Param &p : bound_.plan().params()) tensorSplit_.push_back(p.has_sharding());
+  }
   if (mesh.zero() >= 1 && mesh.data() > 1 && world.size() == mesh.data()) {
     const OptimizerConfig config = optimizerConfig(bound_.plan());
     if (config.kind != "adamw" && config.kind != "sgd" && config.kind != "lion")
@@ -135,6 +152,33 @@ CpuBackend::CpuBackend(Session &session)
     for (size_t i = 0; i < views_.size(); ++i)
       for (size_t k = 0; k < stateSlots(config, views_[i].shape).size(); ++k) stateOwner_.push_back(i);
   }
+}
+
+/* The norm one process computes, to rounding (docs/distributed.md, "Tensor parallelism"):
+   each gradient's sum of squares (gradSumSquares); a split one's is the sum of its slices'
+   sums over the tensor ranks, added in rank order, a whole one's the rank's own (every
+   tensor rank holds the same bits of it, all-reduced by the train step), so it counts
+   once; then the parameters' sums in parameter order, as globalGradNorm adds them. */
+double CpuBackend::tensorParallelGradNorm() {
+  comm::Communicator &group = comm::meshGroup(1);
+  std::vector<double> mine;
+  for (size_t i = 0; i < views_.size(); ++i)
+    if (tensorSplit_[i]) mine.push_back(gradSumSquares(views_[i].grad, views_[i].dtype, views_[i].numel));
+  const size_t n = mine.size();
+  std::vector<double> all(n * (size_t)group.size());
+  if (n) group.allGather(mine.data(), all.data(), (int64_t)n, DType::F64, "the split gradients' norms");
+  double s = 0;
+  for (size_t i = 0, k = 0; i < views_.size(); ++i) {
+    if (!tensorSplit_[i]) {
+      s += gradSumSquares(views_[i].grad, views_[i].dtype, views_[i].numel);
+      continue;
+    }
+    double g = 0;
+    for (int q = 0; q < group.size(); ++q) g += all[(size_t)q * n + k];
+    s += g;
+    ++k;
+  }
+  return std::sqrt(s);
 }
 
 void CpuBackend::optimizerStep(double lr, double gradScale) {

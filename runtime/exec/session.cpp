@@ -5,6 +5,7 @@
 #include "contract/plan_types.h"
 #include "runtime/exec/backend_registry.h"
 #include "runtime/exec/init.h"
+#include "runtime/exec/shard_layout.h"
 
 namespace lmrt {
 
@@ -56,9 +57,27 @@ const plan::Input &Session::input(const std::string &name) const {
   bound_->error("no input named '" + name + "'");
 }
 
+const plan::ParamSharding *Session::sharding(size_t i) const {
+  const plan::Param &p = plan().params((int)i);
+  return p.has_sharding() ? &p.sharding() : nullptr;
+}
+
+TensorType Session::logicalType(size_t i) const {
+  const plan::ParamSharding *s = sharding(i);
+  return s ? lmrt::logicalType(params_[i].type, *s) : params_[i].type;
+}
+
 void Session::initParams(uint64_t seed) {
   for (size_t i = 0; i < params_.size(); ++i) {
-    fillInit(params_[i].valueRef(), plan().params((int)i).init(), seed, params_[i].name);
+    const plan::Param &p = plan().params((int)i);
+    if (p.has_sharding()) {  // the logical tensor's values (the same stream, indexed as one process indexes it)
+      const TensorType logical = logicalType(i);
+      HostBytes whole((size_t)logical.bytes());
+      fillInit(TensorRef{whole.data(), logical}, p.init(), seed, params_[i].name);
+      sliceShard(p.sharding(), TensorRef{whole.data(), logical}, params_[i].valueRef(), tensorRank_);
+    } else {
+      fillInit(params_[i].valueRef(), p.init(), seed, params_[i].name);
+    }
     std::fill(params_[i].grad.begin(), params_[i].grad.end(), 0);
   }
   pushParams();

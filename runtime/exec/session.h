@@ -66,8 +66,19 @@ public:
   /* Deterministic initialisation from the plan's Init specs, on the host, then
      pushed: each parameter's RNG stream is keyed by (seed, parameter name), so
      adding a parameter never changes the others, and every backend starts from the
-     same bits. */
+     same bits. A tensor-parallel parameter (plan Param.sharding) is initialised as
+     the logical tensor, as one process would, and keeps tensorRank()'s slice of it. */
   void initParams(uint64_t seed);
+  /* This process's rank on the plan's tensor axis (0 unless the training loop of a
+     tensor-parallel run sets it, docs/distributed.md): which slice of each split
+     parameter it holds. */
+  int tensorRank() const { return tensorRank_; }
+  /* Parameter i's sharding (plan Param.sharding), or null when this rank holds all of it. */
+  const plan::ParamSharding *sharding(size_t i) const;
+  /* Parameter i's logical type: its type, or for a split one the whole tensor's (what a
+     checkpoint or weights file holds). */
+  TensorType logicalType(size_t i) const;
+  void setTensorRank(int rank) { tensorRank_ = rank; }
   /* The host values, changed, become the backend's (gradients zeroed). */
   void pushParams() { backend_->uploadParams(); }
   /* The backend's values (and gradients) are copied into the host copies. */
@@ -86,6 +97,7 @@ private:
   Session() = default;
   static std::unique_ptr<Session> open(plan::Plan plan, const std::string &origin, const DeviceOptions &device);
   DeviceOptions device_;
+  int tensorRank_ = 0;
   std::unique_ptr<BoundPlan> bound_;
   std::vector<ParamState> params_;
   std::unique_ptr<Backend> backend_;  // last: it refers to the rest

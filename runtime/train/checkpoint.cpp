@@ -19,6 +19,8 @@
 #include "base/json.h"
 #include "contract/plan_file.h"
 #include "runtime/exec/session.h"
+#include "runtime/exec/shard_layout.h"
+#include "runtime/train/tensor_parallel.h"
 
 namespace lmrt {
 namespace {
@@ -85,7 +87,6 @@ bool removeCheckpointDir(const std::string &path, FILE *log) {
 
 // --- meta.json -------------------------------------------------------------------
 
-std::string paramType(const ParamState &p) { return p.type.str(); }
 
 /* The plan's identity across data-parallel meshes (docs/distributed.md): the plan without
    its mesh, its train_step program (where -lm-data-parallel adds the all-reduces) and the
@@ -103,10 +104,46 @@ uint64_t meshFreeHash(const plan::Plan &plan) {
   return fnv1a64(serializePlan(p));
 }
 
+/* The plan's identity across tensor-parallel meshes too (docs/distributed.md, "Tensor
+   parallelism"): -lm-spmd partitions every program (and so its generated kernels and
+   the decode caches' shapes) and gives each split parameter its slice's type, so what
+   is left to compare is the model, config, parameters with their logical types, inputs,
+   train and data settings: the plan without its mesh, programs, kernels, states and the
+   counts and predictions that follow from them. Accepted only where a tensor axis is
+   involved (the checkpoint's or the plan's): between plans without one the mesh-free
+   hash, which keeps the other programs, decides. */
+uint64_t tensorFreeHash(const plan::Plan &plan) {
+  plan::Plan p = plan;
+  p.mutable_train()->clear_mesh();
+  p.clear_flops_per_step();
+  p.clear_predicted_peak_bytes();
+  p.clear_param_count();
+  p.clear_signature();
+  p.clear_programs();
+  p.clear_kernels();
+  p.clear_kernel_libraries();
+  p.clear_states();
+  for (plan::Param &param : *p.mutable_params()) {
+    if (!param.has_sharding()) continue;
+    param.mutable_type()->set_shape((int)param.sharding().dim(),
+                                    param.type().shape((int)param.sharding().dim()) * param.sharding().shards());
+    param.clear_sharding();
+  }
+  return fnv1a64(serializePlan(p));
+}
+
+/* Parameter i's type as a checkpoint records it: the logical tensor's. */
+std::string paramType(const Session &s, size_t i) { return s.logicalType(i).str(); }
+
 /* The plan's identity as meta.json records it. */
-std::string planJson(const plan::Plan &plan, const std::vector<ParamState> &params) {
+std::string planJson(const Session &session) {
+  const plan::Plan &plan = session.plan();
+  const std::vector<ParamState> &params = session.params();
   std::string s = "{\n    \"fnv1a64\": \"" + hex64(fnv1a64(serializePlan(plan))) + "\",\n";
   s += "    \"mesh_free_fnv1a64\": \"" + hex64(meshFreeHash(plan)) + "\",\n";
+  s += "    \"tensor_free_fnv1a64\": \"" + hex64(tensorFreeHash(plan)) + "\",\n";
+  if (plan.train().mesh().tensor() > 1)
+    s += "    \"mesh_tensor\": " + std::to_string(plan.train().mesh().tensor()) + ",\n";
   s += "    \"source\": " + json::quote(plan.source()) + ",\n";
   s += "    \"model\": " + json::quote(plan.model()) + ",\n";
   s += "    \"objective\": " + json::quote(plan.objective()) + ",\n";
@@ -127,7 +164,7 @@ std::string planJson(const plan::Plan &plan, const std::vector<ParamState> &para
   s += "    \"params\": [";
   for (size_t i = 0; i < params.size(); ++i)
     s += std::string(i ? ",\n      " : "\n      ") + "[" + json::quote(params[i].name) + ", " +
-         json::quote(paramType(params[i])) + "]";
+         json::quote(paramType(session, i)) + "]";
   s += "\n    ]\n  }";
   return s;
 }
@@ -162,7 +199,7 @@ std::string metaJson(const Session &s, const CheckpointMeta &m, uint64_t stateBy
        hex64(m.valFingerprint) + "\"},\n";
   j += "  \"metrics\": {\"path\": " + json::quote(m.metricsPath) + ", \"bytes\": " +
        std::to_string(m.metricsBytes) + "},\n";
-  j += "  \"plan\": " + planJson(s.plan(), s.params()) + ",\n";
+  j += "  \"plan\": " + planJson(s) + ",\n";
   j += "  \"files\": {\"" + std::string(kStateFile) + "\": {\"bytes\": " + std::to_string(stateBytes) +
        ", \"fnv1a64\": \"" + hex64(stateFnv) + "\"}},\n  ";
   j += std::string(kMetaChecksumKey) + ": \"" + hex64(fnv1a64(j)) + "\"\n}\n";
@@ -225,7 +262,7 @@ std::string planDifference(const MetaReader &r, const json::Value &rec, const Se
         r.corrupt("meta.json: plan parameter " + std::to_string(i) + " is not [name, type]");
       theirs = "'" + e.items[0].text + "' " + e.items[1].text;
     }
-    if (i < params.size()) ours = "'" + params[i].name + "' " + paramType(params[i]);
+    if (i < params.size()) ours = "'" + params[i].name + "' " + paramType(s, i);
     if (theirs != ours)
       return "parameter " + std::to_string(i) + " is " + theirs + " in the checkpoint and " + ours +
              " in the plan (the checkpoint has " + std::to_string(ps.items.size()) + " parameters, the plan " +
@@ -263,6 +300,11 @@ std::string planDifference(const MetaReader &r, const json::Value &rec, const Se
   // A plan of the same model for another data-parallel mesh (or none) resumes it.
   if (theirs != ours && rec.find("mesh_free_fnv1a64") && r.hex(rec, "mesh_free_fnv1a64") == meshFreeHash(plan))
     return "";
+  // A plan of the same model for another tensor-parallel mesh (or none) resumes it.
+  const bool tensorAxis = plan.train().mesh().tensor() > 1 || rec.find("mesh_tensor");
+  if (theirs != ours && tensorAxis && rec.find("tensor_free_fnv1a64") &&
+      r.hex(rec, "tensor_free_fnv1a64") == tensorFreeHash(plan))
+    return "";
   if (theirs != ours)
     return "the plan checksum is " + hex64(theirs) + " in the checkpoint and " + hex64(ours) +
            " for this plan: same parameters, config and train settings, but compiled differently "
@@ -298,10 +340,9 @@ std::string writeCheckpoint(const std::string &dir, Session &s, const Checkpoint
   if (::mkdir(tmp.c_str(), 0777) != 0)
     fail("cannot create checkpoint directory '%s': %s", tmp.c_str(), std::strerror(errno));
 
-  s.pullParams();
-  std::vector<std::pair<std::string, TensorRef>> tensors;
-  for (ParamState &p : s.params()) tensors.emplace_back(p.name, p.valueRef());
-  for (const NamedTensor &t : s.backend().optimizerState()) tensors.push_back(t);
+  // The logical tensors: a tensor-parallel rank's slices gathered as they are written
+  // (every other rank of the tensor group joins: RunOutputs::checkpoint).
+  LogicalState logical(s, true);
   uint64_t fnv = 0;
   // The state says whose it is: a state file of another step, run or plan put under
   // this meta.json (checksums recomputed) is refused on resume, not trained on.
@@ -310,8 +351,9 @@ std::string writeCheckpoint(const std::string &dir, Session &s, const Checkpoint
                                                          {"updates", std::to_string(m.adamwUpdates)},
                                                          {"seed", std::to_string(m.seed)},
                                                          {"plan_fnv1a64", hex64(fnv1a64(serializePlan(s.plan())))},
-                                                         {"mesh_free_fnv1a64", hex64(meshFreeHash(s.plan()))}};
-  writeSafetensors(tmp + "/" + kStateFile, tensors, stateMeta, &fnv);
+                                                         {"mesh_free_fnv1a64", hex64(meshFreeHash(s.plan()))},
+                                                         {"tensor_free_fnv1a64", hex64(tensorFreeHash(s.plan()))}};
+  logical.write(tmp + "/" + kStateFile, stateMeta, &fnv);
   struct stat st;
   if (::stat((tmp + "/" + kStateFile).c_str(), &st) != 0)
     fail("checkpoint '%s': state file vanished: %s", tmp.c_str(), std::strerror(errno));
@@ -441,10 +483,13 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
   // Every parameter and its optimizer state (runtime/exec/optimizer.h's slots).
   const OptimizerConfig optimizer = optimizerConfig(s.plan());
   size_t expected = 0;
-  for (const ParamState &p : s.params()) {
-    std::vector<std::pair<std::string, TensorType>> want = {{p.name, p.type}};
+  for (size_t i = 0; i < s.params().size(); ++i) {
+    const ParamState &p = s.params()[i];
+    const TensorType logical = s.logicalType(i);  // a split parameter's state is split alike (tensor_parallel.h)
+    std::vector<std::pair<std::string, TensorType>> want = {{p.name, logical}};
     for (const StateSlot &slot : stateSlots(optimizer, p.type.shape))
-      want.push_back({slot.prefix + "." + p.name, TensorType{p.type.dtype, slot.shape}});
+      want.push_back({slot.prefix + "." + p.name,
+                      TensorType{p.type.dtype, slot.shape == p.type.shape ? logical.shape : slot.shape}});
     for (const auto &[name, type] : want) {
       auto it = c.state.tensors.find(name);
       if (it == c.state.tensors.end()) r.corrupt(std::string(kStateFile) + " has no tensor '" + name + "'");
@@ -468,6 +513,11 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
       auto meshFree = c.state.metadata.find("mesh_free_fnv1a64");
       if (std::string(key) == "plan_fnv1a64" && it->second != value && meshFree != c.state.metadata.end() &&
           meshFree->second == hex64(meshFreeHash(s.plan())))
+        continue;
+      // Another tensor-parallel mesh: meta.json's plan record was checked (planDifference).
+      auto tensorFree = c.state.metadata.find("tensor_free_fnv1a64");
+      if (std::string(key) == "plan_fnv1a64" && it->second != value && tensorFree != c.state.metadata.end() &&
+          tensorFree->second == hex64(tensorFreeHash(s.plan())))
         continue;
       if (it->second != value)
         r.corrupt(std::string(kStateFile) + " is of " + key + " " + it->second + ", meta.json's is " + value +
@@ -515,16 +565,30 @@ Checkpoint findResumeCheckpoint(const std::string &path, const Session &s, FILE 
                         skipped, false);
 }
 
+/* `local` = the checkpoint's tensor `name`, or this rank's slice of it by `sharding`. */
+static void restoreTensor(const Checkpoint &c, const std::string &name, const TensorRef &local,
+                          const plan::ParamSharding *sharding, int rank) {
+  const SafetensorsTensor &t = c.state.tensors.at(name);
+  if (!sharding) {
+    std::memcpy(local.data, t.bytes.data(), t.bytes.size());
+    return;
+  }
+  sliceShard(*sharding, TensorRef{const_cast<char *>(t.bytes.data()), t.type}, local, rank);
+}
+
 void restoreCheckpoint(const Checkpoint &c, Session &s) {
-  for (const NamedTensor &t : s.backend().beginRestore(c.meta.adamwUpdates)) {
-    const std::string_view bytes = c.state.tensors.at(t.first).bytes;
-    std::memcpy(t.second.data, bytes.data(), bytes.size());
-  }
+  // The state tensors in checkpoint order: each parameter's slots (optimizer.h) in plan order.
+  const OptimizerConfig optimizer = optimizerConfig(s.plan());
+  std::vector<const plan::ParamSharding *> owner;
+  for (size_t i = 0; i < s.params().size(); ++i)
+    for (const StateSlot &slot : stateSlots(optimizer, s.params()[i].type.shape))
+      owner.push_back(slot.shape == s.params()[i].type.shape ? s.sharding(i) : nullptr);
+  const std::vector<NamedTensor> state = s.backend().beginRestore(c.meta.adamwUpdates);
+  for (size_t k = 0; k < state.size(); ++k)
+    restoreTensor(c, state[k].first, state[k].second, k < owner.size() ? owner[k] : nullptr, s.tensorRank());
   s.backend().finishRestore();
-  for (ParamState &p : s.params()) {
-    const std::string_view value = c.state.tensors.at(p.name).bytes;
-    std::memcpy(p.value.data(), value.data(), value.size());
-  }
+  for (size_t i = 0; i < s.params().size(); ++i)
+    restoreTensor(c, s.params()[i].name, s.params()[i].valueRef(), s.sharding(i), s.tensorRank());
   s.pushParams();
 }
 

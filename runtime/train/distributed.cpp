@@ -18,11 +18,15 @@ namespace lmrt {
 RankInfo joinRanks(const Session &s, const TrainOptions &o) {
   comm::Communicator &world = comm::world();
   const plan::Mesh &mesh = s.plan().train().mesh();
-  const int64_t data = mesh.data() > 0 ? mesh.data() : 1;
-  if (mesh.tensor() > 1)
-    fail("plan '%s' has a tensor-parallel mesh (tensor = %lld), which this lmrt does not run", o.planPath.c_str(),
-         (long long)mesh.tensor());
-  if (data != world.size()) {
+  const int64_t data = mesh.data() > 0 ? mesh.data() : 1, tensor = mesh.tensor() > 0 ? mesh.tensor() : 1;
+  if (tensor > 1 && data * tensor != world.size())
+    fail("plan '%s' was compiled for a mesh of data = %lld x tensor = %lld ranks (%lld processes, global batch "
+         "%lld), and this run has %d process%s: launch it with `mpirun -np %lld lmrt run ...` (or srun -n %lld)",
+         o.planPath.c_str(), (long long)data, (long long)tensor, (long long)(data * tensor),
+         (long long)(mesh.global_batch() > 0 ? mesh.global_batch() : s.plan().data().batch()), world.size(),
+         world.size() == 1 ? "" : "es", (long long)(data * tensor),
+         (long long)(data * tensor));
+  if (tensor == 1 && data != world.size()) {
     if (data == 1)
       fail("plan '%s' is for one process (no mesh), and this run has %d processes; compile it with "
            "`lmc compile ... --mesh data=%d` for data parallelism", o.planPath.c_str(), world.size(), world.size());
@@ -31,6 +35,12 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
          (long long)data, (long long)data, (long long)mesh.global_batch(), world.size(),
          world.size() == 1 ? "" : "es", (long long)data, (long long)data);
   }
+  if (tensor > 1 && mesh.zero() > 0)
+    fail("plan '%s' asks for ZeRO stage %lld with tensor parallelism (tensor = %lld), which this lmrt does not run; "
+         "compile it with --zero 0", o.planPath.c_str(), (long long)mesh.zero(), (long long)tensor);
+  if (tensor > 1 && s.device().device != "cpu")
+    fail("plan '%s' is tensor-parallel (tensor = %lld), which lmrt runs on --device cpu only so far",
+         o.planPath.c_str(), (long long)tensor);
   if (mesh.zero() > 2)
     fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stages 1 and 2 only)",
          o.planPath.c_str(), (long long)mesh.zero());
@@ -38,11 +48,12 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
     fail("plan '%s' asks for ZeRO stage %lld, which lmrt runs on --device cpu only so far; run it under plain data "
          "parallelism (lmc compile --zero 0) on %s", o.planPath.c_str(), (long long)mesh.zero(),
          s.device().device.c_str());
-  RankInfo r{world.rank(), world.size()};
-  if (r.ranks == 1) return r;
+  const int t = (int)tensor;
+  RankInfo r{world.rank() / t, (int)data, world.rank() % t, t, world.rank()};
+  if (world.size() == 1) return r;
   if (!o.dumpDir.empty())
     fail("--dump-dir records the run of one process; run the plan with accumulate = %d in one process to dump "
-         "what these %d ranks compute", r.ranks, r.ranks);
+         "what these %d ranks compute", r.ranks, world.size());
   // A rank whose plan or settings differ would compute another model, or wait in a
   // collective the others never reach: refused on every rank before the first step.
   std::string bytes;
@@ -58,6 +69,7 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
   world.checkSame((uint64_t)o.accumulate, "--accumulate");
   world.checkSame((uint64_t)o.evalInterval * 1000003u + (uint64_t)o.evalBatches, "--eval-interval/--eval-batches");
   world.checkSame(std::hash<std::string>{}(o.resumePath + '\n' + o.initPath), "--resume/--init");
+  comm::setMesh(data, tensor);
   return r;
 }
 
@@ -67,23 +79,24 @@ FILE *quietLog() {
   return f;
 }
 
-bool anyRank(const RankInfo &ranks, bool flag) {
-  if (ranks.ranks == 1) return flag;
+bool anyRank(const RankInfo &, bool flag) {
+  if (comm::world().size() == 1) return flag;
   double v = flag ? 1.0 : 0.0;
   comm::world().allReduce(&v, &v, 1, DType::F64, comm::Reduction::Sum, "the stop-signal check after a step");
   return v > 0;
 }
 
-void agreeOnData(const RankInfo &ranks, const std::string &error) {
-  if (ranks.ranks == 1) {
+void agreeOnData(const RankInfo &, const std::string &error) {
+  comm::Communicator &world = comm::world();
+  if (world.size() == 1) {
     if (!error.empty()) throw DataFailure(error);
     return;
   }
-  std::vector<double> failed((size_t)ranks.ranks, 0.0);
-  failed[(size_t)ranks.rank] = error.empty() ? 0.0 : 1.0;
-  comm::world().allReduce(failed.data(), failed.data(), ranks.ranks, DType::F64, comm::Reduction::Sum,
-                          "the data check before a step");
-  for (int r = 0; r < ranks.ranks; ++r)
+  std::vector<double> failed((size_t)world.size(), 0.0);
+  failed[(size_t)world.rank()] = error.empty() ? 0.0 : 1.0;
+  world.allReduce(failed.data(), failed.data(), world.size(), DType::F64, comm::Reduction::Sum,
+                  "the data check before a step");
+  for (int r = 0; r < world.size(); ++r)
     if (failed[(size_t)r] > 0) {
       if (!error.empty()) throw DataFailure(error);
       throw DataFailure("rank " + std::to_string(r) + "'s data failed (its error says why)", false);
@@ -91,7 +104,7 @@ void agreeOnData(const RankInfo &ranks, const std::string &error) {
 }
 
 void stopOnDataFailure(const RankInfo &ranks, const std::string &message, bool mine) {
-  if (ranks.ranks > 1) {
+  if (comm::world().size() > 1) {
     anyRank(ranks, false);  // every rank is past the checkpoint
     // The failed rank reports and aborts the run; the others wait for that (a collective
     // it never joins: the collective timeout ends them should it not).

@@ -21,12 +21,17 @@ class Session;
 struct TrainOptions;
 
 struct RankInfo {
-  int rank = 0, ranks = 1;  // this process among the data-parallel ranks
-  bool writer() const { return rank == 0; }
+  int rank = 0, ranks = 1;              // this process's data-parallel rank (its data group's index), of `ranks`
+  int tensorRank = 0, tensorRanks = 1;  // its rank in its tensor group (tensor parallelism), of `tensorRanks`
+  int worldRank = 0;                    // among all processes: rank * tensorRanks + tensorRank
+  bool writer() const { return worldRank == 0; }
 };
 
-/* Checks the plan's mesh against the launcher's processes and the run's settings
-   across the ranks; throws naming what differs and how to launch the plan. */
+/* Checks the plan's mesh (data x tensor) against the launcher's processes and the
+   run's settings across the ranks, and forms the mesh's groups (comm::setMesh: the
+   tensor ranks of one data rank adjacent, as Megatron-LM); throws naming what differs
+   and how to launch the plan. Every rank of a tensor group reads its data rank's rows,
+   so the rows are the data-parallel run's. */
 RankInfo joinRanks(const Session &session, const TrainOptions &options);
 
 /* Where a quiet rank's log goes: nowhere. */
@@ -35,7 +40,7 @@ FILE *quietLog();
 /* Whether any rank saw a stop signal (every rank gets the same answer). */
 bool anyRank(const RankInfo &ranks, bool flag);
 
-/* Called by every rank before a micro-batch's train_step with its data error ("" when
+/* Called by every process before a micro-batch's train_step with its data error ("" when
    its rows were read): when any rank's data failed, every rank throws DataFailure
    (train_step.h), so all of them take the same checkpoint (a collective under ZeRO)
    and stop before the same step, instead of the others waiting in train_step's

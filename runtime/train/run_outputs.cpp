@@ -18,7 +18,9 @@
 #include "runtime/train/program_io.h"
 #include "runtime/train/run_setup.h"
 #include "runtime/train/signals.h"
+#include "runtime/train/tensor_parallel.h"
 #include "runtime/train/threads.h"
+#include "runtime/weights/safetensors.h"
 #include "runtime/weights/weights.h"
 
 namespace lmrt {
@@ -107,8 +109,8 @@ RunOutputs::RunOutputs(Session &session, DataFeed &data, RunSetup &run, const Tr
 void RunOutputs::checkpoint(int64_t step) {
   if (lastCheckpointStep_ == step) return;
   if (run_.checkpointDir.empty()) {
-    // Under ZeRO rank 0's checkpoint gathers every rank's optimizer state slices.
-    if (run_.joinsCheckpoints) session_.backend().optimizerState(), lastCheckpointStep_ = step;
+    // Under ZeRO and tensor parallelism rank 0's checkpoint gathers every rank's slices.
+    if (run_.joinsCheckpoints) LogicalState(session_, true).join(), lastCheckpointStep_ = step;
     return;
   }
   if (run_.clearOldCheckpoints) {
@@ -195,8 +197,11 @@ TrainResult RunOutputs::finish(int64_t lastStep, int stopSignal, const OpProfile
     return result_;
   }
   checkpoint(run_.steps);
-  if (run_.outPath.empty()) return result_;  // a data-parallel rank other than 0 writes nothing
-  saveWeights(session_, run_.outPath);
+  if (run_.outPath.empty()) {  // a rank other than 0 writes nothing
+    if (run_.joinsWeights) LogicalState(session_, false).join();  // but joins the gather of the split parameters
+    return result_;
+  }
+  LogicalState(session_, false).write(run_.outPath);  // saveWeights' file, of the logical tensors
   result_.weightsPath = run_.outPath;
   std::fprintf(log_, "wrote %s\n", run_.outPath.c_str());
   struct rusage ru;

@@ -205,19 +205,22 @@ void checkRunPaths(RunSetup &run, const TrainOptions &o, FILE *log) {
 
 }  // namespace
 
-RunSetup planRun(Session &s, const TrainOptions &o, FILE *log) { return planRun(s, o, log, 0, 1); }
+RunSetup planRun(Session &s, const TrainOptions &o, FILE *log) { return planRun(s, o, log, RankInfo{}); }
 
-RunSetup planRun(Session &s, const TrainOptions &o, FILE *log, int rank, int ranks) {
+RunSetup planRun(Session &s, const TrainOptions &o, FILE *log, const RankInfo &ranks) {
   checkCounts(o);
   adamwConfig(s.plan());  // an optimizer lmrt does not implement fails before any work
   RunSetup run;
-  run.rank = rank;
-  run.ranks = ranks;
+  run.rank = ranks.rank;
+  run.ranks = ranks.ranks;
   run.evalOn = o.evalBatches > 0;  // validatePlan guarantees an "eval" program
   planSteps(run, s, o, log);
   run.outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
-  if (rank != 0) {  // rank 0 writes the run's files
-    run.joinsCheckpoints = !run.checkpointDir.empty() && s.plan().train().mesh().zero() > 0;
+  if (!ranks.writer()) {  // rank 0 writes the run's files
+    // Under ZeRO and tensor parallelism rank 0's checkpoint gathers the other ranks' slices.
+    run.joinsCheckpoints = !run.checkpointDir.empty() &&
+                           (s.plan().train().mesh().zero() > 0 || s.plan().train().mesh().tensor() > 1);
+    run.joinsWeights = s.plan().train().mesh().tensor() > 1;
     run.checkpointDir.clear();
     run.outPath.clear();
     return run;

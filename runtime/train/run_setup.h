@@ -13,6 +13,7 @@
 
 #include "base/dir_lock.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/distributed.h"
 #include "runtime/train/schedule.h"
 #include "runtime/train/train_loop.h"
 
@@ -30,9 +31,10 @@ struct RunSetup {
   bool evalOn = false;
   LrSchedule schedule;
   std::string checkpointDir;
-  // A data-parallel rank other than 0 (which writes none) under ZeRO: it joins the
-  // gather of the optimizer state at every checkpoint rank 0 writes.
-  bool joinsCheckpoints = false;
+  // A rank other than 0 (which writes none) under ZeRO or tensor parallelism: it joins
+  // the gather of its slices at every checkpoint rank 0 writes (joinsWeights: and of
+  // the final weights).
+  bool joinsCheckpoints = false, joinsWeights = false;
   std::string outPath;               // the final weights
   bool clearOldCheckpoints = false;  // --overwrite: remove an earlier run's at this run's first checkpoint
   std::unique_ptr<Checkpoint> resume;
@@ -42,10 +44,10 @@ struct RunSetup {
 /* Checks the options and every path, finds the checkpoint a resume continues from;
    throws naming the flag at fault. */
 RunSetup planRun(Session &session, const TrainOptions &options, FILE *log);
-/* The same for rank `rank` of `ranks` data-parallel ranks: only rank 0 checks and
+/* The same for one rank of a distributed run: only rank 0 checks and
    takes the output paths (the others write nothing: no checkpoint directory, no
    weights file). */
-RunSetup planRun(Session &session, const TrainOptions &options, FILE *log, int rank, int ranks);
+RunSetup planRun(Session &session, const TrainOptions &options, FILE *log, const RankInfo &ranks);
 
 /* The checkpoint metadata of this run before its first step: seed, steps, schedule,
    the data's identity; on a resume, also checks that the data is the checkpoint's. */

@@ -42,9 +42,14 @@ TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
   quiet.metricsPath.clear(), quiet.tensorboardDir.clear(), quiet.dumpDir.clear(), quiet.profile = false;
   const TrainOptions &o = ranks.writer() ? options : quiet;
   FILE *log = ranks.writer() ? userLog : quietLog();
-  if (ranks.ranks > 1) std::fprintf(log, "data parallel: %s\n", comm::world().describe().c_str());
+  if (ranks.tensorRanks > 1)
+    std::fprintf(log, "tensor parallel: %s; mesh data = %d x tensor = %d\n", comm::world().describe().c_str(),
+                 ranks.ranks, ranks.tensorRanks);
+  else if (ranks.ranks > 1)
+    std::fprintf(log, "data parallel: %s\n", comm::world().describe().c_str());
   if (std::string zero = s.backend().describeSharding(); !zero.empty()) std::fprintf(log, "%s\n", zero.c_str());
-  RunSetup run = planRun(s, o, log, ranks.rank, ranks.ranks);
+  s.setTensorRank(ranks.tensorRank);
+  RunSetup run = planRun(s, o, log, ranks);
 
   // The plan's batch transform; it checks the inputs, the vocabulary and the splits.
   DataFeed data(s, o.dataDir, run.seed, run.evalOn);
@@ -54,7 +59,10 @@ TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
   std::fprintf(log, "plan: %s, %s; kernels: %s\n", s.origin().c_str(), signerOf(s.plan()).c_str(),
                kernelDigests(s.plan()).c_str());
   if (run.evalOn) data.checkValidation();
-  if (!ranks.writer()) run.evalOn = false;  // evaluation runs no collective: rank 0's alone is reported
+  // Evaluation: a data-parallel plan's runs no collective, so rank 0's alone is run and
+  // reported; a tensor-parallel plan's eval program has the tensor axis's all-reduces, so
+  // every rank runs it (each tensor group on the same batches) and rank 0 reports.
+  if (!ranks.writer() && ranks.tensorRanks == 1) run.evalOn = false;
   CheckpointMeta meta = startMeta(run, data, o.dataDir);
   const DataWatch watch(data.train(), data.val());
   RunOutputs out(s, data, run, o, meta, log);

@@ -73,15 +73,24 @@ std::string encodeSafetensors(const std::vector<std::pair<std::string, TensorRef
 void writeSafetensors(const std::string &path,
                       const std::vector<std::pair<std::string, TensorRef>> &tensors,
                       const std::map<std::string, std::string> &metadata, uint64_t *checksum) {
+  writeSafetensors(path, tensors, [&](size_t i) -> const void * { return tensors[i].second.data; }, metadata,
+                   checksum);
+}
+
+void writeSafetensors(const std::string &path, const std::vector<std::pair<std::string, TensorRef>> &tensors,
+                      const std::function<const void *(size_t)> &fetch,
+                      const std::map<std::string, std::string> &metadata, uint64_t *checksum) {
   // Streamed tensor by tensor: saving GPT-2's weights must not need a second copy in memory.
   std::string header = encodeHeader(tensors, metadata);
   writeFileAtomic(path, "safetensors", [&](std::ostream &f) {
     Fnv1a64 sum;
     if (checksum) sum.update(header.data(), header.size());
     f.write(header.data(), (std::streamsize)header.size());
-    for (const auto &[name, t] : tensors) {
-      if (checksum) sum.update(t.data, (size_t)t.type.bytes());
-      f.write(static_cast<const char *>(t.data), (std::streamsize)t.type.bytes());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const void *data = fetch(i);
+      const int64_t bytes = tensors[i].second.type.bytes();
+      if (checksum) sum.update(data, (size_t)bytes);
+      f.write(static_cast<const char *>(data), (std::streamsize)bytes);
     }
     if (checksum) *checksum = sum.h;
   });

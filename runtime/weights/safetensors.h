@@ -7,6 +7,7 @@
    header length, JSON, dtypes, shapes and offsets are all checked. */
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,6 +41,13 @@ void writeSafetensors(const std::string &path,
                       const std::vector<std::pair<std::string, TensorRef>> &tensors,
                       const std::map<std::string, std::string> &metadata = {},
                       uint64_t *checksum = nullptr);
+/* The same, each tensor's bytes asked for when it is written: `fetch(i)` returns tensor
+   i's data (tensors[i].second's type is written, its data pointer not read), valid until
+   the next call. A tensor-parallel rank 0 gathers each logical tensor there, holding one
+   at a time (runtime/train/tensor_parallel.h). */
+void writeSafetensors(const std::string &path, const std::vector<std::pair<std::string, TensorRef>> &tensors,
+                      const std::function<const void *(size_t)> &fetch,
+                      const std::map<std::string, std::string> &metadata = {}, uint64_t *checksum = nullptr);
 /* The file's bytes (what writeSafetensors stores). */
 std::string encodeSafetensors(const std::vector<std::pair<std::string, TensorRef>> &tensors,
                               const std::map<std::string, std::string> &metadata = {});

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "runtime/exec/optimizer.h"
+#include "runtime/exec/shard_layout.h"
 #include <cmath>
 #include <cstring>
 
@@ -86,18 +87,21 @@ InitReport loadWeights(Session &session, const std::string &path, const InitOpti
     adapters.insert(lora::aName(t));
     adapters.insert(lora::bName(t));
   }
-  for (const ParamState &p : session.params()) {
+  for (size_t i = 0; i < session.params().size(); ++i) {
+    const ParamState &p = session.params()[i];
+    // A tensor-parallel rank's parameter is a slice; the file holds the logical tensor.
+    const TensorType logical = session.logicalType(i);
     auto src = source.find(p.name);
     if (src == source.end()) {
       if (options.strict && !adapters.count(p.name))
-        fail("weights '%s': no tensor for parameter '%s' %s", path.c_str(), p.name.c_str(), p.type.str().c_str());
+        fail("weights '%s': no tensor for parameter '%s' %s", path.c_str(), p.name.c_str(), logical.str().c_str());
       report.leftAtInit.push_back(p.name);
       continue;
     }
     const SafetensorsTensor &t = file.tensors.at(src->second);
-    if (t.type.shape != p.type.shape || t.type.dtype == DType::I32)
+    if (t.type.shape != logical.shape || t.type.dtype == DType::I32)
       fail("weights '%s': tensor %s is %s, the parameter is %s", path.c_str(), described(src->second, p.name).c_str(),
-           t.type.str().c_str(), p.type.str().c_str());
+           t.type.str().c_str(), logical.str().c_str());
     report.loaded.push_back(p.name);
   }
   // NaN or Inf weights would train or sample garbage without a word: refuse them.
@@ -122,10 +126,19 @@ InitReport loadWeights(Session &session, const std::string &path, const InitOpti
   }
   // The parameters left alone keep what the session holds (its init): bring it to the host first.
   if (!report.leftAtInit.empty()) session.pullParams();
-  for (ParamState &p : session.params()) {
+  for (size_t i = 0; i < session.params().size(); ++i) {
+    ParamState &p = session.params()[i];
     auto src = source.find(p.name);
     if (src == source.end()) continue;
-    const SafetensorsTensor &t = file.tensors.at(src->second);
+    SafetensorsTensor t = file.tensors.at(src->second);
+    HostBytes slice;
+    if (const plan::ParamSharding *sharding = session.sharding(i)) {  // this rank's slice, in the file's dtype
+      const TensorType part{t.type.dtype, p.type.shape};
+      slice.resize((size_t)part.bytes());
+      sliceShard(*sharding, TensorRef{const_cast<char *>(t.bytes.data()), t.type}, TensorRef{slice.data(), part},
+                 session.tensorRank());
+      t = SafetensorsTensor{part, std::string_view(slice.data(), slice.size())};
+    }
     int64_t n = p.type.numel();
     if (t.type.dtype == p.type.dtype) {
       std::memcpy(p.value.data(), t.bytes.data(), t.bytes.size());

@@ -439,13 +439,6 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
 
   std::string outPath = opts.output;
   if (writesPlan) {
-    // The plan of a tensor-parallel rank holds its slices of the split
-    // parameters; lmrt cannot yet initialise, clip or checkpoint them as the
-    // logical tensors (docs/distributed.md, "Tensor parallelism").
-    if (plan.train().mesh().tensor() > 1)
-      return fail("mesh tensor = " + llvm::Twine(plan.train().mesh().tensor()) +
-                  ": lmc partitions the program for tensor parallelism (see it with --emit=train-mlir), but "
-                  "lmrt does not run tensor-parallel plans yet, so no plan is written (docs/distributed.md)");
     if (outPath.empty())
       outPath = (llvm::sys::path::stem(opts.input) + ".plan").str();
     std::string error;

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "contract/transform_spec.h"
 #include "contract/plan_file.h"
@@ -163,6 +165,16 @@ void inspect(const std::string &path, bool steps) {
       extra += buf;
     }
     if (q.has_trust_ratio() && !q.frozen()) extra += q.trust_ratio() ? " trust_ratio" : " no trust_ratio";
+    if (q.has_sharding()) {  // a tensor-parallel rank's slice (docs/distributed.md, "Tensor parallelism")
+      const plan::ParamSharding &sh = q.sharding();
+      std::vector<int64_t> whole(q.type().shape().begin(), q.type().shape().end());
+      if (sh.dim() >= 0 && sh.dim() < (int64_t)whole.size()) whole[(size_t)sh.dim()] *= sh.shards();
+      std::string shape;
+      for (size_t i = 0; i < whole.size(); ++i) shape += (i ? ", " : "") + std::to_string(whole[i]);
+      extra += " split: dim " + std::to_string(sh.dim()) + " of [" + shape + "] over " +
+               std::to_string(sh.shards()) + " tensor ranks" +
+               (sh.segments() > 1 ? " (" + std::to_string(sh.segments()) + " segments, each split)" : "");
+    }
     std::printf("  %-*s  %-18s %-24s %s%s\n", (int)width, q.name().c_str(), planTypeStr(q.type()).c_str(),
                 initStr(q.init()).c_str(), q.frozen() ? "frozen" : q.weight_decay() ? "decay" : "", extra.c_str());
   }
@@ -278,7 +290,8 @@ void inspect(const std::string &path, bool steps) {
     std::printf("mesh: data %lld, tensor %lld%s (global batch %lld; run with mpirun -np %lld)\n",
                 (long long)p.train().mesh().data(), (long long)p.train().mesh().tensor(),
                 p.train().mesh().zero() > 0 ? (", ZeRO stage " + std::to_string(p.train().mesh().zero())).c_str() : "",
-                (long long)p.train().mesh().global_batch(),
+                // A mesh without a data axis records no global batch: it is the rank's batch.
+                (long long)(p.train().mesh().global_batch() > 0 ? p.train().mesh().global_batch() : p.data().batch()),
                 (long long)(p.train().mesh().data() * p.train().mesh().tensor()));
   std::printf("data: %s, batch %lld, seq %lld, vocab %lld", p.data().transform().c_str(),
               (long long)p.data().batch(), (long long)p.data().seq(), (long long)p.data().vocab());

@@ -1,0 +1,69 @@
+/* Implements: tensor_parallel.h. */
+#include "runtime/train/tensor_parallel.h"
+
+#include "runtime/comm/communicator.h"
+#include "runtime/exec/optimizer.h"
+#include "runtime/exec/session.h"
+#include "runtime/exec/shard_layout.h"
+#include "runtime/weights/safetensors.h"
+
+namespace lmrt {
+
+LogicalState::LogicalState(Session &session, bool withOptimizerState) {
+  session.pullParams();
+  std::vector<ParamState> &params = session.params();
+  auto add = [&](const std::string &name, const TensorRef &local, const plan::ParamSharding *s) {
+    tensors_.emplace_back(name, TensorRef{local.data, s ? logicalType(local.type, *s) : local.type});
+    split_.push_back(s);
+    local_.push_back(local);
+  };
+  for (size_t i = 0; i < params.size(); ++i) add(params[i].name, params[i].valueRef(), session.sharding(i));
+  if (!withOptimizerState) return;
+  const std::vector<NamedTensor> state = session.backend().optimizerState();
+  const OptimizerConfig config = optimizerConfig(session.plan());
+  size_t k = 0;
+  for (size_t i = 0; i < params.size(); ++i)
+    for (const StateSlot &slot : stateSlots(config, params[i].type.shape)) {
+      if (k >= state.size()) fail("the optimizer holds %zu state tensors, fewer than its slots", state.size());
+      const NamedTensor &t = state[k++];
+      const plan::ParamSharding *s = session.sharding(i);
+      // An elementwise optimizer's slot has its parameter's shape (the CPU backend
+      // refuses other optimizers under tensor parallelism) and is cut alike.
+      if (s && slot.shape != params[i].type.shape)
+        fail("optimizer state '%s' %s of a split parameter is not of its shape %s", t.first.c_str(),
+             t.second.type.str().c_str(), params[i].type.str().c_str());
+      add(t.first, t.second, s);
+    }
+  if (k != state.size()) fail("the optimizer holds %zu state tensors, its slots %zu", state.size(), k);
+}
+
+const void *LogicalState::data(size_t i) {
+  const plan::ParamSharding *s = split_[i];
+  if (!s) return local_[i].data;
+  // One all-gather of the slices (rank order), each put in its place.
+  comm::Communicator &group = comm::meshGroup(1);
+  const std::string &name = tensors_[i].first;
+  if (group.size() != s->shards())
+    fail("'%s' is split into %lld shards, and the tensor group has %d ranks", name.c_str(), (long long)s->shards(),
+         group.size());
+  const TensorRef &local = local_[i];
+  const size_t bytes = (size_t)local.type.bytes();
+  if (parts_.size() < bytes * (size_t)group.size()) parts_.resize(bytes * (size_t)group.size());
+  group.allGather(local.data, parts_.data(), local.numel(), local.type.dtype, "the gather of '" + name + "'");
+  if (whole_.size() < (size_t)tensors_[i].second.type.bytes()) whole_.resize((size_t)tensors_[i].second.type.bytes());
+  const TensorRef whole{whole_.data(), tensors_[i].second.type};
+  for (int q = 0; q < group.size(); ++q) placeShard(*s, TensorRef{parts_.data() + (size_t)q * bytes, local.type}, whole, q);
+  return whole_.data();
+}
+
+void LogicalState::write(const std::string &path, const std::map<std::string, std::string> &metadata,
+                         uint64_t *checksum) {
+  writeSafetensors(path, tensors_, [&](size_t i) { return data(i); }, metadata, checksum);
+}
+
+void LogicalState::join() {
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    if (split_[i]) data(i);
+}
+
+}  // namespace lmrt

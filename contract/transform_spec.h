@@ -157,6 +157,17 @@ inline const std::vector<TransformSpec> &transformSpecs() {
       "positions", false, false, Bound::Seq, false, false,
       "a token's position in its example (0 at its first token; the padding counts on from 0)", nullptr, false,
       false, Packing::Only};
+  // Pooling a packed example (classify, regression): slot k of row b names
+  // the row of the flattened hidden states [batch * seq, d] it reads.
+  const TransformOutput clsIndex{
+      "cls_index", false, false, Bound::Rows, false, false,
+      "row b * seq + i of the [CLS] of the row's k-th example at [b, k] (b * seq past the row's examples)",
+      nullptr, false, false, Packing::Only};
+  const TransformOutput lastIndex{
+      "last_index", false, false, Bound::Rows, false, false,
+      "row b * seq + i of the last token of the row's k-th example at [b, k] (last-token pooling; b * seq past "
+      "the row's examples)",
+      nullptr, false, false, Packing::Only};
   const TransformParam pack{"pack", 0.0, 0.0, 1.0, true,
                             "several examples a row (in the epoch's order, a row closed when the next example "
                             "does not fit), attention kept within each by doc_ids"};
@@ -245,9 +256,8 @@ inline const std::vector<TransformSpec> &transformSpecs() {
             Packing::Never},
            docIds,
            positions,
-           {"cls_index", false, false, Bound::Rows, false, false,
-            "row b * seq + i of the [CLS] of the row's k-th example at [b, k] (b * seq past the row's examples)",
-            nullptr, false, false, Packing::Only},
+           clsIndex,
+           lastIndex,
            {"example_labels", false, false, Bound::Param, true, false,
             "the label of the row's k-th example at [b, k]; -100 past the row's examples", "classes", false, false,
             Packing::Only},
@@ -261,11 +271,26 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"ids", false, false, Bound::Vocab, false, false, "[CLS] text [SEP] (text_b [SEP]) [PAD]..."},
            {"segments", false, false, Bound::Two, false, false, "0 up to the first [SEP], 1 after, 0 on padding"},
            {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
-           {"targets", true, true, Bound::None, false, false, "the record's target"},
+           {"targets", true, true, Bound::None, false, false, "the record's target", nullptr, false, false,
+            Packing::Never},
            {"last", false, true, Bound::Rows, false, false,
-            "row b * seq + i of the row's last real token (last-token pooling)"},
+            "row b * seq + i of the row's last real token (last-token pooling)", nullptr, false, false,
+            Packing::Never},
+           docIds,
+           positions,
+           clsIndex,
+           lastIndex,
+           {"example_targets", true, false, Bound::None, false, false,
+            "the target of the row's k-th example at [b, k]; 0 past the row's examples", nullptr, false, false,
+            Packing::Only},
+           {"example_mask", true, false, Bound::None, false, false,
+            "1 at [b, k] where the row has a k-th example (0 past them and on validation rows past the last "
+            "record): the mean squared error is sum(err * err * example_mask) / sum(example_mask)",
+            nullptr, false, false, Packing::Only},
        },
-       {}},
+       {
+           pack,
+       }},
       // Token classification (example_batches.h): a word's tag on its first token.
       {"tokens",
        {
@@ -274,9 +299,12 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
            {"labels", false, false, Bound::Param, true, false,
             "a word's tag on its first token, -100 elsewhere", "classes"},
+           docIds,
+           positions,
        },
        {
            {"classes", 2, 1, 1 << 20, false, "the number of tags (tags are 0 .. classes - 1)", true},
+           pack,
        }},
       // Span extraction (example_batches.h, SQuAD-style): a question and the
       // context holding its answer; the answer's first and last token in the row.

@@ -168,14 +168,17 @@ uint64_t ExampleBatcher::trainRecord(uint64_t g) const {
 
 int64_t ExampleBatcher::exampleLength(const ExampleShard &s, uint64_t record) const {
   const int64_t a = (int64_t)s.textLength(record, textA_), b = textB_ >= 0 ? (int64_t)s.textLength(record, textB_) : 0;
-  // sft: prompt response [SEP]; classify: [CLS] A [SEP] (B [SEP]).
+  // sft: prompt response [SEP]; classify, regression: [CLS] A [SEP] (B [SEP]);
+  // tokens: [CLS] A [SEP].
   const int64_t n = task_ == ExampleTask::Sft ? a + b + 1 : 2 + a + (textB_ >= 0 ? b + 1 : 0);
   return std::min(n, seq_);
 }
 
 void ExampleBatcher::setPack(bool on) {
-  if (on && task_ != ExampleTask::Classify && task_ != ExampleTask::Sft)
-    fail("pack = true is an option of the classify and sft transforms, not of %s", taskName(task_));
+  if (on && task_ != ExampleTask::Classify && task_ != ExampleTask::Sft && task_ != ExampleTask::Tokens &&
+      task_ != ExampleTask::Regression)
+    fail("pack = true is an option of the classify, regression, tokens and sft transforms, not of %s",
+         taskName(task_));
   pack_ = on;
   epochRowsEnd_.clear();
   packEpoch_ = UINT64_MAX;
@@ -244,11 +247,19 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
     return;
   }
   if (pack_) {
-    // Slots past a row's examples read its first [CLS] and carry no label.
-    std::vector<int32_t> &cls = out.ints["cls_index"];
-    cls.resize(cells);
-    for (int64_t r = 0; r < rows_; ++r) std::fill_n(&cls[r * seq_], seq_, (int32_t)(r * seq_));
-    out.ints["example_labels"].assign(cells, (int32_t)data::kIgnoreIndex);
+    // Slots past a row's examples read its first token and carry no label
+    // (classify) or no weight (regression).
+    for (const char *name : {"cls_index", "last_index"}) {
+      std::vector<int32_t> &index = out.ints[name];
+      index.resize(cells);
+      for (int64_t r = 0; r < rows_; ++r) std::fill_n(&index[r * seq_], seq_, (int32_t)(r * seq_));
+    }
+    if (task_ == ExampleTask::Classify) {
+      out.ints["example_labels"].assign(cells, (int32_t)data::kIgnoreIndex);
+    } else {
+      out.floats["example_targets"].assign(cells, 0.0f);
+      out.floats["example_mask"].assign(cells, 0.0f);
+    }
     return;
   }
   out.ints["last"].assign(rows_, 0);
@@ -321,9 +332,9 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
   if (task_ == ExampleTask::Tokens) {
     std::vector<int32_t> tags;
     s.text(record, tags_, tags);
-    const int64_t n = std::min<int64_t>((int64_t)a.size(), seq_ - 2);
-    int32_t *ids = &out.ints["ids"][row * seq_], *labels = &out.ints["labels"][row * seq_];
-    float *att = &out.floats["attention_mask"][row * seq_];
+    const int64_t n = std::min<int64_t>((int64_t)a.size(), seq_ - offset - 2), base = row * seq_ + offset;
+    int32_t *ids = &out.ints["ids"][base], *labels = &out.ints["labels"][base];
+    float *att = &out.floats["attention_mask"][base];
     ids[0] = data::kCls;
     for (int64_t t = 0; t < n; ++t) {
       ids[1 + t] = a[t];
@@ -391,10 +402,16 @@ void ExampleBatcher::fillPacked(const ExampleShard &s, const uint64_t *records, 
       doc[at + t] = (int32_t)k;
       pos[at + t] = (int32_t)t;
     }
-    if (task_ == ExampleTask::Classify) {
-      out.ints["cls_index"][row * seq_ + (int64_t)k] = (int32_t)(row * seq_ + at);
-      out.ints["example_labels"][row * seq_ + (int64_t)k] =
-          ignore ? (int32_t)data::kIgnoreIndex : (int32_t)s.label(records[k], label_);
+    const int64_t slot = row * seq_ + (int64_t)k;
+    if (task_ == ExampleTask::Classify || task_ == ExampleTask::Regression) {
+      out.ints["cls_index"][slot] = (int32_t)(row * seq_ + at);
+      out.ints["last_index"][slot] = (int32_t)(row * seq_ + at + len - 1);
+    }
+    if (task_ == ExampleTask::Classify)
+      out.ints["example_labels"][slot] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)s.label(records[k], label_);
+    if (task_ == ExampleTask::Regression && !ignore) {
+      out.floats["example_targets"][slot] = (float)s.target(records[k], target_);
+      out.floats["example_mask"][slot] = 1.0f;
     }
     at += len;
   }

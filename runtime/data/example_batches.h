@@ -63,15 +63,18 @@
    exactly once (regression has no ignore index: its rows past the end repeat
    record 0).
 
-   With pack = true (classify and sft; packing.h) a row holds several examples
+   With pack = true (classify, regression, tokens and sft; packing.h) a row holds several examples
    end to end, each exactly as its padded row has it: training row g is row g
    of the concatenation of the epochs' packed rows (each epoch's records packed
    in that epoch's order), validation packs the records in file order (rows
    past the last repeat record 0 with only -100 labels). Besides the padded
    outputs, doc_ids (example k of the row on its tokens, the row's count of
    examples on its padding) and positions (a token's position in its example)
-   are produced; classify gives cls_index [b, k] (the row b * seq + i of the
-   row's k-th [CLS]) and example_labels [b, k] in place of labels and last,
+   are produced; classify and regression give cls_index [b, k] (the row
+   b * seq + i of the row's k-th [CLS]) and last_index [b, k] (of its last
+   token) in place of last, classify example_labels [b, k] in place of labels,
+   regression example_targets and example_mask [b, k] (1 where the row has a
+   k-th example) in place of targets; tokens' labels are per token as padded;
    sft's labels end at each example (the last token of an example predicts
    nothing) and it has no last. */
 #pragma once
@@ -143,7 +146,7 @@ public:
   /* span: the context (text) field and the span field. */
   int contextField() const { return textB_; }
   int spanField() const { return span_; }
-  /* classify, sft: several examples a row (the transform's pack). */
+  /* classify, regression, tokens, sft: several examples a row (the transform's pack). */
   void setPack(bool on);
   bool packed() const { return pack_; }
   int64_t seq() const { return seq_; }

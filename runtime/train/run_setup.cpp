@@ -91,7 +91,9 @@ void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
                    (long long)run.steps);
     } else if (contract::transformParam(dc, "pack") != 0) {
       // Packed rows: each epoch's order packs into its own count of rows.
-      const int64_t classes = task == ExampleTask::Classify ? (int64_t)contract::transformParam(dc, "classes") : 0;
+      const int64_t classes = task == ExampleTask::Classify || task == ExampleTask::Tokens
+                                  ? (int64_t)contract::transformParam(dc, "classes")
+                                  : 0;
       ExampleBatcher b(o.dataDir, task, dc.batch(), dc.seq(), classes, run.seed);
       b.setPack(true);
       const uint64_t rows = b.trainRowsOfEpochs((uint64_t)epochs);

@@ -14,8 +14,12 @@ by the order of their sums:
 
 Tensors are read and written with safetensors_np.py, kept flat.
 
-  packing_parity.py --task classify|sft --padded P.plan --packed Q.plan --data DIR
-  packing_parity.py --task classify|sft --records FILE.jsonl   (writes the test's records)
+  packing_parity.py --task TASK --padded P.plan --packed Q.plan --data DIR
+  packing_parity.py --task TASK --records FILE.jsonl   (writes the test's records)
+
+TASK is the transform: classify (pooled at [CLS] by cls_index, or at the last
+token by last_index: whichever the packed plan reads), regression (one number
+an example at [CLS]), tokens (a label a word), sft (causal, the responses).
 """
 import argparse
 import json
@@ -103,7 +107,8 @@ WORDS = ("the of and to in is was that for on with as by at from his an be this 
 
 def write_records(task, path, count=24):
     """`count` records of 1 to 11 words (a number among them keeps each unique):
-    classify {text, label} with 3 labels, sft {prompt, response}."""
+    classify {text, label} with 3 labels, regression {text, score}, tokens
+    {tokens (words), ner_tags} with 3 tags, sft {prompt, response}."""
     def text(i, n):
         w = [WORDS[(i * 3 + j * 5) % len(WORDS)] for j in range(n)]
         w.insert(i % (n + 1), str(i))
@@ -111,14 +116,21 @@ def write_records(task, path, count=24):
     with open(path, "w") as f:
         for i in range(count):
             n = 1 + (i * 7) % 11
-            r = {"text": text(i, n), "label": i % 3} if task == "classify" else \
-                {"prompt": text(i, 1 + n // 2) + "?", "response": text(i + 5, 1 + (i * 5) % 7)}
+            if task == "classify":
+                r = {"text": text(i, n), "label": i % 3}
+            elif task == "regression":
+                r = {"text": text(i, n), "score": round(0.37 * ((i * 5) % 11) - 1.5, 2)}
+            elif task == "tokens":
+                words = text(i, n).split()
+                r = {"tokens": words, "ner_tags": [(i + j * j) % 3 for j in range(len(words))]}
+            else:
+                r = {"prompt": text(i, 1 + n // 2) + "?", "response": text(i + 5, 1 + (i * 5) % 7)}
             f.write(json.dumps(r) + "\n")
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--task", choices=["classify", "sft"], required=True)
+    ap.add_argument("--task", choices=["classify", "regression", "tokens", "sft"], required=True)
     ap.add_argument("--records")
     ap.add_argument("--padded")
     ap.add_argument("--packed")
@@ -179,14 +191,24 @@ def main():
         pin, qin = inputs_of(pad, a.padded), inputs_of(pack, a.packed)
         plog, qlog = forward(a.lmrt, a.padded, weights, pin, tmp), forward(a.lmrt, a.packed, weights, qin, tmp)
 
+        pooled = a.task in ("classify", "regression")
+
         def losses(ex, batch, logits, packed):
-            """key -> the example's loss (classify: its label's; sft: summed over its response tokens)."""
+            """key -> the example's loss (classify: its label's; regression: its squared error; tokens, sft:
+            summed over its labelled tokens)."""
             shape, flat = logits
             c = shape[-1]
             out = {}
             for k, span in enumerate(ex.spans):
                 r, start, n = span
-                if a.task == "classify":
+                if a.task == "regression":
+                    if packed:
+                        slot = start_slot[(r, start)]
+                        pred, target = flat[r * seq + slot], batch["example_targets"][1][r * seq + slot]
+                    else:
+                        pred, target = flat[r], batch["targets"][1][r]
+                    out[ex.key(span)] = (pred - target) ** 2
+                elif a.task == "classify":
                     if packed:
                         slot = start_slot[(r, start)]
                         row = flat[(r * seq + slot) * c:(r * seq + slot + 1) * c]
@@ -201,17 +223,24 @@ def main():
                         label = batch["labels"][1][r * seq + t]
                         if label != -100:
                             total -= log_softmax_at(flat[(r * seq + t) * c:(r * seq + t + 1) * c],
-                                                    10 if label >= 256 else label)
+                                                    10 if a.task == "sft" and label >= 256 else label)
                     out[ex.key(span)] = total
             return out
 
+        # Pooled tasks: the slot of each packed example, found from the index
+        # the plan reads (its [CLS] or its last token) at the slots that score.
         start_slot = {}
-        if a.task == "classify":
-            cls = pack["cls_index"][1]
+        if pooled:
+            by_cls = "cls_index" in pack
+            index = pack["cls_index" if by_cls else "last_index"][1]
+            start_of_end = {(r, st + n - 1): st for r, st, n in qe.spans}
             for r in range(qe.rows):
                 for k in range(seq):
-                    if pack["example_labels"][1][r * seq + k] != -100:
-                        start_slot[(r, cls[r * seq + k] - r * seq)] = k
+                    scores = pack["example_labels"][1][r * seq + k] != -100 if a.task == "classify" \
+                        else pack["example_mask"][1][r * seq + k] != 0
+                    if scores:
+                        at = index[r * seq + k] - r * seq
+                        start_slot[(r, at if by_cls else start_of_end[(r, at)])] = k
         pl, ql = losses(pe, pad, plog, False), losses(qe, pack, qlog, True)
         worst = max(abs(pl[k] - ql[k]) / max(abs(pl[k]), 1e-300) for k in pl)
         check(worst <= a.rtol, f"per-example losses: {len(pl)}, max rel err {worst:.1e}")
@@ -225,11 +254,11 @@ def main():
             ids[r * seq + t] = (ids[r * seq + t] + 7) % 256
         changed = dict(qin, ids=(qin["ids"][0], ids))
         q2 = forward(a.lmrt, a.packed, weights, changed, tmp)
-        c = qlog[0][-1]
+        c = 1 if a.task == "regression" else qlog[0][-1]
 
         def cells(span):
             rr, start, n = span
-            if a.task == "classify":
+            if pooled:
                 slot = start_slot[(rr, start)]
                 return range((rr * seq + slot) * c, (rr * seq + slot + 1) * c)
             return range((rr * seq + start) * c, (rr * seq + start + n) * c)

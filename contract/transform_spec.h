@@ -360,21 +360,47 @@ inline const std::vector<TransformSpec> &transformSpecs() {
        {
            pack,
        }},
+      // Packed (pack = true): the chosen rows hold the chosen examples of some
+      // records and the rejected rows the rejected examples of the same
+      // records in the same order, so slot k of both sides is one pair.
       {"preference",
        {
            {"chosen_ids", false, false, Bound::Vocab, false, false, "prompt chosen [SEP] [PAD]..."},
            {"chosen_labels", false, false, Bound::Vocab, true, false,
             "the next token where it is the chosen response's or the final [SEP], -100 elsewhere"},
            {"chosen_mask", true, false, Bound::None, false, false, "1 on the chosen row's real tokens"},
-           {"chosen_last", false, true, Bound::Rows, false, false, "row b * seq + i of the chosen row's final [SEP]"},
+           {"chosen_last", false, true, Bound::Rows, false, false, "row b * seq + i of the chosen row's final [SEP]",
+            nullptr, false, false, Packing::Never},
            {"rejected_ids", false, false, Bound::Vocab, false, false, "prompt rejected [SEP] [PAD]..."},
            {"rejected_labels", false, false, Bound::Vocab, true, false,
             "the next token where it is the rejected response's or the final [SEP], -100 elsewhere"},
            {"rejected_mask", true, false, Bound::None, false, false, "1 on the rejected row's real tokens"},
            {"rejected_last", false, true, Bound::Rows, false, false,
-            "row b * seq + i of the rejected row's final [SEP]"},
+            "row b * seq + i of the rejected row's final [SEP]", nullptr, false, false, Packing::Never},
+           {"chosen_doc_ids", false, false, Bound::Seq, false, false,
+            "doc_ids of the chosen rows: k on the k-th pair's chosen example, the row's count of pairs on its "
+            "padding", nullptr, false, false, Packing::Only},
+           {"chosen_positions", false, false, Bound::Seq, false, false,
+            "a chosen token's position in its example", nullptr, false, false, Packing::Only},
+           {"chosen_last_index", false, false, Bound::Rows, false, false,
+            "row b * seq + i of the final [SEP] of the k-th chosen example at [b, k] (b * seq past the pairs)",
+            nullptr, false, false, Packing::Only},
+           {"rejected_doc_ids", false, false, Bound::Seq, false, false,
+            "doc_ids of the rejected rows (the same pairs in the same order as the chosen rows)", nullptr, false,
+            false, Packing::Only},
+           {"rejected_positions", false, false, Bound::Seq, false, false,
+            "a rejected token's position in its example", nullptr, false, false, Packing::Only},
+           {"rejected_last_index", false, false, Bound::Rows, false, false,
+            "row b * seq + i of the final [SEP] of the k-th rejected example at [b, k] (b * seq past the pairs)",
+            nullptr, false, false, Packing::Only},
+           {"example_mask", true, false, Bound::None, false, false,
+            "1 at [b, k] where the row has a k-th pair (0 past them and on validation rows past the last "
+            "record): means over pairs are sum(x * example_mask) / sum(example_mask)",
+            nullptr, false, false, Packing::Only},
        },
-       {}},
+       {
+           pack,
+       }},
   };
   return specs;
 }

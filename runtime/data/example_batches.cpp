@@ -168,6 +168,10 @@ uint64_t ExampleBatcher::trainRecord(uint64_t g) const {
 
 int64_t ExampleBatcher::exampleLength(const ExampleShard &s, uint64_t record) const {
   const int64_t a = (int64_t)s.textLength(record, textA_), b = textB_ >= 0 ? (int64_t)s.textLength(record, textB_) : 0;
+  // preference: the longer of prompt chosen [SEP] and prompt rejected [SEP],
+  // so that a pair's two examples fit the same slot of both sides' rows.
+  if (task_ == ExampleTask::Preference)
+    return std::min(a + std::max(b, (int64_t)s.textLength(record, textC_)) + 1, seq_);
   // sft: prompt response [SEP]; classify, regression: [CLS] A [SEP] (B [SEP]);
   // tokens: [CLS] A [SEP].
   const int64_t n = task_ == ExampleTask::Sft ? a + b + 1 : 2 + a + (textB_ >= 0 ? b + 1 : 0);
@@ -176,8 +180,8 @@ int64_t ExampleBatcher::exampleLength(const ExampleShard &s, uint64_t record) co
 
 void ExampleBatcher::setPack(bool on) {
   if (on && task_ != ExampleTask::Classify && task_ != ExampleTask::Sft && task_ != ExampleTask::Tokens &&
-      task_ != ExampleTask::Regression)
-    fail("pack = true is an option of the classify, regression, tokens and sft transforms, not of %s",
+      task_ != ExampleTask::Regression && task_ != ExampleTask::Preference)
+    fail("pack = true is an option of the classify, regression, tokens, sft and preference transforms, not of %s",
          taskName(task_));
   pack_ = on;
   epochRowsEnd_.clear();
@@ -217,8 +221,11 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
     if (!pack_) out.ints[p + "last"].assign(rows_, 0);
   };
   if (pack_) {
-    out.ints["doc_ids"].assign(cells, 0);
-    out.ints["positions"].assign(cells, 0);
+    for (const char *p : task_ == ExampleTask::Preference ? std::vector<const char *>{"chosen_", "rejected_"}
+                                                           : std::vector<const char *>{""}) {
+      out.ints[std::string(p) + "doc_ids"].assign(cells, 0);
+      out.ints[std::string(p) + "positions"].assign(cells, 0);
+    }
   }
   if (task_ == ExampleTask::Sft) return causalRows("", "attention_mask");
   if (task_ == ExampleTask::Seq2Seq) {
@@ -232,6 +239,15 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
   if (task_ == ExampleTask::Preference) {
     causalRows("chosen_", "chosen_mask");
     causalRows("rejected_", "rejected_mask");
+    if (pack_) {
+      // Slots past a row's pairs read its first token and weigh nothing.
+      for (const char *name : {"chosen_last_index", "rejected_last_index"}) {
+        std::vector<int32_t> &index = out.ints[name];
+        index.resize(cells);
+        for (int64_t r = 0; r < rows_; ++r) std::fill_n(&index[r * seq_], seq_, (int32_t)(r * seq_));
+      }
+      out.floats["example_mask"].assign(cells, 0.0f);
+    }
     return;
   }
   out.ints["ids"].assign(cells, data::kPad);
@@ -391,8 +407,35 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
   if (target_ >= 0) out.floats["targets"][row] = (float)s.target(record, target_);
 }
 
+void ExampleBatcher::fillPackedPairs(const ExampleShard &s, const uint64_t *records, uint64_t n, int64_t row,
+                                     bool ignore, ExampleBatch &out) const {
+  for (const std::string side : {"chosen_", "rejected_"}) {
+    int32_t *doc = &out.ints[side + "doc_ids"][row * seq_], *pos = &out.ints[side + "positions"][row * seq_];
+    int64_t at = 0;
+    for (uint64_t k = 0; k < n; ++k) {
+      std::vector<int32_t> prompt, response;
+      s.text(records[k], textA_, prompt);
+      s.text(records[k], side == "chosen_" ? textB_ : textC_, response);
+      const int64_t len = std::min<int64_t>((int64_t)(prompt.size() + response.size()) + 1, seq_ - at);
+      fillCausal(prompt, response, row, ignore, side, out, at);
+      for (int64_t t = 0; t < len; ++t) {
+        doc[at + t] = (int32_t)k;
+        pos[at + t] = (int32_t)t;
+      }
+      out.ints[side + "last_index"][row * seq_ + (int64_t)k] = (int32_t)(row * seq_ + at + len - 1);
+      if (!ignore) out.floats["example_mask"][row * seq_ + (int64_t)k] = 1.0f;
+      at += len;
+    }
+    for (int64_t t = at; t < seq_; ++t) {
+      doc[t] = (int32_t)n;
+      pos[t] = (int32_t)(t - at);
+    }
+  }
+}
+
 void ExampleBatcher::fillPacked(const ExampleShard &s, const uint64_t *records, uint64_t n, int64_t row, bool ignore,
                                 ExampleBatch &out) const {
+  if (task_ == ExampleTask::Preference) return fillPackedPairs(s, records, n, row, ignore, out);
   int32_t *doc = &out.ints["doc_ids"][row * seq_], *pos = &out.ints["positions"][row * seq_];
   int64_t at = 0;
   for (uint64_t k = 0; k < n; ++k) {

@@ -63,7 +63,7 @@
    exactly once (regression has no ignore index: its rows past the end repeat
    record 0).
 
-   With pack = true (classify, regression, tokens and sft; packing.h) a row holds several examples
+   With pack = true (classify, regression, tokens, sft, preference; packing.h) a row holds several examples
    end to end, each exactly as its padded row has it: training row g is row g
    of the concatenation of the epochs' packed rows (each epoch's records packed
    in that epoch's order), validation packs the records in file order (rows
@@ -76,7 +76,12 @@
    regression example_targets and example_mask [b, k] (1 where the row has a
    k-th example) in place of targets; tokens' labels are per token as padded;
    sft's labels end at each example (the last token of an example predicts
-   nothing) and it has no last. */
+   nothing) and it has no last. preference packs each record's pair by the
+   longer of its two examples: chosen row b holds the chosen examples of some
+   records and rejected row b their rejected examples in the same order, each
+   side with its own chosen_/rejected_ doc_ids, positions and last_index [b, k],
+   and example_mask [b, k] (1 where the rows have a k-th pair) in place of
+   chosen_last and rejected_last. */
 #pragma once
 #include <cstdint>
 #include <map>
@@ -146,7 +151,7 @@ public:
   /* span: the context (text) field and the span field. */
   int contextField() const { return textB_; }
   int spanField() const { return span_; }
-  /* classify, regression, tokens, sft: several examples a row (the transform's pack). */
+  /* classify, regression, tokens, sft, preference: several examples a row (the transform's pack). */
   void setPack(bool on);
   bool packed() const { return pack_; }
   int64_t seq() const { return seq_; }
@@ -177,6 +182,9 @@ private:
   // A packed row of records[0 .. n).
   void fillPacked(const ExampleShard &shard, const uint64_t *records, uint64_t n, int64_t row, bool ignore,
                   ExampleBatch &out) const;
+  // preference: the chosen and the rejected rows of the same records.
+  void fillPackedPairs(const ExampleShard &shard, const uint64_t *records, uint64_t n, int64_t row, bool ignore,
+                       ExampleBatch &out) const;
   void epochOrder(uint64_t epoch, std::vector<uint64_t> &order) const;
   // Row `row` from unit u of an epoch or of validation (a record, or a feature).
   void fillUnit(const ExampleShard &shard, const std::vector<Feature> &features, uint64_t u, int64_t row,

@@ -166,3 +166,36 @@ TEST(Packing, TokensLabelsStayOnTheirExamplesTokens) {
   EXPECT_EQ(x.ints["doc_ids"], (std::vector<int32_t>{0, 0, 0, 1, 1, 1, 1, 1, 1, 2}));
   EXPECT_EQ(x.ints["positions"], (std::vector<int32_t>{0, 1, 2, 0, 1, 2, 3, 4, 5, 0}));
 }
+
+TEST(Packing, PreferencePairsShareTheirSlotOnBothSides) {
+  TempDir d;
+  // Pairs of lengths (chosen, rejected), [SEP] included: (3, 4) and (4, 3): in
+  // rows of 8 both fit by their longer example (4 + 4).
+  writeFile(d.file("t.jsonl"), "{\"p\": \"a\", \"c\": \"b\", \"r\": \"cd\"}\n{\"p\": \"e\", \"c\": \"fg\", \"r\": \"i\"}\n");
+  JsonlBuildOptions o;
+  o.inputs = {d.file("t.jsonl")};
+  o.valInputs = {d.file("t.jsonl")};
+  o.outDir = d.file("data");
+  o.fields = {"p", "c", "r"};
+  buildJsonlDataset(o);
+  ExampleBatcher b(o.outDir, ExampleTask::Preference, 2, 8, 0, 1);
+  b.setPack(true);
+  EXPECT_EQ(b.valRows().rows(), 1u);
+  ExampleBatch x;
+  b.valBatch(0, x);
+  EXPECT_EQ(x.ints.count("chosen_last"), 0u);
+  EXPECT_EQ(part(x.ints["chosen_ids"], 0, 8), (std::vector<int32_t>{'a', 'b', 258, 'e', 'f', 'g', 258, 256}));
+  EXPECT_EQ(part(x.ints["rejected_ids"], 0, 8), (std::vector<int32_t>{'a', 'c', 'd', 258, 'e', 'i', 258, 256}));
+  EXPECT_EQ(part(x.ints["chosen_labels"], 0, 8), (std::vector<int32_t>{'b', 258, -100, 'f', 'g', 258, -100, -100}));
+  EXPECT_EQ(part(x.ints["rejected_labels"], 0, 8), (std::vector<int32_t>{'c', 'd', 258, -100, 'i', 258, -100, -100}));
+  EXPECT_EQ(part(x.ints["chosen_doc_ids"], 0, 8), (std::vector<int32_t>{0, 0, 0, 1, 1, 1, 1, 2}));
+  EXPECT_EQ(part(x.ints["rejected_doc_ids"], 0, 8), (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 2}));
+  EXPECT_EQ(part(x.ints["rejected_positions"], 0, 8), (std::vector<int32_t>{0, 1, 2, 3, 0, 1, 2, 0}));
+  EXPECT_EQ(part(x.ints["chosen_last_index"], 0, 3), (std::vector<int32_t>{2, 6, 0}));
+  EXPECT_EQ(part(x.ints["rejected_last_index"], 0, 3), (std::vector<int32_t>{3, 6, 0}));
+  const std::vector<float> &m = x.floats["example_mask"];
+  EXPECT_EQ(std::vector<float>(m.begin(), m.begin() + 3), (std::vector<float>{1, 1, 0}));
+  // The second row is past the last record: no pair weighs.
+  EXPECT_EQ(std::vector<float>(m.begin() + 8, m.end()), std::vector<float>(8, 0.0f));
+  EXPECT_EQ(part(x.ints["chosen_labels"], 8, 8), std::vector<int32_t>(8, -100));
+}

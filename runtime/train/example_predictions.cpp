@@ -47,10 +47,6 @@ struct SpanBest {
   double null = INFINITY;                  // SQuAD v2: the least [CLS] start + end logit over the windows
 };
 
-/* HF's null_score_diff_threshold (its default): a SQuAD v2 record's answer is
-   "no answer" when its null score exceeds its best answer's by more. */
-constexpr double kNullScoreDiffThreshold = 0.0;
-
 /* Weighs window `window` of record `rec` (row r of the batch, logits y):
    the positions s <= e of its context maximizing start_logit[s] +
    end_logit[e]. Without a doc stride every pair of the kept context, with no
@@ -100,8 +96,9 @@ void weighSpanWindow(const ExampleBatcher &ex, uint64_t rec, int64_t window, con
 /* A span record's line: its best answer as text, and the gold answer. With
    `v2` (SQuAD v2: the split has unanswerable records) the answer is "no
    answer" (empty, at [CLS]) when the null score minus the best answer's
-   exceeds HF's threshold, and an unanswerable record's gold answers are []. */
-std::string spanLine(const ExampleBatcher &ex, uint64_t rec, SpanBest best, bool v2) {
+   exceeds `threshold` (HF's null_score_diff_threshold), and an unanswerable
+   record's gold answers are []. */
+std::string spanLine(const ExampleBatcher &ex, uint64_t rec, SpanBest best, bool v2, double threshold) {
   const ExampleShard &shard = ex.valShard();
   int64_t first, last;
   shard.span(rec, ex.spanField(), first, last);
@@ -111,7 +108,7 @@ std::string spanLine(const ExampleBatcher &ex, uint64_t rec, SpanBest best, bool
     char buf[64];
     std::snprintf(buf, sizeof buf, ", \"null_score_diff\": %.9g", std::isfinite(d) ? d : 1e300);
     diff = buf;
-    if (d > kNullScoreDiffThreshold) best.predStart = best.predEnd = 0, best.first = 0, best.last = -1;
+    if (d > threshold) best.predStart = best.predEnd = 0, best.first = 0, best.last = -1;
   }
   std::vector<int32_t> context;
   shard.text(rec, ex.contextField(), context);
@@ -130,7 +127,8 @@ std::string spanLine(const ExampleBatcher &ex, uint64_t rec, SpanBest best, bool
 
 }  // namespace
 
-uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_t seed, const std::string &path) {
+uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_t seed, const std::string &path,
+                                 double nullScoreDiffThreshold) {
   const std::string transform = s.plan().data().transform();
   if (transform != "classify" && transform != "regression" && transform != "span")
     fail("--predictions writes the predictions of a classify, regression or span plan (docs/finetuning.md); this "
@@ -191,7 +189,7 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
         if (window == 0) spanBest = SpanBest();
         weighSpanWindow(ex, rec, window, y, r, s.plan().data().seq(), all, spanBest);
         const bool lastWindow = u + 1 == ex.valUnits() || !ex.docStride() || ex.valFeatures()[u + 1].window == 0;
-        if (lastWindow) out += spanLine(ex, rec, spanBest, v2) + "\n";
+        if (lastWindow) out += spanLine(ex, rec, spanBest, v2, nullScoreDiffThreshold) + "\n";
       }
       continue;
     }

@@ -22,7 +22,10 @@ class Session;
    records written. Throws unless the plan's transform is classify, regression
    or span and it has one forward program with one output of [batch, C]
    (classify), [batch] / [batch, 1] (regression) or [batch, seq, 2] (span). */
+/* `nullScoreDiffThreshold`: SQuAD v2 span plans answer "no answer" when a
+   record's null score exceeds its best answer's by more (HF's
+   null_score_diff_threshold, default 0; `lmrt eval --null-score-diff-threshold`). */
 uint64_t writeExamplePredictions(Session &session, const std::string &dataDir, uint64_t seed,
-                                 const std::string &path);
+                                 const std::string &path, double nullScoreDiffThreshold = 0.0);
 
 }  // namespace lmrt

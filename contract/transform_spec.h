@@ -338,10 +338,17 @@ inline const std::vector<TransformSpec> &transformSpecs() {
             "the labels shifted right after the start id 0, padding 0", nullptr, false, true},
            {"labels", false, false, Bound::Vocab, true, false,
             "target EOS, -100 on padding (and on validation rows past the last record)", nullptr, false, true},
+           docIds,
+           positions,
+           {"decoder_doc_ids", false, false, Bound::Seq, false, false,
+            "k on the decoder tokens of the row's k-th example (the same k as its input's doc_ids), the row's count "
+            "of examples on its padding: self-attention keeps to it, cross-attention to equal ids",
+            nullptr, false, true, Packing::Only},
        },
        {
            {"target_seq", 0, 0, 1 << 20, false,
             "the decoder rows' length (0: the length of the objective's decoder_ids and labels)", true},
+           pack,
        }},
       // Causal rows of a prompt and a response (example_batches.h): the loss
       // on the response only (SFT), and a chosen and a rejected response

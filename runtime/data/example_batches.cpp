@@ -172,6 +172,7 @@ int64_t ExampleBatcher::exampleLength(const ExampleShard &s, uint64_t record) co
   // so that a pair's two examples fit the same slot of both sides' rows.
   if (task_ == ExampleTask::Preference)
     return std::min(a + std::max(b, (int64_t)s.textLength(record, textC_)) + 1, seq_);
+  if (task_ == ExampleTask::Seq2Seq) return std::min(a, seq_ - 1) + 1;  // input EOS
   // sft: prompt response [SEP]; classify, regression: [CLS] A [SEP] (B [SEP]);
   // tokens: [CLS] A [SEP].
   const int64_t n = task_ == ExampleTask::Sft ? a + b + 1 : 2 + a + (textB_ >= 0 ? b + 1 : 0);
@@ -180,9 +181,9 @@ int64_t ExampleBatcher::exampleLength(const ExampleShard &s, uint64_t record) co
 
 void ExampleBatcher::setPack(bool on) {
   if (on && task_ != ExampleTask::Classify && task_ != ExampleTask::Sft && task_ != ExampleTask::Tokens &&
-      task_ != ExampleTask::Regression && task_ != ExampleTask::Preference)
-    fail("pack = true is an option of the classify, regression, tokens, sft and preference transforms, not of %s",
-         taskName(task_));
+      task_ != ExampleTask::Regression && task_ != ExampleTask::Preference && task_ != ExampleTask::Seq2Seq)
+    fail("pack = true is an option of the classify, regression, tokens, sft, preference and seq2seq transforms, not "
+         "of %s", taskName(task_));
   pack_ = on;
   epochRowsEnd_.clear();
   packEpoch_ = UINT64_MAX;
@@ -190,14 +191,25 @@ void ExampleBatcher::setPack(bool on) {
   if (!on) return;
   std::vector<uint64_t> order(val_->records());
   for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
-  valRows_ = packRows(order, seq_, [&](uint64_t r) { return exampleLength(*val_, r); });
+  valRows_ = pack(*val_, order);
+}
+
+int64_t ExampleBatcher::targetLength(const ExampleShard &s, uint64_t record) const {
+  return std::min((int64_t)s.textLength(record, textB_), targetSeq_ - 1) + 1;  // target EOS
+}
+
+PackedRows ExampleBatcher::pack(const ExampleShard &s, const std::vector<uint64_t> &order) const {
+  auto length = [&](uint64_t r) { return exampleLength(s, r); };
+  if (task_ != ExampleTask::Seq2Seq) return packRows(order, seq_, length);
+  // seq2seq: an example's input and target share a slot of the encoder's and the decoder's rows.
+  return packRows(order, seq_, length, [&](uint64_t r) { return targetLength(s, r); }, targetSeq_);
 }
 
 const PackedRows &ExampleBatcher::trainRows(uint64_t epoch) const {
   if (epoch != packEpoch_) {
     std::vector<uint64_t> order;
     epochOrder(epoch, order);
-    packRows_ = packRows(order, seq_, [&](uint64_t r) { return exampleLength(*train_, r); });
+    packRows_ = pack(*train_, order);
     packEpoch_ = epoch;
   }
   return packRows_;
@@ -234,6 +246,7 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
     out.floats["attention_mask"].assign(cells, 0.0f);
     out.ints["decoder_ids"].assign(targetCells, data::kT5Pad);
     out.ints["labels"].assign(targetCells, (int32_t)data::kIgnoreIndex);
+    if (pack_) out.ints["decoder_doc_ids"].assign(targetCells, 0);
     return;
   }
   if (task_ == ExampleTask::Preference) {
@@ -304,23 +317,27 @@ void ExampleBatcher::fillCausal(const std::vector<int32_t> &prompt, const std::v
 }
 
 void ExampleBatcher::fillSeq2Seq(const std::vector<int32_t> &input, const std::vector<int32_t> &target, int64_t row,
-                                 bool ignore, ExampleBatch &out) const {
+                                 bool ignore, ExampleBatch &out, int64_t offset, int64_t targetOffset) const {
   // HF's tokenizer(..., truncation=True, max_length=L) keeps L - 1 tokens and EOS.
   const int64_t n = std::min<int64_t>((int64_t)input.size(), seq_ - 1);
-  int32_t *ids = &out.ints["ids"][row * seq_];
-  float *att = &out.floats["attention_mask"][row * seq_];
+  int32_t *ids = &out.ints["ids"][row * seq_ + offset];
+  float *att = &out.floats["attention_mask"][row * seq_ + offset];
   for (int64_t t = 0; t <= n; ++t) {
     ids[t] = t < n ? input[t] : data::kT5Eos;
     att[t] = 1.0f;
   }
   const int64_t m = std::min<int64_t>((int64_t)target.size(), targetSeq_ - 1);
-  int32_t *dec = &out.ints["decoder_ids"][row * targetSeq_], *labels = &out.ints["labels"][row * targetSeq_];
+  const int64_t at = row * targetSeq_ + targetOffset;
+  int32_t *dec = &out.ints["decoder_ids"][at], *labels = &out.ints["labels"][at];
   for (int64_t t = 0; t <= m; ++t) {
     const int32_t label = t < m ? target[t] : data::kT5Eos;
     if (!ignore) labels[t] = label;
     // The decoder reads the label before (the start id 0 first), even on
-    // ignored rows, so their forward stays that of a real record.
-    if (t + 1 < targetSeq_) dec[t + 1] = label;
+    // ignored rows, so their forward stays that of a real record. A padded
+    // row's EOS shifts onto its padding (HF's _shift_right); a packed
+    // example's ends at its EOS, the next example starting with its own 0.
+    const bool spill = !pack_ && t + 1 < targetSeq_;
+    if (t < m || spill) dec[t + 1] = label;
   }
 }
 
@@ -436,11 +453,27 @@ void ExampleBatcher::fillPackedPairs(const ExampleShard &s, const uint64_t *reco
 void ExampleBatcher::fillPacked(const ExampleShard &s, const uint64_t *records, uint64_t n, int64_t row, bool ignore,
                                 ExampleBatch &out) const {
   if (task_ == ExampleTask::Preference) return fillPackedPairs(s, records, n, row, ignore, out);
+  if (task_ == ExampleTask::Seq2Seq) {
+    // The decoder's side: each example's target at its own offset, with its id.
+    int32_t *doc = &out.ints["decoder_doc_ids"][row * targetSeq_];
+    int64_t at = 0, atTarget = 0;
+    for (uint64_t k = 0; k < n; ++k) {
+      std::vector<int32_t> input, target;
+      s.text(records[k], textA_, input);
+      s.text(records[k], textB_, target);
+      fillSeq2Seq(input, target, row, ignore, out, at, atTarget);
+      const int64_t m = targetLength(s, records[k]);
+      for (int64_t t = 0; t < m; ++t) doc[atTarget + t] = (int32_t)k;
+      at += exampleLength(s, records[k]);
+      atTarget += m;
+    }
+    for (int64_t t = atTarget; t < targetSeq_; ++t) doc[t] = (int32_t)n;
+  }
   int32_t *doc = &out.ints["doc_ids"][row * seq_], *pos = &out.ints["positions"][row * seq_];
   int64_t at = 0;
   for (uint64_t k = 0; k < n; ++k) {
     const int64_t len = exampleLength(s, records[k]);
-    fillRow(s, records[k], row, ignore, out, at);
+    if (task_ != ExampleTask::Seq2Seq) fillRow(s, records[k], row, ignore, out, at);
     for (int64_t t = 0; t < len; ++t) {
       doc[at + t] = (int32_t)k;
       pos[at + t] = (int32_t)t;

@@ -63,8 +63,8 @@
    exactly once (regression has no ignore index: its rows past the end repeat
    record 0).
 
-   With pack = true (classify, regression, tokens, sft, preference; packing.h) a row holds several examples
-   end to end, each exactly as its padded row has it: training row g is row g
+   With pack = true (classify, regression, tokens, sft, preference, seq2seq;
+   packing.h) a row holds several examples end to end, each exactly as its padded row has it: training row g is row g
    of the concatenation of the epochs' packed rows (each epoch's records packed
    in that epoch's order), validation packs the records in file order (rows
    past the last repeat record 0 with only -100 labels). Besides the padded
@@ -81,7 +81,10 @@
    records and rejected row b their rejected examples in the same order, each
    side with its own chosen_/rejected_ doc_ids, positions and last_index [b, k],
    and example_mask [b, k] (1 where the rows have a k-th pair) in place of
-   chosen_last and rejected_last. */
+   chosen_last and rejected_last. seq2seq packs by both parts (a row closes
+   when the input or the target does not fit): the k-th example's input in
+   the encoder's row, its target (its own start id 0 first) in the decoder's
+   row, decoder_doc_ids [b, target_seq] its ids there. */
 #pragma once
 #include <cstdint>
 #include <map>
@@ -151,7 +154,7 @@ public:
   /* span: the context (text) field and the span field. */
   int contextField() const { return textB_; }
   int spanField() const { return span_; }
-  /* classify, regression, tokens, sft, preference: several examples a row (the transform's pack). */
+  /* Several examples a row (the transform's pack; every task but span). */
   void setPack(bool on);
   bool packed() const { return pack_; }
   int64_t seq() const { return seq_; }
@@ -190,7 +193,11 @@ private:
   void fillUnit(const ExampleShard &shard, const std::vector<Feature> &features, uint64_t u, int64_t row,
                 bool ignore, ExampleBatch &out) const;
   void fillSeq2Seq(const std::vector<int32_t> &input, const std::vector<int32_t> &target, int64_t row, bool ignore,
-                   ExampleBatch &out) const;
+                   ExampleBatch &out, int64_t offset = 0, int64_t targetOffset = 0) const;
+  // seq2seq: the tokens of a record's target row part (target EOS, at most target_seq).
+  int64_t targetLength(const ExampleShard &s, uint64_t record) const;
+  // Packs `order` of shard s (seq2seq: by both the input's and the target's length).
+  PackedRows pack(const ExampleShard &s, const std::vector<uint64_t> &order) const;
   void resize(ExampleBatch &out) const;
   std::unique_ptr<ExampleShard> train_, val_;
   std::unique_ptr<TokenSource> trainTokens_, valTokens_;

@@ -22,7 +22,8 @@ token by last_index: whichever the packed plan reads), regression (one number
 an example at [CLS]), tokens (a label a word), sft (causal, the responses),
 reward and dpo (the preference transform: the chosen and the rejected side
 each checked as a batch; a reward a pair's example at its last token, the
-log-probs of its response tokens).
+log-probs of its response tokens), seq2seq (T5: an example is its input in
+the encoder's row and its target in the decoder's, the same slot k of both).
 """
 import argparse
 import json
@@ -79,11 +80,10 @@ def log_softmax_at(logits, label):
 class Examples:
     """The examples of a batch: key (their tokens) -> [(row, start, length)]."""
 
-    def __init__(self, batch, seq, packed):
+    def __init__(self, batch, seq, packed, pad=256):
         shape, ids = batch["ids"]
         self.rows, self.seq = shape
-        self.spans = []  # (row, start, length)
-        pad = 256  # [PAD]: no example has it
+        self.spans = []  # (row, start, length); pad: [PAD] (256, T5's 0), which no example has
         for r in range(self.rows):
             row = ids[r * seq:(r + 1) * seq]
             if packed:
@@ -127,6 +127,8 @@ def write_records(task, path, count=24):
             elif task == "tokens":
                 words = text(i, n).split()
                 r = {"tokens": words, "ner_tags": [(i + j * j) % 3 for j in range(len(words))]}
+            elif task == "seq2seq":
+                r = {"input": text(i, n), "target": text(i + 5, 1 + (i * 5) % 7)}
             elif task == "sft":
                 r = {"prompt": text(i, 1 + n // 2) + "?", "response": text(i + 5, 1 + (i * 5) % 7)}
             else:
@@ -175,6 +177,17 @@ def side_checks(a, check, pad, pack, pe, qe, seq, weights, inputs_of, tmp, side)
                 else:
                     pred, target = flat[r], batch["targets"][1][r] if a.task == "regression" else 0.0
                 out[ex.key(span)] = (pred - target) ** 2 if a.task == "regression" else pred
+            elif a.task == "seq2seq":
+                # The example's target tokens: its decoder row (padded), or
+                # the decoder tokens of its slot (packed).
+                tseq = batch["labels"][0][1]
+                k = batch["doc_ids"][1][r * seq + start] if packed else None
+                total = 0.0
+                for t in range(tseq):
+                    label = batch["labels"][1][r * tseq + t]
+                    if label != -100 and (not packed or batch["decoder_doc_ids"][1][r * tseq + t] == k):
+                        total -= log_softmax_at(flat[(r * tseq + t) * c:(r * tseq + t + 1) * c], label)
+                out[ex.key(span)] = total
             elif a.task == "classify":
                 if packed:
                     slot = start_slot[(r, start)]
@@ -212,6 +225,10 @@ def side_checks(a, check, pad, pack, pe, qe, seq, weights, inputs_of, tmp, side)
 
     def cells(span):
         rr, start, n = span
+        if a.task == "seq2seq":  # the logits of the example's decoder tokens
+            tseq, k = pack["labels"][0][1], pack["doc_ids"][1][rr * seq + start]
+            return [i for t in range(tseq) if pack["decoder_doc_ids"][1][rr * tseq + t] == k
+                    for i in range((rr * tseq + t) * c, (rr * tseq + t + 1) * c)]
         if pooled:
             slot = start_slot[(rr, start)]
             return range((rr * seq + slot) * c, (rr * seq + slot + 1) * c)
@@ -228,7 +245,8 @@ def side_checks(a, check, pad, pack, pe, qe, seq, weights, inputs_of, tmp, side)
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--task", choices=["classify", "regression", "tokens", "sft", "reward", "dpo"], required=True)
+    ap.add_argument("--task", choices=["classify", "regression", "tokens", "sft", "reward", "dpo", "seq2seq"],
+                    required=True)
     ap.add_argument("--records")
     ap.add_argument("--padded")
     ap.add_argument("--packed")
@@ -271,7 +289,8 @@ def main():
         ex = {}
         for side in sides:
             pv, qv = view(pad, side), view(pack, side)
-            pe, qe = Examples(pv, seq, False), Examples(qv, seq, True)
+            pad_id = 0 if a.task == "seq2seq" else 256
+            pe, qe = Examples(pv, seq, False, pad_id), Examples(qv, seq, True, pad_id)
             ex[side] = pe, qe
             pkeys, qkeys = sorted(pe.key(s) for s in pe.spans), sorted(qe.key(s) for s in qe.spans)
             check(pkeys == qkeys and len(set(pkeys)) == len(pkeys),

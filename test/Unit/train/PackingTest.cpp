@@ -199,3 +199,33 @@ TEST(Packing, PreferencePairsShareTheirSlotOnBothSides) {
   EXPECT_EQ(std::vector<float>(m.begin() + 8, m.end()), std::vector<float>(8, 0.0f));
   EXPECT_EQ(part(x.ints["chosen_labels"], 8, 8), std::vector<int32_t>(8, -100));
 }
+
+TEST(Packing, Seq2SeqInputsAndTargetsShareTheirSlot) {
+  TempDir d;
+  // Inputs of 2 and 1 bytes (3 and 2 with EOS), targets of 1 and 3 (2 and 4):
+  // both fit rows of 6 and targets of 6 together.
+  writeFile(d.file("t.jsonl"), "{\"i\": \"ab\", \"o\": \"x\"}\n{\"i\": \"c\", \"o\": \"yzw\"}\n");
+  JsonlBuildOptions o;
+  o.inputs = {d.file("t.jsonl")};
+  o.valInputs = {d.file("t.jsonl")};
+  o.outDir = d.file("data");
+  o.fields = {"i", "o"};
+  buildJsonlDataset(o);
+  ExampleBatcher b(o.outDir, ExampleTask::Seq2Seq, 1, 6, 0, 1);
+  b.setTargetSeq(6);
+  b.setPack(true);
+  EXPECT_EQ(b.valRows().rows(), 1u);
+  ExampleBatch x;
+  b.valBatch(0, x);
+  EXPECT_EQ(x.ints["ids"], (std::vector<int32_t>{'a', 'b', 1, 'c', 1, 0}));
+  EXPECT_EQ(x.ints["doc_ids"], (std::vector<int32_t>{0, 0, 0, 1, 1, 2}));
+  EXPECT_EQ(x.ints["labels"], (std::vector<int32_t>{'x', 1, 'y', 'z', 'w', 1}));
+  // Each target starts with its own start id 0; no EOS spills into the next.
+  EXPECT_EQ(x.ints["decoder_ids"], (std::vector<int32_t>{0, 'x', 0, 'y', 'z', 'w'}));
+  EXPECT_EQ(x.ints["decoder_doc_ids"], (std::vector<int32_t>{0, 0, 1, 1, 1, 1}));
+  // A target that does not fit closes the row though the input would.
+  ExampleBatcher narrow(o.outDir, ExampleTask::Seq2Seq, 1, 6, 0, 1);
+  narrow.setTargetSeq(5);
+  narrow.setPack(true);
+  EXPECT_EQ(narrow.valRows().rows(), 2u);
+}

@@ -335,7 +335,8 @@ void ExampleBatcher::fillSeq2Seq(const std::vector<int32_t> &input, const std::v
     // The decoder reads the label before (the start id 0 first), even on
     // ignored rows, so their forward stays that of a real record. A padded
     // row's EOS shifts onto its padding (HF's _shift_right); a packed
-    // example's ends at its EOS, the next example starting with its own 0.
+    // example's decoder ids end before its EOS, where the next example's
+    // start id 0 is.
     const bool spill = !pack_ && t + 1 < targetSeq_;
     if (t < m || spill) dec[t + 1] = label;
   }

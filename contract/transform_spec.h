@@ -157,6 +157,17 @@ inline const std::vector<TransformSpec> &transformSpecs() {
       "positions", false, false, Bound::Seq, false, false,
       "a token's position in its example (0 at its first token; the padding counts on from 0)", nullptr, false,
       false, Packing::Only};
+  // Pooling a packed example (classify, regression): slot k of row b names
+  // the row of the flattened hidden states [batch * seq, d] it reads.
+  const TransformOutput clsIndex{
+      "cls_index", false, false, Bound::Rows, false, false,
+      "row b * seq + i of the [CLS] of the row's k-th example at [b, k] (b * seq past the row's examples)",
+      nullptr, false, false, Packing::Only};
+  const TransformOutput lastIndex{
+      "last_index", false, false, Bound::Rows, false, false,
+      "row b * seq + i of the last token of the row's k-th example at [b, k] (last-token pooling; b * seq past "
+      "the row's examples)",
+      nullptr, false, false, Packing::Only};
   const TransformParam pack{"pack", 0.0, 0.0, 1.0, true,
                             "several examples a row (in the epoch's order, a row closed when the next example "
                             "does not fit), attention kept within each by doc_ids"};
@@ -245,9 +256,8 @@ inline const std::vector<TransformSpec> &transformSpecs() {
             Packing::Never},
            docIds,
            positions,
-           {"cls_index", false, false, Bound::Rows, false, false,
-            "row b * seq + i of the [CLS] of the row's k-th example at [b, k] (b * seq past the row's examples)",
-            nullptr, false, false, Packing::Only},
+           clsIndex,
+           lastIndex,
            {"example_labels", false, false, Bound::Param, true, false,
             "the label of the row's k-th example at [b, k]; -100 past the row's examples", "classes", false, false,
             Packing::Only},
@@ -261,11 +271,26 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"ids", false, false, Bound::Vocab, false, false, "[CLS] text [SEP] (text_b [SEP]) [PAD]..."},
            {"segments", false, false, Bound::Two, false, false, "0 up to the first [SEP], 1 after, 0 on padding"},
            {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
-           {"targets", true, true, Bound::None, false, false, "the record's target"},
+           {"targets", true, true, Bound::None, false, false, "the record's target", nullptr, false, false,
+            Packing::Never},
            {"last", false, true, Bound::Rows, false, false,
-            "row b * seq + i of the row's last real token (last-token pooling)"},
+            "row b * seq + i of the row's last real token (last-token pooling)", nullptr, false, false,
+            Packing::Never},
+           docIds,
+           positions,
+           clsIndex,
+           lastIndex,
+           {"example_targets", true, false, Bound::None, false, false,
+            "the target of the row's k-th example at [b, k]; 0 past the row's examples", nullptr, false, false,
+            Packing::Only},
+           {"example_mask", true, false, Bound::None, false, false,
+            "1 at [b, k] where the row has a k-th example (0 past them and on validation rows past the last "
+            "record): the mean squared error is sum(err * err * example_mask) / sum(example_mask)",
+            nullptr, false, false, Packing::Only},
        },
-       {}},
+       {
+           pack,
+       }},
       // Token classification (example_batches.h): a word's tag on its first token.
       {"tokens",
        {
@@ -274,9 +299,12 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
            {"labels", false, false, Bound::Param, true, false,
             "a word's tag on its first token, -100 elsewhere", "classes"},
+           docIds,
+           positions,
        },
        {
            {"classes", 2, 1, 1 << 20, false, "the number of tags (tags are 0 .. classes - 1)", true},
+           pack,
        }},
       // Span extraction (example_batches.h, SQuAD-style): a question and the
       // context holding its answer; the answer's first and last token in the row.
@@ -310,10 +338,17 @@ inline const std::vector<TransformSpec> &transformSpecs() {
             "the labels shifted right after the start id 0, padding 0", nullptr, false, true},
            {"labels", false, false, Bound::Vocab, true, false,
             "target EOS, -100 on padding (and on validation rows past the last record)", nullptr, false, true},
+           docIds,
+           positions,
+           {"decoder_doc_ids", false, false, Bound::Seq, false, false,
+            "k on the decoder tokens of the row's k-th example (the same k as its input's doc_ids), the row's count "
+            "of examples on its padding: self-attention keeps to it, cross-attention to equal ids",
+            nullptr, false, true, Packing::Only},
        },
        {
            {"target_seq", 0, 0, 1 << 20, false,
             "the decoder rows' length (0: the length of the objective's decoder_ids and labels)", true},
+           pack,
        }},
       // Causal rows of a prompt and a response (example_batches.h): the loss
       // on the response only (SFT), and a chosen and a rejected response
@@ -332,21 +367,47 @@ inline const std::vector<TransformSpec> &transformSpecs() {
        {
            pack,
        }},
+      // Packed (pack = true): the chosen rows hold the chosen examples of some
+      // records and the rejected rows the rejected examples of the same
+      // records in the same order, so slot k of both sides is one pair.
       {"preference",
        {
            {"chosen_ids", false, false, Bound::Vocab, false, false, "prompt chosen [SEP] [PAD]..."},
            {"chosen_labels", false, false, Bound::Vocab, true, false,
             "the next token where it is the chosen response's or the final [SEP], -100 elsewhere"},
            {"chosen_mask", true, false, Bound::None, false, false, "1 on the chosen row's real tokens"},
-           {"chosen_last", false, true, Bound::Rows, false, false, "row b * seq + i of the chosen row's final [SEP]"},
+           {"chosen_last", false, true, Bound::Rows, false, false, "row b * seq + i of the chosen row's final [SEP]",
+            nullptr, false, false, Packing::Never},
            {"rejected_ids", false, false, Bound::Vocab, false, false, "prompt rejected [SEP] [PAD]..."},
            {"rejected_labels", false, false, Bound::Vocab, true, false,
             "the next token where it is the rejected response's or the final [SEP], -100 elsewhere"},
            {"rejected_mask", true, false, Bound::None, false, false, "1 on the rejected row's real tokens"},
            {"rejected_last", false, true, Bound::Rows, false, false,
-            "row b * seq + i of the rejected row's final [SEP]"},
+            "row b * seq + i of the rejected row's final [SEP]", nullptr, false, false, Packing::Never},
+           {"chosen_doc_ids", false, false, Bound::Seq, false, false,
+            "doc_ids of the chosen rows: k on the k-th pair's chosen example, the row's count of pairs on its "
+            "padding", nullptr, false, false, Packing::Only},
+           {"chosen_positions", false, false, Bound::Seq, false, false,
+            "a chosen token's position in its example", nullptr, false, false, Packing::Only},
+           {"chosen_last_index", false, false, Bound::Rows, false, false,
+            "row b * seq + i of the final [SEP] of the k-th chosen example at [b, k] (b * seq past the pairs)",
+            nullptr, false, false, Packing::Only},
+           {"rejected_doc_ids", false, false, Bound::Seq, false, false,
+            "doc_ids of the rejected rows (the same pairs in the same order as the chosen rows)", nullptr, false,
+            false, Packing::Only},
+           {"rejected_positions", false, false, Bound::Seq, false, false,
+            "a rejected token's position in its example", nullptr, false, false, Packing::Only},
+           {"rejected_last_index", false, false, Bound::Rows, false, false,
+            "row b * seq + i of the final [SEP] of the k-th rejected example at [b, k] (b * seq past the pairs)",
+            nullptr, false, false, Packing::Only},
+           {"example_mask", true, false, Bound::None, false, false,
+            "1 at [b, k] where the row has a k-th pair (0 past them and on validation rows past the last "
+            "record): means over pairs are sum(x * example_mask) / sum(example_mask)",
+            nullptr, false, false, Packing::Only},
        },
-       {}},
+       {
+           pack,
+       }},
   };
   return specs;
 }

@@ -168,14 +168,22 @@ uint64_t ExampleBatcher::trainRecord(uint64_t g) const {
 
 int64_t ExampleBatcher::exampleLength(const ExampleShard &s, uint64_t record) const {
   const int64_t a = (int64_t)s.textLength(record, textA_), b = textB_ >= 0 ? (int64_t)s.textLength(record, textB_) : 0;
-  // sft: prompt response [SEP]; classify: [CLS] A [SEP] (B [SEP]).
+  // preference: the longer of prompt chosen [SEP] and prompt rejected [SEP],
+  // so that a pair's two examples fit the same slot of both sides' rows.
+  if (task_ == ExampleTask::Preference)
+    return std::min(a + std::max(b, (int64_t)s.textLength(record, textC_)) + 1, seq_);
+  if (task_ == ExampleTask::Seq2Seq) return std::min(a, seq_ - 1) + 1;  // input EOS
+  // sft: prompt response [SEP]; classify, regression: [CLS] A [SEP] (B [SEP]);
+  // tokens: [CLS] A [SEP].
   const int64_t n = task_ == ExampleTask::Sft ? a + b + 1 : 2 + a + (textB_ >= 0 ? b + 1 : 0);
   return std::min(n, seq_);
 }
 
 void ExampleBatcher::setPack(bool on) {
-  if (on && task_ != ExampleTask::Classify && task_ != ExampleTask::Sft)
-    fail("pack = true is an option of the classify and sft transforms, not of %s", taskName(task_));
+  if (on && task_ != ExampleTask::Classify && task_ != ExampleTask::Sft && task_ != ExampleTask::Tokens &&
+      task_ != ExampleTask::Regression && task_ != ExampleTask::Preference && task_ != ExampleTask::Seq2Seq)
+    fail("pack = true is an option of the classify, regression, tokens, sft, preference and seq2seq transforms, not "
+         "of %s", taskName(task_));
   pack_ = on;
   epochRowsEnd_.clear();
   packEpoch_ = UINT64_MAX;
@@ -183,14 +191,25 @@ void ExampleBatcher::setPack(bool on) {
   if (!on) return;
   std::vector<uint64_t> order(val_->records());
   for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
-  valRows_ = packRows(order, seq_, [&](uint64_t r) { return exampleLength(*val_, r); });
+  valRows_ = pack(*val_, order);
+}
+
+int64_t ExampleBatcher::targetLength(const ExampleShard &s, uint64_t record) const {
+  return std::min((int64_t)s.textLength(record, textB_), targetSeq_ - 1) + 1;  // target EOS
+}
+
+PackedRows ExampleBatcher::pack(const ExampleShard &s, const std::vector<uint64_t> &order) const {
+  auto length = [&](uint64_t r) { return exampleLength(s, r); };
+  if (task_ != ExampleTask::Seq2Seq) return packRows(order, seq_, length);
+  // seq2seq: an example's input and target share a slot of the encoder's and the decoder's rows.
+  return packRows(order, seq_, length, [&](uint64_t r) { return targetLength(s, r); }, targetSeq_);
 }
 
 const PackedRows &ExampleBatcher::trainRows(uint64_t epoch) const {
   if (epoch != packEpoch_) {
     std::vector<uint64_t> order;
     epochOrder(epoch, order);
-    packRows_ = packRows(order, seq_, [&](uint64_t r) { return exampleLength(*train_, r); });
+    packRows_ = pack(*train_, order);
     packEpoch_ = epoch;
   }
   return packRows_;
@@ -214,8 +233,11 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
     if (!pack_) out.ints[p + "last"].assign(rows_, 0);
   };
   if (pack_) {
-    out.ints["doc_ids"].assign(cells, 0);
-    out.ints["positions"].assign(cells, 0);
+    for (const char *p : task_ == ExampleTask::Preference ? std::vector<const char *>{"chosen_", "rejected_"}
+                                                           : std::vector<const char *>{""}) {
+      out.ints[std::string(p) + "doc_ids"].assign(cells, 0);
+      out.ints[std::string(p) + "positions"].assign(cells, 0);
+    }
   }
   if (task_ == ExampleTask::Sft) return causalRows("", "attention_mask");
   if (task_ == ExampleTask::Seq2Seq) {
@@ -224,11 +246,21 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
     out.floats["attention_mask"].assign(cells, 0.0f);
     out.ints["decoder_ids"].assign(targetCells, data::kT5Pad);
     out.ints["labels"].assign(targetCells, (int32_t)data::kIgnoreIndex);
+    if (pack_) out.ints["decoder_doc_ids"].assign(targetCells, 0);
     return;
   }
   if (task_ == ExampleTask::Preference) {
     causalRows("chosen_", "chosen_mask");
     causalRows("rejected_", "rejected_mask");
+    if (pack_) {
+      // Slots past a row's pairs read its first token and weigh nothing.
+      for (const char *name : {"chosen_last_index", "rejected_last_index"}) {
+        std::vector<int32_t> &index = out.ints[name];
+        index.resize(cells);
+        for (int64_t r = 0; r < rows_; ++r) std::fill_n(&index[r * seq_], seq_, (int32_t)(r * seq_));
+      }
+      out.floats["example_mask"].assign(cells, 0.0f);
+    }
     return;
   }
   out.ints["ids"].assign(cells, data::kPad);
@@ -244,11 +276,19 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
     return;
   }
   if (pack_) {
-    // Slots past a row's examples read its first [CLS] and carry no label.
-    std::vector<int32_t> &cls = out.ints["cls_index"];
-    cls.resize(cells);
-    for (int64_t r = 0; r < rows_; ++r) std::fill_n(&cls[r * seq_], seq_, (int32_t)(r * seq_));
-    out.ints["example_labels"].assign(cells, (int32_t)data::kIgnoreIndex);
+    // Slots past a row's examples read its first token and carry no label
+    // (classify) or no weight (regression).
+    for (const char *name : {"cls_index", "last_index"}) {
+      std::vector<int32_t> &index = out.ints[name];
+      index.resize(cells);
+      for (int64_t r = 0; r < rows_; ++r) std::fill_n(&index[r * seq_], seq_, (int32_t)(r * seq_));
+    }
+    if (task_ == ExampleTask::Classify) {
+      out.ints["example_labels"].assign(cells, (int32_t)data::kIgnoreIndex);
+    } else {
+      out.floats["example_targets"].assign(cells, 0.0f);
+      out.floats["example_mask"].assign(cells, 0.0f);
+    }
     return;
   }
   out.ints["last"].assign(rows_, 0);
@@ -277,23 +317,28 @@ void ExampleBatcher::fillCausal(const std::vector<int32_t> &prompt, const std::v
 }
 
 void ExampleBatcher::fillSeq2Seq(const std::vector<int32_t> &input, const std::vector<int32_t> &target, int64_t row,
-                                 bool ignore, ExampleBatch &out) const {
+                                 bool ignore, ExampleBatch &out, int64_t offset, int64_t targetOffset) const {
   // HF's tokenizer(..., truncation=True, max_length=L) keeps L - 1 tokens and EOS.
   const int64_t n = std::min<int64_t>((int64_t)input.size(), seq_ - 1);
-  int32_t *ids = &out.ints["ids"][row * seq_];
-  float *att = &out.floats["attention_mask"][row * seq_];
+  int32_t *ids = &out.ints["ids"][row * seq_ + offset];
+  float *att = &out.floats["attention_mask"][row * seq_ + offset];
   for (int64_t t = 0; t <= n; ++t) {
     ids[t] = t < n ? input[t] : data::kT5Eos;
     att[t] = 1.0f;
   }
   const int64_t m = std::min<int64_t>((int64_t)target.size(), targetSeq_ - 1);
-  int32_t *dec = &out.ints["decoder_ids"][row * targetSeq_], *labels = &out.ints["labels"][row * targetSeq_];
+  const int64_t at = row * targetSeq_ + targetOffset;
+  int32_t *dec = &out.ints["decoder_ids"][at], *labels = &out.ints["labels"][at];
   for (int64_t t = 0; t <= m; ++t) {
     const int32_t label = t < m ? target[t] : data::kT5Eos;
     if (!ignore) labels[t] = label;
     // The decoder reads the label before (the start id 0 first), even on
-    // ignored rows, so their forward stays that of a real record.
-    if (t + 1 < targetSeq_) dec[t + 1] = label;
+    // ignored rows, so their forward stays that of a real record. A padded
+    // row's EOS shifts onto its padding (HF's _shift_right); a packed
+    // example's decoder ids end before its EOS, where the next example's
+    // start id 0 is.
+    const bool spill = !pack_ && t + 1 < targetSeq_;
+    if (t < m || spill) dec[t + 1] = label;
   }
 }
 
@@ -321,9 +366,9 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
   if (task_ == ExampleTask::Tokens) {
     std::vector<int32_t> tags;
     s.text(record, tags_, tags);
-    const int64_t n = std::min<int64_t>((int64_t)a.size(), seq_ - 2);
-    int32_t *ids = &out.ints["ids"][row * seq_], *labels = &out.ints["labels"][row * seq_];
-    float *att = &out.floats["attention_mask"][row * seq_];
+    const int64_t n = std::min<int64_t>((int64_t)a.size(), seq_ - offset - 2), base = row * seq_ + offset;
+    int32_t *ids = &out.ints["ids"][base], *labels = &out.ints["labels"][base];
+    float *att = &out.floats["attention_mask"][base];
     ids[0] = data::kCls;
     for (int64_t t = 0; t < n; ++t) {
       ids[1 + t] = a[t];
@@ -380,21 +425,70 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
   if (target_ >= 0) out.floats["targets"][row] = (float)s.target(record, target_);
 }
 
+void ExampleBatcher::fillPackedPairs(const ExampleShard &s, const uint64_t *records, uint64_t n, int64_t row,
+                                     bool ignore, ExampleBatch &out) const {
+  for (const std::string side : {"chosen_", "rejected_"}) {
+    int32_t *doc = &out.ints[side + "doc_ids"][row * seq_], *pos = &out.ints[side + "positions"][row * seq_];
+    int64_t at = 0;
+    for (uint64_t k = 0; k < n; ++k) {
+      std::vector<int32_t> prompt, response;
+      s.text(records[k], textA_, prompt);
+      s.text(records[k], side == "chosen_" ? textB_ : textC_, response);
+      const int64_t len = std::min<int64_t>((int64_t)(prompt.size() + response.size()) + 1, seq_ - at);
+      fillCausal(prompt, response, row, ignore, side, out, at);
+      for (int64_t t = 0; t < len; ++t) {
+        doc[at + t] = (int32_t)k;
+        pos[at + t] = (int32_t)t;
+      }
+      out.ints[side + "last_index"][row * seq_ + (int64_t)k] = (int32_t)(row * seq_ + at + len - 1);
+      if (!ignore) out.floats["example_mask"][row * seq_ + (int64_t)k] = 1.0f;
+      at += len;
+    }
+    for (int64_t t = at; t < seq_; ++t) {
+      doc[t] = (int32_t)n;
+      pos[t] = (int32_t)(t - at);
+    }
+  }
+}
+
 void ExampleBatcher::fillPacked(const ExampleShard &s, const uint64_t *records, uint64_t n, int64_t row, bool ignore,
                                 ExampleBatch &out) const {
+  if (task_ == ExampleTask::Preference) return fillPackedPairs(s, records, n, row, ignore, out);
+  if (task_ == ExampleTask::Seq2Seq) {
+    // The decoder's side: each example's target at its own offset, with its id.
+    int32_t *doc = &out.ints["decoder_doc_ids"][row * targetSeq_];
+    int64_t at = 0, atTarget = 0;
+    for (uint64_t k = 0; k < n; ++k) {
+      std::vector<int32_t> input, target;
+      s.text(records[k], textA_, input);
+      s.text(records[k], textB_, target);
+      fillSeq2Seq(input, target, row, ignore, out, at, atTarget);
+      const int64_t m = targetLength(s, records[k]);
+      for (int64_t t = 0; t < m; ++t) doc[atTarget + t] = (int32_t)k;
+      at += exampleLength(s, records[k]);
+      atTarget += m;
+    }
+    for (int64_t t = atTarget; t < targetSeq_; ++t) doc[t] = (int32_t)n;
+  }
   int32_t *doc = &out.ints["doc_ids"][row * seq_], *pos = &out.ints["positions"][row * seq_];
   int64_t at = 0;
   for (uint64_t k = 0; k < n; ++k) {
     const int64_t len = exampleLength(s, records[k]);
-    fillRow(s, records[k], row, ignore, out, at);
+    if (task_ != ExampleTask::Seq2Seq) fillRow(s, records[k], row, ignore, out, at);
     for (int64_t t = 0; t < len; ++t) {
       doc[at + t] = (int32_t)k;
       pos[at + t] = (int32_t)t;
     }
-    if (task_ == ExampleTask::Classify) {
-      out.ints["cls_index"][row * seq_ + (int64_t)k] = (int32_t)(row * seq_ + at);
-      out.ints["example_labels"][row * seq_ + (int64_t)k] =
-          ignore ? (int32_t)data::kIgnoreIndex : (int32_t)s.label(records[k], label_);
+    const int64_t slot = row * seq_ + (int64_t)k;
+    if (task_ == ExampleTask::Classify || task_ == ExampleTask::Regression) {
+      out.ints["cls_index"][slot] = (int32_t)(row * seq_ + at);
+      out.ints["last_index"][slot] = (int32_t)(row * seq_ + at + len - 1);
+    }
+    if (task_ == ExampleTask::Classify)
+      out.ints["example_labels"][slot] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)s.label(records[k], label_);
+    if (task_ == ExampleTask::Regression && !ignore) {
+      out.floats["example_targets"][slot] = (float)s.target(records[k], target_);
+      out.floats["example_mask"][slot] = 1.0f;
     }
     at += len;
   }

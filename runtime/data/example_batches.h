@@ -63,17 +63,28 @@
    exactly once (regression has no ignore index: its rows past the end repeat
    record 0).
 
-   With pack = true (classify and sft; packing.h) a row holds several examples
-   end to end, each exactly as its padded row has it: training row g is row g
+   With pack = true (classify, regression, tokens, sft, preference, seq2seq;
+   packing.h) a row holds several examples end to end, each exactly as its padded row has it: training row g is row g
    of the concatenation of the epochs' packed rows (each epoch's records packed
    in that epoch's order), validation packs the records in file order (rows
    past the last repeat record 0 with only -100 labels). Besides the padded
    outputs, doc_ids (example k of the row on its tokens, the row's count of
    examples on its padding) and positions (a token's position in its example)
-   are produced; classify gives cls_index [b, k] (the row b * seq + i of the
-   row's k-th [CLS]) and example_labels [b, k] in place of labels and last,
+   are produced; classify and regression give cls_index [b, k] (the row
+   b * seq + i of the row's k-th [CLS]) and last_index [b, k] (of its last
+   token) in place of last, classify example_labels [b, k] in place of labels,
+   regression example_targets and example_mask [b, k] (1 where the row has a
+   k-th example) in place of targets; tokens' labels are per token as padded;
    sft's labels end at each example (the last token of an example predicts
-   nothing) and it has no last. */
+   nothing) and it has no last. preference packs each record's pair by the
+   longer of its two examples: chosen row b holds the chosen examples of some
+   records and rejected row b their rejected examples in the same order, each
+   side with its own chosen_/rejected_ doc_ids, positions and last_index [b, k],
+   and example_mask [b, k] (1 where the rows have a k-th pair) in place of
+   chosen_last and rejected_last. seq2seq packs by both parts (a row closes
+   when the input or the target does not fit): the k-th example's input in
+   the encoder's row, its target (its own start id 0 first) in the decoder's
+   row, decoder_doc_ids [b, target_seq] its ids there. */
 #pragma once
 #include <cstdint>
 #include <map>
@@ -143,7 +154,7 @@ public:
   /* span: the context (text) field and the span field. */
   int contextField() const { return textB_; }
   int spanField() const { return span_; }
-  /* classify, sft: several examples a row (the transform's pack). */
+  /* Several examples a row (the transform's pack; every task but span). */
   void setPack(bool on);
   bool packed() const { return pack_; }
   int64_t seq() const { return seq_; }
@@ -174,12 +185,19 @@ private:
   // A packed row of records[0 .. n).
   void fillPacked(const ExampleShard &shard, const uint64_t *records, uint64_t n, int64_t row, bool ignore,
                   ExampleBatch &out) const;
+  // preference: the chosen and the rejected rows of the same records.
+  void fillPackedPairs(const ExampleShard &shard, const uint64_t *records, uint64_t n, int64_t row, bool ignore,
+                       ExampleBatch &out) const;
   void epochOrder(uint64_t epoch, std::vector<uint64_t> &order) const;
   // Row `row` from unit u of an epoch or of validation (a record, or a feature).
   void fillUnit(const ExampleShard &shard, const std::vector<Feature> &features, uint64_t u, int64_t row,
                 bool ignore, ExampleBatch &out) const;
   void fillSeq2Seq(const std::vector<int32_t> &input, const std::vector<int32_t> &target, int64_t row, bool ignore,
-                   ExampleBatch &out) const;
+                   ExampleBatch &out, int64_t offset = 0, int64_t targetOffset = 0) const;
+  // seq2seq: the tokens of a record's target row part (target EOS, at most target_seq).
+  int64_t targetLength(const ExampleShard &s, uint64_t record) const;
+  // Packs `order` of shard s (seq2seq: by both the input's and the target's length).
+  PackedRows pack(const ExampleShard &s, const std::vector<uint64_t> &order) const;
   void resize(ExampleBatch &out) const;
   std::unique_ptr<ExampleShard> train_, val_;
   std::unique_ptr<TokenSource> trainTokens_, valTokens_;

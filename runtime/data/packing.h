@@ -24,9 +24,13 @@ struct PackedRows {
 };
 
 /* Packs `order` (record indices) into rows of `seq` tokens; `length(record)`
-   is the record's tokens in a row, at most seq. */
+   is the record's tokens in a row, at most seq. With `second` (seq2seq: the
+   decoder's rows of `secondSeq` tokens) a record has a part in each of two
+   rows of the same index, and a row closes when either part does not fit;
+   `tokens` counts the first rows' tokens. */
 PackedRows packRows(const std::vector<uint64_t> &order, int64_t seq,
-                    const std::function<int64_t(uint64_t)> &length);
+                    const std::function<int64_t(uint64_t)> &length,
+                    const std::function<int64_t(uint64_t)> &second = nullptr, int64_t secondSeq = 0);
 
 /* The share of a layout's token cells that hold real tokens: padded (one
    record a row) and packed. */

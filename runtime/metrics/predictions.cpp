@@ -197,14 +197,40 @@ void regression(const std::vector<Record> &records, MetricsReport &report) {
   report.values.push_back({"spearman", rho, std::isnan(rho) ? constant : "ties take their mean rank"});
 }
 
-/* SQuAD v2.0 (evaluate-v2.0.py without no-answer probabilities): a record
-   whose answers are empty (or normalise to nothing) is unanswerable, and an
-   empty prediction is the answer "no answer"; exact and F1 over all records,
-   then over the answerable (HasAns_*) and the unanswerable (NoAns_*) ones. */
+/* evaluate-v2.0.py's find_best_thresh: the records in increasing no-answer
+   score (`na`, a stable sort: file order among ties) each switched from "no
+   answer" to its prediction in turn; the best total score on the way and the
+   no-answer score at which it is reached (0 if never above answering none). */
+std::pair<double, double> bestThreshold(const std::vector<double> &score, const std::vector<double> &na,
+                                        const std::vector<int> &hasAnswer, const std::vector<bool> &answered) {
+  double current = 0;
+  for (int has : hasAnswer) current += has ? 0 : 1;
+  double best = current, threshold = 0.0;
+  std::vector<size_t> order(score.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return na[a] < na[b]; });
+  for (size_t i : order) {
+    current += hasAnswer[i] ? score[i] : answered[i] ? -1 : 0;
+    if (current > best) best = current, threshold = na[i];
+  }
+  return {best / double(score.size()), threshold};
+}
+
+/* SQuAD v2.0 (evaluate-v2.0.py): a record whose answers are empty (or
+   normalise to nothing) is unanswerable, and an empty prediction is the answer
+   "no answer"; exact and F1 over all records, then over the answerable
+   (HasAns_*) and the unanswerable (NoAns_*) ones. With a no-answer score on
+   every line (`null_score_diff`, as lmrt eval writes it, as HF's
+   null_odds file is the script's --na-prob-file), also its best thresholds
+   (best_exact, best_f1 and their thresholds). */
 void squadV2(const std::vector<Record> &records, MetricsReport &report,
-             const std::vector<std::pair<std::string, std::vector<std::string>>> &scored) {
+             const std::vector<std::pair<std::string, std::vector<std::string>>> &scored,
+             const std::vector<double> &noAnswerScores) {
   double em[2] = {0, 0}, f1[2] = {0, 0};  // [unanswerable, answerable]
   int64_t n[2] = {0, 0};
+  std::vector<double> exactRaw, f1Raw;
+  std::vector<int> hasAnswer;
+  std::vector<bool> answered;
   for (const auto &[prediction, answers] : scored) {
     const std::vector<std::string> gold = goldAnswersV2(answers);
     const int has = gold.size() > 1 || !gold[0].empty();
@@ -214,6 +240,7 @@ void squadV2(const std::vector<Record> &records, MetricsReport &report,
       f = std::max(f, tokenF1V2(prediction, g));
     }
     em[has] += e, f1[has] += f, ++n[has];
+    exactRaw.push_back(e), f1Raw.push_back(f), hasAnswer.push_back(has), answered.push_back(!prediction.empty());
   }
   const double total = double(records.size());
   auto &v = report.values;
@@ -227,13 +254,29 @@ void squadV2(const std::vector<Record> &records, MetricsReport &report,
     v.push_back({std::string(names[has]) + "_f1", f1[has] / double(n[has]), ""});
     v.push_back({std::string(names[has]) + "_total", double(n[has]), "records"});
   }
+  if (noAnswerScores.empty()) return;
+  const auto [bestExact, exactThreshold] = bestThreshold(exactRaw, noAnswerScores, hasAnswer, answered);
+  const auto [bestF1, f1Threshold] = bestThreshold(f1Raw, noAnswerScores, hasAnswer, answered);
+  v.push_back({"best_exact", bestExact, "answering 'no answer' where null_score_diff > best_exact_thresh"});
+  v.push_back({"best_exact_thresh", exactThreshold, "a null_score_diff"});
+  v.push_back({"best_f1", bestF1, "answering 'no answer' where null_score_diff > best_f1_thresh"});
+  v.push_back({"best_f1_thresh", f1Threshold, "a null_score_diff"});
 }
 
 void squad(const std::vector<Record> &records, MetricsReport &report) {
   Task task = Task::Squad;
   std::vector<std::pair<std::string, std::vector<std::string>>> scored;
+  std::vector<double> noAnswer;  // null_score_diff: on every line or on none
   bool v2 = false;
   for (const Record &r : records) {
+    if (const json::Value *d = r.value.find("null_score_diff")) {
+      if (noAnswer.size() != scored.size())
+        r.error("has a 'null_score_diff', and the lines before it have none (give it on every line or on none)",
+                task);
+      noAnswer.push_back(r.number(*d, "null_score_diff", task));
+    } else if (!noAnswer.empty()) {
+      r.error("has no 'null_score_diff', and the lines before it have one (give it on every line or on none)", task);
+    }
     std::string prediction = r.string(r.field("prediction", task), "prediction", task);
     const json::Value &list = r.field("answers", task);
     if (list.kind != json::Value::Array) r.wrongKind("answers", list, "an array of strings", task);
@@ -243,7 +286,7 @@ void squad(const std::vector<Record> &records, MetricsReport &report) {
     scored.push_back({prediction, answers});
   }
   // An unanswerable record (no gold answer) makes the file SQuAD v2.0's.
-  if (v2) return squadV2(records, report, scored);
+  if (v2) return squadV2(records, report, scored, noAnswer);
   double em = 0, f1 = 0;
   for (const auto &[prediction, answers] : scored) {
     em += bestExactMatch(prediction, answers);

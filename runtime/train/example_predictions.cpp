@@ -47,10 +47,6 @@ struct SpanBest {
   double null = INFINITY;                  // SQuAD v2: the least [CLS] start + end logit over the windows
 };
 
-/* HF's null_score_diff_threshold (its default): a SQuAD v2 record's answer is
-   "no answer" when its null score exceeds its best answer's by more. */
-constexpr double kNullScoreDiffThreshold = 0.0;
-
 /* Weighs window `window` of record `rec` (row r of the batch, logits y):
    the positions s <= e of its context maximizing start_logit[s] +
    end_logit[e]. Without a doc stride every pair of the kept context, with no
@@ -100,8 +96,9 @@ void weighSpanWindow(const ExampleBatcher &ex, uint64_t rec, int64_t window, con
 /* A span record's line: its best answer as text, and the gold answer. With
    `v2` (SQuAD v2: the split has unanswerable records) the answer is "no
    answer" (empty, at [CLS]) when the null score minus the best answer's
-   exceeds HF's threshold, and an unanswerable record's gold answers are []. */
-std::string spanLine(const ExampleBatcher &ex, uint64_t rec, SpanBest best, bool v2) {
+   exceeds `threshold` (HF's null_score_diff_threshold), and an unanswerable
+   record's gold answers are []. */
+std::string spanLine(const ExampleBatcher &ex, uint64_t rec, SpanBest best, bool v2, double threshold) {
   const ExampleShard &shard = ex.valShard();
   int64_t first, last;
   shard.span(rec, ex.spanField(), first, last);
@@ -111,7 +108,7 @@ std::string spanLine(const ExampleBatcher &ex, uint64_t rec, SpanBest best, bool
     char buf[64];
     std::snprintf(buf, sizeof buf, ", \"null_score_diff\": %.9g", std::isfinite(d) ? d : 1e300);
     diff = buf;
-    if (d > kNullScoreDiffThreshold) best.predStart = best.predEnd = 0, best.first = 0, best.last = -1;
+    if (d > threshold) best.predStart = best.predEnd = 0, best.first = 0, best.last = -1;
   }
   std::vector<int32_t> context;
   shard.text(rec, ex.contextField(), context);
@@ -130,14 +127,12 @@ std::string spanLine(const ExampleBatcher &ex, uint64_t rec, SpanBest best, bool
 
 }  // namespace
 
-uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_t seed, const std::string &path) {
+uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_t seed, const std::string &path,
+                                 double nullScoreDiffThreshold) {
   const std::string transform = s.plan().data().transform();
   if (transform != "classify" && transform != "regression" && transform != "span")
     fail("--predictions writes the predictions of a classify, regression or span plan (docs/finetuning.md); this "
          "plan's transform is '%s'", transform.c_str());
-  if (contract::transformParam(s.plan().data(), "pack") != 0)
-    fail("--predictions reads one record a row, and this plan packs several (classify(pack = true)); evaluate the "
-         "same weights with the padded head's plan (docs/finetuning.md, \"Packing\")");
   DataFeed data(s, dataDir, seed, /*evalOn=*/true);
   const ExampleBatcher &ex = *data.examples();
   ex.checkValidation();
@@ -191,31 +186,49 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
         if (window == 0) spanBest = SpanBest();
         weighSpanWindow(ex, rec, window, y, r, s.plan().data().seq(), all, spanBest);
         const bool lastWindow = u + 1 == ex.valUnits() || !ex.docStride() || ex.valFeatures()[u + 1].window == 0;
-        if (lastWindow) out += spanLine(ex, rec, spanBest, v2) + "\n";
+        if (lastWindow) out += spanLine(ex, rec, spanBest, v2, nullScoreDiffThreshold) + "\n";
       }
       continue;
     }
+    // Padded: [rows(, C)], row r is a record. Packed: [rows, seq(, C)],
+    // slot k of row r is the row's k-th record (validation packs in file
+    // order, so the lines come in record order as padded).
     const std::vector<int64_t> &shape = y.type.shape;
-    const int64_t width = shape.size() == 2 ? shape[1] : 1;
-    if (shape.empty() || shape[0] != rows || shape.size() > 2 || (!classify && width != 1))
-      fail("--predictions: output '%s' is %s; %s needs [%lld%s]", output.c_str(), y.type.str().c_str(),
-           transform.c_str(), (long long)rows, classify ? ", classes" : "] or [rows, 1");
-    for (int64_t r = 0; r < rows; ++r) {
-      uint64_t rec = b * (uint64_t)rows + (uint64_t)r;
-      if (rec >= records) break;
+    const bool packed = ex.packed();
+    const size_t lead = packed ? 2 : 1;
+    const int64_t seq = s.plan().data().seq();
+    const int64_t width = shape.size() == lead + 1 ? shape[lead] : 1;
+    if (shape.size() < lead || shape[0] != rows || (packed && shape[1] != seq) || shape.size() > lead + 1 ||
+        (!classify && width != 1))
+      fail("--predictions: output '%s' is %s; %s%s needs [%lld%s%s]", output.c_str(), y.type.str().c_str(),
+           transform.c_str(), packed ? " with pack = true" : "", (long long)rows,
+           packed ? (", " + std::to_string(seq)).c_str() : "", classify ? ", classes" : "(, 1)");
+    auto line = [&](uint64_t rec, size_t at) {  // `at`: the record's first output value
       out += "{\"record\": " + std::to_string(rec) + ", \"label\": ";
       if (classify) {
         out += std::to_string(ex.valShard().label(rec, labelField)) + ", \"logits\": [";
         for (int64_t c = 0; c < width; ++c) {
-          std::snprintf(buf, sizeof buf, "%s%.9g", c ? ", " : "", valueAt(y, (size_t)(r * width + c)));
+          std::snprintf(buf, sizeof buf, "%s%.9g", c ? ", " : "", valueAt(y, at + (size_t)c));
           out += buf;
         }
         out += "]}\n";
       } else {
         std::snprintf(buf, sizeof buf, "%.17g, \"prediction\": %.9g}\n", ex.valShard().target(rec, labelField),
-                      valueAt(y, (size_t)r));
+                      valueAt(y, at));
         out += buf;
       }
+    };
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint64_t g = b * (uint64_t)rows + (uint64_t)r;
+      if (!packed) {
+        if (g >= records) break;
+        line(g, (size_t)(r * width));
+        continue;
+      }
+      const PackedRows &p = ex.valRows();
+      if (g >= p.rows()) break;
+      for (uint64_t k = 0; k < p.start[g + 1] - p.start[g]; ++k)
+        line(p.records[p.start[g] + k], (size_t)((r * seq + (int64_t)k) * width));
     }
   }
   writeFileAtomic(path, "predictions", [&](std::ostream &f) { f << out; });

@@ -9,7 +9,9 @@
                  kept context by start + end logit)
    which `lmrt metrics --predictions FILE` scores (accuracy, F1, MCC, ECE;
    Pearson, Spearman; SQuAD exact match and F1; docs/runtime.md §12). Rows past the last record (the
-   padding of the last batch) are not written. */
+   padding of the last batch) are not written. A packed classify or regression
+   plan (pack = true) writes the same lines, slot k of its output
+   [rows, seq(, C)] being the row's k-th record. */
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,8 +23,12 @@ class Session;
 /* Writes FILE (atomically) for the weights loaded in `session`; returns the
    records written. Throws unless the plan's transform is classify, regression
    or span and it has one forward program with one output of [batch, C]
-   (classify), [batch] / [batch, 1] (regression) or [batch, seq, 2] (span). */
+   (classify), [batch] / [batch, 1] (regression) or [batch, seq, 2] (span);
+   packed: [batch, seq, C] or [batch, seq] / [batch, seq, 1]. */
+/* `nullScoreDiffThreshold`: SQuAD v2 span plans answer "no answer" when a
+   record's null score exceeds its best answer's by more (HF's
+   null_score_diff_threshold, default 0; `lmrt eval --null-score-diff-threshold`). */
 uint64_t writeExamplePredictions(Session &session, const std::string &dataDir, uint64_t seed,
-                                 const std::string &path);
+                                 const std::string &path, double nullScoreDiffThreshold = 0.0);
 
 }  // namespace lmrt

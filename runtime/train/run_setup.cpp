@@ -91,8 +91,11 @@ void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
                    (long long)run.steps);
     } else if (contract::transformParam(dc, "pack") != 0) {
       // Packed rows: each epoch's order packs into its own count of rows.
-      const int64_t classes = task == ExampleTask::Classify ? (int64_t)contract::transformParam(dc, "classes") : 0;
+      const int64_t classes = task == ExampleTask::Classify || task == ExampleTask::Tokens
+                                  ? (int64_t)contract::transformParam(dc, "classes")
+                                  : 0;
       ExampleBatcher b(o.dataDir, task, dc.batch(), dc.seq(), classes, run.seed);
+      if (task == ExampleTask::Seq2Seq) b.setTargetSeq((int64_t)contract::transformParam(dc, "target_seq"));
       b.setPack(true);
       const uint64_t rows = b.trainRowsOfEpochs((uint64_t)epochs);
       run.steps = (int64_t)((rows + perStep - 1) / perStep);

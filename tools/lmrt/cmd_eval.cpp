@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "contract/plan.pb.h"
 #include "runtime/exec/session.h"
 #include "runtime/weights/weights.h"
 #include "runtime/train/evaluate.h"
@@ -22,12 +23,16 @@ struct Options {
   EvalOptions eval;
   std::string predictions;  // classify, regression, span: one JSON line per validation record
   bool overwrite = false;
+  double nullScoreDiffThreshold = 0.0;  // span plans on SQuAD v2 data: HF's default
+  bool thresholdGiven = false;
   int threads = 0;  // 0: not given
   DeviceOptions device;
 };
 
 void run(const Options &o) {
   if (o.threads) setThreadCount(o.threads);
+  if (o.thresholdGiven && o.predictions.empty())
+    fail("--null-score-diff-threshold chooses the 'no answer' predictions of a span plan: give --predictions FILE");
   if (!o.predictions.empty()) {
     if (o.eval.split != "val") fail("--predictions scores the validation split (drop --split %s)", o.eval.split.c_str());
     checkOutputs({{"--predictions", o.predictions, false, IfExists::NeedsOverwrite}},
@@ -36,7 +41,11 @@ void run(const Options &o) {
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
   loadWeights(*session, o.weights);
   if (!o.predictions.empty()) {
-    uint64_t n = writeExamplePredictions(*session, o.eval.dataDir, o.eval.seed, o.predictions);
+    if (o.thresholdGiven && session->plan().data().transform() != "span")
+      fail("--null-score-diff-threshold is for span plans (SQuAD v2); this plan's transform is '%s'",
+           session->plan().data().transform().c_str());
+    uint64_t n =
+        writeExamplePredictions(*session, o.eval.dataDir, o.eval.seed, o.predictions, o.nullScoreDiffThreshold);
     std::printf("wrote %s: %llu predictions (score them with lmrt metrics --predictions %s)\n",
                 o.predictions.c_str(), (unsigned long long)n, o.predictions.c_str());
   }
@@ -82,9 +91,15 @@ void add(CLI::App &app) {
                   "classify / regression / span plans: write one JSON line per validation record (label and logits, "
                   "or the answer) for lmrt metrics");
   cmd->add_flag("--overwrite", o->overwrite, "Replace an existing --predictions file");
+  addRealOption(cmd, "--null-score-diff-threshold", o->nullScoreDiffThreshold, -1e300, 1e300,
+                "span plans on SQuAD v2 data: answer 'no answer' when a record's null score minus its best answer's "
+                "exceeds this (HF's null_score_diff_threshold; default 0)");
   addIntOption(cmd, "--threads", o->threads, 1, kMaxThreads, "OpenMP and OpenBLAS threads (1 to 1024)");
   addDeviceOptions(cmd, o->device);
-  cmd->callback([o] { run(*o); });
+  cmd->callback([o, cmd] {
+    o->thresholdGiven = cmd->count("--null-score-diff-threshold") > 0;
+    run(*o);
+  });
 }
 
 RegisterCommand reg("eval", add);

@@ -13,7 +13,7 @@ same validation records (byte tokens, as the transform's):
   start <= end and at most 30 tokens, the best start + end logit over all the
   record's windows; with --v2 (version_2_with_negative) the answer is "" when
   the least [CLS] start + end logit over the windows exceeds that best by more
-  than null_score_diff_threshold 0.
+  than null_score_diff_threshold (--threshold, 0 as HF's default).
 
 The windows' logits come from the plan's forward program (lmrt forward
 --inputs) on the rows built here, so the rows, the labels of the winning
@@ -82,6 +82,7 @@ def main():
     ap.add_argument("--batch", type=int, required=True, help="the plan's batch")
     ap.add_argument("--lmrt", default="lmrt")
     ap.add_argument("--v2", action="store_true")
+    ap.add_argument("--threshold", type=float, default=0.0, help="null_score_diff_threshold (--v2)")
     a = ap.parse_args()
     records = [json.loads(line) for line in open(a.jsonl) if line.strip()]
     feats = [(i, w, f) for i, r in enumerate(records)
@@ -134,7 +135,7 @@ def main():
         if a.v2:
             diff = null[i] - score
             same_diff += abs(line["null_score_diff"] - diff) <= 1e-4 * max(1.0, abs(diff))
-            if diff > 0.0:
+            if diff > a.threshold:
                 text, s, e = "", 0, 0
                 no_answer += 1
         same_text += line["prediction"] == text

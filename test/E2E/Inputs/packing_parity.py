@@ -14,8 +14,16 @@ by the order of their sums:
 
 Tensors are read and written with safetensors_np.py, kept flat.
 
-  packing_parity.py --task classify|sft --padded P.plan --packed Q.plan --data DIR
-  packing_parity.py --task classify|sft --records FILE.jsonl   (writes the test's records)
+  packing_parity.py --task TASK --padded P.plan --packed Q.plan --data DIR
+  packing_parity.py --task TASK --records FILE.jsonl   (writes the test's records)
+
+TASK is the transform: classify (pooled at [CLS] by cls_index, or at the last
+token by last_index: whichever the packed plan reads), regression (one number
+an example at [CLS]), tokens (a label a word), sft (causal, the responses),
+reward and dpo (the preference transform: the chosen and the rejected side
+each checked as a batch; a reward a pair's example at its last token, the
+log-probs of its response tokens), seq2seq (T5: an example is its input in
+the encoder's row and its target in the decoder's, the same slot k of both).
 """
 import argparse
 import json
@@ -72,11 +80,10 @@ def log_softmax_at(logits, label):
 class Examples:
     """The examples of a batch: key (their tokens) -> [(row, start, length)]."""
 
-    def __init__(self, batch, seq, packed):
+    def __init__(self, batch, seq, packed, pad=256):
         shape, ids = batch["ids"]
         self.rows, self.seq = shape
-        self.spans = []  # (row, start, length)
-        pad = 256  # [PAD]: no example has it
+        self.spans = []  # (row, start, length); pad: [PAD] (256, T5's 0), which no example has
         for r in range(self.rows):
             row = ids[r * seq:(r + 1) * seq]
             if packed:
@@ -103,7 +110,9 @@ WORDS = ("the of and to in is was that for on with as by at from his an be this 
 
 def write_records(task, path, count=24):
     """`count` records of 1 to 11 words (a number among them keeps each unique):
-    classify {text, label} with 3 labels, sft {prompt, response}."""
+    classify {text, label} with 3 labels, regression {text, score}, tokens
+    {tokens (words), ner_tags} with 3 tags, sft {prompt, response}, reward and
+    dpo {prompt, chosen, rejected}."""
     def text(i, n):
         w = [WORDS[(i * 3 + j * 5) % len(WORDS)] for j in range(n)]
         w.insert(i % (n + 1), str(i))
@@ -111,14 +120,133 @@ def write_records(task, path, count=24):
     with open(path, "w") as f:
         for i in range(count):
             n = 1 + (i * 7) % 11
-            r = {"text": text(i, n), "label": i % 3} if task == "classify" else \
-                {"prompt": text(i, 1 + n // 2) + "?", "response": text(i + 5, 1 + (i * 5) % 7)}
+            if task == "classify":
+                r = {"text": text(i, n), "label": i % 3}
+            elif task == "regression":
+                r = {"text": text(i, n), "score": round(0.37 * ((i * 5) % 11) - 1.5, 2)}
+            elif task == "tokens":
+                words = text(i, n).split()
+                r = {"tokens": words, "ner_tags": [(i + j * j) % 3 for j in range(len(words))]}
+            elif task == "seq2seq":
+                r = {"input": text(i, n), "target": text(i + 5, 1 + (i * 5) % 7)}
+            elif task == "sft":
+                r = {"prompt": text(i, 1 + n // 2) + "?", "response": text(i + 5, 1 + (i * 5) % 7)}
+            else:
+                r = {"prompt": text(i, 1 + n // 2) + "?", "chosen": text(i + 5, 1 + (i * 5) % 7),
+                     "rejected": text(i + 11, 1 + (i * 3) % 5)}
             f.write(json.dumps(r) + "\n")
+
+
+def side_checks(a, check, pad, pack, pe, qe, seq, weights, inputs_of, tmp, side):
+    """Per-example checks of one side of the batches (all of them but for
+    preference): each example's loss (or reward) from the forward program's
+    output agrees with its padded row's, and changing one example of a packed
+    row moves no other example's outputs."""
+    pooled = a.task in ("classify", "regression", "reward")
+    pin, qin = inputs_of(pad, a.padded), inputs_of(pack, a.packed)
+    plog, qlog = forward(a.lmrt, a.padded, weights, pin, tmp), forward(a.lmrt, a.packed, weights, qin, tmp)
+
+    # Pooled tasks: the slot of each packed example, found from the index the
+    # plan reads (its [CLS] or its last token) at the slots that score.
+    start_slot = {}
+    if pooled:
+        by_cls = "cls_index" in pack
+        index = pack["cls_index" if by_cls else "last_index"][1]
+        start_of_end = {(r, st + n - 1): st for r, st, n in qe.spans}
+        for r in range(qe.rows):
+            for k in range(seq):
+                scores = pack["example_labels"][1][r * seq + k] != -100 if a.task == "classify" \
+                    else pack["example_mask"][1][r * seq + k] != 0
+                if scores:
+                    at = index[r * seq + k] - r * seq
+                    start_slot[(r, at if by_cls else start_of_end[(r, at)])] = k
+
+    def losses(ex, batch, logits, packed):
+        """key -> the example's loss (classify: its label's; regression: its squared error; reward: its reward;
+        tokens, sft, dpo: summed over its labelled tokens)."""
+        shape, flat = logits
+        c = shape[-1]
+        out = {}
+        for span in ex.spans:
+            r, start, n = span
+            if a.task in ("regression", "reward"):
+                if packed:
+                    slot = start_slot[(r, start)]
+                    pred = flat[r * seq + slot]
+                    target = batch["example_targets"][1][r * seq + slot] if a.task == "regression" else 0.0
+                else:
+                    pred, target = flat[r], batch["targets"][1][r] if a.task == "regression" else 0.0
+                out[ex.key(span)] = (pred - target) ** 2 if a.task == "regression" else pred
+            elif a.task == "seq2seq":
+                # The example's target tokens: its decoder row (padded), or
+                # the decoder tokens of its slot (packed).
+                tseq = batch["labels"][0][1]
+                k = batch["doc_ids"][1][r * seq + start] if packed else None
+                total = 0.0
+                for t in range(tseq):
+                    label = batch["labels"][1][r * tseq + t]
+                    if label != -100 and (not packed or batch["decoder_doc_ids"][1][r * tseq + t] == k):
+                        total -= log_softmax_at(flat[(r * tseq + t) * c:(r * tseq + t + 1) * c], label)
+                out[ex.key(span)] = total
+            elif a.task == "classify":
+                if packed:
+                    slot = start_slot[(r, start)]
+                    row = flat[(r * seq + slot) * c:(r * seq + slot + 1) * c]
+                    label = batch["example_labels"][1][r * seq + slot]
+                else:
+                    row = flat[r * c:(r + 1) * c]
+                    label = batch["labels"][1][r]
+                out[ex.key(span)] = -log_softmax_at(row, label)
+            else:
+                total = 0.0
+                for t in range(start, start + n):
+                    label = batch["labels"][1][r * seq + t]
+                    if label != -100:
+                        total -= log_softmax_at(flat[(r * seq + t) * c:(r * seq + t + 1) * c],
+                                                10 if a.task in ("sft", "dpo") and label >= 256 else label)
+                out[ex.key(span)] = total
+        return out
+
+    what = "rewards" if a.task == "reward" else "losses"
+    pl, ql = losses(pe, pad, plog, False), losses(qe, pack, qlog, True)
+    worst = max(abs(pl[k] - ql[k]) / max(abs(pl[k]), 1e-300) for k in pl)
+    check(worst <= a.rtol, f"{side}per-example {what}: {len(pl)}, max rel err {worst:.1e}")
+
+    # Change every token of one example of a row holding several: the others'
+    # outputs stay, its own move.
+    r = next(r for r in range(qe.rows) if sum(1 for s in qe.spans if s[0] == r) >= 2)
+    victim = next(s for s in qe.spans if s[0] == r)
+    ids = array("i", qin["ids"][1])
+    for t in range(victim[1] + 1, victim[1] + victim[2] - 1):
+        ids[r * seq + t] = (ids[r * seq + t] + 7) % 256
+    changed = dict(qin, ids=(qin["ids"][0], ids))
+    q2 = forward(a.lmrt, a.packed, weights, changed, tmp)
+    c = 1 if a.task in ("regression", "reward") else qlog[0][-1]
+
+    def cells(span):
+        rr, start, n = span
+        if a.task == "seq2seq":  # the logits of the example's decoder tokens
+            tseq, k = pack["labels"][0][1], pack["doc_ids"][1][rr * seq + start]
+            return [i for t in range(tseq) if pack["decoder_doc_ids"][1][rr * tseq + t] == k
+                    for i in range((rr * tseq + t) * c, (rr * tseq + t + 1) * c)]
+        if pooled:
+            slot = start_slot[(rr, start)]
+            return range((rr * seq + slot) * c, (rr * seq + slot + 1) * c)
+        return range((rr * seq + start) * c, (rr * seq + start + n) * c)
+
+    others = [i for s in qe.spans if s != victim for i in cells(s)]
+    own = list(cells(victim))
+    same = max(abs(qlog[1][i] - q2[1][i]) for i in others)
+    moved = max(abs(qlog[1][i] - q2[1][i]) for i in own)
+    check(same == 0.0 and moved > 0.0,
+          f"{side}row {r}: example at {victim[1]} changed: the other {len(qe.spans) - 1} examples' logits move by "
+          f"{same:.1e}, its own by {moved:.1e}")
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--task", choices=["classify", "sft"], required=True)
+    ap.add_argument("--task", choices=["classify", "regression", "tokens", "sft", "reward", "dpo", "seq2seq"],
+                    required=True)
     ap.add_argument("--records")
     ap.add_argument("--padded")
     ap.add_argument("--packed")
@@ -149,12 +277,25 @@ def main():
         pad, pack = load(os.path.join(pad_dir, "step1.safetensors")), load(os.path.join(pack_dir, "step1.safetensors"))
         weights = load(init)
 
+        # preference plans read two sides, chosen_* and rejected_*: each is
+        # checked as a batch of its own (a view with the prefix dropped).
+        sides = ["chosen_", "rejected_"] if a.task in ("reward", "dpo") else [""]
+
+        def view(batch, side):
+            return {n[len(side):] if n.startswith(side) else n: v for n, v in batch.items()}
+
         # The same examples, each once, in both batches.
-        seq = pad["ids"][0][1]
-        pe, qe = Examples(pad, seq, False), Examples(pack, seq, True)
-        pkeys, qkeys = sorted(pe.key(s) for s in pe.spans), sorted(qe.key(s) for s in qe.spans)
-        check(pkeys == qkeys and len(set(pkeys)) == len(pkeys), f"examples: {len(pe.spans)} in {pe.rows} padded rows, {len(qe.spans)} in "
-                              f"{qe.rows} packed rows, the same tokens")
+        seq = pad[sides[0] + "ids"][0][1]
+        ex = {}
+        for side in sides:
+            pv, qv = view(pad, side), view(pack, side)
+            pad_id = 0 if a.task == "seq2seq" else 256
+            pe, qe = Examples(pv, seq, False, pad_id), Examples(qv, seq, True, pad_id)
+            ex[side] = pe, qe
+            pkeys, qkeys = sorted(pe.key(s) for s in pe.spans), sorted(qe.key(s) for s in qe.spans)
+            check(pkeys == qkeys and len(set(pkeys)) == len(pkeys),
+                  f"{side}examples: {len(pe.spans)} in {pe.rows} padded rows, {len(qe.spans)} in "
+                  f"{qe.rows} packed rows, the same tokens")
 
         e = abs(pad["loss"][1][0] - pack["loss"][1][0]) / abs(pad["loss"][1][0])
         check(e <= a.rtol, f"loss {pad['loss'][1][0]:.12f} padded, {pack['loss'][1][0]:.12f} packed, rel {e:.1e}")
@@ -170,77 +311,18 @@ def main():
         noise = max([math.sqrt(sum(x * x for x in pack[n][1])) for n in zero] + [0.0])
         check(noise < floor, f"{len(zero)} gradients zero in exact arithmetic, packed norm {noise:.1e}")
 
-        # Each example's loss from the forward program's logits.
+        forward_line = {}
+
         def inputs_of(batch, plan):
-            names = run([a.lmrt, "inspect", plan])
-            fw = next(l for l in names.splitlines() if l.strip().startswith("forward"))
+            """The forward program's inputs, taken from the batch by name."""
+            if plan not in forward_line:
+                names = run([a.lmrt, "inspect", plan])
+                forward_line[plan] = next(l for l in names.splitlines() if l.strip().startswith("forward"))
+            fw = forward_line[plan]
             return {n: batch[n] for n in batch if f" {n} i32" in fw or f" {n} f" in fw}
 
-        pin, qin = inputs_of(pad, a.padded), inputs_of(pack, a.packed)
-        plog, qlog = forward(a.lmrt, a.padded, weights, pin, tmp), forward(a.lmrt, a.packed, weights, qin, tmp)
-
-        def losses(ex, batch, logits, packed):
-            """key -> the example's loss (classify: its label's; sft: summed over its response tokens)."""
-            shape, flat = logits
-            c = shape[-1]
-            out = {}
-            for k, span in enumerate(ex.spans):
-                r, start, n = span
-                if a.task == "classify":
-                    if packed:
-                        slot = start_slot[(r, start)]
-                        row = flat[(r * seq + slot) * c:(r * seq + slot + 1) * c]
-                        label = batch["example_labels"][1][r * seq + slot]
-                    else:
-                        row = flat[r * c:(r + 1) * c]
-                        label = batch["labels"][1][r]
-                    out[ex.key(span)] = -log_softmax_at(row, label)
-                else:
-                    total = 0.0
-                    for t in range(start, start + n):
-                        label = batch["labels"][1][r * seq + t]
-                        if label != -100:
-                            total -= log_softmax_at(flat[(r * seq + t) * c:(r * seq + t + 1) * c],
-                                                    10 if label >= 256 else label)
-                    out[ex.key(span)] = total
-            return out
-
-        start_slot = {}
-        if a.task == "classify":
-            cls = pack["cls_index"][1]
-            for r in range(qe.rows):
-                for k in range(seq):
-                    if pack["example_labels"][1][r * seq + k] != -100:
-                        start_slot[(r, cls[r * seq + k] - r * seq)] = k
-        pl, ql = losses(pe, pad, plog, False), losses(qe, pack, qlog, True)
-        worst = max(abs(pl[k] - ql[k]) / max(abs(pl[k]), 1e-300) for k in pl)
-        check(worst <= a.rtol, f"per-example losses: {len(pl)}, max rel err {worst:.1e}")
-
-        # Change every token of one example of a row holding several: the
-        # others' logits stay, its own move.
-        r = next(r for r in range(qe.rows) if sum(1 for s in qe.spans if s[0] == r) >= 2)
-        victim = next(s for s in qe.spans if s[0] == r)
-        ids = array("i", qin["ids"][1])
-        for t in range(victim[1] + 1, victim[1] + victim[2] - 1):
-            ids[r * seq + t] = (ids[r * seq + t] + 7) % 256
-        changed = dict(qin, ids=(qin["ids"][0], ids))
-        q2 = forward(a.lmrt, a.packed, weights, changed, tmp)
-        c = qlog[0][-1]
-
-        def cells(span):
-            rr, start, n = span
-            if a.task == "classify":
-                slot = start_slot[(rr, start)]
-                return range((rr * seq + slot) * c, (rr * seq + slot + 1) * c)
-            return range((rr * seq + start) * c, (rr * seq + start + n) * c)
-
-        others = [i for s in qe.spans if s != victim for i in cells(s)]
-        own = list(cells(victim))
-        same = max(abs(qlog[1][i] - q2[1][i]) for i in others)
-        moved = max(abs(qlog[1][i] - q2[1][i]) for i in own)
-        check(same == 0.0 and moved > 0.0,
-              f"row {r}: example at {victim[1]} changed: the other {len(qe.spans) - 1} examples' logits move by "
-              f"{same:.1e}, its own by {moved:.1e}")
+        for side in sides:
+            side_checks(a, check, view(pad, side), view(pack, side), *ex[side], seq, weights, inputs_of, tmp, side)
     print("packing parity: " + ("ok" if failures == 0 else f"{failures} FAILED"))
     return 1 if failures else 0
 

@@ -1,13 +1,17 @@
 """`lmrt metrics` on SQuAD v2.0 predictions against the official
 evaluate-v2.0.py's formulas, ported below as they are (normalize_answer,
 get_tokens, compute_exact, compute_f1, get_raw_scores, make_eval_dict with
-its HasAns / NoAns split; no no-answer probabilities, so its threshold keeps
-every prediction). The predictions cover what v2.0 changes: unanswerable
+its HasAns / NoAns split; without no-answer probabilities its threshold keeps
+every prediction). With --na, each line also carries a "null_score_diff"
+(the no-answer score lmrt eval writes), given to the script as its
+--na-prob-file, and find_best_thresh / find_all_best_thresh are checked too:
+best_exact, best_f1 and their thresholds (ties among the scores included).
+The predictions cover what v2.0 changes: unanswerable
 records (no gold answer, or only answers that normalise to nothing), "no
 answer" predictions (the empty string), both, and answers scored v1.1's way.
 Every metric to 1e-6 (the script's are x100: compared / 100).
 
-  squad_v2_reference.py --lmrt lmrt --dir TMP
+  squad_v2_reference.py --lmrt lmrt --dir TMP [--na]
 """
 import argparse
 import collections
@@ -85,7 +89,43 @@ def make_eval_dict(exact_scores, f1_scores, qid_list=None):
         ('total', total)])
 
 
-def official(records):
+def find_best_thresh(preds, scores, na_probs, qid_to_has_ans):
+    num_no_ans = sum(1 for k in qid_to_has_ans if not qid_to_has_ans[k])
+    cur_score = num_no_ans
+    best_score = cur_score
+    best_thresh = 0.0
+    qid_list = sorted(na_probs, key=lambda k: na_probs[k])
+    for i, qid in enumerate(qid_list):
+        if qid not in scores:
+            continue
+        if qid_to_has_ans[qid]:
+            diff = scores[qid]
+        else:
+            if preds[qid]:
+                diff = -1
+            else:
+                diff = 0
+        cur_score += diff
+        if cur_score > best_score:
+            best_score = cur_score
+            best_thresh = na_probs[qid]
+    return 100.0 * best_score / len(scores), best_thresh
+
+
+def find_all_best_thresh(main_eval, preds, exact_raw, f1_raw, na_probs, qid_to_has_ans):
+    best_exact, exact_thresh = find_best_thresh(preds, exact_raw, na_probs, qid_to_has_ans)
+    best_f1, f1_thresh = find_best_thresh(preds, f1_raw, na_probs, qid_to_has_ans)
+    main_eval['best_exact'] = best_exact
+    main_eval['best_exact_thresh'] = exact_thresh
+    main_eval['best_f1'] = best_f1
+    main_eval['best_f1_thresh'] = f1_thresh
+
+
+# A no-answer score a record for --na: ties (0.3), negatives, the order unlike the records'.
+NULL_SCORE_DIFFS = [-2.5, 1.0, 0.3, 4.0, 2.0, -1.0, 0.3, 0.5, -0.7, 3.1]
+
+
+def official(records, na=False):
     exact, f1, has_ans = get_raw_scores(records)
     out = make_eval_dict(exact, f1)
     has = [k for k, v in has_ans.items() if v]
@@ -96,6 +136,10 @@ def official(records):
     if no:
         for k, v in make_eval_dict(exact, f1, qid_list=no).items():
             out['NoAns_' + k] = v
+    if na:
+        preds = {i: r["prediction"] for i, r in enumerate(records)}
+        na_probs = {i: r["null_score_diff"] for i, r in enumerate(records)}
+        find_all_best_thresh(out, preds, exact, f1, na_probs, has_ans)
     return out
 
 
@@ -117,12 +161,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lmrt", default="lmrt")
     ap.add_argument("--dir", required=True)
+    ap.add_argument("--na", action="store_true")
     a = ap.parse_args()
-    path = os.path.join(a.dir, "v2.jsonl")
+    records = [dict(r, null_score_diff=d) for r, d in zip(RECORDS, NULL_SCORE_DIFFS)] if a.na else RECORDS
+    path = os.path.join(a.dir, "v2na.jsonl" if a.na else "v2.jsonl")
     with open(path, "w") as f:
-        for i, r in enumerate(RECORDS):
+        for i, r in enumerate(records):
             f.write(json.dumps(dict(record=i, **r)) + "\n")
-    ref = official(RECORDS)
+    ref = official(records, a.na)
     r = subprocess.run([a.lmrt, "metrics", "--predictions", path, "--format", "json"], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(r.stdout + r.stderr)
@@ -139,7 +185,7 @@ def main():
         if name not in got:
             missing.append(name)
             continue
-        scale = 1.0 if what == "total" else 100.0
+        scale = 1.0 if what in ("total", "thresh") else 100.0
         diff = abs(got[name] * scale - want) / scale
         worst = max(worst, diff)
         print(f"{name}: lmrt {got[name]:.6f}, evaluate-v2.0 {want / scale:.6f}")

@@ -1,6 +1,7 @@
-/* Tests the packed layout of the classify and sft transforms (pack = true,
-   runtime/data/packing.h): greedy rows in order, each example as its padded
-   row has it, doc_ids / positions / cls_index / example_labels, the padding
+/* Tests the packed layout of the classify, regression, tokens and sft
+   transforms (pack = true, runtime/data/packing.h): greedy rows in order, each
+   example as its padded row has it, doc_ids / positions / cls_index /
+   last_index / example_labels / example_targets / example_mask, the padding
    as a document of its own, validation in file order with ignored rows past
    the end, and training rows that are a pure function of (seed, row). */
 #include <gtest/gtest.h>
@@ -62,11 +63,13 @@ TEST(Packing, ClassifyRowsHoldEachExampleAsPaddedWithItsIdsPositionsAndClsIndex)
   EXPECT_EQ(part(x.ints["doc_ids"], 0, 8), (std::vector<int32_t>{0, 0, 0, 1, 1, 1, 1, 2}));
   EXPECT_EQ(part(x.ints["positions"], 0, 8), (std::vector<int32_t>{0, 1, 2, 0, 1, 2, 3, 0}));
   EXPECT_EQ(part(x.ints["cls_index"], 0, 3), (std::vector<int32_t>{0, 3, 0}));
+  EXPECT_EQ(part(x.ints["last_index"], 0, 3), (std::vector<int32_t>{2, 6, 0}));
   EXPECT_EQ(part(x.ints["example_labels"], 0, 3), (std::vector<int32_t>{2, 1, -100}));
   // The long example fills its row alone, cut as its padded row is.
   EXPECT_EQ(part(ids, 8, 8), (std::vector<int32_t>{257, 'c', 'c', 'c', 'c', 'c', 'c', 258}));
   EXPECT_EQ(part(x.ints["doc_ids"], 8, 8), (std::vector<int32_t>(8, 0)));
   EXPECT_EQ(part(x.ints["cls_index"], 8, 2), (std::vector<int32_t>{8, 8}));
+  EXPECT_EQ(part(x.ints["last_index"], 8, 2), (std::vector<int32_t>{15, 8}));
   EXPECT_EQ(part(x.ints["example_labels"], 8, 2), (std::vector<int32_t>{0, -100}));
   // Rows past the last packed row repeat record 0 with no label.
   ExampleBatcher wide(o.outDir, ExampleTask::Classify, 3, 8, 3, 1);
@@ -115,4 +118,114 @@ TEST(Packing, SftLabelsEndAtEachExample) {
   for (uint64_t s = 0; s <= 2; ++s) again.trainBatch(s, z);
   EXPECT_EQ(y.ints["ids"], z.ints["ids"]);
   EXPECT_THROW(ExampleBatcher(o.outDir, ExampleTask::Preference, 1, 8, 0, 1), Error);  // needs three texts
+}
+
+TEST(Packing, RegressionSlotsHoldTargetsAndAMaskOfTheExamples) {
+  TempDir d;
+  writeFile(d.file("t.jsonl"), "{\"s\": \"abcdefghij\", \"y\": 0.5}\n");
+  writeFile(d.file("v.jsonl"), "{\"s\": \"a\", \"y\": 2.5}\n{\"s\": \"bb\", \"y\": -1.0}\n");
+  JsonlBuildOptions o;
+  o.inputs = {d.file("t.jsonl")};
+  o.valInputs = {d.file("v.jsonl")};
+  o.outDir = d.file("data");
+  o.fields = {"s", "y:target"};
+  buildJsonlDataset(o);
+  ExampleBatcher b(o.outDir, ExampleTask::Regression, 2, 8, 0, 1);
+  b.setPack(true);
+  ExampleBatch x;
+  b.valBatch(0, x);
+  EXPECT_EQ(x.floats.count("targets"), 0u);
+  EXPECT_EQ(x.ints.count("last"), 0u);
+  EXPECT_EQ(part(x.ints["cls_index"], 0, 3), (std::vector<int32_t>{0, 3, 0}));
+  EXPECT_EQ(part(x.ints["last_index"], 0, 3), (std::vector<int32_t>{2, 6, 0}));
+  const std::vector<float> &t = x.floats["example_targets"], &m = x.floats["example_mask"];
+  EXPECT_EQ(std::vector<float>(t.begin(), t.begin() + 3), (std::vector<float>{2.5f, -1.0f, 0.0f}));
+  EXPECT_EQ(std::vector<float>(m.begin(), m.begin() + 3), (std::vector<float>{1, 1, 0}));
+  // The row past the last record repeats record 0 and weighs nothing.
+  EXPECT_EQ(part(x.ints["ids"], 8, 3), (std::vector<int32_t>{257, 'a', 258}));
+  EXPECT_EQ(std::vector<float>(m.begin() + 8, m.end()), std::vector<float>(8, 0.0f));
+}
+
+TEST(Packing, TokensLabelsStayOnTheirExamplesTokens) {
+  TempDir d;
+  writeFile(d.file("t.jsonl"), "{\"w\": [\"a\"], \"g\": [1]}\n");
+  writeFile(d.file("v.jsonl"), "{\"w\": [\"a\"], \"g\": [2]}\n{\"w\": [\"bc\", \"d\"], \"g\": [1, 0]}\n");
+  JsonlBuildOptions o;
+  o.inputs = {d.file("t.jsonl")};
+  o.valInputs = {d.file("v.jsonl")};
+  o.outDir = d.file("data");
+  o.fields = {"w:words", "g:tags"};
+  buildJsonlDataset(o);
+  ExampleBatcher b(o.outDir, ExampleTask::Tokens, 1, 10, 3, 1);
+  b.setPack(true);
+  EXPECT_EQ(b.valRows().rows(), 1u);  // 3 + 6 tokens
+  ExampleBatch x;
+  b.valBatch(0, x);
+  EXPECT_EQ(x.ints["ids"], (std::vector<int32_t>{257, 'a', 258, 257, 'b', 'c', ' ', 'd', 258, 256}));
+  EXPECT_EQ(x.ints["labels"], (std::vector<int32_t>{-100, 2, -100, -100, 1, -100, -100, 0, -100, -100}));
+  EXPECT_EQ(x.ints["doc_ids"], (std::vector<int32_t>{0, 0, 0, 1, 1, 1, 1, 1, 1, 2}));
+  EXPECT_EQ(x.ints["positions"], (std::vector<int32_t>{0, 1, 2, 0, 1, 2, 3, 4, 5, 0}));
+}
+
+TEST(Packing, PreferencePairsShareTheirSlotOnBothSides) {
+  TempDir d;
+  // Pairs of lengths (chosen, rejected), [SEP] included: (3, 4) and (4, 3): in
+  // rows of 8 both fit by their longer example (4 + 4).
+  writeFile(d.file("t.jsonl"), "{\"p\": \"a\", \"c\": \"b\", \"r\": \"cd\"}\n{\"p\": \"e\", \"c\": \"fg\", \"r\": \"i\"}\n");
+  JsonlBuildOptions o;
+  o.inputs = {d.file("t.jsonl")};
+  o.valInputs = {d.file("t.jsonl")};
+  o.outDir = d.file("data");
+  o.fields = {"p", "c", "r"};
+  buildJsonlDataset(o);
+  ExampleBatcher b(o.outDir, ExampleTask::Preference, 2, 8, 0, 1);
+  b.setPack(true);
+  EXPECT_EQ(b.valRows().rows(), 1u);
+  ExampleBatch x;
+  b.valBatch(0, x);
+  EXPECT_EQ(x.ints.count("chosen_last"), 0u);
+  EXPECT_EQ(part(x.ints["chosen_ids"], 0, 8), (std::vector<int32_t>{'a', 'b', 258, 'e', 'f', 'g', 258, 256}));
+  EXPECT_EQ(part(x.ints["rejected_ids"], 0, 8), (std::vector<int32_t>{'a', 'c', 'd', 258, 'e', 'i', 258, 256}));
+  EXPECT_EQ(part(x.ints["chosen_labels"], 0, 8), (std::vector<int32_t>{'b', 258, -100, 'f', 'g', 258, -100, -100}));
+  EXPECT_EQ(part(x.ints["rejected_labels"], 0, 8), (std::vector<int32_t>{'c', 'd', 258, -100, 'i', 258, -100, -100}));
+  EXPECT_EQ(part(x.ints["chosen_doc_ids"], 0, 8), (std::vector<int32_t>{0, 0, 0, 1, 1, 1, 1, 2}));
+  EXPECT_EQ(part(x.ints["rejected_doc_ids"], 0, 8), (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 2}));
+  EXPECT_EQ(part(x.ints["rejected_positions"], 0, 8), (std::vector<int32_t>{0, 1, 2, 3, 0, 1, 2, 0}));
+  EXPECT_EQ(part(x.ints["chosen_last_index"], 0, 3), (std::vector<int32_t>{2, 6, 0}));
+  EXPECT_EQ(part(x.ints["rejected_last_index"], 0, 3), (std::vector<int32_t>{3, 6, 0}));
+  const std::vector<float> &m = x.floats["example_mask"];
+  EXPECT_EQ(std::vector<float>(m.begin(), m.begin() + 3), (std::vector<float>{1, 1, 0}));
+  // The second row is past the last record: no pair weighs.
+  EXPECT_EQ(std::vector<float>(m.begin() + 8, m.end()), std::vector<float>(8, 0.0f));
+  EXPECT_EQ(part(x.ints["chosen_labels"], 8, 8), std::vector<int32_t>(8, -100));
+}
+
+TEST(Packing, Seq2SeqInputsAndTargetsShareTheirSlot) {
+  TempDir d;
+  // Inputs of 2 and 1 bytes (3 and 2 with EOS), targets of 1 and 3 (2 and 4):
+  // both fit rows of 6 and targets of 6 together.
+  writeFile(d.file("t.jsonl"), "{\"i\": \"ab\", \"o\": \"x\"}\n{\"i\": \"c\", \"o\": \"yzw\"}\n");
+  JsonlBuildOptions o;
+  o.inputs = {d.file("t.jsonl")};
+  o.valInputs = {d.file("t.jsonl")};
+  o.outDir = d.file("data");
+  o.fields = {"i", "o"};
+  buildJsonlDataset(o);
+  ExampleBatcher b(o.outDir, ExampleTask::Seq2Seq, 1, 6, 0, 1);
+  b.setTargetSeq(6);
+  b.setPack(true);
+  EXPECT_EQ(b.valRows().rows(), 1u);
+  ExampleBatch x;
+  b.valBatch(0, x);
+  EXPECT_EQ(x.ints["ids"], (std::vector<int32_t>{'a', 'b', 1, 'c', 1, 0}));
+  EXPECT_EQ(x.ints["doc_ids"], (std::vector<int32_t>{0, 0, 0, 1, 1, 2}));
+  EXPECT_EQ(x.ints["labels"], (std::vector<int32_t>{'x', 1, 'y', 'z', 'w', 1}));
+  // Each target starts with its own start id 0; no EOS spills into the next.
+  EXPECT_EQ(x.ints["decoder_ids"], (std::vector<int32_t>{0, 'x', 0, 'y', 'z', 'w'}));
+  EXPECT_EQ(x.ints["decoder_doc_ids"], (std::vector<int32_t>{0, 0, 1, 1, 1, 1}));
+  // A target that does not fit closes the row though the input would.
+  ExampleBatcher narrow(o.outDir, ExampleTask::Seq2Seq, 1, 6, 0, 1);
+  narrow.setTargetSeq(5);
+  narrow.setPack(true);
+  EXPECT_EQ(narrow.valRows().rows(), 2u);
 }

@@ -293,6 +293,34 @@ FailureOr<Value> MLIRGen::dropoutKey(ArrayRef<int64_t> x, ast::Loc l) {
   return Value(arg);
 }
 
+FailureOr<LMValue> MLIRGen::emitSharedDropout(Value x, ArrayRef<int64_t> dims, double p, ast::Loc l) {
+  // The rows: the key's when a dropout made it, else the objective's batch
+  // (its inputs are batch-first, so the first one's first dimension).
+  int64_t rows = 0;
+  if (cur->dropoutKey)
+    rows = cast<RankedTensorType>(cur->dropoutKey.getType()).getDimSize(0);
+  else if (cur->entry->getNumArguments() > 0)
+    if (auto t = dyn_cast<RankedTensorType>(cur->entry->getArgument(0).getType()); t && t.getRank() > 0)
+      rows = t.getDimSize(0);
+  if (rows < 1)
+    return error(l) << "dropout(..., shared = true) draws its mask from the batch's dropout keys, and this "
+                       "objective has no batch-first input to take the batch from";
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  if (n % rows != 0)
+    return error(l) << "dropout(..., shared = true) spreads its tensor's " << n << " elements over the batch's "
+                    << rows << " dropout keys, an equal share each, and " << rows << " does not divide " << n;
+  FailureOr<Value> key = dropoutKey({rows}, l);
+  if (failed(key))
+    return failure();
+  Location at = loc(l);
+  Type elem = cast<RankedTensorType>(x.getType()).getElementType();
+  Value flat = builder.create<ReshapeOp>(at, tensorType({rows, n / rows}, elem), x);
+  Value dropped = builder.create<DropoutOp>(at, flat, *key, builder.getF64FloatAttr(p),
+                                            builder.getI64IntegerAttr(cur->dropoutSites++));
+  return LMValue::ofTensor(builder.create<ReshapeOp>(at, cast<RankedTensorType>(x.getType()), dropped).getResult());
+}
+
 void MLIRGen::finishFunction(FuncState &state, ArrayRef<Value> returned, ArrayRef<std::string> outputNames) {
   builder.setInsertionPointToEnd(state.entry);
   SmallVector<Value> results(returned.begin(), returned.end());

@@ -185,6 +185,11 @@ private:
   /// the rows), added on first use; an error at `l` if x has no rows or other
   /// rows than the key's.
   FailureOr<Value> dropoutKey(ArrayRef<int64_t> x, ast::Loc l);
+  /// dropout(x, p, shared = true): one mask over all of x (of dims `dims`, no
+  /// batch dimension: a parameter table) for the whole batch, drawn from the
+  /// rows of the objective's dropout key: x flattened to [rows, n / rows],
+  /// lm.dropout, and back. An error at `l` if the rows do not divide x.
+  FailureOr<LMValue> emitSharedDropout(Value x, ArrayRef<int64_t> dims, double p, ast::Loc l);
   LogicalResult emitModel(const ast::Function &fn, const ModelSpec *spec);
   //--- MLIRDecode.cpp -----------------------------------------------------------
   /// Emits @<model>.prefill and @<model>.decode for a causal model whose

@@ -233,7 +233,7 @@ private:
   LogicalResult emitStatements(const ast::Function &fn, Env &env,
                                std::optional<LMValue> &returned);
   LogicalResult emitParamStmt(const ast::Stmt &stmt, Env &env);
-  FailureOr<DictionaryAttr> initializer(const ast::Expr &init, Env &env, int64_t lastDim);
+  FailureOr<DictionaryAttr> initializer(const ast::Expr &init, Env &env, int64_t lastDim, int64_t rank);
   FailureOr<DictionaryAttr> blocksInitializer(const ast::Expr &init, Env &env, int64_t lastDim);
   /// Signature dims of `type` evaluated in `env`; dims naming an unbound
   /// identifier fail with `what` in the message.

@@ -44,6 +44,12 @@ std::string initStr(const plan::Init &i) {
   case plan::Init::ONES: return "ones";
   case plan::Init::NORMAL: std::snprintf(buf, sizeof buf, "normal(%g, %g)", i.mean(), i.std()); return buf;
   case plan::Init::UNIFORM: std::snprintf(buf, sizeof buf, "uniform(%g, %g)", i.low(), i.high()); return buf;
+  case plan::Init::ORTHOGONAL:
+    if (i.orthogonal_blocks() > 1)
+      std::snprintf(buf, sizeof buf, "orthogonal(%g, blocks = %lld)", i.gain(), (long long)i.orthogonal_blocks());
+    else
+      std::snprintf(buf, sizeof buf, "orthogonal(%g)", i.gain());
+    return buf;
   case plan::Init::BLOCKS: {
     std::string s = "blocks(";
     for (int k = 0; k < i.blocks_size(); ++k) {

@@ -165,6 +165,15 @@ LogicalResult mlir::lm::convertInit(DictionaryAttr init, plan::Init &out, functi
     out.set_kind(plan::Init::UNIFORM);
     out.set_low(*low);
     out.set_high(*high);
+  } else if (k == "orthogonal") {
+    FailureOr<double> gain = number("gain", 1.0), blocks = number("blocks", 1.0);
+    if (failed(gain) || failed(blocks))
+      return failure();
+    if (*blocks != std::floor(*blocks))
+      return emit() << "has lm.init.blocks = " << *blocks << ", not a whole number";
+    out.set_kind(plan::Init::ORTHOGONAL);
+    out.set_gain(*gain);
+    out.set_orthogonal_blocks((int64_t)*blocks);
   } else if (k == "blocks") {
     auto parts = init.getAs<ArrayAttr>("blocks");
     if (!parts)
@@ -177,7 +186,7 @@ LogicalResult mlir::lm::convertInit(DictionaryAttr init, plan::Init &out, functi
       out.add_blocks(*v);
     }
   } else {
-    return emit() << "has unknown initialiser kind '" << k << "' (expected zeros, ones, normal, uniform or blocks)";
+    return emit() << "has unknown initialiser kind '" << k << "' (expected zeros, ones, normal, uniform, blocks or orthogonal)";
   }
   if (std::optional<lmrt::contract::InitViolation> bad = lmrt::contract::checkInit(out))
     return emit() << "has a " << bad->kind << " lm.init with " << bad->values << "; " << bad->rule;

@@ -456,11 +456,28 @@ std::optional<InitViolation> checkInit(const plan::Init &init) {
     for (double v : init.blocks())
       if (!std::isfinite(v)) return InitViolation{"blocks", "a part " + formatG(v), "every part must be finite"};
     return std::nullopt;
+  case plan::Init::ORTHOGONAL:
+    if (!std::isfinite(init.gain()))
+      return InitViolation{"orthogonal", "gain " + formatG(init.gain()), "the gain must be finite"};
+    if (init.orthogonal_blocks() < 0)
+      return InitViolation{"orthogonal", std::to_string(init.orthogonal_blocks()) + " blocks",
+                           "the blocks must be at least 1"};
+    return std::nullopt;
   default: return InitViolation{"", "", "unknown init kind " + std::to_string((int)init.kind())};
   }
 }
 
 std::string checkBlocksShape(const plan::Init &init, const plan::TensorType &type) {
+  if (init.kind() == plan::Init::ORTHOGONAL) {
+    int64_t blocks = std::max<int64_t>(1, init.orthogonal_blocks());
+    int64_t last = type.shape_size() ? type.shape(type.shape_size() - 1) : 0;
+    if (type.shape_size() < 2)
+      return "has an orthogonal init, which needs a matrix (rank >= 2), not rank " +
+             std::to_string(type.shape_size());
+    if (last > 0 && last % blocks == 0) return "";
+    return "has an orthogonal init of " + std::to_string(blocks) + " blocks, which do not divide its last dimension (" +
+           std::to_string(last) + ")";
+  }
   if (init.kind() != plan::Init::BLOCKS || init.blocks_size() == 0) return "";
   int64_t last = type.shape_size() ? type.shape(type.shape_size() - 1) : 0;
   if (last > 0 && last % init.blocks_size() == 0) return "";

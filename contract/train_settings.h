@@ -69,6 +69,9 @@ inline constexpr Setting kRelativeStep{"relative_step", "relative_step", "relati
 // The step size is multiplied by max(eps2, RMS(p)).
 inline constexpr Setting kScaleParameter{"scale_parameter", "scale_parameter", "scale_parameter", 1, 0, 1, false,
                                          false, true, nullptr, nullptr, nullptr, /*isBool=*/true};
+// Adagrad (torch.optim.Adagrad): the sum of squared gradients starts here (bilm-tf: 1.0).
+inline constexpr Setting kInitialAccumulator{"initial_accumulator_value", "initial_accumulator_value",
+                                             "initial_accumulator_value", 0, 0, kNoLimit, false, false, false};
 inline constexpr Setting kWarmupInit{"warmup_init", "warmup_init", "warmup_init", 0, 0, 1, false, false, true,
                                      nullptr, nullptr, nullptr, /*isBool=*/true};
 
@@ -283,7 +286,8 @@ inline constexpr const char *kDefaultSchedule = "constant";
 
 inline const std::vector<Kind> &optimizers() {
   // Defaults: PyTorch's AdamW and SGD; LAMB as ALBERT trained with it (eps 1e-6);
-  // Lion as lion-pytorch (betas 0.9, 0.99; no decay); Adafactor as HF transformers'.
+  // Lion as lion-pytorch (betas 0.9, 0.99; no decay); Adafactor as HF transformers';
+  // Adagrad as torch.optim.Adagrad (lr 1e-2, eps 1e-10, no decay, accumulator from 0).
   static const std::vector<Kind> kinds = {
       {"adamw", {&kLr, &kBeta1, &kBeta2, &kEps, &kWeightDecay}},
       {"sgd", {&kLr, &kMomentum, &kNesterov, &kWeightDecay}, {{&kWeightDecay, 0.0}}},
@@ -293,6 +297,8 @@ inline const std::vector<Kind> &optimizers() {
        {&kLr, &kEps, &kEps2, &kClipThreshold, &kDecayRate, &kWeightDecay, &kRelativeStep, &kScaleParameter,
         &kWarmupInit},
        {{&kEps, 1e-30}, {&kWeightDecay, 0.0}}},
+      {"adagrad", {&kLr, &kEps, &kWeightDecay, &kInitialAccumulator},
+       {{&kLr, 1e-2}, {&kEps, 1e-10}, {&kWeightDecay, 0.0}}},
   };
   return kinds;
 }
@@ -324,7 +330,7 @@ inline const std::vector<const Setting *> &allSettings() {
                                                     &kDecayRate, &kRelativeStep, &kScaleParameter,
                                                     &kWarmupInit, &kClipGradValue, &kLossScale,
                                                     &kLossScaleWindow, &kHysteresis, &kMinLossScale,
-                                                    &kWarmupFraction, &kEpochs};
+                                                    &kWarmupFraction, &kEpochs, &kInitialAccumulator};
   return list;
 }
 

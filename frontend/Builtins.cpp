@@ -46,7 +46,7 @@ const std::vector<Signature> &signatures() {
         {"cross_entropy", {"logits", "targets", "ignore_index"}, 2},
         {"accuracy", {"logits", "targets", "ignore_index"}, 2},
         {"sample", {"logits", "bits"}, 2},
-        {"dropout", {"x", "p"}, 2},
+        {"dropout", {"x", "p", "shared"}, 2},
         {"to_float", {"x"}, 1},
         {"repeat", {"n", "block", "x"}, 3},
         {"floor", {"x"}, 1},
@@ -517,8 +517,19 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     std::string bad = shapes::dropoutRate(*p);
     if (!bad.empty())
       return error(arg[1]->loc) << bad;
+    bool shared = false;
+    if (arg[2]) {
+      FailureOr<LMValue> v = eval(*arg[2], env);
+      if (failed(v))
+        return failure();
+      if (v->kind != LMValue::Kind::Bool)
+        return error(arg[2]->loc) << "shared must be true or false, got " << describe(*v);
+      shared = v->boolValue;
+    }
     if (*p == 0 || !cur->isObjective || decode)
       return *first;
+    if (shared)
+      return emitSharedDropout(*x, d0, *p, call.loc);
     FailureOr<Value> key = dropoutKey(d0, call.loc);
     if (failed(key))
       return failure();

@@ -293,6 +293,34 @@ FailureOr<Value> MLIRGen::dropoutKey(ArrayRef<int64_t> x, ast::Loc l) {
   return Value(arg);
 }
 
+FailureOr<LMValue> MLIRGen::emitSharedDropout(Value x, ArrayRef<int64_t> dims, double p, ast::Loc l) {
+  // The rows: the key's when a dropout made it, else the objective's batch
+  // (its inputs are batch-first, so the first one's first dimension).
+  int64_t rows = 0;
+  if (cur->dropoutKey)
+    rows = cast<RankedTensorType>(cur->dropoutKey.getType()).getDimSize(0);
+  else if (cur->entry->getNumArguments() > 0)
+    if (auto t = dyn_cast<RankedTensorType>(cur->entry->getArgument(0).getType()); t && t.getRank() > 0)
+      rows = t.getDimSize(0);
+  if (rows < 1)
+    return error(l) << "dropout(..., shared = true) draws its mask from the batch's dropout keys, and this "
+                       "objective has no batch-first input to take the batch from";
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  if (n % rows != 0)
+    return error(l) << "dropout(..., shared = true) spreads its tensor's " << n << " elements over the batch's "
+                    << rows << " dropout keys, an equal share each, and " << rows << " does not divide " << n;
+  FailureOr<Value> key = dropoutKey({rows}, l);
+  if (failed(key))
+    return failure();
+  Location at = loc(l);
+  Type elem = cast<RankedTensorType>(x.getType()).getElementType();
+  Value flat = builder.create<ReshapeOp>(at, tensorType({rows, n / rows}, elem), x);
+  Value dropped = builder.create<DropoutOp>(at, flat, *key, builder.getF64FloatAttr(p),
+                                            builder.getI64IntegerAttr(cur->dropoutSites++));
+  return LMValue::ofTensor(builder.create<ReshapeOp>(at, cast<RankedTensorType>(x.getType()), dropped).getResult());
+}
+
 void MLIRGen::finishFunction(FuncState &state, ArrayRef<Value> returned, ArrayRef<std::string> outputNames) {
   builder.setInsertionPointToEnd(state.entry);
   SmallVector<Value> results(returned.begin(), returned.end());
@@ -800,7 +828,8 @@ LogicalResult MLIRGen::emitParamStmt(const Stmt &stmt, Env &env) {
   FailureOr<RankedTensorType> type = checkedType(dims, floatType, stmt.paramShape.loc);
   if (failed(type))
     return failure();
-  FailureOr<DictionaryAttr> init = initializer(*stmt.value, env, dims.empty() ? 0 : dims.back());
+  FailureOr<DictionaryAttr> init =
+      initializer(*stmt.value, env, dims.empty() ? 0 : dims.back(), static_cast<int64_t>(dims.size()));
   if (failed(init))
     return failure();
   env.paramDecls[stmt.name] = stmt.nameLoc;
@@ -885,7 +914,7 @@ FailureOr<DictionaryAttr> MLIRGen::blocksInitializer(const ast::Expr &init, Env 
 
 /// `normal(std)`, `normal(mean, std)`, `uniform(low, high)`, `zeros`, `ones`
 /// (the last two with or without parentheses); keywords work too.
-FailureOr<DictionaryAttr> MLIRGen::initializer(const ast::Expr &init, Env &env, int64_t lastDim) {
+FailureOr<DictionaryAttr> MLIRGen::initializer(const ast::Expr &init, Env &env, int64_t lastDim, int64_t rank) {
   std::string name;
   if (init.kind == ast::Expr::Kind::Name || init.kind == ast::Expr::Kind::Call)
     name = init.name;
@@ -898,19 +927,20 @@ FailureOr<DictionaryAttr> MLIRGen::initializer(const ast::Expr &init, Env &env, 
   };
   const double req = std::numeric_limits<double>::quiet_NaN();
   static const std::map<std::string, int> index = {
-      {"normal", 0}, {"uniform", 1}, {"zeros", 2}, {"ones", 3}};
+      {"normal", 0}, {"uniform", 1}, {"zeros", 2}, {"ones", 3}, {"orthogonal", 4}};
   const Spec specs[] = {{"normal", {"mean", "std"}, {0.0, req}},
                         {"uniform", {"low", "high"}, {req, req}},
                         {"zeros", {}, {}},
-                        {"ones", {}, {}}};
+                        {"ones", {}, {}},
+                        {"orthogonal", {"gain", "blocks"}, {1.0, 1.0}}};
   auto it = index.find(name);
   if (it == index.end())
     return error(init.loc) << "unknown initializer '"
                            << (name.empty() ? ast::toString(init) : name)
                            << "' (expected normal(std), normal(mean, std), uniform(low, high), "
-                              "zeros, ones or blocks(v0, v1, ...))";
+                              "zeros, ones, blocks(v0, v1, ...) or orthogonal(gain [, blocks = k]))";
   const Spec &spec = specs[it->second];
-  if (init.kind == ast::Expr::Kind::Name) {
+  if (init.kind == ast::Expr::Kind::Name && name != "orthogonal") {
     if (!spec.params.empty())
       return error(init.loc) << "initializer '" << name << "' needs arguments, e.g. "
                              << (name == "normal" ? "normal(0.02)" : "uniform(-0.1, 0.1)");
@@ -918,7 +948,7 @@ FailureOr<DictionaryAttr> MLIRGen::initializer(const ast::Expr &init, Env &env, 
   }
   std::vector<double> values = spec.defaults;
   std::vector<bool> given(values.size(), false);
-  size_t npos = init.args.size();
+  size_t npos = init.kind == ast::Expr::Kind::Call ? init.args.size() : 0;
   if (npos > spec.params.size())
     return error(init.loc) << "initializer '" << name << "' takes at most " << spec.params.size()
                            << " arguments, got " << npos;
@@ -956,6 +986,18 @@ FailureOr<DictionaryAttr> MLIRGen::initializer(const ast::Expr &init, Env &env, 
   if (name == "uniform" && values[0] > values[1])
     return error(init.loc) << "uniform: low (" << values[0] << ") is above high (" << values[1]
                            << ")";
+  if (name == "orthogonal") {
+    // A matrix (torch.nn.init.orthogonal_ needs two dimensions); blocks split
+    // the last dimension, each block orthogonal on its own.
+    if (rank < 2)
+      return error(init.loc) << "orthogonal: the parameter must be a matrix (rank >= 2), it has rank " << rank;
+    double blocks = values[1];
+    if (blocks < 1 || blocks != std::floor(blocks))
+      return error(init.loc) << "orthogonal: blocks must be a whole number >= 1, got " << blocks;
+    if (lastDim % static_cast<int64_t>(blocks) != 0)
+      return error(init.loc) << "orthogonal: " << static_cast<int64_t>(blocks)
+                             << " blocks do not divide the parameter's last dimension (" << lastDim << ")";
+  }
   return initAttr(spec.kind, args);
 }
 

@@ -185,6 +185,11 @@ private:
   /// the rows), added on first use; an error at `l` if x has no rows or other
   /// rows than the key's.
   FailureOr<Value> dropoutKey(ArrayRef<int64_t> x, ast::Loc l);
+  /// dropout(x, p, shared = true): one mask over all of x (of dims `dims`, no
+  /// batch dimension: a parameter table) for the whole batch, drawn from the
+  /// rows of the objective's dropout key: x flattened to [rows, n / rows],
+  /// lm.dropout, and back. An error at `l` if the rows do not divide x.
+  FailureOr<LMValue> emitSharedDropout(Value x, ArrayRef<int64_t> dims, double p, ast::Loc l);
   LogicalResult emitModel(const ast::Function &fn, const ModelSpec *spec);
   //--- MLIRDecode.cpp -----------------------------------------------------------
   /// Emits @<model>.prefill and @<model>.decode for a causal model whose
@@ -228,7 +233,7 @@ private:
   LogicalResult emitStatements(const ast::Function &fn, Env &env,
                                std::optional<LMValue> &returned);
   LogicalResult emitParamStmt(const ast::Stmt &stmt, Env &env);
-  FailureOr<DictionaryAttr> initializer(const ast::Expr &init, Env &env, int64_t lastDim);
+  FailureOr<DictionaryAttr> initializer(const ast::Expr &init, Env &env, int64_t lastDim, int64_t rank);
   FailureOr<DictionaryAttr> blocksInitializer(const ast::Expr &init, Env &env, int64_t lastDim);
   /// Signature dims of `type` evaluated in `env`; dims naming an unbound
   /// identifier fail with `what` in the message.

@@ -1,4 +1,4 @@
-/* Implements: optimizers.h: AdamW's adapter, and SGD, LAMB, Lion and Adafactor
+/* Implements: optimizers.h: AdamW's adapter, and SGD, LAMB, Lion, Adafactor and Adagrad
    over per-parameter state slots (formulas in docs/runtime.md, "Optimizers"). */
 #include "runtime/cpu/optimizers.h"
 
@@ -185,6 +185,30 @@ private:
   }
 };
 
+/* Adagrad (Duchi et al. 2011) as torch.optim.Adagrad with lr_decay 0 (the
+   schedule decays instead): weight decay is L2, added to the gradient; the sum
+   of squared gradients (the slot, torch's state_sum) starts at
+   initial_accumulator_value, which the first update adds, since every slot
+   starts at zero; w -= lr d / (sqrt(sum) + eps). */
+class Adagrad final : public SlotOptimizer {
+public:
+  using SlotOptimizer::SlotOptimizer;
+  LMRT_SLOT_UPDATES
+private:
+  template <typename T> void run(const ParamView &p, T *w, const GradReader<T> &g, std::vector<T *> &s, double lr) {
+    const T wd = T(p.weightDecay ? c_.weightDecay : 0.0), rate = T(lr), eps = T(c_.eps);
+    const T start = T(c_.initialAccumulator);
+    const bool first = t_ == 1;
+    T *sum = s[0];
+    for (int64_t i = 0; i < p.numel; ++i) {
+      T d = g[i];
+      if (wd != T(0)) d += wd * w[i];
+      sum[i] = (first ? start : sum[i]) + d * d;
+      w[i] -= rate * (d / (std::sqrt(sum[i]) + eps));
+    }
+  }
+};
+
 /* LAMB (You et al. 2020, Algorithm 2, with Adam's bias correction): the Adam
    direction plus L2 decay, scaled per parameter by the trust ratio
    ||w|| / ||update|| (1 where either norm is 0, or the parameter is excluded:
@@ -314,6 +338,7 @@ std::unique_ptr<CpuOptimizer> makeCpuOptimizer(const OptimizerConfig &c) {
   if (c.kind == "lion") return std::make_unique<Lion>(c);
   if (c.kind == "lamb") return std::make_unique<Lamb>(c);
   if (c.kind == "adafactor") return std::make_unique<Adafactor>(c);
+  if (c.kind == "adagrad") return std::make_unique<Adagrad>(c);
   fail("optimizer '%s' is not implemented on the CPU", c.kind.c_str());
 }
 

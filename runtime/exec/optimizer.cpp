@@ -25,6 +25,7 @@ OptimizerConfig optimizerConfig(const plan::Plan &plan) {
   c.relativeStep = o.relative_step();
   c.scaleParameter = o.scale_parameter();
   c.warmupInit = o.warmup_init();
+  c.initialAccumulator = o.initial_accumulator_value();
   c.clipValue = plan.train().clip_grad_value();
   return c;
 }
@@ -32,6 +33,7 @@ OptimizerConfig optimizerConfig(const plan::Plan &plan) {
 std::vector<StateSlot> stateSlots(const OptimizerConfig &c, const Shape &shape) {
   if (c.kind == "adamw" || c.kind == "lamb") return {{c.kind + ".m", shape}, {c.kind + ".v", shape}};
   if (c.kind == "lion") return {{"lion.m", shape}};
+  if (c.kind == "adagrad") return {{"adagrad.sum", shape}};
   if (c.kind == "sgd") {
     if (c.momentum == 0) return {};  // plain SGD keeps nothing
     return {{"sgd.momentum", shape}};

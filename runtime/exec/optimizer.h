@@ -1,5 +1,5 @@
 /* Implements: the optimizer a plan asks for, read once for every backend: its kind
-   ("adamw", "sgd", "lamb", "lion" or "adafactor", contract/train_settings.h),
+   ("adamw", "sgd", "lamb", "lion", "adafactor" or "adagrad", contract/train_settings.h),
    its hyperparameters and clipping by value, and the state it keeps per
    parameter under the names checkpoints store. The updates themselves are each
    backend's: runtime/cpu/adamw.h and runtime/cpu/optimizers.h on the host,
@@ -30,6 +30,7 @@ struct OptimizerConfig {
   double clipThreshold = settings::kClipThreshold.defaultValue; // adafactor
   double decayRate = settings::kDecayRate.defaultValue;         // adafactor
   bool relativeStep = true, scaleParameter = true, warmupInit = false;  // adafactor
+  double initialAccumulator = 0;  // adagrad
   double clipValue = 0;  // clip_grad_value: each gradient element clamped to [-c, c]; 0: off
 };
 using AdamWConfig = OptimizerConfig;

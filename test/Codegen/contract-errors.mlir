@@ -119,7 +119,7 @@ module {
 
 //--- bad-init.mlir
 module {
-  // BADINIT: bad-init.mlir:[[@LINE+1]]:{{[0-9]+}}: error: plan contract: argument #0 of @f_train_step has unknown initialiser kind 'xavier' (expected zeros, ones, normal, uniform or blocks)
+  // BADINIT: bad-init.mlir:[[@LINE+1]]:{{[0-9]+}}: error: plan contract: argument #0 of @f_train_step has unknown initialiser kind 'xavier' (expected zeros, ones, normal, uniform, blocks or orthogonal)
   func.func @f_train_step(%p: tensor<2xf32> {lm.param = "p", lm.init = {kind = "xavier"}})
       -> (tensor<f32>, tensor<2xf32> {lm.grad_of = "p"}) attributes {lm.train_step} {
     %l = lm.constant dense<0.0> : tensor<f32>

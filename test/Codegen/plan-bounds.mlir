@@ -205,7 +205,7 @@ module attributes {lm.train = {schedule = "step"}} {
 }
 
 //--- rmsprop.mlir
-// RMSPROP: rmsprop.mlir:[[@LINE+1]]:1: error: plan contract: lm.train.optimizer = "rmsprop" is not supported (expected "adamw", "sgd", "lamb", "lion" or "adafactor")
+// RMSPROP: rmsprop.mlir:[[@LINE+1]]:1: error: plan contract: lm.train.optimizer = "rmsprop" is not supported (expected "adamw", "sgd", "lamb", "lion", "adafactor" or "adagrad")
 module attributes {lm.train = {optimizer = "rmsprop"}} {
   func.func @f_train_step(%p: tensor<2xf32> {lm.param = "p", lm.init = {kind = "zeros"}})
       -> (tensor<f32>, tensor<2xf32> {lm.grad_of = "p"}) attributes {lm.train_step} {

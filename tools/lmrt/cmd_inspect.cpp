@@ -46,6 +46,12 @@ std::string initStr(const plan::Init &i) {
   case plan::Init::ONES: return "ones";
   case plan::Init::NORMAL: std::snprintf(buf, sizeof buf, "normal(%g, %g)", i.mean(), i.std()); return buf;
   case plan::Init::UNIFORM: std::snprintf(buf, sizeof buf, "uniform(%g, %g)", i.low(), i.high()); return buf;
+  case plan::Init::ORTHOGONAL:
+    if (i.orthogonal_blocks() > 1)
+      std::snprintf(buf, sizeof buf, "orthogonal(%g, blocks = %lld)", i.gain(), (long long)i.orthogonal_blocks());
+    else
+      std::snprintf(buf, sizeof buf, "orthogonal(%g)", i.gain());
+    return buf;
   case plan::Init::BLOCKS: {
     std::string s = "blocks(";
     for (int k = 0; k < i.blocks_size(); ++k) {
@@ -254,15 +260,26 @@ void inspect(const std::string &path, bool steps) {
   // AdamW's line as it always was; another optimizer's settings from the table.
   std::string optimizer = o.kind() + " lr " + formatG(o.lr()) + " betas (" + formatG(o.beta1()) + ", " + formatG(o.beta2()) +
                           ") eps " + formatG(o.eps()) + " weight_decay " + formatG(o.weight_decay());
+  // Adafactor's relative step computes its own rate and ignores lr and the
+  // schedule (runtime/exec/optimizer.cpp, HF's Adafactor._get_lr): print the
+  // rate it uses, not the lr it does not read.
+  const bool relativeStep = o.kind() == "adafactor" && o.relative_step();
   if (const settings::Kind *k = settings::findOptimizer(o.kind()); k && o.kind() != settings::kDefaultOptimizer) {
     optimizer = o.kind();
-    for (const settings::Setting *t : k->takes)
+    for (const settings::Setting *t : k->takes) {
+      if (relativeStep && t == &settings::kLr) {
+        optimizer += std::string(" lr ") + (o.warmup_init() ? "min(1e-6 step, 1/sqrt(step))" : "min(1e-2, 1/sqrt(step))") +
+                     (o.scale_parameter() ? " x max(eps2, rms(param))" : "") + " (relative step; lr not read)";
+        continue;
+      }
       optimizer += std::string(" ") + t->attr + " " + settings::format(*t, contract::trainSettingValue(p.train(), *t));
+    }
   }
   std::printf("train: %s; schedule %s warmup %lld "
-              "min_lr %g decay_steps %lld%s; clip_grad_norm %g%s\n",
+              "min_lr %g decay_steps %lld%s%s; clip_grad_norm %g%s\n",
               optimizer.c_str(), s.kind().c_str(), (long long)s.warmup_steps(), s.min_lr(),
-              (long long)s.decay_steps(), s.decay_steps() ? "" : " (the run's --steps)", p.train().clip_grad_norm(),
+              (long long)s.decay_steps(), s.decay_steps() ? "" : " (the run's --steps)",
+              relativeStep ? " (not read: relative step)" : "", p.train().clip_grad_norm(),
               p.train().clip_grad_norm() ? "" : " (off)");
   if (p.train().clip_grad_value() > 0)
     std::printf("clip_grad_value: %g (each gradient element clamped to [-%g, %g])\n", p.train().clip_grad_value(),

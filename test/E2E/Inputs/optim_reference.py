@@ -7,7 +7,7 @@ reference with the step's learning rate times each parameter's group multiple,
 and compares each parameter's update with LMC's at relative --rtol in norm.
 The --frozen parameters must not move.
 
-References: torch.optim.SGD and torch.optim.AdamW; HF transformers' Adafactor;
+References: torch.optim.SGD, torch.optim.AdamW and torch.optim.Adagrad; HF transformers' Adafactor;
 LAMB and Lion written below after their papers (torch has neither).
 """
 import argparse
@@ -84,7 +84,7 @@ class Lion(torch.optim.Optimizer):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dump", required=True)
-    ap.add_argument("--optimizer", required=True, choices=["adamw", "sgd", "lamb", "lion", "adafactor"])
+    ap.add_argument("--optimizer", required=True, choices=["adamw", "sgd", "lamb", "lion", "adafactor", "adagrad"])
     ap.add_argument("--frozen", nargs="*", default=[], help="patterns of the frozen parameters")
     ap.add_argument("--lr-scale", nargs="*", default=[], help="pattern=multiple")
     ap.add_argument("--no-decay", nargs="*", default=None, help="HF's rule: all decay but these; else rank >= 2")
@@ -92,6 +92,7 @@ def main():
     ap.add_argument("--betas", type=float, nargs=2, default=None)
     ap.add_argument("--eps", type=float, default=None)
     ap.add_argument("--momentum", type=float, default=0.0)
+    ap.add_argument("--initial-accumulator", type=float, default=0.0, help="Adagrad's initial_accumulator_value")
     ap.add_argument("--nesterov", action="store_true")
     ap.add_argument("--clip", type=float, default=0.0)
     ap.add_argument("--clip-value", type=float, default=0.0)
@@ -137,6 +138,8 @@ def main():
         opt = Lamb(groups, lr=1.0, **kw)
     elif a.optimizer == "lion":
         opt = Lion(groups, lr=1.0, **kw)
+    elif a.optimizer == "adagrad":
+        opt = torch.optim.Adagrad(groups, lr=1.0, initial_accumulator_value=a.initial_accumulator, **kw)
     else:
         from transformers.optimization import Adafactor
         opt = Adafactor(groups, lr=None, eps=(1e-30, 1e-3), clip_threshold=1.0, decay_rate=-0.8, beta1=None,

@@ -2,7 +2,9 @@
    the other parameters, and distributed as asked. */
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "runtime/exec/init.h"
 #include "runtime/exec/session.h"
@@ -100,6 +102,89 @@ TEST(Init, BlocksSplitTheLastDimension) {
   // Parts that do not divide the last dimension are refused, not truncated.
   init.add_blocks(3.0);
   EXPECT_THROW(fillInit(r, init, 1, "b"), Error);
+}
+
+// The largest |(A^T A - s I)_ij| of the row-major [r, c] matrix `a` (A^T A over
+// its columns), or of A A^T when `rowsOrthogonal`.
+double gramError(const std::vector<double> &a, int64_t r, int64_t c, int64_t ld, int64_t col0, double s,
+                 bool rowsOrthogonal) {
+  double worst = 0;
+  int64_t n = rowsOrthogonal ? r : c, k = rowsOrthogonal ? c : r;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double dot = 0;
+      for (int64_t t = 0; t < k; ++t)
+        dot += rowsOrthogonal ? a[i * ld + col0 + t] * a[j * ld + col0 + t] : a[t * ld + col0 + i] * a[t * ld + col0 + j];
+      worst = std::max(worst, std::fabs(dot - (i == j ? s : 0.0)));
+    }
+  return worst;
+}
+
+plan::Init orthogonalInit(double gain, int64_t blocks) {
+  plan::Init init;
+  init.set_kind(plan::Init::ORTHOGONAL);
+  init.set_gain(gain);
+  init.set_orthogonal_blocks(blocks);
+  return init;
+}
+
+// orthogonal(gain) as torch.nn.init.orthogonal_: a tall matrix has orthonormal
+// columns (Q^T Q = I), a wide one orthonormal rows, both times the gain; to 1e-5
+// in f32 and 1e-12 in f64.
+TEST(Init, OrthogonalIsOrthogonal) {
+  std::vector<double> x(40 * 12);
+  fillInit(TensorRef{x.data(), TensorType{DType::F64, {40, 12}}}, orthogonalInit(1.0, 1), 3, "w");
+  EXPECT_LT(gramError(x, 40, 12, 12, 0, 1.0, false), 1e-12);
+  std::vector<double> wide(6 * 50);
+  fillInit(TensorRef{wide.data(), TensorType{DType::F64, {6, 50}}}, orthogonalInit(2.0, 1), 3, "w");
+  EXPECT_LT(gramError(wide, 6, 50, 50, 0, 4.0, true), 1e-12);
+  std::vector<float> f(64 * 64);
+  fillInit(TensorRef{f.data(), TensorType{DType::F32, {64, 64}}}, orthogonalInit(1.0, 1), 3, "w");
+  std::vector<double> fd(f.begin(), f.end());
+  EXPECT_LT(gramError(fd, 64, 64, 64, 0, 1.0, false), 1e-5);
+  // A rank-3 parameter is the matrix [numel / last, last].
+  std::vector<double> r3(2 * 10 * 8);
+  fillInit(TensorRef{r3.data(), TensorType{DType::F64, {2, 10, 8}}}, orthogonalInit(1.0, 1), 3, "w");
+  EXPECT_LT(gramError(r3, 20, 8, 8, 0, 1.0, false), 1e-12);
+}
+
+// blocks = 4 (AllenNLP's block_orthogonal over an LSTM's four gates): each
+// block of the last dimension orthogonal on its own, the blocks different.
+TEST(Init, OrthogonalBlocks) {
+  std::vector<double> x(16 * 48);
+  fillInit(TensorRef{x.data(), TensorType{DType::F64, {16, 48}}}, orthogonalInit(1.0, 4), 5, "lstm");
+  for (int b = 0; b < 4; ++b) EXPECT_LT(gramError(x, 16, 12, 48, 12 * b, 1.0, false), 1e-12) << "block " << b;
+  double diff = 0;
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 12; ++c) diff = std::max(diff, std::fabs(x[r * 48 + c] - x[r * 48 + 12 + c]));
+  EXPECT_GT(diff, 0.1);
+  // Blocks that do not divide the last dimension, or a vector, are refused.
+  EXPECT_THROW(fillInit(TensorRef{x.data(), TensorType{DType::F64, {16, 48}}}, orthogonalInit(1.0, 5), 5, "lstm"),
+               Error);
+  EXPECT_THROW(fillInit(TensorRef{x.data(), TensorType{DType::F64, {48}}}, orthogonalInit(1.0, 1), 5, "lstm"), Error);
+}
+
+// Deterministic per (seed, name), like every initialiser: the same bytes again,
+// others for another seed or name; not the identity or a permutation (the
+// entries of a Haar-random 32 x 32 orthogonal matrix are spread, |q| < 1).
+TEST(Init, OrthogonalIsDeterministic) {
+  auto draw = [](uint64_t seed, const char *name) {
+    std::vector<float> v(32 * 32);
+    fillInit(TensorRef{v.data(), TensorType{DType::F32, {32, 32}}}, orthogonalInit(1.0, 1), seed, name);
+    return v;
+  };
+  std::vector<float> a = draw(9, "w");
+  EXPECT_EQ(a, draw(9, "w"));
+  EXPECT_NE(a, draw(10, "w"));
+  EXPECT_NE(a, draw(9, "v"));
+  float biggest = 0;
+  int zeros = 0;
+  for (float v : a) {
+    biggest = std::max(biggest, std::fabs(v));
+    zeros += v == 0.0f;
+  }
+  EXPECT_LT(biggest, 0.9f);
+  EXPECT_EQ(zeros, 0);
 }
 
 TEST(Init, UniformNeverHitsTheEnds) {

@@ -420,6 +420,22 @@ TEST(Validate, ContractBounds) {
   t.set_shape(1, 7);
   EXPECT_EQ(contract::checkBlocksShape(init, t),
             "has a blocks init of 2 parts, which do not divide its last dimension (7)");
+  // orthogonal(gain, blocks = k): a finite gain, a matrix whose last dimension the blocks divide.
+  plan::Init orth;
+  orth.set_kind(plan::Init::ORTHOGONAL);
+  orth.set_gain(std::nan(""));
+  EXPECT_EQ(contract::checkInit(orth)->rule, "the gain must be finite");
+  orth.set_gain(1.0);
+  orth.set_orthogonal_blocks(4);
+  EXPECT_FALSE(contract::checkInit(orth).has_value());
+  t.set_shape(1, 8);
+  EXPECT_EQ(contract::checkBlocksShape(orth, t), "");
+  t.set_shape(1, 6);
+  EXPECT_EQ(contract::checkBlocksShape(orth, t),
+            "has an orthogonal init of 4 blocks, which do not divide its last dimension (6)");
+  plan::TensorType vec;
+  vec.add_shape(8);
+  EXPECT_EQ(contract::checkBlocksShape(orth, vec), "has an orthogonal init, which needs a matrix (rank >= 2), not rank 1");
 }
 
 // The mlm transform's config: its vocabulary must hold the specials, its

@@ -25,22 +25,50 @@ bool isSeq2SeqPlan(const Session &s) {
   return s.hasProgram("forward") && findInput(findProgram(s, "forward"), "decoder_ids") != nullptr;
 }
 
-bool generateSeq2Seq(Session &s, const SampleOptions &o, const std::function<bool(int32_t)> &emit) {
-  checkSampleOptions(o);
-  if (o.checkCache >= 0)
-    fail("--check-kv-cache: a seq2seq plan has no cache to check (each token re-runs the forward program)");
+Seq2SeqForward seq2seqForward(const Session &s) {
   const plan::Program &prog = findProgram(s, "forward");
   const plan::Input *ids = findInput(prog, "ids"), *mask = findInput(prog, "attention_mask"),
                     *dec = findInput(prog, "decoder_ids");
   if (!ids || !mask || !dec || prog.inputs_size() != 3)
     fail("the forward program of an encoder-decoder plan must read exactly ids, attention_mask and decoder_ids "
          "(as models/t5.lm's model does)");
-  const TensorType idsType = inputType(*ids), maskType = inputType(*mask), decType = inputType(*dec);
-  const int64_t B = idsType.shape[0], T = idsType.shape[1], S = decType.shape[1];
-  if (maskType.shape != idsType.shape || decType.shape[0] != B || maskType.dtype == DType::I32)
+  Seq2SeqForward f{inputType(*ids), inputType(*mask), inputType(*dec)};
+  f.rows = f.ids.shape[0], f.seq = f.ids.shape[1], f.targetSeq = f.decoder.shape[1];
+  if (f.mask.shape != f.ids.shape || f.decoder.shape[0] != f.rows || f.mask.dtype == DType::I32)
     fail("forward program: attention_mask %s must be a float tensor of the shape of ids %s, decoder_ids %s "
-         "must have its rows", maskType.str().c_str(), idsType.str().c_str(), decType.str().c_str());
-  const int64_t vocab = ids->vocab() > 0 ? ids->vocab() : s.plan().data().vocab();
+         "must have its rows", f.mask.str().c_str(), f.ids.str().c_str(), f.decoder.str().c_str());
+  f.vocab = ids->vocab() > 0 ? ids->vocab() : s.plan().data().vocab();
+  return f;
+}
+
+void runSeq2SeqForward(Session &s, const Seq2SeqForward &f, const int32_t *ids, const void *mask,
+                       const int32_t *decoder) {
+  s.run("forward", {{"ids", TensorRef{const_cast<int32_t *>(ids), f.ids}},
+                    {"attention_mask", TensorRef{const_cast<void *>(mask), f.mask}},
+                    {"decoder_ids", TensorRef{const_cast<int32_t *>(decoder), f.decoder}}});
+}
+
+void seq2seqLogitsAt(Session &s, const Seq2SeqForward &f, int64_t row, int64_t position, std::vector<double> &out) {
+  TensorRef logits = s.output("forward", "logits");
+  const Shape &ls = logits.shape();
+  if (ls.size() != 3 || ls[0] != f.rows || ls[1] != f.targetSeq)
+    fail("forward output logits is %s, expected [%lld, %lld, vocab]", logits.type.str().c_str(), (long long)f.rows,
+         (long long)f.targetSeq);
+  // Bytes and EOS only: the sentinels above 255 are span corruption's, not text.
+  const int64_t V = std::min<int64_t>(ls[2], 256);
+  const int64_t at = (row * f.targetSeq + position) * ls[2];
+  out.resize(V);
+  for (int64_t v = 0; v < V; ++v)
+    out[v] = logits.type.dtype == DType::F64 ? logits.as<double>()[at + v] : (double)logits.as<float>()[at + v];
+}
+
+bool generateSeq2Seq(Session &s, const SampleOptions &o, const std::function<bool(int32_t)> &emit) {
+  checkSampleOptions(o);
+  if (o.checkCache >= 0)
+    fail("--check-kv-cache: a seq2seq plan has no cache to check (each token re-runs the forward program)");
+  const Seq2SeqForward f = seq2seqForward(s);
+  const int64_t B = f.rows, T = f.seq, S = f.targetSeq, vocab = f.vocab;
+  const TensorType &maskType = f.mask;
 
   // The encoder's row: the prompt's bytes cut to T - 1, then EOS; padding 0 with mask 0.
   std::vector<int32_t> in(B * T, kPad), decoder(B * S, kPad);
@@ -62,20 +90,8 @@ bool generateSeq2Seq(Session &s, const SampleOptions &o, const std::function<boo
   std::vector<int32_t> seen{kDecoderStart};  // the repetition penalty's context: the decoder's input
   std::vector<double> row;
   for (int64_t i = 0; i < o.tokens && i < S; ++i) {
-    s.run("forward", {{"ids", TensorRef{in.data(), idsType}},
-                      {"attention_mask", TensorRef{maskData, maskType}},
-                      {"decoder_ids", TensorRef{decoder.data(), decType}}});
-    TensorRef logits = s.output("forward", "logits");
-    const Shape &ls = logits.shape();
-    if (ls.size() != 3 || ls[0] != B || ls[1] != S)
-      fail("forward output logits is %s, expected [%lld, %lld, vocab]", logits.type.str().c_str(), (long long)B,
-           (long long)S);
-    // Bytes and EOS only: the sentinels above 255 are span corruption's, not text.
-    const int64_t V = std::min<int64_t>(ls[2], 256);
-    row.resize(V);
-    for (int64_t v = 0; v < V; ++v)
-      row[v] = logits.type.dtype == DType::F64 ? logits.as<double>()[i * ls[2] + v]
-                                                : (double)logits.as<float>()[i * ls[2] + v];
+    runSeq2SeqForward(s, f, in.data(), maskData, decoder.data());
+    seq2seqLogitsAt(s, f, 0, i, row);
     penalizeRepeats(row, seen, o.repetitionPenalty);
     double u = uniform01(counterRandom(o.seed, RngStream::Sample, (uint64_t)i));
     const int32_t tok = (int32_t)sampleToken(row, o.temperature, o.topK, u, o.topP);
@@ -85,6 +101,34 @@ bool generateSeq2Seq(Session &s, const SampleOptions &o, const std::function<boo
     if (i + 1 < S) decoder[i + 1] = tok;
   }
   return false;
+}
+
+std::vector<std::vector<int32_t>> greedySeq2SeqBatch(Session &s, const Seq2SeqForward &f, const int32_t *ids,
+                                                     const void *mask, int64_t rows, int64_t maxTokens) {
+  if (rows < 1 || rows > f.rows) fail("greedySeq2SeqBatch: %lld rows of a batch of %lld", (long long)rows, (long long)f.rows);
+  std::vector<int32_t> decoder((size_t)(f.rows * f.targetSeq), kPad);  // every row starts from id 0 (kDecoderStart)
+  std::vector<std::vector<int32_t>> out((size_t)rows);
+  std::vector<bool> done((size_t)rows, false);
+  std::vector<double> logits;
+  int64_t open = rows;
+  // One forward run a step for the whole batch; row r reads its logits at
+  // position i, which (the decoder being causal) depend only on its ids up to i.
+  for (int64_t i = 0; i < maxTokens && i < f.targetSeq && open > 0; ++i) {
+    runSeq2SeqForward(s, f, ids, mask, decoder.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      if (done[(size_t)r]) continue;
+      seq2seqLogitsAt(s, f, r, i, logits);
+      // Greedy: the temperature-0 choice of lmrt sample --temperature 0 (the lower id on ties).
+      const int32_t tok = (int32_t)sampleToken(logits, 0.0, 0, 0.0);
+      if (tok == kEos) {
+        done[(size_t)r] = true, --open;
+        continue;
+      }
+      out[(size_t)r].push_back(tok);
+      if (i + 1 < f.targetSeq) decoder[(size_t)(r * f.targetSeq + i + 1)] = tok;
+    }
+  }
+  return out;
 }
 
 }  // namespace lmrt

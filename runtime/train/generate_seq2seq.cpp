@@ -1,7 +1,9 @@
 /* Implements: encoder-decoder sampling by re-running the forward program (generate_seq2seq.h). */
 #include "runtime/train/generate_seq2seq.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "runtime/data/counter_rng.h"
 #include "runtime/exec/session.h"
@@ -62,13 +64,53 @@ void seq2seqLogitsAt(Session &s, const Seq2SeqForward &f, int64_t row, int64_t p
     out[v] = logits.type.dtype == DType::F64 ? logits.as<double>()[at + v] : (double)logits.as<float>()[at + v];
 }
 
+namespace {
+
+/* Row 0 of logits [1, 1, V] (decode's), bytes and EOS only, into `out`. */
+void decodedLogits(Session &s, std::vector<double> &out) {
+  TensorRef logits = s.output("decode", "logits");
+  const Shape &ls = logits.shape();
+  if (ls.size() != 3 || ls[0] != 1 || ls[1] != 1)
+    fail("decode output logits is %s, expected [1, 1, vocab]", logits.type.str().c_str());
+  const int64_t V = std::min<int64_t>(ls[2], 256);
+  out.resize(V);
+  for (int64_t v = 0; v < V; ++v)
+    out[v] = logits.type.dtype == DType::F64 ? logits.as<double>()[v] : (double)logits.as<float>()[v];
+}
+
+/* The decoder's cache: encode's and decode's inputs against the forward program's. */
+void checkCachedPrograms(const Session &s, const Seq2SeqForward &f) {
+  auto input = [&](const char *program, const char *name) {
+    const plan::Input *in = findInput(findProgram(s, program), name);
+    if (!in) fail("program '%s' of this seq2seq plan reads no '%s' (compile the plan with this lmc)", program, name);
+    return inputType(*in);
+  };
+  const TensorType ids = input("encode", "ids"), mask = input("encode", "attention_mask"),
+                   decMask = input("decode", "attention_mask");
+  const Shape row{1, f.seq};
+  if (ids.shape != row || mask.shape != row || decMask.shape != row || mask.dtype != f.mask.dtype ||
+      decMask.dtype != f.mask.dtype)
+    fail("the encode and decode programs read ids %s, attention_mask %s and %s; the forward program's rows are %s",
+         ids.str().c_str(), mask.str().c_str(), decMask.str().c_str(), f.mask.str().c_str());
+  const plan::Input *offset = findInput(findProgram(s, "decode"), "offset");
+  if (!offset || offset->vocab() != f.targetSeq)
+    fail("the decode program's window is not the forward program's decoder length %lld (compile the plan with "
+         "this lmc)", (long long)f.targetSeq);
+}
+
+}  // namespace
+
 bool generateSeq2Seq(Session &s, const SampleOptions &o, const std::function<bool(int32_t)> &emit) {
   checkSampleOptions(o);
-  if (o.checkCache >= 0)
-    fail("--check-kv-cache: a seq2seq plan has no cache to check (each token re-runs the forward program)");
+  const bool cached = o.kvCache && s.hasProgram("encode") && s.hasProgram("decode");
+  if (o.checkCache >= 0 && !cached)
+    fail("--check-kv-cache compares the decode program with the forward program, but %s",
+         o.kvCache ? "this plan has no encode and decode programs (compile it with this lmc)"
+                   : "--no-kv-cache is given");
   const Seq2SeqForward f = seq2seqForward(s);
   const int64_t B = f.rows, T = f.seq, S = f.targetSeq, vocab = f.vocab;
   const TensorType &maskType = f.mask;
+  if (cached) checkCachedPrograms(s, f);
 
   // The encoder's row: the prompt's bytes cut to T - 1, then EOS; padding 0 with mask 0.
   std::vector<int32_t> in(B * T, kPad), decoder(B * S, kPad);
@@ -86,21 +128,55 @@ bool generateSeq2Seq(Session &s, const SampleOptions &o, const std::function<boo
   for (int64_t i = 0; i <= n; ++i) (m32.empty() ? m64[i] = 1.0 : m32[i] = 1.0f);
   void *maskData = m32.empty() ? (void *)m64.data() : (void *)m32.data();
   decoder[0] = kDecoderStart;
+  // Row 0 of the batch is the one-row programs' input.
+  const TensorType idsRow{DType::I32, {1, T}}, maskRow{maskType.dtype, {1, T}};
+  if (cached)  // the encoder once: every cross-attention's keys and values into the encoder's states
+    s.run("encode", {{"ids", TensorRef{in.data(), idsRow}}, {"attention_mask", TensorRef{maskData, maskRow}}});
 
   std::vector<int32_t> seen{kDecoderStart};  // the repetition penalty's context: the decoder's input
-  std::vector<double> row;
+  std::vector<double> row, ref;
+  double maxDiff = 0;
+  int64_t checked = 0;
+  bool eos = false;
   for (int64_t i = 0; i < o.tokens && i < S; ++i) {
-    runSeq2SeqForward(s, f, in.data(), maskData, decoder.data());
-    seq2seqLogitsAt(s, f, 0, i, row);
+    if (cached) {  // decoder position i: its input token, its self-attention keys and values cached
+      int32_t token = decoder[i], offset = (int32_t)i;
+      s.run("decode", {{"tokens", TensorRef{&token, TensorType{DType::I32, {1, 1}}}},
+                       {"offset", TensorRef{&offset, TensorType{DType::I32, {}}}},
+                       {"attention_mask", TensorRef{maskData, maskRow}}});
+      decodedLogits(s, row);
+    } else {
+      runSeq2SeqForward(s, f, in.data(), maskData, decoder.data());
+      seq2seqLogitsAt(s, f, 0, i, row);
+    }
+    if (o.checkCache >= 0) {  // the same position from the whole forward program
+      runSeq2SeqForward(s, f, in.data(), maskData, decoder.data());
+      seq2seqLogitsAt(s, f, 0, i, ref);
+      for (size_t v = 0; v < row.size(); ++v) {
+        const double d = std::fabs(row[v] - ref[v]);
+        if (!(d <= o.checkCache))
+          fail("--check-kv-cache: token %lld (decoder position %lld): logit %zu is %.9g with the cache and %.9g "
+               "from the forward program, %.3g apart (tolerance %g)", (long long)i, (long long)i, v, row[v], ref[v],
+               d, o.checkCache);
+        maxDiff = std::max(maxDiff, d);
+      }
+      ++checked;
+    }
     penalizeRepeats(row, seen, o.repetitionPenalty);
     double u = uniform01(counterRandom(o.seed, RngStream::Sample, (uint64_t)i));
     const int32_t tok = (int32_t)sampleToken(row, o.temperature, o.topK, u, o.topP);
-    if (tok == kEos) return true;
-    if (!emit(tok)) return false;
+    if (tok == kEos) {
+      eos = true;
+      break;
+    }
+    if (!emit(tok)) break;
     seen.push_back(tok);
     if (i + 1 < S) decoder[i + 1] = tok;
   }
-  return false;
+  if (o.checkCache >= 0)
+    std::fprintf(stderr, "lmrt: kv-cache check: %lld tokens, largest logit difference from the forward program "
+                 "%.3g (tolerance %g)\n", (long long)checked, maxDiff, o.checkCache);
+  return eos;
 }
 
 std::vector<std::vector<int32_t>> greedySeq2SeqBatch(Session &s, const Seq2SeqForward &f, const int32_t *ids,

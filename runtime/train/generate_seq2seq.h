@@ -5,10 +5,14 @@
    ends them (cut to T - 1 bytes); the decoder starts from id 0 (T5's
    decoder_start_token_id) and token i is drawn from the logits at decoder
    position i, with the same sampler, seed stream and options as causal
-   sampling (generate.h), until EOS or S tokens or options.tokens. There is no
-   cache: every token re-runs the forward program, encoder included, on row 0
-   of the batch (the decoder is causal, so the padding after position i does
-   not reach it). Greedy decoding (temperature 0) is HF generate()'s. */
+   sampling (generate.h), until EOS or S tokens or options.tokens. With a KV
+   cache (the plan's encode and decode programs, options.kvCache) the encoder
+   runs once on the prompt's row, writing every cross-attention's keys and
+   values into its states, and each token is one decode run at its decoder
+   position; without, every token re-runs the forward program, encoder
+   included, on row 0 of the batch (the decoder is causal, so the padding
+   after position i does not reach it). options.checkCache compares the two
+   on every token. Greedy decoding (temperature 0) is HF generate()'s. */
 #pragma once
 #include <cstdint>
 #include <functional>

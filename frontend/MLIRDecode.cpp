@@ -46,9 +46,14 @@
 namespace mlir::lm {
 
 void MLIRGen::emitDecodePrograms(const ast::Function &fn, func::FuncOp forward) {
+  // An encoder-decoder model: its inputs ids, attention_mask and decoder_ids.
+  int seq2seqInputs = 0;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    if (auto name = forward.getArgAttrOfType<StringAttr>(i, "lm.input"); name && name.getValue() == "decoder_ids")
-      return emitSeq2SeqDecodePrograms(fn, forward);
+    if (auto name = forward.getArgAttrOfType<StringAttr>(i, "lm.input"))
+      seq2seqInputs += name.getValue() == "ids" || name.getValue() == "attention_mask" ||
+                       name.getValue() == "decoder_ids";
+  if (seq2seqInputs == 3)
+    return emitSeq2SeqDecodePrograms(fn, forward);
   // One token input i32[B, T] (compile-time arguments may come with it).
   int tokenInputs = 0, other = 0;
   int64_t window = 0, vocab = 0;
@@ -274,6 +279,11 @@ void MLIRGen::emitSeq2SeqDecodePrograms(const ast::Function &fn, func::FuncOp fo
 
 bool MLIRGen::emitSeq2SeqFunction(const ast::Function &fn, int64_t window, int64_t encoderSeq,
                                   RankedTensorType maskType, int64_t tokens, StringRef kind, std::string &why) {
+  // Its parameters are the three inputs (a compile-time argument: not a model
+  // of the runtime's shape), checked before any function is begun.
+  for (const ast::Parameter &p : fn.params)
+    if (p.name != "ids" && p.name != "attention_mask" && p.name != "decoder_ids")
+      return false;
   DecodeState ds;
   ds.window = window;
   ds.seq2seq = true;
@@ -311,10 +321,8 @@ bool MLIRGen::emitSeq2SeqFunction(const ast::Function &fn, int64_t window, int64
       v = ds.encode ? Value(addInput(state, i32(encoderSeq), "ids", p.loc)) : Value(placeholder(i32(encoderSeq), p.loc));
     else if (p.name == "attention_mask")
       v = addInput(state, maskType, "attention_mask", p.loc);
-    else if (p.name == "decoder_ids")
-      v = ds.encode ? Value(placeholder(i32(1), p.loc)) : Value(addInput(state, i32(tokens), "tokens", p.loc));
     else
-      return false; // a compile-time argument: not an encoder-decoder model of the runtime's shape
+      v = ds.encode ? Value(placeholder(i32(1), p.loc)) : Value(addInput(state, i32(tokens), "tokens", p.loc));
     args.push_back(LMValue::ofTensor(v));
     if (p.name == "decoder_ids")
       ds.tokens = v;

@@ -85,8 +85,9 @@ private:
 };
 
 /// Which function a program comes from; decides its outputs.
-/// (Prefill and Decode: incremental decoding, from @<model>.prefill/.decode.)
-enum class ProgramKind { TrainStep, Eval, Forward, Prefill, Decode };
+/// (Prefill and Decode: incremental decoding, from @<model>.prefill/.decode;
+/// Encode: an encoder-decoder model's cross-attention states, @<model>.encode.)
+enum class ProgramKind { TrainStep, Eval, Forward, Prefill, Decode, Encode };
 
 /// Builds one program from one function.
 class ProgramBuilder {
@@ -148,7 +149,9 @@ private:
   /// Prefill and decode: the results updating a state (each written into the
   /// STATE buffer that its cache_write reads as operand 0).
   llvm::DenseSet<Value> stateOf;
-  bool inference() const { return kind == ProgramKind::Prefill || kind == ProgramKind::Decode; }
+  bool inference() const {
+    return kind == ProgramKind::Prefill || kind == ProgramKind::Decode || kind == ProgramKind::Encode;
+  }
 };
 
 } // namespace
@@ -249,7 +252,8 @@ LogicalResult ProgramBuilder::addArguments() {
 
     if (auto state = func.getArgAttrOfType<StringAttr>(i, "lm.state")) {
       if (!inference())
-        return emit() << "is state '" << state.getValue() << "'; only the prefill and decode functions have state";
+        return emit() << "is state '" << state.getValue()
+                      << "'; only the prefill, decode and encode functions have state";
       FailureOr<int> id = addStateArgument(arg, state.getValue(), *type);
       if (failed(id))
         return failure();
@@ -592,8 +596,10 @@ LogicalResult ProgramBuilder::addOutputs(func::ReturnOp ret) {
     out->set_name(valueName.str());
     out->set_buffer(bufferOf.lookup(value));
   }
-  if (named == 0)
+  if (named == 0 && kind != ProgramKind::Encode) // encode writes its states and returns nothing else
     return ret.emitError("plan contract: @") << func.getSymName() << " returns no " << valueName;
+  if (named > 0 && kind == ProgramKind::Encode)
+    return ret.emitError("plan contract: @") << func.getSymName() << " returns more than its states";
   if (kind == ProgramKind::TrainStep)
     for (const plan::Param &p : result.params())
       if (!p.frozen() && !gradientOutputs.contains(p.name()))
@@ -633,7 +639,7 @@ static LogicalResult checkDataInput(func::FuncOp func, const plan::Program &prog
     // Other transforms feed train_step and eval named inputs (the contract's
     // expectedPipelineInput); forward is the model alone, for causal sampling.
     if (lmrt::contract::isForwardProgram(program.name()) || program.name() == "prefill" ||
-        program.name() == "decode")
+        program.name() == "decode" || program.name() == "encode")
       return success();
     for (BlockArgument arg : func.getArguments()) {
       auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lm.input");
@@ -722,8 +728,13 @@ FailureOr<plan::Plan> mlir::lm::translateModuleToPlan(ModuleOp module, const Pla
       models.push_back(func);
   FailureOr<func::FuncOp> prefill = findFunc(module, "lm.prefill");
   FailureOr<func::FuncOp> decode = findFunc(module, "lm.decode");
-  if (failed(trainStep) || failed(objective) || failed(prefill) || failed(decode))
+  FailureOr<func::FuncOp> encode = findFunc(module, "lm.encode");
+  if (failed(trainStep) || failed(objective) || failed(prefill) || failed(decode) || failed(encode))
     return failure();
+  if (*encode && !*prefill)
+    return encode->emitError("plan contract: an lm.encode function needs the lm.prefill and lm.decode functions "
+                             "of its decoder"),
+           failure();
   if (!*prefill != !*decode)
     return module.emitError("plan contract: a module with an lm.prefill function needs an lm.decode function "
                             "and the other way round"),
@@ -766,6 +777,9 @@ FailureOr<plan::Plan> mlir::lm::translateModuleToPlan(ModuleOp module, const Pla
     jobs.push_back({*prefill, ProgramKind::Prefill, "prefill"});
     jobs.push_back({*decode, ProgramKind::Decode, "decode"});
   }
+  // After prefill, which declares the states it writes too.
+  if (*encode)
+    jobs.push_back({*encode, ProgramKind::Encode, "encode"});
   for (const Job &job : jobs) {
     FailureOr<plan::Program> program = ProgramBuilder(job.func, job.kind, result, paramTypes, kernels).build(job.name);
     if (failed(program) || (result.has_data() && failed(checkDataInput(job.func, *program, result.data()))))

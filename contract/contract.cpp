@@ -532,7 +532,7 @@ public:
       if (prog.name() != "train_step" && prog.name() != "eval" && !isForwardProgram(prog.name()) &&
           !isInference(prog.name()))
         error("unknown program '" + prog.name() +
-              "' (expected train_step, eval, forward, forward:<model>, prefill or decode)");
+              "' (expected train_step, eval, forward, forward:<model>, prefill, decode or encode)");
       if (!seen.insert(prog.name()).second) error("program '" + prog.name() + "' appears twice");
       checkProgram(prog);
     }
@@ -547,6 +547,8 @@ public:
             (seen.count("prefill") ? "decode" : "prefill") + "' (incremental decoding needs both)");
     if (plan_.states_size() > 0 && !seen.count("prefill"))
       error("declares states but has no prefill and decode programs to use them");
+    if (seen.count("encode") && !seen.count("prefill"))
+      error("has an 'encode' program but no 'prefill' and 'decode' (the decoder it encodes for)");
     checkTrain();
     checkData();
     checkWeightExports();
@@ -561,7 +563,9 @@ private:
   std::map<std::string, const plan::State *> states_;
 
   /* The programs of incremental decoding, which alone read and write STATE buffers. */
-  static bool isInference(const std::string &program) { return program == "prefill" || program == "decode"; }
+  static bool isInference(const std::string &program) {
+    return program == "prefill" || program == "decode" || program == "encode";
+  }
 
   [[noreturn]] void error(const std::string &msg) const { throw Broken{msg}; }
 
@@ -867,7 +871,7 @@ private:
     case plan::Buffer::STATE: {
       auto it = states_.find(b.name());
       if (it == states_.end()) error(where + "no state named '" + b.name() + "'");
-      if (!isInference(prog.name())) error(where + "only the prefill and decode programs use states");
+      if (!isInference(prog.name())) error(where + "only the prefill, decode and encode programs use states");
       const plan::TensorType &st = it->second->type();
       if (planTypeStr(st) != t) error(where + "type " + t + " differs from the state's " + planTypeStr(st));
       return;
@@ -1119,6 +1123,10 @@ private:
       }
       return;
     }
+    if (prog.name() == "encode") {  // it writes its states and returns nothing else
+      if (prog.outputs_size() != 0) error("program 'encode' has outputs; it only writes the encoder's states");
+      return;
+    }
     if (isInference(prog.name())) {
       requireOutput(prog, "logits", false);
       return;
@@ -1157,14 +1165,41 @@ private:
 
   /* prefill reads tokens i32[1, W] (W: the window, the states' second dim) and
      decode i32[1, 1]; both an i32[] offset whose bound (Input.vocab) admits
-     exactly the offsets at which their tokens fit the window, W - T + 1. */
+     exactly the offsets at which their tokens fit the window, W - T + 1. With
+     an encode program (an encoder-decoder model) encode reads ids i32[1, T]
+     and a float attention_mask [1, T] and writes the encoder's states
+     ([1, T, dim]); prefill and decode read that attention_mask too. */
   void checkInferenceInputs(const plan::Program &prog) {
     std::string where = "program '" + prog.name() + "'";
+    const plan::Program *encode = findProgram("encode");
+    const plan::Input *encoderMask = encode ? findInput(*encode, "attention_mask") : nullptr;
+    if (prog.name() == "encode") {
+      const plan::Input *ids = findInput(prog, "ids");
+      if (prog.inputs_size() != 2 || !ids || !encoderMask)
+        error(where + " must read exactly the inputs 'ids' and 'attention_mask'");
+      const plan::TensorType &it = ids->type(), &mt = encoderMask->type();
+      if (it.dtype() != plan::I32 || it.shape_size() != 2 || it.shape(0) != 1 || it.shape(1) < 1)
+        error(where + ", input 'ids': is " + planTypeStr(it) + ", expected i32[1, T]");
+      if (mt.dtype() == plan::I32 || mt.shape_size() != 2 || mt.shape(0) != 1 || mt.shape(1) != it.shape(1))
+        error(where + ", input 'attention_mask': is " + planTypeStr(mt) + ", expected a float [1, " +
+              std::to_string(it.shape(1)) + "] (the ids' shape)");
+      for (const plan::Buffer &b : prog.buffers())
+        if (b.kind() == plan::Buffer::STATE && (b.type().shape_size() != 3 || b.type().shape(1) != it.shape(1)))
+          error(where + " writes state '" + b.name() + "' of " + planTypeStr(b.type()) + ", expected [1, " +
+                std::to_string(it.shape(1)) + ", dim] (the encoder's positions)");
+      return;
+    }
     const plan::Input *tokens = nullptr, *offset = nullptr;
     for (const plan::Input &in : prog.inputs()) {
       if (in.name() == "tokens") tokens = &in;
       else if (in.name() == "offset") offset = &in;
-      else error(where + " reads input '" + in.name() + "'; it reads only 'tokens' and 'offset'");
+      else if (in.name() == "attention_mask" && encoderMask) {
+        if (planTypeStr(in.type()) != planTypeStr(encoderMask->type()))
+          error(where + ", input 'attention_mask': is " + planTypeStr(in.type()) + ", the encode program's " +
+                planTypeStr(encoderMask->type()));
+      } else
+        error(where + " reads input '" + in.name() + "'; it reads only 'tokens' and 'offset'" +
+              (encoderMask ? " and the encoder's 'attention_mask'" : ""));
     }
     if (!tokens || !offset) error(where + " must read the inputs 'tokens' and 'offset'");
     const plan::TensorType &tt = tokens->type();
@@ -1180,10 +1215,26 @@ private:
       error(where + ", input 'offset': its bound is " + std::to_string(offset->vocab()) + ", expected " +
             std::to_string(bound) + " (offsets 0 to window " + std::to_string(window) + " - " +
             std::to_string(tt.shape(1)) + " tokens)");
+    // The encoder's states (those encode writes) hold its positions, checked there.
+    std::set<std::string> encoderStates;
+    if (encode)
+      for (const plan::Buffer &b : encode->buffers())
+        if (b.kind() == plan::Buffer::STATE) encoderStates.insert(b.name());
     for (const plan::State &st : plan_.states())
-      if (st.type().shape(1) != window)
+      if (!encoderStates.count(st.name()) && st.type().shape(1) != window)
         error("state '" + st.name() + "' is " + planTypeStr(st.type()) + ", expected a window of " +
               std::to_string(window) + " positions (the prefill program's tokens)");
+  }
+
+  const plan::Program *findProgram(const std::string &name) const {
+    for (const plan::Program &p : plan_.programs())
+      if (p.name() == name) return &p;
+    return nullptr;
+  }
+  static const plan::Input *findInput(const plan::Program &prog, const std::string &name) {
+    for (const plan::Input &in : prog.inputs())
+      if (in.name() == name) return &in;
+    return nullptr;
   }
 
   /* The window of the inference programs: the tokens prefill reads, i32[1, W]. */

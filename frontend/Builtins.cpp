@@ -61,6 +61,7 @@ const std::vector<Signature> &signatures() {
         {"index_constant", {"x", "floor"}, 1},
         {"min", {"a", "b"}, 2},
         {"arange", {"n", "stop"}, 1},
+        {"cache_len", {"T"}, 1},
         // ELMo's sequence layers (BuiltinsSequence.cpp).
         {"conv1d", {"x", "w", "b"}, 2},
         {"lstm", {"x", "w_input", "w_state", "b", "w_proj", "cell_clip", "proj_clip", "reverse"}, 5},
@@ -182,6 +183,14 @@ FailureOr<LMValue> MLIRGen::emitBuiltin(const ast::Expr &call, Env &env) {
     return LMValue::ofFloat(r);
   }
 
+  // The keys a causal attention over T new positions sees (docs/language.md
+  // §12): T where pos is 0, the window of the caches in a decode function.
+  if (name == "cache_len") {
+    FailureOr<int64_t> n = evalDim(*arg[0], env, "the new positions T of 'cache_len'");
+    if (failed(n))
+      return failure();
+    return LMValue::ofInt(*n + (decode ? decode->maxOffset : 0));
+  }
   if (name == "concat" || name == "arange")
     return emitMath(call, arg, LMValue(), env);
   // The first argument of every other builtin is a tensor.

@@ -70,6 +70,9 @@ FailureOr<LMValue> MLIRGen::emitBiasedAttention(const ast::Expr &call, const std
       return error(arg[9]->loc) << "scale must be a finite number > 0, got " << *c;
     scale = *c;
   }
+  // A number (T5's decoder passes mask 1.0) is a rank-0 tensor: no key mask.
+  auto ranked = [](Value v) { return v && cast<RankedTensorType>(v.getType()).getRank() > 0; };
+  const bool hasMask = ranked(mask), hasSegments = ranked(segments);
   if (!mask)
     mask = scalar(elem, FloatAttr::get(elem, 1.0));
   if (!bias)
@@ -85,16 +88,18 @@ FailureOr<LMValue> MLIRGen::emitBiasedAttention(const ast::Expr &call, const std
   } else {
     key = scalar(builder.getI32Type(), builder.getI32IntegerAttr(0));
   }
+  // In a decode or encode function the keys and values may be a cache or the
+  // encoder's states, which that function checks the shapes of.
+  if (decode) {
+    FailureOr<Value> r = emitDecodedBiasedAttention(env, call.loc, qkv, mask, hasMask, bias, segments, hasSegments,
+                                                    key, heads, causal, kvHeads, scale);
+    return failed(r) ? FailureOr<LMValue>(failure()) : LMValue::ofTensor(*r);
+  }
   std::string err;
   if (!shapes::biasedAttention(dimsOfValue(qkv[0]), dimsOfValue(qkv[1]), dimsOfValue(qkv[2]), dimsOfValue(mask),
                                dimsOfValue(bias), dimsOfValue(segments), dimsOfValue(key), heads, scale, dropout, err,
                                kvHeads, causal))
     return error(call.loc) << err;
-  // A bias or segments has no key/value cache form: no decode program.
-  if (decode) {
-    decode->notCausal = true;
-    return failure();
-  }
   return LMValue::ofTensor(builder.create<BiasedAttentionOp>(l, qkv[0], qkv[1], qkv[2], mask, bias, segments, key,
                                                              heads, causal, kvHeads, llvm::APFloat(scale),
                                                              llvm::APFloat(dropout),

@@ -178,7 +178,7 @@ OwningOpRef<ModuleOp> MLIRGen::run() {
 
   // Functions in source order, whichever order they were emitted in.
   for (const Function &fn : ast.functions)
-    for (const std::string &name : {fn.name, fn.name + ".prefill", fn.name + ".decode"})
+    for (const std::string &name : {fn.name, fn.name + ".prefill", fn.name + ".decode", fn.name + ".encode"})
       if (auto op = module.lookupSymbol<func::FuncOp>(name))
         op->moveBefore(module.getBody(), module.getBody()->end());
 

@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <map>
@@ -170,6 +171,23 @@ private:
     std::vector<Cache> caches;
     /// The caches' names: a 1,000-layer model looked each new name up in the list.
     llvm::StringSet<> cacheNames;
+    //--- encoder-decoder models (emitSeq2SeqDecodePrograms) ---
+    /// The elaboration of an encoder-decoder model: attention whose keys and
+    /// values do not depend on the decoded tokens (the cross-attention) reads
+    /// them from states that @<model>.encode writes once.
+    bool seq2seq = false;
+    /// @<model>.encode: the cross-attention keys and values written into
+    /// their states; no cache of the decoder's, nothing decoded.
+    bool encode = false;
+    /// The decoded tokens' argument (what a decode program's new tokens are).
+    Value tokens;
+    /// Whether a value depends on `tokens` (dependsOnTokens' memo).
+    llvm::DenseMap<Value, bool> onTokens;
+    /// Why the elaboration failed, when it should be said (a warning).
+    std::string why;
+    /// Arguments the elaboration reads but the function must not keep (the
+    /// encoder's ids in prefill and decode, the decoder's in encode).
+    SmallVector<BlockArgument> placeholders;
   };
   DecodeState *decode = nullptr;
 
@@ -200,11 +218,41 @@ private:
   /// reason, if one should be shown, in `why`.
   bool emitDecodeFunction(const ast::Function &fn, int64_t window, int64_t tokens, StringRef kind,
                           std::string &why);
+  /// An encoder-decoder model's (forward reading ids [B, T], attention_mask
+  /// [B, T] and decoder_ids [B, S]): @<model>.encode and the decoder's
+  /// @<model>.prefill and @<model>.decode (docs/language.md §12).
+  void emitSeq2SeqDecodePrograms(const ast::Function &fn, func::FuncOp forward);
+  /// One of them (kind "encode", "prefill" or "decode"); S is the window, T
+  /// the encoder's rows, maskType the attention mask's row type.
+  bool emitSeq2SeqFunction(const ast::Function &fn, int64_t window, int64_t encoderSeq, RankedTensorType maskType,
+                           int64_t tokens, StringRef kind, std::string &why);
+  /// The i32[] input "offset", bounded by the offsets the new tokens fit at.
+  void addOffsetInput(FuncState &state, DecodeState &ds, const ast::Function &fn);
+  /// Erases the ops nothing returned reads, then the unused parameters and
+  /// placeholders; fails (ds.why) when a placeholder is still read.
+  LogicalResult pruneDecodeFunction(FuncState &state, DecodeState &ds);
+  /// Declares the arguments of `fn`'s elaboration, runs it and finishes the
+  /// function (the shared part of emitDecodeFunction and emitSeq2SeqFunction).
+  bool finishDecodeFunction(const ast::Function &fn, FuncState &state, DecodeState &ds, std::vector<LMValue> args,
+                            std::vector<ast::Loc> argLocs, std::string &firstError, std::string &why);
 public:
   /// Attention in a decode program: the new k and v written into the caches at
   /// the offset, the queries attending over them (lm.cached_attention).
   FailureOr<Value> emitCachedAttention(Env &env, ast::Loc l, Value q, Value k, Value v, int64_t heads,
                                        int64_t kvHeads);
+  /// lm.biased_attention in a decode or encode function (T5's attention):
+  /// the encoder's attention as in the forward program, the cross-attention
+  /// over the encoder's keys and values (states), causal self-attention over
+  /// key/value caches with the bias of the new positions' rows
+  /// (MLIRDecode.cpp). `bias`, `mask`, `segments` and `key` as
+  /// emitBiasedAttention passes them (rank-0: absent).
+  FailureOr<Value> emitDecodedBiasedAttention(Env &env, ast::Loc l, Value qkv[3], Value mask, bool hasMask,
+                                              Value bias, Value segments, bool hasSegments, Value key, int64_t heads,
+                                              bool causal, int64_t kvHeads, double scale);
+  /// Whether `v` depends on the decoded tokens (DecodeState::tokens).
+  bool dependsOnTokens(Value v);
+  /// A cache [1, W, D] of `x` [1, C, D] written at the offset (a state argument and result).
+  Value addDecodeCache(Location where, Value x, const std::string &name);
   DecodeState *decodeState() { return decode; }
 
 private:

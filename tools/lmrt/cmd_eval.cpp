@@ -9,6 +9,7 @@
 #include "runtime/weights/weights.h"
 #include "runtime/train/evaluate.h"
 #include "runtime/train/example_predictions.h"
+#include "runtime/train/seq2seq_predictions.h"
 #include "base/paths.h"
 #include "runtime/train/threads.h"
 #include "tools/lmrt/commands.h"
@@ -21,7 +22,8 @@ namespace {
 struct Options {
   std::string plan, weights;
   EvalOptions eval;
-  std::string predictions;  // classify, regression, span: one JSON line per validation record
+  std::string predictions;  // classify, regression, span, seq2seq: one JSON line per validation record
+  int64_t maxNewTokens = 0; // seq2seq: the generation limit (0: the decoder's length)
   bool overwrite = false;
   double nullScoreDiffThreshold = 0.0;  // span plans on SQuAD v2 data: HF's default
   bool thresholdGiven = false;
@@ -40,10 +42,19 @@ void run(const Options &o) {
   }
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
   loadWeights(*session, o.weights);
-  if (!o.predictions.empty()) {
-    if (o.thresholdGiven && session->plan().data().transform() != "span")
-      fail("--null-score-diff-threshold is for span plans (SQuAD v2); this plan's transform is '%s'",
-           session->plan().data().transform().c_str());
+  const bool seq2seq = session->plan().data().transform() == "seq2seq";
+  if (o.maxNewTokens && (!seq2seq || o.predictions.empty()))
+    fail("--max-new-tokens limits the generation of --predictions on a seq2seq plan");
+  if (o.thresholdGiven && session->plan().data().transform() != "span")
+    fail("--null-score-diff-threshold is for span plans (SQuAD v2); this plan's transform is '%s'",
+         session->plan().data().transform().c_str());
+  Seq2SeqScores generated;
+  if (!o.predictions.empty() && seq2seq) {
+    generated = writeSeq2SeqPredictions(*session, o.eval.dataDir, o.eval.seed, o.predictions, o.maxNewTokens);
+    std::printf("wrote %s: %llu predictions (greedy, at most %lld tokens; score them with lmrt metrics "
+                "--predictions %s)\n", o.predictions.c_str(), (unsigned long long)generated.records,
+                (long long)generated.maxTokens, o.predictions.c_str());
+  } else if (!o.predictions.empty()) {
     uint64_t n =
         writeExamplePredictions(*session, o.eval.dataDir, o.eval.seed, o.predictions, o.nullScoreDiffThreshold);
     std::printf("wrote %s: %llu predictions (score them with lmrt metrics --predictions %s)\n",
@@ -56,6 +67,12 @@ void run(const Options &o) {
                 (long long)r.rows, (long long)r.seq, (unsigned long long)o.eval.seed);
     std::printf("%s loss: %.6f\n", o.eval.split.c_str(), r.loss);
     for (const auto &[name, v] : r.metrics) std::printf("%s: %.6f\n", name.c_str(), v);
+    if (generated.records) {  // the generated targets against the gold ones
+      std::printf("exact_match: %.6f (%llu of %llu generated targets equal to theirs)\n", generated.exactMatch,
+                  (unsigned long long)generated.exact, (unsigned long long)generated.records);
+      std::printf("squad_exact_match: %.6f\n", generated.squadExactMatch);
+      std::printf("squad_f1: %.6f\n", generated.squadF1);
+    }
     return;
   }
   std::printf("data: %s (%s), %llu tokens; %lld batches of %lld x %lld predictions (%llu tokens "
@@ -88,8 +105,10 @@ void add(CLI::App &app) {
   addRealOption(cmd, "--bytes-per-token", e.bytesPerToken, 0.01, 1000,
                 "Text bytes per token for bits per byte (default: from DIR/meta.json)");
   cmd->add_option("--predictions", o->predictions,
-                  "classify / regression / span plans: write one JSON line per validation record (label and logits, "
-                  "or the answer) for lmrt metrics");
+                  "classify / regression / span / seq2seq plans: write one JSON line per validation record (label "
+                  "and logits, the answer, or the generated target) for lmrt metrics");
+  addIntOption(cmd, "--max-new-tokens", o->maxNewTokens, 1, int64_t(1) << 30,
+               "seq2seq --predictions: generate at most N tokens a record (default: the decoder's length)");
   cmd->add_flag("--overwrite", o->overwrite, "Replace an existing --predictions file");
   addRealOption(cmd, "--null-score-diff-threshold", o->nullScoreDiffThreshold, -1e300, 1e300,
                 "span plans on SQuAD v2 data: answer 'no answer' when a record's null score minus its best answer's "

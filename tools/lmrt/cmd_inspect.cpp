@@ -213,8 +213,10 @@ void inspect(const std::string &path, bool steps) {
     // The key/value caches of the prefill and decode programs (lmrt sample).
     int64_t bytes = 0;
     for (const plan::State &st : p.states()) bytes += toTensorType(st.type()).bytes();
-    std::printf("states: %d (the prefill and decode programs' caches, %s)\n", p.states_size(),
-                human((double)bytes).c_str());
+    bool encode = false;  // an encoder-decoder plan: the encoder's states too
+    for (const plan::Program &prog : p.programs()) encode |= prog.name() == "encode";
+    std::printf("states: %d (the %s programs' caches, %s)\n", p.states_size(),
+                encode ? "prefill, decode and encode" : "prefill and decode", human((double)bytes).c_str());
     for (const plan::State &st : p.states())
       std::printf("  %-28s %s\n", st.name().c_str(), toTensorType(st.type()).str().c_str());
   }

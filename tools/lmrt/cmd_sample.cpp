@@ -197,7 +197,8 @@ void add(CLI::App &app) {
   auto o = std::make_shared<Options>();
   SampleOptions &s = o->sample;
   cmd->add_option("plan", o->plan,
-                  "Plan written by `lmc compile` (its \"prefill\" and \"decode\" programs, else \"forward\")")
+                  "Plan written by `lmc compile` (its \"prefill\" and \"decode\" programs, with \"encode\" for "
+                  "an encoder-decoder model, else \"forward\")")
       ->required();
   cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`")->required();
   cmd->add_option("--data", o->data, "Decode with the tokenizer recorded in DIR/meta.json");
@@ -225,7 +226,8 @@ void add(CLI::App &app) {
   addDeviceOptions(cmd, o->device);
   cmd->add_flag("--no-kv-cache", o->noKvCache,
                 "Re-run the forward program over the whole context for every token instead of decoding with the "
-                "plan's prefill and decode programs (the same text, slower)");
+                "plan's prefill and decode programs (encode and decode for an encoder-decoder model; the same "
+                "text, slower)");
   cmd->add_option("--check-kv-cache", o->checkKvCache,
                   "Also run the forward program for every token and fail when a logit of the cached path differs "
                   "by more than TOL (the largest difference is printed on stderr)");

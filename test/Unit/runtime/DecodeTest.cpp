@@ -124,13 +124,43 @@ TEST(Decode, StateErrors) {
                PB b{program(p, "forward")};
                b.add(plan::Buffer::STATE, PB::type(plan::F64, {1, kW, kD}), "attn.k_cache");
              }),
-             "only the prefill and decode programs use states");
+             "only the prefill, decode and encode programs use states");
   // Only cache_write writes a state, and only in place.
   EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "decode")->mutable_steps(0)->set_outputs(0, 4); }),
              "program 'decode', step 0 (embedding, from tiny.lm:5:3): output 0 writes STATE buffer 4; only an op "
              "that updates state in place (cache_write)");
   EXPECT_HAS(errorAfter([](plan::Plan &p) { program(p, "decode")->mutable_steps(1)->set_inputs(0, 5); }),
              "program 'decode', step 1 (cache_write, from tiny.lm:7:7): output 0 writes STATE buffer 4");
+}
+
+/* An encode program (an encoder-decoder model's) beside prefill and decode:
+   its inputs and its place are checked (the E2E tests run real ones). */
+void addEncode(plan::Plan &p, const char *input) {
+  PB b{p.add_programs()};
+  b.prog->set_name("encode");
+  plan::TensorType ids = PB::type(plan::I32, {1, 4}), mask = PB::type(plan::F64, {1, 4});
+  b.input(input, ids, kV);
+  b.input("attention_mask", mask, 0);
+  b.add(plan::Buffer::INPUT, ids, input);
+  b.add(plan::Buffer::INPUT, mask, "attention_mask");
+}
+
+TEST(Decode, EncodeProgramErrors) {
+  EXPECT_HAS(errorAfter([](plan::Plan &p) { addEncode(p, "tokens"); }),
+             "program 'encode' must read exactly the inputs 'ids' and 'attention_mask'");
+  EXPECT_HAS(errorAfter([](plan::Plan &p) {
+               p.mutable_programs()->RemoveLast();
+               p.mutable_programs()->RemoveLast();
+               p.clear_states();
+               addEncode(p, "ids");
+             }),
+             "has an 'encode' program but no 'prefill' and 'decode'");
+  // prefill and decode may read the encoder's attention_mask only beside an encode program.
+  EXPECT_HAS(errorAfter([](plan::Plan &p) {
+               program(p, "decode")->mutable_inputs(1)->set_name("attention_mask");
+               program(p, "decode")->mutable_buffers(1)->set_name("attention_mask");
+             }),
+             "program 'decode' reads input 'attention_mask'; it reads only 'tokens' and 'offset'");
 }
 
 TEST(Decode, ProgramErrors) {

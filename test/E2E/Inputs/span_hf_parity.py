@@ -1,7 +1,8 @@
 """Compares `lmrt run --dump-dir` of models/finetune/bert_span.lm with Hugging
 Face transformers' BertForQuestionAnswering (4.46.3) on the same weights and
 batches, or (--model gpt2) models/finetune/gpt_span.lm with
-GPT2ForQuestionAnswering.
+GPT2ForQuestionAnswering, or (--model llama) models/finetune/llama_span.lm with
+LlamaForQuestionAnswering.
 
 LMC's weights before each dumped step go to HF through `lmrt weights export
 --format hf` (bert_span.lm's `export hf` map, hf_export.py), as in
@@ -27,11 +28,14 @@ causal attention keeps it from every real position, and the padding
 positions' own logits, which the loss's softmax reads, see what LMC's see).
 The zero gradients are qa_outputs' bias and ln_f's bias. The script prints how many rows point at [CLS] (an answer cut
 off) and how many positions are padding, so both are seen to be exercised.
+LLaMA: as GPT-2 (the ids 256..258 as the newline, no attention mask, so
+HF's causal mask and RoPE at positions 0..T-1); RMSNorm has no bias, so the
+one gradient zero in exact arithmetic is qa_outputs' bias.
 Each step also runs the plan's forward program (`lmrt forward --inputs`) and
 compares its [B, T, 2] logits with HF's start_logits and end_logits stacked on
 the last axis (relative 1e-4).
 
-Usage: span_hf_parity.py --dump DIR --plan PLAN [--model bert|gpt2]
+Usage: span_hf_parity.py --dump DIR --plan PLAN [--model bert|gpt2|llama]
 """
 import os
 import sys
@@ -45,16 +49,19 @@ from parity_common import Checks, check_grads, compare_logits, grad_floor, hf_mo
 
 def main():
     ap = parity_args()
-    ap.add_argument("--model", choices=["bert", "gpt2"], default="bert")
+    ap.add_argument("--model", choices=["bert", "gpt2", "llama"], default="bert")
     a = ap.parse_args()
     bert = a.model == "bert"
-    init, ex, model, hf_params = hf_model(a, "BertForQuestionAnswering" if bert else "GPT2ForQuestionAnswering")
+    cls = {"bert": "BertForQuestionAnswering", "gpt2": "GPT2ForQuestionAnswering", "llama": "LlamaForQuestionAnswering"}
+    init, ex, model, hf_params = hf_model(a, cls[a.model])
     if bert:
         model.bert.embeddings.word_embeddings.padding_idx = None
         last = model.config.num_hidden_layers - 1
         zero = {"qa_outputs.bias", f"bert.encoder.layer.{last}.output.LayerNorm.bias"}
-    else:
+    elif a.model == "gpt2":
         zero = {"qa_outputs.bias", "transformer.ln_f.bias"}
+    else:
+        zero = {"qa_outputs.bias"}
     print_mapped(init, model)
     checks = Checks()
     weights = init

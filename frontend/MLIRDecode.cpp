@@ -45,6 +45,17 @@
 
 namespace mlir::lm {
 
+/// Keeps the first error a decode program's elaboration reports, with its
+/// file:line:col: the reason this model cannot be decoded.
+static void keepFirstError(Diagnostic &d, std::string &firstError) {
+  if (d.getSeverity() != DiagnosticSeverity::Error || !firstError.empty())
+    return;
+  llvm::raw_string_ostream os(firstError);
+  if (auto fl = dyn_cast<FileLineColLoc>(d.getLocation()))
+    os << fl.getFilename().getValue() << ":" << fl.getLine() << ":" << fl.getColumn() << ": ";
+  os << d.str();
+}
+
 void MLIRGen::emitDecodePrograms(const ast::Function &fn, func::FuncOp forward) {
   // An encoder-decoder model: its inputs ids, attention_mask and decoder_ids.
   int seq2seqInputs = 0;
@@ -114,12 +125,7 @@ bool MLIRGen::emitDecodeFunction(const ast::Function &fn, int64_t window, int64_
   // say why this model cannot be decoded.
   std::string firstError;
   ScopedDiagnosticHandler capture(&ctx, [&](Diagnostic &d) {
-    if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
-      llvm::raw_string_ostream os(firstError);
-      if (auto fl = dyn_cast<FileLineColLoc>(d.getLocation()))
-        os << fl.getFilename().getValue() << ":" << fl.getLine() << ":" << fl.getColumn() << ": ";
-      os << d.str();
-    }
+    keepFirstError(d, firstError);
     return success();
   });
 
@@ -291,12 +297,7 @@ bool MLIRGen::emitSeq2SeqFunction(const ast::Function &fn, int64_t window, int64
   ds.maxOffset = ds.encode ? 0 : window - tokens;
   std::string firstError;
   ScopedDiagnosticHandler capture(&ctx, [&](Diagnostic &d) {
-    if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
-      llvm::raw_string_ostream os(firstError);
-      if (auto fl = dyn_cast<FileLineColLoc>(d.getLocation()))
-        os << fl.getFilename().getValue() << ":" << fl.getLine() << ":" << fl.getColumn() << ": ";
-      os << d.str();
-    }
+    keepFirstError(d, firstError);
     return success();
   });
   FuncState state;

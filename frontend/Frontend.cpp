@@ -189,10 +189,18 @@ static OwningOpRef<ModuleOp> localiseBatch(OwningOpRef<ModuleOp> global, const a
   if (!mesh)
     return global;
   int64_t ranks = cast<IntegerAttr>(mesh.get("data")).getInt();
-  if (ranks == 1)
-    return global;
   auto config = global->getOperation()->getAttrOfType<DictionaryAttr>("lm.config");
   auto batchAttr = config ? dyn_cast_or_null<IntegerAttr>(config.get("batch")) : IntegerAttr();
+  if (ranks == 1) {
+    // A mesh without a data axis (tensor parallelism alone) runs the whole
+    // batch on every rank: the plan still records it as the global batch.
+    if (batchAttr) {
+      NamedAttrList attrs(mesh);
+      attrs.set("global_batch", IntegerAttr::get(IntegerType::get(&context, 64), batchAttr.getInt()));
+      global->getOperation()->setAttr("lm.mesh", attrs.getDictionary(&context));
+    }
+    return global;
+  }
   SmallVector<std::pair<func::FuncOp, unsigned>> inputs = objectiveInputs(*global);
   if (inputs.empty()) {
     emitError(global->getLoc()) << "mesh data = " << ranks << ": data parallelism splits the objectives' inputs, "

@@ -7,6 +7,7 @@
 #include "contract/op_table.h"
 #include "contract/plan_trust.h"
 #include "contract/plan_types.h"
+#include "contract/scalar_math.h"
 #include "runtime/exec/validate.h"
 
 namespace lmrt {
@@ -141,16 +142,20 @@ void BoundPlan::checkInputs(const std::string &programName, const std::map<std::
 
 int64_t firstNonFinite(const TensorRef &t, double &value) {
   int64_t n = t.numel();
-  if (t.type.dtype == DType::F32) {
-    const float *p = t.as<float>();
+  auto scan = [&](auto read) -> int64_t {
     for (int64_t i = 0; i < n; ++i)
-      if (!std::isfinite(p[i])) return value = p[i], i;
-  } else if (t.type.dtype == DType::F64) {
-    const double *p = t.as<double>();
-    for (int64_t i = 0; i < n; ++i)
-      if (!std::isfinite(p[i])) return value = p[i], i;
+      if (double v = read(i); !std::isfinite(v)) return value = v, i;
+    return -1;
+  };
+  switch (t.type.dtype) {
+  case DType::F32: return scan([p = t.as<float>()](int64_t i) { return (double)p[i]; });
+  case DType::F64: return scan([p = t.as<double>()](int64_t i) { return p[i]; });
+  // Mixed-precision plans store activations in bf16/f16: a NaN there is as
+  // much the step's first non-finite value as one in an f32 buffer.
+  case DType::BF16: return scan([p = t.as<lmc::bf16>()](int64_t i) { return (double)lmc::toFloat(p[i]); });
+  case DType::F16: return scan([p = t.as<lmc::f16>()](int64_t i) { return (double)lmc::toFloat(p[i]); });
+  default: return -1;
   }
-  return -1;
 }
 
 std::string profileKey(const plan::Plan &plan, const std::string &program, const StepBinding &step) {

@@ -90,7 +90,7 @@ void setTrustedPlanKeys(std::vector<std::string> keys);
 
 // --- shared by the backends' diagnostics -----------------------------------------
 
-/* The index of the first non-finite element of a float tensor on the host, or -1
+/* The index of the first non-finite element of a float tensor (f32, f64, bf16, f16) on the host, or -1
    (`value` then holds it). Integer tensors have none. */
 int64_t firstNonFinite(const TensorRef &t, double &value);
 

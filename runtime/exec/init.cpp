@@ -1,5 +1,6 @@
 /* Implements: counter-based RNG and parameter initialisation (see init.h). */
 #include "runtime/exec/init.h"
+#include "runtime/exec/bound_plan.h"
 
 #include <algorithm>
 #include <cmath>
@@ -126,14 +127,6 @@ std::vector<double> orthogonalValues(const TensorType &type, const plan::Init &i
   return out;
 }
 
-/* The first non-finite element of `t`, or -1. */
-int64_t firstNonFinite(const TensorRef &t, double &value) {
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    value = t.type.dtype == DType::F64 ? t.as<double>()[i] : (double)t.as<float>()[i];
-    if (!std::isfinite(value)) return i;
-  }
-  return -1;
-}
 
 }  // namespace
 

@@ -15,6 +15,15 @@
 
 namespace lmrt {
 
+void refuseTensorParallel(const Session &s, const std::string &planPath, const char *command) {
+  const int64_t tensor = s.plan().train().mesh().tensor();
+  if (tensor > 1)
+    fail("plan '%s' is tensor-parallel (mesh tensor = %lld): its programs hold one rank's slices of the weights, "
+         "and `lmrt %s` runs one process; the weights and checkpoints `lmrt run` writes hold whole tensors, so "
+         "compile the same model without --mesh tensor (the same .lm, preset and -D flags) and run `lmrt %s` on "
+         "that plan", planPath.c_str(), (long long)tensor, command, command);
+}
+
 RankInfo joinRanks(const Session &s, const TrainOptions &o) {
   comm::Communicator &world = comm::world();
   const plan::Mesh &mesh = s.plan().train().mesh();

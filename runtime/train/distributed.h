@@ -34,6 +34,12 @@ struct RankInfo {
    so the rows are the data-parallel run's. */
 RankInfo joinRanks(const Session &session, const TrainOptions &options);
 
+/* `lmrt eval`, `sample` and `forward` run one process, and a tensor-parallel plan's
+   programs hold one rank's slices and collectives over the others: refused up
+   front, with the way to evaluate its (whole-tensor) weights, instead of failing at
+   the first collective with advice about `lmrt run`. */
+void refuseTensorParallel(const Session &session, const std::string &planPath, const char *command);
+
 /* Where a quiet rank's log goes: nowhere. */
 FILE *quietLog();
 

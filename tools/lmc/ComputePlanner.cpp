@@ -194,13 +194,16 @@ int runPlan(const PlanOptions &o) {
   return 0;
 }
 
-std::string describeRunCompute(int64_t params, int64_t batch, int64_t seq, int64_t steps, int64_t flopsPerStep) {
+std::string describeRunCompute(int64_t params, int64_t batch, int64_t seq, int64_t steps, int64_t flopsPerStep,
+                               int64_t ranks) {
   double tokens = double(batch) * double(seq) * double(steps);
   double sixND = kFlopsPerParamToken * double(params) * tokens;
+  std::string model = llvm::formatv("{0:e2}", double(flopsPerStep) * double(steps) * double(ranks)).str();
+  if (ranks > 1)
+    model += " over the " + std::to_string(ranks) + " ranks";
   return llvm::formatv("lmc: {0} steps of {1} x {2} tokens = {3:e2} tokens; 6 N D = {4:e2} FLOP "
-                       "(the plan's FLOP model: {5:e2}); Chinchilla-optimal for {6:e2} tokens\n",
-                       steps, batch, seq, tokens, sixND, double(flopsPerStep) * double(steps),
-                       chinchillaFromParams(double(params)).tokens)
+                       "(the plan's FLOP model: {5}); Chinchilla-optimal for {6:e2} tokens\n",
+                       steps, batch, seq, tokens, sixND, model, chinchillaFromParams(double(params)).tokens)
       .str();
 }
 

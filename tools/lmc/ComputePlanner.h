@@ -48,8 +48,10 @@ struct PlanOptions {
 /// Runs `lmc plan`; returns the exit status (errors printed as "lmc: error: ...").
 int runPlan(const PlanOptions &options);
 
-/// "6ND compute of S steps" for `lmc compile --steps S`: N the plan's
-/// parameters, D = batch × seq × S tokens; also the plan's own FLOP model.
-std::string describeRunCompute(int64_t params, int64_t batch, int64_t seq, int64_t steps, int64_t flopsPerStep);
+/// "6ND compute of S steps" for `lmc compile --steps S`: N the model's
+/// (logical) parameters, D = global batch × seq × S tokens; also the plan's own
+/// FLOP model, one rank's flopsPerStep summed over `ranks` ranks.
+std::string describeRunCompute(int64_t params, int64_t batch, int64_t seq, int64_t steps, int64_t flopsPerStep,
+                               int64_t ranks = 1);
 
 } // namespace lmc

@@ -449,17 +449,23 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // Frozen parameters count among the parameters (as HF's num_parameters does);
   // how many of them are frozen is said only when some are.
-  int64_t frozen = 0;
-  for (const lmrt::plan::Param &p : plan.params())
-    if (p.frozen()) {
-      int64_t n = 1;
-      for (int64_t d : p.type().shape())
-        n *= d;
+  // Under tensor parallelism the plan's parameters are one rank's slices
+  // (param_count counts those); the model has the logical tensors.
+  int64_t frozen = 0, logical = 0;
+  for (const lmrt::plan::Param &p : plan.params()) {
+    int64_t n = p.has_sharding() ? p.sharding().shards() : 1;
+    for (int64_t d : p.type().shape())
+      n *= d;
+    logical += n;
+    if (p.frozen())
       frozen += n;
-    }
+  }
   std::string frozenNote = frozen ? " (" + withThousands(frozen) + " frozen)" : "";
+  std::string rankNote = logical != plan.param_count()
+                             ? " (" + withThousands(plan.param_count()) + " on each tensor-parallel rank)"
+                             : std::string();
   llvm::errs() << "lmc: " << (writesPlan ? "wrote " + outPath : std::string("compiled ") + opts.input) << ": "
-               << withThousands(plan.param_count()) << " parameters" << frozenNote << ", "
+               << withThousands(logical) << " parameters" << frozenNote << rankNote << ", "
                << humanFlops(plan.flops_per_step())
                << "/step, predicted peak memory " << humanBytes(plan.predicted_peak_bytes()) << " ("
                << withThousands(plan.predicted_peak_bytes()) << " bytes)"
@@ -468,11 +474,11 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
                << llvm::formatv("{0:f2}", seconds) << " s\n";
   if (const lmrt::plan::Lora &lora = plan.train().lora(); lora.targets_size() > 0) {
     // PEFT's print_trainable_parameters: the adapters train, the base is frozen.
-    int64_t trainable = plan.param_count() - frozen;
+    int64_t trainable = logical - frozen;
     llvm::errs() << "lmc: LoRA rank " << lora.rank() << ", alpha " << lmrt::formatG(lora.alpha()) << " on "
                  << lora.targets_size() << " weight" << (lora.targets_size() == 1 ? "" : "s")
-                 << ": trainable " << withThousands(trainable) << " of " << withThousands(plan.param_count())
-                 << " parameters (" << llvm::formatv("{0:f2}", 100.0 * trainable / plan.param_count()) << " %)\n";
+                 << ": trainable " << withThousands(trainable) << " of " << withThousands(logical)
+                 << " parameters (" << llvm::formatv("{0:f2}", 100.0 * trainable / logical) << " %)\n";
   }
   printModelParams(plan);
   if (const lmrt::plan::Mesh &mesh = plan.train().mesh(); mesh.data() > 1 || mesh.tensor() > 1) {
@@ -493,8 +499,10 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     if (!plan.has_data() || plan.data().batch() <= 0 || plan.data().seq() <= 0)
       return fail("--steps needs the plan's batch and sequence length (a data block), and '" + opts.input +
                   "' has none");
-    llvm::errs() << lmc::describeRunCompute(plan.param_count(), plan.data().batch(), plan.data().seq(), opts.steps,
-                                            plan.flops_per_step());
+    const lmrt::plan::Mesh &mesh = plan.train().mesh();
+    int64_t ranks = std::max<int64_t>(1, mesh.data()) * std::max<int64_t>(1, mesh.tensor());
+    int64_t batch = mesh.global_batch() > 0 ? mesh.global_batch() : plan.data().batch();
+    llvm::errs() << lmc::describeRunCompute(logical, batch, plan.data().seq(), opts.steps, plan.flops_per_step(), ranks);
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "contract/plan.pb.h"
 #include "runtime/exec/session.h"
+#include "runtime/train/distributed.h"
 #include "runtime/weights/weights.h"
 #include "runtime/train/evaluate.h"
 #include "runtime/train/example_predictions.h"
@@ -41,6 +42,7 @@ void run(const Options &o) {
                  {{"the plan", o.plan}, {"--weights", o.weights}}, o.overwrite, stdout);
   }
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
+  refuseTensorParallel(*session, o.plan, "eval");
   loadWeights(*session, o.weights);
   const bool seq2seq = session->plan().data().transform() == "seq2seq";
   if (o.maxNewTokens && (!seq2seq || o.predictions.empty()))

@@ -19,6 +19,7 @@
 #include "runtime/exec/session.h"
 #include "runtime/weights/weights.h"
 #include "contract/contract.h"
+#include "runtime/train/distributed.h"
 #include "runtime/train/program_io.h"
 #include "tools/lmrt/commands.h"
 #include "tools/lmrt/device_flags.h"
@@ -78,6 +79,7 @@ void forward(const Options &o) {
   checkOutputs({{"--out", o.out, false, IfExists::NeedsOverwrite}},
                {{"the plan", o.plan}, {"--weights", o.weights}, {flag, source}}, o.overwrite, stdout);
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
+  refuseTensorParallel(*session, o.plan, "forward");
   const std::string name = pickProgram(*session, o);
   const plan::Program &program = findProgram(*session, name);
   SafetensorsFile file = readSafetensors(source);

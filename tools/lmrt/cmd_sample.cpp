@@ -20,6 +20,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/tensor.h"
+#include "runtime/train/distributed.h"
 #include "runtime/weights/weights.h"
 #include "runtime/train/completion_text.h"
 #include "runtime/train/generate.h"
@@ -175,6 +176,7 @@ void sample(Options &o) {
   const std::vector<std::string> prompts =
       o.promptsFile.empty() ? std::vector<std::string>{o.sample.prompt} : readPrompts(o.promptsFile);
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
+  refuseTensorParallel(*session, o.plan, "sample");
   loadWeights(*session, o.weights);
   const bool json = o.format == "json";
   for (const std::string &prompt : prompts) {

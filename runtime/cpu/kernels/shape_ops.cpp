@@ -95,12 +95,14 @@ void stridedCopy(const Shape &shape, const W *src, int64_t sOff, const std::vect
   }
 }
 
-/* Runs stridedCopy on 4- or 8-byte words by the element size. */
+/* Runs stridedCopy on words of the element size: 8 (f64), 4 (f32, i32) or 2
+   bytes (bf16, f16: mixed-precision plans move those through the same ops). */
 template <typename F> void byWord(DType t, F &&f) {
-  if (dtypeSize(t) == 8)
-    f(uint64_t{});
-  else
-    f(uint32_t{});
+  switch (dtypeSize(t)) {
+  case 8: f(uint64_t{}); break;
+  case 2: f(uint16_t{}); break;
+  default: f(uint32_t{}); break;
+  }
 }
 
 // ----------------------------------------------------------------------------

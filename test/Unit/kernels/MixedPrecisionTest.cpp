@@ -205,6 +205,36 @@ void expectReducedLinearCrossEntropy(DType dt, double unit, double tiny, double 
   }
 }
 
+/* The data-movement ops (transpose, slice, slice_grad) on 2-byte storage move each
+   element whole: the same values as the f32 run on the widened input. (They once moved
+   4-byte words whatever the dtype, which a bf16 tensor through them would scramble.) */
+TEST(ShapeOps, MoveTwoByteElements) {
+  for (DType low : {DType::BF16, DType::F16}) {
+    Buf x(low, {3, 4, 5}), wide(DType::F32, {3, 4, 5});
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      x.set(i, 0.25 * (double)i - 7.0);
+      wide.set(i, x.get(i));
+    }
+    auto expectSame = [&](const char *op, std::vector<Buf> lowIn, std::vector<Buf> wideIn, Shape out,
+                          const Attrs &a) {
+      std::vector<Buf> l = runKernel(op, lowIn, {TensorType{low, out}}, a);
+      std::vector<Buf> w = runKernel(op, wideIn, {TensorType{DType::F32, out}}, a);
+      for (int64_t i = 0; i < w[0].numel(); ++i) EXPECT_EQ(l[0].get(i), w[0].get(i)) << op << " " << i;
+    };
+    expectSame("transpose", {x}, {wide}, {5, 3, 4}, attrs({{"permutation", std::vector<int64_t>{2, 0, 1}}}));
+    Attrs sl = attrs({{"start", std::vector<int64_t>{0, 1, 1}},
+                      {"limit", std::vector<int64_t>{3, 4, 5}},
+                      {"stride", std::vector<int64_t>{1, 2, 3}}});
+    expectSame("slice", {x}, {wide}, {3, 2, 2}, sl);
+    Buf dy(low, {3, 2, 2}), dyWide(DType::F32, {3, 2, 2});
+    for (int64_t i = 0; i < dy.numel(); ++i) {
+      dy.set(i, 1.5 + (double)i);
+      dyWide.set(i, dy.get(i));
+    }
+    expectSame("slice_grad", {dy}, {dyWide}, {3, 4, 5}, sl);
+  }
+}
+
 TEST(Bf16LinearCrossEntropy, AgainstF64) { expectReducedLinearCrossEntropy(DType::BF16, 0x1p-9, 0.0, 0.7); }
 TEST(F16LinearCrossEntropy, AgainstF64) { expectReducedLinearCrossEntropy(DType::F16, 0x1p-11, 0x1p-25, 1024.0); }
 

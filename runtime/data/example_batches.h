@@ -63,7 +63,7 @@
    exactly once (regression has no ignore index: its rows past the end repeat
    record 0).
 
-   With pack = true (classify, regression, tokens, sft, preference, seq2seq;
+   With pack = true (classify, regression, tokens, span, sft, preference, seq2seq;
    packing.h) a row holds several examples end to end, each exactly as its padded row has it: training row g is row g
    of the concatenation of the epochs' packed rows (each epoch's records packed
    in that epoch's order), validation packs the records in file order (rows
@@ -84,7 +84,11 @@
    chosen_last and rejected_last. seq2seq packs by both parts (a row closes
    when the input or the target does not fit): the k-th example's input in
    the encoder's row, its target (its own start id 0 first) in the decoder's
-   row, decoder_doc_ids [b, target_seq] its ids there. */
+   row, decoder_doc_ids [b, target_seq] its ids there. span packs its units
+   (records, or with a doc stride windows), each exactly as its padded row,
+   and gives example_start_positions / example_end_positions [b, k] (the k-th
+   example's answer as row positions, its own [CLS] when cut off; -100 past
+   the examples) in place of start_positions / end_positions. */
 #pragma once
 #include <cstdint>
 #include <map>

@@ -315,10 +315,22 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"attention_mask", true, false, Bound::None, false, false, "1 on real tokens, 0 on padding"},
            {"start_positions", false, true, Bound::Seq, true, false,
             "the row position of the answer's first token; 0 ([CLS]) when the answer is cut off; -100 on "
-            "validation rows past the last record"},
+            "validation rows past the last record", nullptr, false, false, Packing::Never},
            {"end_positions", false, true, Bound::Seq, true, false,
             "the row position of the answer's last token; 0 ([CLS]) when the answer is cut off; -100 on "
-            "validation rows past the last record"},
+            "validation rows past the last record", nullptr, false, false, Packing::Never},
+           docIds,
+           positions,
+           // Packed: slot k of row b is the row's k-th example (a record, or
+           // with doc_stride a window), its positions counted in the row.
+           {"example_start_positions", false, false, Bound::Seq, true, false,
+            "the row position of the answer's first token of the row's k-th example at [b, k]; its own [CLS] "
+            "when the answer is cut off; -100 past the row's examples",
+            nullptr, false, false, Packing::Only},
+           {"example_end_positions", false, false, Bound::Seq, true, false,
+            "the row position of the answer's last token of the row's k-th example at [b, k]; its own [CLS] "
+            "when the answer is cut off; -100 past the row's examples",
+            nullptr, false, false, Packing::Only},
        },
        {
            {"max_question", 64, 1, 1 << 20, false,
@@ -326,6 +338,7 @@ inline const std::vector<TransformSpec> &transformSpecs() {
            {"doc_stride", 0, 0, 1 << 20, false,
             "0: one window of the context; S > 0: a long context in windows overlapping by S tokens (HF's "
             "doc_stride, 128 in run_qa), each a row", true},
+           pack,
        }},
       // Encoder-decoder rows of an input and a target (example_batches.h), as
       // HF's T5 fine-tuning (run_summarization.py): both end with EOS, the

@@ -167,6 +167,7 @@ uint64_t ExampleBatcher::trainRecord(uint64_t g) const {
 }
 
 int64_t ExampleBatcher::exampleLength(const ExampleShard &s, uint64_t record) const {
+  if (task_ == ExampleTask::Span) return spanLength(s, record, 0);
   const int64_t a = (int64_t)s.textLength(record, textA_), b = textB_ >= 0 ? (int64_t)s.textLength(record, textB_) : 0;
   // preference: the longer of prompt chosen [SEP] and prompt rejected [SEP],
   // so that a pair's two examples fit the same slot of both sides' rows.
@@ -179,17 +180,35 @@ int64_t ExampleBatcher::exampleLength(const ExampleShard &s, uint64_t record) co
   return std::min(n, seq_);
 }
 
+int64_t ExampleBatcher::spanLength(const ExampleShard &s, uint64_t record, int64_t window) const {
+  int64_t contextStart, kept;
+  spanRow(s, record, contextStart, kept, window);
+  return contextStart + kept + 1;  // [CLS] question [SEP] context [SEP]
+}
+
+void ExampleBatcher::spanAnswer(const ExampleShard &s, uint64_t record, int64_t window, int32_t &start,
+                                int32_t &end) const {
+  // HF's run_qa: an answer not wholly in the window's context points at [CLS].
+  int64_t contextStart, kept, windowStart, first, last;
+  spanRow(s, record, contextStart, kept, window, &windowStart);
+  s.span(record, span_, first, last);
+  const bool inside = first >= windowStart && last < windowStart + kept;
+  start = (int32_t)(inside ? contextStart + first - windowStart : 0);
+  end = (int32_t)(inside ? contextStart + last - windowStart : 0);
+}
+
 void ExampleBatcher::setPack(bool on) {
   if (on && task_ != ExampleTask::Classify && task_ != ExampleTask::Sft && task_ != ExampleTask::Tokens &&
-      task_ != ExampleTask::Regression && task_ != ExampleTask::Preference && task_ != ExampleTask::Seq2Seq)
-    fail("pack = true is an option of the classify, regression, tokens, sft, preference and seq2seq transforms, not "
-         "of %s", taskName(task_));
+      task_ != ExampleTask::Regression && task_ != ExampleTask::Preference && task_ != ExampleTask::Seq2Seq &&
+      task_ != ExampleTask::Span)
+    fail("pack = true is an option of the classify, regression, tokens, span, sft, preference and seq2seq "
+         "transforms, not of %s", taskName(task_));
   pack_ = on;
   epochRowsEnd_.clear();
   packEpoch_ = UINT64_MAX;
   valRows_ = PackedRows();
   if (!on) return;
-  std::vector<uint64_t> order(val_->records());
+  std::vector<uint64_t> order(valUnits());
   for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
   valRows_ = pack(*val_, order);
 }
@@ -198,8 +217,17 @@ int64_t ExampleBatcher::targetLength(const ExampleShard &s, uint64_t record) con
   return std::min((int64_t)s.textLength(record, textB_), targetSeq_ - 1) + 1;  // target EOS
 }
 
+ExampleBatcher::Feature ExampleBatcher::feature(const ExampleShard &s, uint64_t u) const {
+  if (!docStride_) return Feature{u, 0};
+  return (&s == train_.get() ? trainFeatures_ : valFeatures_)[u];
+}
+
 PackedRows ExampleBatcher::pack(const ExampleShard &s, const std::vector<uint64_t> &order) const {
-  auto length = [&](uint64_t r) { return exampleLength(s, r); };
+  auto length = [&](uint64_t u) {
+    if (task_ != ExampleTask::Span) return exampleLength(s, u);
+    const Feature f = feature(s, u);  // span: a unit is a record, or with a doc stride a window
+    return spanLength(s, f.record, f.window);
+  };
   if (task_ != ExampleTask::Seq2Seq) return packRows(order, seq_, length);
   // seq2seq: an example's input and target share a slot of the encoder's and the decoder's rows.
   return packRows(order, seq_, length, [&](uint64_t r) { return targetLength(s, r); }, targetSeq_);
@@ -271,6 +299,11 @@ void ExampleBatcher::resize(ExampleBatch &out) const {
     return;
   }
   if (task_ == ExampleTask::Span) {
+    if (pack_) {
+      out.ints["example_start_positions"].assign(cells, (int32_t)data::kIgnoreIndex);
+      out.ints["example_end_positions"].assign(cells, (int32_t)data::kIgnoreIndex);
+      return;
+    }
     out.ints["start_positions"].assign(rows_, 0);
     out.ints["end_positions"].assign(rows_, 0);
     return;
@@ -351,7 +384,6 @@ void ExampleBatcher::fillUnit(const ExampleShard &s, const std::vector<Feature> 
 void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row, bool ignore, ExampleBatch &out,
                              int64_t offset, int64_t window) const {
   std::vector<int32_t> a, b;
-  int64_t spanStart = 0;  // span: the window's first context token
   s.text(record, textA_, a);
   if (textB_ >= 0) s.text(record, textB_, b);
   if (task_ == ExampleTask::Sft) return fillCausal(a, b, row, ignore, "", out, offset);
@@ -386,7 +418,6 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
     a.resize((size_t)(contextStart - 2));
     b.erase(b.begin(), b.begin() + windowStart);
     b.resize((size_t)kept);
-    spanStart = windowStart;
   }
   // Room for the texts: the row less [CLS] and one [SEP] per text.
   const size_t room = (size_t)(seq_ - offset) - (textB_ >= 0 ? 3 : 2);
@@ -408,14 +439,11 @@ void ExampleBatcher::fillRow(const ExampleShard &s, uint64_t record, int64_t row
     put(data::kSep, 1);
   }
   if (task_ == ExampleTask::Span) {
-    // HF's run_qa: an answer not wholly in the kept context points at [CLS].
-    int64_t first, last;
-    s.span(record, span_, first, last);
-    const int64_t contextStart = (int64_t)a.size() + 2 - spanStart;
-    const bool inside = first >= spanStart && last < spanStart + (int64_t)b.size();
-    out.ints["start_positions"][row] =
-        ignore ? (int32_t)data::kIgnoreIndex : (int32_t)(inside ? contextStart + first : 0);
-    out.ints["end_positions"][row] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)(inside ? contextStart + last : 0);
+    if (pack_) return;  // fillPacked writes the example's answer at its slot
+    int32_t start, end;
+    spanAnswer(s, record, window, start, end);
+    out.ints["start_positions"][row] = ignore ? (int32_t)data::kIgnoreIndex : start;
+    out.ints["end_positions"][row] = ignore ? (int32_t)data::kIgnoreIndex : end;
     return;
   }
   if (pack_) return;  // fillPacked writes the example's index and label
@@ -473,13 +501,25 @@ void ExampleBatcher::fillPacked(const ExampleShard &s, const uint64_t *records, 
   int32_t *doc = &out.ints["doc_ids"][row * seq_], *pos = &out.ints["positions"][row * seq_];
   int64_t at = 0;
   for (uint64_t k = 0; k < n; ++k) {
-    const int64_t len = exampleLength(s, records[k]);
-    if (task_ != ExampleTask::Seq2Seq) fillRow(s, records[k], row, ignore, out, at);
+    const int64_t slot = row * seq_ + (int64_t)k;
+    int64_t len;
+    if (task_ == ExampleTask::Span) {
+      // records[k] is a unit: a record, or with a doc stride a window.
+      const Feature f = feature(s, records[k]);
+      len = spanLength(s, f.record, f.window);
+      fillRow(s, f.record, row, ignore, out, at, f.window);
+      int32_t start, end;
+      spanAnswer(s, f.record, f.window, start, end);
+      out.ints["example_start_positions"][slot] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)(at + start);
+      out.ints["example_end_positions"][slot] = ignore ? (int32_t)data::kIgnoreIndex : (int32_t)(at + end);
+    } else {
+      len = exampleLength(s, records[k]);
+    }
+    if (task_ != ExampleTask::Seq2Seq && task_ != ExampleTask::Span) fillRow(s, records[k], row, ignore, out, at);
     for (int64_t t = 0; t < len; ++t) {
       doc[at + t] = (int32_t)k;
       pos[at + t] = (int32_t)t;
     }
-    const int64_t slot = row * seq_ + (int64_t)k;
     if (task_ == ExampleTask::Classify || task_ == ExampleTask::Regression) {
       out.ints["cls_index"][slot] = (int32_t)(row * seq_ + at);
       out.ints["last_index"][slot] = (int32_t)(row * seq_ + at + len - 1);
@@ -582,6 +622,7 @@ void ExampleBatcher::setDocStride(int64_t stride) {
       for (int64_t w = 0, n = spanWindows(*s, r); w < n; ++w) f.push_back({r, w});
     }
   }
+  if (pack_) setPack(true);  // the units to pack are now the windows
 }
 
 uint64_t ExampleBatcher::valBatches() const {

@@ -63,7 +63,7 @@
    exactly once (regression has no ignore index: its rows past the end repeat
    record 0).
 
-   With pack = true (classify, regression, tokens, sft, preference, seq2seq;
+   With pack = true (classify, regression, tokens, span, sft, preference, seq2seq;
    packing.h) a row holds several examples end to end, each exactly as its padded row has it: training row g is row g
    of the concatenation of the epochs' packed rows (each epoch's records packed
    in that epoch's order), validation packs the records in file order (rows
@@ -84,7 +84,11 @@
    chosen_last and rejected_last. seq2seq packs by both parts (a row closes
    when the input or the target does not fit): the k-th example's input in
    the encoder's row, its target (its own start id 0 first) in the decoder's
-   row, decoder_doc_ids [b, target_seq] its ids there. */
+   row, decoder_doc_ids [b, target_seq] its ids there. span packs its units
+   (records, or with a doc stride windows), each exactly as its padded row,
+   and gives example_start_positions / example_end_positions [b, k] (the k-th
+   example's answer as row positions, its own [CLS] when cut off; -100 past
+   the examples) in place of start_positions / end_positions. */
 #pragma once
 #include <cstdint>
 #include <map>
@@ -135,6 +139,9 @@ public:
      is windowStart (else 0). */
   void spanRow(const ExampleShard &s, uint64_t record, int64_t &contextStart, int64_t &kept, int64_t window = 0,
                int64_t *windowStart = nullptr) const;
+  /* span: the tokens of a record's window in a row ([CLS] question [SEP]
+     context [SEP]; packed, its length in the row). */
+  int64_t spanLength(const ExampleShard &s, uint64_t record, int64_t window) const;
   /* span: the windows of a record's context (1 without a doc stride). */
   int64_t spanWindows(const ExampleShard &s, uint64_t record) const;
   /* span: split long contexts into windows overlapping by `stride` tokens
@@ -154,7 +161,9 @@ public:
   /* span: the context (text) field and the span field. */
   int contextField() const { return textB_; }
   int spanField() const { return span_; }
-  /* Several examples a row (the transform's pack; every task but span). */
+  /* Several examples a row (the transform's pack). span packs its units:
+     the records, or with a doc stride the windows (call setDocStride after
+     or before; either repacks). */
   void setPack(bool on);
   bool packed() const { return pack_; }
   int64_t seq() const { return seq_; }
@@ -194,6 +203,10 @@ private:
                 bool ignore, ExampleBatch &out) const;
   void fillSeq2Seq(const std::vector<int32_t> &input, const std::vector<int32_t> &target, int64_t row, bool ignore,
                    ExampleBatch &out, int64_t offset = 0, int64_t targetOffset = 0) const;
+  // span: the window's answer as positions in its own row (0, [CLS], when cut off).
+  void spanAnswer(const ExampleShard &s, uint64_t record, int64_t window, int32_t &start, int32_t &end) const;
+  // Unit u of shard s: a record (window 0), or with a doc stride its feature.
+  Feature feature(const ExampleShard &s, uint64_t u) const;
   // seq2seq: the tokens of a record's target row part (target EOS, at most target_seq).
   int64_t targetLength(const ExampleShard &s, uint64_t record) const;
   // Packs `order` of shard s (seq2seq: by both the input's and the target's length).

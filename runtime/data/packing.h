@@ -1,5 +1,5 @@
 /* Implements: packing several examples into a row (the `pack = true` option
-   of the classify and sft transforms, example_batches.h).
+   of the example transforms, example_batches.h).
 
    The examples are taken in a given order (an epoch's shuffle in training,
    file order in validation) and laid end to end; a row is closed when the

@@ -246,9 +246,9 @@ std::string DataFeed::describe() const {
     const PackingEfficiency e = packingEfficiency(examples_->trainRows(0), examples_->seq());
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "\npacking: epoch 0: %llu records in %llu rows of %lld; real tokens / row tokens %.4f packed, "
+                  "\npacking: epoch 0: %llu %s in %llu rows of %lld; real tokens / row tokens %.4f packed, "
                   "%.4f padded (%.2fx fewer rows)",
-                  (unsigned long long)e.records, (unsigned long long)e.packedRows, (long long)examples_->seq(),
+                  (unsigned long long)e.records, examples_->docStride() ? "windows" : "records", (unsigned long long)e.packedRows, (long long)examples_->seq(),
                   e.packed, e.padded, e.packedRows ? double(e.records) / double(e.packedRows) : 0.0);
     packing = buf;
   }

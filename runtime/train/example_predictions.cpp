@@ -15,13 +15,11 @@
 #include "runtime/exec/session.h"
 #include "runtime/train/data_feed.h"
 #include "runtime/train/program_io.h"
+#include "runtime/train/sequence_predictions.h"
 
 namespace lmrt {
 
-namespace {
-
-/* The plan's one forward program ("forward", or the only "forward:<model>"). */
-std::string forwardProgram(const Session &s) {
+std::string predictionProgram(const Session &s) {
   if (s.hasProgram("forward")) return "forward";
   std::string found;
   int n = 0;
@@ -38,6 +36,8 @@ double valueAt(const TensorRef &t, size_t i) {
   fail("the forward program's output is %s, not a float tensor", t.type.str().c_str());
 }
 
+namespace {
+
 /* A span record's best answer over its windows. */
 struct SpanBest {
   double score = -INFINITY;
@@ -47,29 +47,28 @@ struct SpanBest {
   double null = INFINITY;                  // SQuAD v2: the least [CLS] start + end logit over the windows
 };
 
-/* Weighs window `window` of record `rec` (row r of the batch, logits y):
-   the positions s <= e of its context maximizing start_logit[s] +
-   end_logit[e]. Without a doc stride every pair of the kept context, with no
-   length limit (one window, as before windows existed); with one, HF's
-   postprocess_qa_predictions: pairs among the 20 largest start and the 20
-   largest end logits of the row, e - s + 1 <= 30, the best over the windows. */
-void weighSpanWindow(const ExampleBatcher &ex, uint64_t rec, int64_t window, const TensorRef &y, int64_t r,
-                     int64_t seq, const std::map<std::string, TensorRef> &in, SpanBest &best) {
+/* Weighs window `window` of record `rec` (logits y from cell `base` on:
+   the window's row, or its part of a packed row; `positions` of them, the
+   row's or the packed example's): the positions s <= e of its context
+   maximizing start_logit[s] + end_logit[e]. Without a doc stride every pair
+   of the kept context, with no length limit (one window, as before windows
+   existed); with one, HF's postprocess_qa_predictions: pairs among the 20
+   largest start and the 20 largest end logits of the row (of a packed
+   example: of its own positions), e - s + 1 <= 30, the best over the
+   windows. `gold`: the window's start and end positions, as its padded row
+   has them. */
+void weighSpanWindow(const ExampleBatcher &ex, uint64_t rec, int64_t window, const TensorRef &y, int64_t base,
+                     int64_t positions, const int32_t gold[2], SpanBest &best) {
   constexpr int64_t kNBest = 20, kMaxAnswer = 30;
+  const int64_t seq = positions;
   int64_t contextStart, kept, windowStart;
   ex.spanRow(ex.valShard(), rec, contextStart, kept, window, &windowStart);
-  auto logit = [&](int64_t t, int k) { return valueAt(y, (size_t)((r * seq + t) * 2 + k)); };
-  auto input = [&](const char *name) {
-    auto it = in.find(name);
-    if (it == in.end()) fail("--predictions: a span plan's objective must read '%s' (the gold answer's position)", name);
-    return reinterpret_cast<const int32_t *>(it->second.data);
-  };
-  const int32_t *starts = input("start_positions"), *ends = input("end_positions");
+  auto logit = [&](int64_t t, int k) { return valueAt(y, (size_t)((base + t) * 2 + k)); };
   best.null = std::min(best.null, logit(0, 0) + logit(0, 1));
   auto consider = [&](int64_t s, int64_t e) {
     if (double v = logit(s, 0) + logit(e, 1); v > best.score) {
       const double null = best.null;
-      best = SpanBest{v, window, starts[r], ends[r], s, e, s - contextStart + windowStart, e - contextStart + windowStart};
+      best = SpanBest{v, window, gold[0], gold[1], s, e, s - contextStart + windowStart, e - contextStart + windowStart};
       best.null = null;
     }
   };
@@ -130,13 +129,16 @@ std::string spanLine(const ExampleBatcher &ex, uint64_t rec, SpanBest best, bool
 uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_t seed, const std::string &path,
                                  double nullScoreDiffThreshold) {
   const std::string transform = s.plan().data().transform();
+  if (transform == "tokens" || transform == "sft" || transform == "preference")
+    return writeSequencePredictions(s, dataDir, seed, path);
   if (transform != "classify" && transform != "regression" && transform != "span")
-    fail("--predictions writes the predictions of a classify, regression or span plan (docs/finetuning.md); this "
-         "plan's transform is '%s'", transform.c_str());
+    fail("--predictions writes the predictions of a classify, regression, span, tokens, sft or preference plan "
+         "(and lmrt eval those of a seq2seq plan; docs/finetuning.md); this plan's transform is '%s'",
+         transform.c_str());
   DataFeed data(s, dataDir, seed, /*evalOn=*/true);
   const ExampleBatcher &ex = *data.examples();
   ex.checkValidation();
-  const std::string name = forwardProgram(s);
+  const std::string name = predictionProgram(s);
   const plan::Program &program = findProgram(s, name);
   if (program.outputs_size() != 1)
     fail("--predictions: program '%s' has %d outputs; the model must return one tensor (the logits)", name.c_str(),
@@ -176,17 +178,47 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
       if (shape.size() != 3 || shape[0] != rows || shape[1] != s.plan().data().seq() || shape[2] != 2)
         fail("--predictions: output '%s' is %s; span needs [%lld, %lld, 2] (each position's start and end logit)",
              output.c_str(), y.type.str().c_str(), (long long)rows, (long long)s.plan().data().seq());
-      // Row u of validation is record u, or with a doc stride feature u (a
-      // record's windows in order): a record's line follows its last window.
-      for (int64_t r = 0; r < rows; ++r) {
-        const uint64_t u = b * (uint64_t)rows + (uint64_t)r;
-        if (u >= ex.valUnits()) break;
+      // Row u of validation is unit u: record u, or with a doc stride
+      // feature u (a record's windows in order); packed, slot k of row g is
+      // the row's k-th unit (validation packs them in file order). A
+      // record's line follows its last window.
+      const int64_t seq = s.plan().data().seq();
+      auto input = [&](const char *name) {
+        auto it = all.find(name);
+        if (it == all.end())
+          fail("--predictions: a span plan's objective must read '%s' (the gold answer's position)", name);
+        return reinterpret_cast<const int32_t *>(it->second.data);
+      };
+      const bool packed = ex.packed();
+      const int32_t *starts = input(packed ? "example_start_positions" : "start_positions");
+      const int32_t *ends = input(packed ? "example_end_positions" : "end_positions");
+      auto weigh = [&](uint64_t u, int64_t base, int64_t positions, int32_t start, int32_t end) {
         const uint64_t rec = ex.docStride() ? ex.valFeatures()[u].record : u;
         const int64_t window = ex.docStride() ? ex.valFeatures()[u].window : 0;
         if (window == 0) spanBest = SpanBest();
-        weighSpanWindow(ex, rec, window, y, r, s.plan().data().seq(), all, spanBest);
+        const int32_t gold[2] = {start, end};
+        weighSpanWindow(ex, rec, window, y, base, positions, gold, spanBest);
         const bool lastWindow = u + 1 == ex.valUnits() || !ex.docStride() || ex.valFeatures()[u + 1].window == 0;
         if (lastWindow) out += spanLine(ex, rec, spanBest, v2, nullScoreDiffThreshold) + "\n";
+      };
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint64_t g = b * (uint64_t)rows + (uint64_t)r;
+        if (!packed) {
+          if (g >= ex.valUnits()) break;
+          weigh(g, r * seq, seq, starts[r], ends[r]);
+          continue;
+        }
+        const PackedRows &p = ex.valRows();
+        if (g >= p.rows()) break;
+        int64_t at = 0;  // the example's first position in the row
+        for (uint64_t k = 0; k < p.start[g + 1] - p.start[g]; ++k) {
+          const uint64_t u = p.records[p.start[g] + k];
+          const ExampleBatcher::Feature f =
+              ex.docStride() ? ex.valFeatures()[u] : ExampleBatcher::Feature{u, 0};
+          const int64_t len = ex.spanLength(ex.valShard(), f.record, f.window), slot = r * seq + (int64_t)k;
+          weigh(u, r * seq + at, len, starts[slot] - (int32_t)at, ends[slot] - (int32_t)at);
+          at += len;
+        }
       }
       continue;
     }

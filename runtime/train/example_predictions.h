@@ -11,18 +11,28 @@
    Pearson, Spearman; SQuAD exact match and F1; docs/runtime.md §12). Rows past the last record (the
    padding of the last batch) are not written. A packed classify or regression
    plan (pack = true) writes the same lines, slot k of its output
-   [rows, seq(, C)] being the row's k-th record. */
+   [rows, seq(, C)] being the row's k-th record, and so does a packed span
+   plan (a packed example's logits are those of its own positions). tokens,
+   sft and preference plans: sequence_predictions.h. */
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "base/tensor.h"
 
 namespace lmrt {
 
 class Session;
 
+/* The plan's one forward program ("forward", or the only "forward:<model>"). */
+std::string predictionProgram(const Session &s);
+/* Value i of a float (f32 or f64) output. */
+double valueAt(const TensorRef &t, size_t i);
+
 /* Writes FILE (atomically) for the weights loaded in `session`; returns the
-   records written. Throws unless the plan's transform is classify, regression
-   or span and it has one forward program with one output of [batch, C]
+   records written (tokens, sft, preference: writeSequencePredictions).
+   Throws unless the plan's transform is classify, regression or span and it has one forward program with one output of [batch, C]
    (classify), [batch] / [batch, 1] (regression) or [batch, seq, 2] (span);
    packed: [batch, seq, C] or [batch, seq] / [batch, seq, 1]. */
 /* `nullScoreDiffThreshold`: SQuAD v2 span plans answer "no answer" when a

@@ -79,7 +79,8 @@ void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
            "token windows; give --steps", dc.transform().c_str());
     ExampleShard shard(o.dataDir + "/train.examples");
     const uint64_t perStep = (uint64_t)dc.batch() * (uint64_t)run.accumulate;
-    if (task == ExampleTask::Span && contract::transformParam(dc, "doc_stride") != 0) {
+    if (task == ExampleTask::Span && contract::transformParam(dc, "doc_stride") != 0 &&
+        contract::transformParam(dc, "pack") == 0) {
       // An epoch is one pass over the features (a long context's windows).
       ExampleBatcher b(o.dataDir, task, dc.batch(), dc.seq(), 0, run.seed);
       b.setMaxQuestion((int64_t)contract::transformParam(dc, "max_question"));
@@ -96,12 +97,20 @@ void planSteps(RunSetup &run, Session &s, const TrainOptions &o, FILE *log) {
                                   : 0;
       ExampleBatcher b(o.dataDir, task, dc.batch(), dc.seq(), classes, run.seed);
       if (task == ExampleTask::Seq2Seq) b.setTargetSeq((int64_t)contract::transformParam(dc, "target_seq"));
+      if (task == ExampleTask::Span) {
+        b.setMaxQuestion((int64_t)contract::transformParam(dc, "max_question"));
+        b.setDocStride((int64_t)contract::transformParam(dc, "doc_stride"));
+      }
       b.setPack(true);
       const uint64_t rows = b.trainRowsOfEpochs((uint64_t)epochs);
       run.steps = (int64_t)((rows + perStep - 1) / perStep);
-      std::fprintf(log, "epochs: %lld%s x %llu records packed in %llu rows, %llu a step: %lld steps\n",
+      // span with a doc stride packs the windows.
+      const std::string windows = b.docStride() ? " in " + std::to_string(b.trainUnits()) + " windows (doc_stride " +
+                                                      std::to_string(b.docStride()) + ")"
+                                                : std::string();
+      std::fprintf(log, "epochs: %lld%s x %llu records%s packed in %llu rows, %llu a step: %lld steps\n",
                    (long long)epochs, o.epochs > 0 ? "" : " (the plan's)", (unsigned long long)shard.records(),
-                   (unsigned long long)rows, (unsigned long long)perStep, (long long)run.steps);
+                   windows.c_str(), (unsigned long long)rows, (unsigned long long)perStep, (long long)run.steps);
     } else {
       run.steps = (int64_t)((epochs * shard.records() + perStep - 1) / perStep);
       std::fprintf(log, "epochs: %lld%s x %llu records, %llu a step: %lld steps\n", (long long)epochs,

@@ -34,7 +34,7 @@ const TensorRef &inputOf(const std::map<std::string, TensorRef> &all, const char
 }  // namespace
 
 Seq2SeqScores writeSeq2SeqPredictions(Session &s, const std::string &dataDir, uint64_t seed, const std::string &path,
-                                      int64_t maxTokens) {
+                                      int64_t maxTokens, bool kvCache) {
   const std::string transform = s.plan().data().transform();
   if (transform != "seq2seq") fail("writeSeq2SeqPredictions: the plan's transform is '%s'", transform.c_str());
   if (!isSeq2SeqPlan(s))
@@ -50,6 +50,7 @@ Seq2SeqScores writeSeq2SeqPredictions(Session &s, const std::string &dataDir, ui
          (long long)rows);
   Seq2SeqScores out;
   out.maxTokens = maxTokens > 0 ? maxTokens : f.targetSeq;
+  out.cached = kvCache && s.hasProgram("encode") && s.hasProgram("decode");
   const ExampleShard &shard = ex.valShard();
   const std::vector<int> texts = shard.fieldsOf(FieldKind::Text);  // input, target (the transform checked them)
   out.records = shard.records();
@@ -64,12 +65,27 @@ Seq2SeqScores writeSeq2SeqPredictions(Session &s, const std::string &dataDir, ui
            ids.type.str().c_str(), mask.type.str().c_str(), f.ids.str().c_str(), f.mask.str().c_str());
     // Validation batch b holds records b * rows .. in order; the rows past the last repeat record 0.
     const int64_t used = (int64_t)std::min<uint64_t>((uint64_t)rows, out.records - b * (uint64_t)rows);
-    std::vector<std::vector<int32_t>> generated = greedySeq2SeqBatch(
-        s, f, reinterpret_cast<const int32_t *>(ids.data), mask.data, used, out.maxTokens);
+    std::vector<std::vector<int32_t>> generated;
+    if (!out.cached)
+      generated = greedySeq2SeqBatch(s, f, reinterpret_cast<const int32_t *>(ids.data), mask.data, used,
+                                     out.maxTokens);
     for (int64_t r = 0; r < used; ++r) {
       const uint64_t rec = b * (uint64_t)rows + (uint64_t)r;
       shard.text(rec, texts[0], input);
       shard.text(rec, texts[1], target);
+      if (out.cached) {
+        // The record's input as the prompt: generateSeq2Seq builds the
+        // encoder row as the transform does (cut to seq - 1 bytes, then EOS).
+        SampleOptions o;
+        o.prompt = bytesOf(input);
+        o.tokens = out.maxTokens;
+        o.temperature = 0;
+        generated.emplace_back();
+        generateSeq2Seq(s, o, [&](int32_t t) {
+          generated.back().push_back(t);
+          return true;
+        });
+      }
       const std::string in = bytesOf(input), gold = bytesOf(target), pred = bytesOf(generated[(size_t)r]);
       const bool eos = (int64_t)generated[(size_t)r].size() < std::min(out.maxTokens, f.targetSeq);
       out.exact += pred == gold;

@@ -25,6 +25,7 @@ struct Options {
   EvalOptions eval;
   std::string predictions;  // classify, regression, span, seq2seq: one JSON line per validation record
   int64_t maxNewTokens = 0; // seq2seq: the generation limit (0: the decoder's length)
+  bool noKvCache = false;   // seq2seq: generate over the forward program (every token re-runs the model)
   bool overwrite = false;
   double nullScoreDiffThreshold = 0.0;  // span plans on SQuAD v2 data: HF's default
   bool thresholdGiven = false;
@@ -47,15 +48,19 @@ void run(const Options &o) {
   const bool seq2seq = session->plan().data().transform() == "seq2seq";
   if (o.maxNewTokens && (!seq2seq || o.predictions.empty()))
     fail("--max-new-tokens limits the generation of --predictions on a seq2seq plan");
+  if (o.noKvCache && (!seq2seq || o.predictions.empty()))
+    fail("--no-kv-cache chooses how --predictions generates on a seq2seq plan");
   if (o.thresholdGiven && session->plan().data().transform() != "span")
     fail("--null-score-diff-threshold is for span plans (SQuAD v2); this plan's transform is '%s'",
          session->plan().data().transform().c_str());
   Seq2SeqScores generated;
   if (!o.predictions.empty() && seq2seq) {
-    generated = writeSeq2SeqPredictions(*session, o.eval.dataDir, o.eval.seed, o.predictions, o.maxNewTokens);
+    generated = writeSeq2SeqPredictions(*session, o.eval.dataDir, o.eval.seed, o.predictions, o.maxNewTokens,
+                                        !o.noKvCache);
     std::printf("wrote %s: %llu predictions (greedy, at most %lld tokens; score them with lmrt metrics "
-                "--predictions %s)\n", o.predictions.c_str(), (unsigned long long)generated.records,
-                (long long)generated.maxTokens, o.predictions.c_str());
+                "--predictions %s)%s\n", o.predictions.c_str(), (unsigned long long)generated.records,
+                (long long)generated.maxTokens, o.predictions.c_str(),
+                generated.cached ? " over the KV cache" : " re-running the model for every token");
   } else if (!o.predictions.empty()) {
     uint64_t n =
         writeExamplePredictions(*session, o.eval.dataDir, o.eval.seed, o.predictions, o.nullScoreDiffThreshold);
@@ -111,6 +116,9 @@ void add(CLI::App &app) {
                   "and logits, the answer, or the generated target) for lmrt metrics");
   addIntOption(cmd, "--max-new-tokens", o->maxNewTokens, 1, int64_t(1) << 30,
                "seq2seq --predictions: generate at most N tokens a record (default: the decoder's length)");
+  cmd->add_flag("--no-kv-cache", o->noKvCache,
+                "seq2seq --predictions: re-run the whole model for every token, a batch of records at a time, "
+                "rather than the encoder once and the decoder over its key/value cache, a record at a time");
   cmd->add_flag("--overwrite", o->overwrite, "Replace an existing --predictions file");
   addRealOption(cmd, "--null-score-diff-threshold", o->nullScoreDiffThreshold, -1e300, 1e300,
                 "span plans on SQuAD v2 data: answer 'no answer' when a record's null score minus its best answer's "

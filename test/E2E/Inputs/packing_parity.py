@@ -23,7 +23,10 @@ an example at [CLS]), tokens (a label a word), sft (causal, the responses),
 reward and dpo (the preference transform: the chosen and the rejected side
 each checked as a batch; a reward a pair's example at its last token, the
 log-probs of its response tokens), seq2seq (T5: an example is its input in
-the encoder's row and its target in the decoder's, the same slot k of both).
+the encoder's row and its target in the decoder's, the same slot k of both),
+span (an example is a question and its context, or with doc_stride a window
+of it; its loss the mean of its start's and its end's cross-entropy over its
+own positions: the padded plan is bert_span.lm with mask_padding = 1).
 """
 import argparse
 import json
@@ -129,6 +132,17 @@ def write_records(task, path, count=24):
                 r = {"tokens": words, "ner_tags": [(i + j * j) % 3 for j in range(len(words))]}
             elif task == "seq2seq":
                 r = {"input": text(i, n), "target": text(i + 5, 1 + (i * 5) % 7)}
+            elif task == "span":
+                # A question of 2 or 3 words, a context of 2 to 6 words, every
+                # sixth of 16 to 18 (longer than a row of 64 holds after the
+                # question: cut off, or with doc_stride two windows), the
+                # answer a word of it.
+                context = text(i + 3, 16 + i % 3 if i % 6 == 0 else 2 + (i * 3) % 5)
+                words = context.split()
+                w = (i * 5) % len(words)
+                start = len(" ".join(words[:w])) + (1 if w else 0)
+                r = {"question": text(i, 1 + i % 2) + "?", "context": context,
+                     "answers": {"text": [words[w]], "answer_start": [start]}}
             elif task == "sft":
                 r = {"prompt": text(i, 1 + n // 2) + "?", "response": text(i + 5, 1 + (i * 5) % 7)}
             else:
@@ -188,6 +202,16 @@ def side_checks(a, check, pad, pack, pe, qe, seq, weights, inputs_of, tmp, side)
                     if label != -100 and (not packed or batch["decoder_doc_ids"][1][r * tseq + t] == k):
                         total -= log_softmax_at(flat[(r * tseq + t) * c:(r * tseq + t + 1) * c], label)
                 out[ex.key(span)] = total
+            elif a.task == "span":
+                # The mean of the start's and the end's cross-entropy over the
+                # example's own positions (the padded row's real tokens).
+                row = flat[(r * seq + start) * 2:(r * seq + start + n) * 2]
+                if packed:
+                    k = batch["doc_ids"][1][r * seq + start]
+                    gold = [batch["example_" + w + "_positions"][1][r * seq + k] - start for w in ("start", "end")]
+                else:
+                    gold = [batch[w + "_positions"][1][r] for w in ("start", "end")]
+                out[ex.key(span)] = -0.5 * (log_softmax_at(row[0::2], gold[0]) + log_softmax_at(row[1::2], gold[1]))
             elif a.task == "classify":
                 if packed:
                     slot = start_slot[(r, start)]
@@ -245,7 +269,7 @@ def side_checks(a, check, pad, pack, pe, qe, seq, weights, inputs_of, tmp, side)
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--task", choices=["classify", "regression", "tokens", "sft", "reward", "dpo", "seq2seq"],
+    ap.add_argument("--task", choices=["classify", "regression", "tokens", "sft", "reward", "dpo", "seq2seq", "span"],
                     required=True)
     ap.add_argument("--records")
     ap.add_argument("--padded")

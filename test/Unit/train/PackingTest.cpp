@@ -229,3 +229,49 @@ TEST(Packing, Seq2SeqInputsAndTargetsShareTheirSlot) {
   narrow.setPack(true);
   EXPECT_EQ(narrow.valRows().rows(), 2u);
 }
+
+TEST(Packing, SpanExamplesAndWindowsKeepTheirAnswersAtTheirSlots) {
+  TempDir d;
+  // Rows of 16, questions of at most 4: "ab"/"xyz" is 8 tokens ([CLS] a b
+  // [SEP] x y z [SEP], its answer "y" at 5), "c"/"pq" 6 (answer "q" at 4, so
+  // 12 in the row after the first), "d" and 14 context bytes 17: cut to 12
+  // context bytes, its answer "z" (the 14th) is cut off and points at [CLS].
+  const char *records = "{\"q\": \"ab\", \"c\": \"xyz\", \"a\": {\"text\": [\"y\"], \"answer_start\": [1]}}\n"
+                        "{\"q\": \"c\", \"c\": \"pq\", \"a\": {\"text\": [\"q\"], \"answer_start\": [1]}}\n"
+                        "{\"q\": \"d\", \"c\": \"mnopqrstuvwxyz\", \"a\": {\"text\": [\"z\"], \"answer_start\": [13]}}\n";
+  writeFile(d.file("t.jsonl"), records);
+  JsonlBuildOptions o;
+  o.inputs = {d.file("t.jsonl")};
+  o.valInputs = {d.file("t.jsonl")};
+  o.outDir = d.file("data");
+  o.fields = {"q", "c", "a:span"};
+  buildJsonlDataset(o);
+  ExampleBatcher b(o.outDir, ExampleTask::Span, 2, 16, 0, 1);
+  b.setMaxQuestion(4);
+  b.setPack(true);
+  EXPECT_EQ(b.valRows().rows(), 2u);
+  ExampleBatch x;
+  b.valBatch(0, x);
+  EXPECT_EQ(x.ints.count("start_positions"), 0u);
+  EXPECT_EQ(part(x.ints["ids"], 0, 16), (std::vector<int32_t>{257, 'a', 'b', 258, 'x', 'y', 'z', 258, 257, 'c', 258,
+                                                              'p', 'q', 258, 256, 256}));
+  EXPECT_EQ(part(x.ints["segments"], 0, 16),
+            (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0}));
+  EXPECT_EQ(part(x.ints["doc_ids"], 0, 16), (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2}));
+  EXPECT_EQ(part(x.ints["positions"], 8, 8), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 0, 1}));
+  EXPECT_EQ(part(x.ints["example_start_positions"], 0, 3), (std::vector<int32_t>{5, 12, -100}));
+  EXPECT_EQ(part(x.ints["example_end_positions"], 0, 3), (std::vector<int32_t>{5, 12, -100}));
+  EXPECT_EQ(part(x.ints["example_start_positions"], 16, 2), (std::vector<int32_t>{0, -100}));
+  // With doc_stride 4 the long context is two windows (context bytes [0, 12)
+  // and [8, 14)), each an example; the second holds "z" at 3 + 13 - 8 = 8.
+  // Units: 8, 6, 16 and 10 tokens: rows [8, 6], [16], [10].
+  b.setDocStride(4);
+  EXPECT_EQ(b.valUnits(), 4u);
+  EXPECT_EQ(b.valRows().rows(), 3u);
+  ExampleBatch y;
+  b.valBatch(1, y);
+  EXPECT_EQ(part(y.ints["ids"], 0, 11), (std::vector<int32_t>{257, 'd', 258, 'u', 'v', 'w', 'x', 'y', 'z', 258, 256}));
+  EXPECT_EQ(part(y.ints["example_start_positions"], 0, 2), (std::vector<int32_t>{8, -100}));
+  // The second row of that batch is past the last packed row: nothing scores.
+  EXPECT_EQ(part(y.ints["example_start_positions"], 16, 16), std::vector<int32_t>(16, -100));
+}

@@ -195,7 +195,14 @@ LogicalResult BodyWriter::write() {
     Operation *def = out.get().getDefiningOp();
     if (def && isa<SumToOp, MatmulOp>(def))
       continue;  // accumulated by the wrapper / written by the GEMM
-    FailureOr<std::string> v = valueName(out.get());
+    // A yielded cast stores its operand: storing rounds it as the cast's expression
+    // does, and rounding twice gives the same bits (store(load(store(x))) ==
+    // store(x)), so the kernel converts once (the casts of bf16 plans were
+    // compute-bound on the conversion).
+    Value stored = out.get();
+    if (auto cast = dyn_cast_or_null<CastOp>(def))
+      stored = cast.getX();
+    FailureOr<std::string> v = valueName(stored);
     if (failed(v))
       return failure();
     const char *type = storageOf(out.get());

@@ -16,6 +16,7 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "base/tensor.h"
@@ -58,6 +59,20 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha
    note on stderr once. beta must be 0 or 1. */
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const lmc::bf16 *a, int64_t lda,
           const lmc::bf16 *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* The rows or columns of each block a bf16 GEMM's output is cut into along its longer
+   side (lm.matmul, GEMM epilogues, the fused loss). oneDNN's bf16 matmul sums in an
+   order that depends on the block's shape, so the blocks are fixed by the shape alone,
+   never by the thread count: the bits of a result are the same with any number of
+   threads. About four blocks (enough to share among 2 or 4 threads) of 64 to 256
+   rows or columns, a multiple of 16: each block packs the whole operand it does not
+   split, and the primitive runs larger blocks faster (64-row blocks, the earlier
+   rule, took 1.2-2x as long as 128-256 on bench_tiny's [1024, 256] x [256, 768]
+   and its dX and dW forms, 2 threads). */
+inline int64_t bf16GemmBlock(int64_t side) {
+  const int64_t quarter = (side + 4 * 16 - 1) / (4 * 16) * 16;
+  return std::min(side, std::clamp<int64_t>(quarter, 64, 256));
+}
 
 /* bf16 operands widened to f32 (exact) and run on the f32 sgemm above
    (gemm_widened.cpp): the bf16 GEMM's result where oneDNN cannot run it. */

@@ -49,10 +49,9 @@ void gemmSplit(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const A *a, in
   if constexpr (std::is_same_v<A, lmc::bf16>) {
     // As lm.matmul's bf16 GEMMs (matmul.cpp): oneDNN's bf16 matmul sums in an order
     // that depends on the block's shape, so the blocks are fixed by the shape alone
-    // (64-column panels or 64-row blocks, the last taking the remainder), never by
+    // (bf16GemmBlock, blas.h; the last row block taking the remainder), never by
     // the thread count.
-    constexpr int64_t kBf16Block = 64;
-    per = std::min(side, kBf16Block);
+    per = bf16GemmBlock(side);
     blocks = (side + per - 1) / per;
     if (!byCols && blocks > 1 && side % per != 0) --blocks;
   }

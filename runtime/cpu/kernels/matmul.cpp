@@ -66,12 +66,8 @@ void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k
   int64_t per = byCols ? (side + blocks - 1) / blocks : side / blocks;
   if (byCols && blocks > 1) per = std::min(side, (per + 15) / 16 * 16);
   if constexpr (std::is_same_v<T, lmc::bf16>) {
-    // oneDNN's bf16 matmul sums in an order that depends on the block's shape, so
-    // the blocks are fixed by the shape alone (64-column panels or 64-row blocks,
-    // enough of them to share), never by the thread count: the bits of a result
-    // are the same with any number of threads.
-    constexpr int64_t kBf16Block = 64;
-    per = std::min(side, kBf16Block);
+    // Blocks fixed by the shape alone (blas.h), the last row block taking the remainder.
+    per = bf16GemmBlock(side);
     blocks = (side + per - 1) / per;
     if (!byCols && blocks > 1 && side % per != 0) --blocks;  // the last block takes the remainder
   }

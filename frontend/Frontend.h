@@ -36,6 +36,9 @@ struct FrontendOptions {
   /// one of D data-parallel ranks: the objectives' inputs hold batch / D rows
   /// (docs/distributed.md).
   int64_t meshData = 0, meshTensor = 0;
+  /// `lmc compile --mesh ...,sp`: sequence parallelism over the tensor axis, over
+  /// the train block's `mesh = { ..., sequence_parallel = true }` (-1: the block's).
+  int sequenceParallel = -1;
   /// `lmc compile --zero N`: the ZeRO stage over the train block's `zero` (-1: the
   /// block's, or 0). Needs data > 1 (docs/distributed.md, "ZeRO").
   int64_t zero = -1;

@@ -153,7 +153,9 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
   const char *names[2] = {"data", "tensor"};
   // `zero = N` (the ZeRO stage), then lmc's --zero over it.
   int64_t zero = 0;
-  Location zeroLoc = FileLineColLoc::get(&ctx, files[0], 1, 1), meshLoc = zeroLoc;
+  // `sequence_parallel = true` (or lmc's --mesh ...,sp): with the tensor axis.
+  bool sequenceParallel = false;
+  Location zeroLoc = FileLineColLoc::get(&ctx, files[0], 1, 1), meshLoc = zeroLoc, spLoc = zeroLoc;
   for (const ast::Setting *sp : trainSettings) {
     const ast::Setting &s = *sp;
     if (s.name == "zero") {
@@ -177,13 +179,21 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
     std::set<std::string> seen;
     for (const ast::KeywordArg &kw : e.kwargs) {
       int axis = kw.name == "data" ? 0 : kw.name == "tensor" ? 1 : -1;
-      if (axis < 0)
-        return error(kw.loc) << "mesh has no axis '" << kw.name << "' (expected data or tensor)";
+      if (axis < 0 && kw.name != "sequence_parallel")
+        return error(kw.loc) << "mesh has no axis '" << kw.name << "' (expected data, tensor or sequence_parallel)";
       if (!seen.insert(kw.name).second)
         return error(kw.loc) << "mesh axis '" << kw.name << "' is given twice";
       FailureOr<LMValue> v = eval(*kw.value, env);
       if (failed(v))
         return failure();
+      if (axis < 0) {
+        if (v->kind != LMValue::Kind::Bool)
+          return error(kw.value->loc) << "mesh sequence_parallel must be true or false, got "
+                                      << ast::toString(*kw.value);
+        sequenceParallel = v->boolValue;
+        spLoc = loc(kw.loc);
+        continue;
+      }
       if (v->kind != LMValue::Kind::Int || v->intValue < 1 || v->intValue > (1 << 20))
         return error(kw.value->loc) << "mesh axis '" << kw.name << "' must be a whole number of ranks in [1, "
                                     << (1 << 20) << "], got " << ast::toString(*kw.value);
@@ -197,6 +207,12 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
   }
   if (options.zero >= 0)
     zero = options.zero;
+  if (options.sequenceParallel >= 0)
+    sequenceParallel = options.sequenceParallel;
+  if (sequenceParallel && axes[1] == 1)
+    return emitError(spLoc) << "sequence_parallel splits the sequence over the tensor-parallel ranks, and this mesh "
+                            << "has none: set mesh = { tensor = T } with T > 1 (or lmc compile --mesh tensor=T,sp); "
+                            << "docs/distributed.md";
   if (zero < 0 || zero > 3)
     return emitError(zeroLoc) << "zero = " << zero << ": the ZeRO stage must be 0 (plain data parallelism), 1, 2 or 3";
   if (zero > 0) {
@@ -237,6 +253,8 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
     attrs.push_back(builder.getNamedAttr(names[axis], builder.getI64IntegerAttr(axes[axis])));
   if (zero > 0) // written only when set, so data-parallel plans keep their bytes
     attrs.push_back(builder.getNamedAttr("zero", builder.getI64IntegerAttr(zero)));
+  if (sequenceParallel) // read by -lm-spmd
+    attrs.push_back(builder.getNamedAttr("sequence_parallel", builder.getBoolAttr(true)));
   return std::optional<DictionaryAttr>(builder.getDictionaryAttr(attrs));
 }
 

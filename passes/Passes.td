@@ -207,12 +207,20 @@ def LMSpmdPass : Pass<"lm-spmd", "mlir::ModuleOp"> {
     split axes per dimension; `segments` when it is S equal parts each split
     alike). A dimension the mesh axis does not divide (heads, d_ff, d) is an
     error naming the tensor and the axis; a parameter split in one function
-    and not in another is an error. Without a mesh, or with T = 1, the module
-    is left as it is. See docs/distributed.md.
+    and not in another is an error. With `sequence_parallel = true` in
+    `lm.mesh` (or the option), every function without a key/value cache then
+    runs the work between a row-parallel layer and the next column-parallel
+    one (biases, residual adds, norms) on its part of the sequence: the
+    row-parallel layer's all-reduce becomes an `lm.reduce_scatter` along
+    dimension 1, the region's exits `lm.all_gather` (passes/SequenceParallel.cpp);
+    a sequence the axis does not divide is an error. Without a mesh, or with
+    T = 1, the module is left as it is. See docs/distributed.md.
   }];
   let options = [
     Option<"tensor", "tensor", "int64_t", "0",
            "Tensor-parallel ranks (0: the module's lm.mesh, none without it)">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", "false",
+           "Sequence parallelism with the tensor axis (also lm.mesh's sequence_parallel)">,
   ];
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
 }

@@ -35,6 +35,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/SequenceParallel.h"
 
 #include "dialect/IR/LMOps.h"
 
@@ -285,8 +286,10 @@ DictionaryAttr shardingAttr(MLIRContext *ctx, int64_t rank, TensorSharding s) {
   return b.getDictionaryAttr(attrs);
 }
 
-/// Rewrites `f` into one rank's program under `a`.
-void localize(func::FuncOp f, const Assignment &a, int64_t ranks) {
+/// Rewrites `f` into one rank's program under `a`; returns the all-reduces of
+/// the partial sums (the row-parallel layers').
+SmallVector<AllReduceOp> localize(func::FuncOp f, const Assignment &a, int64_t ranks) {
+  SmallVector<AllReduceOp> sums;
   for (auto [v, s] : a.values) {
     if (s.dim < 0)
       continue;
@@ -306,9 +309,28 @@ void localize(func::FuncOp f, const Assignment &a, int64_t ranks) {
     b.setInsertionPointAfterValue(v);
     auto sum = b.create<AllReduceOp>(v.getLoc(), v, kTensorAxis, ranks, /*mean=*/false);
     v.replaceAllUsesExcept(sum, sum);
+    sums.push_back(sum);
   }
-  auto ret = cast<func::ReturnOp>(f.getBody().back().getTerminator());
-  f.setType(FunctionType::get(f.getContext(), f.getBody().getArgumentTypes(), ret.getOperandTypes()));
+  return sums;
+}
+
+/// Whether the module asks for sequence parallelism (lm.mesh's
+/// sequence_parallel, or the pass option).
+bool sequenceParallelOf(ModuleOp module, bool option) {
+  if (option)
+    return true;
+  auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh");
+  auto sp = mesh ? dyn_cast_or_null<BoolAttr>(mesh.get("sequence_parallel")) : BoolAttr();
+  return sp && sp.getValue();
+}
+
+/// Generation's programs (a key/value cache in and out) run a few positions
+/// at a time: they keep the tensor-parallel layout without the sequence split.
+bool hasState(func::FuncOp f) {
+  for (unsigned i = 0; i < f.getNumArguments(); ++i)
+    if (f.getArgAttr(i, "lm.state"))
+      return true;
+  return false;
 }
 
 struct SpmdPass : lm::impl::LMSpmdPassBase<SpmdPass> {
@@ -361,8 +383,18 @@ struct SpmdPass : lm::impl::LMSpmdPassBase<SpmdPass> {
       emitError(first->loc) << "tensor parallelism: " << first->message;
       return signalPassFailure();
     }
-    for (auto &[f, a] : plans)
-      localize(f, a, ranks);
+    bool sp = sequenceParallelOf(module, sequenceParallel);
+    for (auto &[f, a] : plans) {
+      SmallVector<AllReduceOp> sums = localize(f, a, ranks);
+      auto tensorSplit = [&](Value v) {
+        auto it = a.values.find(v);
+        return it != a.values.end() && !it->second.isReplicated();
+      };
+      if (sp && !hasState(f) && failed(lm::sequenceParallel(f, sums, tensorSplit, kTensorAxis, ranks)))
+        return signalPassFailure();
+      auto ret = cast<func::ReturnOp>(f.getBody().back().getTerminator());
+      f.setType(FunctionType::get(f.getContext(), f.getBody().getArgumentTypes(), ret.getOperandTypes()));
+    }
   }
 };
 

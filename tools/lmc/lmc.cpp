@@ -201,16 +201,21 @@ LogicalResult parseDefines(const std::vector<std::string> &defines, mlir::lm::Fr
   return success();
 }
 
-/// Parses --mesh data=D,tensor=T (either axis may be left out: the train block's).
+/// Parses --mesh data=D,tensor=T[,sp] (either axis may be left out: the train block's;
+/// `sp`: sequence parallelism with the tensor axis).
 LogicalResult parseMesh(const std::string &text, mlir::lm::FrontendOptions &options) {
   SmallVector<StringRef> items;
   StringRef(text).split(items, ',', -1, /*KeepEmpty=*/true);
   for (StringRef item : items) {
+    if (item.trim() == "sp") { // sequence parallelism with the tensor axis
+      options.sequenceParallel = 1;
+      continue;
+    }
     auto [axis, value] = item.trim().split('=');
     int64_t n = 0;
     int64_t *slot = axis == "data" ? &options.meshData : axis == "tensor" ? &options.meshTensor : nullptr;
     if (!slot || value.getAsInteger(10, n) || n < 1 || n > (1 << 20))
-      return fail("--mesh expects data=D,tensor=T with whole numbers of ranks in [1, " + std::to_string(1 << 20) +
+      return fail("--mesh expects data=D,tensor=T[,sp] with whole numbers of ranks in [1, " + std::to_string(1 << 20) +
                   "], got '" + text + "'"),
              failure();
     *slot = n;
@@ -568,7 +573,8 @@ int main(int argc, char **argv) {
   CLI::Option *mesh = compile->add_option(
       "--mesh", opts.mesh,
       "the device mesh, over the train block's mesh: data=D (D data-parallel ranks, each on batch / D rows; "
-      "run with mpirun -np D) and tensor=T (only 1 so far); docs/distributed.md");
+      "run with mpirun -np D), tensor=T (T tensor-parallel ranks) and sp (sequence parallelism with the tensor "
+      "axis); docs/distributed.md");
   CLI::Option *zero = compile->add_option(
       "--zero", opts.zero,
       "the ZeRO stage over the train block's zero: 0 (plain data parallelism), 1 (each data rank keeps 1/D of the "

@@ -16,7 +16,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_va
 for fmt in none sharded whole; do
   rm -rf "$out/ck-$fmt"
   ck=()
-  [[ $fmt == none ]] || ck=(--checkpoint-dir "$out/ck-$fmt" --checkpoint-every 1 --checkpoint-format "$fmt")
+  [[ $fmt == none ]] || ck=(--checkpoint-dir "$out/ck-$fmt" --checkpoint-every 1 --keep 1 --checkpoint-format "$fmt")
   mpirun -np 2 --bind-to core sh -c '/usr/bin/time -f %M -o "$0-$OMPI_COMM_WORLD_RANK" "$@"' "$out/rss-$fmt" \
     build/bin/lmrt run "$out/z1.plan" --data runs/fortunes --steps "$steps" --eval-batches 0 --threads 1 --profile \
     --overwrite --out "$out/$fmt.safetensors" "${ck[@]}" > "$out/$fmt.log"

@@ -10,6 +10,9 @@
                         count, the seed of every counter-based RNG stream, the data
                         cursor and fingerprint, the metrics file length, and the
                         FNV-1a-64 of state.safetensors; it ends with its own checksum
+   A sharded checkpoint (several processes, writeShardedCheckpoint) holds, in place of
+   state.safetensors, each rank's shard-RRRRR-of-WWWWW.safetensors, and meta.json
+   (version 3) lists every tensor's pieces (checkpoint_shards.h).
    It is written as DIR/step-00000040.tmp (each file fsynced), renamed into place, and
    DIR fsynced, so a crash at any instant leaves the previous checkpoint intact and
    at worst a .tmp directory that the next run removes. Readers check everything

@@ -15,6 +15,7 @@
 #include "runtime/cpu/zero_shards.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/exec/backend_registry.h"
+#include "runtime/exec/held_state.h"
 #include "runtime/exec/optimizer.h"
 #include "runtime/exec/session.h"
 
@@ -38,7 +39,7 @@ struct ExecProgram {
   std::vector<ExecStep> steps;
 };
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public Backend, public HeldOptimizerState {
 public:
   CpuBackend(Session &session);
   std::string describe() const override { return "cpu"; }
@@ -56,6 +57,7 @@ public:
   int64_t optimizerUpdates() const override { return optimizer_ ? optimizer_->stepCount() : 0; }
   std::vector<NamedTensor> optimizerState() override;
   std::vector<NamedTensor> beginRestore(int64_t updates) override;
+  std::vector<HeldTensor> heldOptimizerState() override;  // HeldOptimizerState
   void finishRestore() override;
   void setProfile(OpProfile *profile) override { profile_ = profile; }
   void setNonFiniteCheck(NonFiniteValue *check) override { nonFinite_ = check; }
@@ -331,6 +333,23 @@ std::vector<NamedTensor> CpuBackend::stateTensors(std::vector<void *> data) {
 std::vector<NamedTensor> CpuBackend::optimizerState() {
   if (!zero_) return stateTensors(optimizer().state(views_));
   return stateTensors(zero_->gatherState(optimizer().state(zero_->views()), stateOwner_));
+}
+
+/* This rank's slices under ZeRO as they are (no gather); otherwise the whole tensors. */
+std::vector<HeldTensor> CpuBackend::heldOptimizerState() {
+  std::vector<HeldTensor> out;
+  if (!zero_) {
+    for (const NamedTensor &t : optimizerState())
+      out.push_back({t.first, t.second.type, 0, t.second.type.numel(), t.second.data});
+    return out;
+  }
+  std::vector<void *> slices = optimizer().state(zero_->views());
+  std::vector<NamedTensor> whole = stateTensors(std::vector<void *>(slices.size(), nullptr));
+  for (size_t k = 0; k < whole.size(); ++k) {
+    const ShardRange r = zero_->range(stateOwner_[k]);
+    out.push_back({whole[k].first, whole[k].second.type, r.begin, r.end, slices[k]});
+  }
+  return out;
 }
 
 std::vector<NamedTensor> CpuBackend::beginRestore(int64_t updates) {

@@ -53,6 +53,8 @@ public:
 
   /* The optimizer's view: each parameter's slice as a flat parameter of its own. */
   const std::vector<ParamView> &views() const { return shards_; }
+  /* This rank's slice of parameter i (and of its optimizer state). */
+  ShardRange range(size_t i) const { return ranges_[i]; }
   /* Every rank's updated slices into every rank's whole parameters (frozen ones,
      which no rank changes, are skipped). Collective: every rank calls it. */
   void gatherParams(const std::vector<ParamView> &params);

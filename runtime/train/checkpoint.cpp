@@ -4,7 +4,10 @@
 #include "runtime/exec/optimizer.h"
 
 #include <algorithm>
+#include <set>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/comm/communicator.h"
 #include "runtime/data/token_source.h"
 #include "base/file_io.h"
 #include "base/hash.h"
@@ -20,6 +24,7 @@
 #include "contract/plan_file.h"
 #include "runtime/exec/session.h"
 #include "runtime/exec/shard_layout.h"
+#include "runtime/train/checkpoint_shards.h"
 #include "runtime/train/tensor_parallel.h"
 
 namespace lmrt {
@@ -71,12 +76,20 @@ std::vector<std::string> directoryEntries(const std::string &dir) {
   return names;
 }
 
+/* A file a checkpoint directory holds: its state or meta.json, a sharded one's
+   shard-RRRRR-of-WWWWW.safetensors, or the temporary of one of them. */
+bool isCheckpointFile(std::string n) {
+  if (n.size() > 4 && n.compare(n.size() - 4, 4, ".tmp") == 0) n.resize(n.size() - 4);
+  const std::string ext = ".safetensors";
+  return n == kStateFile || n == kMetaFile ||
+         (n.rfind("shard-", 0) == 0 && n.size() > ext.size() && n.compare(n.size() - ext.size(), ext.size(), ext) == 0);
+}
+
 /* Removes a checkpoint directory we wrote: only our files, then the directory. An
    unexpected file makes it stay (nothing of the user's is deleted). */
 bool removeCheckpointDir(const std::string &path, FILE *log) {
   for (const std::string &n : directoryEntries(path)) {
-    if (n != kStateFile && n != kMetaFile && n != std::string(kStateFile) + ".tmp" &&
-        n != std::string(kMetaFile) + ".tmp") {
+    if (!isCheckpointFile(n)) {
       if (log) std::fprintf(log, "kept '%s': it holds '%s', which lmrt did not write\n", path.c_str(), n.c_str());
       return false;
     }
@@ -169,11 +182,22 @@ std::string planJson(const Session &session) {
   return s;
 }
 
-std::string metaJson(const Session &s, const CheckpointMeta &m, uint64_t stateBytes, uint64_t stateFnv) {
+/* `files`: the "files" object's members (each file's bytes and checksum); `tensors`:
+   a sharded checkpoint's "tensors" array (checkpoint_shards.h), "" for a whole one. */
+std::string metaJson(const Session &s, const CheckpointMeta &m, const std::string &files,
+                     const std::string &tensors = "") {
   const LrSchedule &sc = m.schedule;
   std::string j = "{\n";
   j += "  \"format\": \"" + std::string(kFormat) + "\",\n";
-  j += "  \"version\": " + std::to_string(kCheckpointFormatVersion) + ",\n";
+  j += "  \"version\": " + std::to_string(tensors.empty() ? kCheckpointFormatVersion : kShardedCheckpointVersion) +
+       ",\n";
+  if (!tensors.empty()) {
+    const plan::Mesh &mesh = s.plan().train().mesh();
+    j += "  \"layout\": \"sharded\",\n";
+    j += "  \"mesh\": {\"data\": " + std::to_string(std::max<int64_t>(1, mesh.data())) + ", \"tensor\": " +
+         std::to_string(std::max<int64_t>(1, mesh.tensor())) + ", \"zero\": " + std::to_string(mesh.zero()) +
+         ", \"ranks\": " + std::to_string(comm::world().size()) + "},\n";
+  }
   j += "  \"step\": " + std::to_string(m.step) + ",\n";
   j += "  \"total_steps\": " + std::to_string(m.totalSteps) + ",\n";
   j += "  \"accumulate\": " + std::to_string(m.accumulate) + ",\n";
@@ -200,8 +224,8 @@ std::string metaJson(const Session &s, const CheckpointMeta &m, uint64_t stateBy
   j += "  \"metrics\": {\"path\": " + json::quote(m.metricsPath) + ", \"bytes\": " +
        std::to_string(m.metricsBytes) + "},\n";
   j += "  \"plan\": " + planJson(s) + ",\n";
-  j += "  \"files\": {\"" + std::string(kStateFile) + "\": {\"bytes\": " + std::to_string(stateBytes) +
-       ", \"fnv1a64\": \"" + hex64(stateFnv) + "\"}},\n  ";
+  if (!tensors.empty()) j += "  \"tensors\": " + tensors + ",\n";
+  j += "  \"files\": {" + files + "},\n  ";
   j += std::string(kMetaChecksumKey) + ": \"" + hex64(fnv1a64(j)) + "\"\n}\n";
   return j;
 }
@@ -332,32 +356,39 @@ uint64_t dataFingerprint(const TokenSource &shard) {
   return h.h;
 }
 
-std::string writeCheckpoint(const std::string &dir, Session &s, const CheckpointMeta &m) {
+namespace {
+
+/* The state says whose it is: a state file of another step, run or plan put under
+   this meta.json (checksums recomputed) is refused on resume, not trained on. */
+std::map<std::string, std::string> stateMetadata(const Session &s, const CheckpointMeta &m) {
+  return {{"format", kFormat},
+          {"step", std::to_string(m.step)},
+          {"updates", std::to_string(m.adamwUpdates)},
+          {"seed", std::to_string(m.seed)},
+          {"plan_fnv1a64", hex64(fnv1a64(serializePlan(s.plan())))},
+          {"mesh_free_fnv1a64", hex64(meshFreeHash(s.plan()))},
+          {"tensor_free_fnv1a64", hex64(tensorFreeHash(s.plan()))}};
+}
+
+std::string fileJson(const std::string &name, uint64_t bytes, uint64_t fnv) {
+  return "\"" + name + "\": {\"bytes\": " + std::to_string(bytes) + ", \"fnv1a64\": \"" + hex64(fnv) + "\"}";
+}
+
+/* DIR/step-N.tmp, created empty (a stale one removed first). */
+std::string beginCheckpoint(const std::string &dir, int64_t step) {
   if (!isDirectory(dir) && ::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
     fail("cannot create checkpoint directory '%s': %s", dir.c_str(), std::strerror(errno));
-  const std::string final = dir + "/" + checkpointName(m.step), tmp = final + ".tmp", old = final + ".old";
+  const std::string tmp = dir + "/" + checkpointName(step) + ".tmp";
   if (isDirectory(tmp)) removeCheckpointDir(tmp, nullptr);
   if (::mkdir(tmp.c_str(), 0777) != 0)
     fail("cannot create checkpoint directory '%s': %s", tmp.c_str(), std::strerror(errno));
+  return tmp;
+}
 
-  // The logical tensors: a tensor-parallel rank's slices gathered as they are written
-  // (every other rank of the tensor group joins: RunOutputs::checkpoint).
-  LogicalState logical(s, true);
-  uint64_t fnv = 0;
-  // The state says whose it is: a state file of another step, run or plan put under
-  // this meta.json (checksums recomputed) is refused on resume, not trained on.
-  const std::map<std::string, std::string> stateMeta = {{"format", kFormat},
-                                                         {"step", std::to_string(m.step)},
-                                                         {"updates", std::to_string(m.adamwUpdates)},
-                                                         {"seed", std::to_string(m.seed)},
-                                                         {"plan_fnv1a64", hex64(fnv1a64(serializePlan(s.plan())))},
-                                                         {"mesh_free_fnv1a64", hex64(meshFreeHash(s.plan()))},
-                                                         {"tensor_free_fnv1a64", hex64(tensorFreeHash(s.plan()))}};
-  logical.write(tmp + "/" + kStateFile, stateMeta, &fnv);
-  struct stat st;
-  if (::stat((tmp + "/" + kStateFile).c_str(), &st) != 0)
-    fail("checkpoint '%s': state file vanished: %s", tmp.c_str(), std::strerror(errno));
-  std::string meta = metaJson(s, m, (uint64_t)st.st_size, fnv);
+/* The commit point: meta.json written last into DIR/step-N.tmp, which is then renamed
+   to DIR/step-N. Returns that path. */
+std::string commitCheckpoint(const std::string &dir, int64_t step, const std::string &meta) {
+  const std::string final = dir + "/" + checkpointName(step), tmp = final + ".tmp", old = final + ".old";
   writeFileAtomic(tmp + "/" + kMetaFile, "checkpoint metadata",
                   [&](std::ostream &f) { f.write(meta.data(), (std::streamsize)meta.size()); });
   fsyncPath(tmp, "checkpoint directory");
@@ -387,8 +418,88 @@ std::string writeCheckpoint(const std::string &dir, Session &s, const Checkpoint
   return final;
 }
 
-Checkpoint readCheckpoint(const std::string &path, const Session &s) {
-  MetaReader r{path};
+}  // namespace
+
+std::string writeCheckpoint(const std::string &dir, Session &s, const CheckpointMeta &m) {
+  const std::string tmp = beginCheckpoint(dir, m.step);
+  // The logical tensors: a tensor-parallel rank's slices gathered as they are written
+  // (every other rank of the tensor group joins: RunOutputs::checkpoint).
+  LogicalState logical(s, true);
+  uint64_t fnv = 0;
+  logical.write(tmp + "/" + kStateFile, stateMetadata(s, m), &fnv);
+  struct stat st;
+  if (::stat((tmp + "/" + kStateFile).c_str(), &st) != 0)
+    fail("checkpoint '%s': state file vanished: %s", tmp.c_str(), std::strerror(errno));
+  return commitCheckpoint(dir, m.step, metaJson(s, m, fileJson(kStateFile, (uint64_t)st.st_size, fnv)));
+}
+
+std::string writeShardedCheckpoint(const std::string &dir, Session &s, const CheckpointMeta &m) {
+  comm::Communicator &world = comm::world();
+  const int rank = world.rank(), ranks = world.size();
+  const int tensor = s.plan().train().mesh().tensor() > 1 ? (int)s.plan().train().mesh().tensor() : 1;
+  const std::string tmp = dir + "/" + checkpointName(m.step) + ".tmp";
+  // Rank 0 makes the directory before any rank writes into it.
+  if (rank == 0) beginCheckpoint(dir, m.step);
+  double created = 1;
+  if (ranks > 1) world.allReduce(&created, &created, 1, DType::F64, comm::Reduction::Sum, "the checkpoint's start");
+  const std::vector<CheckpointTensor> tensors = checkpointTensors(s);
+  std::map<std::string, std::string> metadata = stateMetadata(s, m);
+  metadata["shard"] = std::to_string(rank) + " of " + std::to_string(ranks);
+  uint64_t bytes = 0, fnv = 0;
+  writeShardFile(tmp + "/" + shardFileName(rank, ranks), s, tensors, shardPieces(tensors, rank, ranks / tensor, tensor),
+                 metadata, bytes, fnv);
+  // sharded-checkpoint.test: a rank that dies with its shard written, before the commit.
+  if (const char *v = std::getenv("LMRT_TEST_DIE_AFTER_SHARD"); v && std::to_string(m.step) == v) ::raise(SIGKILL);
+  // Every shard durably written (each rank fsyncs its own before it gets here), its
+  // size and checksum to rank 0, which then commits.
+  // (Gathered as f64 elements, which the collectives copy as bytes.)
+  const uint64_t mine[2] = {bytes, fnv};
+  std::vector<uint64_t> all((size_t)ranks * 2);
+  world.allGather(mine, all.data(), 2, DType::F64, "the checkpoint shards' checksums");
+  if (rank != 0) return "";
+  std::string files;
+  for (int r = 0; r < ranks; ++r)
+    files += std::string(r ? ",\n    " : "\n    ") +
+             fileJson(shardFileName(r, ranks), all[(size_t)r * 2], all[(size_t)r * 2 + 1]);
+  return commitCheckpoint(dir, m.step, metaJson(s, m, files + "\n  ", shardedTensorsJson(tensors, ranks / tensor, tensor)));
+}
+
+namespace {
+
+/* The logical tensors of checkpoint `path` (meta.json `root`, its checksum verified):
+   state.safetensors, or a sharded checkpoint's shards put together. */
+SafetensorsFile readCheckpointState(const std::string &path, const json::Value &root, int64_t version,
+                                    const MetaReader &r) {
+  if (version >= kShardedCheckpointVersion) {
+    if (r.string(root, "layout") != "sharded") r.corrupt("meta.json: layout is not \"sharded\"");
+    return assembleShards(path, root, [&](const std::string &msg) { r.corrupt(msg); });
+  }
+  const json::Value &files = r.field(root, "files", json::Value::Object);
+  const json::Value &state = r.field(files, kStateFile, json::Value::Object);
+  int64_t bytes = r.integer(state, "bytes");
+  uint64_t fnv = r.hex(state, "fnv1a64");
+  std::string statePath = path + "/" + kStateFile;
+  std::string stateBytes;
+  try {
+    stateBytes = readWholeFile(statePath, "checkpoint state");
+  } catch (const Error &e) {
+    r.corrupt(std::string("incomplete: ") + e.what());
+  }
+  if ((int64_t)stateBytes.size() != bytes)
+    r.corrupt(std::string(kStateFile) + " has " + std::to_string(stateBytes.size()) + " bytes, meta.json says " +
+              std::to_string(bytes) + " (truncated?)");
+  uint64_t actual = fnv1a64(stateBytes);
+  if (actual != fnv)
+    r.corrupt(std::string(kStateFile) + " checksum mismatch (stored " + hex64(fnv) + ", computed " + hex64(actual) + ")");
+  try {
+    return decodeSafetensors(std::move(stateBytes), statePath);
+  } catch (const Error &e) {
+    r.corrupt(e.what());
+  }
+}
+
+/* meta.json of checkpoint `path`, parsed, its format, version and checksum checked. */
+json::Value readMetaJson(const std::string &path, const MetaReader &r, int64_t &version) {
   auto refuse = [&](const std::string &msg) -> CheckpointError {
     return CheckpointError("checkpoint '" + path + "' " + msg, false);
   };
@@ -408,15 +519,48 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
   const json::Value *format = root.find("format");
   if (!format || format->kind != json::Value::String || format->text != kFormat)
     throw refuse("is not an LMC checkpoint (meta.json has no \"format\": \"lmc-checkpoint\")");
-  int64_t version = r.integer(root, "version");
-  if (version != kCheckpointFormatVersion && version != 1)
+  version = r.integer(root, "version");
+  if (version < 1 || version > kShardedCheckpointVersion)
     throw refuse("has checkpoint format version " + std::to_string(version) + "; this lmrt reads versions 1 to " +
-                 std::to_string(kCheckpointFormatVersion));
+                 std::to_string(kShardedCheckpointVersion));
   size_t at = text.rfind(kMetaChecksumKey);
   if (at == std::string::npos) r.corrupt("meta.json has no meta_fnv1a64");
   uint64_t storedMeta = r.hex(root, "meta_fnv1a64"), actualMeta = fnv1a64(std::string_view(text).substr(0, at));
   if (storedMeta != actualMeta)
     r.corrupt("meta.json checksum mismatch (stored " + hex64(storedMeta) + ", computed " + hex64(actualMeta) + ")");
+  return root;
+}
+
+}  // namespace
+
+size_t consolidateCheckpoint(const std::string &path, const std::string &out, bool paramsOnly) {
+  MetaReader r{path};
+  int64_t version = 0;
+  const json::Value root = readMetaJson(path, r, version);
+  const SafetensorsFile state = readCheckpointState(path, root, version, r);
+  std::set<std::string> params;  // the plan's parameters, as meta.json records them
+  for (const json::Value &p : r.field(r.field(root, "plan", json::Value::Object), "params", json::Value::Array).items)
+    if (p.kind == json::Value::Array && !p.items.empty() && p.items[0].kind == json::Value::String)
+      params.insert(p.items[0].text);
+  std::vector<NamedTensor> tensors;
+  for (const std::string &name : state.order) {
+    if (paramsOnly && !params.count(name)) continue;
+    const SafetensorsTensor &t = state.tensors.at(name);
+    tensors.emplace_back(name, TensorRef{const_cast<char *>(t.bytes.data()), t.type});  // only read
+  }
+  std::map<std::string, std::string> metadata = state.metadata;
+  metadata.erase("shard");
+  writeSafetensors(out, tensors, paramsOnly ? std::map<std::string, std::string>{} : metadata);
+  return tensors.size();
+}
+
+Checkpoint readCheckpoint(const std::string &path, const Session &s) {
+  MetaReader r{path};
+  auto refuse = [&](const std::string &msg) -> CheckpointError {
+    return CheckpointError("checkpoint '" + path + "' " + msg, false);
+  };
+  int64_t version = 0;
+  const json::Value root = readMetaJson(path, r, version);
 
   std::string diff = planDifference(r, r.field(root, "plan", json::Value::Object), s);
   if (!diff.empty()) throw refuse("belongs to another plan: " + diff);
@@ -458,28 +602,8 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
   m.metricsPath = r.string(metrics, "path");
   m.metricsBytes = r.integer(metrics, "bytes");
 
-  const json::Value &files = r.field(root, "files", json::Value::Object);
-  const json::Value &state = r.field(files, kStateFile, json::Value::Object);
-  int64_t bytes = r.integer(state, "bytes");
-  uint64_t fnv = r.hex(state, "fnv1a64");
-  std::string statePath = path + "/" + kStateFile;
-  std::string stateBytes;
-  try {
-    stateBytes = readWholeFile(statePath, "checkpoint state");
-  } catch (const Error &e) {
-    r.corrupt(std::string("incomplete: ") + e.what());
-  }
-  if ((int64_t)stateBytes.size() != bytes)
-    r.corrupt(std::string(kStateFile) + " has " + std::to_string(stateBytes.size()) + " bytes, meta.json says " +
-              std::to_string(bytes) + " (truncated?)");
-  uint64_t actual = fnv1a64(stateBytes);
-  if (actual != fnv)
-    r.corrupt(std::string(kStateFile) + " checksum mismatch (stored " + hex64(fnv) + ", computed " + hex64(actual) + ")");
-  try {
-    c.state = decodeSafetensors(std::move(stateBytes), statePath);
-  } catch (const Error &e) {
-    r.corrupt(e.what());
-  }
+  c.state = readCheckpointState(path, root, version, r);
+  const std::string stateName = version >= kShardedCheckpointVersion ? "its shards" : kStateFile;
   // Every parameter and its optimizer state (runtime/exec/optimizer.h's slots).
   const OptimizerConfig optimizer = optimizerConfig(s.plan());
   size_t expected = 0;
@@ -492,9 +616,9 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
                       TensorType{p.type.dtype, slot.shape == p.type.shape ? logical.shape : slot.shape}});
     for (const auto &[name, type] : want) {
       auto it = c.state.tensors.find(name);
-      if (it == c.state.tensors.end()) r.corrupt(std::string(kStateFile) + " has no tensor '" + name + "'");
+      if (it == c.state.tensors.end()) r.corrupt(stateName + " has no tensor '" + name + "'");
       if (it->second.type.str() != type.str())
-        r.corrupt(std::string(kStateFile) + ": tensor '" + name + "' is " + it->second.type.str() + ", expected " +
+        r.corrupt(stateName + ": tensor '" + name + "' is " + it->second.type.str() + ", expected " +
                   type.str());
     }
     expected += want.size();
@@ -507,7 +631,7 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
     for (const auto &[key, value] : want) {
       auto it = c.state.metadata.find(key);
       if (it == c.state.metadata.end())
-        r.corrupt(std::string(kStateFile) + " does not record its " + key);
+        r.corrupt(stateName + " does not record its " + key);
       // Another data-parallel mesh of the same model (meshFreeHash): meta.json's plan
       // record was checked the same way.
       auto meshFree = c.state.metadata.find("mesh_free_fnv1a64");
@@ -520,12 +644,12 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
           tensorFree->second == hex64(tensorFreeHash(s.plan())))
         continue;
       if (it->second != value)
-        r.corrupt(std::string(kStateFile) + " is of " + key + " " + it->second + ", meta.json's is " + value +
+        r.corrupt(stateName + " is of " + key + " " + it->second + ", meta.json's is " + value +
                   " (the files are of different checkpoints)");
     }
   }
   if (c.state.tensors.size() != expected)
-    r.corrupt(std::string(kStateFile) + " has " + std::to_string(c.state.tensors.size()) + " tensors, expected " +
+    r.corrupt(stateName + " has " + std::to_string(c.state.tensors.size()) + " tensors, expected " +
               std::to_string(expected));
   return c;
 }

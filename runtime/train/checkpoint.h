@@ -10,6 +10,9 @@
                         count, the seed of every counter-based RNG stream, the data
                         cursor and fingerprint, the metrics file length, and the
                         FNV-1a-64 of state.safetensors; it ends with its own checksum
+   A sharded checkpoint (several processes, writeShardedCheckpoint) holds, in place of
+   state.safetensors, each rank's shard-RRRRR-of-WWWWW.safetensors, and meta.json
+   (version 3) lists every tensor's pieces (checkpoint_shards.h).
    It is written as DIR/step-00000040.tmp (each file fsynced), renamed into place, and
    DIR fsynced, so a crash at any instant leaves the previous checkpoint intact and
    at worst a .tmp directory that the next run removes. Readers check everything
@@ -37,6 +40,8 @@ class TokenSource;
    (its __metadata__), which a resume checks against meta.json. Version 1 is still
    read, without that check. */
 constexpr int64_t kCheckpointFormatVersion = 2;
+/* Version 3: a sharded checkpoint (writeShardedCheckpoint). */
+constexpr int64_t kShardedCheckpointVersion = 3;
 
 /* What identifies a training position besides the parameters and moments. */
 struct CheckpointMeta {
@@ -78,6 +83,22 @@ uint64_t dataFingerprint(const TokenSource &shard);
 /* Writes DIR/step-<step> (see above) and returns its path. An existing checkpoint of
    the same step (from a run that was resumed earlier) is replaced. */
 std::string writeCheckpoint(const std::string &dir, Session &session, const CheckpointMeta &meta);
+
+/* The sharded checkpoint of a distributed run (docs/runtime.md §8): every process
+   calls it (a collective over the world). Rank 0 makes DIR/step-<step>.tmp, each rank
+   writes its own pieces of the logical tensors to shard-RRRRR-of-WWWWW.safetensors
+   there (checkpoint_shards.h: no gather), fsynced; once every rank has, rank 0 writes
+   meta.json (version 3: the mesh, every tensor's dtype, shape and pieces, every
+   shard's size and checksum) and renames the directory into place: the commit point,
+   so a rank killed mid-write leaves the previous checkpoint the newest complete one.
+   Returns the checkpoint's path on rank 0, "" on the others. */
+std::string writeShardedCheckpoint(const std::string &dir, Session &session, const CheckpointMeta &meta);
+
+/* `lmrt checkpoint consolidate`: the logical tensors of checkpoint `path` (whole or
+   sharded; verified, no plan needed) into one safetensors file `out`, the file a
+   whole checkpoint's state.safetensors would be; with `paramsOnly` only the
+   parameters (a weights file for --init, export, sample). Returns how many tensors. */
+size_t consolidateCheckpoint(const std::string &path, const std::string &out, bool paramsOnly);
 
 /* Reads and verifies one checkpoint directory against the session's plan. Throws
    CheckpointError. */

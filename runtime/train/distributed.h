@@ -7,8 +7,9 @@
    - rank r reads rows (j * D + r) * rows of micro-batch j of every global batch,
      so the global batch and the sample order are those of one process reading
      D micro-batches a step (accumulate = D), which DP reproduces bit for bit;
-   - rank 0 alone writes the log, metrics, TensorBoard events, checkpoints and
-     weights; the others are quiet unless they fail;
+   - rank 0 alone writes the log, metrics, TensorBoard events and weights, and
+     commits checkpoints (each rank writes its shard of one: checkpoint.h); the
+     others are quiet unless they fail;
    - a stop signal seen by any rank stops every rank after the same step. */
 #pragma once
 #include <cstdint>

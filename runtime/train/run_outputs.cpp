@@ -2,6 +2,7 @@
 #include "runtime/train/run_outputs.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 
 #include "base/paths.h"
 #include "runtime/data/token_source.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/data_feed.h"
 #include "runtime/train/eta.h"
@@ -108,6 +110,14 @@ RunOutputs::RunOutputs(Session &session, DataFeed &data, RunSetup &run, const Tr
 
 void RunOutputs::checkpoint(int64_t step) {
   if (lastCheckpointStep_ == step) return;
+  if (run_.sharded && !run_.shardDir.empty() && run_.checkpointDir.empty()) {
+    // A rank other than 0: its shard of the checkpoint rank 0 commits.
+    meta_.step = step;
+    meta_.adamwUpdates = session_.backend().optimizerUpdates();
+    writeShardedCheckpoint(run_.shardDir, session_, meta_);
+    lastCheckpointStep_ = step;
+    return;
+  }
   if (run_.checkpointDir.empty()) {
     // Under ZeRO and tensor parallelism rank 0's checkpoint gathers every rank's slices.
     if (run_.joinsCheckpoints) LogicalState(session_, true).join(), lastCheckpointStep_ = step;
@@ -120,9 +130,15 @@ void RunOutputs::checkpoint(int64_t step) {
   meta_.step = step;
   meta_.adamwUpdates = session_.backend().optimizerUpdates();
   meta_.metricsBytes = metrics_->bytes();
-  result_.checkpoint = writeCheckpoint(run_.checkpointDir, session_, meta_);
+  const auto start = std::chrono::steady_clock::now();
+  result_.checkpoint = run_.sharded ? writeShardedCheckpoint(run_.checkpointDir, session_, meta_)
+                                    : writeCheckpoint(run_.checkpointDir, session_, meta_);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   lastCheckpointStep_ = step;
   std::fprintf(log_, "checkpoint %s\n", result_.checkpoint.c_str());
+  if (options_.profile)
+    std::fprintf(log_, "  written in %.3f s (%s)\n", seconds,
+                 run_.sharded ? (std::to_string(comm::world().size()) + " shards").c_str() : "whole");
   pruneCheckpoints(run_.checkpointDir, options_.keep, log_);
   std::fflush(log_);
 }

@@ -6,6 +6,7 @@
 #include "base/paths.h"
 #include "contract/contract.h"
 #include "contract/plan.pb.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/data/example_batches.h"
 #include "runtime/data/examples.h"
 #include "runtime/data/token_source.h"
@@ -228,9 +229,12 @@ RunSetup planRun(Session &s, const TrainOptions &o, FILE *log, const RankInfo &r
   run.evalOn = o.evalBatches > 0;  // validatePlan guarantees an "eval" program
   planSteps(run, s, o, log);
   run.outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
+  // Sharded by default with several processes, as DeepSpeed and torchtitan write them.
+  run.sharded = o.checkpointFormat.empty() ? comm::world().size() > 1 : o.checkpointFormat == "sharded";
+  if (run.sharded) run.shardDir = run.checkpointDir;
   if (!ranks.writer()) {  // rank 0 writes the run's files
     // Under ZeRO and tensor parallelism rank 0's checkpoint gathers the other ranks' slices.
-    run.joinsCheckpoints = !run.checkpointDir.empty() &&
+    run.joinsCheckpoints = !run.sharded && !run.checkpointDir.empty() &&
                            (s.plan().train().mesh().zero() > 0 || s.plan().train().mesh().tensor() > 1);
     run.joinsWeights = s.plan().train().mesh().tensor() > 1;
     run.checkpointDir.clear();

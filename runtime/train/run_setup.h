@@ -35,6 +35,11 @@ struct RunSetup {
   // the gather of its slices at every checkpoint rank 0 writes (joinsWeights: and of
   // the final weights).
   bool joinsCheckpoints = false, joinsWeights = false;
+  // Sharded checkpoints (--checkpoint-format): every rank writes its shard into
+  // shardDir (rank 0's checkpointDir; every process's, the others' checkpointDir being
+  // cleared), so every rank takes part in each checkpoint.
+  bool sharded = false;
+  std::string shardDir;
   std::string outPath;               // the final weights
   bool clearOldCheckpoints = false;  // --overwrite: remove an earlier run's at this run's first checkpoint
   std::unique_ptr<Checkpoint> resume;

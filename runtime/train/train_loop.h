@@ -42,6 +42,7 @@ struct TrainOptions {
   std::string checkpointDir;   // "" = none (with resumePath: where it resumed from)
   int64_t checkpointEvery = 0; // 0: only at the end, at --stop-at and on a signal
   int64_t keep = 0;            // checkpoints kept in checkpointDir; 0 = all
+  std::string checkpointFormat;  // "sharded" (default with several processes) or "whole" (checkpoint.h)
   std::string resumePath;      // a checkpoint, or a directory of them (the newest valid one)
   std::string initPath;        // start from these weights instead of the plan's init
   std::vector<std::string> initMap;  // --init-map FROM=TO renames (runtime/weights/init_map.h)

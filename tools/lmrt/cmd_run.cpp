@@ -74,6 +74,10 @@ void add(CLI::App &app) {
   cmd->add_option("--checkpoint-every", o->checkpointEvery,
                   "Checkpoint every N steps (0: only at the end, at --stop-at and on SIGTERM/SIGINT)");
   cmd->add_option("--keep", o->keep, "Keep the newest K checkpoints (0: all)");
+  cmd->add_option("--checkpoint-format", t.checkpointFormat,
+                  "sharded: each process writes its own part of the state (the default with several processes); "
+                  "whole: rank 0 gathers the state into one state.safetensors (the one-process default)")
+      ->check(CLI::IsMember({"sharded", "whole"}));
   cmd->add_option("--resume", t.resumePath,
                   "Continue from a checkpoint, or from the newest valid one in a --checkpoint-dir");
   cmd->add_option("--init", t.initPath, "Start from these weights (safetensors, plan names) instead of the init");

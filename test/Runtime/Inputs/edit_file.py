@@ -3,9 +3,10 @@ offset counts from the end), `truncate PATH BYTES` cuts it, `json PATH KEY VALUE
 sets a top-level JSON field (VALUE parsed as JSON) keeping the rest of the text,
 `nan PATH TENSOR INDEX` writes a NaN into element INDEX (flat) of an F32 tensor of
 a safetensors file, `fill PATH TENSOR VALUE` sets every element of one to VALUE,
-`forge STEPDIR FROMDIR` puts FROMDIR's state.safetensors into checkpoint STEPDIR
-and rewrites STEPDIR's meta.json to match it (the state's size and FNV-1a, and the
-metadata's own checksum): a forgery only the cross-checks can find, and `resum
+`forge STEPDIR FROMDIR [FILE]` puts FROMDIR's state.safetensors (or FILE, a sharded
+checkpoint's shard) into checkpoint STEPDIR and rewrites STEPDIR's meta.json to match
+it (the file's size and FNV-1a, and the metadata's own checksum): a forgery only the
+cross-checks can find, and `resum
 META` recomputes a meta.json's own checksum after an edit."""
 import json
 import re
@@ -46,9 +47,10 @@ elif cmd in ("forge", "resum"):
     meta = path + "/meta.json" if cmd == "forge" else path
     text = open(meta).read()
     if cmd == "forge":
-        state = open(sys.argv[3] + "/state.safetensors", "rb").read()
-        open(path + "/state.safetensors", "wb").write(state)
-        text = re.sub(r'("state.safetensors": \{"bytes": )\d+(, "fnv1a64": ")[0-9a-f]+', lambda m: m.group(1) + str(len(state)) + m.group(2) + "%016x" % fnv1a64(state), text)
+        name = sys.argv[4] if len(sys.argv) > 4 else "state.safetensors"
+        state = open(sys.argv[3] + "/" + name, "rb").read()
+        open(path + "/" + name, "wb").write(state)
+        text = re.sub(r'("' + re.escape(name) + r'": \{"bytes": )\d+(, "fnv1a64": ")[0-9a-f]+', lambda m: m.group(1) + str(len(state)) + m.group(2) + "%016x" % fnv1a64(state), text)
     head = text[:text.rfind('"meta_fnv1a64"')]
     text = head + '"meta_fnv1a64": "%016x"\n}\n' % fnv1a64(head.encode())
     path, data = meta, bytearray(text.encode())

@@ -1,0 +1,321 @@
+/* Implements: checkpoint_shards.h. */
+#include "runtime/train/checkpoint_shards.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
+
+#include "base/file_io.h"
+#include "base/hash.h"
+#include "contract/contract.h"
+#include "runtime/exec/held_state.h"
+#include "runtime/exec/optimizer.h"
+#include "runtime/exec/session.h"
+#include "runtime/exec/shard_layout.h"
+
+namespace lmrt {
+namespace {
+
+/* A block piece's type in its shard file: the tensor-parallel slice's. */
+TensorType blockType(const TensorType &logical, const plan::ParamSharding &s) {
+  TensorType t = logical;
+  t.shape[(size_t)s.dim()] /= s.shards();
+  return t;
+}
+
+TensorType storedType(const CheckpointTensor &t, const ShardPiece &p) {
+  if (p.block) return blockType(t.type, *t.sharding);
+  return TensorType{t.type.dtype, {p.end - p.begin}};
+}
+
+std::string hex64(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
+  return buf;
+}
+
+bool parseDType(const std::string &name, DType &out) {
+  for (DType d : {DType::F32, DType::F64, DType::I32, DType::BF16, DType::F16})
+    if (name == dtypeName(d)) return out = d, true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<CheckpointTensor> checkpointTensors(const Session &s) {
+  std::vector<CheckpointTensor> out;
+  const std::vector<ParamState> &params = s.params();
+  for (size_t i = 0; i < params.size(); ++i) out.push_back({params[i].name, s.logicalType(i), s.sharding(i)});
+  const OptimizerConfig optimizer = optimizerConfig(s.plan());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ParamState &p = params[i];
+    const TensorType logical = s.logicalType(i);
+    // An elementwise slot has its parameter's shape and is split alike (tensor_parallel.h).
+    for (const StateSlot &slot : stateSlots(optimizer, p.type.shape)) {
+      const bool alike = slot.shape == p.type.shape;
+      out.push_back({slot.prefix + "." + p.name, TensorType{p.type.dtype, alike ? logical.shape : slot.shape},
+                     alike ? s.sharding(i) : nullptr});
+    }
+  }
+  return out;
+}
+
+std::vector<ShardPiece> shardPieces(const std::vector<CheckpointTensor> &tensors, int rank, int data, int tensor) {
+  const int ranks = data * tensor, dataRank = rank / tensor, tensorRank = rank % tensor;
+  std::vector<ShardPiece> out;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const CheckpointTensor &t = tensors[i];
+    if (t.sharding) {
+      if (t.sharding->shards() != tensor)
+        fail("'%s' is split into %lld shards, and the mesh has tensor = %d", t.name.c_str(),
+             (long long)t.sharding->shards(), tensor);
+      if (dataRank == 0) out.push_back({i, true, 0, 0, tensorRank});
+      continue;
+    }
+    const ShardRange r = zeroShard(t.type.numel(), ranks, rank);
+    if (r.size() > 0) out.push_back({i, false, r.begin, r.end, 0});
+  }
+  return out;
+}
+
+std::string shardFileName(int rank, int ranks) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "shard-%05d-of-%05d.safetensors", rank, ranks);
+  return buf;
+}
+
+void writeShardFile(const std::string &path, Session &s, const std::vector<CheckpointTensor> &tensors,
+                    const std::vector<ShardPiece> &pieces, const std::map<std::string, std::string> &metadata,
+                    uint64_t &bytes, uint64_t &fnv) {
+  // What this rank holds of each tensor: the parameters whole (a tensor-parallel one:
+  // its slice), the optimizer state as the backend keeps it (a ZeRO rank: its slice).
+  struct Held {
+    const void *data;
+    int64_t begin, end;
+  };
+  s.pullParams();
+  std::vector<Held> held;
+  for (ParamState &p : s.params()) held.push_back({p.valueRef().data, 0, p.valueRef().numel()});
+  for (const HeldTensor &h : heldOptimizerState(s.backend())) held.push_back({h.data, h.begin, h.end});
+  if (held.size() != tensors.size())
+    fail("a sharded checkpoint of %zu tensors, and this rank holds %zu", tensors.size(), held.size());
+  std::vector<NamedTensor> out;
+  for (const ShardPiece &p : pieces) {
+    const CheckpointTensor &t = tensors[p.tensor];
+    const Held &h = held[p.tensor];
+    const TensorType type = storedType(t, p);
+    const char *data = static_cast<const char *>(h.data);
+    if (p.block ? (h.begin != 0 || h.end != type.numel())
+                : (p.begin < h.begin || p.end > h.end))
+      fail("sharded checkpoint: this rank holds elements [%lld, %lld) of '%s', not its piece %s [%lld, %lld)",
+           (long long)h.begin, (long long)h.end, t.name.c_str(), type.str().c_str(), (long long)p.begin,
+           (long long)p.end);
+    if (!p.block) data += (size_t)(p.begin - h.begin) * dtypeSize(t.type.dtype);
+    out.emplace_back(t.name, TensorRef{const_cast<char *>(data), type});  // only read
+  }
+  writeSafetensors(path, out, metadata, &fnv);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) fail("checkpoint shard '%s' vanished after it was written", path.c_str());
+  bytes = (uint64_t)st.st_size;
+}
+
+std::string shardedTensorsJson(const std::vector<CheckpointTensor> &tensors, int data, int tensor) {
+  const int ranks = data * tensor;
+  std::vector<std::vector<std::string>> pieces(tensors.size());
+  for (int r = 0; r < ranks; ++r)
+    for (const ShardPiece &p : shardPieces(tensors, r, data, tensor)) {
+      std::string j = "{\"file\": " + json::quote(shardFileName(r, ranks)) + ", ";
+      j += p.block ? "\"index\": " + std::to_string(p.index)
+                   : "\"begin\": " + std::to_string(p.begin) + ", \"end\": " + std::to_string(p.end);
+      pieces[p.tensor].push_back(j + "}");
+    }
+  std::string s = "[";
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const CheckpointTensor &t = tensors[i];
+    s += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + json::quote(t.name) + ", \"dtype\": \"" +
+         dtypeName(t.type.dtype) + "\", \"shape\": [";
+    for (size_t k = 0; k < t.type.shape.size(); ++k) s += (k ? ", " : "") + std::to_string(t.type.shape[k]);
+    s += "]";
+    if (t.sharding)
+      s += ", \"split\": {\"dim\": " + std::to_string(t.sharding->dim()) + ", \"segments\": " +
+           std::to_string(t.sharding->segments()) + ", \"shards\": " + std::to_string(t.sharding->shards()) + "}";
+    s += ", \"pieces\": [";
+    for (size_t k = 0; k < pieces[i].size(); ++k) s += (k ? ", " : "") + pieces[i][k];
+    s += "]}";
+  }
+  return s + "\n  ]";
+}
+
+SafetensorsFile assembleShards(const std::string &dir, const json::Value &root,
+                               const std::function<void(const std::string &)> &corrupt) {
+  auto bad = [&](const std::string &msg) {
+    corrupt(msg);
+    throw Error(msg);  // `corrupt` throws; never reached
+  };
+  auto field = [&](const json::Value &obj, const char *key, json::Value::Kind kind) -> const json::Value & {
+    const json::Value *v = obj.find(key);
+    if (!v || v->kind != kind)
+      bad(std::string("meta.json: field '") + key + "' is missing or not a " + json::kindName(kind));
+    return *v;
+  };
+  auto integer = [&](const json::Value &obj, const char *key) {
+    int64_t x = 0;
+    if (!field(obj, key, json::Value::Number).asInt(x) || x < 0)
+      bad(std::string("meta.json: field '") + key + "' is not an integer >= 0");
+    return x;
+  };
+
+  struct Piece {
+    std::string file;
+    bool block;
+    int64_t begin, end, index;
+  };
+  struct Tensor {
+    std::string name;
+    TensorType type;
+    bool split = false;
+    plan::ParamSharding sharding;
+    std::vector<Piece> pieces;
+    size_t offset = 0;
+  };
+  std::vector<Tensor> tensors;
+  size_t total = 0;
+  for (const json::Value &v : field(root, "tensors", json::Value::Array).items) {
+    if (v.kind != json::Value::Object) bad("meta.json: an entry of 'tensors' is not an object");
+    Tensor t;
+    t.name = field(v, "name", json::Value::String).text;
+    if (!parseDType(field(v, "dtype", json::Value::String).text, t.type.dtype))
+      bad("meta.json: tensor '" + t.name + "' has an unknown dtype");
+    for (const json::Value &d : field(v, "shape", json::Value::Array).items) {
+      int64_t x = 0;
+      if (d.kind != json::Value::Number || !d.asInt(x) || x < 0)
+        bad("meta.json: tensor '" + t.name + "' has a shape that is not a list of sizes");
+      t.type.shape.push_back(x);
+    }
+    if (const json::Value *sp = v.find("split")) {
+      if (sp->kind != json::Value::Object) bad("meta.json: tensor '" + t.name + "': 'split' is not an object");
+      t.split = true;
+      t.sharding.set_dim(integer(*sp, "dim"));
+      t.sharding.set_segments(integer(*sp, "segments"));
+      t.sharding.set_shards(integer(*sp, "shards"));
+      const int64_t dim = t.sharding.dim();
+      if (dim >= (int64_t)t.type.shape.size() || t.sharding.segments() < 1 || t.sharding.shards() < 1 ||
+          t.type.shape[(size_t)dim] % (t.sharding.segments() * t.sharding.shards()) != 0)
+        bad("meta.json: tensor '" + t.name + "' " + t.type.str() + " cannot be split as its 'split' says");
+    }
+    for (const json::Value &p : field(v, "pieces", json::Value::Array).items) {
+      if (p.kind != json::Value::Object) bad("meta.json: a piece of '" + t.name + "' is not an object");
+      Piece q{field(p, "file", json::Value::String).text, p.find("index") != nullptr, 0, 0, 0};
+      if (q.block) q.index = integer(p, "index");
+      else q.begin = integer(p, "begin"), q.end = integer(p, "end");
+      t.pieces.push_back(q);
+    }
+    // The pieces cover the tensor exactly once.
+    const std::string where = "meta.json: the pieces of tensor '" + t.name + "' " + t.type.str();
+    if (t.split) {
+      std::vector<int> seen((size_t)t.sharding.shards(), 0);
+      for (const Piece &q : t.pieces)
+        if (!q.block || q.index >= t.sharding.shards() || seen[(size_t)q.index]++)
+          bad(where + " are not its " + std::to_string(t.sharding.shards()) + " tensor-parallel slices");
+      if (t.pieces.size() != seen.size()) bad(where + " miss a tensor-parallel slice");
+    } else {
+      std::vector<Piece> sorted = t.pieces;
+      std::sort(sorted.begin(), sorted.end(), [](const Piece &a, const Piece &b) { return a.begin < b.begin; });
+      int64_t at = 0;
+      for (const Piece &q : sorted) {
+        if (q.block || q.begin != at || q.end <= q.begin)
+          bad(where + " do not cover it (a gap or an overlap at element " + std::to_string(at) + ")");
+        at = q.end;
+      }
+      if (at != t.type.numel())
+        bad(where + " cover " + std::to_string(at) + " of its " + std::to_string(t.type.numel()) + " elements");
+    }
+    t.offset = total;
+    total += ((size_t)t.type.bytes() + 7) / 8 * 8;
+    tensors.push_back(std::move(t));
+  }
+
+  // Each shard file once, checked, its pieces copied into place, then freed.
+  auto storage = std::make_shared<std::string>(total, '\0');
+  const json::Value &files = field(root, "files", json::Value::Object);
+  std::map<std::string, std::string> firstMeta;
+  std::string firstFile;
+  for (const auto &[file, entry] : files.members) {
+    if (file.rfind("shard-", 0) != 0) continue;  // meta.json lists only shards in a sharded checkpoint
+    if (entry.kind != json::Value::Object) bad("meta.json: files entry '" + file + "' is not an object");
+    // The first piece it holds, to name in errors.
+    std::string holds;
+    for (const Tensor &t : tensors)
+      for (const Piece &q : t.pieces)
+        if (holds.empty() && q.file == file) holds = " (it holds a piece of '" + t.name + "')";
+    const int64_t bytes = integer(entry, "bytes");
+    const std::string fnvText = field(entry, "fnv1a64", json::Value::String).text;
+    const std::string path = dir + "/" + file;
+    std::string text;
+    try {
+      text = readWholeFile(path, "checkpoint shard");
+    } catch (const Error &e) {
+      bad("shard file '" + file + "'" + holds + " is missing or unreadable: " + e.what());
+    }
+    if ((int64_t)text.size() != bytes)
+      bad("shard file '" + file + "'" + holds + " has " + std::to_string(text.size()) + " bytes, meta.json says " +
+          std::to_string(bytes) + " (truncated?)");
+    const uint64_t actual = fnv1a64(text);
+    if (hex64(actual) != fnvText)
+      bad("shard file '" + file + "'" + holds + " checksum mismatch (stored " + fnvText + ", computed " +
+          hex64(actual) + ")");
+    SafetensorsFile shard;
+    try {
+      shard = decodeSafetensors(std::move(text), path);
+    } catch (const Error &e) {
+      bad(std::string("shard file '") + file + "': " + e.what());
+    }
+    if (firstFile.empty()) {
+      firstFile = file, firstMeta = shard.metadata;
+    } else {
+      for (const char *key : {"step", "updates", "seed", "plan_fnv1a64"}) {
+        auto a = firstMeta.find(key), b = shard.metadata.find(key);
+        if (a == firstMeta.end() || b == shard.metadata.end() || a->second != b->second)
+          bad("shard file '" + file + "' is of another " + key + " than '" + firstFile +
+              "' (the files are of different checkpoints)");
+      }
+    }
+    for (const Tensor &t : tensors)
+      for (const Piece &q : t.pieces) {
+        if (q.file != file) continue;
+        auto it = shard.tensors.find(t.name);
+        if (it == shard.tensors.end())
+          bad("shard file '" + file + "' has no tensor '" + t.name + "' (meta.json puts a piece of it there)");
+        const TensorType want =
+            q.block ? blockType(t.type, t.sharding) : TensorType{t.type.dtype, {q.end - q.begin}};
+        if (it->second.type.str() != want.str() || it->second.type.dtype != want.dtype)
+          bad("shard file '" + file + "': tensor '" + t.name + "' is " + it->second.type.str() + ", expected " +
+              want.str());
+        char *whole = storage->data() + t.offset;
+        if (q.block)
+          placeShard(t.sharding, TensorRef{const_cast<char *>(it->second.bytes.data()), want},
+                     TensorRef{whole, t.type}, q.index);
+        else
+          std::memcpy(whole + (size_t)q.begin * dtypeSize(t.type.dtype), it->second.bytes.data(),
+                      it->second.bytes.size());
+      }
+  }
+  for (const Tensor &t : tensors)
+    for (const Piece &q : t.pieces)
+      if (!files.find(q.file) || q.file.rfind("shard-", 0) != 0)
+        bad("meta.json puts a piece of '" + t.name + "' in '" + q.file + "', which its files do not list");
+
+  SafetensorsFile out;
+  out.metadata = firstMeta;
+  out.storage = storage;
+  for (const Tensor &t : tensors) {
+    if (out.tensors.count(t.name)) bad("meta.json lists tensor '" + t.name + "' twice");
+    out.tensors[t.name] = SafetensorsTensor{t.type, std::string_view(storage->data() + t.offset, (size_t)t.type.bytes())};
+    out.order.push_back(t.name);
+  }
+  return out;
+}
+
+}  // namespace lmrt

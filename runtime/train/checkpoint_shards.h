@@ -1,0 +1,78 @@
+/* Implements: the shards of a sharded checkpoint (docs/runtime.md §8, docs/distributed.md
+   "Checkpoints across meshes").
+
+   A checkpoint holds logical tensors: every parameter and optimizer state tensor as
+   one process would hold it. In a sharded checkpoint each rank of a distributed run
+   writes its own part of them to its own file, shard-RRRRR-of-WWWWW.safetensors,
+   without any gather; meta.json (checkpoint.h, written last by rank 0) lists each
+   logical tensor's dtype, shape and pieces. A piece is one of:
+     flat   elements [begin, end) of the tensor in row-major order: a tensor every rank
+            holds whole is split so, each world rank w of W writing zeroShard(n, W, w);
+            a ZeRO rank's optimizer state slice is exactly its piece of that split,
+            so ZeRO ranks write what they hold (as would stage 3's parameter slices);
+     block  a tensor-parallel slice (plan Param.sharding: dim, segments, shards, and
+            the slice's index, shard_layout.h), written by the ranks of data rank 0.
+   The layout is a function of the logical tensors and the mesh only, so rank 0 can
+   describe every rank's file. Loading reassembles the logical tensors from the pieces,
+   which any mesh then cuts as a whole checkpoint is cut. */
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+#include "base/tensor.h"
+#include "contract/plan.pb.h"
+#include "runtime/weights/safetensors.h"
+
+namespace lmrt {
+
+class Session;
+
+/* A tensor of the checkpoint: its name, logical type, and tensor-parallel sharding
+   (null: every rank that holds it holds it whole, or a ZeRO slice of it). */
+struct CheckpointTensor {
+  std::string name;
+  TensorType type;
+  const plan::ParamSharding *sharding = nullptr;
+};
+
+/* The session's checkpoint tensors in checkpoint order: the parameters in plan order,
+   then each parameter's optimizer state slots (optimizer.h). */
+std::vector<CheckpointTensor> checkpointTensors(const Session &session);
+
+struct ShardPiece {
+  size_t tensor = 0;   // index into the checkpoint tensors
+  bool block = false;  // a tensor-parallel slice; else flat elements [begin, end)
+  int64_t begin = 0, end = 0;
+  int64_t index = 0;   // block: the slice's index (the tensor rank that held it)
+};
+
+/* The pieces world rank `rank` of a data x tensor mesh writes, in tensor order. */
+std::vector<ShardPiece> shardPieces(const std::vector<CheckpointTensor> &tensors, int rank, int data, int tensor);
+
+/* "shard-00001-of-00002.safetensors" */
+std::string shardFileName(int rank, int ranks);
+
+/* Writes this rank's pieces (from the session's parameters and the backend's held
+   optimizer state, no communication) to `path`, fsynced; returns its size and its
+   FNV-1a-64 in `bytes` and `fnv`. */
+void writeShardFile(const std::string &path, Session &session, const std::vector<CheckpointTensor> &tensors,
+                    const std::vector<ShardPiece> &pieces, const std::map<std::string, std::string> &metadata,
+                    uint64_t &bytes, uint64_t &fnv);
+
+/* meta.json's "tensors" array: every tensor with its pieces over `ranks` world ranks. */
+std::string shardedTensorsJson(const std::vector<CheckpointTensor> &tensors, int data, int tensor);
+
+/* Reassembles the logical tensors of the sharded checkpoint in directory `dir` from its
+   meta.json `root` (checksum already verified): every shard file is checked against
+   the sizes and checksums meta.json lists, read one at a time, and its pieces copied
+   into place. Every shard must record the same `metadata` keys as the first one
+   (step, updates, seed, plan), which the result carries. `corrupt` throws; its
+   messages name the file and the tensor at fault. */
+SafetensorsFile assembleShards(const std::string &dir, const json::Value &root,
+                               const std::function<void(const std::string &)> &corrupt);
+
+}  // namespace lmrt

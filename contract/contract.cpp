@@ -3,6 +3,7 @@
    (declarations, buffers, steps against the generated op table, dataflow,
    outputs and program conventions). */
 #include "contract/contract.h"
+#include "contract/zero3.h"
 
 #include "base/format.h"
 #include <climits>
@@ -121,7 +122,7 @@ int64_t communicationScratch(const plan::Plan &plan) {
       }
     }
   const plan::Mesh &mesh = plan.train().mesh();
-  if (mesh.zero() >= 1 && mesh.data() > 1)
+  if (mesh.zero() >= 1 && mesh.zero() <= 2 && mesh.data() > 1)  // stage 3's collectives are the steps'
     for (const plan::Param &p : plan.params()) {
       const int64_t n = numElements(p.type()), d = mesh.data(), eb = dtypeBytes(p.type().dtype());
       const int64_t chunk = zeroShard(n, d, 0).size();
@@ -142,9 +143,16 @@ PredictedMemory predictedMemory(const plan::Plan &plan) {
   const plan::Mesh &mesh = plan.train().mesh();
   const bool zero = mesh.zero() >= 1 && mesh.data() > 1;
   for (const plan::Param &p : plan.params()) {
-    const int64_t bytes = typeBytes(p.type());
+    // ZeRO stage 3 binds each parameter and gradient as the rank's padded slice (and
+    // the optimizer keeps that slice's state); the gathered whole tensors are the
+    // programs' temporaries, in the arena.
+    const int64_t bytes = zeroSlicesParams(mesh) ? typeBytes(boundParamType(plan, p)) : typeBytes(p.type());
     m.params += bytes;
     m.grads += bytes;
+    if (zeroSlicesParams(mesh)) {
+      m.optimizer += 2 * bytes;
+      continue;
+    }
     // AdamW's m and v; ZeRO-1 keeps rank 0's shard of each (the largest).
     const int64_t n = numElements(p.type());
     m.optimizer += 2 * (zero && n > 0 ? bytes / n * zeroShard(n, mesh.data(), 0).size() : bytes);
@@ -850,8 +858,11 @@ private:
     case plan::Buffer::GRAD: {
       auto it = params_.find(b.name());
       if (it == params_.end()) error(where + "no parameter named '" + b.name() + "'");
-      const plan::TensorType &pt = it->second->type();
-      if (planTypeStr(pt) != t) error(where + "type " + t + " differs from the parameter's " + planTypeStr(pt));
+      // ZeRO stage 3's programs bind the rank's slice of it (contract/zero3.h).
+      const plan::TensorType pt = boundParamType(plan_, *it->second);
+      if (planTypeStr(pt) != t)
+        error(where + "type " + t + " differs from the parameter's " + planTypeStr(pt) +
+              (zeroSlicesParams(plan_.train().mesh()) ? " (its ZeRO stage 3 slice)" : ""));
       if (b.kind() == plan::Buffer::GRAD) {
         auto [prev, fresh] = gradBuffers.emplace(b.name(), i);
         if (!fresh)

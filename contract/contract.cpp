@@ -93,7 +93,8 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step) {
    receives D chunks of ceil(n/D) and sums one; a reduce-scatter receives D
    slices; an all-gather copies its input when it lies in the output) and ZeRO's
    staging slice (runtime/cpu/zero_shards.cpp). Alive for one call: the collective
-   kernels' contiguous copies (runtime/cpu/kernels/collective.cpp) and ZeRO-2's
+   kernels' contiguous copies (runtime/cpu/kernels/collective.cpp; none along a
+   leading dimension, as ZeRO-3's flat gathers and reduce-scatters are) and ZeRO-2's
    padded gradient. Open MPI's own transport buffers are not counted. A plan
    without collectives (one process) holds none of these. */
 int64_t communicationScratch(const plan::Plan &plan) {
@@ -109,16 +110,21 @@ int64_t communicationScratch(const plan::Plan &plan) {
       const plan::TensorType &in = program.buffers(step.inputs(0)).type();
       const plan::TensorType &out = program.buffers(step.outputs(0)).type();
       const int64_t eb = dtypeBytes(in.dtype()), inBytes = typeBytes(in), outBytes = typeBytes(out);
+      // The kernels' contiguous copy is skipped along a leading dimension (nothing before it).
+      auto dim = step.attrs().find("dim");
+      int64_t outer = 1;
+      for (int64_t k = 0; dim != step.attrs().end() && k < dim->second.i() && k < in.shape_size(); ++k)
+        outer *= in.shape((int)k);
       if (op == "all_reduce") {
         const int64_t mine = (numElements(in) + d - 1) / d;
         parts = std::max(parts, d * mine * eb);
         sums = std::max(sums, mine * eb);
       } else if (op == "reduce_scatter") {
         parts = std::max(parts, d * outBytes);
-        transient = std::max(transient, inBytes);
+        if (outer != 1) transient = std::max(transient, inBytes);
       } else {
         sums = std::max(sums, inBytes);
-        transient = std::max(transient, outBytes);
+        if (outer != 1) transient = std::max(transient, outBytes);
       }
     }
   const plan::Mesh &mesh = plan.train().mesh();

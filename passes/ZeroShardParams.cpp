@@ -8,8 +8,8 @@
 // each op that reads the parameter the slices are all-gathered, cut to n and
 // reshaped; the gathered tensor lives across that op only, so a parameter
 // read in the forward and again in the backward is gathered twice, never kept
-// across the step. Each gradient leaves the train step reduce-scattered
-// (flattened, padded with zeros), then divided by D: the rank-order sum divided
+// across the step. Each gradient is reduce-scattered right after it is
+// computed (flattened, padded with zeros), then divided by D: the rank-order sum divided
 // by D of its own slice, the arithmetic (and so the bits) of the mean
 // -lm-data-parallel's all-reduce computes for those elements.
 //
@@ -107,6 +107,12 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       if (!of)
         continue;
       Value g = ret.getOperand(i);
+      // Right after the gradient is computed, so that the whole local gradient is a
+      // temporary the arena reuses, not live until the end of the step.
+      if (Operation *def = g.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPoint(ret);
       auto it = logical.find(of.getValue());
       if (it == logical.end() || g.getType() != it->second) {
         f.emitError() << "-lm-zero-shard-params: result #" << i << " is the gradient of '" << of.getValue()

@@ -34,18 +34,24 @@
 // CHECK-NEXT: lm.reshape {{.*}} -> tensor<2x2xf32>
 // CHECK-NEXT: lm.matmul
 // CHECK-NOT: lm.all_gather
-// The loss is averaged whole; each gradient flattened, reduce-scattered (the
-// rank-order sum) and divided by D: the arithmetic of the all-reduce's mean.
-// CHECK: %[[L:.*]] = lm.all_reduce %{{.*}} {group_size = 2 : i64, mean = true, mesh_axis = 0 : i64} : (tensor<f32>) -> tensor<f32>
-// CHECK: %[[F1:.*]] = lm.reshape %{{.*}} : (tensor<3x2xf32>) -> tensor<6xf32>
-// CHECK-NEXT: %[[R1:.*]] = lm.reduce_scatter %[[F1]] {dim = 0 : i64, group_size = 2 : i64, mesh_axis = 0 : i64} : (tensor<6xf32>) -> tensor<3xf32>
-// CHECK-NEXT: %[[C1:.*]] = lm.constant dense<2.000000e+00> : tensor<f32>
-// CHECK-NEXT: %[[S1:.*]] = lm.div %[[R1]], %[[C1]] : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
-// CHECK: lm.reduce_scatter %{{.*}} : (tensor<4xf32>) -> tensor<2xf32>
-// CHECK: %[[S2:.*]] = lm.div %{{.*}} : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
-// CHECK-NEXT: lm.reduce_scatter %{{.*}} : (tensor<2xf32>) -> tensor<1xf32>
+// Each gradient, right after it is computed (so the whole local gradient is a
+// short-lived temporary), flattened, reduce-scattered (the rank-order sum) and
+// divided by D: the arithmetic of the all-reduce's mean. The loss is averaged whole.
+// CHECK: %[[DW2:.*]] = lm.matmul %{{.*}}, %{{.*}} {transpose_lhs = true} : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
+// CHECK-NEXT: %[[F2:.*]] = lm.reshape %[[DW2]] : (tensor<2x2xf32>) -> tensor<4xf32>
+// CHECK-NEXT: %[[R2:.*]] = lm.reduce_scatter %[[F2]] {dim = 0 : i64, group_size = 2 : i64, mesh_axis = 0 : i64} : (tensor<4xf32>) -> tensor<2xf32>
+// CHECK-NEXT: %[[C2:.*]] = lm.constant dense<2.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[S2:.*]] = lm.div %[[R2]], %[[C2]] : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+// CHECK-NEXT: %[[DB:.*]] = lm.sum_to
+// CHECK-NEXT: lm.reduce_scatter %[[DB]] {{.*}} : (tensor<2xf32>) -> tensor<1xf32>
 // CHECK-NEXT: lm.constant
 // CHECK-NEXT: %[[S3:.*]] = lm.div %{{.*}} : (tensor<1xf32>, tensor<f32>) -> tensor<1xf32>
+// CHECK-NEXT: %[[DW1:.*]] = lm.matmul
+// CHECK-NEXT: lm.reshape %[[DW1]] : (tensor<3x2xf32>) -> tensor<6xf32>
+// CHECK-NEXT: lm.reduce_scatter {{.*}} : (tensor<6xf32>) -> tensor<3xf32>
+// CHECK-NEXT: lm.constant
+// CHECK-NEXT: %[[S1:.*]] = lm.div %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+// CHECK-NEXT: %[[L:.*]] = lm.all_reduce %{{.*}} {group_size = 2 : i64, mean = true, mesh_axis = 0 : i64} : (tensor<f32>) -> tensor<f32>
 // CHECK-NEXT: return %[[L]], %[[S1]], %[[S2]], %[[S3]]
 
 // Three ranks: w1's 6 elements are 2 a rank; w2's 4 are 2 a rank, padded to 6

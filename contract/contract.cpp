@@ -110,9 +110,10 @@ int64_t communicationScratch(const plan::Plan &plan) {
       const plan::TensorType &in = program.buffers(step.inputs(0)).type();
       const plan::TensorType &out = program.buffers(step.outputs(0)).type();
       const int64_t eb = dtypeBytes(in.dtype()), inBytes = typeBytes(in), outBytes = typeBytes(out);
-      // The kernels' contiguous copy is skipped along a leading dimension (nothing before it).
+      // The kernels' contiguous copy is skipped along a leading dimension (nothing before
+      // it); without a dim attribute it is counted.
       auto dim = step.attrs().find("dim");
-      int64_t outer = 1;
+      int64_t outer = dim == step.attrs().end() ? 0 : 1;
       for (int64_t k = 0; dim != step.attrs().end() && k < dim->second.i() && k < in.shape_size(); ++k)
         outer *= in.shape((int)k);
       if (op == "all_reduce") {

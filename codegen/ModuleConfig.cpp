@@ -229,8 +229,8 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
     m->set_zero(axis("zero"));
     if (m->data() < 1 || m->tensor() < 1)
       return emitError(module.getLoc()) << "plan contract: lm.mesh needs data >= 1 and tensor >= 1, got " << mesh;
-    if (m->zero() < 0 || m->zero() > 2 || (m->zero() > 0 && m->data() < 2))
-      return emitError(module.getLoc()) << "plan contract: lm.mesh zero must be 0, or 1 or 2 with data >= 2, got "
+    if (m->zero() < 0 || m->zero() > 3 || (m->zero() > 0 && m->data() < 2))
+      return emitError(module.getLoc()) << "plan contract: lm.mesh zero must be 0, or 1, 2 or 3 with data >= 2, got "
                                         << mesh;
   }
   // The policy -lm-remat compiled the train step with; the default writes

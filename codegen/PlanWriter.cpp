@@ -136,7 +136,8 @@ private:
   func::FuncOp func;
   ProgramKind kind;
   plan::Plan &result;
-  /// Parameter name -> type, filled by the train step and checked by the others.
+  /// Parameter name -> the type the programs bind it at (its type, or ZeRO stage 3's
+  /// slice), filled by the train step and checked by the others.
   llvm::StringMap<plan::TensorType> &paramTypes;
   KernelTable &kernels;
   plan::Program program;
@@ -215,19 +216,29 @@ LogicalResult ProgramBuilder::addArguments() {
 
     if (auto param = func.getArgAttrOfType<StringAttr>(i, "lm.param")) {
       StringRef name = param.getValue();
+      // ZeRO stage 3 (-lm-zero-shard-params): the argument is the rank's padded slice
+      // of the flattened parameter, and lm.zero_logical keeps the whole type, which is
+      // the plan's parameter's (contract/zero3.h; the contract checks the slice).
+      plan::TensorType logicalType = *type;
+      if (auto logical = func.getArgAttrOfType<TypeAttr>(i, "lm.zero_logical")) {
+        FailureOr<plan::TensorType> whole = convertType(logical.getValue(), emit);
+        if (failed(whole))
+          return failure();
+        logicalType = *whole;
+      }
       if (type->dtype() == plan::I32)
         return emit() << "is parameter '" << name << "' of type " << arg.getType()
                       << "; parameters must be f32 or f64 (the optimizer updates them)";
       if (kind == ProgramKind::TrainStep) {
-        if (!paramTypes.try_emplace(name, *type).second)
+        if (!paramTypes.try_emplace(name, *type).second)  // the type the programs bind
           return emit() << "repeats parameter '" << name << "'";
         plan::Param *p = result.add_params();
         p->set_name(name.str());
-        *p->mutable_type() = *type;
+        *p->mutable_type() = logicalType;
         // The train block's parameter groups (frontend/ParamGroups.cpp) say, where
         // it has them; else nanoGPT's rule: matrices and embeddings decay.
         auto decay = func.getArgAttrOfType<BoolAttr>(i, "lm.weight_decay");
-        p->set_weight_decay(decay ? decay.getValue() : type->shape_size() >= 2);
+        p->set_weight_decay(decay ? decay.getValue() : logicalType.shape_size() >= 2);
         p->set_frozen(func.getArgAttr(i, "lm.frozen") != nullptr);
         if (auto scale = func.getArgAttrOfType<FloatAttr>(i, "lm.lr_scale"))
           p->set_lr_scale(scale.getValueAsDouble());

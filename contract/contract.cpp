@@ -3,6 +3,7 @@
    (declarations, buffers, steps against the generated op table, dataflow,
    outputs and program conventions). */
 #include "contract/contract.h"
+#include "contract/zero3.h"
 
 #include "base/format.h"
 #include <climits>
@@ -92,7 +93,8 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step) {
    receives D chunks of ceil(n/D) and sums one; a reduce-scatter receives D
    slices; an all-gather copies its input when it lies in the output) and ZeRO's
    staging slice (runtime/cpu/zero_shards.cpp). Alive for one call: the collective
-   kernels' contiguous copies (runtime/cpu/kernels/collective.cpp) and ZeRO-2's
+   kernels' contiguous copies (runtime/cpu/kernels/collective.cpp; none along a
+   leading dimension, as ZeRO-3's flat gathers and reduce-scatters are) and ZeRO-2's
    padded gradient. Open MPI's own transport buffers are not counted. A plan
    without collectives (one process) holds none of these. */
 int64_t communicationScratch(const plan::Plan &plan) {
@@ -108,20 +110,26 @@ int64_t communicationScratch(const plan::Plan &plan) {
       const plan::TensorType &in = program.buffers(step.inputs(0)).type();
       const plan::TensorType &out = program.buffers(step.outputs(0)).type();
       const int64_t eb = dtypeBytes(in.dtype()), inBytes = typeBytes(in), outBytes = typeBytes(out);
+      // The kernels' contiguous copy is skipped along a leading dimension (nothing before
+      // it); without a dim attribute it is counted.
+      auto dim = step.attrs().find("dim");
+      int64_t outer = dim == step.attrs().end() ? 0 : 1;
+      for (int64_t k = 0; dim != step.attrs().end() && k < dim->second.i() && k < in.shape_size(); ++k)
+        outer *= in.shape((int)k);
       if (op == "all_reduce") {
         const int64_t mine = (numElements(in) + d - 1) / d;
         parts = std::max(parts, d * mine * eb);
         sums = std::max(sums, mine * eb);
       } else if (op == "reduce_scatter") {
         parts = std::max(parts, d * outBytes);
-        transient = std::max(transient, inBytes);
+        if (outer != 1) transient = std::max(transient, inBytes);
       } else {
         sums = std::max(sums, inBytes);
-        transient = std::max(transient, outBytes);
+        if (outer != 1) transient = std::max(transient, outBytes);
       }
     }
   const plan::Mesh &mesh = plan.train().mesh();
-  if (mesh.zero() >= 1 && mesh.data() > 1)
+  if (mesh.zero() >= 1 && mesh.zero() <= 2 && mesh.data() > 1)  // stage 3's collectives are the steps'
     for (const plan::Param &p : plan.params()) {
       const int64_t n = numElements(p.type()), d = mesh.data(), eb = dtypeBytes(p.type().dtype());
       const int64_t chunk = zeroShard(n, d, 0).size();
@@ -142,9 +150,16 @@ PredictedMemory predictedMemory(const plan::Plan &plan) {
   const plan::Mesh &mesh = plan.train().mesh();
   const bool zero = mesh.zero() >= 1 && mesh.data() > 1;
   for (const plan::Param &p : plan.params()) {
-    const int64_t bytes = typeBytes(p.type());
+    // ZeRO stage 3 binds each parameter and gradient as the rank's padded slice (and
+    // the optimizer keeps that slice's state); the gathered whole tensors are the
+    // programs' temporaries, in the arena.
+    const int64_t bytes = zeroSlicesParams(mesh) ? typeBytes(boundParamType(plan, p)) : typeBytes(p.type());
     m.params += bytes;
     m.grads += bytes;
+    if (zeroSlicesParams(mesh)) {
+      m.optimizer += 2 * bytes;
+      continue;
+    }
     // AdamW's m and v; ZeRO-1 keeps rank 0's shard of each (the largest).
     const int64_t n = numElements(p.type());
     m.optimizer += 2 * (zero && n > 0 ? bytes / n * zeroShard(n, mesh.data(), 0).size() : bytes);
@@ -850,8 +865,11 @@ private:
     case plan::Buffer::GRAD: {
       auto it = params_.find(b.name());
       if (it == params_.end()) error(where + "no parameter named '" + b.name() + "'");
-      const plan::TensorType &pt = it->second->type();
-      if (planTypeStr(pt) != t) error(where + "type " + t + " differs from the parameter's " + planTypeStr(pt));
+      // ZeRO stage 3's programs bind the rank's slice of it (contract/zero3.h).
+      const plan::TensorType pt = boundParamType(plan_, *it->second);
+      if (planTypeStr(pt) != t)
+        error(where + "type " + t + " differs from the parameter's " + planTypeStr(pt) +
+              (zeroSlicesParams(plan_.train().mesh()) ? " (its ZeRO stage 3 slice)" : ""));
       if (b.kind() == plan::Buffer::GRAD) {
         auto [prev, fresh] = gradBuffers.emplace(b.name(), i);
         if (!fresh)

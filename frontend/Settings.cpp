@@ -221,9 +221,6 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
       return emitError(zeroLoc) << "zero = " << zero << " shards the training state over the data-parallel ranks, "
                                 << "and this mesh has none: set mesh = { data = D } with D > 1 (or lmc compile "
                                 << "--mesh data=D); docs/distributed.md";
-    if (zero > 2)
-      return emitError(zeroLoc) << "zero = " << zero << ": ZeRO stage " << zero << " is not supported yet (stages 1, "
-                                << "the optimizer state sharded, and 2, the gradients too, are; docs/distributed.md)";
     // A shard of a parameter is updated alone: the optimizer must treat every element
     // on its own (LAMB's trust ratio and Adafactor's factored moments see whole tensors).
     auto optimizer = train ? dyn_cast_or_null<StringAttr>(train.get("optimizer")) : StringAttr();

@@ -7,7 +7,8 @@
 // the rank count (runtime/comm/communicator.h), the arithmetic of gradient
 // accumulation, so D ranks reproduce the 1-process run with accumulate = D.
 // Under ZeRO stage 2 the gradients stay the rank's own: lmrt reduce-scatters
-// them into the slices each rank's optimizer shard updates.
+// them into the slices each rank's optimizer shard updates; under stage 3
+// -lm-zero-shard-params reduce-scatters them in the train step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,7 +65,8 @@ struct DataParallelPass : lm::impl::LMDataParallelPassBase<DataParallelPass> {
       auto ret = cast<func::ReturnOp>(f.getBody().back().getTerminator());
       OpBuilder b(ret);
       for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
-        // ZeRO-2: lmrt reduce-scatters the gradients (runtime/cpu/zero_shards.h).
+        // ZeRO-2: lmrt reduce-scatters the gradients (runtime/cpu/zero_shards.h);
+        // ZeRO-3: -lm-zero-shard-params, in the train step.
         if (!isReduced(f, i) || (stage >= 2 && f.getResultAttr(i, "lm.grad_of")))
           continue;
         Value v = ret.getOperand(i);

@@ -177,6 +177,8 @@ def LMDataParallelPass : Pass<"lm-data-parallel", "mlir::ModuleOp"> {
     lm.mesh, or the option `zero`) the gradients are left as the rank's own:
     lmrt reduce-scatters each into the slices its optimizer shards update
     (runtime/cpu/zero_shards.h), so no rank holds a whole averaged gradient.
+    Under stage 3 they are left too: -lm-zero-shard-params reduce-scatters
+    them inside the train step.
     See docs/distributed.md.
   }];
   let options = [
@@ -184,6 +186,41 @@ def LMDataParallelPass : Pass<"lm-data-parallel", "mlir::ModuleOp"> {
            "Data-parallel ranks (0: the module's lm.mesh, none without it)">,
     Option<"zero", "zero", "int64_t", "-1",
            "The ZeRO stage (-1: the module's lm.mesh, 0 without it); from 2 on the gradients are not all-reduced">,
+  ];
+  let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
+}
+
+def LMZeroShardParamsPass : Pass<"lm-zero-shard-params", "mlir::ModuleOp"> {
+  let summary = "ZeRO stage 3: each rank's program holds its slice of every parameter";
+  let description = [{
+    With `lm.mesh = {data = D, zero = 3, ...}` (D > 1; or the pass options
+    `data` and `zero`), every `lm.param` argument of every function becomes
+    the rank's slice of the parameter: its n elements in row-major order cut
+    into D slices of ceil(n / D), rank 0 first, each padded to ceil(n / D)
+    (`tensor<ceil(n/D) x f32>`; the whole type is kept in the argument
+    attribute `lm.zero_logical`, which the plan records as the parameter's
+    type). Right before each op that reads a parameter, an `lm.all_gather`
+    over mesh axis 0 (then an `lm.slice` to n elements where D does not
+    divide n, and an `lm.reshape`) rebuilds the whole tensor for that op
+    alone: a parameter read in the forward and in the backward is gathered
+    twice and freed after each use. Every gradient result (`lm.grad_of`) of a
+    train step becomes the rank's slice of the gradients' mean: flattened,
+    padded with zeros (`lm.slice_grad`), `lm.reduce_scatter` over mesh axis 0
+    (the rank-order sum), then `lm.div` by D: the arithmetic of
+    -lm-data-parallel's all-reduce with `mean`, so the same bits for those
+    elements. Run after -lm-data-parallel (which, from zero = 2 on, leaves
+    the gradients unreduced; an all-reduced gradient is an error), after CSE
+    (which would merge a parameter's gathers into one value live across the
+    step) and after -lm-fuse-linear-cross-entropy (whose pattern needs the
+    forward and backward matmuls to read one weight value). A tensor axis
+    > 1 is an error. Below stage 3, or with D <= 1, the module is left as it
+    is. See docs/distributed.md, "Stage 3".
+  }];
+  let options = [
+    Option<"data", "data", "int64_t", "0",
+           "Data-parallel ranks (0: the module's lm.mesh, none without it)">,
+    Option<"zero", "zero", "int64_t", "-1",
+           "The ZeRO stage (-1: the module's lm.mesh, 0 without it); the pass runs from 3 on">,
   ];
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
 }

@@ -157,6 +157,11 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   // [rows, V] logits are never stored and -lm-fuse does not take their matmuls.
   if (opts.fusion == FusionMode::Auto)
     pm.addPass(createLMFuseLinearCrossEntropyPass());
+  // ZeRO stage 3 (lm.mesh zero = 3): every parameter the rank's slice, gathered
+  // right before each op that reads it. After CSE, which would merge a
+  // parameter's gathers into one value live across the step, and after the fused
+  // loss, whose forward and backward matmuls must read the same weight value to fuse.
+  pm.addPass(createLMZeroShardParamsPass());
   // Mixed precision between the two: the fused loss keeps its fp32 GEMMs, and
   // -lm-fuse sees the casts, which it fuses into their producers' kernels.
   if (!opts.precision.empty() && opts.precision != "fp32") {

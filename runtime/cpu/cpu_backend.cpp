@@ -43,7 +43,7 @@ class CpuBackend final : public Backend, public HeldOptimizerState {
 public:
   CpuBackend(Session &session);
   std::string describe() const override { return "cpu"; }
-  std::string describeSharding() const override { return zero_ ? zero_->describe() : ""; }
+  std::string describeSharding() const override { return zero_ ? zero_->describe() : zero3_.describe; }
   void uploadParams() override {}
   void downloadParams(bool) override {}
   void run(const std::string &program, const std::map<std::string, TensorRef> &inputs) override;
@@ -51,6 +51,11 @@ public:
   void accumulateGradients(int micro, int count) override;
   double gradientNorm() override {
     if (!tensorSplit_.empty()) return tensorParallelGradNorm();
+    if (!zero3_.whole.empty()) {  // ZeRO stage 3: the local gradients are the slices
+      std::vector<const void *> slices;
+      for (const ParamView &v : views_) slices.push_back(v.grad);
+      return zeroGradNorm(zero3_.whole, slices, zero3_.rank, zero3_.ranks, /*frozenWhole=*/false);
+    }
     return zero_ && zero_->stage() >= 2 ? zero_->gradNorm(views_) : globalGradNorm(views_);
   }
   void optimizerStep(double lr, double gradScale) override;
@@ -89,6 +94,14 @@ private:
   // tensor of the checkpoint layout belongs to. Null without ZeRO.
   std::unique_ptr<ZeroShards> zero_;
   std::vector<size_t> stateOwner_;
+  // ZeRO stage 3: every parameter of the plan is this rank's padded slice of the
+  // flattened tensor (plan Param.sharding), which the optimizer updates as it is; the
+  // whole parameters' types are for the gradient norm. Empty otherwise.
+  struct {
+    std::vector<ParamView> whole;
+    int rank = 0, ranks = 1;
+    std::string describe;
+  } zero3_;
   // Tensor parallelism: per parameter, whether this rank holds a slice of it (plan
   // Param.sharding). Empty without a tensor axis.
   std::vector<bool> tensorSplit_;
@@ -146,7 +159,31 @@ CpuBackend::CpuBackend(Session &session)
                    ", whose update reads whole tensors; compile it without a tensor axis");
     for (const plan::Param &p : bound_.plan().params()) tensorSplit_.push_back(p.has_sharding());
   }
-  if (mesh.zero() >= 1 && mesh.data() > 1 && world.size() == mesh.data()) {
+  if (mesh.zero() >= 3 && mesh.data() > 1) {
+    // The plan's parameters are slices (-lm-zero-shard-params): the optimizer updates
+    // them as they are (padding past a tensor's end holds zeros no program reads), and
+    // checkpoints and weights files gather them (runtime/train/tensor_parallel.h).
+    const OptimizerConfig config = optimizerConfig(bound_.plan());
+    if (config.kind != "adamw" && config.kind != "sgd" && config.kind != "lion")
+      bound_.error("ZeRO needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + config.kind);
+    int64_t mine = 0, all = 0;
+    for (size_t i = 0; i < views_.size(); ++i) {
+      ParamView whole = views_[i];
+      whole.shape = session.logicalType(i).shape;
+      whole.numel = session.logicalType(i).numel();
+      whole.grad = nullptr;  // stage 3 never reads a whole gradient
+      zero3_.whole.push_back(whole);
+      all += whole.numel;
+      mine += zeroShard(whole.numel, mesh.data(), world.size() == mesh.data() ? world.rank() : 0).size();
+    }
+    zero3_.rank = world.size() == mesh.data() ? world.rank() : 0;
+    zero3_.ranks = (int)mesh.data();
+    if (world.size() == mesh.data())
+      zero3_.describe = "ZeRO stage 3: rank " + std::to_string(zero3_.rank) + " keeps " + std::to_string(mine) +
+                        " of the " + std::to_string(all) + " parameter elements (its slice of each parameter, " +
+                        "gathered right before each use), their reduced gradients and optimizer state, and " +
+                        "updates them";
+  } else if (mesh.zero() >= 1 && mesh.data() > 1 && world.size() == mesh.data()) {
     const OptimizerConfig config = optimizerConfig(bound_.plan());
     if (config.kind != "adamw" && config.kind != "sgd" && config.kind != "lion")
       bound_.error("ZeRO needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + config.kind);

@@ -76,6 +76,14 @@ void ZeroShards::reduceGradients(const std::vector<ParamView> &params) {
 }
 
 double ZeroShards::gradNorm(const std::vector<ParamView> &params) {
+  std::vector<const void *> slices;
+  for (const ParamView &s : shards_) slices.push_back(s.grad);
+  return zeroGradNorm(params, slices, rank_, ranks_, /*frozenWhole=*/true);
+}
+
+double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<const void *> &slices, int rank,
+                    int ranks, bool frozenWhole) {
+  const int rank_ = rank, ranks_ = ranks;
   // Each gradient's head (the elements before the slice's first block boundary) to every
   // rank, then each rank's sums of the blocks it owns; one all-gather of those sums.
   std::vector<std::vector<double>> mine(params.size());
@@ -91,25 +99,26 @@ double ZeroShards::gradNorm(const std::vector<ParamView> &params) {
     if (slot > 0) {
       const size_t eb = dtypeSize(p.dtype);
       HostBytes head((size_t)slot * eb, 0);
-      std::memcpy(head.data(), shards_[i].grad, (size_t)zeroHeadLength(p.numel, ranks_, rank_) * eb);
+      std::memcpy(head.data(), slices[i], (size_t)zeroHeadLength(p.numel, ranks_, rank_) * eb);
       heads.resize((size_t)(slot * ranks_) * eb);
       comm::world().allGather(head.data(), heads.data(), slot, p.dtype,
-                              "ZeRO-2 gradient norm: all_gather of gradient " + std::to_string(i) + "'s block heads");
+                              "ZeRO gradient norm: all_gather of gradient " + std::to_string(i) + "'s block heads");
     }
-    mine[i] = zeroOwnedBlockSums(shards_[i].grad, p.dtype, p.numel, ranks_, rank_, heads.data(), slot);
+    mine[i] = zeroOwnedBlockSums(slices[i], p.dtype, p.numel, ranks_, rank_, heads.data(), slot);
   }
   std::vector<double> sent((size_t)total, 0.0), all((size_t)(total * ranks_), 0.0);
   for (size_t i = 0, at = 0; i < params.size(); at += (size_t)slots[i], ++i)
     std::copy(mine[i].begin(), mine[i].end(), sent.begin() + (ptrdiff_t)at);
   if (total > 0)
-    comm::world().allGather(sent.data(), all.data(), total, DType::F64, "ZeRO-2 gradient norm: all_gather of block sums");
+    comm::world().allGather(sent.data(), all.data(), total, DType::F64, "ZeRO gradient norm: all_gather of block sums");
   // grad_clip.cpp's order: each gradient's blocks from 0 in block order (rank order), then
   // the gradients from 0 in parameter order.
   double s = 0;
   for (size_t i = 0, at = 0; i < params.size(); at += (size_t)slots[i], ++i) {
     const ParamView &p = params[i];
     if (p.frozen) {
-      s += gradSumSquares(p.grad, p.dtype, p.numel);
+      // Zeros (no gradient reaches a frozen parameter): DP adds their +0.
+      if (frozenWhole) s += gradSumSquares(p.grad, p.dtype, p.numel);
       continue;
     }
     double t = 0;

@@ -31,6 +31,15 @@
 
 namespace lmrt::cpu {
 
+/* The global gradient norm, bit for bit DP's (zero_grad_norm.h), from each gradient's
+   slice: `params` gives the whole parameters' dtypes, element counts and frozen flags,
+   `slices[i]` this rank's elements zeroShard(params[i].numel, ranks, rank) of gradient
+   i. A frozen parameter's gradient, never reduced, is read whole from params[i].grad
+   with `frozenWhole` (stage 2, where every rank holds it), else counted as the zeros it
+   is (stage 3: DP adds their +0). Collective. */
+double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<const void *> &slices, int rank,
+                    int ranks, bool frozenWhole);
+
 class ZeroShards {
 public:
   /* The slices of `params` (the whole parameters) that rank `rank` of `ranks` owns,

@@ -3,6 +3,7 @@
 
 #include "contract/plan_file.h"
 #include "contract/plan_types.h"
+#include "contract/zero3.h"
 #include "runtime/exec/backend_registry.h"
 #include "runtime/exec/init.h"
 #include "runtime/exec/shard_layout.h"
@@ -27,10 +28,20 @@ std::unique_ptr<Session> Session::open(plan::Plan plan, const std::string &origi
   std::unique_ptr<Session> s(new Session());
   s->device_ = device;
   s->bound_ = std::make_unique<BoundPlan>(std::move(plan), origin);
-  for (const plan::Param &p : s->bound_->plan().params()) {
+  const plan::Plan &bound = s->bound_->plan();
+  for (const plan::Param &p : bound.params()) {
     ParamState st;
     st.name = p.name();
-    st.type = toTensorType(p.type());
+    // Under ZeRO stage 3 the programs bind the rank's slice, and that is all it keeps.
+    st.type = toTensorType(boundParamType(bound, p));
+    if (zeroSlicesParams(bound.train().mesh())) {
+      plan::ParamSharding slice;
+      slice.set_dim(0);
+      slice.set_segments(1);
+      slice.set_mesh_axis(0);
+      slice.set_shards(bound.train().mesh().data());
+      s->zeroSlices_.push_back(slice);
+    }
     st.weightDecay = p.weight_decay();
     st.frozen = p.frozen();
     st.lrScale = p.has_lr_scale() ? p.lr_scale() : 1.0;
@@ -58,11 +69,13 @@ const plan::Input &Session::input(const std::string &name) const {
 }
 
 const plan::ParamSharding *Session::sharding(size_t i) const {
+  if (!zeroSlices_.empty()) return &zeroSlices_[i];
   const plan::Param &p = plan().params((int)i);
   return p.has_sharding() ? &p.sharding() : nullptr;
 }
 
 TensorType Session::logicalType(size_t i) const {
+  if (!zeroSlices_.empty()) return toTensorType(plan().params((int)i).type());
   const plan::ParamSharding *s = sharding(i);
   return s ? lmrt::logicalType(params_[i].type, *s) : params_[i].type;
 }
@@ -70,11 +83,11 @@ TensorType Session::logicalType(size_t i) const {
 void Session::initParams(uint64_t seed) {
   for (size_t i = 0; i < params_.size(); ++i) {
     const plan::Param &p = plan().params((int)i);
-    if (p.has_sharding()) {  // the logical tensor's values (the same stream, indexed as one process indexes it)
+    if (const plan::ParamSharding *s = sharding(i)) {  // the logical tensor's values (the same stream, indexed as one process indexes it)
       const TensorType logical = logicalType(i);
       HostBytes whole((size_t)logical.bytes());
       fillInit(TensorRef{whole.data(), logical}, p.init(), seed, params_[i].name);
-      sliceShard(p.sharding(), TensorRef{whole.data(), logical}, params_[i].valueRef(), tensorRank_);
+      sliceShard(*s, TensorRef{whole.data(), logical}, params_[i].valueRef(), tensorRank_);
     } else {
       fillInit(params_[i].valueRef(), p.init(), seed, params_[i].name);
     }

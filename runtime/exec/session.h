@@ -71,9 +71,12 @@ public:
   void initParams(uint64_t seed);
   /* This process's rank on the plan's tensor axis (0 unless the training loop of a
      tensor-parallel run sets it, docs/distributed.md): which slice of each split
-     parameter it holds. */
+     parameter it holds. Under ZeRO stage 3 (every parameter split over the data axis,
+     never with a tensor axis) its data rank. */
   int tensorRank() const { return tensorRank_; }
-  /* Parameter i's sharding (plan Param.sharding), or null when this rank holds all of it. */
+  /* Parameter i's sharding (plan Param.sharding, or under ZeRO stage 3 the slice of the
+     flattened tensor every parameter is, contract/zero3.h), or null when this rank holds
+     all of it. */
   const plan::ParamSharding *sharding(size_t i) const;
   /* Parameter i's logical type: its type, or for a split one the whole tensor's (what a
      checkpoint or weights file holds). */
@@ -100,6 +103,7 @@ private:
   int tensorRank_ = 0;
   std::unique_ptr<BoundPlan> bound_;
   std::vector<ParamState> params_;
+  std::vector<plan::ParamSharding> zeroSlices_;  // ZeRO stage 3: every parameter's (mesh axis 0)
   std::unique_ptr<Backend> backend_;  // last: it refers to the rest
 };
 

@@ -1,7 +1,10 @@
 /* Implements: shard_layout.h. */
 #include "runtime/exec/shard_layout.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "contract/zero3.h"
 
 namespace lmrt {
 namespace {
@@ -28,9 +31,33 @@ Geometry geometry(const plan::ParamSharding &s, const TensorType &logical, const
   return g;
 }
 
+/* ZeRO stage 3: rank `rank`'s range of the flattened logical tensor, and the local
+   slice's padding (zeros when cut). */
+void copyRange(const plan::ParamSharding &s, const TensorRef &logical, const TensorRef &local, int64_t rank,
+               bool toLocal) {
+  const int64_t n = logical.type.numel(), chunk = local.type.numel();
+  if (s.shards() < 1 || local.type.shape.size() != 1 || chunk != zeroSliceLength(n, s.shards()) ||
+      local.type.dtype != logical.type.dtype)
+    fail("ZeRO stage 3 slice %s over %lld ranks of a logical %s, expected %s[%lld]", local.type.str().c_str(),
+         (long long)s.shards(), logical.type.str().c_str(), dtypeName(logical.type.dtype),
+         (long long)zeroSliceLength(n, std::max<int64_t>(s.shards(), 1)));
+  if (rank < 0 || rank >= s.shards())
+    fail("ZeRO stage 3 rank %lld of a tensor split into %lld slices", (long long)rank, (long long)s.shards());
+  const int64_t begin = std::min(n, rank * chunk), end = std::min(n, begin + chunk);
+  const size_t eb = dtypeSize(local.type.dtype);
+  char *whole = static_cast<char *>(logical.data) + (size_t)begin * eb, *part = static_cast<char *>(local.data);
+  if (toLocal) {
+    std::memcpy(part, whole, (size_t)(end - begin) * eb);
+    std::memset(part + (size_t)(end - begin) * eb, 0, (size_t)(chunk - (end - begin)) * eb);
+  } else {
+    std::memcpy(whole, part, (size_t)(end - begin) * eb);
+  }
+}
+
 /* Copies between rank `rank`'s blocks of the logical tensor and the local one. */
 void copyBlocks(const plan::ParamSharding &s, const TensorRef &logical, const TensorRef &local, int64_t rank,
                 bool toLocal) {
+  if (isZeroSlice(s)) return copyRange(s, logical, local, rank, toLocal);
   const Geometry g = geometry(s, logical.type, local.type);
   if (rank < 0 || rank >= g.shards)
     fail("tensor-parallel rank %lld of a tensor split into %lld shards", (long long)rank, (long long)g.shards);
@@ -47,6 +74,8 @@ void copyBlocks(const plan::ParamSharding &s, const TensorRef &logical, const Te
 }  // namespace
 
 TensorType logicalType(const TensorType &local, const plan::ParamSharding &s) {
+  if (isZeroSlice(s))
+    fail("internal error: the logical type of ZeRO stage 3 slice %s is the plan's parameter type", local.str().c_str());
   if (s.dim() < 0 || s.dim() >= (int64_t)local.shape.size() || s.segments() < 1 || s.shards() < 1 ||
       local.shape[(size_t)s.dim()] % s.segments() != 0)
     fail("tensor-parallel sharding (dim %lld, %lld segments, %lld shards) does not fit %s", (long long)s.dim(),

@@ -50,8 +50,8 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
   if (tensor > 1 && s.device().device != "cpu")
     fail("plan '%s' is tensor-parallel (tensor = %lld), which lmrt runs on --device cpu only so far",
          o.planPath.c_str(), (long long)tensor);
-  if (mesh.zero() > 2)
-    fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stages 1 and 2 only)",
+  if (mesh.zero() > 3)
+    fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stages 1, 2 and 3 only)",
          o.planPath.c_str(), (long long)mesh.zero());
   if (mesh.zero() > 0 && world.size() > 1 && s.device().device != "cpu")
     fail("plan '%s' asks for ZeRO stage %lld, which lmrt runs on --device cpu only so far; run it under plain data "

@@ -236,7 +236,7 @@ RunSetup planRun(Session &s, const TrainOptions &o, FILE *log, const RankInfo &r
     // Under ZeRO and tensor parallelism rank 0's checkpoint gathers the other ranks' slices.
     run.joinsCheckpoints = !run.sharded && !run.checkpointDir.empty() &&
                            (s.plan().train().mesh().zero() > 0 || s.plan().train().mesh().tensor() > 1);
-    run.joinsWeights = s.plan().train().mesh().tensor() > 1;
+    run.joinsWeights = s.plan().train().mesh().tensor() > 1 || s.plan().train().mesh().zero() >= 3;
     run.checkpointDir.clear();
     run.outPath.clear();
     return run;

@@ -12,12 +12,14 @@ namespace lmrt {
 LogicalState::LogicalState(Session &session, bool withOptimizerState) {
   session.pullParams();
   std::vector<ParamState> &params = session.params();
-  auto add = [&](const std::string &name, const TensorRef &local, const plan::ParamSharding *s) {
-    tensors_.emplace_back(name, TensorRef{local.data, s ? logicalType(local.type, *s) : local.type});
+  // A split tensor's logical type is its parameter's (Session::logicalType), in its dtype.
+  auto add = [&](const std::string &name, const TensorRef &local, const plan::ParamSharding *s, size_t param) {
+    tensors_.emplace_back(name, TensorRef{local.data, s ? TensorType{local.type.dtype, session.logicalType(param).shape}
+                                                        : local.type});
     split_.push_back(s);
     local_.push_back(local);
   };
-  for (size_t i = 0; i < params.size(); ++i) add(params[i].name, params[i].valueRef(), session.sharding(i));
+  for (size_t i = 0; i < params.size(); ++i) add(params[i].name, params[i].valueRef(), session.sharding(i), i);
   if (!withOptimizerState) return;
   const std::vector<NamedTensor> state = session.backend().optimizerState();
   const OptimizerConfig config = optimizerConfig(session.plan());
@@ -32,7 +34,7 @@ LogicalState::LogicalState(Session &session, bool withOptimizerState) {
       if (s && slot.shape != params[i].type.shape)
         fail("optimizer state '%s' %s of a split parameter is not of its shape %s", t.first.c_str(),
              t.second.type.str().c_str(), params[i].type.str().c_str());
-      add(t.first, t.second, s);
+      add(t.first, t.second, s, i);
     }
   if (k != state.size()) fail("the optimizer holds %zu state tensors, its slots %zu", state.size(), k);
 }
@@ -40,12 +42,13 @@ LogicalState::LogicalState(Session &session, bool withOptimizerState) {
 const void *LogicalState::data(size_t i) {
   const plan::ParamSharding *s = split_[i];
   if (!s) return local_[i].data;
-  // One all-gather of the slices (rank order), each put in its place.
-  comm::Communicator &group = comm::meshGroup(1);
+  // One all-gather of the slices (rank order), each put in its place; over the data
+  // axis for ZeRO stage 3's slices (shard_layout.h).
+  comm::Communicator &group = comm::meshGroup(s->mesh_axis());
   const std::string &name = tensors_[i].first;
   if (group.size() != s->shards())
-    fail("'%s' is split into %lld shards, and the tensor group has %d ranks", name.c_str(), (long long)s->shards(),
-         group.size());
+    fail("'%s' is split into %lld shards, and the %s group has %d ranks", name.c_str(), (long long)s->shards(),
+         s->mesh_axis() == 0 ? "data" : "tensor", group.size());
   const TensorRef &local = local_[i];
   const size_t bytes = (size_t)local.type.bytes();
   if (parts_.size() < bytes * (size_t)group.size()) parts_.resize(bytes * (size_t)group.size());

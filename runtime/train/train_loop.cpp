@@ -48,7 +48,9 @@ TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
   else if (ranks.ranks > 1)
     std::fprintf(log, "data parallel: %s\n", comm::world().describe().c_str());
   if (std::string zero = s.backend().describeSharding(); !zero.empty()) std::fprintf(log, "%s\n", zero.c_str());
-  s.setTensorRank(ranks.tensorRank);
+  // The rank whose slices of the split parameters this process holds: its tensor rank,
+  // or under ZeRO stage 3 (every parameter split over the data axis) its data rank.
+  s.setTensorRank(s.plan().train().mesh().zero() >= 3 ? ranks.rank : ranks.tensorRank);
   RunSetup run = planRun(s, o, log, ranks);
 
   // The plan's batch transform; it checks the inputs, the vocabulary and the splits.
@@ -62,7 +64,8 @@ TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
   // Evaluation: a data-parallel plan's runs no collective, so rank 0's alone is run and
   // reported; a tensor-parallel plan's eval program has the tensor axis's all-reduces, so
   // every rank runs it (each tensor group on the same batches) and rank 0 reports.
-  if (!ranks.writer() && ranks.tensorRanks == 1) run.evalOn = false;
+  // Under ZeRO stage 3 the eval program gathers the parameters: every rank runs it too.
+  if (!ranks.writer() && ranks.tensorRanks == 1 && s.plan().train().mesh().zero() < 3) run.evalOn = false;
   CheckpointMeta meta = startMeta(run, data, o.dataDir);
   const DataWatch watch(data.train(), data.val());
   RunOutputs out(s, data, run, o, meta, log);

@@ -236,8 +236,13 @@ void printText(const pb::Plan &plan, const std::string &source, const lmc::Expla
     std::string line = llvm::formatv("  {0,-22} {1,-34}", what, describeBytes(bytes)).str() + note;
     os << llvm::StringRef(line).rtrim() << "\n";
   };
-  row("parameters", m.params, groupThousands(plan.param_count()) + " values");
+  const int64_t zero = plan.train().mesh().zero(), ranks = plan.train().mesh().data();
+  row("parameters", m.params,
+      groupThousands(plan.param_count()) + " values" +
+          (zero >= 3 ? "; ZeRO-3: rank 0's 1/" + std::to_string(ranks) + " of each, gathered in the arena before each use"
+                     : ""));
   row("gradients", m.grads,
+      zero >= 3 ? "ZeRO-3: rank 0's 1/" + std::to_string(ranks) + ", reduce-scattered by the train step" :
       plan.train().mesh().zero() >= 2 ? "ZeRO-2: whole buffers (the step's own); each rank keeps its reduced 1/" +
                                             std::to_string(plan.train().mesh().data()) + " in them"
                                       : "");

@@ -492,9 +492,14 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     llvm::errs() << "lmc: per rank (";
     if (mesh.zero() > 0) llvm::errs() << "ZeRO stage " << mesh.zero() << ", ";
     llvm::errs() << "data = " << mesh.data() << (mesh.tensor() > 1 ? ", tensor = " + std::to_string(mesh.tensor()) : "")
-                 << "): parameters " << humanBytes(m.params) << ", gradients " << humanBytes(m.grads)
-                 << (mesh.zero() >= 2 ? " (whole buffers: the train step returns the rank's own; it keeps its reduced slice)"
-                                      : "")
+                 << "): parameters " << humanBytes(m.params)
+                 << (mesh.zero() >= 3 ? " (1/" + std::to_string(mesh.data()) +
+                                            " of them; each whole one gathered into the activations right before its use)"
+                                      : std::string())
+                 << ", gradients " << humanBytes(m.grads)
+                 << (mesh.zero() == 2 ? " (whole buffers: the train step returns the rank's own; it keeps its reduced slice)"
+                                      : mesh.zero() >= 3 ? " (1/" + std::to_string(mesh.data()) + ", reduce-scattered by the train step)"
+                                                         : "")
                  << ", optimizer state " << humanBytes(m.optimizer)
                  << (mesh.zero() > 0 ? " (1/" + std::to_string(mesh.data()) + " of it)" : std::string())
                  << ", activations " << humanBytes(m.arena) << ", communication buffers " << humanBytes(m.commScratch)

@@ -3,7 +3,7 @@
    Open MPI under mpirun or srun, a copy in a single process). A gather or scatter
    along dimension d of a row-major [outer, n, inner] tensor moves `outer` blocks
    of n x inner elements per rank, so the kernels put each rank's part in one
-   contiguous piece first and back after. */
+   contiguous piece first and back after (not needed for outer = 1). */
 #include "runtime/cpu/kernels/kernel_common.h"
 
 #include <cstring>
@@ -44,6 +44,10 @@ void runReduceScatter(const KernelCall &call) {
   comm::splitAroundDim(y.shape(), call.attrs.getInt("dim"), outer, n, inner);  // n: the slice each rank keeps
   const size_t eb = dtypeSize(x.type.dtype), block = (size_t)(n * inner) * eb;
   const int group = c.size();
+  if (outer == 1) {  // already rank-major (a leading dimension: ZeRO-3's flat gradients), no copy
+    c.reduceScatter(x.data, y.data, y.numel(), x.type.dtype, comm::Reduction::Sum, "reduce_scatter of " + x.type.str());
+    return;
+  }
   // Rank q's slice of every outer block, one after another: [group][outer][n][inner].
   std::vector<char> send((size_t)(group * outer) * block);
   const char *src = static_cast<const char *>(x.data);
@@ -61,6 +65,10 @@ void runAllGather(const KernelCall &call) {
   comm::splitAroundDim(x.shape(), call.attrs.getInt("dim"), outer, n, inner);
   const size_t eb = dtypeSize(x.type.dtype), block = (size_t)(n * inner) * eb;
   const int group = c.size();
+  if (outer == 1) {  // rank-major already (a leading dimension: ZeRO-3's slices), straight into y
+    c.allGather(x.data, y.data, x.numel(), x.type.dtype, "all_gather of " + x.type.str());
+    return;
+  }
   std::vector<char> gathered((size_t)(group * outer) * block);  // [group][outer][n][inner]
   c.allGather(x.data, gathered.data(), x.numel(), x.type.dtype, "all_gather of " + x.type.str());
   char *dst = static_cast<char *>(y.data);

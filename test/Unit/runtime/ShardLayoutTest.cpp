@@ -1,7 +1,8 @@
 /* Tests where a tensor-parallel rank's slice lies in the logical tensor
    (runtime/exec/shard_layout.h): against index arithmetic written out here, for a
    column split, a packed q|k|v split (segments) and a row split; slicing then
-   placing every rank's slice rebuilds the tensor; mismatched types are refused. */
+   placing every rank's slice rebuilds the tensor; mismatched types are refused. And
+   ZeRO stage 3's padded slices of the flattened tensor. */
 #include <gtest/gtest.h>
 
 #include <tuple>
@@ -79,6 +80,31 @@ TEST(ShardLayout, RefusesTypesThatDoNotMatch) {
                           TensorRef{b.data(), TensorType{DType::F32, {2, 6}}}, 2),
                Error);
   EXPECT_THROW(logicalType(TensorType{DType::F32, {2, 5}}, sharding(1, 3, 2)), Error);
+}
+
+/* ZeRO stage 3's slices (mesh axis 0): rank r holds elements [r c, (r + 1) c) of the
+   flattened tensor, c = ceil(n / ranks), padded with zeros; placing writes below n only. */
+TEST(ShardLayout, ZeroStage3SlicesThePaddedFlattenedTensor) {
+  plan::ParamSharding s;
+  s.set_mesh_axis(0);
+  s.set_segments(1);
+  s.set_shards(3);
+  ASSERT_TRUE(isZeroSlice(s));
+  const TensorType whole{DType::F32, {2, 5}}, local{DType::F32, {4}};  // 10 elements: 4, 4, 2 (+ 2 zeros)
+  std::vector<float> src = iota(10), rebuilt(10, -1.f), part(4, -1.f);
+  for (int64_t r = 0; r < 3; ++r) {
+    sliceShard(s, TensorRef{src.data(), whole}, TensorRef{part.data(), local}, r);
+    for (int64_t k = 0; k < 4; ++k)
+      EXPECT_EQ(part[(size_t)k], r * 4 + k < 10 ? (float)(r * 4 + k) : 0.f) << "rank " << r << " element " << k;
+    part[3] = r == 2 ? 99.f : part[3];  // padding never reaches the logical tensor
+    placeShard(s, TensorRef{part.data(), local}, TensorRef{rebuilt.data(), whole}, r);
+  }
+  EXPECT_EQ(rebuilt, src);
+  // A slice of another length, a rank outside the group, and a logical type asked of the slice.
+  EXPECT_THROW(sliceShard(s, TensorRef{src.data(), whole}, TensorRef{part.data(), TensorType{DType::F32, {3}}}, 0),
+               Error);
+  EXPECT_THROW(sliceShard(s, TensorRef{src.data(), whole}, TensorRef{part.data(), local}, 3), Error);
+  EXPECT_THROW(logicalType(local, s), Error);
 }
 
 }  // namespace

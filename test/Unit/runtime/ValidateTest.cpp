@@ -837,12 +837,13 @@ TEST(PredictedMemory, CommunicationBuffers) {
     for (int64_t d : shape) b->mutable_type()->add_shape(d);
     return prog->buffers_size() - 1;
   };
-  auto collective = [&](const char *op, int in, int out, int64_t group) {
+  auto collective = [&](const char *op, int in, int out, int64_t group, int64_t dim = -1) {
     plan::Step *s = prog->add_steps();
     s->set_op(op);
     s->add_inputs(in);
     s->add_outputs(out);
     (*s->mutable_attrs())["group_size"].set_i(group);
+    if (dim >= 0) (*s->mutable_attrs())["dim"].set_i(dim);
   };
   EXPECT_EQ(predictedMemory(p).commScratch, 0);  // no collectives: one process
   collective("all_reduce", buffer({101}), buffer({101}), 2);  // 2 x 51 received, 51 summed
@@ -850,6 +851,11 @@ TEST(PredictedMemory, CommunicationBuffers) {
   EXPECT_EQ(predictedMemory(p).commScratch, (2 * 51 + 51) * 4);
   collective("all_gather", buffer({60}), buffer({120}), 2);  // its input copied, its output for one call
   EXPECT_EQ(predictedMemory(p).commScratch, 2 * 51 * 4 + 60 * 4 + 120 * 4);
+  // Along a leading dimension (ZeRO-3's flat slices) the kernels copy nothing: a larger
+  // gather adds its input copy, not its output.
+  collective("all_gather", buffer({1, 100}), buffer({1, 200}), 2, /*dim=*/1);  // outer 1
+  collective("all_gather", buffer({100}), buffer({200}), 2, /*dim=*/0);
+  EXPECT_EQ(predictedMemory(p).commScratch, 2 * 51 * 4 + 100 * 4 + 120 * 4);
 }
 
 TEST(Validate, ParamSharding) {

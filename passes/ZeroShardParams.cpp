@@ -1,0 +1,186 @@
+//===- ZeroShardParams.cpp - -lm-zero-shard-params --------------*- C++ -*-===//
+//
+// ZeRO stage 3 as a rewrite of the per-rank program (Passes.td): each
+// parameter argument becomes the rank's slice of it, the slice of ZeRO's
+// stages 1 and 2 (the parameter's elements in row-major order cut into D
+// slices of ceil(n / D), rank 0 first; here every slice is padded to that
+// size, so the slices concatenate to a tensor the ranks divide). Right before
+// each op that reads the parameter the slices are all-gathered, cut to n and
+// reshaped; the gathered tensor lives across that op only, so a parameter
+// read in the forward and again in the backward is gathered twice, never kept
+// across the step. Each gradient is reduce-scattered right after it is
+// computed (flattened, padded with zeros), then divided by D: the rank-order sum divided
+// by D of its own slice, the arithmetic (and so the bits) of the mean
+// -lm-data-parallel's all-reduce computes for those elements.
+//
+// It runs after -lm-data-parallel (which leaves the gradients unreduced from
+// stage 2 on) and after CSE: the gathers are Pure, and CSE would merge a
+// parameter's gathers into one value live across the step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialect/IR/LMOps.h"
+
+namespace mlir::lm {
+#define GEN_PASS_DEF_LMZEROSHARDPARAMSPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::lm
+
+using namespace mlir;
+using namespace mlir::lm;
+
+namespace {
+
+/// The mesh axes' order in lm.mesh and in the collectives' mesh_axis.
+constexpr int64_t kDataAxis = 0;
+/// The argument attribute holding a sliced parameter's logical (whole) type.
+constexpr StringLiteral kLogicalAttr = "lm.zero_logical";
+
+/// The padded slice of `whole` each of `ranks` ranks holds: ceil(n / ranks)
+/// elements, one dimension.
+RankedTensorType sliceType(RankedTensorType whole, int64_t ranks) {
+  int64_t n = whole.getNumElements();
+  return RankedTensorType::get({(n + ranks - 1) / ranks}, whole.getElementType());
+}
+
+/// The op of `f`'s entry block that is or holds `op`.
+Operation *topLevel(func::FuncOp f, Operation *op) {
+  while (op->getBlock() != &f.getBody().front())
+    op = op->getParentOp();
+  return op;
+}
+
+struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParamsPass> {
+  using LMZeroShardParamsPassBase::LMZeroShardParamsPassBase;
+
+  /// Each `lm.param` argument of `f` becomes its slice; returns false after an error.
+  bool shardArguments(func::FuncOp f, int64_t ranks, llvm::StringMap<RankedTensorType> &logical) {
+    for (BlockArgument arg : f.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      auto name = f.getArgAttrOfType<StringAttr>(i, "lm.param");
+      if (!name)
+        continue;
+      auto whole = dyn_cast<RankedTensorType>(arg.getType());
+      if (!whole || !whole.hasStaticShape() || !isa<FloatType>(whole.getElementType())) {
+        f.emitError() << "-lm-zero-shard-params: parameter '" << name.getValue() << "' has type " << arg.getType()
+                      << "; ZeRO stage 3 slices statically shaped float tensors";
+        return false;
+      }
+      if (f.getArgAttr(i, kLogicalAttr) || f.getArgAttr(i, "lm.sharding")) {
+        f.emitError() << "-lm-zero-shard-params: parameter '" << name.getValue()
+                      << "' is already sliced (ZeRO stage 3 or a tensor-parallel sharding)";
+        return false;
+      }
+      logical[name.getValue()] = whole;
+      if (whole.getNumElements() == 0)
+        continue;
+      RankedTensorType slice = sliceType(whole, ranks);
+      // The ops that read it, each gathering its own copy right before it.
+      llvm::SetVector<Operation *> users;
+      for (Operation *user : arg.getUsers())
+        users.insert(topLevel(f, user));
+      arg.setType(slice);
+      f.setArgAttr(i, kLogicalAttr, TypeAttr::get(whole));
+      for (Operation *user : users) {
+        OpBuilder b(user);
+        Location loc = user->getLoc();
+        Value v = b.create<AllGatherOp>(loc, arg, kDataAxis, ranks, /*dim=*/0);
+        int64_t n = whole.getNumElements();
+        if (slice.getNumElements() * ranks != n)
+          v = b.create<SliceOp>(loc, v, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1});
+        if (v.getType() != whole)
+          v = b.create<ReshapeOp>(loc, whole, v);
+        arg.replaceUsesWithIf(v, [&](OpOperand &use) { return user->isAncestor(use.getOwner()); });
+      }
+    }
+    return true;
+  }
+
+  /// Each gradient result of a train step becomes the rank's slice of its mean.
+  bool scatterGradients(func::FuncOp f, int64_t ranks, const llvm::StringMap<RankedTensorType> &logical) {
+    auto ret = cast<func::ReturnOp>(f.getBody().back().getTerminator());
+    OpBuilder b(ret);
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+      auto of = f.getResultAttrOfType<StringAttr>(i, "lm.grad_of");
+      if (!of)
+        continue;
+      Value g = ret.getOperand(i);
+      // Right after the gradient is computed, so that the whole local gradient is a
+      // temporary the arena reuses, not live until the end of the step.
+      if (Operation *def = g.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPoint(ret);
+      auto it = logical.find(of.getValue());
+      if (it == logical.end() || g.getType() != it->second) {
+        f.emitError() << "-lm-zero-shard-params: result #" << i << " is the gradient of '" << of.getValue()
+                      << "', which is not a parameter of this function of type " << g.getType();
+        return false;
+      }
+      if (g.getDefiningOp<AllReduceOp>()) {
+        f.emitError() << "-lm-zero-shard-params: the gradient of '" << of.getValue()
+                      << "' is already all-reduced; run -lm-data-parallel with zero = 3 first";
+        return false;
+      }
+      RankedTensorType whole = it->second;
+      int64_t n = whole.getNumElements();
+      if (n == 0)
+        continue;
+      RankedTensorType slice = sliceType(whole, ranks);
+      int64_t padded = slice.getNumElements() * ranks;
+      Location loc = g.getLoc();
+      auto flat = RankedTensorType::get({n}, whole.getElementType());
+      if (g.getType() != flat)
+        g = b.create<ReshapeOp>(loc, flat, g);
+      if (padded != n)  // zeros after the n elements: the adjoint of the gather's cut
+        g = b.create<SliceGradOp>(loc, RankedTensorType::get({padded}, whole.getElementType()), g,
+                                  ArrayRef<int64_t>{0}, ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1});
+      Value sum = b.create<ReduceScatterOp>(loc, g, kDataAxis, ranks, /*dim=*/0);
+      auto scalar = RankedTensorType::get({}, whole.getElementType());
+      Value count = b.create<ConstantOp>(
+          loc, scalar, DenseElementsAttr::get(scalar, b.getFloatAttr(whole.getElementType(), (double)ranks)));
+      ret.setOperand(i, b.create<DivOp>(loc, sum, count));
+    }
+    return true;
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    int64_t ranks = data, stage = zero;
+    auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh");
+    auto meshValue = [&](StringRef name) -> int64_t {
+      auto v = mesh ? dyn_cast_or_null<IntegerAttr>(mesh.get(name)) : IntegerAttr();
+      return v ? v.getInt() : 0;
+    };
+    if (ranks == 0)
+      ranks = meshValue("data");
+    if (stage < 0)
+      stage = meshValue("zero");
+    if (ranks < 0) {
+      module.emitError() << "-lm-zero-shard-params: data must be at least 1, got " << ranks;
+      return signalPassFailure();
+    }
+    if (ranks <= 1 || stage < 3)
+      return;
+    if (meshValue("tensor") > 1) {
+      module.emitError() << "-lm-zero-shard-params: ZeRO stage 3 over a tensor-parallel mesh (tensor = "
+                         << meshValue("tensor") << ") is not supported";
+      return signalPassFailure();
+    }
+    for (auto f : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+      if (f.isExternal())
+        continue;
+      llvm::StringMap<RankedTensorType> logical;
+      if (!shardArguments(f, ranks, logical))
+        return signalPassFailure();
+      if (f->hasAttr("lm.train_step") && !scatterGradients(f, ranks, logical))
+        return signalPassFailure();
+      auto ret = cast<func::ReturnOp>(f.getBody().back().getTerminator());
+      f.setType(FunctionType::get(f.getContext(), f.getBody().getArgumentTypes(), ret.getOperandTypes()));
+    }
+  }
+};
+
+} // namespace

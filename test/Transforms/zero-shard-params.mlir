@@ -1,0 +1,87 @@
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse -lm-zero-shard-params | FileCheck %s
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=data=3' | FileCheck %s --check-prefix=THREE
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=zero=2' | FileCheck %s --check-prefix=STAGE2
+
+// Tests that -lm-zero-shard-params (ZeRO stage 3) makes every parameter argument
+// the rank's padded slice of the flattened tensor (w: 6 elements, 3 per rank of 2;
+// b: 2, 1 per rank), gathers it right before each op that reads it (w2 twice: in
+// the forward's matmul and in the backward's, never one value across the step),
+// and reduce-scatters every gradient, flattened, then divides it by D (the
+// rank-order sum / D that -lm-data-parallel's all-reduce computes); the loss keeps
+// its all-reduce. The whole types stay in lm.zero_logical.
+// CHECK-LABEL: func.func @loss(
+// CHECK-SAME: %[[W1:.*]]: tensor<3xf32> {lm.init = {kind = "zeros"}, lm.param = "w1", lm.zero_logical = tensor<3x2xf32>}
+// CHECK-SAME: %[[W2:.*]]: tensor<2xf32> {lm.init = {kind = "zeros"}, lm.param = "w2", lm.zero_logical = tensor<2x2xf32>}
+// CHECK-SAME: %[[B:.*]]: tensor<1xf32> {lm.init = {kind = "zeros"}, lm.param = "b", lm.zero_logical = tensor<2xf32>}
+// CHECK: %[[G1:.*]] = lm.all_gather %[[W1]] {dim = 0 : i64, group_size = 2 : i64, mesh_axis = 0 : i64} : (tensor<3xf32>) -> tensor<6xf32>
+// CHECK: %[[R1:.*]] = lm.reshape %[[G1]] : (tensor<6xf32>) -> tensor<3x2xf32>
+// CHECK: lm.matmul %{{.*}}, %[[R1]]
+
+// CHECK-LABEL: func.func @loss_train_step(
+// CHECK-SAME: tensor<3xf32> {{.*}}lm.param = "w1"
+// CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {lm.grad_of = "w1"}, tensor<2xf32> {lm.grad_of = "w2"}, tensor<1xf32> {lm.grad_of = "b"})
+// The forward: one gather per reading op.
+// CHECK: lm.all_gather %arg0 {{.*}} -> tensor<6xf32>
+// CHECK-NEXT: lm.reshape {{.*}} -> tensor<3x2xf32>
+// CHECK-NEXT: lm.matmul
+// CHECK: lm.all_gather %arg2 {{.*}} : (tensor<1xf32>) -> tensor<2xf32>
+// CHECK-NEXT: lm.add
+// CHECK: lm.all_gather %arg1 {{.*}} -> tensor<4xf32>
+// CHECK-NEXT: lm.reshape {{.*}} -> tensor<2x2xf32>
+// CHECK-NEXT: lm.matmul
+// The backward reads w2 again (dh = dz w2^T): gathered again, right before.
+// CHECK: lm.all_gather %arg1 {{.*}} -> tensor<4xf32>
+// CHECK-NEXT: lm.reshape {{.*}} -> tensor<2x2xf32>
+// CHECK-NEXT: lm.matmul
+// CHECK-NOT: lm.all_gather
+// Each gradient, right after it is computed (so the whole local gradient is a
+// short-lived temporary), flattened, reduce-scattered (the rank-order sum) and
+// divided by D: the arithmetic of the all-reduce's mean. The loss is averaged whole.
+// CHECK: %[[DW2:.*]] = lm.matmul %{{.*}}, %{{.*}} {transpose_lhs = true} : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
+// CHECK-NEXT: %[[F2:.*]] = lm.reshape %[[DW2]] : (tensor<2x2xf32>) -> tensor<4xf32>
+// CHECK-NEXT: %[[R2:.*]] = lm.reduce_scatter %[[F2]] {dim = 0 : i64, group_size = 2 : i64, mesh_axis = 0 : i64} : (tensor<4xf32>) -> tensor<2xf32>
+// CHECK-NEXT: %[[C2:.*]] = lm.constant dense<2.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[S2:.*]] = lm.div %[[R2]], %[[C2]] : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+// CHECK-NEXT: %[[DB:.*]] = lm.sum_to
+// CHECK-NEXT: lm.reduce_scatter %[[DB]] {{.*}} : (tensor<2xf32>) -> tensor<1xf32>
+// CHECK-NEXT: lm.constant
+// CHECK-NEXT: %[[S3:.*]] = lm.div %{{.*}} : (tensor<1xf32>, tensor<f32>) -> tensor<1xf32>
+// CHECK-NEXT: %[[DW1:.*]] = lm.matmul
+// CHECK-NEXT: lm.reshape %[[DW1]] : (tensor<3x2xf32>) -> tensor<6xf32>
+// CHECK-NEXT: lm.reduce_scatter {{.*}} : (tensor<6xf32>) -> tensor<3xf32>
+// CHECK-NEXT: lm.constant
+// CHECK-NEXT: %[[S1:.*]] = lm.div %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+// CHECK-NEXT: %[[L:.*]] = lm.all_reduce %{{.*}} {group_size = 2 : i64, mean = true, mesh_axis = 0 : i64} : (tensor<f32>) -> tensor<f32>
+// CHECK-NEXT: return %[[L]], %[[S1]], %[[S2]], %[[S3]]
+
+// Three ranks: w1's 6 elements are 2 a rank; w2's 4 are 2 a rank, padded to 6
+// (the gather cut to 4 by lm.slice, the gradient padded with zeros by
+// lm.slice_grad); b's 2 are 1 a rank, padded to 3.
+// THREE-LABEL: func.func @loss_train_step(
+// THREE-SAME: -> (tensor<f32>, tensor<2xf32> {lm.grad_of = "w1"}, tensor<2xf32> {lm.grad_of = "w2"}, tensor<1xf32> {lm.grad_of = "b"})
+// THREE: lm.all_gather %arg1 {dim = 0 : i64, group_size = 3 : i64, mesh_axis = 0 : i64} : (tensor<2xf32>) -> tensor<6xf32>
+// THREE-NEXT: lm.slice {{.*}}limit = array<i64: 4>{{.*}} : (tensor<6xf32>) -> tensor<4xf32>
+// THREE-NEXT: lm.reshape {{.*}} : (tensor<4xf32>) -> tensor<2x2xf32>
+// THREE: lm.reshape %{{.*}} : (tensor<2x2xf32>) -> tensor<4xf32>
+// THREE-NEXT: lm.slice_grad {{.*}} : (tensor<4xf32>) -> tensor<6xf32>
+// THREE-NEXT: lm.reduce_scatter {{.*}} : (tensor<6xf32>) -> tensor<2xf32>
+
+// Below stage 3 nothing changes.
+// STAGE2-LABEL: func.func @loss_train_step(
+// STAGE2-NOT: lm.all_gather
+// STAGE2-NOT: lm.reduce_scatter
+// STAGE2: return
+module attributes {lm.mesh = {data = 2 : i64, tensor = 1 : i64, global_batch = 8 : i64, zero = 3 : i64}} {
+  func.func @loss(%w1: tensor<3x2xf32> {lm.param = "w1", lm.init = {kind = "zeros"}},
+                  %w2: tensor<2x2xf32> {lm.param = "w2", lm.init = {kind = "zeros"}},
+                  %b: tensor<2xf32> {lm.param = "b", lm.init = {kind = "zeros"}},
+                  %x: tensor<4x3xf32> {lm.input = "x"}) -> tensor<f32>
+      attributes {lm.objective} {
+    %y = lm.matmul %x, %w1 : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+    %h = lm.add %y, %b : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+    %z = lm.matmul %h, %w2 : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x2xf32>
+    %q = lm.mul %z, %z : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+    %l = lm.sum_to %q : (tensor<4x2xf32>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

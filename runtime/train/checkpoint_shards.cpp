@@ -47,7 +47,15 @@ bool parseDType(const std::string &name, DType &out) {
 std::vector<CheckpointTensor> checkpointTensors(const Session &s) {
   std::vector<CheckpointTensor> out;
   const std::vector<ParamState> &params = s.params();
-  for (size_t i = 0; i < params.size(); ++i) out.push_back({params[i].name, s.logicalType(i), s.sharding(i)});
+  // A ZeRO stage 3 parameter (and its state) is a flat slice, the flat piece a rank
+  // writes anyway: only tensor-parallel slices are block pieces.
+  auto blockSharding = [&](size_t i) -> const plan::ParamSharding * {
+    const plan::ParamSharding *sh = s.sharding(i);
+    return sh && !isZeroSlice(*sh) ? sh : nullptr;
+  };
+  auto zeroSlice = [&](size_t i) { return s.sharding(i) && isZeroSlice(*s.sharding(i)); };
+  for (size_t i = 0; i < params.size(); ++i)
+    out.push_back({params[i].name, s.logicalType(i), blockSharding(i), zeroSlice(i)});
   const OptimizerConfig optimizer = optimizerConfig(s.plan());
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamState &p = params[i];
@@ -56,7 +64,7 @@ std::vector<CheckpointTensor> checkpointTensors(const Session &s) {
     for (const StateSlot &slot : stateSlots(optimizer, p.type.shape)) {
       const bool alike = slot.shape == p.type.shape;
       out.push_back({slot.prefix + "." + p.name, TensorType{p.type.dtype, alike ? logical.shape : slot.shape},
-                     alike ? s.sharding(i) : nullptr});
+                     alike ? blockSharding(i) : nullptr, alike && zeroSlice(i)});
     }
   }
   return out;
@@ -101,6 +109,14 @@ void writeShardFile(const std::string &path, Session &s, const std::vector<Check
   for (const HeldTensor &h : heldOptimizerState(s.backend())) held.push_back({h.data, h.begin, h.end});
   if (held.size() != tensors.size())
     fail("a sharded checkpoint of %zu tensors, and this rank holds %zu", tensors.size(), held.size());
+  // ZeRO stage 3: a parameter and its state are held as the rank's slice, which
+  // begins where its flat piece does (zeroShard's split is the slices').
+  for (const ShardPiece &p : pieces)
+    if (tensors[p.tensor].zeroSlice && !p.block) {
+      Held &h = held[p.tensor];
+      h.end = p.begin + (h.end - h.begin);
+      h.begin = p.begin;
+    }
   std::vector<NamedTensor> out;
   for (const ShardPiece &p : pieces) {
     const CheckpointTensor &t = tensors[p.tensor];
@@ -200,6 +216,7 @@ SafetensorsFile assembleShards(const std::string &dir, const json::Value &root,
       t.sharding.set_dim(integer(*sp, "dim"));
       t.sharding.set_segments(integer(*sp, "segments"));
       t.sharding.set_shards(integer(*sp, "shards"));
+      t.sharding.set_mesh_axis(1);  // a block piece is a tensor-parallel slice (mesh axis 1)
       const int64_t dim = t.sharding.dim();
       if (dim >= (int64_t)t.type.shape.size() || t.sharding.segments() < 1 || t.sharding.shards() < 1 ||
           t.type.shape[(size_t)dim] % (t.sharding.segments() * t.sharding.shards()) != 0)

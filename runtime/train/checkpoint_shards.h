@@ -9,7 +9,7 @@
      flat   elements [begin, end) of the tensor in row-major order: a tensor every rank
             holds whole is split so, each world rank w of W writing zeroShard(n, W, w);
             a ZeRO rank's optimizer state slice is exactly its piece of that split,
-            so ZeRO ranks write what they hold (as would stage 3's parameter slices);
+            so ZeRO ranks write what they hold (stage 3: its parameter slices too);
      block  a tensor-parallel slice (plan Param.sharding: dim, segments, shards, and
             the slice's index, shard_layout.h), written by the ranks of data rank 0.
    The layout is a function of the logical tensors and the mesh only, so rank 0 can
@@ -37,6 +37,7 @@ struct CheckpointTensor {
   std::string name;
   TensorType type;
   const plan::ParamSharding *sharding = nullptr;
+  bool zeroSlice = false;  // ZeRO stage 3: ranks hold a parameter and its state as flat slices
 };
 
 /* The session's checkpoint tensors in checkpoint order: the parameters in plan order,

@@ -43,16 +43,8 @@ struct DataParallelPass : lm::impl::LMDataParallelPassBase<DataParallelPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    int64_t ranks = data, stage = zero;
-    auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh");
-    auto meshValue = [&](StringRef name) -> int64_t {
-      auto v = mesh ? dyn_cast_or_null<IntegerAttr>(mesh.get(name)) : IntegerAttr();
-      return v ? v.getInt() : 0;
-    };
-    if (ranks == 0)
-      ranks = meshValue("data");
-    if (stage < 0)
-      stage = meshValue("zero");
+    const int64_t ranks = data != 0 ? data : meshEntry(module, "data");
+    const int64_t stage = zero >= 0 ? zero : meshEntry(module, "zero");
     if (ranks < 0) {
       module.emitError() << "-lm-data-parallel: data must be at least 1, got " << ranks;
       return signalPassFailure();

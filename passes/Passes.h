@@ -105,6 +105,16 @@ SmallVector<LiveInterval> computeLiveIntervals(func::FuncOp trainStep);
 /// is at least this; lmc checks the real figure (docs/remat.md, "auto").
 int64_t estimateActivationPeak(func::FuncOp trainStep);
 
+/// Entry `name` (data, tensor, zero) of the module's lm.mesh, or `absent` when
+/// the module has no mesh or the mesh no such entry. The mesh passes take a
+/// pass option first and fall back to it.
+inline int64_t meshEntry(ModuleOp module, StringRef name, int64_t absent = 0) {
+  if (auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh"))
+    if (auto v = dyn_cast_or_null<IntegerAttr>(mesh.get(name)))
+      return v.getInt();
+  return absent;
+}
+
 #define GEN_PASS_DECL
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"

@@ -63,12 +63,7 @@ constexpr llvm::StringLiteral kShardingAttr = "lm.sharding";
 
 /// The tensor axis of the module's mesh (or the pass option when given).
 int64_t tensorRanks(ModuleOp module, int64_t option) {
-  if (option != 0)
-    return option;
-  if (auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh"))
-    if (auto t = dyn_cast_or_null<IntegerAttr>(mesh.get("tensor")))
-      return t.getInt();
-  return 1;
+  return option != 0 ? option : meshEntry(module, "tensor", /*absent=*/1);
 }
 
 /// The loop an op runs split and the segments of that loop.

@@ -148,25 +148,17 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    int64_t ranks = data, stage = zero;
-    auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh");
-    auto meshValue = [&](StringRef name) -> int64_t {
-      auto v = mesh ? dyn_cast_or_null<IntegerAttr>(mesh.get(name)) : IntegerAttr();
-      return v ? v.getInt() : 0;
-    };
-    if (ranks == 0)
-      ranks = meshValue("data");
-    if (stage < 0)
-      stage = meshValue("zero");
+    const int64_t ranks = data != 0 ? data : meshEntry(module, "data");
+    const int64_t stage = zero >= 0 ? zero : meshEntry(module, "zero");
     if (ranks < 0) {
       module.emitError() << "-lm-zero-shard-params: data must be at least 1, got " << ranks;
       return signalPassFailure();
     }
     if (ranks <= 1 || stage < 3)
       return;
-    if (meshValue("tensor") > 1) {
+    if (meshEntry(module, "tensor") > 1) {
       module.emitError() << "-lm-zero-shard-params: ZeRO stage 3 over a tensor-parallel mesh (tensor = "
-                         << meshValue("tensor") << ") is not supported";
+                         << meshEntry(module, "tensor") << ") is not supported";
       return signalPassFailure();
     }
     for (auto f : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {

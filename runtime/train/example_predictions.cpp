@@ -30,6 +30,15 @@ std::string predictionProgram(const Session &s) {
   return found;
 }
 
+const plan::Program &predictionForward(const Session &s, const std::string &name, std::string &output) {
+  const plan::Program &program = findProgram(s, name);
+  if (program.outputs_size() != 1)
+    fail("--predictions: program '%s' has %d outputs; the model must return one tensor (the logits)", name.c_str(),
+         program.outputs_size());
+  output = program.outputs(0).name();
+  return program;
+}
+
 double valueAt(const TensorRef &t, size_t i) {
   if (t.type.dtype == DType::F32) return reinterpret_cast<const float *>(t.data)[i];
   if (t.type.dtype == DType::F64) return reinterpret_cast<const double *>(t.data)[i];
@@ -139,11 +148,8 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
   const ExampleBatcher &ex = *data.examples();
   ex.checkValidation();
   const std::string name = predictionProgram(s);
-  const plan::Program &program = findProgram(s, name);
-  if (program.outputs_size() != 1)
-    fail("--predictions: program '%s' has %d outputs; the model must return one tensor (the logits)", name.c_str(),
-         program.outputs_size());
-  const std::string output = program.outputs(0).name();
+  std::string output;
+  const plan::Program &program = predictionForward(s, name, output);
   const int64_t rows = data.rows();
   const bool classify = transform == "classify", span = transform == "span";
   const uint64_t records = ex.valShard().records();

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "base/tensor.h"
+#include "contract/plan.pb.h"
 
 namespace lmrt {
 
@@ -27,6 +28,9 @@ class Session;
 
 /* The plan's one forward program ("forward", or the only "forward:<model>"). */
 std::string predictionProgram(const Session &s);
+/* Forward program `name`'s one output, which the prediction writers read (a model
+   returning several tensors is an error naming the program). */
+const plan::Program &predictionForward(const Session &s, const std::string &name, std::string &output);
 /* Value i of a float (f32 or f64) output. */
 double valueAt(const TensorRef &t, size_t i);
 

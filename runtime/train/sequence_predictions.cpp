@@ -64,11 +64,8 @@ uint64_t writeSequencePredictions(Session &s, const std::string &dataDir, uint64
   const ExampleBatcher &ex = *data.examples();
   ex.checkValidation();
   const std::string name = predictionProgram(s);
-  const plan::Program &program = findProgram(s, name);
-  if (program.outputs_size() != 1)
-    fail("--predictions: program '%s' has %d outputs; the model must return one tensor", name.c_str(),
-         program.outputs_size());
-  const std::string output = program.outputs(0).name();
+  std::string output;
+  const plan::Program &program = predictionForward(s, name, output);
   const int64_t rows = data.rows(), seq = s.plan().data().seq();
   const bool packed = ex.packed(), pairs = transform == "preference";
   const uint64_t records = ex.valShard().records();

@@ -324,6 +324,50 @@ TEST(CudaOps, AttentionOnTensorCores) {
   unsetenv("LMRT_CUDA_ATTENTION");
 }
 
+/* In a bf16 or fp16 plan (OpCall::lowPrecision), attention without a bias, segments
+   or dropout runs on 16-bit tensor cores (runtime/cuda/attention_mma.cuh): every form
+   of the op at the 16-bit tolerances, causal and not, ragged T, padding with a wholly
+   masked row, grouped-query heads, cross-attention both ways, head sizes 32, 64, 96
+   (on the 128 kernel) and 128, and cached_attention's offset. */
+TEST(CudaOps, AttentionOn16BitTensorCores) {
+  struct Case {
+    int64_t B, Tq, Tk, H, Hkv, Dh;
+    bool causal;
+  };
+  for (DType low : {DType::BF16, DType::F16})
+    for (Case c : {Case{1, 100, 100, 2, 2, 64, true}, Case{1, 100, 100, 1, 1, 64, false},
+                   Case{1, 70, 70, 2, 2, 128, true}, Case{2, 37, 37, 2, 1, 32, true}, Case{2, 70, 70, 4, 2, 64, true},
+                   Case{1, 40, 40, 2, 2, 96, false}, Case{3, 37, 130, 2, 2, 32, false},
+                   Case{2, 100, 33, 4, 4, 64, false}, Case{2, 1030, 1030, 2, 2, 64, true}}) {
+      SCOPED_TRACE(std::string(low == DType::BF16 ? "bf16" : "f16") + ", Tq " + std::to_string(c.Tq) + ", Tk " +
+                   std::to_string(c.Tk) + ", H " + std::to_string(c.H) + "/" + std::to_string(c.Hkv) + ", Dh " +
+                   std::to_string(c.Dh) + (c.causal ? ", causal" : ""));
+      kernels::Attrs a = attrs({{"num_heads", c.H}, {"causal", c.causal}, {"num_kv_heads", c.Hkv}});
+      TensorType q = f32({c.B, c.Tq, c.H * c.Dh}), k = f32({c.B, c.Tk, c.Hkv * c.Dh}), m = f32({c.B, c.Tk});
+      TensorType lse = f32({c.B, c.H, c.Tq});
+      std::vector<OpCase> cases = {{"attention", {q, k, k}, {q}, a},
+                                   {"attention_grad", {q, k, k, q}, {q, k, k}, a},
+                                   {"attention_stats", {q, k, k}, {q, lse}, a},
+                                   {"masked_attention", {q, k, k, m}, {q}, a},
+                                   {"masked_attention_grad", {q, k, k, m, q}, {q, k, k}, a},
+                                   {"attention_grad_stats", {q, k, k, q, lse, q}, {q, k, k}, a}};
+      cases[3].paddingMask = cases[4].paddingMask = 3;
+      for (OpCase &oc : cases) {
+        oc.lowPrecision = low;
+        runCase(oc);
+      }
+    }
+  // cached_attention: 5 new queries at a random offset (drawn below idRange) over 70 cached keys.
+  for (DType low : {DType::BF16, DType::F16})
+    for (uint32_t seed : {1u, 2u, 3u}) {
+      OpCase oc{"cached_attention", {f32({1, 5, 128}), f32({1, 70, 64}), f32({1, 70, 64}), i32({})}, {f32({1, 5, 128})},
+                attrs({{"num_heads", int64_t{4}}, {"num_kv_heads", int64_t{2}}})};
+      oc.idRange = 70 - 5 + 1;
+      oc.lowPrecision = low;
+      runCase(oc, seed);
+    }
+}
+
 /* masked_attention and its grad: padding masks (ragged rows, one row wholly masked)
    over keys of another length than the queries (cross-attention), across key tiles,
    grouped heads, causal with a mask, and the three head-size kernels; unmasked

@@ -161,6 +161,26 @@ __device__ __forceinline__ void warpPYt(float (&acc)[ND][4], const float (&p)[2 
   }
 }
 
+/* e^x for the probabilities: the SFU's exponential on a device (__expf: ex2.approx, a
+   few ulp, far below the 16-bit rounding P gets; the CUDA-core kernels' polynomial
+   lmc::exp costs about as much as the two products of a score at 64 columns), the
+   polynomial under emulation. e^-inf = 0. */
+__device__ __forceinline__ float expFast(float x) {
+#ifdef LMRT_CUDA_EMULATION
+  return lmc::exp(x);
+#else
+  return __expf(x);
+#endif
+}
+
+/* The probability and the score gradient of a visible pair (scoreGrad's math, the
+   exponential expFast's); 0 and 0 for a hidden one. */
+__device__ __forceinline__ void probAndGrad(float &s, float &dp, float lse, float delta, float scale, bool visible) {
+  const float p = visible ? expFast(s * scale - lse) : 0.0f;
+  dp = p * (dp - delta) * scale;
+  s = p;
+}
+
 template <int N> __device__ __forceinline__ void zeroAcc(float (&acc)[N][4]) {
 #pragma unroll
   for (int n = 0; n < N; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
@@ -222,7 +242,7 @@ __global__ void __launch_bounds__(128) attnForwardMma(const float *q, const floa
     for (int u = 0; u < 2; ++u) {
       const float mNew = max(m[u], quadMax(mx[u]));
       // Nothing visible in this row yet: it stays empty (p = 0, nothing rescaled).
-      corr[u] = mNew == -INFINITY ? 1.0f : lmc::exp(m[u] - mNew);
+      corr[u] = mNew == -INFINITY ? 1.0f : expFast(m[u] - mNew);
       m[u] = mNew;
       l[u] *= corr[u];
     }
@@ -231,7 +251,7 @@ __global__ void __launch_bounds__(128) attnForwardMma(const float *q, const floa
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int u = e / 2;
-        s[n][e] = s[n][e] == -INFINITY ? 0.0f : lmc::exp(s[n][e] - m[u]);
+        s[n][e] = s[n][e] == -INFINITY ? 0.0f : expFast(s[n][e] - m[u]);
         l[u] += s[n][e];
       }
 #pragma unroll
@@ -312,8 +332,7 @@ __global__ void __launch_bounds__(128) attnBackwardKVMma(const float *q, const f
           const int u = e / 2, qr = n * 8 + 2 * t + e % 2;
           const int64_t j = k0 + r0 + g + 8 * u;
           const bool visible = keyOk[u] && qr < nq && !(causal && q0 + qr < j);
-          const ScoreGrad<float> sg = scoreGrad(s[n][e], dp[n][e], Ls[qr], Dl[qr], scale, visible);
-          s[n][e] = sg.p, dp[n][e] = sg.ds;
+          probAndGrad(s[n][e], dp[n][e], Ls[qr], Dl[qr], scale, visible);
         }
       warpPYt<H, B / 16, ND>(dva, s, Dt, LT);   // dV += P^T dY
       warpPYt<H, B / 16, ND>(dka, dp, Qt, LT);  // dK += dS^T Q
@@ -377,7 +396,7 @@ __global__ void __launch_bounds__(128) attnBackwardQMma(const float *q, const fl
         const int u = e / 2, kc = n * 8 + 2 * t + e % 2, qr = r0 + g + 8 * u;
         const int64_t i = q0 + qr, j = k0 + kc;
         const bool visible = qr < nq && kc < nk && !(causal && i < j) && !keyMasked(mask, d, b, j);
-        dp[n][e] = scoreGrad(s[n][e], dp[n][e], L[u], Dl[u], scale, visible).ds;
+        probAndGrad(s[n][e], dp[n][e], L[u], Dl[u], scale, visible);
       }
     warpPYt<H, B / 16, ND>(dqa, dp, Kt, LT);  // dQ += dS K
   }

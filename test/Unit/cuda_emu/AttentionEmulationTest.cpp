@@ -330,7 +330,7 @@ TEST(AttentionEmulation, Dropout) {
 }
 
 /* cached_attention: new queries at positions offset .. offset + C - 1 over a cache
-   longer than a tile, grouped heads too. */
+   longer than a tile, grouped heads too; the CUDA-core and the bf16 tensor-core forward. */
 TEST(AttentionEmulation, CachedAttention) {
   for (int64_t C : {1, 5})
     for (int64_t kv : {4, 2})
@@ -347,6 +347,13 @@ TEST(AttentionEmulation, CachedAttention) {
                                        (const float *)nullptr, ptr<float>(y), (float *)nullptr,
                                        static_cast<const int32_t *>(off.data()));
         expectClose(y, cpu[0], "y");
+        // The 16-bit tensor-core forward of bf16 / fp16 plans, at bf16's tolerance.
+        Buf y16(DType::F32, q.type.shape);
+        attn::launchForwardMma<lmc::bf16, 32>(EmuLauncher{}, dimsOf(c), true, ptr<float>(q), ptr<float>(k),
+                                              ptr<float>(v), (const float *)nullptr, ptr<float>(y16), (float *)nullptr,
+                                              static_cast<const int32_t *>(off.data()));
+        c.low = DType::BF16;
+        expectClose(y16, cpu[0], "y (bf16 mma)", tolOf(c));
       }
 }
 

@@ -86,19 +86,18 @@ template <int DMAX> struct MmaTile {
 };
 
 /* Rows [r0, r0 + n) of one head of x (f32, row stride `stride`) rounded into 64 16-bit
-   rows of s: row-major (row stride ld) or, `transposed`, column e of the head as row
-   e of s (row stride ld); 0 beyond n rows and beyond Dh columns. */
+   rows, 0 beyond n rows and beyond Dh columns: into s row-major (row stride ld) and,
+   when st is not null, into st transposed (column e of the head as row e, row stride
+   lt), from one read of x; s may be null when only the transposed tile is wanted. */
 template <typename H, int DMAX>
 __device__ void loadTile16(const float *x, int64_t r0, int64_t n, const AttnDims &d, int64_t stride, uint16_t *s,
-                           int ld, bool transposed) {
+                           int ld, uint16_t *st = nullptr, int lt = 0) {
   constexpr int B = MmaTile<DMAX>::B;
   for (int idx = threadIdx.x; idx < B * DMAX; idx += blockDim.x) {
     const int r = idx / DMAX, e = idx - r * DMAX;
     const uint16_t v = (uint16_t)bits16<H>(r < n && e < d.Dh ? x[(r0 + r) * stride + e] : 0.0f);
-    if (transposed)
-      s[e * ld + r] = v;
-    else
-      s[r * ld + e] = v;
+    if (s) s[r * ld + e] = v;
+    if (st) st[e * lt + r] = v;
   }
 }
 
@@ -212,15 +211,15 @@ __global__ void __launch_bounds__(128) attnForwardMma(const float *q, const floa
   const int64_t q0 = blockIdx.x * (int64_t)B, nq = min((int64_t)B, d.T - q0);
   const float scale = (float)d.scale;
   const ForwardKeys keys = forwardKeys(d, causal, offset, q0, B);
-  loadTile16<H, DMAX>(q + base, q0, nq, d, d.C, Qs, LD, false);
+  loadTile16<H, DMAX>(q + base, q0, nq, d, d.C, Qs, LD);
   float o[ND][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows g, g + 8 of the warp's 16
   zeroAcc(o);
   for (int64_t k0 = 0; k0 < keys.end; k0 += B) {
     const int64_t nk = min((int64_t)B, keys.end - k0);
     __syncthreads();  // the previous tile's Ks, Vt are no longer read
     if (!tileVisible(mask, d, b, k0, nk)) continue;  // padding: contributes nothing
-    loadTile16<H, DMAX>(k + kvBase, k0, nk, d, d.Ck, Ks, LD, false);
-    loadTile16<H, DMAX>(v + kvBase, k0, nk, d, d.Ck, Vt, LT, true);
+    loadTile16<H, DMAX>(k + kvBase, k0, nk, d, d.Ck, Ks, LD);
+    loadTile16<H, DMAX>(v + kvBase, k0, nk, d, d.Ck, nullptr, 0, Vt, LT);
     __syncthreads();
     float s[NT][4];
     zeroAcc(s);
@@ -297,8 +296,8 @@ __global__ void __launch_bounds__(128) attnBackwardKVMma(const float *q, const f
   // A masked key gets dk = dv = 0; a tile of masked keys does no work.
   const bool live = tileVisible(mask, d, b, k0, nk);
   const float scale = (float)d.scale;
-  loadTile16<H, DMAX>(k + kvBase, k0, nk, d, d.Ck, Ks, LD, false);
-  loadTile16<H, DMAX>(v + kvBase, k0, nk, d, d.Ck, Vs, LD, false);
+  loadTile16<H, DMAX>(k + kvBase, k0, nk, d, d.Ck, Ks, LD);
+  loadTile16<H, DMAX>(v + kvBase, k0, nk, d, d.Ck, Vs, LD);
   // Whether the lane's keys (rows g, g + 8 of the warp's) exist and are not masked.
   bool keyOk[2];
 #pragma unroll
@@ -314,10 +313,8 @@ __global__ void __launch_bounds__(128) attnBackwardKVMma(const float *q, const f
     for (int64_t q0 = causal ? k0 : 0; q0 < d.T; q0 += B) {
       const int64_t nq = min((int64_t)B, d.T - q0);
       __syncthreads();  // the previous tile's Qs, Ds, Qt, Dt, Ls, Dl are no longer read
-      loadTile16<H, DMAX>(q + base, q0, nq, d, d.C, Qs, LD, false);
-      loadTile16<H, DMAX>(dy + base, q0, nq, d, d.C, Ds, LD, false);
-      loadTile16<H, DMAX>(q + base, q0, nq, d, d.C, Qt, LT, true);
-      loadTile16<H, DMAX>(dy + base, q0, nq, d, d.C, Dt, LT, true);
+      loadTile16<H, DMAX>(q + base, q0, nq, d, d.C, Qs, LD, Qt, LT);
+      loadTile16<H, DMAX>(dy + base, q0, nq, d, d.C, Ds, LD, Dt, LT);
       for (int r = threadIdx.x; r < B; r += blockDim.x)
         Ls[r] = r < nq ? lse[bh * d.T + q0 + r] : 0.0f, Dl[r] = r < nq ? delta[bh * d.T + q0 + r] : 0.0f;
       __syncthreads();
@@ -366,8 +363,8 @@ __global__ void __launch_bounds__(128) attnBackwardQMma(const float *q, const fl
   const int64_t bh = blockIdx.y, b = bh / d.H, h = bh % d.H, base = d.qBase(b, h), kvBase = d.kvBase(b, h);
   const int64_t q0 = blockIdx.x * (int64_t)B, nq = min((int64_t)B, d.T - q0);
   const float scale = (float)d.scale;
-  loadTile16<H, DMAX>(q + base, q0, nq, d, d.C, Qs, LD, false);
-  loadTile16<H, DMAX>(dy + base, q0, nq, d, d.C, Ds, LD, false);
+  loadTile16<H, DMAX>(q + base, q0, nq, d, d.C, Qs, LD);
+  loadTile16<H, DMAX>(dy + base, q0, nq, d, d.C, Ds, LD);
   float L[2], Dl[2];
 #pragma unroll
   for (int u = 0; u < 2; ++u) {
@@ -381,9 +378,8 @@ __global__ void __launch_bounds__(128) attnBackwardQMma(const float *q, const fl
     const int64_t nk = min((int64_t)B, kEnd - k0);
     __syncthreads();  // the previous tile's Ks, Vs, Kt are no longer read
     if (!tileVisible(mask, d, b, k0, nk)) continue;
-    loadTile16<H, DMAX>(k + kvBase, k0, nk, d, d.Ck, Ks, LD, false);
-    loadTile16<H, DMAX>(v + kvBase, k0, nk, d, d.Ck, Vs, LD, false);
-    loadTile16<H, DMAX>(k + kvBase, k0, nk, d, d.Ck, Kt, LT, true);
+    loadTile16<H, DMAX>(k + kvBase, k0, nk, d, d.Ck, Ks, LD, Kt, LT);
+    loadTile16<H, DMAX>(v + kvBase, k0, nk, d, d.Ck, Vs, LD);
     __syncthreads();
     float s[NT][4], dp[NT][4];
     zeroAcc(s), zeroAcc(dp);

@@ -7,9 +7,9 @@
    biased_attention (q, k, v, mask, bias, segments, key; a rank-0 operand is none) runs
    the same kernels with the bias, the segments, its scale and its probability
    dropout in AttnDims, and its grad one more kernel for the bias's gradient. Head
-   sizes up to 128. In a bf16 or fp16 plan, the ops without a bias, segments or
-   dropout run the 16-bit tensor-core kernels of attention_mma.cuh instead
-   (LMRT_CUDA_ATTENTION=cuda-cores keeps the CUDA-core ones). */
+   sizes up to 128. In a bf16 or fp16 plan, every call without a bias, segments or
+   dropout (biased_attention's too) runs the 16-bit tensor-core kernels of
+   attention_mma.cuh instead (LMRT_CUDA_ATTENTION=cuda-cores keeps the CUDA-core ones). */
 #include "contract/dropout_math.h"
 #include <cstdlib>
 #include <string_view>

@@ -328,7 +328,8 @@ TEST(CudaOps, AttentionOnTensorCores) {
    or dropout runs on 16-bit tensor cores (runtime/cuda/attention_mma.cuh): every form
    of the op at the 16-bit tolerances, causal and not, ragged T, padding with a wholly
    masked row, grouped-query heads, cross-attention both ways, head sizes 32, 64, 96
-   (on the 128 kernel) and 128, and cached_attention's offset. */
+   (on the 128 kernel) and 128, cached_attention's offset, and biased_attention without
+   a bias (the same kernels) and with one (the CUDA-core kernels). */
 TEST(CudaOps, AttentionOn16BitTensorCores) {
   struct Case {
     int64_t B, Tq, Tk, H, Hkv, Dh;
@@ -356,6 +357,20 @@ TEST(CudaOps, AttentionOn16BitTensorCores) {
         oc.lowPrecision = low;
         runCase(oc);
       }
+    }
+  // biased_attention without a bias, segments or dropout runs the same kernels (at its own scale; the
+  // gradient of a rank-0 bias is 0); with a bias it keeps the CUDA-core kernels.
+  for (DType low : {DType::BF16, DType::F16})
+    for (const Shape &bias : {Shape{}, Shape{1, 2, 70, 70}}) {
+      kernels::Attrs a = attrs({{"num_heads", int64_t{2}}, {"causal", true}, {"num_kv_heads", int64_t{2}},
+                                {"scale", 0.3}, {"dropout", 0.0}, {"site", int64_t{2}}});
+      TensorType q = f32({2, 70, 128}), m = f32({2, 70}), b = f32(bias), none = i32({});
+      OpCase fwd{"biased_attention", {q, q, q, m, b, none, none}, {q}, a};
+      OpCase bwd{"biased_attention_grad", {q, q, q, m, b, none, none, q}, {q, q, q, b}, a};
+      fwd.paddingMask = bwd.paddingMask = 3;
+      fwd.lowPrecision = bwd.lowPrecision = low;
+      runCase(fwd);
+      runCase(bwd);
     }
   // cached_attention: 5 new queries at a random offset (drawn below idRange) over 70 cached keys.
   for (DType low : {DType::BF16, DType::F16})

@@ -9,7 +9,7 @@
    dropout in AttnDims, and its grad one more kernel for the bias's gradient. Head
    sizes up to 128. In a bf16 or fp16 plan, every call without a bias, segments or
    dropout (biased_attention's too) runs the 16-bit tensor-core kernels of
-   attention_mma.cuh instead (LMRT_CUDA_ATTENTION=cuda-cores keeps the CUDA-core ones). */
+   attention_mma.cuh instead when LMRT_CUDA_ATTENTION=tensor-cores (opt-in until a GPU has run them). */
 #include "contract/dropout_math.h"
 #include <cstdlib>
 #include <string_view>
@@ -97,14 +97,16 @@ template <typename T, int DMAX> bool useTensorCores(const OpCall &call) {
 }
 
 /* The 16-bit tensor-core kernels (attention_mma.cuh) for the f32 attention of a bf16
-   or fp16 plan (OpCall::lowPrecision), its operands rounded to the plan's type: the
-   default there, unless LMRT_CUDA_ATTENTION=cuda-cores. They know no bias, segments
-   or dropout (biased_attention keeps the CUDA-core kernels). */
+   or fp16 plan (OpCall::lowPrecision), its operands rounded to the plan's type, when
+   LMRT_CUDA_ATTENTION=tensor-cores. Opt-in until a GPU has run them: so far they passed
+   only the CPU emulation (test/Unit/cuda_emu), and a kernel never executed on the
+   hardware does not become the default (docs/runtime.md §7). They know no bias,
+   segments or dropout (biased_attention with any of them keeps the CUDA-core kernels). */
 bool useMma(const OpCall &call, const AttnDims &d) {
   if (call.lowPrecision != DType::BF16 && call.lowPrecision != DType::F16) return false;
   if (d.bias || d.seg || d.dropKey) return false;
   const char *choice = std::getenv("LMRT_CUDA_ATTENTION");
-  return !(choice && std::string_view(choice) == "cuda-cores");
+  return choice && std::string_view(choice) == "tensor-cores";
 }
 
 /* f(lmc::bf16{}) or f(lmc::f16{}): the plan's 16-bit type. */

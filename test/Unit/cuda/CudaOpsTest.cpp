@@ -331,6 +331,7 @@ TEST(CudaOps, AttentionOnTensorCores) {
    (on the 128 kernel) and 128, cached_attention's offset, and biased_attention without
    a bias (the same kernels) and with one (the CUDA-core kernels). */
 TEST(CudaOps, AttentionOn16BitTensorCores) {
+  setenv("LMRT_CUDA_ATTENTION", "tensor-cores", 1);  // opt-in until a GPU has run them (attention.cu)
   struct Case {
     int64_t B, Tq, Tk, H, Hkv, Dh;
     bool causal;
@@ -381,6 +382,7 @@ TEST(CudaOps, AttentionOn16BitTensorCores) {
       oc.lowPrecision = low;
       runCase(oc, seed);
     }
+  unsetenv("LMRT_CUDA_ATTENTION");
 }
 
 /* masked_attention and its grad: padding masks (ragged rows, one row wholly masked)

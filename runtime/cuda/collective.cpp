@@ -1,5 +1,6 @@
 /* Implements: the CUDA kernels of lm.all_reduce, lm.reduce_scatter and
-   lm.all_gather. With one rank each is a device copy; with several, NCCL
+   lm.all_gather, and lm.axis_index (the rank's place in the host group, copied
+   to the device). With one rank each is a device copy; with several, NCCL
    (runtime/comm/nccl_communicator.h), joined on first use over lmrt's host
    communicator (MPI under mpirun or srun). A gather or scatter along dimension d
    of [outer, n, inner] rearranges rank blocks with strided 2-D copies on the
@@ -91,6 +92,26 @@ void runAllGather(const OpCall &call) {
 #endif
 }
 
+/* The value is on this host frame, so the copy completes before returning
+   (one rank-0 tensor, at most once per program run). */
+void runAxisIndex(const OpCall &call) {
+  const int q = comm::collectiveGroup("axis_index", call.attrs.getInt("mesh_axis"), call.attrs.getInt("group_size")).rank();
+  const DevTensor &y = call.out[0];
+  union {
+    int32_t i;
+    float f;
+    double d;
+  } v;
+  if (y.type.dtype == DType::I32)
+    v.i = q;
+  else if (y.type.dtype == DType::F64)
+    v.d = q;
+  else
+    v.f = (float)q;
+  CUDA_CHECK(cudaMemcpyAsync(y.data, &v, (size_t)y.type.bytes(), cudaMemcpyHostToDevice, call.stream));
+  CUDA_CHECK(cudaStreamSynchronize(call.stream));
+}
+
 /* reduce_scatter stages its input, all_gather its output, in rank-major order. */
 size_t inputScratch(const std::vector<TensorType> &in, const std::vector<TensorType> &, const kernels::Attrs &) {
   return (size_t)in[0].bytes();
@@ -105,6 +126,7 @@ void addCollectiveKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"all_reduce", runAllReduce, noScratch});
   k.push_back({"reduce_scatter", runReduceScatter, inputScratch});
   k.push_back({"all_gather", runAllGather, outputScratch});
+  k.push_back({"axis_index", runAxisIndex, noScratch});
 }
 
 }  // namespace lmrt::cuda::detail

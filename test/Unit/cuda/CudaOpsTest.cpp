@@ -80,6 +80,17 @@ TEST(CudaOps, SampleAndToFloat) {
   runCase({"to_float", {i32({5, 9})}, {f32({5, 9})}, {}, 30522});
 }
 
+/* lm.to_int truncates as the CPU does; lm.axis_index in one process is 0 (i32 and
+   float results). */
+TEST(CudaOps, ToIntAndAxisIndex) {
+  runCase({"to_int", {f32({5, 9})}, {i32({5, 9})}, {}});
+  runCase({"to_int", {f64({77})}, {i32({77})}, {}});
+  kernels::Attrs group = attrs({{"mesh_axis", int64_t(1)}, {"group_size", int64_t(1)}});
+  runCase({"axis_index", {}, {i32({})}, group});
+  runCase({"axis_index", {}, {f32({})}, group});
+  runCase({"axis_index", {}, {f64({})}, group});
+}
+
 TEST(CudaOps, SumTo) {
   runCase({"sum_to", {f32({4, 6, 8})}, {f32({8})}, {}});
   runCase({"sum_to", {f32({130, 3, 8})}, {f32({3, 8})}, {}});

@@ -5,6 +5,7 @@
    f16 operands for the GEMMs, the casts and the fused loss), padding masks and
    cross-attention. */
 #include "contract/elementwise.h"
+#include "contract/linear_cross_entropy.h"
 #include "test/Unit/cuda/CudaTestUtil.h"
 
 namespace lmrt::cuda::test {
@@ -136,6 +137,20 @@ TEST(CudaOps, LinearCrossEntropy) {
     withGrad.attrs = untied;
     runCase(withGrad);
   }
+}
+
+/* Where chunk_rows is lmc's own rule (the CPU's chunk), the GPU takes larger chunks
+   (linearCrossEntropyCudaChunkRows): 5000 rows against 65536 classes are 20 CPU chunks
+   of 250 rows and 2 GPU chunks of 2500 (the most rows of f32 logits in 1 GiB: 4096). The
+   loss and both gradients agree with the CPU's chunks within the f32 tolerance. */
+TEST(CudaOps, LinearCrossEntropyTakesTheGpusChunk) {
+  const int64_t rows = 5000, v = 65536, d = 8;
+  const int64_t cpuChunk = kernels::linearCrossEntropyChunkRows(rows, v, d);
+  ASSERT_EQ(cpuChunk, 250);
+  ASSERT_EQ(kernels::linearCrossEntropyCudaChunkRows(cpuChunk, rows, v, d), 2500);
+  runCase({"linear_cross_entropy_with_grad", {f32({10, 500, d}), f32({v, d}), i32({10, 500}), f32({})},
+           {f32({10, 500, d}), f32({v, d}), f32({})}, attrs({{"transpose_rhs", true}, {"chunk_rows", cpuChunk}}), v,
+           13});
 }
 
 TEST(CudaOps, Embedding) {

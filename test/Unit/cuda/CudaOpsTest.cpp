@@ -183,6 +183,19 @@ TEST(CudaOps, ShapeOps) {
   runCase({"slice", {f32({4, 6, 8})}, {f32({4, 2, 2})}, sl});
   runCase({"slice", {i32({4, 6, 8})}, {i32({4, 2, 2})}, sl, 100});
   runCase({"slice_grad", {f32({4, 2, 2})}, {f32({4, 6, 8})}, sl});
+  // Slices that are rows of contiguous elements (one pitched copy): k of a packed QKV
+  // (the last dimension cut), a cut middle dimension under a whole last one, the whole
+  // tensor; each forward and backward, f32 and f64.
+  for (auto [from, to, start, limit] :
+       {std::tuple<Shape, Shape, std::vector<int64_t>, std::vector<int64_t>>{{2, 5, 12}, {2, 5, 4}, {0, 0, 4}, {2, 5, 8}},
+        {{4, 6, 8}, {4, 2, 8}, {0, 1, 0}, {4, 3, 8}},
+        {{3, 7}, {3, 7}, {0, 0}, {3, 7}}}) {
+    kernels::Attrs rowsSl = attrs({{"start", start}, {"limit", limit}, {"stride", std::vector<int64_t>(from.size(), 1)}});
+    runCase({"slice", {f32(from)}, {f32(to)}, rowsSl});
+    runCase({"slice", {f64(from)}, {f64(to)}, rowsSl});
+    runCase({"slice_grad", {f32(to)}, {f32(from)}, rowsSl});
+    runCase({"slice_grad", {f64(to)}, {f64(from)}, rowsSl});
+  }
   // Zeros (a memset), another value (a store kernel), and enough elements for several blocks.
   runCase({"fill", {}, {f32({1000, 37})}, attrs({{"value", 0.0}})});
   runCase({"fill", {}, {f64({3, 5})}, attrs({{"value", -2.5}})});
@@ -290,6 +303,9 @@ TEST(CudaOps, WhereInt) {
 TEST(CudaOps, ZooShapes) {
   runCase({"concat", {f32({2, 5, 7}), f32({2, 5, 3})}, {f32({2, 5, 10})}, attrs({{"axis", int64_t{2}}})});
   runCase({"concat", {f32({2, 5, 7}), f32({1, 5, 7})}, {f32({3, 5, 7})}, attrs({{"axis", int64_t{0}}})});
+  // A middle axis, f64 (8-byte rows), and an operand with no elements.
+  runCase({"concat", {f64({2, 3, 4}), f64({2, 5, 4})}, {f64({2, 8, 4})}, attrs({{"axis", int64_t{1}}})});
+  runCase({"concat", {f32({2, 0, 4}), f32({2, 5, 4})}, {f32({2, 5, 4})}, attrs({{"axis", int64_t{1}}})});
   runCase({"reduce_max", {f32({4, 6, 33})}, {f32({4, 6, 1})}, attrs({{"axes", std::vector<int64_t>{2}}})});
   runCase({"reduce_max", {f64({4, 6, 8})}, {f64({1, 6, 1})}, attrs({{"axes", std::vector<int64_t>{0, 2}}})});
   runCase({"rms_norm", {f32({4, 6, 32}), f32({32})}, {f32({4, 6, 32})}, {}});

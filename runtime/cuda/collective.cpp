@@ -2,11 +2,16 @@
    lm.all_gather, and lm.axis_index (the rank's place in the host group, copied
    to the device). With one rank each is a device copy; with several, NCCL
    (runtime/comm/nccl_communicator.h), joined on first use over lmrt's host
-   communicator (MPI under mpirun or srun). A gather or scatter along dimension d
+   communicator (MPI under mpirun or srun). LMRT_NCCL_GROUPS_OF_ONE=1 sends the
+   collectives of a group of one through NCCL too: the only way a machine with one
+   GPU runs NCCL (the 1-rank NCCL check of docs/gpu-check.md). A gather or scatter along dimension d
    of [outer, n, inner] rearranges rank blocks with strided 2-D copies on the
    stream, through the step's scratch. */
 #include <cuda_runtime.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "runtime/comm/communicator.h"
@@ -23,9 +28,23 @@ int groupSize(const char *op, const OpCall &call) {
   return comm::collectiveGroup(op, call.attrs.getInt("mesh_axis"), call.attrs.getInt("group_size")).size();
 }
 
+/* A group of one copies, unless LMRT_NCCL_GROUPS_OF_ONE=1 sends it through NCCL. */
+bool copiesAlone(int group) {
+  static const bool forced = [] {
+    const char *v = std::getenv("LMRT_NCCL_GROUPS_OF_ONE");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return group == 1 && !forced;
+}
+
 #ifdef LMC_HAVE_NCCL
+/* Made on first use; rank 0 says so (which NCCL joined) on stderr. */
 comm::DeviceCommunicator &nccl() {
-  static std::unique_ptr<comm::DeviceCommunicator> c = comm::makeNcclCommunicator(comm::world());
+  static std::unique_ptr<comm::DeviceCommunicator> c = [] {
+    auto made = comm::makeNcclCommunicator(comm::world());
+    if (comm::world().rank() == 0) std::fprintf(stderr, "collectives: %s\n", made->describe().c_str());
+    return made;
+  }();
   return *c;
 }
 #else
@@ -41,7 +60,7 @@ void copy(const OpCall &call) {
 }
 
 void runAllReduce(const OpCall &call) {
-  if (groupSize("all_reduce", call) == 1) return copy(call);
+  if (copiesAlone(groupSize("all_reduce", call))) return copy(call);
 #ifdef LMC_HAVE_NCCL
   const DevTensor &x = call.in[0];
   nccl().allReduce(x.data, call.out[0].data, x.numel(), x.type.dtype,
@@ -54,7 +73,7 @@ void runAllReduce(const OpCall &call) {
 
 void runReduceScatter(const OpCall &call) {
   const int group = groupSize("reduce_scatter", call);
-  if (group == 1) return copy(call);
+  if (copiesAlone(group)) return copy(call);
 #ifdef LMC_HAVE_NCCL
   const DevTensor &x = call.in[0], &y = call.out[0];
   int64_t outer, n, inner;
@@ -74,7 +93,7 @@ void runReduceScatter(const OpCall &call) {
 
 void runAllGather(const OpCall &call) {
   const int group = groupSize("all_gather", call);
-  if (group == 1) return copy(call);
+  if (copiesAlone(group)) return copy(call);
 #ifdef LMC_HAVE_NCCL
   const DevTensor &x = call.in[0], &y = call.out[0];
   int64_t outer, n, inner;

@@ -5,6 +5,7 @@
    f16 operands for the GEMMs, the casts and the fused loss), padding masks and
    cross-attention. */
 #include "contract/elementwise.h"
+#include "contract/linear_cross_entropy.h"
 #include "test/Unit/cuda/CudaTestUtil.h"
 
 namespace lmrt::cuda::test {
@@ -149,6 +150,20 @@ TEST(CudaOps, LinearCrossEntropy) {
   }
 }
 
+/* Where chunk_rows is lmc's own rule (the CPU's chunk), the GPU takes larger chunks
+   (linearCrossEntropyCudaChunkRows): 5000 rows against 65536 classes are 20 CPU chunks
+   of 250 rows and 2 GPU chunks of 2500 (the most rows of f32 logits in 1 GiB: 4096). The
+   loss and both gradients agree with the CPU's chunks within the f32 tolerance. */
+TEST(CudaOps, LinearCrossEntropyTakesTheGpusChunk) {
+  const int64_t rows = 5000, v = 65536, d = 8;
+  const int64_t cpuChunk = kernels::linearCrossEntropyChunkRows(rows, v, d);
+  ASSERT_EQ(cpuChunk, 250);
+  ASSERT_EQ(kernels::linearCrossEntropyCudaChunkRows(cpuChunk, rows, v, d), 2500);
+  runCase({"linear_cross_entropy_with_grad", {f32({10, 500, d}), f32({v, d}), i32({10, 500}), f32({})},
+           {f32({10, 500, d}), f32({v, d}), f32({})}, attrs({{"transpose_rhs", true}, {"chunk_rows", cpuChunk}}), v,
+           13});
+}
+
 TEST(CudaOps, Embedding) {
   runCase({"embedding", {f32({50, 16}), i32({4, 7})}, {f32({4, 7, 16})}, {}, 50});
   // A vocabulary of 9 for 28 ids: rows receive several contributions.
@@ -179,6 +194,19 @@ TEST(CudaOps, ShapeOps) {
   runCase({"slice", {f32({4, 6, 8})}, {f32({4, 2, 2})}, sl});
   runCase({"slice", {i32({4, 6, 8})}, {i32({4, 2, 2})}, sl, 100});
   runCase({"slice_grad", {f32({4, 2, 2})}, {f32({4, 6, 8})}, sl});
+  // Slices that are rows of contiguous elements (one pitched copy): k of a packed QKV
+  // (the last dimension cut), a cut middle dimension under a whole last one, the whole
+  // tensor; each forward and backward, f32 and f64.
+  for (auto [from, to, start, limit] :
+       {std::tuple<Shape, Shape, std::vector<int64_t>, std::vector<int64_t>>{{2, 5, 12}, {2, 5, 4}, {0, 0, 4}, {2, 5, 8}},
+        {{4, 6, 8}, {4, 2, 8}, {0, 1, 0}, {4, 3, 8}},
+        {{3, 7}, {3, 7}, {0, 0}, {3, 7}}}) {
+    kernels::Attrs rowsSl = attrs({{"start", start}, {"limit", limit}, {"stride", std::vector<int64_t>(from.size(), 1)}});
+    runCase({"slice", {f32(from)}, {f32(to)}, rowsSl});
+    runCase({"slice", {f64(from)}, {f64(to)}, rowsSl});
+    runCase({"slice_grad", {f32(to)}, {f32(from)}, rowsSl});
+    runCase({"slice_grad", {f64(to)}, {f64(from)}, rowsSl});
+  }
   // Zeros (a memset), another value (a store kernel), and enough elements for several blocks.
   runCase({"fill", {}, {f32({1000, 37})}, attrs({{"value", 0.0}})});
   runCase({"fill", {}, {f64({3, 5})}, attrs({{"value", -2.5}})});
@@ -286,6 +314,9 @@ TEST(CudaOps, WhereInt) {
 TEST(CudaOps, ZooShapes) {
   runCase({"concat", {f32({2, 5, 7}), f32({2, 5, 3})}, {f32({2, 5, 10})}, attrs({{"axis", int64_t{2}}})});
   runCase({"concat", {f32({2, 5, 7}), f32({1, 5, 7})}, {f32({3, 5, 7})}, attrs({{"axis", int64_t{0}}})});
+  // A middle axis, f64 (8-byte rows), and an operand with no elements.
+  runCase({"concat", {f64({2, 3, 4}), f64({2, 5, 4})}, {f64({2, 8, 4})}, attrs({{"axis", int64_t{1}}})});
+  runCase({"concat", {f32({2, 0, 4}), f32({2, 5, 4})}, {f32({2, 5, 4})}, attrs({{"axis", int64_t{1}}})});
   runCase({"reduce_max", {f32({4, 6, 33})}, {f32({4, 6, 1})}, attrs({{"axes", std::vector<int64_t>{2}}})});
   runCase({"reduce_max", {f64({4, 6, 8})}, {f64({1, 6, 1})}, attrs({{"axes", std::vector<int64_t>{0, 2}}})});
   runCase({"rms_norm", {f32({4, 6, 32}), f32({32})}, {f32({4, 6, 32})}, {}});

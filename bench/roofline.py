@@ -168,7 +168,7 @@ def cuda_main(a, build, workdir):
         check_no_dropout(build, model, preset)
         run([f"{build}/bin/lmc", "compile", model, "--preset", preset, "--target", "cpu,cuda", "-o", plan])
         plan_bf16 = os.path.join(workdir, f"{name}.cuda-bf16.plan")
-        if "bf16" in precisions:
+        if "bf16" in precisions or "bf16-tc" in precisions:
             run([f"{build}/bin/lmc", "compile", model, "--preset", preset, "--target", "cpu,cuda", "--precision",
                  "bf16", "-o", plan_bf16])
         if a.compile_only:
@@ -187,7 +187,10 @@ def cuda_main(a, build, workdir):
             tf32 = ["--tf32"] if precision == "tf32" else []
             if impl == "lmrt-cuda":
                 metrics = os.path.join(workdir, f"{tag}.metrics.jsonl")
-                ok, out = timed([f"{build}/bin/lmrt", "run", plan_bf16 if precision == "bf16" else plan,
+                # bf16-tc: the bf16 plan with attention on 16-bit tensor cores (opt-in until measured on
+                # a GPU: runtime/cuda/attention.cu).
+                env = ["env", "LMRT_CUDA_ATTENTION=tensor-cores"] if precision == "bf16-tc" else []
+                ok, out = timed([*env, f"{build}/bin/lmrt", "run", plan_bf16 if precision.startswith("bf16") else plan,
                                  "--device", "cuda", "--data", a.data,
                                  "--steps", str(steps), "--eval-batches", "0", "--metrics", metrics, "--overwrite",
                                  "--out", os.path.join(workdir, f"{tag}.safetensors"), *tf32],
@@ -239,7 +242,8 @@ def main():
                     help="cpu: rounds of all implementations, interleaved; each reports its median (default 3, --quick 1)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps at the start of each run")
     cuda = ap.add_argument_group("--device cuda")
-    cuda.add_argument("--precisions", help="comma list of f32, tf32 and bf16 (default: f32, or tf32 with --tf32)")
+    cuda.add_argument("--precisions", help="comma list of f32, tf32, bf16 and bf16-tc (lmrt's bf16 plan with "
+                      "LMRT_CUDA_ATTENTION=tensor-cores; default: f32, or tf32 with --tf32)")
     cuda.add_argument("--torch-precisions", help="PyTorch's precisions, when fewer than --precisions (the GPU "
                       "check leaves out PyTorch's f32: slow, and known)")
 

@@ -346,21 +346,21 @@ if ((have_gpu)); then
   ((have_torch)) || torch_modes=
   lim=$(limit 100000 25)
   timeout -k 10 $((lim + 10)) "$py" "$B/src/bench/roofline.py" --device cuda --build "$B" --data "$B/data/fortunes" \
-    --workdir "$W/bench" --precisions f32,tf32,bf16 --torch-precisions tf32,bf16 --torch-modes "$torch_modes" \
+    --workdir "$W/bench" --precisions f32,tf32,bf16,bf16-tc --torch-precisions tf32,bf16 --torch-modes "$torch_modes" \
     --steps 8 --warmup 1 \
     --python "$B/bin/python" --time-budget "$lim" --run-timeout 120 --keep-going | tee "$logdir/bench.jsonl"
   "$py" - "$logdir/bench.jsonl" <<'EOF' > "$W/bench-table.txt"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print("%-22s %-5s %10s %10s %9s %7s" % ("impl", "prec", "step (s)", "tokens/s", "TFLOP/s", "MFU"))
+print("%-22s %-7s %10s %10s %9s %7s" % ("impl", "prec", "step (s)", "tokens/s", "TFLOP/s", "MFU"))
 for r in rows:
     if "step_time_s" in r:
-        print("%-22s %-5s %10.4f %10.0f %9.2f %6.1f%%" % (r["impl"], r["precision"], r["step_time_s"],
+        print("%-22s %-7s %10.4f %10.0f %9.2f %6.1f%%" % (r["impl"], r["precision"], r["step_time_s"],
               r["tokens_per_s"], r["achieved_tflops"], 100 * r["mfu"]))
         print("RESULT PASS %s %s: %.0f tokens/s, %.2f TFLOP/s, MFU %.1f%%" % (r["impl"], r["precision"],
               r["tokens_per_s"], r["achieved_tflops"], 100 * r["mfu"]))
     else:
-        print("%-22s %-5s %s" % (r["impl"], r["precision"], r.get("error") or r.get("skipped")))
+        print("%-22s %-7s %s" % (r["impl"], r["precision"], r.get("error") or r.get("skipped")))
         print("RESULT %s %s %s: %s" % ("FAIL" if "error" in r else "SKIP", r["impl"], r["precision"],
               (r.get("error") or r.get("skipped"))[:200]))
 EOF
@@ -371,19 +371,24 @@ EOF
   [[ -s $logdir/bench.jsonl ]] || record FAIL "benchmark" "no results (roofline.py failed: see the log)"
   ((have_torch)) || record SKIP "benchmark PyTorch" "no Python with torch here"
 
-  section "lmrt --profile (GPT-2 124M, TF32, 4 steps)"
-  plan=$W/bench/gpt2_b8t1024.cuda.plan
-  if [[ -f $plan ]] && (($(left) > 45)); then
-    if timeout -k 5 $(($(left) - 15)) "$B/bin/lmrt" run "$plan" --device cuda --tf32 --data "$B/data/fortunes" --steps 4 \
-        --eval-batches 0 --profile --overwrite --out "$W/profile.safetensors" > "$W/profile.txt" 2>&1; then
-      record PASS "lmrt --profile --device cuda" "$(grep -m1 '^profile:' "$W/profile.txt")"
+  # TF32, then the bf16 plan with attention on 16-bit tensor cores (opt-in until measured: attention.cu).
+  for prof in tf32 bf16-tc; do
+    section "lmrt --profile (GPT-2 124M, $prof, 4 steps)"
+    plan=$W/bench/gpt2_b8t1024.cuda.plan prof_env=() prof_flags=(--tf32)
+    [[ $prof == bf16-tc ]] && plan=$W/bench/gpt2_b8t1024.cuda-bf16.plan prof_env=(LMRT_CUDA_ATTENTION=tensor-cores) prof_flags=()
+    if [[ -f $plan ]] && (($(left) > 45)); then
+      if env "${prof_env[@]}" timeout -k 5 $(($(left) - 15)) "$B/bin/lmrt" run "$plan" --device cuda "${prof_flags[@]}" \
+          --data "$B/data/fortunes" --steps 4 --eval-batches 0 --profile --overwrite --out "$W/profile-$prof.safetensors" \
+          > "$W/profile-$prof.txt" 2>&1; then
+        record PASS "lmrt --profile --device cuda ($prof)" "$(grep -m1 '^profile:' "$W/profile-$prof.txt")"
+      else
+        record FAIL "lmrt --profile --device cuda ($prof)" "$(grep -m1 'error' "$W/profile-$prof.txt")"
+      fi
+      cat "$W/profile-$prof.txt"
     else
-      record FAIL "lmrt --profile --device cuda" "$(grep -m1 'error' "$W/profile.txt")"
+      record SKIP "lmrt --profile --device cuda ($prof)" "no plan or no time left"
     fi
-    cat "$W/profile.txt"
-  else
-    record SKIP "lmrt --profile --device cuda" "no plan or no time left"
-  fi
+  done
 else
   record SKIP "benchmark" "no GPU"
 fi

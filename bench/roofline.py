@@ -53,8 +53,9 @@ CONFIGS = [
      dict(layers=12, d=768, heads=12, vocab=50257, seq=64, ctx=1024, batch=4), (12, 4)),
     ("gpt2_b1t1024", "models/gpt2.lm", "gpt2_b1t1024",
      dict(layers=12, d=768, heads=12, vocab=50257, seq=1024, ctx=1024, batch=1), (5, 3)),
-    # --device cuda: GPT-2 124M at the shape of the GPU benchmark.
-    ("gpt2_b8t1024", "models/gpt2.lm", "small",
+    # --device cuda: GPT-2 124M at the shape of the GPU benchmark (without dropout, as
+    # PyTorch's side runs; `small` has GPT-2's 0.1).
+    ("gpt2_b8t1024", "models/gpt2.lm", "gpt2_b8t1024",
      dict(layers=12, d=768, heads=12, vocab=50257, seq=1024, ctx=1024, batch=8), (30, 10)),
 ]
 CPU_CONFIGS = "nano,tiny,gpt2_b4t64,gpt2_b1t1024"
@@ -103,6 +104,23 @@ def lmrt_step(build, plan, data, steps, warmup, threads, workdir, tag):
     return rows[warmup:], gflop
 
 
+def check_no_dropout(build, model, preset):
+    """Fails unless the preset's config has every dropout rate 0: bench/torch_train_gpt.py, the
+    PyTorch side of every config, trains without dropout (it has no dropout option), and a plan
+    with dropout runs dropout and attention-with-dropout kernels PyTorch does not (once 35 ms of
+    a 145 ms GPU step). Reads the config from the frontend (`lmc compile --emit=mlir`)."""
+    out = run([f"{build}/bin/lmc", "compile", model, "--preset", preset, "--emit=mlir"])
+    m = re.search(r"lm\.config = \{([^}]*)\}", out)
+    if not m:
+        sys.exit(f"roofline: no lm.config in the frontend module of {model} --preset {preset}")
+    rates = {k: float(v) for k, v in re.findall(r"(\w*dropout\w*) = ([0-9.eE+-]+)", m.group(1))}
+    on = {k: v for k, v in rates.items() if v != 0}
+    if on:
+        sys.exit(f"roofline: preset '{preset}' of {model} has dropout ({', '.join(f'{k} = {v:g}' for k, v in on.items())}), "
+                 f"which bench/torch_train_gpt.py does not run: give the benchmark a preset without dropout")
+    return rates
+
+
 def plan_gflop(build, plan):
     out = run([f"{build}/bin/lmrt", "inspect", plan])
     m = re.search(r"flops per train step: ([0-9.]+) ([KMGT]?)FLOP", out)
@@ -137,6 +155,7 @@ def cuda_main(a, build, workdir):
     its error, and the rest still run (the GPU check wants every number it can get)."""
     deadline = time.monotonic() + a.time_budget if a.time_budget else None
     precisions = a.precisions.split(",") if a.precisions else (["tf32"] if a.tf32 else ["f32"])
+    torch_precisions = a.torch_precisions.split(",") if a.torch_precisions else precisions
     torch_modes = [m for m in (a.torch_modes or "eager").split(",") if m] if not a.no_torch else []
     python = a.python or sys.executable
     for name, model, preset, shape, (full, quick) in CONFIGS:
@@ -146,6 +165,7 @@ def cuda_main(a, build, workdir):
         warmup = min(a.warmup, steps - 1)
         tokens = shape["batch"] * shape["seq"]
         plan = os.path.join(workdir, f"{name}.cuda.plan")
+        check_no_dropout(build, model, preset)
         run([f"{build}/bin/lmc", "compile", model, "--preset", preset, "--target", "cpu,cuda", "-o", plan])
         plan_bf16 = os.path.join(workdir, f"{name}.cuda-bf16.plan")
         if "bf16" in precisions:
@@ -155,7 +175,7 @@ def cuda_main(a, build, workdir):
             continue
         gflop = plan_gflop(build, plan)  # the fp32 plan's: one model's FLOPs for every precision
         jobs = [("lmrt-cuda", p) for p in precisions]
-        jobs += [(f"pytorch-{m}-cuda", p) for m in torch_modes for p in precisions]
+        jobs += [(f"pytorch-{m}-cuda", p) for m in torch_modes for p in torch_precisions]
         for impl, precision in jobs:
             line = {"config": name, "impl": impl, "device": "cuda", "precision": precision}
             left = deadline - time.monotonic() if deadline else None
@@ -179,7 +199,7 @@ def cuda_main(a, build, workdir):
                 mode = impl.split("-")[1]
                 # torch.compile compiles in its first step and may recompile in the second.
                 ok, out = timed([python, "bench/torch_train_gpt.py", "--data", a.data, "--steps", str(steps),
-                                 "--warmup-steps", str(max(warmup, 3) if mode == "compile" else warmup),
+                                 "--warmup-steps", str(max(warmup, 2) if mode == "compile" else warmup),
                                  "--timing-json", "--device", "cuda", "--attention", "sdpa",
                                  *(["--compile"] if mode == "compile" else []), *tf32,
                                  *(["--autocast", "bf16"] if precision == "bf16" else []),
@@ -220,6 +240,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps at the start of each run")
     cuda = ap.add_argument_group("--device cuda")
     cuda.add_argument("--precisions", help="comma list of f32, tf32 and bf16 (default: f32, or tf32 with --tf32)")
+    cuda.add_argument("--torch-precisions", help="PyTorch's precisions, when fewer than --precisions (the GPU "
+                      "check leaves out PyTorch's f32: slow, and known)")
 
     cuda.add_argument("--steps", type=int, default=0, help="steps per run (default: the config's)")
 
@@ -231,8 +253,15 @@ def main():
     cuda.add_argument("--run-timeout", type=float, default=0, help="seconds for one run (0: no limit)")
     cuda.add_argument("--keep-going", action="store_true", help="report a failed run and go on")
     ap.add_argument("--workdir", default=os.path.join(ROOT, "runs", "roofline"), help="plans, logs, metrics")
+    ap.add_argument("--check-presets", action="store_true",
+                    help="only check that every config's preset has no dropout (as PyTorch's side), and exit")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
+    if a.check_presets:
+        for name, model, preset, _, _ in CONFIGS:
+            rates = check_no_dropout(build, os.path.join(ROOT, model), preset)
+            print(f"{name}: {model} --preset {preset}: " + ", ".join(f"{k} = {v:g}" for k, v in sorted(rates.items())))
+        return
     workdir = os.path.abspath(a.workdir)
     os.makedirs(workdir, exist_ok=True)
     if a.configs is None:
@@ -258,6 +287,7 @@ def main():
         seconds = 0.3 if a.quick else 0.6
         tokens = shape["batch"] * shape["seq"]
         plans = {}
+        check_no_dropout(build, model, preset)
         for impl, flags in LMRT_VARIANTS:
             plans[impl] = os.path.join(workdir, f"{name}.{impl}.plan")
             run([f"{build}/bin/lmc", "compile", model, "--preset", preset, *flags, "-o", plans[impl]])

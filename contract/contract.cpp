@@ -65,8 +65,9 @@ int64_t matmulScratch(const plan::Program &program, const plan::Step &step) {
   return kernels::matmulScratchBytes(ta, tb, d.batch, d.m, d.n, d.k, dtypeBytes(out));
 }
 
-/* The [chunk, V] scratch of a linear_cross_entropy(_with_grad) step, else 0. */
-int64_t lossScratch(const plan::Program &program, const plan::Step &step) {
+/* The [chunk, V] scratch of a linear_cross_entropy(_with_grad) step, else 0; `cuda`: the
+   CUDA kernel's (its chunk: linearCrossEntropyCudaChunkRows), which is at least the CPU's. */
+int64_t lossScratch(const plan::Program &program, const plan::Step &step, bool cuda) {
   if ((step.op() != "linear_cross_entropy" && step.op() != "linear_cross_entropy_with_grad") ||
       step.inputs_size() < 3)
     return 0;
@@ -78,13 +79,14 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step) {
   const plan::TensorType &targets = program.buffers(step.inputs(2)).type();
   if (w.shape_size() != 2) return 0;
   const bool tb = attr("transpose_rhs") && attr("transpose_rhs")->b();
-  const int64_t chunk = attr("chunk_rows") ? attr("chunk_rows")->i() : 0;
+  const int64_t rows = numElements(targets), v = w.shape(tb ? 0 : 1), d = w.shape(tb ? 1 : 0);
+  const int64_t planned = attr("chunk_rows") ? attr("chunk_rows")->i() : 0;
+  const int64_t chunk = cuda ? kernels::linearCrossEntropyCudaChunkRows(planned, rows, v, d) : planned;
   // bf16 or f16 operands: f32 logits, and in a train step their gradient's rounded copy.
   const bool reduced = h.dtype() == plan::BF16 || h.dtype() == plan::F16;
   const int64_t logitBytes = reduced ? 4 : dtypeBytes(h.dtype());
   const int64_t copyBytes = reduced && step.op() == "linear_cross_entropy_with_grad" ? dtypeBytes(h.dtype()) : 0;
-  return kernels::linearCrossEntropyScratchBytes(chunk, numElements(targets), w.shape(tb ? 0 : 1), logitBytes,
-                                                 copyBytes);
+  return kernels::linearCrossEntropyScratchBytes(chunk, rows, v, logitBytes, copyBytes);
 }
 
 /* The bytes lmrt's collectives hold beside the arena on a mesh. Kept between
@@ -200,11 +202,14 @@ PredictedMemory predictedMemory(const plan::Plan &plan) {
   }
   if (plan.programs_size() > 0)  // the train step comes first
     for (const plan::Input &in : plan.programs(0).inputs()) m.inputs += typeBytes(in.type());
+  // A plan compiled for CUDA (lmc --target cuda) may run there: its loss scratch is the GPU's.
+  bool cuda = false;
+  for (const plan::KernelLibrary &l : plan.kernel_libraries()) cuda = cuda || l.target() == "cuda";
   for (const plan::Program &program : plan.programs()) {
     m.arena = std::max(m.arena, program.arena_bytes());
     for (const plan::Step &step : program.steps()) {
       m.matmulScratch = std::max(m.matmulScratch, matmulScratch(program, step));
-      m.lossScratch = std::max(m.lossScratch, lossScratch(program, step));
+      m.lossScratch = std::max(m.lossScratch, lossScratch(program, step, cuda));
     }
   }
   m.commScratch = communicationScratch(plan);

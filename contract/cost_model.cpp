@@ -34,7 +34,7 @@ OpFamily opFamily(const plan::Plan &plan, const plan::Step &step) {
   static const char *const elementwise[] = {"add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "rsqrt",
                                             "tanh", "sin", "cos", "relu", "gelu", "gelu_grad", "gelu_erf",
                                             "gelu_erf_grad", "silu", "sigmoid", "log_sigmoid", "softplus",
-                                            "where", "where_int", "eq", "ne", "lt", "le", "gt", "ge", "to_float"};
+                                            "where", "where_int", "eq", "ne", "lt", "le", "gt", "ge", "to_float", "to_int"};
   for (const char *name : elementwise)
     if (op == name) return OpFamily::Elementwise;
   return OpFamily::Other;

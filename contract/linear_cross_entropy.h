@@ -35,6 +35,25 @@ inline int64_t linearCrossEntropyEffectiveChunk(int64_t chunkRows, int64_t rows)
   return chunkRows <= 0 || chunkRows > rows ? (rows > 0 ? rows : 1) : chunkRows;
 }
 
+/* The rows a CUDA kernel takes per chunk. The rule above sizes chunks for a CPU's caches;
+   a GPU's GEMMs want thousands of rows (at 328 rows GPT-2's 25 chunks ran 3 small GEMMs each
+   at 68 TFLOP/s on an H200), and its memory holds a larger scratch. So where chunk_rows is
+   the rule's own choice (lmc's default), the GPU takes the fewest even chunks of at most
+   1 GiB of f32 logits (GPT-2 at 8 x 1024 tokens: 2 chunks of 4096 rows, an 823 MB scratch
+   instead of 1.65 GB of logits); a chunk_rows chosen by hand (-lm-fuse-linear-cross-entropy
+   chunk-rows) is kept. contract.cpp's predictedMemory counts this scratch for a plan
+   compiled for CUDA. */
+inline int64_t linearCrossEntropyCudaChunkRows(int64_t chunkRows, int64_t rows, int64_t v, int64_t d) {
+  constexpr int64_t kMaxCudaChunkBytes = int64_t(1) << 30;
+  const int64_t planned = linearCrossEntropyEffectiveChunk(chunkRows, rows);
+  if (rows <= 0 || chunkRows != linearCrossEntropyChunkRows(rows, v, d)) return planned;
+  const int64_t maxRows = v > 0 ? kMaxCudaChunkBytes / (v * 4) : rows;
+  if (maxRows <= planned) return planned;
+  if (rows <= maxRows) return rows;
+  const int64_t chunks = (rows + maxRows - 1) / maxRows, even = (rows + chunks - 1) / chunks;
+  return even > planned ? even : planned;
+}
+
 /* The scratch one call keeps: the chunk's logits (and their gradient, in place),
    [chunk, v] of the logits' element type, plus one double a row for the row losses;
    with bf16 or f16 operands (f32 logits), a train step's call also keeps the

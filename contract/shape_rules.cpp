@@ -354,6 +354,13 @@ std::optional<Dims> collective(const char *op, const Dims &x, int64_t meshAxis, 
   return out;
 }
 
+std::optional<Dims> axisIndex(int64_t meshAxis, int64_t groupSize, std::string &err) {
+  if (meshAxis != 0 && meshAxis != 1)
+    return bad(err, "axis_index: mesh_axis must be 0 (data) or 1 (tensor), got " + I(meshAxis));
+  if (groupSize < 1) return bad(err, "axis_index: group_size must be at least 1, got " + I(groupSize));
+  return Dims{};
+}
+
 std::optional<Dims> transpose(const Dims &x, const Dims &permutation, std::string &err) {
   if (!dimsOk(err, "transpose", {{"x", &x}})) return std::nullopt;
   if (permutation.size() != x.size())

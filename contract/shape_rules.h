@@ -63,6 +63,8 @@ std::optional<Dims> transpose(const Dims &x, const Dims &permutation, std::strin
    divided by groupSize, which must divide it. `op` names the op in messages. */
 std::optional<Dims> collective(const char *op, const Dims &x, int64_t meshAxis, int64_t groupSize, int64_t dim,
                                std::string &err);
+/* axis_index: a rank-0 result, on the mesh axes and group sizes the collectives accept. */
+std::optional<Dims> axisIndex(int64_t meshAxis, int64_t groupSize, std::string &err);
 std::optional<Dims> reshape(const Dims &x, const Dims &to, std::string &err);
 std::optional<Dims> slice(const Dims &x, const Dims &start, const Dims &limit, const Dims &stride,
                           std::string &err);

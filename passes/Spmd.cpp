@@ -36,6 +36,7 @@
 
 #include "passes/Passes.h"
 #include "passes/SequenceParallel.h"
+#include "passes/VocabParallel.h"
 
 #include "dialect/IR/LMOps.h"
 
@@ -378,9 +379,19 @@ struct SpmdPass : lm::impl::LMSpmdPassBase<SpmdPass> {
       emitError(first->loc) << "tensor parallelism: " << first->message;
       return signalPassFailure();
     }
+    // The vocabulary table: no op's rule splits it (a lookup reads arbitrary
+    // rows), so it is decided on its own once the layout above is settled.
+    llvm::StringSet<> vocabulary = vocabularyTables(module, ranks, [&](func::FuncOp f, BlockArgument arg) {
+      for (auto &[g, a] : plans)
+        if (g == f)
+          return !a.values.lookup(arg).isReplicated();
+      return false;
+    });
+    DictionaryAttr vocabularySharding = shardingAttr(module.getContext(), 2, TensorSharding{0, 1, false});
     bool sp = sequenceParallelOf(module, sequenceParallel);
     for (auto &[f, a] : plans) {
       SmallVector<AllReduceOp> sums = localize(f, a, ranks);
+      splitVocabulary(f, vocabulary, kTensorAxis, ranks, vocabularySharding);
       auto tensorSplit = [&](Value v) {
         auto it = a.values.find(v);
         return it != a.values.end() && !it->second.isReplicated();

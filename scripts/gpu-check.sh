@@ -9,12 +9,16 @@
 #   2. ldd of every bundled binary and library; lmrt --help; lmrt devices; a 5-step CPU
 #      run and a 5-step GPU run of a tiny plan, in fp32, bf16 and fp16;
 #   3. the gpu-labelled tests: lmrt_cuda_gpu_test (every op's CUDA kernel against the
-#      CPU's), lmrt_cuda_table_test, and the lit tests of test/GPU (without a GPU: their
-#      dry run, the CPU standing in for the GPU, and the GPU parts reported as skipped);
-#   4. the GPU benchmark: GPT-2 124M at batch 8 x seq 1024, lmrt in f32, TF32 and bf16 beside
-#      PyTorch eager and torch.compile on the same GPU (bench/roofline.py: tokens/s,
-#      TFLOP/s, MFU against 989 TFLOP/s dense bf16), then lmrt --profile's kernel table;
-#   5. a summary: every item PASS, FAIL or SKIP, and the totals.
+#      CPU's, NCCL over one rank), lmrt_cuda_table_test, and the lit tests of test/GPU
+#      (without a GPU: their dry run, the CPU standing in for the GPU, and the GPU parts
+#      reported as skipped);
+#   4. NCCL in training: 10 steps of a tiny GPT whose parameters and loss pass through
+#      collectives of one rank, sent through NCCL (LMRT_NCCL_GROUPS_OF_ONE=1): the same
+#      weights as the run that copies them, the plain plan's loss;
+#   5. the GPU benchmark: GPT-2 124M at batch 8 x seq 1024, lmrt in f32, TF32 and bf16 beside
+#      PyTorch eager and torch.compile in TF32 and bf16 on the same GPU (bench/roofline.py:
+#      tokens/s, TFLOP/s, MFU against 989 TFLOP/s dense bf16), then lmrt --profile's kernel table;
+#   6. a summary: every item PASS, FAIL or SKIP, and the totals.
 # Writes LOGDIR/gpu-check.log (everything printed), summary.txt, bench.jsonl and
 # artifacts.tar.xz (benchmark logs, failed tests' outputs). Exit code 1 if anything failed.
 # Usage: scripts/gpu-check.sh BUNDLE.tar.xz [LOGDIR]   (LOGDIR default: $OUT, else ./gpu-check-out)
@@ -153,12 +157,31 @@ print(ctypes.CDLL(sys.argv[1]).cublasLtGetVersion())' "$real" 2> /dev/null)
 done
 [[ -n $cublas_dir ]] || echo "libcublasLt.so.13: not found (looked in the loader's cache, /usr/local/cuda*, pip's nvidia wheels)"
 
+# NCCL: lmrt's CUDA plugin opens libnccl.so.2 (dlopen) when a run first needs it; it is too
+# big for the bundle (200 MB), and torch's wheels bring one (nvidia-nccl).
+nccl_dir=
+if ! ldcache | grep -q 'libnccl\.so\.2 '; then
+  for d in /usr/local/cuda*/lib64 /usr/local/cuda*/lib /usr/local/cuda*/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu; do
+    [[ -e $d/libnccl.so.2 ]] && nccl_dir=$d && break
+  done
+  if [[ -z $nccl_dir ]]; then
+    while read -r sp; do
+      f=$(find "$sp/nvidia" -name 'libnccl.so.2' 2> /dev/null | head -1)
+      [[ -n $f ]] && nccl_dir=$(dirname "$f") && break
+    done < <(env LD_LIBRARY_PATH="$orig_ld" "$py" -c 'import site
+print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2> /dev/null)
+  fi
+  echo "libnccl.so.2: ${nccl_dir:+$(readlink -f "$nccl_dir/libnccl.so.2")}${nccl_dir:-not found (the NCCL tests will fail)}"
+else
+  echo "libnccl.so.2: $(ldcache | awk '/libnccl\.so\.2 / {print $NF; exit}' | xargs readlink -f) (the loader's cache)"
+fi
+
 # The run's environment: the bundle's libraries and the CUDA 13 folder, nothing inherited.
-export LD_LIBRARY_PATH=$B/lib${cublas_dir:+:$cublas_dir}${driver_dir:+:$driver_dir}
+export LD_LIBRARY_PATH=$B/lib${cublas_dir:+:$cublas_dir}${nccl_dir:+:$nccl_dir}${driver_dir:+:$driver_dir}
 if ldd "$B/bin/lmrt" "$B/lib/liblmrt_cuda.so" 2>&1 |
    grep -qE "(GLIBCXX|CXXABI|GCC)_[0-9.]+' not found|libstdc\+\+\.so\.6 => not found|libgcc_s\.so\.1 => not found"; then
   echo "this machine's libstdc++ is older than the build's: using the bundle's (lib/compat)"
-  LD_LIBRARY_PATH=$B/lib:$B/lib/compat${cublas_dir:+:$cublas_dir}${driver_dir:+:$driver_dir}
+  LD_LIBRARY_PATH=$B/lib:$B/lib/compat${cublas_dir:+:$cublas_dir}${nccl_dir:+:$nccl_dir}${driver_dir:+:$driver_dir}
 fi
 echo "LD_LIBRARY_PATH for the run: $LD_LIBRARY_PATH"
 printf 'LMC_PYTHON=%q\nLMC_PYTHON_LD_LIBRARY_PATH=%q\n' "$py" "$orig_ld" > "$B/bin/python.conf"
@@ -243,6 +266,42 @@ for t in lmrt_cuda_table_test lmrt_cuda_gpu_test; do
   fi
 done
 
+# --- NCCL in training: collectives of one rank through NCCL ------------------------------
+# plans/smoke-collectives.plan is smoke.plan's model with every parameter and the loss passed
+# through a collective of one rank (test/GPU/Inputs/group_of_one.py): with one rank the
+# identity, so it trains to smoke.plan's losses; LMRT_NCCL_GROUPS_OF_ONE=1 sends those
+# collectives through NCCL instead of copying them (NCCL_DEBUG=VERSION: NCCL says its version).
+section "NCCL: 10 steps of a tiny GPT through collectives of one rank"
+coll=(run "$B/plans/smoke-collectives.plan" --data "$B/data/fortunes" --steps 10 --eval-batches 0 --overwrite)
+plain=(run "$B/plans/smoke.plan" --data "$B/data/fortunes" --steps 10 --eval-batches 0 --overwrite)
+loss10() { grep 'step 10/10' "$1" | cut -d'|' -f2 | xargs; }
+if ((have_gpu)); then dev=(--device cuda) where=GPU; else dev=() where=CPU; fi
+timeout 120 "$B/bin/lmrt" "${plain[@]}" "${dev[@]}" --out "$W/plain-10.safetensors" > "$W/plain-10.txt" 2>&1
+timeout 120 "$B/bin/lmrt" "${coll[@]}" "${dev[@]}" --out "$W/coll-copy.safetensors" > "$W/coll-copy.txt" 2>&1
+cat "$W/coll-copy.txt"
+if [[ -n $(loss10 "$W/coll-copy.txt") && $(loss10 "$W/coll-copy.txt") == "$(loss10 "$W/plain-10.txt")" ]]; then
+  record PASS "lmrt run ($where, collectives of one rank copied)" "$(loss10 "$W/coll-copy.txt"), the plain plan's"
+else
+  cat "$W/plain-10.txt"
+  record FAIL "lmrt run ($where, collectives of one rank copied)" "loss '$(loss10 "$W/coll-copy.txt")', plain plan '$(loss10 "$W/plain-10.txt")'"
+fi
+if ((have_gpu)); then
+  LMRT_NCCL_GROUPS_OF_ONE=1 NCCL_DEBUG=VERSION timeout 120 "$B/bin/lmrt" "${coll[@]}" --device cuda \
+    --out "$W/coll-nccl.safetensors" > "$W/coll-nccl.txt" 2>&1
+  cat "$W/coll-nccl.txt"
+  if ! grep -q '^collectives: NCCL' "$W/coll-nccl.txt"; then
+    record FAIL "lmrt run --device cuda through NCCL (10 steps, 1 rank)" "NCCL never ran: $(grep -m1 'error' "$W/coll-nccl.txt")"
+  elif [[ $(loss10 "$W/coll-nccl.txt") == "$(loss10 "$W/plain-10.txt")" ]] && cmp -s "$W/coll-nccl.safetensors" "$W/coll-copy.safetensors"; then
+    record PASS "lmrt run --device cuda through NCCL (10 steps, 1 rank)" \
+      "$(loss10 "$W/coll-nccl.txt"), the plain plan's; weights byte-identical to the copying run; $(grep -m1 '^collectives: ' "$W/coll-nccl.txt")"
+  else
+    record FAIL "lmrt run --device cuda through NCCL (10 steps, 1 rank)" \
+      "loss '$(loss10 "$W/coll-nccl.txt")', plain '$(loss10 "$W/plain-10.txt")'; weights $(cmp -s "$W/coll-nccl.safetensors" "$W/coll-copy.safetensors" && echo same || echo differ)"
+  fi
+else
+  record SKIP "lmrt run --device cuda through NCCL (10 steps, 1 rank)" "no GPU"
+fi
+
 # --- the gpu-labelled tests: lit (test/GPU) -------------------------------------------------
 if ((have_gpu)); then
   section "lit: test/GPU on the GPU"
@@ -287,7 +346,8 @@ if ((have_gpu)); then
   ((have_torch)) || torch_modes=
   lim=$(limit 100000 25)
   timeout -k 10 $((lim + 10)) "$py" "$B/src/bench/roofline.py" --device cuda --build "$B" --data "$B/data/fortunes" \
-    --workdir "$W/bench" --precisions f32,tf32,bf16 --torch-modes "$torch_modes" --steps 10 --warmup 2 \
+    --workdir "$W/bench" --precisions f32,tf32,bf16 --torch-precisions tf32,bf16 --torch-modes "$torch_modes" \
+    --steps 8 --warmup 1 \
     --python "$B/bin/python" --time-budget "$lim" --run-timeout 120 --keep-going | tee "$logdir/bench.jsonl"
   "$py" - "$logdir/bench.jsonl" <<'EOF' > "$W/bench-table.txt"
 import json, sys

@@ -93,6 +93,7 @@ int64_t AccuracyOp::getFlops() { return sweptElements(*this); }
 /// Max, exp, sum, then the cumulative walk: about 4 per logit.
 int64_t SampleOp::getFlops() { return 4 * sweptElements(*this); }
 int64_t ToFloatOp::getFlops() { return 0; }
+int64_t ToIntOp::getFlops() { return 0; }
 /// The mask's hash (about 8 integer operations) and the multiply, per element.
 int64_t DropoutOp::getFlops() { return 9 * numElements(getType()); }
 /// One select per element of the result, as lm.where.
@@ -169,6 +170,7 @@ int64_t TransposeOp::getFlops() { return 0; }
 int64_t AllReduceOp::getFlops() { return (getGroupSize() - 1) * numElements(getType()); }
 int64_t ReduceScatterOp::getFlops() { return (getGroupSize() - 1) * numElements(getType()); }
 int64_t AllGatherOp::getFlops() { return 0; }
+int64_t AxisIndexOp::getFlops() { return 0; }
 int64_t SliceOp::getFlops() { return 0; }
 int64_t SliceGradOp::getFlops() { return 0; }
 int64_t DynamicSliceOp::getFlops() { return 0; }

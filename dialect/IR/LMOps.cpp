@@ -582,6 +582,16 @@ LogicalResult CastOp::verify() {
 
 LogicalResult ToFloatOp::verify() { return checkShape(*this, "result", getType(), dimsOf(getX())); }
 
+LogicalResult ToIntOp::verify() { return checkShape(*this, "result", getType(), dimsOf(getX())); }
+
+LogicalResult AxisIndexOp::verify() {
+  std::string err;
+  FailureOr<Dims> shape = inferShape(*this, shapes::axisIndex(getMeshAxis(), getGroupSize(), err), err);
+  if (failed(shape))
+    return failure();
+  return checkShape(*this, "result", getType(), *shape);
+}
+
 LogicalResult SumToOp::verify() {
   std::string err;
   Dims to = dimsOf(getType());

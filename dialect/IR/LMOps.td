@@ -714,6 +714,27 @@ def LM_ToFloatOp : LM_Op<"to_float", [Pure, DeclareOpInterfaceMethods<LM_CostOpI
   let hasVerifier = 1;
 }
 
+/// The counterpart of lm.to_float; no VJP (the result is i32), like lm.where_int
+/// never placed in a float kernel by the fuser.
+def LM_ToIntOp : LM_Op<"to_int", [Pure, DeclareOpInterfaceMethods<LM_CostOpInterface>]> {
+  let summary = "float to i32, elementwise, truncating";
+  let description = [{
+    Converts float values to i32 (same shape), truncating toward zero as C
+    does; exact for the whole numbers below 2^24 in magnitude that
+    `lm.to_float` gives back. A value that is not finite or lies outside the
+    i32 range is a run-time error on the CPU. `-lm-spmd` computes a rank's
+    local ids with it (the vocabulary-parallel embedding, docs/distributed.md).
+
+    ```mlir
+    %ids = lm.to_int %f : (tensor<4x16xf32>) -> tensor<4x16xi32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$x);
+  let results = (outs LM_IntTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Backward ops (emitted by -lm-autodiff)
 //===----------------------------------------------------------------------===//
@@ -1298,6 +1319,30 @@ def LM_AllGatherOp : LM_CollectiveOp<"all_gather"> {
   let arguments = (ins LM_FloatTensor:$x, I64Attr:$mesh_axis, I64Attr:$group_size, I64Attr:$dim);
   let results = (outs LM_FloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+/// Not a collective (it moves no data), but it belongs to the mesh: the same
+/// attributes name the axis and its group as the collectives' do.
+def LM_AxisIndexOp : LM_Op<"axis_index", [Pure, DeclareOpInterfaceMethods<LM_CostOpInterface>]> {
+  let summary = "the rank's coordinate along a mesh axis";
+  let description = [{
+    The index `0 ... group_size - 1` of this rank within its group of mesh
+    axis `mesh_axis` (the rank order the collectives sum in), as a rank-0
+    tensor: i32, or a float type holding the same whole number. JAX's
+    `lax.axis_index`, MLIR mesh's `mesh.process_linear_index` for one axis.
+    In one process (and with `group_size = 1`) it is 0. The runtime checks
+    that the axis's group has `group_size` ranks, as for a collective.
+    `-lm-spmd` reads it for the rows of a vocabulary-parallel table a rank
+    holds. No operands, so nothing to differentiate: it is never active.
+
+    ```mlir
+    %r = lm.axis_index {mesh_axis = 1 : i64, group_size = 2 : i64} : tensor<f32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$mesh_axis, I64Attr:$group_size);
+  let results = (outs LM_AnyTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 #endif // LM_OPS_TD

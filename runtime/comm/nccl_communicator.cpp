@@ -23,6 +23,7 @@ struct Nccl {
   decltype(&ncclAllGather) allGather;
   decltype(&ncclGetErrorString) getErrorString;
   decltype(&ncclGetLastError) getLastError;
+  decltype(&ncclGetVersion) getVersion;
 
   static const Nccl &get() {
     static const Nccl n = load();
@@ -48,6 +49,7 @@ private:
     sym(n.allGather, "ncclAllGather");
     sym(n.getErrorString, "ncclGetErrorString");
     sym(n.getLastError, "ncclGetLastError");
+    sym(n.getVersion, "ncclGetVersion");
     return n;
   }
 };
@@ -67,6 +69,12 @@ public:
     if (rank_ == 0) check(nccl_.getUniqueId(&id), "ncclGetUniqueId", "the NCCL bootstrap");
     host.broadcast(&id, sizeof id, 0, "the NCCL bootstrap (unique id)");
     check(nccl_.commInitRank(&comm_, size_, id, rank_), "ncclCommInitRank", "the NCCL bootstrap");
+  }
+  std::string describe() const override {
+    int v = 0;
+    nccl_.getVersion(&v);  // NCCL >= 2.9: major * 10000 + minor * 100 + patch
+    return "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) +
+           ", rank " + std::to_string(rank_) + " of " + std::to_string(size_);
   }
   ~NcclCommunicator() override {
     if (comm_) nccl_.commDestroy(comm_);

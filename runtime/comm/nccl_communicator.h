@@ -27,6 +27,8 @@ public:
                              const std::string &what) = 0;
   virtual void allGather(const void *in, void *out, int64_t count, DType dtype, void *stream,
                          const std::string &what) = 0;
+  /* "NCCL 2.28.9, rank 0 of 1", for the log. */
+  virtual std::string describe() const = 0;
 };
 
 /* Joins every rank of `host` in one NCCL communicator on the current CUDA device. */

@@ -7,12 +7,15 @@
    biased_attention (q, k, v, mask, bias, segments, key; a rank-0 operand is none) runs
    the same kernels with the bias, the segments, its scale and its probability
    dropout in AttnDims, and its grad one more kernel for the bias's gradient. Head
-   sizes up to 128. */
+   sizes up to 128. In a bf16 or fp16 plan, every call without a bias, segments or
+   dropout (biased_attention's too) runs the 16-bit tensor-core kernels of
+   attention_mma.cuh instead when LMRT_CUDA_ATTENTION=tensor-cores (opt-in until a GPU has run them). */
 #include "contract/dropout_math.h"
 #include <cstdlib>
 #include <string_view>
 
 #include "runtime/cuda/attention_kernels.cuh"
+#include "runtime/cuda/attention_mma.cuh"
 #include "runtime/cuda/attention_tc.cuh"
 #include "runtime/cuda/gemm.h"
 #include "runtime/cuda/kernels.cuh"
@@ -93,6 +96,27 @@ template <typename T, int DMAX> bool useTensorCores(const OpCall &call) {
   }
 }
 
+/* The 16-bit tensor-core kernels (attention_mma.cuh) for the f32 attention of a bf16
+   or fp16 plan (OpCall::lowPrecision), its operands rounded to the plan's type, when
+   LMRT_CUDA_ATTENTION=tensor-cores. Opt-in until a GPU has run them: so far they passed
+   only the CPU emulation (test/Unit/cuda_emu), and a kernel never executed on the
+   hardware does not become the default (docs/runtime.md §7). They know no bias,
+   segments or dropout (biased_attention with any of them keeps the CUDA-core kernels). */
+bool useMma(const OpCall &call, const AttnDims &d) {
+  if (call.lowPrecision != DType::BF16 && call.lowPrecision != DType::F16) return false;
+  if (d.bias || d.seg || d.dropKey) return false;
+  const char *choice = std::getenv("LMRT_CUDA_ATTENTION");
+  return choice && std::string_view(choice) == "tensor-cores";
+}
+
+/* f(lmc::bf16{}) or f(lmc::f16{}): the plan's 16-bit type. */
+template <typename F> void byLowPrecision(DType t, F &&f) {
+  if (t == DType::BF16)
+    f(lmc::bf16{});
+  else
+    f(lmc::f16{});
+}
+
 template <typename T, int DMAX>
 void forward(const OpCall &call, const AttnDims &d, bool causal, const T *q, const T *k, const T *v, const T *mask,
              T *y, T *lse, const int32_t *offset = nullptr) {
@@ -100,6 +124,12 @@ void forward(const OpCall &call, const AttnDims &d, bool causal, const T *q, con
   if constexpr (std::is_same_v<T, float> && DMAX <= 64)
     if (!d.bias && !d.seg && !d.dropKey && useTensorCores<T, DMAX>(call))
       return attn::launchForwardTc<DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, y, lse, offset);
+  if constexpr (std::is_same_v<T, float>)
+    if (useMma(call, d))
+      return byLowPrecision(call.lowPrecision, [&](auto h) {
+        attn::launchForwardMma<decltype(h), DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, y, lse,
+                                                  offset);
+      });
   attn::launchForward<T, DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, y, lse, offset);
 }
 
@@ -112,6 +142,12 @@ void backward(const OpCall &call, const AttnDims &d, bool causal, const T *q, co
     if (!d.bias && !d.seg && !d.dropKey && useTensorCores<T, DMAX>(call))
       return attn::launchBackwardTc<DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, dy, o, lse, delta, dq,
                                           dk, dv);
+  if constexpr (std::is_same_v<T, float>)
+    if (useMma(call, d))
+      return byLowPrecision(call.lowPrecision, [&](auto h) {
+        attn::launchBackwardMma<decltype(h), DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, dy, o, lse,
+                                                   delta, dq, dk, dv);
+      });
   attn::launchBackward<T, DMAX>(StreamLauncher{call.stream}, d, causal, q, k, v, mask, dy, o, lse, delta, dq, dk, dv,
                                 dbias);
 }

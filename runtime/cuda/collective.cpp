@@ -1,11 +1,17 @@
 /* Implements: the CUDA kernels of lm.all_reduce, lm.reduce_scatter and
-   lm.all_gather. With one rank each is a device copy; with several, NCCL
+   lm.all_gather, and lm.axis_index (the rank's place in the host group, copied
+   to the device). With one rank each is a device copy; with several, NCCL
    (runtime/comm/nccl_communicator.h), joined on first use over lmrt's host
-   communicator (MPI under mpirun or srun). A gather or scatter along dimension d
+   communicator (MPI under mpirun or srun). LMRT_NCCL_GROUPS_OF_ONE=1 sends the
+   collectives of a group of one through NCCL too: the only way a machine with one
+   GPU runs NCCL (the 1-rank NCCL check of docs/gpu-check.md). A gather or scatter along dimension d
    of [outer, n, inner] rearranges rank blocks with strided 2-D copies on the
    stream, through the step's scratch. */
 #include <cuda_runtime.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "runtime/comm/communicator.h"
@@ -22,9 +28,23 @@ int groupSize(const char *op, const OpCall &call) {
   return comm::collectiveGroup(op, call.attrs.getInt("mesh_axis"), call.attrs.getInt("group_size")).size();
 }
 
+/* A group of one copies, unless LMRT_NCCL_GROUPS_OF_ONE=1 sends it through NCCL. */
+bool copiesAlone(int group) {
+  static const bool forced = [] {
+    const char *v = std::getenv("LMRT_NCCL_GROUPS_OF_ONE");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return group == 1 && !forced;
+}
+
 #ifdef LMC_HAVE_NCCL
+/* Made on first use; rank 0 says so (which NCCL joined) on stderr. */
 comm::DeviceCommunicator &nccl() {
-  static std::unique_ptr<comm::DeviceCommunicator> c = comm::makeNcclCommunicator(comm::world());
+  static std::unique_ptr<comm::DeviceCommunicator> c = [] {
+    auto made = comm::makeNcclCommunicator(comm::world());
+    if (comm::world().rank() == 0) std::fprintf(stderr, "collectives: %s\n", made->describe().c_str());
+    return made;
+  }();
   return *c;
 }
 #else
@@ -40,7 +60,7 @@ void copy(const OpCall &call) {
 }
 
 void runAllReduce(const OpCall &call) {
-  if (groupSize("all_reduce", call) == 1) return copy(call);
+  if (copiesAlone(groupSize("all_reduce", call))) return copy(call);
 #ifdef LMC_HAVE_NCCL
   const DevTensor &x = call.in[0];
   nccl().allReduce(x.data, call.out[0].data, x.numel(), x.type.dtype,
@@ -53,7 +73,7 @@ void runAllReduce(const OpCall &call) {
 
 void runReduceScatter(const OpCall &call) {
   const int group = groupSize("reduce_scatter", call);
-  if (group == 1) return copy(call);
+  if (copiesAlone(group)) return copy(call);
 #ifdef LMC_HAVE_NCCL
   const DevTensor &x = call.in[0], &y = call.out[0];
   int64_t outer, n, inner;
@@ -73,7 +93,7 @@ void runReduceScatter(const OpCall &call) {
 
 void runAllGather(const OpCall &call) {
   const int group = groupSize("all_gather", call);
-  if (group == 1) return copy(call);
+  if (copiesAlone(group)) return copy(call);
 #ifdef LMC_HAVE_NCCL
   const DevTensor &x = call.in[0], &y = call.out[0];
   int64_t outer, n, inner;
@@ -91,6 +111,26 @@ void runAllGather(const OpCall &call) {
 #endif
 }
 
+/* The value is on this host frame, so the copy completes before returning
+   (one rank-0 tensor, at most once per program run). */
+void runAxisIndex(const OpCall &call) {
+  const int q = comm::collectiveGroup("axis_index", call.attrs.getInt("mesh_axis"), call.attrs.getInt("group_size")).rank();
+  const DevTensor &y = call.out[0];
+  union {
+    int32_t i;
+    float f;
+    double d;
+  } v;
+  if (y.type.dtype == DType::I32)
+    v.i = q;
+  else if (y.type.dtype == DType::F64)
+    v.d = q;
+  else
+    v.f = (float)q;
+  CUDA_CHECK(cudaMemcpyAsync(y.data, &v, (size_t)y.type.bytes(), cudaMemcpyHostToDevice, call.stream));
+  CUDA_CHECK(cudaStreamSynchronize(call.stream));
+}
+
 /* reduce_scatter stages its input, all_gather its output, in rank-major order. */
 size_t inputScratch(const std::vector<TensorType> &in, const std::vector<TensorType> &, const kernels::Attrs &) {
   return (size_t)in[0].bytes();
@@ -105,6 +145,7 @@ void addCollectiveKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"all_reduce", runAllReduce, noScratch});
   k.push_back({"reduce_scatter", runReduceScatter, inputScratch});
   k.push_back({"all_gather", runAllGather, outputScratch});
+  k.push_back({"axis_index", runAxisIndex, noScratch});
 }
 
 }  // namespace lmrt::cuda::detail

@@ -83,6 +83,7 @@ private:
   Session &session_;
   const BoundPlan &bound_;
   DeviceOptions options_;
+  DType lowPrecision_ = DType::F32;  // OpCall::lowPrecision: the plan's mixed precision
   DeviceInfo device_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<Gemm> gemm_;
@@ -114,6 +115,8 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   syncEveryStep_ = syncEnv && *syncEnv && std::strcmp(syncEnv, "0") != 0;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   gemm_ = std::make_unique<Gemm>(stream_, options.tf32);
+  if (plan.precision() == "bf16") lowPrecision_ = DType::BF16;
+  if (plan.precision() == "fp16") lowPrecision_ = DType::F16;
   generated_ = GeneratedModule::load(plan, bound_.origin(), device_.smCount);
 
   // Parameters: one flat layout shared by values, gradients and both moments.
@@ -331,7 +334,7 @@ void CudaBackend::run(const std::string &programName, const std::map<std::string
     auto t0 = std::chrono::steady_clock::now();
     try {
       if (s.def) {
-        OpCall call{in, out, sb.attrs, stream_, scratch_.get(), *gemm_};
+        OpCall call{in, out, sb.attrs, stream_, scratch_.get(), *gemm_, lowPrecision_};
         s.def->run(call);
       } else {
         std::vector<DevTensor> args(in);

@@ -35,6 +35,9 @@ struct OpCall {
   cudaStream_t stream;
   void *scratch;  // device memory of at least scratchBytes(...) for this step, 256-byte aligned
   Gemm &gemm;     // the session's cuBLASLt handle and workspace
+  /* The plan's 16-bit type under mixed precision (BF16 for "bf16", F16 for "fp16"),
+     F32 otherwise: its f32 attention runs on 16-bit tensor cores (attention.cu). */
+  DType lowPrecision = DType::F32;
 };
 
 struct CudaKernelDef {

@@ -1,5 +1,6 @@
-/* Implements: lm.concat (two operands along one axis: one thread per output
-   element, reading whichever operand holds it) and lm.reduce_max (one thread per
+/* Implements: lm.concat (two operands along one axis: two pitched copies, each
+   operand's rows into its columns of the result's rows; one thread per output element
+   where a pitch exceeds what cudaMemcpy2DAsync takes) and lm.reduce_max (one thread per
    output element walks the reduced dims in order: the same bits every run) on
    the GPU, as runtime/cpu/kernels/reduce.cpp on the CPU. */
 #include "runtime/cuda/kernels.cuh"
@@ -27,6 +28,19 @@ void runConcat(const OpCall &call) {
   if (n == 0) return;
   const size_t axis = (size_t)call.attrs.getInt("axis");
   const int64_t na = product(a.shape(), axis, a.shape().size()), nb = product(b.shape(), axis, b.shape().size());
+  const size_t es = dtypeSize(o.type.dtype), pitch = (size_t)(na + nb) * es;
+  if (pitch <= (size_t)INT32_MAX) {  // cudaMemcpy2D's pitches are bounded (cudaDevAttrMaxPitch)
+    // The packed QKV gradient of GPT-2 (dq | dk | dv) at copy-engine speed, not an index
+    // division per element.
+    const size_t rows = (size_t)(n / (na + nb));
+    if (na > 0)
+      CUDA_CHECK(cudaMemcpy2DAsync(o.data, pitch, a.data, (size_t)na * es, (size_t)na * es, rows,
+                                   cudaMemcpyDeviceToDevice, call.stream));
+    if (nb > 0)
+      CUDA_CHECK(cudaMemcpy2DAsync(o.as<char>() + (size_t)na * es, pitch, b.data, (size_t)nb * es, (size_t)nb * es,
+                                   rows, cudaMemcpyDeviceToDevice, call.stream));
+    return;
+  }
   byFloat(o.type.dtype, [&](auto t) {
     using T = decltype(t);
     concatKernel<T><<<gridFor(n), kThreads, 0, call.stream>>>(a.as<T>(), b.as<T>(), o.as<T>(), n, na, nb);

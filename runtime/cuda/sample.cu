@@ -1,4 +1,4 @@
-/* Implements: lm.sample, lm.to_float and lm.dropout on the GPU (dropout:
+/* Implements: lm.sample, lm.to_float, lm.to_int and lm.dropout on the GPU (dropout:
    dropout_kernels.cuh). lm.sample runs the CPU's row
    body (contract/sample_math.h: the same f64 walk), one thread a row, so
    both backends draw the same ids from the same bits. A row with no distribution
@@ -45,6 +45,25 @@ void runToFloat(const OpCall &call) {
   });
 }
 
+/* C's truncation; a value outside the i32 range (or NaN) gives 0 here, where
+   the CPU kernel raises an error (a kernel cannot). */
+template <typename T> __global__ void toIntKernel(const T *x, int32_t *y, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const double v = (double)x[i];
+    y[i] = v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : 0;
+  }
+}
+
+void runToInt(const OpCall &call) {
+  const int64_t n = call.in[0].numel();
+  if (n == 0) return;
+  byFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    toIntKernel<T><<<gridFor(n), kThreads, 0, call.stream>>>(call.in[0].as<T>(), call.out[0].as<int32_t>(), n);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
 void runDropout(const OpCall &call) {
   const int64_t total = call.in[0].numel(), rows = call.in[0].shape()[0];
   if (total == 0) return;
@@ -65,6 +84,7 @@ void runDropout(const OpCall &call) {
 void addSampleKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"sample", runSample, noScratch});
   k.push_back({"to_float", runToFloat, noScratch});
+  k.push_back({"to_int", runToInt, noScratch});
   k.push_back({"dropout", runDropout, noScratch});
 }
 

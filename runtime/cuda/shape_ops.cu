@@ -2,7 +2,8 @@
    the runtime's "copy" on the GPU, for any element type (4- or 8-byte words).
    reshape and copy are device-to-device copies; fill a memset (zeros) or a
    grid-stride store; the others are one strided kernel: the iteration shape, a
-   source and a destination stride per dim. */
+   source and a destination stride per dim, except a slice that is rows of
+   contiguous elements (GPT-2's q, k and v out of the packed QKV), one pitched copy. */
 #include "runtime/cuda/kernels.cuh"
 
 namespace lmrt::cuda::detail {
@@ -80,7 +81,41 @@ void sliceLayout(const Shape &full, const kernels::Attrs &a, int64_t &off, int64
   }
 }
 
+/* A slice as `rows` runs of `cols` contiguous elements `pitch` apart in `full`, the first
+   at `offset`: every stride 1, one dimension k cut, every other whole (those inside k make
+   the runs longer). False for any other slice, and where a pitch in bytes exceeds what
+   cudaMemcpy2DAsync takes. */
+bool sliceAsRows(const Shape &full, const kernels::Attrs &a, size_t es, int64_t &offset, int64_t &rows,
+                 int64_t &cols, int64_t &pitch) {
+  const auto &start = a.getInts("start"), &limit = a.getInts("limit"), &stride = a.getInts("stride");
+  const auto whole = [&](int i) { return stride[i] == 1 && start[i] == 0 && limit[i] == full[i]; };
+  int k = (int)full.size() - 1;
+  int64_t inner = 1;
+  for (; k >= 0 && whole(k); --k) inner *= full[k];
+  rows = 1;
+  if (k < 0) {
+    offset = 0, cols = pitch = inner;
+    return (size_t)pitch * es <= (size_t)INT32_MAX;
+  }
+  if (stride[k] != 1) return false;
+  for (int i = 0; i < k; ++i) {
+    if (!whole(i)) return false;
+    rows *= full[i];
+  }
+  offset = start[k] * inner, cols = (limit[k] - start[k]) * inner, pitch = full[k] * inner;
+  return (size_t)pitch * es <= (size_t)INT32_MAX;
+}
+
 void runSlice(const OpCall &call) {
+  const size_t es = dtypeSize(call.in[0].type.dtype);
+  int64_t offset, rows, cols, pitch;
+  if (sliceAsRows(call.in[0].shape(), call.attrs, es, offset, rows, cols, pitch)) {
+    if (rows * cols > 0)
+      CUDA_CHECK(cudaMemcpy2DAsync(call.out[0].data, (size_t)cols * es, call.in[0].as<char>() + (size_t)offset * es,
+                                   (size_t)pitch * es, (size_t)cols * es, (size_t)rows, cudaMemcpyDeviceToDevice,
+                                   call.stream));
+    return;
+  }
   const Shape &ys = call.out[0].shape();
   checkRank("slice", call.in[0].shape());
   StridedIndex ix;
@@ -95,6 +130,15 @@ void runSliceGrad(const OpCall &call) {
   const Shape &dys = call.in[0].shape();
   checkRank("slice_grad", call.out[0].shape());
   CUDA_CHECK(cudaMemsetAsync(call.out[0].data, 0, (size_t)call.out[0].type.bytes(), call.stream));
+  const size_t es = dtypeSize(call.in[0].type.dtype);
+  int64_t offset, rows, cols, pitch;
+  if (sliceAsRows(call.out[0].shape(), call.attrs, es, offset, rows, cols, pitch)) {
+    if (rows * cols > 0)
+      CUDA_CHECK(cudaMemcpy2DAsync(call.out[0].as<char>() + (size_t)offset * es, (size_t)pitch * es, call.in[0].data,
+                                   (size_t)cols * es, (size_t)cols * es, (size_t)rows, cudaMemcpyDeviceToDevice,
+                                   call.stream));
+    return;
+  }
   StridedIndex ix;
   ix.rank = (int)dys.size();
   for (int d = 0; d < ix.rank; ++d) ix.shape[d] = dys[d];

@@ -199,7 +199,8 @@ void runCrossEntropyWithGrad(const OpCall &call) { runCrossEntropyGradRows(call,
 /* linear_cross_entropy(_with_grad): per chunk of rows, the logits GEMM into the
    step's scratch, the row kernels above on the chunk (the gradient in place), then
    dh_chunk = dlogits w and dw += dlogits^T h_chunk (cuBLASLt, accumulating from the
-   second chunk). Scratch: the valid count, one double a row, one [chunk, V] chunk.
+   second chunk). The chunk is the GPU's (linearCrossEntropyCudaChunkRows: thousands of
+   rows where lmc chose the CPU's rule, chunk_rows where it was set by hand). Scratch: the valid count, one double a row, one [chunk, V] chunk.
    bf16 or f16 h and w (-lm-mixed-precision), as the CPU kernel
    (runtime/cpu/kernels/linear_cross_entropy.cpp): the GEMMs take the reduced
    operands and accumulate in fp32, the logits, loss, dh and dw are f32, and the
@@ -216,8 +217,9 @@ size_t linearCeLogitBytes(int64_t chunk, int64_t v, DType operands) {
 
 size_t linearCrossEntropyScratch(const std::vector<TensorType> &in, const std::vector<TensorType> &,
                                  const kernels::Attrs &attrs) {
-  const int64_t rows = in[2].numel(), v = attrs.getBool("transpose_rhs") ? in[1].shape[0] : in[1].shape[1];
-  const int64_t chunk = kernels::linearCrossEntropyEffectiveChunk(attrs.getInt("chunk_rows"), rows);
+  const bool tb = attrs.getBool("transpose_rhs");
+  const int64_t rows = in[2].numel(), v = tb ? in[1].shape[0] : in[1].shape[1], d = tb ? in[1].shape[1] : in[1].shape[0];
+  const int64_t chunk = kernels::linearCrossEntropyCudaChunkRows(attrs.getInt("chunk_rows"), rows, v, d);
   const size_t copy = reducedType(in[0].dtype) ? (size_t)(chunk * v) * dtypeSize(in[0].dtype) : 0;
   return linearCeChunkOffset(rows) + linearCeLogitBytes(chunk, v, in[0].dtype) + copy;
 }
@@ -240,7 +242,7 @@ void runLinearCrossEntropyRows(const OpCall &call, bool withGrad) {
   const int64_t ignore = call.attrs.getInt("ignore_index");
   const int64_t d = call.in[0].shape().back(), rows = call.in[2].numel();
   const int64_t v = tb ? call.in[1].shape()[0] : call.in[1].shape()[1];
-  const int64_t chunk = kernels::linearCrossEntropyEffectiveChunk(call.attrs.getInt("chunk_rows"), rows);
+  const int64_t chunk = kernels::linearCrossEntropyCudaChunkRows(call.attrs.getInt("chunk_rows"), rows, v, d);
   const DType operands = call.in[0].type.dtype;
   if (call.in[1].type.dtype != operands)
     fail("linear_cross_entropy: h is %s but w is %s", dtypeName(operands), dtypeName(call.in[1].type.dtype));

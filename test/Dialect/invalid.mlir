@@ -901,3 +901,39 @@ func.func @all_gather_wrong_result(%x: tensor<4x6xf32>) {
   %0 = lm.all_gather %x {mesh_axis = 0 : i64, group_size = 2 : i64, dim = 1 : i64} : (tensor<4x6xf32>) -> tensor<4x6xf32>
   return
 }
+
+// -----
+
+// Tests that axis_index names a mesh axis that exists.
+func.func @axis_index_bad_axis() {
+  // expected-error @below {{'lm.axis_index' op mesh_axis must be 0 (data) or 1 (tensor), got 2}}
+  %0 = lm.axis_index {mesh_axis = 2 : i64, group_size = 2 : i64} : tensor<i32>
+  return
+}
+
+// -----
+
+// Tests that axis_index's group has a rank.
+func.func @axis_index_empty_group() {
+  // expected-error @below {{'lm.axis_index' op group_size must be at least 1, got 0}}
+  %0 = lm.axis_index {mesh_axis = 1 : i64, group_size = 0 : i64} : tensor<f32>
+  return
+}
+
+// -----
+
+// Tests that axis_index gives a scalar.
+func.func @axis_index_not_scalar() {
+  // expected-error @below {{'lm.axis_index' op result type 'tensor<2xi32>' does not match the expected shape []}}
+  %0 = lm.axis_index {mesh_axis = 1 : i64, group_size = 2 : i64} : tensor<2xi32>
+  return
+}
+
+// -----
+
+// Tests that to_int keeps the shape.
+func.func @to_int_shape(%x: tensor<2x4xf32>) {
+  // expected-error @below {{'lm.to_int' op result type 'tensor<4x2xi32>' does not match the expected shape [2, 4]}}
+  %0 = lm.to_int %x : (tensor<2x4xf32>) -> tensor<4x2xi32>
+  return
+}

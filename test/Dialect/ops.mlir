@@ -252,6 +252,13 @@ func.func @electra_ops(%x: tensor<2x4x8xf32>, %bits: tensor<2x4xi32>) -> (tensor
   return %0, %1, %2, %3 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<2x4xf32>
 }
 
+// CHECK-LABEL: func.func @to_int
+func.func @to_int(%x: tensor<2x4xf64>) -> tensor<2x4xi32> {
+  // CHECK: lm.to_int %{{.*}} : (tensor<2x4xf64>) -> tensor<2x4xi32>
+  %0 = lm.to_int %x : (tensor<2x4xf64>) -> tensor<2x4xi32>
+  return %0 : tensor<2x4xi32>
+}
+
 // CHECK-LABEL: func.func @dropout
 func.func @dropout(%x: tensor<2x4x8xf32>, %key: tensor<2x2xi32>) -> tensor<2x4x8xf32> {
   // CHECK: lm.dropout %{{.*}}, %{{.*}} {p = 1.000000e-01 : f64, site = 3 : i64} : (tensor<2x4x8xf32>, tensor<2x2xi32>) -> tensor<2x4x8xf32>
@@ -289,4 +296,13 @@ func.func @collectives(%x: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<2x6xf32>
   // CHECK: lm.all_gather %{{.*}} {dim = 1 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<4x6xf32>) -> tensor<4x12xf32>
   %2 = lm.all_gather %x {mesh_axis = 1 : i64, group_size = 2 : i64, dim = 1 : i64} : (tensor<4x6xf32>) -> tensor<4x12xf32>
   return %0, %1, %2 : tensor<4x6xf32>, tensor<2x6xf32>, tensor<4x12xf32>
+}
+
+// CHECK-LABEL: func.func @axis_index
+func.func @axis_index() -> (tensor<i32>, tensor<f32>) {
+  // CHECK: lm.axis_index {group_size = 2 : i64, mesh_axis = 1 : i64} : tensor<i32>
+  %0 = lm.axis_index {mesh_axis = 1 : i64, group_size = 2 : i64} : tensor<i32>
+  // CHECK: lm.axis_index {group_size = 4 : i64, mesh_axis = 0 : i64} : tensor<f32>
+  %1 = lm.axis_index {mesh_axis = 0 : i64, group_size = 4 : i64} : tensor<f32>
+  return %0, %1 : tensor<i32>, tensor<f32>
 }

@@ -1,5 +1,5 @@
 /* Implements: the CPU kernels of the collectives lm.all_reduce, lm.reduce_scatter
-   and lm.all_gather, on the process's communicator (runtime/comm/communicator.h:
+   and lm.all_gather, and of lm.axis_index (the rank's place in the same groups), on the process's communicator (runtime/comm/communicator.h:
    Open MPI under mpirun or srun, a copy in a single process). A gather or scatter
    along dimension d of a row-major [outer, n, inner] tensor moves `outer` blocks
    of n x inner elements per rank, so the kernels put each rank's part in one
@@ -78,6 +78,31 @@ void runAllGather(const KernelCall &call) {
       std::memcpy(dst + ((size_t)o * group + q) * block, gathered.data() + ((size_t)q * outer + o) * block, block);
 }
 
+std::string checkAxisIndex(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                           const Attrs &attrs) {
+  return guardCheck("axis_index", in, out, 0, 1, [&]() -> std::string {
+    std::string err;
+    auto shape = shapes::axisIndex(attrs.getInt("mesh_axis"), attrs.getInt("group_size"), err);
+    if (!shape) return err;
+    return expectType("axis_index", "result", out[0], out[0].dtype, *shape);
+  });
+}
+
+/* The group's rank order is the collectives' (world order within the axis's
+   group), so rank q here is the rank whose slice an all_gather puts q-th. */
+void runAxisIndex(const KernelCall &call) {
+  const int q = groupOf("axis_index", call).rank();
+  const TensorRef &y = call.out[0];
+  if (y.type.dtype == DType::I32) {
+    *y.as<int32_t>() = q;
+    return;
+  }
+  dispatchFloat(y.type.dtype, [&](auto t) {
+    using T = decltype(t);
+    *y.as<T>() = (T)q;
+  });
+}
+
 }  // namespace
 
 void addCollectiveKernels(std::vector<KernelDef> &k) {
@@ -96,6 +121,7 @@ void addCollectiveKernels(std::vector<KernelDef> &k) {
                  return checkCollective("all_gather", in, out, a);
                },
                runAllGather});
+  k.push_back({"axis_index", 0, 1, checkAxisIndex, runAxisIndex});
 }
 
 }  // namespace lmrt::kernels::detail

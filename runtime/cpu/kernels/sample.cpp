@@ -1,6 +1,6 @@
 /* Implements: lm.sample (a categorical draw per row of logits, from the random
    bits the runtime supplies: sample_math.h), lm.to_float (i32 ids to the
-   float type, for masks on ids) and lm.dropout (a mask from each row's key:
+   float type, for masks on ids), lm.to_int (back, truncating) and lm.dropout (a mask from each row's key:
    dropout_math.h) on the CPU. */
 #include "runtime/cpu/kernels/kernel_common.h"
 #include "contract/dropout_math.h"
@@ -57,6 +57,38 @@ void runToFloat(const KernelCall &call) {
   });
 }
 
+std::string checkToInt(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &) {
+  return guardCheck("to_int", in, out, 1, 1, [&]() -> std::string {
+    LMRT_CHECK(expectFloat("to_int", "x", in[0]));
+    return expectType("to_int", "result", out[0], DType::I32, in[0].shape);
+  });
+}
+
+/* A value C cannot convert (not finite, outside the i32 range) is an error,
+   not an id chosen by the platform. */
+void runToInt(const KernelCall &call) {
+  const int64_t n = call.in[0].numel();
+  int32_t *y = call.out[0].as<int32_t>();
+  int64_t bad = -1;
+  double badValue = 0;
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T *x = call.in[0].as<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = (double)x[i];
+      if (!(v > -2147483649.0 && v < 2147483648.0)) {
+        if (bad < 0) bad = i, badValue = v;
+        y[i] = 0;
+        continue;
+      }
+      y[i] = (int32_t)v;
+    }
+  });
+  if (bad >= 0)
+    fail("to_int: element %lld (of %lld) is %g, which is not an i32 value", (long long)bad, (long long)n,
+         badValue);
+}
+
 std::string checkDropout(const std::vector<TensorType> &in, const std::vector<TensorType> &out, const Attrs &attrs) {
   return guardCheck("dropout", in, out, 2, 1, [&]() -> std::string {
     LMRT_CHECK(expectFloat("dropout", "x", in[0]));
@@ -98,6 +130,7 @@ void runDropout(const KernelCall &call) {
 void addSampleKernels(std::vector<KernelDef> &k) {
   k.push_back({"sample", 2, 1, checkSample, runSample});
   k.push_back({"to_float", 1, 1, checkToFloat, runToFloat});
+  k.push_back({"to_int", 1, 1, checkToInt, runToInt});
   k.push_back({"dropout", 2, 1, checkDropout, runDropout});
 }
 

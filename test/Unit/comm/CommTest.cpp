@@ -289,6 +289,28 @@ TEST(SingleProcess, SubmitRunsAtOnce) {
   int x = 0;
   c->wait(c->submit([&] { x = 1; }));
   EXPECT_EQ(x, 1);
+/* lm.axis_index: each rank's place in the group, the order all_gather puts its part
+   in (as i32 and as a float); a group that is not the run's processes is refused. */
+TEST(Mpi, AxisIndexIsTheRanksPlaceInTheGroup) {
+  Communicator &c = mpi();
+  kernels::Attrs attrs;
+  attrs.set("mesh_axis", int64_t(1));  // a mesh of one axis: the world is every axis's group
+  attrs.set("group_size", int64_t(c.size()));
+  int32_t i = -1;
+  double d = -1;
+  kernels::findKernel("axis_index")->run(kernels::KernelCall{{}, {TensorRef{&i, TensorType{DType::I32, {}}}}, attrs});
+  kernels::findKernel("axis_index")->run(kernels::KernelCall{{}, {TensorRef{&d, TensorType{DType::F64, {}}}}, attrs});
+  EXPECT_EQ(i, c.rank());
+  EXPECT_EQ(d, (double)c.rank());
+  // Gathered in rank order, the indices count 0 ... n - 1.
+  std::vector<float> all((size_t)c.size());
+  float mine = (float)i;
+  c.allGather(&mine, all.data(), 1, DType::F32, "test");
+  for (int q = 0; q < c.size(); ++q) EXPECT_EQ(all[(size_t)q], (float)q);
+  attrs.set("group_size", int64_t(c.size() + 1));
+  EXPECT_THROW(
+      kernels::findKernel("axis_index")->run(kernels::KernelCall{{}, {TensorRef{&i, TensorType{DType::I32, {}}}}, attrs}),
+      Error);
 }
 
 }  // namespace

@@ -65,6 +65,29 @@ TEST(LinearCrossEntropyChunk, ScratchCountsTheReducedGradientCopy) {
   EXPECT_EQ(linearCrossEntropyScratchBytes(0, 10, 7, 4, 2), 10 * 7 * 6 + 10 * 8);
 }
 
+TEST(LinearCrossEntropyChunk, TheGpuWidensTheRulesChunkOnly) {
+  using lmrt::kernels::linearCrossEntropyCudaChunkRows;
+  // GPT-2 small at batch 8 x seq 1024: the rule's 25 chunks of 328 rows become 2 of 4096
+  // (at most 5341 rows of f32 logits in 1 GiB).
+  const int64_t rows = 8 * 1024, rule = linearCrossEntropyChunkRows(rows, kGpt2Vocab, 768);
+  EXPECT_EQ(linearCrossEntropyCudaChunkRows(rule, rows, kGpt2Vocab, 768), 4096);
+  // One chunk on the CPU already (batch 4 x seq 64): the same on the GPU.
+  EXPECT_EQ(linearCrossEntropyCudaChunkRows(256, 256, kGpt2Vocab, 768), 256);
+  // Up to 5341 rows: one GPU chunk; one more row than fits 1 GiB twice: three even chunks.
+  EXPECT_EQ(linearCrossEntropyCudaChunkRows(linearCrossEntropyChunkRows(5341, kGpt2Vocab, 768), 5341, kGpt2Vocab, 768),
+            5341);
+  EXPECT_EQ(linearCrossEntropyCudaChunkRows(linearCrossEntropyChunkRows(10683, kGpt2Vocab, 768), 10683, kGpt2Vocab,
+                                            768),
+            3561);
+  // A chunk chosen by hand (not the rule's) is kept, and so is 0 (all rows).
+  EXPECT_EQ(linearCrossEntropyCudaChunkRows(8, 30, 50, 16), 8);
+  EXPECT_EQ(linearCrossEntropyCudaChunkRows(100, rows, kGpt2Vocab, 768), 100);
+  EXPECT_EQ(linearCrossEntropyCudaChunkRows(0, rows, kGpt2Vocab, 768), rows);
+  // A vocabulary so large that 1 GiB holds fewer rows than the rule's chunk: the rule's stays.
+  const int64_t huge = int64_t(8) << 20, hugeRule = linearCrossEntropyChunkRows(1000, huge, 64);
+  EXPECT_EQ(linearCrossEntropyCudaChunkRows(hugeRule, 1000, huge, 64), hugeRule);
+}
+
 TEST(DeviceMemory, KnownDevicesAndSizes) {
   namespace st = lmrt::settings;
   int64_t bytes = 0;

@@ -5,6 +5,7 @@
    f16 operands for the GEMMs, the casts and the fused loss), padding masks and
    cross-attention. */
 #include "contract/elementwise.h"
+#include "contract/linear_cross_entropy.h"
 #include "test/Unit/cuda/CudaTestUtil.h"
 
 namespace lmrt::cuda::test {
@@ -80,6 +81,17 @@ TEST(CudaOps, SampleAndToFloat) {
   runCase({"to_float", {i32({5, 9})}, {f32({5, 9})}, {}, 30522});
 }
 
+/* lm.to_int truncates as the CPU does; lm.axis_index in one process is 0 (i32 and
+   float results). */
+TEST(CudaOps, ToIntAndAxisIndex) {
+  runCase({"to_int", {f32({5, 9})}, {i32({5, 9})}, {}});
+  runCase({"to_int", {f64({77})}, {i32({77})}, {}});
+  kernels::Attrs group = attrs({{"mesh_axis", int64_t(1)}, {"group_size", int64_t(1)}});
+  runCase({"axis_index", {}, {i32({})}, group});
+  runCase({"axis_index", {}, {f32({})}, group});
+  runCase({"axis_index", {}, {f64({})}, group});
+}
+
 TEST(CudaOps, SumTo) {
   runCase({"sum_to", {f32({4, 6, 8})}, {f32({8})}, {}});
   runCase({"sum_to", {f32({130, 3, 8})}, {f32({3, 8})}, {}});
@@ -138,6 +150,20 @@ TEST(CudaOps, LinearCrossEntropy) {
   }
 }
 
+/* Where chunk_rows is lmc's own rule (the CPU's chunk), the GPU takes larger chunks
+   (linearCrossEntropyCudaChunkRows): 5000 rows against 65536 classes are 20 CPU chunks
+   of 250 rows and 2 GPU chunks of 2500 (the most rows of f32 logits in 1 GiB: 4096). The
+   loss and both gradients agree with the CPU's chunks within the f32 tolerance. */
+TEST(CudaOps, LinearCrossEntropyTakesTheGpusChunk) {
+  const int64_t rows = 5000, v = 65536, d = 8;
+  const int64_t cpuChunk = kernels::linearCrossEntropyChunkRows(rows, v, d);
+  ASSERT_EQ(cpuChunk, 250);
+  ASSERT_EQ(kernels::linearCrossEntropyCudaChunkRows(cpuChunk, rows, v, d), 2500);
+  runCase({"linear_cross_entropy_with_grad", {f32({10, 500, d}), f32({v, d}), i32({10, 500}), f32({})},
+           {f32({10, 500, d}), f32({v, d}), f32({})}, attrs({{"transpose_rhs", true}, {"chunk_rows", cpuChunk}}), v,
+           13});
+}
+
 TEST(CudaOps, Embedding) {
   runCase({"embedding", {f32({50, 16}), i32({4, 7})}, {f32({4, 7, 16})}, {}, 50});
   // A vocabulary of 9 for 28 ids: rows receive several contributions.
@@ -168,6 +194,19 @@ TEST(CudaOps, ShapeOps) {
   runCase({"slice", {f32({4, 6, 8})}, {f32({4, 2, 2})}, sl});
   runCase({"slice", {i32({4, 6, 8})}, {i32({4, 2, 2})}, sl, 100});
   runCase({"slice_grad", {f32({4, 2, 2})}, {f32({4, 6, 8})}, sl});
+  // Slices that are rows of contiguous elements (one pitched copy): k of a packed QKV
+  // (the last dimension cut), a cut middle dimension under a whole last one, the whole
+  // tensor; each forward and backward, f32 and f64.
+  for (auto [from, to, start, limit] :
+       {std::tuple<Shape, Shape, std::vector<int64_t>, std::vector<int64_t>>{{2, 5, 12}, {2, 5, 4}, {0, 0, 4}, {2, 5, 8}},
+        {{4, 6, 8}, {4, 2, 8}, {0, 1, 0}, {4, 3, 8}},
+        {{3, 7}, {3, 7}, {0, 0}, {3, 7}}}) {
+    kernels::Attrs rowsSl = attrs({{"start", start}, {"limit", limit}, {"stride", std::vector<int64_t>(from.size(), 1)}});
+    runCase({"slice", {f32(from)}, {f32(to)}, rowsSl});
+    runCase({"slice", {f64(from)}, {f64(to)}, rowsSl});
+    runCase({"slice_grad", {f32(to)}, {f32(from)}, rowsSl});
+    runCase({"slice_grad", {f64(to)}, {f64(from)}, rowsSl});
+  }
   // Zeros (a memset), another value (a store kernel), and enough elements for several blocks.
   runCase({"fill", {}, {f32({1000, 37})}, attrs({{"value", 0.0}})});
   runCase({"fill", {}, {f64({3, 5})}, attrs({{"value", -2.5}})});
@@ -275,6 +314,9 @@ TEST(CudaOps, WhereInt) {
 TEST(CudaOps, ZooShapes) {
   runCase({"concat", {f32({2, 5, 7}), f32({2, 5, 3})}, {f32({2, 5, 10})}, attrs({{"axis", int64_t{2}}})});
   runCase({"concat", {f32({2, 5, 7}), f32({1, 5, 7})}, {f32({3, 5, 7})}, attrs({{"axis", int64_t{0}}})});
+  // A middle axis, f64 (8-byte rows), and an operand with no elements.
+  runCase({"concat", {f64({2, 3, 4}), f64({2, 5, 4})}, {f64({2, 8, 4})}, attrs({{"axis", int64_t{1}}})});
+  runCase({"concat", {f32({2, 0, 4}), f32({2, 5, 4})}, {f32({2, 5, 4})}, attrs({{"axis", int64_t{1}}})});
   runCase({"reduce_max", {f32({4, 6, 33})}, {f32({4, 6, 1})}, attrs({{"axes", std::vector<int64_t>{2}}})});
   runCase({"reduce_max", {f64({4, 6, 8})}, {f64({1, 6, 1})}, attrs({{"axes", std::vector<int64_t>{0, 2}}})});
   runCase({"rms_norm", {f32({4, 6, 32}), f32({32})}, {f32({4, 6, 32})}, {}});
@@ -321,6 +363,67 @@ TEST(CudaOps, AttentionOnTensorCores) {
       runCase(oc);
     }
   }
+  unsetenv("LMRT_CUDA_ATTENTION");
+}
+
+/* In a bf16 or fp16 plan (OpCall::lowPrecision), attention without a bias, segments
+   or dropout runs on 16-bit tensor cores (runtime/cuda/attention_mma.cuh): every form
+   of the op at the 16-bit tolerances, causal and not, ragged T, padding with a wholly
+   masked row, grouped-query heads, cross-attention both ways, head sizes 32, 64, 96
+   (on the 128 kernel) and 128, cached_attention's offset, and biased_attention without
+   a bias (the same kernels) and with one (the CUDA-core kernels). */
+TEST(CudaOps, AttentionOn16BitTensorCores) {
+  setenv("LMRT_CUDA_ATTENTION", "tensor-cores", 1);  // opt-in until a GPU has run them (attention.cu)
+  struct Case {
+    int64_t B, Tq, Tk, H, Hkv, Dh;
+    bool causal;
+  };
+  for (DType low : {DType::BF16, DType::F16})
+    for (Case c : {Case{1, 100, 100, 2, 2, 64, true}, Case{1, 100, 100, 1, 1, 64, false},
+                   Case{1, 70, 70, 2, 2, 128, true}, Case{2, 37, 37, 2, 1, 32, true}, Case{2, 70, 70, 4, 2, 64, true},
+                   Case{1, 40, 40, 2, 2, 96, false}, Case{3, 37, 130, 2, 2, 32, false},
+                   Case{2, 100, 33, 4, 4, 64, false}, Case{2, 1030, 1030, 2, 2, 64, true}}) {
+      SCOPED_TRACE(std::string(low == DType::BF16 ? "bf16" : "f16") + ", Tq " + std::to_string(c.Tq) + ", Tk " +
+                   std::to_string(c.Tk) + ", H " + std::to_string(c.H) + "/" + std::to_string(c.Hkv) + ", Dh " +
+                   std::to_string(c.Dh) + (c.causal ? ", causal" : ""));
+      kernels::Attrs a = attrs({{"num_heads", c.H}, {"causal", c.causal}, {"num_kv_heads", c.Hkv}});
+      TensorType q = f32({c.B, c.Tq, c.H * c.Dh}), k = f32({c.B, c.Tk, c.Hkv * c.Dh}), m = f32({c.B, c.Tk});
+      TensorType lse = f32({c.B, c.H, c.Tq});
+      std::vector<OpCase> cases = {{"attention", {q, k, k}, {q}, a},
+                                   {"attention_grad", {q, k, k, q}, {q, k, k}, a},
+                                   {"attention_stats", {q, k, k}, {q, lse}, a},
+                                   {"masked_attention", {q, k, k, m}, {q}, a},
+                                   {"masked_attention_grad", {q, k, k, m, q}, {q, k, k}, a},
+                                   {"attention_grad_stats", {q, k, k, q, lse, q}, {q, k, k}, a}};
+      cases[3].paddingMask = cases[4].paddingMask = 3;
+      for (OpCase &oc : cases) {
+        oc.lowPrecision = low;
+        runCase(oc);
+      }
+    }
+  // biased_attention without a bias, segments or dropout runs the same kernels (at its own scale; the
+  // gradient of a rank-0 bias is 0); with a bias it keeps the CUDA-core kernels.
+  for (DType low : {DType::BF16, DType::F16})
+    for (const Shape &bias : {Shape{}, Shape{1, 2, 70, 70}}) {
+      kernels::Attrs a = attrs({{"num_heads", int64_t{2}}, {"causal", true}, {"num_kv_heads", int64_t{2}},
+                                {"scale", 0.3}, {"dropout", 0.0}, {"site", int64_t{2}}});
+      TensorType q = f32({2, 70, 128}), m = f32({2, 70}), b = f32(bias), none = i32({});
+      OpCase fwd{"biased_attention", {q, q, q, m, b, none, none}, {q}, a};
+      OpCase bwd{"biased_attention_grad", {q, q, q, m, b, none, none, q}, {q, q, q, b}, a};
+      fwd.paddingMask = bwd.paddingMask = 3;
+      fwd.lowPrecision = bwd.lowPrecision = low;
+      runCase(fwd);
+      runCase(bwd);
+    }
+  // cached_attention: 5 new queries at a random offset (drawn below idRange) over 70 cached keys.
+  for (DType low : {DType::BF16, DType::F16})
+    for (uint32_t seed : {1u, 2u, 3u}) {
+      OpCase oc{"cached_attention", {f32({1, 5, 128}), f32({1, 70, 64}), f32({1, 70, 64}), i32({})}, {f32({1, 5, 128})},
+                attrs({{"num_heads", int64_t{4}}, {"num_kv_heads", int64_t{2}}})};
+      oc.idRange = 70 - 5 + 1;
+      oc.lowPrecision = low;
+      runCase(oc, seed);
+    }
   unsetenv("LMRT_CUDA_ATTENTION");
 }
 

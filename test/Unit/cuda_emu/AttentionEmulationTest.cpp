@@ -9,11 +9,13 @@
    rows, a row wholly masked), the cache offset of cached_attention, f32 and f64;
    biased_attention's bias (T5's, ALiBi's, per batch row, rank 2), segment ids, scale
    and the bias's gradient; its probability dropout (the same mask as the CPU's,
-   regenerated in the backward). */
+   regenerated in the backward); the 16-bit tensor-core kernels of bf16 and fp16 plans
+   (attention_mma.cuh, their mma.sync and shuffles emulated as warp exchanges). */
 #include "contract/dropout_math.h"
 #include "../kernels/KernelTestUtil.h"
 
 #include "emulation.h"
+#include "runtime/cuda/attention_mma.cuh"
 #include "runtime/cuda/attention_tc.cuh"
 
 namespace lmrt::kernels::test {
@@ -32,13 +34,14 @@ struct Case {
   bool causal, masked = false;
   DType dtype = DType::F32;
   bool tf32 = false;  // the tensor-core kernels (attention_tc.cuh)
+  DType low = DType::F32;  // BF16 / F16: the 16-bit tensor-core kernels (attention_mma.cuh)
 };
 
 std::string describe(const Case &c) {
   return "B " + std::to_string(c.B) + ", Tq " + std::to_string(c.Tq) + ", Tk " + std::to_string(c.Tk) + ", H " +
          std::to_string(c.H) + "/" + std::to_string(c.Hkv) + ", Dh " + std::to_string(c.Dh) +
          (c.causal ? ", causal" : "") + (c.masked ? ", masked" : "") + (c.dtype == DType::F64 ? ", f64" : "") +
-         (c.tf32 ? ", tf32" : "");
+         (c.tf32 ? ", tf32" : "") + (c.low == DType::BF16 ? ", bf16 mma" : c.low == DType::F16 ? ", f16 mma" : "");
 }
 
 attn::AttnDims dimsOf(const Case &c) {
@@ -61,9 +64,23 @@ Buf paddingMask(const Case &c) {
    1e-12; TF32: inputs of every product rounded to 11 significant bits, 2^-11 = 4.9e-4
    relative each, through two chained products (scores, then P V or dS Q): 5e-3, 1e-3,
    where 1e-3 and 2e-4 fail a few elements of most cases). */
-void expectClose(const Buf &emu, const Buf &cpu, const std::string &what, bool tf32 = false) {
-  const bool f64 = cpu.type.dtype == DType::F64;
-  const double rtol = f64 ? 1e-10 : tf32 ? 5e-3 : 1e-4, atolScale = f64 ? 1e-12 : tf32 ? 1e-3 : 1e-5;
+/* The 16-bit kernels round every product's operands (q, k, v, dy, P, dS) to 8 (bf16)
+   or 11 (f16) significant bits, fp32 accumulation: bf16 2e-2 and 1e-2, f16 5e-3 and
+   3e-3. Measured: at f32's 1e-4 and 1e-5 most elements of every case fail (y by about
+   2e-3 relative in bf16), so the kernels do round; at these, all pass. */
+struct Tol {
+  double rtol, atol;
+};
+Tol tolOf(const Case &c) {
+  if (c.dtype == DType::F64) return {1e-10, 1e-12};
+  if (c.tf32) return {5e-3, 1e-3};
+  if (c.low == DType::BF16) return {2e-2, 1e-2};
+  if (c.low == DType::F16) return {5e-3, 3e-3};
+  return {1e-4, 1e-5};
+}
+void expectClose(const Buf &emu, const Buf &cpu, const std::string &what, Tol tol = {1e-4, 1e-5}) {
+  if (cpu.type.dtype == DType::F64) tol = {1e-10, 1e-12};
+  const double rtol = tol.rtol, atolScale = tol.atol;
   double maxAbs = 0;
   for (int64_t i = 0; i < cpu.numel(); ++i) maxAbs = std::max(maxAbs, std::fabs(cpu.get(i)));
   int64_t misses = 0;
@@ -118,16 +135,33 @@ template <typename T> void runCase(const Case &c) {
         return;
       }
     ASSERT_FALSE(c.tf32) << "no tensor-core kernel for this case";
+    if constexpr (std::is_same_v<T, float>)
+      if (c.low != DType::F32) {
+        auto mma = [&](auto h) {
+          using H = decltype(h);
+          attn::launchForwardMma<H, DMAX>(EmuLauncher{}, d, c.causal, ptr<T>(q), ptr<T>(k), ptr<T>(v), m, ptr<T>(y),
+                                          ptr<T>(lse), (const int32_t *)nullptr);
+          attn::launchBackwardMma<H, DMAX>(EmuLauncher{}, d, c.causal, ptr<T>(q), ptr<T>(k), ptr<T>(v), m,
+                                           ptr<T>(dy), ptr<T>(y), ptr<T>(lse), ptr<T>(delta), ptr<T>(dq), ptr<T>(dk),
+                                           ptr<T>(dv));
+        };
+        if (c.low == DType::BF16)
+          mma(lmc::bf16{});
+        else
+          mma(lmc::f16{});
+        return;
+      }
     attn::launchForward<T, DMAX>(EmuLauncher{}, d, c.causal, ptr<T>(q), ptr<T>(k), ptr<T>(v), m, ptr<T>(y),
                                  ptr<T>(lse), (const int32_t *)nullptr);
     attn::launchBackward<T, DMAX>(EmuLauncher{}, d, c.causal, ptr<T>(q), ptr<T>(k), ptr<T>(v), m, ptr<T>(dy),
                                   ptr<T>(y), ptr<T>(lse), ptr<T>(delta), ptr<T>(dq), ptr<T>(dk), ptr<T>(dv));
   });
-  expectClose(y, cpuY[0], "y", c.tf32);
-  if (!c.masked) expectClose(lse, cpuY[1], "lse", c.tf32);
-  expectClose(dq, cpuGrad[0], "dq", c.tf32);
-  expectClose(dk, cpuGrad[1], "dk", c.tf32);
-  expectClose(dv, cpuGrad[2], "dv", c.tf32);
+  const Tol tol = tolOf(c);
+  expectClose(y, cpuY[0], "y", tol);
+  if (!c.masked) expectClose(lse, cpuY[1], "lse", tol);
+  expectClose(dq, cpuGrad[0], "dq", tol);
+  expectClose(dk, cpuGrad[1], "dk", tol);
+  expectClose(dv, cpuGrad[2], "dv", tol);
 }
 
 void run(const Case &c) {
@@ -180,6 +214,29 @@ TEST(AttentionEmulation, TensorCoreKernels) {
     tc({2, 100, 33, 4, 4, 64, false, masked});
   }
   tc({3, 70, 70, 4, 2, 64, true, true});
+}
+
+/* The 16-bit tensor-core kernels (attention_mma.cuh) of bf16 and fp16 plans: causal
+   and not, ragged T, padding with a wholly masked row, grouped-query heads,
+   cross-attention both ways, head sizes 32, 64, 96 (-> 128) and 128. */
+TEST(AttentionEmulation, MmaKernels) {
+  for (DType low : {DType::BF16, DType::F16}) {
+    auto mma = [low](Case c) {
+      c.low = low;
+      run(c);
+    };
+    mma({1, 100, 100, 2, 2, 64, true});
+    mma({1, 100, 100, 1, 1, 64, false});
+    mma({1, 70, 70, 2, 2, 128, true});
+    mma({2, 37, 37, 2, 1, 32, true});
+    mma({2, 70, 70, 4, 2, 64, true});
+    mma({1, 40, 40, 2, 2, 96, false});
+    for (bool masked : {false, true}) {
+      mma({3, 37, 130, 2, 2, 32, false, masked});
+      mma({2, 100, 33, 4, 4, 64, false, masked});
+    }
+    mma({3, 70, 70, 4, 2, 64, true, true});
+  }
 }
 
 /* biased_attention: the emulated kernels with a bias, segment ids and a scale in
@@ -273,7 +330,7 @@ TEST(AttentionEmulation, Dropout) {
 }
 
 /* cached_attention: new queries at positions offset .. offset + C - 1 over a cache
-   longer than a tile, grouped heads too. */
+   longer than a tile, grouped heads too; the CUDA-core and the bf16 tensor-core forward. */
 TEST(AttentionEmulation, CachedAttention) {
   for (int64_t C : {1, 5})
     for (int64_t kv : {4, 2})
@@ -290,6 +347,13 @@ TEST(AttentionEmulation, CachedAttention) {
                                        (const float *)nullptr, ptr<float>(y), (float *)nullptr,
                                        static_cast<const int32_t *>(off.data()));
         expectClose(y, cpu[0], "y");
+        // The 16-bit tensor-core forward of bf16 / fp16 plans, at bf16's tolerance.
+        Buf y16(DType::F32, q.type.shape);
+        attn::launchForwardMma<lmc::bf16, 32>(EmuLauncher{}, dimsOf(c), true, ptr<float>(q), ptr<float>(k),
+                                              ptr<float>(v), (const float *)nullptr, ptr<float>(y16), (float *)nullptr,
+                                              static_cast<const int32_t *>(off.data()));
+        c.low = DType::BF16;
+        expectClose(y16, cpu[0], "y (bf16 mma)", tolOf(c));
       }
 }
 

@@ -1,5 +1,6 @@
 /* Implements: a CPU emulation of the CUDA execution model, enough to run kernels
-   that synchronise only with __syncthreads / __syncthreads_or (the attention
+   that synchronise only with __syncthreads / __syncthreads_or, __shfl_xor_sync and
+   the 16-bit attention's mma16816 (the attention
    kernels, runtime/cuda/attention_kernels.cuh; the kernels lmc generates, in
    test/Codegen/kernels-cuda-emulated.test) as they are, without a GPU: the
    blocks of a grid run one after another, the threads of a block as std::threads
@@ -11,6 +12,7 @@
 #define LMRT_CUDA_EMULATION 1
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -20,6 +22,8 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include "contract/scalar_math.h"
 
 #define __host__
 #define __device__
@@ -63,6 +67,16 @@ inline Barrier *blockBarrier = nullptr;
 inline std::vector<unsigned char> sharedBytes;
 inline std::vector<int> orSlots;
 
+/* The warp exchanges (__shfl_xor_sync, mma16816): each thread publishes a record
+   of up to 8 words in one of two buffers, meets the block at a barrier and reads
+   its warp's records. The buffers alternate, so one barrier an exchange suffices:
+   a thread writes a buffer again only after the next exchange's barrier, which
+   every thread reaches after it read that buffer. Every thread of the block must
+   make the same exchanges (a block barrier stands for a warp's). */
+using ExchangeRecord = std::array<uint32_t, 8>;
+inline std::vector<ExchangeRecord> exchangeSlots[2];
+inline thread_local unsigned exchangeParity = 0;
+
 inline unsigned flatThread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
 
 /* Runs kernel(args...) over grid x block threads, the blocks in order: one
@@ -73,6 +87,7 @@ void launch(void (*kernel)(P...), Dim3 grid, Dim3 block, size_t sharedMemBytes, 
   gridDim = grid, blockDim = block;
   const unsigned n = block.x * block.y * block.z, blocks = grid.x * grid.y * grid.z;
   orSlots.assign(n, 0);
+  for (auto &slots : exchangeSlots) slots = std::vector<ExchangeRecord>(n);
   Barrier bar(n);
   blockBarrier = &bar;
   std::vector<std::thread> threads;
@@ -112,6 +127,53 @@ inline int __syncthreads_or(int predicate) {
   for (int v : lmrt_emu::orSlots) any |= v != 0;
   __syncthreads();  // nobody overwrites a slot before every thread has read them all
   return any;
+}
+
+namespace lmrt_emu {
+/* Publishes `words` words of the calling thread and returns the exchange's buffer
+   once every thread has published its own. */
+inline const std::vector<ExchangeRecord> &exchange(const uint32_t *words, int n) {
+  std::vector<ExchangeRecord> &slots = exchangeSlots[exchangeParity];
+  exchangeParity ^= 1u;
+  std::memcpy(slots[flatThread()].data(), words, n * sizeof(uint32_t));
+  __syncthreads();
+  return slots;
+}
+
+/* mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: the fragments of the warp's 32
+   lanes (PTX ISA's layout; runtime/cuda/attention_mma.cuh) gathered by an exchange,
+   each lane computing its own four elements of d = a b + c, the products summed in
+   order in fp32. */
+template <typename H>
+inline void mma16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
+  const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+  const std::vector<ExchangeRecord> &slots = exchange(mine, 6);
+  const unsigned warp0 = flatThread() / 32 * 32, lane = flatThread() % 32, g = lane / 4, t = lane % 4;
+  auto half = [](uint32_t w, int k) { return lmc::toFloat(H{(uint16_t)(k % 2 ? w >> 16 : w & 0xffffu)}); };
+  // A[r][k]: lane 4 (r % 8) + (k % 8) / 2, register (r >= 8) + 2 (k >= 8); B[k][n]: lane 4 n + (k % 8) / 2,
+  // register 4 + (k >= 8).
+  auto A = [&](int r, int k) { return half(slots[warp0 + 4 * (r % 8) + (k % 8) / 2][(r >= 8) + 2 * (k >= 8)], k); };
+  auto B = [&](int k, int n) { return half(slots[warp0 + 4 * n + (k % 8) / 2][4 + (k >= 8)], k); };
+  float out[4];
+  for (int e = 0; e < 4; ++e) {
+    const int r = g + 8 * (e / 2), n = 2 * t + e % 2;
+    float s = c[e];
+    for (int k = 0; k < 16; ++k) s += A(r, k) * B(k, n);
+    out[e] = s;
+  }
+  std::memcpy(d, out, sizeof out);
+}
+}  // namespace lmrt_emu
+
+/* The value of v in lane (this lane ^ laneMask) of the warp (every lane taking part). */
+template <typename T> inline T __shfl_xor_sync(unsigned, T v, int laneMask) {
+  static_assert(sizeof(T) <= 8 * sizeof(uint32_t), "__shfl_xor_sync: the emulator exchanges at most 32 bytes");
+  uint32_t words[8] = {};
+  std::memcpy(words, &v, sizeof v);
+  const std::vector<lmrt_emu::ExchangeRecord> &slots = lmrt_emu::exchange(words, 8);
+  T r;
+  std::memcpy(&r, slots[lmrt_emu::flatThread() ^ (unsigned)laneMask].data(), sizeof r);
+  return r;
 }
 
 /* A warp's barrier, as a block's: the emulated kernels call __syncwarp in every warp

@@ -378,6 +378,8 @@ std::vector<Case> allCases() {
       {"gelu_erf_grad", {randn(s3), randn(s3)}, {{F64, s3}}, {}},
       {"sample", {randn(s3), randIds({2, 8}, int64_t(1) << 30)}, {{I32, {2, 8}}}, {}},
       {"to_float", {randIds({2, 8}, 300)}, {{F64, {2, 8}}}, {}},
+      // Whole numbers (as lm.to_float gives them), which truncate alike in f32 and f64.
+      {"to_int", {runKernel("to_float", {randIds({2, 8}, 300)}, {{F64, {2, 8}}})[0]}, {{I32, {2, 8}}}, {}},
       // The key: any i32 (two words a row of s3).
       {"dropout", {randn(s3), randIds({s3[0], 2}, int64_t(1) << 30)}, {{F64, s3}},
        attrs({{"p", 0.3}, {"site", int64_t(5)}})},
@@ -400,6 +402,7 @@ std::vector<Case> allCases() {
        attrs({{"mesh_axis", int64_t(0)}, {"group_size", int64_t(1)}, {"dim", int64_t(1)}})},
       {"all_gather", {randn(s3)}, {{F64, s3}},
        attrs({{"mesh_axis", int64_t(1)}, {"group_size", int64_t(1)}, {"dim", int64_t(2)}})},
+      {"axis_index", {}, {{F64, {}}}, attrs({{"mesh_axis", int64_t(1)}, {"group_size", int64_t(1)}})},
   };
 }
 

@@ -114,6 +114,35 @@ TEST(Sample, ChecksNameTheProblem) {
             "to_float: result result must be f32[2], got f32[3]");
 }
 
+/* lm.to_int: truncation toward zero from f32 and f64, back from to_float exactly; a
+   value that is no i32 is an error naming it, and the checks name the types. */
+TEST(Sample, ToIntTruncates) {
+  const double v[] = {-100.0, 0.0, 259.0, 30521.0, 2.75, -2.75, 16777215.0};
+  const int32_t want[] = {-100, 0, 259, 30521, 2, -2, 16777215};
+  for (DType dt : {DType::F32, DType::F64}) {
+    Buf x(dt, {7});
+    for (int i = 0; i < 7; ++i) x.set(i, v[i]);
+    auto out = runKernel("to_int", {x}, {TensorType{DType::I32, {7}}});
+    for (int i = 0; i < 7; ++i) EXPECT_EQ(out[0].get(i), (double)want[i]) << i;
+  }
+  Buf bad(DType::F32, {3});
+  bad.set(0, 1.0);
+  bad.set(1, 3e9);
+  bad.set(2, std::nan(""));
+  try {
+    runKernel("to_int", {bad}, {TensorType{DType::I32, {3}}});
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("to_int: element 1 (of 3) is 3e+09, which is not an i32 value"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(checkMsg("to_int", {TensorType{DType::I32, {2}}}, {TensorType{DType::I32, {2}}}),
+            "to_int: x i32[2] must be f32 or f64");
+  EXPECT_EQ(checkMsg("to_int", {TensorType{DType::F32, {2}}}, {TensorType{DType::I32, {3}}}),
+            "to_int: result result must be i32[2], got i32[3]");
+}
+
 TEST(Sample, ToFloatConvertsIds) {
   Buf ids(DType::I32, {4});
   const int32_t v[] = {-100, 0, 259, 30521};

@@ -289,6 +289,8 @@ TEST(SingleProcess, SubmitRunsAtOnce) {
   int x = 0;
   c->wait(c->submit([&] { x = 1; }));
   EXPECT_EQ(x, 1);
+}
+
 /* lm.axis_index: each rank's place in the group, the order all_gather puts its part
    in (as i32 and as a float); a group that is not the run's processes is refused. */
 TEST(Mpi, AxisIndexIsTheRanksPlaceInTheGroup) {

@@ -4,6 +4,9 @@
 #   1 process x 1 thread, 1 process x 2 threads, and 2 ranks x 1 thread (mpirun, --mesh data=2),
 # each for STEPS steps; prints the median tokens/s of steps 2..STEPS and the 2-rank run's
 # efficiency against both (tokens/s over 2 x the 1 x 1 rate, and over the 1 x 2 rate).
+# OVERLAP=1 runs the 2-rank runs with LMRT_OVERLAP_COLLECTIVES=1.
+# The 2-rank run is repeated for each gradient bucket size in $BUCKETS (MiB, default "25 0";
+# docs/distributed.md, "Buckets and overlap").
 # Usage: bench/data_parallel.sh [steps]   (needs a build: scripts/build.sh; about 3 GB a rank)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,22 +15,31 @@ out=runs/bench_dp
 mkdir -p "$out"
 [[ -f runs/fortunes/train.bin ]] || { mkdir -p runs && build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes; }
 build/bin/lmc compile models/gpt2.lm --preset gpt2_b4t64 -o "$out/one.plan" > /dev/null
-build/bin/lmc compile models/gpt2.lm --preset gpt2_b4t64 --mesh data=2 -o "$out/dp.plan" > /dev/null
+buckets=${BUCKETS:-25 0}
+for b in $buckets; do
+  build/bin/lmc compile models/gpt2.lm --preset gpt2_b4t64 --mesh data=2 --bucket-mb "$b" -o "$out/dp-$b.plan" > /dev/null
+done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 common=(--data runs/fortunes --steps "$steps" --eval-batches 0 --overwrite)
 build/bin/lmrt run "$out/one.plan" "${common[@]}" --threads 1 --metrics "$out/1x1.jsonl" --out "$out/1x1.safetensors" > /dev/null
 build/bin/lmrt run "$out/one.plan" "${common[@]}" --threads 2 --metrics "$out/1x2.jsonl" --out "$out/1x2.safetensors" > /dev/null
-mpirun -np 2 --bind-to core build/bin/lmrt run "$out/dp.plan" "${common[@]}" --threads 1 --metrics "$out/2x1.jsonl" \
-  --out "$out/2x1.safetensors" > /dev/null
-/usr/bin/python3 - "$out" <<'PY'
+for b in $buckets; do
+  mpirun -np 2 --bind-to core -x LMRT_OVERLAP_COLLECTIVES="${OVERLAP:-0}" build/bin/lmrt run "$out/dp-$b.plan" "${common[@]}" --threads 1 \
+    --metrics "$out/2x1-$b.jsonl" --out "$out/2x1-$b.safetensors" > /dev/null
+done
+/usr/bin/python3 - "$out" $buckets <<'PY'
 import json, statistics, sys
-out = sys.argv[1]
+out, buckets = sys.argv[1], sys.argv[2:]
 rate = {}
-for run in ("1x1", "1x2", "2x1"):
+runs = [("1x1", "1 process x 1 thread"), ("1x2", "1 process x 2 threads")]
+runs += [(f"2x1-{b}", f"2 ranks x 1 thread, bucket_mb {b}") for b in buckets]
+for run, _ in runs:
     rows = [json.loads(l) for l in open(f"{out}/{run}.jsonl")][1:]
     rate[run] = statistics.median(r["tokens_per_s"] for r in rows)
-for run, what in (("1x1", "1 process x 1 thread"), ("1x2", "1 process x 2 threads"), ("2x1", "2 ranks x 1 thread")):
-    print(f"{what:24s} {rate[run]:8.1f} tok/s")
-print(f"2 ranks x 1 thread: {rate['2x1'] / (2 * rate['1x1']) * 100:.0f} % of twice 1 x 1, "
-      f"{rate['2x1'] / rate['1x2'] * 100:.0f} % of 1 x 2")
+for run, what in runs:
+    print(f"{what:36s} {rate[run]:8.1f} tok/s")
+for b in buckets:
+    r = rate[f"2x1-{b}"]
+    print(f"2 ranks x 1 thread, bucket_mb {b}: {r / (2 * rate['1x1']) * 100:.0f} % of twice 1 x 1, "
+          f"{r / rate['1x2'] * 100:.0f} % of 1 x 2")
 PY

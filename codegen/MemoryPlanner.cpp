@@ -61,6 +61,43 @@ std::vector<LiveRange> mlir::lm::computeLiveRanges(const plan::Program &program)
   return ranges;
 }
 
+static bool isCollective(const std::string &op) {
+  return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather";
+}
+
+std::vector<LiveRange> mlir::lm::computePlanningRanges(const plan::Program &program) {
+  std::vector<LiveRange> ranges = computeLiveRanges(program);
+  auto valid = [&](int id) { return id >= 0 && id < program.buffers_size(); };
+  const int64_t steps = program.steps_size();
+  // The first step at or after `from` that reads one of `outs` (through a view too).
+  auto firstRead = [&](int64_t from, const std::vector<int> &outs) {
+    for (int64_t t = from; t < steps; ++t)
+      for (int id : program.steps(t).inputs())
+        if (valid(id) && llvm::is_contained(outs, storageOf(program, id)))
+          return t;
+    return steps;
+  };
+  for (int64_t step = 0; step < steps; ++step) {
+    const plan::Step &s = program.steps(step);
+    if (!isCollective(s.op()))
+      continue;
+    std::vector<int> outs;
+    for (int id : s.outputs())
+      if (valid(id))
+        outs.push_back(storageOf(program, id));
+    const int64_t until = firstRead(step + 1, outs) - 1;
+    for (int id : s.inputs())
+      if (valid(id)) {
+        LiveRange &r = ranges[storageOf(program, id)];
+        r.last = std::max(r.last, until);
+      }
+  }
+  for (int id = 0; id < program.buffers_size(); ++id)
+    if (program.buffers(id).has_view_of())
+      ranges[id] = ranges[storageOf(program, id)];
+  return ranges;
+}
+
 namespace {
 
 /// The buffers placed so far, as rectangles of bytes [offset, offset + len)
@@ -174,7 +211,7 @@ private:
 } // namespace
 
 void mlir::lm::assignArenaOffsets(plan::Program &program) {
-  std::vector<LiveRange> ranges = computeLiveRanges(program);
+  std::vector<LiveRange> ranges = computePlanningRanges(program);
   std::vector<int> order;
   for (int id = 0; id < program.buffers_size(); ++id) {
     if (!isArena(program.buffers(id)) || program.buffers(id).has_view_of())

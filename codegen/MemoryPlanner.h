@@ -39,6 +39,16 @@ struct LiveRange {
 /// ARENA buffers only). Program outputs live until the last step.
 std::vector<LiveRange> computeLiveRanges(const lmrt::plan::Program &program);
 
+/// computeLiveRanges, and the inputs of a collective step (all_reduce,
+/// reduce_scatter, all_gather) kept live until the step before the first one that
+/// reads its outputs (the end, for a program output no step reads): lmrt runs a
+/// collective on its communication thread from its step until that read
+/// (docs/distributed.md, "Buckets and overlap"), so no step in between may take
+/// its input's bytes. What assignArenaOffsets plans with; a plan planned without
+/// it stays sound (lmrt also waits for a collective before a step that would
+/// write the bytes it works on), so verifyMemoryPlan checks the plain ranges.
+std::vector<LiveRange> computePlanningRanges(const lmrt::plan::Program &program);
+
 /// Assigns `offset` to every ARENA buffer of `program` (greedy by size, first fit)
 /// and sets `arena_bytes`. Buffer sizes must already be set, and every ARENA
 /// buffer must be the output of some step (the plan writer makes one per result).

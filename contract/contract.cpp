@@ -97,13 +97,47 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step, bool c
    staging slice (runtime/cpu/zero_shards.cpp). Alive for one call: the collective
    kernels' contiguous copies (runtime/cpu/kernels/collective.cpp; none along a
    leading dimension, as ZeRO-3's flat gathers and reduce-scatters are) and ZeRO-2's
-   padded gradient. Open MPI's own transport buffers are not counted. A plan
+   padded gradient. A bucket (a run of adjacent all_reduce steps of one group and
+   dtype, which the CPU backend runs as one all-reduce: docs/distributed.md, "Buckets
+   and overlap") counts as one all-reduce of all its elements, plus its staging
+   buffer, kept between calls. Open MPI's own transport buffers are not counted. A plan
    without collectives (one process) holds none of these. */
 int64_t communicationScratch(const plan::Plan &plan) {
-  int64_t parts = 0, sums = 0, staging = 0, transient = 0;
+  int64_t parts = 0, sums = 0, staging = 0, transient = 0, bucket = 0;
+  auto attrInt = [](const plan::Step &step, const char *name) {
+    auto it = step.attrs().find(name);
+    return it == step.attrs().end() ? int64_t(-1) : int64_t(it->second.i());
+  };
+  auto attrBool = [](const plan::Step &step, const char *name) {
+    auto it = step.attrs().find(name);
+    return it != step.attrs().end() && it->second.b();
+  };
   for (const plan::Program &program : plan.programs())
-    for (const plan::Step &step : program.steps()) {
+    for (int si = 0; si < program.steps_size(); ++si) {
+      const plan::Step &step = program.steps(si);
       const std::string &op = step.op();
+      if (op == "all_reduce" && step.inputs_size() == 1 && step.outputs_size() == 1) {
+        // The bucket this step starts (the runtime's sameBucket).
+        const plan::TensorType &in = program.buffers(step.inputs(0)).type();
+        int64_t n = numElements(in), steps = 1;
+        while (si + 1 < program.steps_size()) {
+          const plan::Step &next = program.steps(si + 1);
+          if (next.op() != "all_reduce" || next.inputs_size() != 1 || next.outputs_size() != 1 ||
+              program.buffers(next.inputs(0)).type().dtype() != in.dtype() ||
+              attrInt(next, "mesh_axis") != attrInt(step, "mesh_axis") ||
+              attrInt(next, "group_size") != attrInt(step, "group_size") || attrBool(next, "mean") != attrBool(step, "mean"))
+            break;
+          n += numElements(program.buffers(next.inputs(0)).type());
+          ++steps;
+          ++si;
+        }
+        const int64_t d = std::max<int64_t>(1, attrInt(step, "group_size"));
+        const int64_t eb = dtypeBytes(in.dtype()), mine = (n + d - 1) / d;
+        parts = std::max(parts, d * mine * eb);
+        sums = std::max(sums, mine * eb);
+        if (steps > 1) bucket = std::max(bucket, n * eb);
+        continue;
+      }
       if ((op != "all_reduce" && op != "reduce_scatter" && op != "all_gather") || step.inputs_size() < 1 ||
           step.outputs_size() < 1)
         continue;
@@ -142,7 +176,7 @@ int64_t communicationScratch(const plan::Plan &plan) {
         if (chunk * d != n) transient = std::max(transient, chunk * d * eb);
       }
     }
-  return parts + sums + staging + transient;
+  return parts + sums + staging + transient + bucket;
 }
 
 }  // namespace

@@ -42,6 +42,9 @@ struct FrontendOptions {
   /// `lmc compile --zero N`: the ZeRO stage over the train block's `zero` (-1: the
   /// block's, or 0). Needs data > 1 (docs/distributed.md, "ZeRO").
   int64_t zero = -1;
+  /// `lmc compile --bucket-mb N`: the data-parallel gradient buckets in MiB over the
+  /// train block's `bucket_mb` (-1: the block's, or 25; 0: one all-reduce per gradient).
+  double bucketMb = -1;
 };
 
 /// Emits the module for the main buffer of `sourceMgr`. Every error is reported

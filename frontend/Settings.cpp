@@ -155,6 +155,10 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
   int64_t zero = 0;
   // `sequence_parallel = true` (or lmc's --mesh ...,sp): with the tensor axis.
   bool sequenceParallel = false;
+  // `bucket_mb = N` (the gradient buckets of -lm-data-parallel), then lmc's --bucket-mb;
+  // -1: not given (the pass's default).
+  double bucketMb = -1;
+  Location bucketLoc = FileLineColLoc::get(&ctx, files[0], 1, 1);
   Location zeroLoc = FileLineColLoc::get(&ctx, files[0], 1, 1), meshLoc = zeroLoc, spLoc = zeroLoc;
   for (const ast::Setting *sp : trainSettings) {
     const ast::Setting &s = *sp;
@@ -167,6 +171,21 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
         return error(s.value->loc) << "zero must be a ZeRO stage 0, 1, 2 or 3, got '" << ast::toString(*s.value) << "'";
       zero = v->intValue;
       zeroLoc = loc(s.value->loc);
+      continue;
+    }
+    if (s.name == "bucket_mb") {
+      Env env;
+      FailureOr<LMValue> v = eval(*s.value, env);
+      if (failed(v))
+        return failure();
+      if (v->kind != LMValue::Kind::Int && v->kind != LMValue::Kind::Float)
+        return error(s.value->loc) << "bucket_mb must be a number of MiB (0: one all-reduce per gradient), got '"
+                                   << ast::toString(*s.value) << "'";
+      bucketMb = v->kind == LMValue::Kind::Int ? double(v->intValue) : v->floatValue;
+      if (!(bucketMb >= 0))
+        return error(s.value->loc) << "bucket_mb = " << ast::toString(*s.value) << ": the gradient bucket size must "
+                                   << "be 0 (one all-reduce per gradient) to " << (int64_t(1) << 20) << " MiB";
+      bucketLoc = loc(s.value->loc);
       continue;
     }
     if (s.name != "mesh")
@@ -209,6 +228,11 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
     zero = options.zero;
   if (options.sequenceParallel >= 0)
     sequenceParallel = options.sequenceParallel;
+  if (options.bucketMb >= 0)
+    bucketMb = options.bucketMb;
+  if (bucketMb > double(int64_t(1) << 20))
+    return emitError(bucketLoc) << "bucket_mb = " << bucketMb << ": the gradient bucket size must be 0 (one all-reduce "
+                                << "per gradient) to " << (int64_t(1) << 20) << " MiB";
   if (sequenceParallel && axes[1] == 1)
     return emitError(spLoc) << "sequence_parallel splits the sequence over the tensor-parallel ranks, and this mesh "
                             << "has none: set mesh = { tensor = T } with T > 1 (or lmc compile --mesh tensor=T,sp); "
@@ -250,6 +274,8 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
     attrs.push_back(builder.getNamedAttr(names[axis], builder.getI64IntegerAttr(axes[axis])));
   if (zero > 0) // written only when set, so data-parallel plans keep their bytes
     attrs.push_back(builder.getNamedAttr("zero", builder.getI64IntegerAttr(zero)));
+  if (bucketMb >= 0) // read by -lm-data-parallel; its default (25 MiB) is not written
+    attrs.push_back(builder.getNamedAttr("bucket_mb", builder.getF64FloatAttr(bucketMb)));
   if (sequenceParallel) // read by -lm-spmd
     attrs.push_back(builder.getNamedAttr("sequence_parallel", builder.getBoolAttr(true)));
   return std::optional<DictionaryAttr>(builder.getDictionaryAttr(attrs));
@@ -410,8 +436,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     }
     if (s.name == "data")
       continue; // the batch transform: dataAttr reads it with the objective's inputs
-    if (s.name == "mesh" || s.name == "zero")
-      continue; // the device mesh and the ZeRO stage: meshAttr reads them
+    if (s.name == "mesh" || s.name == "zero" || s.name == "bucket_mb")
+      continue; // the device mesh, the ZeRO stage and the gradient buckets: meshAttr reads them
     if (s.name == "no_decay" || s.name == "groups")
       continue; // parameter groups: paramGroupsAttr reads them once the parameters exist
     if (s.name == "lora")

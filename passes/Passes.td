@@ -166,9 +166,15 @@ def LMDataParallelPass : Pass<"lm-data-parallel", "mlir::ModuleOp"> {
     option `data`), every `lm.train_step` function becomes the program of one
     of D data-parallel ranks: the loss (result 0), every other scalar result
     and every parameter gradient (`lm.grad_of`) is replaced by its
-    `lm.all_reduce` with `mean` over mesh axis 0 (data), right before the
-    return, so every rank holds the gradient of the global batch and the
-    optimizer updates every replica identically. The inputs already hold the
+    `lm.all_reduce` with `mean` over mesh axis 0 (data), so every rank holds
+    the gradient of the global batch and the optimizer updates every replica
+    identically. The gradients go in buckets of about `bucket_mb` MiB (lm.mesh
+    or the option; 25 by default, as PyTorch DDP; 0: one per gradient), filled
+    in the order the backward computes them: a bucket's all-reduces are placed
+    together right after the op that computes its last gradient, so lmrt runs
+    them as one collective while the backward goes on (docs/distributed.md,
+    "Buckets and overlap"). The loss and the metrics are averaged right after
+    the ops that compute them. The inputs already hold the
     rank's batch / D rows (the frontend elaborates the file at the local batch,
     docs/distributed.md). The all-reduce sums in rank order and divides by D,
     as gradient accumulation does over D micro-batches: DP over D ranks gives
@@ -186,6 +192,9 @@ def LMDataParallelPass : Pass<"lm-data-parallel", "mlir::ModuleOp"> {
            "Data-parallel ranks (0: the module's lm.mesh, none without it)">,
     Option<"zero", "zero", "int64_t", "-1",
            "The ZeRO stage (-1: the module's lm.mesh, 0 without it); from 2 on the gradients are not all-reduced">,
+    Option<"bucketMb", "bucket-mb", "double", "-1",
+           "Gradient bucket size in MiB (-1: the module's lm.mesh bucket_mb, 25 without it; 0: one all-reduce "
+           "per gradient)">,
   ];
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
 }

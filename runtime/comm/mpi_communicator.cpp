@@ -109,10 +109,19 @@ public:
     MPI_Initialized(&initialised);
     if (!initialised) {
       int provided = 0;
-      if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+      if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
         fail("MPI_Init_thread failed (launched by %s as rank %d of %d)", env.launcher.c_str(), env.rank, env.size);
       owns_ = true;
     }
+    // The collectives of a train step run on the communication thread (queue_), the
+    // others on the main thread, never two at once: MPI_THREAD_SERIALIZED.
+    int level = 0;
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_SERIALIZED)
+      fail("rank %d of %d: the MPI library gives thread level %s, and lmrt needs MPI_THREAD_SERIALIZED (its "
+           "collectives run on a communication thread while the backward goes on); use an MPI built with thread "
+           "support (Debian's Open MPI has it)", env.rank, env.size,
+           level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED");
     // Errors come back as return codes, so each becomes an lmrt error naming the collective.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -127,18 +136,20 @@ public:
     if (size_t comma = library_.find(','); comma != std::string::npos) library_.resize(comma);
     worldRank_ = rank_, worldSize_ = size_;
     watchdog_ = std::make_shared<Watchdog>(rank_, size_, collectiveTimeout());
+    queue_ = std::make_shared<WorkQueue>();
   }
   /* A group split off `parent` (split()): the parent's watchdog and library; errors name
      the world rank and the group. MPI_Finalize frees its MPI_Comm with the world's. */
   MpiCommunicator(const MpiCommunicator &parent, MPI_Comm comm, const std::string &name)
       : comm_(comm), worldRank_(parent.worldRank_), worldSize_(parent.worldSize_), launcher_(parent.launcher_),
-        library_(parent.library_), group_(name), watchdog_(parent.watchdog_) {
+        library_(parent.library_), group_(name), watchdog_(parent.watchdog_), queue_(parent.queue_) {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
   ~MpiCommunicator() override {
     if (!owns_) return;
+    queue_->stop();  // no collective runs past MPI_Finalize
     watchdog_.reset();
     MPI_Finalize();
   }
@@ -222,6 +233,11 @@ public:
 
   void abort(int status) override { MPI_Abort(MPI_COMM_WORLD, status); }
 
+  /* One communication thread for the world and its groups: their collectives stay in
+     one order. The scratch below is then used by one thread at a time. */
+  uint64_t submit(std::function<void()> work) override { return queue_->submit(std::move(work)); }
+  void wait(uint64_t ticket) override { queue_->wait(ticket); }
+
 private:
   int bytesAsInt(int64_t bytes, const std::string &what) const {
     if (bytes > INT_MAX)
@@ -253,6 +269,7 @@ private:
   std::string launcher_, library_, group_;  // group_: "" for the world, else "tensor group 1"
   std::vector<char> parts_, sum_;  // scratch kept between calls (a step's collectives reuse it)
   std::shared_ptr<Watchdog> watchdog_;
+  std::shared_ptr<WorkQueue> queue_;
 };
 
 }  // namespace

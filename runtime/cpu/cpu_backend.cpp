@@ -8,6 +8,7 @@
 
 #include "contract/contract.h"
 #include "contract/plan_types.h"
+#include "runtime/cpu/collectives_in_flight.h"
 #include "runtime/cpu/optimizers.h"
 #include "runtime/cpu/grad_clip.h"
 #include "runtime/cpu/kernel_library.h"
@@ -227,6 +228,35 @@ void CpuBackend::optimizerStep(double lr, double gradScale) {
   zero_->gatherParams(views_);
 }
 
+/* Whether collectives run on the communication thread while the next steps go on:
+   LMRT_OVERLAP_COLLECTIVES=1. Off by default: on the 2-core development machine, one
+   rank per core, Open MPI's busy-polling on the communication thread takes the core
+   from the backward and a GPT-2 small step ran 3x slower (docs/distributed.md,
+   "Buckets and overlap"); without it a bucket runs where the executor reaches it. */
+bool overlapCollectives() {
+  static const bool on = [] {
+    const char *v = std::getenv("LMRT_OVERLAP_COLLECTIVES");
+    if (!v || !*v || std::string(v) == "0") return false;
+    if (std::string(v) == "1") return true;
+    fail("LMRT_OVERLAP_COLLECTIVES='%s' must be 0 or 1", v);
+  }();
+  return on;
+}
+
+/* The collectives, which run on the communication thread (collectives_in_flight.h). */
+bool isCollective(const std::string &op) {
+  return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather";
+}
+
+/* Whether all_reduce step `b` can join the bucket of all_reduce step `a`: the same
+   group and reduction. */
+bool sameBucket(const StepBinding &a, const StepBinding &b) {
+  if (b.step->op() != "all_reduce" || b.in.size() != 1 || b.out.size() != 1) return false;
+  return a.attrs.getInt("mesh_axis") == b.attrs.getInt("mesh_axis") &&
+         a.attrs.getInt("group_size") == b.attrs.getInt("group_size") &&
+         a.attrs.getBool("mean") == b.attrs.getBool("mean");
+}
+
 const ExecProgram &CpuBackend::program(const std::string &name) const {
   auto it = programs_.find(name);
   if (it == programs_.end()) bound_.program(name);  // throws, listing the programs
@@ -255,13 +285,68 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
     default: bound_.error("buffer " + std::to_string(id) + " has an unknown kind");
     }
   };
+  // Collective steps run on the communication thread while the next steps go on
+  // (collectives_in_flight.h); not while a step observer or the non-finite check reads
+  // every output as it is made.
+  CollectivesInFlight inFlight(comm::world());
+  const bool buckets = !observer_ && !nonFinite_, overlap = buckets && overlapCollectives();
+  auto callOf = [&](const StepBinding &sb) {
+    kernels::KernelCall call{{}, {}, sb.attrs};
+    for (int id : sb.in) call.in.push_back(ref(id));
+    for (int id : sb.out) call.out.push_back(ref(id));
+    return call;
+  };
   for (size_t si = 0; si < ep.steps.size(); ++si) {
     const ExecStep &st = ep.steps[si];
     const StepBinding &sb = *st.binding;
     auto t0 = std::chrono::steady_clock::now();
-    kernels::KernelCall call{{}, {}, sb.attrs};
-    for (int id : sb.in) call.in.push_back(ref(id));
-    for (int id : sb.out) call.out.push_back(ref(id));
+    kernels::KernelCall call = callOf(sb);
+    inFlight.before(call.in, call.out);
+    if (buckets && !st.gen && isCollective(sb.step->op())) {
+      // A bucket: this step and the all_reduce steps right after it that it can go with
+      // (-lm-data-parallel places a bucket's all-reduces together), one collective.
+      std::vector<kernels::KernelCall> bucket{call};
+      std::vector<TensorRef> reads = call.in, writes = call.out;
+      std::string where = sb.where;
+      while (sb.step->op() == "all_reduce" && si + 1 < ep.steps.size()) {
+        const ExecStep &next = ep.steps[si + 1];
+        if (next.gen || !sameBucket(sb, *next.binding)) break;
+        kernels::KernelCall nc = callOf(*next.binding);
+        if (nc.in[0].type.dtype != call.in[0].type.dtype || anyOverlap(nc.in, writes) || anyOverlap(nc.out, writes) ||
+            (nc.out[0].data != nc.in[0].data && anyOverlap(nc.out, reads)))
+          break;
+        inFlight.before(nc.in, nc.out);
+        reads.insert(reads.end(), nc.in.begin(), nc.in.end());
+        writes.insert(writes.end(), nc.out.begin(), nc.out.end());
+        bucket.push_back(nc);
+        ++si;
+      }
+      if (bucket.size() > 1)
+        where += " to step " + std::to_string(si) + " (a bucket of " + std::to_string(bucket.size()) + " all_reduce steps)";
+      const kernels::KernelDef *def = st.def;
+      std::string origin = bound_.origin();
+      auto work = [bucket, def, where, origin] {
+        try {
+          if (bucket.size() > 1)
+            kernels::runAllReduceBucket(bucket);
+          else
+            def->run(bucket[0]);
+        } catch (const std::exception &e) {
+          throw Error("plan '" + origin + "': " + where + ": " + e.what());
+        }
+      };
+      if (overlap)
+        inFlight.start(work, reads, writes);
+      else
+        work();
+      if (profile_) {
+        OpProfile::Entry &e = profile_->ops[profileKey(bound_.plan(), programName, sb)];
+        e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        e.calls += (int64_t)bucket.size();
+        e.flops += sb.step->flops();
+      }
+      continue;
+    }
     auto report = [&](const std::string &tensor, int64_t element, double value) {
       *nonFinite_ = NonFiniteValue{true, sb.where, programName, (int64_t)si, sb.step->op(), sb.step->loc(),
                                    tensor, element, value};
@@ -299,6 +384,14 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
         int64_t at = firstNonFinite(call.out[k], v);
         if (at >= 0) return report("output " + std::to_string(k) + " " + call.out[k].type.str(), at, v);
       }
+  }
+  // The outputs are read after the run (and ZeRO-2's reduce-scatter is a collective of
+  // the main thread): every collective has finished.
+  inFlight.waitAll();
+  if (profile_ && inFlight.waitedSeconds() > 0) {
+    OpProfile::Entry &e = profile_->ops[programName + "/wait(collectives)"];
+    e.seconds += inFlight.waitedSeconds();
+    e.calls += 1;
   }
   // ZeRO-2: the plan's train step returns this rank's own gradients; each keeps its
   // slice of their mean over the ranks.

@@ -29,6 +29,8 @@
 // CHECK: lm.all_gather %arg1 {{.*}} -> tensor<4xf32>
 // CHECK-NEXT: lm.reshape {{.*}} -> tensor<2x2xf32>
 // CHECK-NEXT: lm.matmul
+// The loss, averaged right after it is computed (-lm-data-parallel).
+// CHECK: %[[L:.*]] = lm.all_reduce %{{.*}} {group_size = 2 : i64, mean = true, mesh_axis = 0 : i64} : (tensor<f32>) -> tensor<f32>
 // The backward reads w2 again (dh = dz w2^T): gathered again, right before.
 // CHECK: lm.all_gather %arg1 {{.*}} -> tensor<4xf32>
 // CHECK-NEXT: lm.reshape {{.*}} -> tensor<2x2xf32>
@@ -51,7 +53,6 @@
 // CHECK-NEXT: lm.reduce_scatter {{.*}} : (tensor<6xf32>) -> tensor<3xf32>
 // CHECK-NEXT: lm.constant
 // CHECK-NEXT: %[[S1:.*]] = lm.div %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
-// CHECK-NEXT: %[[L:.*]] = lm.all_reduce %{{.*}} {group_size = 2 : i64, mean = true, mesh_axis = 0 : i64} : (tensor<f32>) -> tensor<f32>
 // CHECK-NEXT: return %[[L]], %[[S1]], %[[S2]], %[[S3]]
 
 // Three ranks: w1's 6 elements are 2 a rank; w2's 4 are 2 a rank, padded to 6

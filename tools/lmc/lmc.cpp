@@ -59,6 +59,7 @@ struct CompileOptions {
   std::string preset;
   std::string mesh;  // --mesh data=D,tensor=T (docs/distributed.md)
   int64_t zero = -1; // --zero N: the ZeRO stage (-1: the train block's)
+  double bucketMb = -1; // --bucket-mb N: data-parallel gradient buckets (-1: the train block's)
   std::string floatType = "f32";
   bool noDecodePrograms = false;
   std::string emit;
@@ -253,7 +254,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   if (ext != ".lm" && ext != ".mlir")
     return fail("'" + opts.input + "' is neither a .lm source nor a .mlir module");
   if (ext == ".mlir" && frontendFlagsGiven)
-    return fail("-D, --preset, --mesh, --zero and --float-type apply to .lm sources, not to '" + opts.input + "'");
+    return fail("-D, --preset, --mesh, --zero, --bucket-mb and --float-type apply to .lm sources, not to '" + opts.input + "'");
   // The output rules (base/paths.h, docs/runtime.md "Paths") before any work:
   // no output is an input, every one is writable, and an existing -o is
   // replaced only when it is a plan (an earlier compile's), else with
@@ -362,6 +363,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
     if (!opts.mesh.empty() && failed(parseMesh(opts.mesh, compileOptions.frontend)))
       return 1;
     compileOptions.frontend.zero = opts.zero;
+    compileOptions.frontend.bucketMb = opts.bucketMb;
   } else {
     compileOptions.input = mlir::lm::InputKind::MlirModule;
   }
@@ -584,6 +586,12 @@ int main(int argc, char **argv) {
       "--zero", opts.zero,
       "the ZeRO stage over the train block's zero: 0 (plain data parallelism), 1 (each data rank keeps 1/D of the "
       "optimizer state) or 2 (and reduce-scatters the gradients); needs --mesh data=D with D > 1; docs/distributed.md");
+  CLI::Option *bucketMb = compile->add_option(
+      "--bucket-mb", opts.bucketMb,
+      "data parallelism's gradient buckets, over the train block's bucket_mb: each bucket's gradients (about N "
+      "MiB, in the order the backward computes them) are all-reduced as one collective while the backward goes "
+      "on; 0: one all-reduce per gradient; default 25 (docs/distributed.md, \"Buckets and overlap\")")
+      ->check(CLI::Range(0.0, double(1 << 20)));
   compile->add_option("--fusion", opts.fusion, "fusion in the optimize stage: auto (default) or none")
       ->check(CLI::IsMember({"auto", "none"}));
   compile->add_option("--remat", opts.remat,
@@ -682,7 +690,7 @@ int main(int argc, char **argv) {
   explainOptions.remat = explainOpts.remat;
   explainOptions.fusion = explainOpts.fusion;
   int status = *compile   ? runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0 ||
-                                             mesh->count() > 0 || zero->count() > 0)
+                                             mesh->count() > 0 || zero->count() > 0 || bucketMb->count() > 0)
                : *explain ? runCompile(explainOpts, explainDefines->count() > 0 || explainFloat->count() > 0 ||
                                                         explainPreset->count() > 0 || explainMesh->count() > 0 ||
                                                         explainZero->count() > 0)

@@ -6,6 +6,7 @@
    contiguous piece first and back after (not needed for outer = 1). */
 #include "runtime/cpu/kernels/kernel_common.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "runtime/comm/communicator.h"
@@ -124,3 +125,34 @@ void addCollectiveKernels(std::vector<KernelDef> &k) {
 }
 
 }  // namespace lmrt::kernels::detail
+
+namespace lmrt::kernels {
+
+void runAllReduceBucket(const std::vector<KernelCall> &calls) {
+  if (calls.size() == 1) return detail::runAllReduce(calls[0]);
+  comm::Communicator &c = detail::groupOf("all_reduce", calls[0]);
+  const DType dtype = calls[0].in[0].type.dtype;
+  const size_t eb = dtypeSize(dtype);
+  int64_t total = 0;
+  for (const KernelCall &call : calls) total += call.in[0].numel();
+  // Kept between steps: the communication thread is its only user.
+  static thread_local std::vector<char> staging;
+  staging.resize((size_t)total * eb);
+  size_t at = 0;
+  for (const KernelCall &call : calls) {
+    std::memcpy(staging.data() + at, call.in[0].data, (size_t)call.in[0].numel() * eb);
+    at += (size_t)call.in[0].numel() * eb;
+  }
+  char what[96];
+  std::snprintf(what, sizeof what, "all_reduce of a bucket of %zu tensors (%.1f MiB)", calls.size(),
+                (double)at / (1 << 20));
+  c.allReduce(staging.data(), staging.data(), total, dtype,
+              calls[0].attrs.getBool("mean") ? comm::Reduction::Mean : comm::Reduction::Sum, what);
+  at = 0;
+  for (const KernelCall &call : calls) {
+    std::memcpy(call.out[0].data, staging.data() + at, (size_t)call.out[0].numel() * eb);
+    at += (size_t)call.out[0].numel() * eb;
+  }
+}
+
+}  // namespace lmrt::kernels

@@ -37,6 +37,13 @@ struct KernelDef {
    disagreement, one per line. The unit tests run it on allKernels(). */
 std::string compareWithOpTable(const std::vector<KernelDef> &kernels);
 
+/* A bucket (docs/distributed.md, "Buckets and overlap"): the all_reduce steps `calls`, of
+   one group, dtype and `mean`, as one collective over their inputs laid end to end (one
+   staging buffer in, the sums out to each output). Each element's sum is the one its own
+   step's all-reduce computes (communicator.h's rank order), so the bits do not depend on
+   how the steps are bucketed. */
+void runAllReduceBucket(const std::vector<KernelCall> &calls);
+
 /* nullptr when no kernel has that name. */
 const KernelDef *findKernel(std::string_view op);
 /* All kernels, for listing and tests. */

@@ -128,3 +128,35 @@ TEST(MemoryPlanner, MatchesFirstFitOnNestedLiveRanges) {
 }
 
 } // namespace
+
+namespace {
+
+/// A collective runs on lmrt's communication thread from its step until its result is
+/// first read (docs/distributed.md, "Buckets and overlap"): its input is planned live
+/// until the step before that read (the end, for an output no step reads), so no step
+/// in between takes its bytes; the plain ranges (verifyMemoryPlan's) are unchanged.
+TEST(MemoryPlanner, CollectiveInputsLiveUntilTheirResultIsRead) {
+  // Buffer 0 (the gradient) written by step 0, all-reduced by step 1 into buffer 1,
+  // which step 4 reads; steps 2 and 3 make buffers 2 and 3 of the same size.
+  plan::Program program = makeProgram(6, {{0, 1}, {1, 4}, {2, 3}, {3, 5}}, {256, 256, 256, 256});
+  program.mutable_steps(1)->set_op("all_reduce");
+  EXPECT_EQ(computeLiveRanges(program)[0].last, 1);
+  std::vector<LiveRange> planned = computePlanningRanges(program);
+  EXPECT_EQ(planned[0].last, 3);  // until step 4 reads the result
+  EXPECT_EQ(planned[1].last, 4);
+  EXPECT_EQ(planned[2].last, 3);
+  assignArenaOffsets(program);
+  EXPECT_NE(program.buffers(0).offset(), program.buffers(2).offset());
+  EXPECT_NE(program.buffers(0).offset(), program.buffers(3).offset());
+  EXPECT_EQ(verifyMemoryPlan(program), "");
+  // A result no step reads (a returned gradient): the input lives to the end.
+  plan::Program returned = makeProgram(4, {{0, 1}, {1, 1}, {2, 3}}, {256, 256, 256});
+  returned.mutable_steps(1)->set_op("all_reduce");
+  EXPECT_EQ(computePlanningRanges(returned)[0].last, 3);
+  // Read by the very next step: nothing runs in between, nothing changes.
+  plan::Program next = makeProgram(4, {{0, 1}, {1, 2}, {2, 3}}, {256, 256, 256});
+  next.mutable_steps(1)->set_op("all_gather");
+  EXPECT_EQ(computePlanningRanges(next)[0].last, 1);
+}
+
+} // namespace

@@ -227,6 +227,70 @@ TEST(Mpi, CollectiveKernelsAlongAnInnerDimension) {
   }
 }
 
+/* A bucket of all_reduce steps (docs/distributed.md, "Buckets and overlap"): one collective
+   over the tensors end to end gives every tensor the bits of its own all-reduce, in place
+   too, and run on the communication thread (submit, wait) the same. */
+TEST(Mpi, AllReduceBucketIsEachTensorsAllReduce) {
+  Communicator &c = mpi();
+  const int64_t sizes[] = {7, 1, 1000, 33};  // uneven over the ranks, alone and laid end to end
+  kernels::Attrs attrs;
+  attrs.set("mesh_axis", int64_t(0));
+  attrs.set("group_size", int64_t(c.size()));
+  attrs.set("mean", true);
+  std::vector<std::vector<float>> x, own, bucketOut, inPlace;
+  for (int64_t n : sizes) {
+    std::vector<float> v = partOf(c.rank(), n);
+    for (float &e : v) e *= float(n);  // tensors differ
+    x.push_back(v);
+    own.emplace_back((size_t)n);
+    bucketOut.emplace_back((size_t)n);
+    inPlace.push_back(v);
+  }
+  std::vector<kernels::KernelCall> calls, inPlaceCalls;
+  for (size_t k = 0; k < x.size(); ++k) {
+    TensorType t{DType::F32, {sizes[k]}};
+    kernels::findKernel("all_reduce")->run(kernels::KernelCall{{TensorRef{x[k].data(), t}}, {TensorRef{own[k].data(), t}}, attrs});
+    calls.push_back(kernels::KernelCall{{TensorRef{x[k].data(), t}}, {TensorRef{bucketOut[k].data(), t}}, attrs});
+    inPlaceCalls.push_back(kernels::KernelCall{{TensorRef{inPlace[k].data(), t}}, {TensorRef{inPlace[k].data(), t}}, attrs});
+  }
+  kernels::runAllReduceBucket(calls);
+  uint64_t ticket = c.submit([&] { kernels::runAllReduceBucket(inPlaceCalls); });
+  c.wait(ticket);
+  for (size_t k = 0; k < x.size(); ++k) {
+    EXPECT_EQ(0, std::memcmp(own[k].data(), bucketOut[k].data(), (size_t)sizes[k] * 4)) << "tensor " << k;
+    EXPECT_EQ(0, std::memcmp(own[k].data(), inPlace[k].data(), (size_t)sizes[k] * 4)) << "in place, tensor " << k;
+  }
+}
+
+/* The communication thread runs its work in order; an error ends the queue (later work
+   is dropped) and every later wait rethrows it. */
+TEST(WorkQueue, RunsInOrderAndRethrowsTheFirstError) {
+  WorkQueue q;
+  std::vector<int> ran;
+  uint64_t a = q.submit([&] { ran.push_back(1); });
+  uint64_t b = q.submit([&] { ran.push_back(2); });
+  q.wait(b);
+  q.wait(a);
+  EXPECT_EQ(ran, (std::vector<int>{1, 2}));
+  q.submit([] { fail("rank 1 of 2: MPI_Alltoallv in all_reduce of a bucket failed"); });
+  uint64_t c = q.submit([&] { ran.push_back(3); });
+  try {
+    q.wait(c);
+    FAIL() << "the error was not rethrown";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("MPI_Alltoallv in all_reduce of a bucket"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ran, (std::vector<int>{1, 2}));
+  EXPECT_THROW(q.wait(c), Error);
+}
+
+TEST(SingleProcess, SubmitRunsAtOnce) {
+  std::unique_ptr<Communicator> c = makeSingleProcess();
+  int x = 0;
+  c->wait(c->submit([&] { x = 1; }));
+  EXPECT_EQ(x, 1);
+}
+
 /* lm.axis_index: each rank's place in the group, the order all_gather puts its part
    in (as i32 and as a float); a group that is not the run's processes is refused. */
 TEST(Mpi, AxisIndexIsTheRanksPlaceInTheGroup) {

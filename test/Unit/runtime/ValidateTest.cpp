@@ -847,15 +847,27 @@ TEST(PredictedMemory, CommunicationBuffers) {
   };
   EXPECT_EQ(predictedMemory(p).commScratch, 0);  // no collectives: one process
   collective("all_reduce", buffer({101}), buffer({101}), 2);  // 2 x 51 received, 51 summed
-  collective("all_reduce", buffer({10}), buffer({10}), 2);
   EXPECT_EQ(predictedMemory(p).commScratch, (2 * 51 + 51) * 4);
+  // An adjacent all_reduce of the same group joins its bucket (docs/distributed.md,
+  // "Buckets and overlap"): one all-reduce of 111 elements (2 x 56 received, 56 summed),
+  // and the 111 elements' staging buffer.
+  collective("all_reduce", buffer({10}), buffer({10}), 2);
+  EXPECT_EQ(predictedMemory(p).commScratch, (2 * 56 + 56 + 111) * 4);
   collective("all_gather", buffer({60}), buffer({120}), 2);  // its input copied, its output for one call
-  EXPECT_EQ(predictedMemory(p).commScratch, 2 * 51 * 4 + 60 * 4 + 120 * 4);
+  EXPECT_EQ(predictedMemory(p).commScratch, 2 * 56 * 4 + 60 * 4 + 120 * 4 + 111 * 4);
   // Along a leading dimension (ZeRO-3's flat slices) the kernels copy nothing: a larger
   // gather adds its input copy, not its output.
   collective("all_gather", buffer({1, 100}), buffer({1, 200}), 2, /*dim=*/1);  // outer 1
   collective("all_gather", buffer({100}), buffer({200}), 2, /*dim=*/0);
-  EXPECT_EQ(predictedMemory(p).commScratch, 2 * 51 * 4 + 100 * 4 + 120 * 4);
+  EXPECT_EQ(predictedMemory(p).commScratch, 2 * 56 * 4 + 100 * 4 + 120 * 4 + 111 * 4);
+  // Not a bucket: all-reduces with another step between them, or of another group.
+  plan::Plan q;
+  prog = q.add_programs();
+  collective("all_reduce", buffer({101}), buffer({101}), 2);
+  prog->add_steps()->set_op("add");
+  collective("all_reduce", buffer({10}), buffer({10}), 2);
+  collective("all_reduce", buffer({10}), buffer({10}), 4);  // 4 x 3 received, 3 summed
+  EXPECT_EQ(predictedMemory(q).commScratch, (2 * 51 + 51) * 4);
 }
 
 TEST(Validate, ParamSharding) {

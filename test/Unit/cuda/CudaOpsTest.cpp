@@ -17,6 +17,28 @@ kernels::Attrs attrs(std::initializer_list<std::pair<const char *, kernels::Attr
   return a;
 }
 
+/* One attention shape: batch, query and key lengths, query and key/value heads, head size. */
+struct AttnShape {
+  int64_t B, Tq, Tk, H, Hkv, Dh;
+  bool causal;
+};
+
+/* Every form of the attention op at shape c (forward, grad, stats, masked with a wholly
+   masked row, their grads), for a test to adjust (TF32, the plan's 16-bit type) and run. */
+std::vector<OpCase> attentionForms(const AttnShape &c) {
+  kernels::Attrs a = attrs({{"num_heads", c.H}, {"causal", c.causal}, {"num_kv_heads", c.Hkv}});
+  TensorType q = f32({c.B, c.Tq, c.H * c.Dh}), k = f32({c.B, c.Tk, c.Hkv * c.Dh}), m = f32({c.B, c.Tk});
+  TensorType lse = f32({c.B, c.H, c.Tq});
+  std::vector<OpCase> cases = {{"attention", {q, k, k}, {q}, a},
+                               {"attention_grad", {q, k, k, q}, {q, k, k}, a},
+                               {"attention_stats", {q, k, k}, {q, lse}, a},
+                               {"masked_attention", {q, k, k, m}, {q}, a},
+                               {"masked_attention_grad", {q, k, k, m, q}, {q, k, k}, a},
+                               {"attention_grad_stats", {q, k, k, q, lse, q}, {q, k, k}, a}};
+  cases[3].paddingMask = cases[4].paddingMask = 3;
+  return cases;
+}
+
 TEST(CudaOps, Matmul) {
   runCase({"matmul", {f32({4, 8, 16}), f32({16, 12})}, {f32({4, 8, 12})}, {}});
   runCase({"matmul", {f32({3, 5, 7}), f32({3, 7, 6})}, {f32({3, 5, 6})}, {}});
@@ -340,25 +362,12 @@ TEST(CudaOps, GroupedQueryAttention) {
    the op, at TF32's tolerance. */
 TEST(CudaOps, AttentionOnTensorCores) {
   setenv("LMRT_CUDA_ATTENTION", "tensor-cores", 1);
-  struct Case {
-    int64_t B, Tq, Tk, H, Hkv, Dh;
-    bool causal;
-  };
-  for (Case c : {Case{2, 37, 37, 2, 2, 16, true}, Case{1, 130, 130, 2, 2, 64, true}, Case{2, 70, 70, 4, 2, 32, false},
-                 Case{3, 37, 130, 2, 2, 16, false}, Case{2, 100, 33, 4, 4, 64, false}, Case{2, 70, 70, 4, 1, 64, true}}) {
+  for (AttnShape c : {AttnShape{2, 37, 37, 2, 2, 16, true}, AttnShape{1, 130, 130, 2, 2, 64, true},
+                      AttnShape{2, 70, 70, 4, 2, 32, false}, AttnShape{3, 37, 130, 2, 2, 16, false},
+                      AttnShape{2, 100, 33, 4, 4, 64, false}, AttnShape{2, 70, 70, 4, 1, 64, true}}) {
     SCOPED_TRACE("Tq " + std::to_string(c.Tq) + ", Tk " + std::to_string(c.Tk) + ", Dh " + std::to_string(c.Dh) +
                  (c.causal ? ", causal" : ""));
-    kernels::Attrs a = attrs({{"num_heads", c.H}, {"causal", c.causal}, {"num_kv_heads", c.Hkv}});
-    TensorType q = f32({c.B, c.Tq, c.H * c.Dh}), k = f32({c.B, c.Tk, c.Hkv * c.Dh}), m = f32({c.B, c.Tk});
-    TensorType lse = f32({c.B, c.H, c.Tq});
-    std::vector<OpCase> cases = {{"attention", {q, k, k}, {q}, a},
-                                 {"attention_grad", {q, k, k, q}, {q, k, k}, a},
-                                 {"attention_stats", {q, k, k}, {q, lse}, a},
-                                 {"masked_attention", {q, k, k, m}, {q}, a},
-                                 {"masked_attention_grad", {q, k, k, m, q}, {q, k, k}, a},
-                                 {"attention_grad_stats", {q, k, k, q, lse, q}, {q, k, k}, a}};
-    cases[3].paddingMask = cases[4].paddingMask = 3;
-    for (OpCase &oc : cases) {
+    for (OpCase &oc : attentionForms(c)) {
       oc.tf32 = true;
       runCase(oc);
     }
@@ -374,29 +383,16 @@ TEST(CudaOps, AttentionOnTensorCores) {
    a bias (the same kernels) and with one (the CUDA-core kernels). */
 TEST(CudaOps, AttentionOn16BitTensorCores) {
   setenv("LMRT_CUDA_ATTENTION", "tensor-cores", 1);  // opt-in until a GPU has run them (attention.cu)
-  struct Case {
-    int64_t B, Tq, Tk, H, Hkv, Dh;
-    bool causal;
-  };
   for (DType low : {DType::BF16, DType::F16})
-    for (Case c : {Case{1, 100, 100, 2, 2, 64, true}, Case{1, 100, 100, 1, 1, 64, false},
-                   Case{1, 70, 70, 2, 2, 128, true}, Case{2, 37, 37, 2, 1, 32, true}, Case{2, 70, 70, 4, 2, 64, true},
-                   Case{1, 40, 40, 2, 2, 96, false}, Case{3, 37, 130, 2, 2, 32, false},
-                   Case{2, 100, 33, 4, 4, 64, false}, Case{2, 1030, 1030, 2, 2, 64, true}}) {
+    for (AttnShape c : {AttnShape{1, 100, 100, 2, 2, 64, true}, AttnShape{1, 100, 100, 1, 1, 64, false},
+                        AttnShape{1, 70, 70, 2, 2, 128, true}, AttnShape{2, 37, 37, 2, 1, 32, true},
+                        AttnShape{2, 70, 70, 4, 2, 64, true}, AttnShape{1, 40, 40, 2, 2, 96, false},
+                        AttnShape{3, 37, 130, 2, 2, 32, false}, AttnShape{2, 100, 33, 4, 4, 64, false},
+                        AttnShape{2, 1030, 1030, 2, 2, 64, true}}) {
       SCOPED_TRACE(std::string(low == DType::BF16 ? "bf16" : "f16") + ", Tq " + std::to_string(c.Tq) + ", Tk " +
                    std::to_string(c.Tk) + ", H " + std::to_string(c.H) + "/" + std::to_string(c.Hkv) + ", Dh " +
                    std::to_string(c.Dh) + (c.causal ? ", causal" : ""));
-      kernels::Attrs a = attrs({{"num_heads", c.H}, {"causal", c.causal}, {"num_kv_heads", c.Hkv}});
-      TensorType q = f32({c.B, c.Tq, c.H * c.Dh}), k = f32({c.B, c.Tk, c.Hkv * c.Dh}), m = f32({c.B, c.Tk});
-      TensorType lse = f32({c.B, c.H, c.Tq});
-      std::vector<OpCase> cases = {{"attention", {q, k, k}, {q}, a},
-                                   {"attention_grad", {q, k, k, q}, {q, k, k}, a},
-                                   {"attention_stats", {q, k, k}, {q, lse}, a},
-                                   {"masked_attention", {q, k, k, m}, {q}, a},
-                                   {"masked_attention_grad", {q, k, k, m, q}, {q, k, k}, a},
-                                   {"attention_grad_stats", {q, k, k, q, lse, q}, {q, k, k}, a}};
-      cases[3].paddingMask = cases[4].paddingMask = 3;
-      for (OpCase &oc : cases) {
+      for (OpCase &oc : attentionForms(c)) {
         oc.lowPrecision = low;
         runCase(oc);
       }

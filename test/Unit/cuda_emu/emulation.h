@@ -23,8 +23,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "contract/scalar_math.h"
-
 #define __host__
 #define __device__
 #define __global__
@@ -149,7 +147,11 @@ inline void mma16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[
   const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
   const std::vector<ExchangeRecord> &slots = exchange(mine, 6);
   const unsigned warp0 = flatThread() / 32 * 32, lane = flatThread() % 32, g = lane / 4, t = lane % 4;
-  auto half = [](uint32_t w, int k) { return lmc::toFloat(H{(uint16_t)(k % 2 ? w >> 16 : w & 0xffffu)}); };
+  // toFloat unqualified: found by argument-dependent lookup in H's namespace (lmc) when the kernel's own
+  // source has defined it. Including contract/scalar_math.h here would set its include guard before a
+  // generated kernel source embeds it, and the emulated kernels would then run the header's functions
+  // instead of their own copy (kernels-cuda-emulated.test's mutant would go unnoticed).
+  auto half = [](uint32_t w, int k) { return toFloat(H{(uint16_t)(k % 2 ? w >> 16 : w & 0xffffu)}); };
   // A[r][k]: lane 4 (r % 8) + (k % 8) / 2, register (r >= 8) + 2 (k >= 8); B[k][n]: lane 4 n + (k % 8) / 2,
   // register 4 + (k >= 8).
   auto A = [&](int r, int k) { return half(slots[warp0 + 4 * (r % 8) + (k % 8) / 2][(r >= 8) + 2 * (k >= 8)], k); };

@@ -49,6 +49,30 @@ int64_t numElements(const plan::TensorType &t) {
 int64_t typeBytes(const plan::TensorType &t) { return numElements(t) * dtypeBytes(t.dtype()); }
 
 namespace {
+/* A step's integer attribute (-1 when absent) and boolean one (false when absent). */
+int64_t stepAttrInt(const plan::Step &s, const char *name) {
+  auto it = s.attrs().find(name);
+  return it == s.attrs().end() ? int64_t(-1) : int64_t(it->second.i());
+}
+bool stepAttrBool(const plan::Step &s, const char *name) {
+  auto it = s.attrs().find(name);
+  return it != s.attrs().end() && it->second.b();
+}
+}  // namespace
+
+bool joinsAllReduceBucket(const plan::Program &program, const plan::Step &first, const plan::Step &next) {
+  auto oneToOne = [](const plan::Step &s) {
+    return s.op() == "all_reduce" && s.inputs_size() == 1 && s.outputs_size() == 1;
+  };
+  if (!oneToOne(first) || !oneToOne(next) ||
+      program.buffers(first.inputs(0)).type().dtype() != program.buffers(next.inputs(0)).type().dtype())
+    return false;
+  return stepAttrInt(first, "mesh_axis") == stepAttrInt(next, "mesh_axis") &&
+         stepAttrInt(first, "group_size") == stepAttrInt(next, "group_size") &&
+         stepAttrBool(first, "mean") == stepAttrBool(next, "mean");
+}
+
+namespace {
 
 int64_t matmulScratch(const plan::Program &program, const plan::Step &step) {
   if (step.op() != "matmul" || step.inputs_size() != 2) return 0;
@@ -104,34 +128,21 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step, bool c
    without collectives (one process) holds none of these. */
 int64_t communicationScratch(const plan::Plan &plan) {
   int64_t parts = 0, sums = 0, staging = 0, transient = 0, bucket = 0;
-  auto attrInt = [](const plan::Step &step, const char *name) {
-    auto it = step.attrs().find(name);
-    return it == step.attrs().end() ? int64_t(-1) : int64_t(it->second.i());
-  };
-  auto attrBool = [](const plan::Step &step, const char *name) {
-    auto it = step.attrs().find(name);
-    return it != step.attrs().end() && it->second.b();
-  };
   for (const plan::Program &program : plan.programs())
     for (int si = 0; si < program.steps_size(); ++si) {
       const plan::Step &step = program.steps(si);
       const std::string &op = step.op();
       if (op == "all_reduce" && step.inputs_size() == 1 && step.outputs_size() == 1) {
-        // The bucket this step starts (the runtime's sameBucket).
+        // The bucket this step starts.
         const plan::TensorType &in = program.buffers(step.inputs(0)).type();
         int64_t n = numElements(in), steps = 1;
-        while (si + 1 < program.steps_size()) {
+        while (si + 1 < program.steps_size() && joinsAllReduceBucket(program, step, program.steps(si + 1))) {
           const plan::Step &next = program.steps(si + 1);
-          if (next.op() != "all_reduce" || next.inputs_size() != 1 || next.outputs_size() != 1 ||
-              program.buffers(next.inputs(0)).type().dtype() != in.dtype() ||
-              attrInt(next, "mesh_axis") != attrInt(step, "mesh_axis") ||
-              attrInt(next, "group_size") != attrInt(step, "group_size") || attrBool(next, "mean") != attrBool(step, "mean"))
-            break;
           n += numElements(program.buffers(next.inputs(0)).type());
           ++steps;
           ++si;
         }
-        const int64_t d = std::max<int64_t>(1, attrInt(step, "group_size"));
+        const int64_t d = std::max<int64_t>(1, stepAttrInt(step, "group_size"));
         const int64_t eb = dtypeBytes(in.dtype()), mine = (n + d - 1) / d;
         parts = std::max(parts, d * mine * eb);
         sums = std::max(sums, mine * eb);

@@ -59,6 +59,13 @@ struct PredictedMemory {
 };
 PredictedMemory predictedMemory(const plan::Plan &plan);
 
+/* Whether step `next` of `program` joins the all-reduce bucket that step `first` starts
+   (or belongs to): both all_reduce of one input and one output, of one dtype, mesh
+   axis, group size and reduction. The CPU backend runs a run of adjacent such steps as
+   one all-reduce, and communicationScratch counts it as one (docs/distributed.md,
+   "Buckets and overlap"). */
+bool joinsAllReduceBucket(const plan::Program &program, const plan::Step &first, const plan::Step &next);
+
 /* ZeRO's split of a parameter of `numel` elements over `ranks` data-parallel ranks
    (docs/distributed.md, "ZeRO"): rank r keeps and updates elements [begin, end),
    consecutive slices of ceil(numel / ranks) elements in rank order (the last ones

@@ -248,15 +248,6 @@ bool isCollective(const std::string &op) {
   return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather";
 }
 
-/* Whether all_reduce step `b` can join the bucket of all_reduce step `a`: the same
-   group and reduction. */
-bool sameBucket(const StepBinding &a, const StepBinding &b) {
-  if (b.step->op() != "all_reduce" || b.in.size() != 1 || b.out.size() != 1) return false;
-  return a.attrs.getInt("mesh_axis") == b.attrs.getInt("mesh_axis") &&
-         a.attrs.getInt("group_size") == b.attrs.getInt("group_size") &&
-         a.attrs.getBool("mean") == b.attrs.getBool("mean");
-}
-
 const ExecProgram &CpuBackend::program(const std::string &name) const {
   auto it = programs_.find(name);
   if (it == programs_.end()) bound_.program(name);  // throws, listing the programs
@@ -310,9 +301,11 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
       std::string where = sb.where;
       while (sb.step->op() == "all_reduce" && si + 1 < ep.steps.size()) {
         const ExecStep &next = ep.steps[si + 1];
-        if (next.gen || !sameBucket(sb, *next.binding)) break;
+        if (next.gen || !joinsAllReduceBucket(*ep.binding->program, *sb.step, *next.binding->step)) break;
+        // Not when it reads what the bucket writes, or writes what the bucket touches (its
+        // own input in place excepted): one collective could not order them.
         kernels::KernelCall nc = callOf(*next.binding);
-        if (nc.in[0].type.dtype != call.in[0].type.dtype || anyOverlap(nc.in, writes) || anyOverlap(nc.out, writes) ||
+        if (anyOverlap(nc.in, writes) || anyOverlap(nc.out, writes) ||
             (nc.out[0].data != nc.in[0].data && anyOverlap(nc.out, reads)))
           break;
         inFlight.before(nc.in, nc.out);

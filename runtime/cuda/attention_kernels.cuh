@@ -504,6 +504,24 @@ void launchForward(L &&launch, const AttnDims &d, bool causal, const T *q, const
          k, v, mask, y, lse, d, causal, offset);
 }
 
+/* The backward's launches, for each family of kernels (CUDA-core here, TF32 in
+   attention_tc.cuh, 16-bit in attention_mma.cuh): delta (the rows of dy . o), then the
+   key-tile kernel (dK, dV) over (key tile, batch x key/value head) and the query-tile
+   kernel (dQ) over (query tile, batch x head). Tl: the family's tile (B, kThreads);
+   kvSmem, qSmem: its two kernels' shared memory. */
+template <typename Tl, typename T, typename L, typename KeyKernel, typename QueryKernel>
+void launchBackwardKernels(L &&launch, KeyKernel keyKernel, size_t kvSmem, QueryKernel queryKernel, size_t qSmem,
+                           const AttnDims &d, bool causal, const T *q, const T *k, const T *v, const T *mask,
+                           const T *dy, const T *o, const T *lse, T *delta, T *dq, T *dk, T *dv) {
+  const int64_t rows = d.B * d.H * d.T;
+  launch(attnDelta<T>, Grid{(unsigned)std::min<int64_t>(ceilDiv(rows, 256), 1 << 16), 1}, 256, (size_t)0, dy, o,
+         delta, d);
+  launch(keyKernel, Grid{ceilDiv(d.Tk, Tl::B), (unsigned)(d.B * d.Hkv)}, Tl::kThreads, kvSmem, q, k, v, mask, dy, lse,
+         (const T *)delta, dk, dv, d, causal);
+  launch(queryKernel, Grid{ceilDiv(d.T, Tl::B), (unsigned)(d.B * d.H)}, Tl::kThreads, qSmem, q, k, v, mask, dy, lse,
+         (const T *)delta, dq, d, causal);
+}
+
 /* The backward from the forward's output o and row logsumexp lse (saved by
    attention_stats, or recomputed into scratch); delta: B*H*T scratch. dbias: the
    bias's gradient when d.bias is set (biased_attention). */
@@ -511,13 +529,8 @@ template <typename T, int DMAX, typename L>
 void launchBackward(L &&launch, const AttnDims &d, bool causal, const T *q, const T *k, const T *v, const T *mask,
                     const T *dy, const T *o, const T *lse, T *delta, T *dq, T *dk, T *dv, T *dbias = nullptr) {
   using Tl = Tile<T, DMAX>;
-  const int64_t rows = d.B * d.H * d.T;
-  launch(attnDelta<T>, Grid{(unsigned)std::min<int64_t>(ceilDiv(rows, 256), 1 << 16), 1}, 256, (size_t)0, dy, o,
-         delta, d);
-  launch(attnBackwardKV<T, DMAX>, Grid{ceilDiv(d.Tk, Tl::B), (unsigned)(d.B * d.Hkv)}, Tl::kThreads,
-         Tl::keyGradSmem(), q, k, v, mask, dy, lse, (const T *)delta, dk, dv, d, causal);
-  launch(attnBackwardQ<T, DMAX>, Grid{ceilDiv(d.T, Tl::B), (unsigned)(d.B * d.H)}, Tl::kThreads, Tl::queryGradSmem(),
-         q, k, v, mask, dy, lse, (const T *)delta, dq, d, causal);
+  launchBackwardKernels<Tl>(launch, attnBackwardKV<T, DMAX>, Tl::keyGradSmem(), attnBackwardQ<T, DMAX>,
+                            Tl::queryGradSmem(), d, causal, q, k, v, mask, dy, o, lse, delta, dq, dk, dv);
   if (d.bias && dbias) {
     const int64_t n = d.biasDims[0] * d.biasDims[1] * d.biasDims[2] * d.biasDims[3];
     launch(attnBiasGrad<T>, Grid{(unsigned)std::min<int64_t>(ceilDiv(n, 256), 1 << 16), 1}, 256, (size_t)0, q, k, v,

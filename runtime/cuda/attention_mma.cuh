@@ -185,6 +185,20 @@ template <int N> __device__ __forceinline__ void zeroAcc(float (&acc)[N][4]) {
   for (int n = 0; n < N; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 }
 
+/* The lane's half of row u (0: row g of the warp's 16, 1: row g + 8) of an
+   accumulator tile, times `factor`, into `row`: its columns below dh. */
+template <int N>
+__device__ __forceinline__ void storeAccRow(float *row, const float (&acc)[N][4], int u, int t, int64_t dh,
+                                            float factor = 1.0f) {
+#pragma unroll
+  for (int n = 0; n < N; ++n)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int col = n * 8 + 2 * t + e;
+      if (col < dh) row[col] = acc[n][2 * u + e] * factor;
+    }
+}
+
 /* The maximum and the sum over a row's four lanes (lanes 4g .. 4g + 3), in the same
    order in each. */
 __device__ __forceinline__ float quadMax(float x) {
@@ -264,13 +278,7 @@ __global__ void __launch_bounds__(128) attnForwardMma(const float *q, const floa
     if (i >= d.T) continue;
     // sum = 0: no visible key (all masked, or a bad offset): the row is 0, or NaN for a bad offset.
     const float inv = keys.bad ? NAN : sum > 0.0f ? 1.0f / sum : 0.0f;
-#pragma unroll
-    for (int n = 0; n < ND; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = n * 8 + 2 * t + e;
-        if (col < d.Dh) y[base + i * d.C + col] = o[n][2 * u + e] * inv;
-      }
+    storeAccRow(y + base + i * d.C, o, u, t, d.Dh, inv);
     if (lse && t == 0) lse[bh * d.T + i] = sum > 0.0f ? m[u] + log(sum) : 0.0f;
   }
 }
@@ -339,14 +347,8 @@ __global__ void __launch_bounds__(128) attnBackwardKVMma(const float *q, const f
   for (int u = 0; u < 2; ++u) {
     const int64_t j = k0 + r0 + g + 8 * u;
     if (j >= d.Tk) continue;
-#pragma unroll
-    for (int n = 0; n < ND; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = n * 8 + 2 * t + e;
-        if (col < d.Dh)
-          dk[kvBase + j * d.Ck + col] = dka[n][2 * u + e], dv[kvBase + j * d.Ck + col] = dva[n][2 * u + e];
-      }
+    storeAccRow(dk + kvBase + j * d.Ck, dka, u, t, d.Dh);
+    storeAccRow(dv + kvBase + j * d.Ck, dva, u, t, d.Dh);
   }
 }
 
@@ -400,13 +402,7 @@ __global__ void __launch_bounds__(128) attnBackwardQMma(const float *q, const fl
   for (int u = 0; u < 2; ++u) {
     const int64_t i = q0 + r0 + g + 8 * u;
     if (i >= d.T) continue;
-#pragma unroll
-    for (int n = 0; n < ND; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = n * 8 + 2 * t + e;
-        if (col < d.Dh) dq[base + i * d.C + col] = dqa[n][2 * u + e];
-      }
+    storeAccRow(dq + base + i * d.C, dqa, u, t, d.Dh);
   }
 }
 
@@ -424,13 +420,8 @@ void launchBackwardMma(L &&launch, const AttnDims &d, bool causal, const float *
                        const float *mask, const float *dy, const float *o, const float *lse, float *delta, float *dq,
                        float *dk, float *dv) {
   using Tl = MmaTile<DMAX>;
-  const int64_t rows = d.B * d.H * d.T;
-  launch(attnDelta<float>, Grid{(unsigned)std::min<int64_t>(ceilDiv(rows, 256), 1 << 16), 1}, 256, (size_t)0, dy, o,
-         delta, d);
-  launch(attnBackwardKVMma<H, DMAX>, Grid{ceilDiv(d.Tk, Tl::B), (unsigned)(d.B * d.Hkv)}, Tl::kThreads,
-         Tl::keyGradSmem(), q, k, v, mask, dy, lse, (const float *)delta, dk, dv, d, causal);
-  launch(attnBackwardQMma<H, DMAX>, Grid{ceilDiv(d.T, Tl::B), (unsigned)(d.B * d.H)}, Tl::kThreads,
-         Tl::queryGradSmem(), q, k, v, mask, dy, lse, (const float *)delta, dq, d, causal);
+  launchBackwardKernels<Tl>(launch, attnBackwardKVMma<H, DMAX>, Tl::keyGradSmem(), attnBackwardQMma<H, DMAX>,
+                            Tl::queryGradSmem(), d, causal, q, k, v, mask, dy, o, lse, delta, dq, dk, dv);
 }
 
 }  // namespace lmrt::cuda::attn

@@ -291,13 +291,8 @@ void launchBackwardTc(L &&launch, const AttnDims &d, bool causal, const float *q
                       const float *mask, const float *dy, const float *o, const float *lse, float *delta, float *dq,
                       float *dk, float *dv) {
   using Tl = TcTile<DMAX>;
-  const int64_t rows = d.B * d.H * d.T;
-  launch(attnDelta<float>, Grid{(unsigned)std::min<int64_t>(ceilDiv(rows, 256), 1 << 16), 1}, 256, (size_t)0, dy, o,
-         delta, d);
-  launch(attnBackwardKVTc<DMAX>, Grid{ceilDiv(d.Tk, Tl::B), (unsigned)(d.B * d.Hkv)}, Tl::kThreads, Tl::gradSmem(), q,
-         k, v, mask, dy, lse, (const float *)delta, dk, dv, d, causal);
-  launch(attnBackwardQTc<DMAX>, Grid{ceilDiv(d.T, Tl::B), (unsigned)(d.B * d.H)}, Tl::kThreads, Tl::gradSmem(), q, k,
-         v, mask, dy, lse, (const float *)delta, dq, d, causal);
+  launchBackwardKernels<Tl>(launch, attnBackwardKVTc<DMAX>, Tl::gradSmem(), attnBackwardQTc<DMAX>, Tl::gradSmem(), d,
+                            causal, q, k, v, mask, dy, o, lse, delta, dq, dk, dv);
 }
 
 }  // namespace lmrt::cuda::attn

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/env.h"
 #include "contract/contract.h"
 #include "contract/plan_types.h"
 #include "runtime/cpu/collectives_in_flight.h"
@@ -234,12 +235,7 @@ void CpuBackend::optimizerStep(double lr, double gradScale) {
    from the backward and a GPT-2 small step ran 3x slower (docs/distributed.md,
    "Buckets and overlap"); without it a bucket runs where the executor reaches it. */
 bool overlapCollectives() {
-  static const bool on = [] {
-    const char *v = std::getenv("LMRT_OVERLAP_COLLECTIVES");
-    if (!v || !*v || std::string(v) == "0") return false;
-    if (std::string(v) == "1") return true;
-    fail("LMRT_OVERLAP_COLLECTIVES='%s' must be 0 or 1", v);
-  }();
+  static const bool on = envSwitch("LMRT_OVERLAP_COLLECTIVES");
   return on;
 }
 

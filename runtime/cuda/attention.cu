@@ -10,10 +10,8 @@
    sizes up to 128. In a bf16 or fp16 plan, every call without a bias, segments or
    dropout (biased_attention's too) runs the 16-bit tensor-core kernels of
    attention_mma.cuh instead when LMRT_CUDA_ATTENTION=tensor-cores (opt-in until a GPU has run them). */
+#include "base/env.h"
 #include "contract/dropout_math.h"
-#include <cstdlib>
-#include <string_view>
-
 #include "runtime/cuda/attention_kernels.cuh"
 #include "runtime/cuda/attention_mma.cuh"
 #include "runtime/cuda/attention_tc.cuh"
@@ -87,10 +85,15 @@ template <typename F> void byHeadSize(int64_t Dh, F &&f) {
    they are slower than the CUDA-core kernels today (GPT-2 124M b8 x s1024, TF32: 26.1
    and 54.8 ms a step for the forward and backward against 12.1 and 37.2; docs/runtime.md
    §7), so they stay opt-in until they are tuned. */
+/* LMRT_CUDA_ATTENTION: unset or "cuda-cores" (the default kernels), or "tensor-cores".
+   Read at each launch, not once: the GPU test switches it between cases. */
+bool tensorCoresAsked() {
+  return envChoice("LMRT_CUDA_ATTENTION", {"cuda-cores", "tensor-cores"}) == "tensor-cores";
+}
+
 template <typename T, int DMAX> bool useTensorCores(const OpCall &call) {
   if constexpr (std::is_same_v<T, float> && DMAX <= 64) {
-    const char *choice = std::getenv("LMRT_CUDA_ATTENTION");
-    return call.gemm.tf32() && choice && std::string_view(choice) == "tensor-cores";
+    return call.gemm.tf32() && tensorCoresAsked();
   } else {
     return false;
   }
@@ -105,8 +108,7 @@ template <typename T, int DMAX> bool useTensorCores(const OpCall &call) {
 bool useMma(const OpCall &call, const AttnDims &d) {
   if (call.lowPrecision != DType::BF16 && call.lowPrecision != DType::F16) return false;
   if (d.bias || d.seg || d.dropKey) return false;
-  const char *choice = std::getenv("LMRT_CUDA_ATTENTION");
-  return choice && std::string_view(choice) == "tensor-cores";
+  return tensorCoresAsked();
 }
 
 /* f(lmc::bf16{}) or f(lmc::f16{}): the plan's 16-bit type. */

@@ -10,10 +10,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 
+#include "base/env.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/ops.h"
@@ -30,10 +29,7 @@ int groupSize(const char *op, const OpCall &call) {
 
 /* A group of one copies, unless LMRT_NCCL_GROUPS_OF_ONE=1 sends it through NCCL. */
 bool copiesAlone(int group) {
-  static const bool forced = [] {
-    const char *v = std::getenv("LMRT_NCCL_GROUPS_OF_ONE");
-    return v && *v && std::strcmp(v, "0") != 0;
-  }();
+  static const bool forced = envSwitch("LMRT_NCCL_GROUPS_OF_ONE");
   return group == 1 && !forced;
 }
 

@@ -3,25 +3,36 @@
    the 16-bit attention's mma16816 (the attention
    kernels, runtime/cuda/attention_kernels.cuh; the kernels lmc generates, in
    test/Codegen/kernels-cuda-emulated.test) as they are, without a GPU: the
-   blocks of a grid run one after another, the threads of a block as std::threads
-   meeting at a barrier; dynamic shared memory is one buffer per block, filled
+   blocks of a grid run one after another, the threads of a block as fibers
+   (ucontext) of one OS thread, each running until its next barrier before the
+   next one runs; dynamic shared memory is one buffer per block, filled
    with 0xff bytes (NaN as floats) so a read of a value no thread wrote shows up in
-   the results. It checks indexing, masking and tiling logic, not timing: a data race
-   between threads that the barriers do not order is not detected. */
+   the results. It checks indexing, masking and tiling logic, not timing.
+   Between two barriers the threads run in thread order, and in the reverse order
+   between the next two, so a read of another thread's write that no barrier
+   orders (a missing __syncthreads) sees the write in one direction and not in
+   the other; a race is not otherwise detected. A barrier that some threads of a block skip (UB on a GPU) stops the
+   test with a message instead of hanging.
+
+   Fibers, not std::threads: a block's 128 threads as OS threads meeting at a
+   mutex barrier spent most of the test in the kernel (futex wake-ups of 127
+   threads at every warp exchange); a fiber switch is a few hundred cycles. */
 #pragma once
 #define LMRT_CUDA_EMULATION 1
 
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <thread>
+#include <memory>
+#include <tuple>
 #include <type_traits>
 #include <vector>
+
+#include <ucontext.h>
 
 #define __host__
 #define __device__
@@ -34,34 +45,14 @@
 
 namespace lmrt_emu {
 
-/* A reusable barrier for n threads (the project is C++17: no std::barrier). */
-class Barrier {
-public:
-  explicit Barrier(unsigned n) : n_(n) {}
-  void arriveAndWait() {
-    std::unique_lock<std::mutex> lock(m_);
-    const unsigned gen = generation_;
-    if (++arrived_ == n_) {
-      arrived_ = 0, ++generation_;
-      cv_.notify_all();
-      return;
-    }
-    cv_.wait(lock, [&] { return generation_ != gen; });
-  }
-
-private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  unsigned n_, arrived_ = 0, generation_ = 0;
-};
-
 struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
-inline thread_local Dim3 threadIdx, blockIdx;
+// One OS thread runs every emulated thread: the scheduler sets threadIdx (and
+// exchangeParity) to the running fiber's before it switches to it.
+inline Dim3 threadIdx, blockIdx;
 inline Dim3 blockDim, gridDim;
-inline Barrier *blockBarrier = nullptr;
 inline std::vector<unsigned char> sharedBytes;
 inline std::vector<int> orSlots;
 
@@ -73,36 +64,86 @@ inline std::vector<int> orSlots;
    make the same exchanges (a block barrier stands for a warp's). */
 using ExchangeRecord = std::array<uint32_t, 8>;
 inline std::vector<ExchangeRecord> exchangeSlots[2];
-inline thread_local unsigned exchangeParity = 0;
+inline unsigned exchangeParity = 0;
 
 inline unsigned flatThread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
 
-/* Runs kernel(args...) over grid x block threads, the blocks in order: one
-   std::thread per thread of a block, reused from block to block, the shared memory
-   refilled in between. */
+/* One emulated thread: its context, stack and the per-thread state the scheduler
+   swaps in and out. */
+struct Fiber {
+  ucontext_t context;
+  std::unique_ptr<char[]> stack;
+  Dim3 index;
+  unsigned parity = 0;
+  bool done = false;
+};
+constexpr size_t kFiberStackBytes = 256 << 10;  // attention's per-thread tiles are a few KiB
+
+inline ucontext_t schedulerContext;
+inline Fiber *runningFiber = nullptr;
+inline void (*fiberBody)() = nullptr;  // runs the kernel once in the calling fiber
+
+inline void fiberEntry() {
+  fiberBody();
+  runningFiber->done = true;
+  // returning switches to uc_link, the scheduler
+}
+
+/* Switches from the running fiber back to the scheduler: the fiber waits at a barrier. */
+inline void yieldToScheduler() { swapcontext(&runningFiber->context, &schedulerContext); }
+
+[[noreturn]] inline void divergentBarrier(unsigned block, unsigned waiting, unsigned n) {
+  std::fprintf(stderr,
+               "cuda emulation: block %u: %u of %u threads wait at a barrier the others returned without "
+               "reaching (a __syncthreads inside a branch the threads do not all take)\n",
+               block, waiting, n);
+  std::abort();
+}
+
+/* Runs kernel(args...) over grid x block threads, the blocks in order: one fiber per
+   thread of a block, each block in rounds that run every fiber up to its next
+   barrier (alternately in thread order and in reverse), the shared memory refilled
+   between blocks. */
 template <typename... P, typename... A>
 void launch(void (*kernel)(P...), Dim3 grid, Dim3 block, size_t sharedMemBytes, A... args) {
   gridDim = grid, blockDim = block;
   const unsigned n = block.x * block.y * block.z, blocks = grid.x * grid.y * grid.z;
   orSlots.assign(n, 0);
   for (auto &slots : exchangeSlots) slots = std::vector<ExchangeRecord>(n);
-  Barrier bar(n);
-  blockBarrier = &bar;
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (unsigned t = 0; t < n; ++t)
-    threads.emplace_back([&, t] {
-      threadIdx = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
-      for (unsigned i = 0; i < blocks; ++i) {
-        if (t == 0) sharedBytes.assign(sharedMemBytes + 16, 0xff);
-        blockIdx = {i % grid.x, (i / grid.x) % grid.y, i / (grid.x * grid.y)};
-        bar.arriveAndWait();  // the shared memory is fresh
-        kernel(args...);
-        bar.arriveAndWait();  // every thread is done with this block
+  static std::vector<Fiber> fibers;  // stacks kept from launch to launch
+  if (fibers.size() < n) fibers.resize(n);
+  static void (*runKernel)(P...);
+  static std::tuple<A...> kernelArgs;  // statics: fiberBody is a plain function
+  runKernel = kernel, kernelArgs = std::tuple<A...>(args...);
+  fiberBody = [] { std::apply(runKernel, kernelArgs); };
+  for (unsigned i = 0; i < blocks; ++i) {
+    sharedBytes.assign(sharedMemBytes + 16, 0xff);
+    blockIdx = {i % grid.x, (i / grid.x) % grid.y, i / (grid.x * grid.y)};
+    for (unsigned t = 0; t < n; ++t) {
+      Fiber &f = fibers[t];
+      if (!f.stack) f.stack.reset(new char[kFiberStackBytes]);
+      getcontext(&f.context);
+      f.context.uc_stack.ss_sp = f.stack.get();
+      f.context.uc_stack.ss_size = kFiberStackBytes;
+      f.context.uc_link = &schedulerContext;
+      makecontext(&f.context, fiberEntry, 0);
+      f.index = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+      f.parity = 0, f.done = false;
+    }
+    for (bool reverse = false;; reverse = !reverse) {
+      unsigned finished = 0;
+      for (unsigned k = 0; k < n; ++k) {
+        Fiber &f = fibers[reverse ? n - 1 - k : k];
+        runningFiber = &f, threadIdx = f.index, exchangeParity = f.parity;
+        swapcontext(&schedulerContext, &f.context);
+        f.parity = exchangeParity;
+        finished += f.done;
       }
-    });
-  for (std::thread &th : threads) th.join();
-  blockBarrier = nullptr;
+      if (finished == n) break;
+      if (finished != 0) divergentBarrier(i, n - finished, n);
+    }
+  }
+  runningFiber = nullptr;
 }
 
 }  // namespace lmrt_emu
@@ -115,7 +156,7 @@ using std::log;
 using std::max;
 using std::min;
 
-inline void __syncthreads() { lmrt_emu::blockBarrier->arriveAndWait(); }
+inline void __syncthreads() { lmrt_emu::yieldToScheduler(); }
 
 /* Nonzero in every thread when `predicate` is nonzero in some thread of the block. */
 inline int __syncthreads_or(int predicate) {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <sys/wait.h>
 
+#include "test/Unit/ProcessTempDir.h"
 #include "contract/plan_file.h"
 #include "test/Unit/runtime/TinyPlan.h"
 
@@ -25,7 +26,7 @@ struct Result {
 // ctest runs each test as its own process, two at a time: files a test writes
 // carry its name, so concurrent tests never read each other's output or plans.
 std::string testFile(const std::string &name) {
-  return ::testing::TempDir() + "lmrt_cli_" +
+  return lmrt_test::processTempDir() + "lmrt_cli_" +
          ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "test/Unit/ProcessTempDir.h"
 #include "base/file_io.h"
 #include "runtime/weights/hf_weights.h"
 #include "contract/plan_types.h"
@@ -20,7 +21,7 @@ namespace lmrt {
 namespace {
 
 std::string dir(const std::string &name) {
-  std::string d = ::testing::TempDir() + "lmrt_hf_" + name;
+  std::string d = lmrt_test::processTempDir() + "lmrt_hf_" + name;
   std::string cmd = "rm -rf '" + d + "'*";  // and its .w/.back files
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   return d;

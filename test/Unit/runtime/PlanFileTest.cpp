@@ -9,6 +9,7 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
+#include "test/Unit/ProcessTempDir.h"
 #include "base/hash.h"
 #include "contract/plan_file.h"
 #include "test/Unit/runtime/TinyPlan.h"
@@ -17,7 +18,7 @@ namespace lmrt {
 namespace {
 
 std::string tmpPath(const std::string &name) {
-  return ::testing::TempDir() + "lmrt_planfile_" + name;
+  return lmrt_test::processTempDir() + "lmrt_planfile_" + name;
 }
 
 void writeBytes(const std::string &path, const std::string &bytes) {

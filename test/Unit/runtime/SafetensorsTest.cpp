@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "test/Unit/ProcessTempDir.h"
 #include "runtime/weights/safetensors.h"
 #include "runtime/weights/weights.h"
 #include "test/Unit/runtime/TinyPlan.h"
@@ -16,7 +17,7 @@ namespace {
 
 #define EXPECT_HAS(msg, part) EXPECT_NE(std::string(msg).find(part), std::string::npos) << (msg)
 
-std::string tmp(const std::string &name) { return ::testing::TempDir() + "lmrt_st_" + name; }
+std::string tmp(const std::string &name) { return lmrt_test::processTempDir() + "lmrt_st_" + name; }
 
 struct Sample {
   std::vector<float> a{1.5f, -2.f, 3.25f, 0.f, 7.f, -1e-3f};

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "test/Unit/ProcessTempDir.h"
 #include "contract/plan_file.h"
 #include "runtime/exec/session.h"
 #include "test/Unit/runtime/TinyPlan.h"
@@ -103,7 +104,7 @@ TEST(Session, TrainStepMatchesHandComputationF64) { expectMatches<double>(plan::
 TEST(Session, TrainStepMatchesHandComputationF32) { expectMatches<float>(plan::F32, 1e-5); }
 
 TEST(Session, LoadsFromFile) {
-  std::string path = ::testing::TempDir() + "lmrt_session_tiny.plan";
+  std::string path = lmrt_test::processTempDir() + "lmrt_session_tiny.plan";
   writePlanFile(path, test::tinyPlan());
   auto s = Session::load(path);
   EXPECT_TRUE(s->hasProgram("forward"));

@@ -32,6 +32,12 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.lmc_tools_dir, append_path=True)
 llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS", "LMC_REQUIRE_REFERENCE", "LMC_CACHE_DIR",
                                      "LMC_HF_VENV", "LMC_HF_PYTHON"])
+# lit runs one test per core, and each test's lmrt (OpenMP and OpenBLAS) and PyTorch
+# would take every core: twice the threads on the cores, each waiting for the others
+# (about 25 % more CPU time a test on the 2-core CI machine). So one thread a process
+# unless the caller says otherwise; tests of more threads pass --threads.
+if "OMP_NUM_THREADS" not in os.environ:
+    config.environment["OMP_NUM_THREADS"] = "1"
 config.substitutions.append(("%models", os.path.join(config.lmc_src_root, "models")))
 config.substitutions.append(("%python", config.python))
 # The fortune files scripts/setup.sh installs; the GPU bundle carries its own copy (fortunes_dir).

@@ -14,8 +14,8 @@ runs nvcc itself (the plan's own fatbin with lmc's flags, beside the CPU
 library) only for the plans in OWN_FATBIN; the other plans are compiled for CUDA
 alone with a stand-in compiler (their CUDA sources are dumped all the same), and the union of
 every plan's distinct bodies and wrappers, checked to be the same text wherever
-the same name stands, is compiled once with lmc's flags (-O3, sm_80, sm_90 +
-PTX) and every storage type (-DLMC_ALL_STORAGE_TYPES: the bf16 and f16
+the same name stands, is compiled once (-O3, sm_80: the oldest of lmc's
+targets; the OWN_FATBIN plans are compiled with all of lmc's flags) and every storage type (-DLMC_ALL_STORAGE_TYPES: the bf16 and f16
 wrappers). Split in two translation units compiled side by side.
 
 Usage: compile_models_cuda.py MODELS_DIR OUT_DIR NVCC
@@ -33,8 +33,11 @@ import sys
 RECIPE_DIRS = ["finetune", "post"]  # compiled at their tiny preset only
 MIXED_PRECISION = ["gpt2", "bert", "llama"]  # tiny, again with --precision bf16 and fp16
 OWN_FATBIN = {"gpt2-tiny", "gpt2-tiny-bf16", "t5-tiny"}  # lmc runs the real nvcc for these
-NVCC_FLAGS = ["-std=c++17", "-O3", "--fatbin", "-gencode", "arch=compute_80,code=sm_80",
-              "-gencode", "arch=compute_90,code=[sm_90,compute_90]"]  # as codegen/KernelCompiler.cpp
+# The union is compiled for the oldest target of lmc's flags (codegen/KernelCompiler.cpp:
+# sm_80, sm_90 + PTX) only: the generated source has no architecture-dependent code, and
+# the second target doubled this test's time (the largest of the whole suite); the
+# plans of OWN_FATBIN are compiled by lmc itself with all of its flags.
+UNION_NVCC_FLAGS = ["-std=c++17", "-O3", "--fatbin", "-gencode", "arch=compute_80,code=sm_80"]
 PARTS = 2
 
 # A top-level item of a generated .cu after its prelude: a body template or a
@@ -145,7 +148,7 @@ def main():
         with open(part, "w") as f:
             f.write(text)
         parts.append(part)
-    procs = [subprocess.Popen([nvcc, *NVCC_FLAGS, "-DLMC_ALL_STORAGE_TYPES", "-o", p + ".fatbin", p],
+    procs = [subprocess.Popen([nvcc, *UNION_NVCC_FLAGS, "-DLMC_ALL_STORAGE_TYPES", "-o", p + ".fatbin", p],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for p in parts]
     for p, proc in zip(parts, procs):
         out, _ = proc.communicate()

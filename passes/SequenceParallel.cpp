@@ -269,4 +269,3 @@ Value mlir::lm::partDropoutKey(OpBuilder &b, Location loc, Value key, int64_t ax
   auto type = RankedTensorType::get({2, cast<RankedTensorType>(key.getType()).getDimSize(0), 2}, i32);
   return b.create<WhereIntOp>(loc, type, first, key, r);
 }
-

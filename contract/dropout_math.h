@@ -31,6 +31,17 @@ LMC_HD uint64_t dropoutStream(const int32_t *rowKey, int64_t site) {
   return dropoutMix(dropoutMix(k) ^ (uint64_t)site);
 }
 
+/* The first element index of row `row`'s part. A key i32[rows, 2] keys whole
+   rows (the row's key: key + 2 * row). A part's key i32[2, rows, 2], which
+   -lm-spmd writes for a rank's part of a split op (tensor parallelism's heads,
+   sequence parallelism's positions), has the rows' keys first and then, word
+   0 of each row, the part index c: the part holds elements c * m ...
+   (c + 1) * m - 1 of the whole row (m: the part's elements a row), so each
+   rank drops what one process drops. */
+LMC_HD uint64_t dropoutPartBase(const int32_t *key, bool parts, int64_t rows, int64_t row, uint64_t partElements) {
+  return parts ? (uint64_t)(uint32_t)key[2 * (rows + row)] * partElements : 0;
+}
+
 /* Elements are dropped when the top 32 bits of their hash fall below
    p * 2^32: probability p up to the 2^-32 resolution. p = 0 drops nothing. */
 LMC_HD uint32_t dropoutThreshold(double p) {

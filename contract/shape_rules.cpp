@@ -215,9 +215,10 @@ std::optional<Dims> biasedAttention(const Dims &q, const Dims &k, const Dims &v,
                           " [B, T] (one document id a token)");
   }
   if (std::string e = dropoutRate(dropout, "attention"); !e.empty()) return bad(err, e);
-  if (dropout > 0 && key != Dims{q[0], 2})
-    return bad(err, "attention: dropout > 0 needs key " + S(key) +
-                        " to be " + S(Dims{q[0], 2}) + " (two i32 words a batch row: the dropout_key input)");
+  if (dropout > 0 && key != Dims{q[0], 2} && key != Dims{2, q[0], 2})
+    return bad(err, "attention: dropout > 0 needs key " + S(key) + " to be " + S(Dims{q[0], 2}) +
+                        " (two i32 words a batch row: the dropout_key input) or " + S(Dims{2, q[0], 2}) +
+                        " (the key of a part of the heads: contract/dropout_math.h)");
   if (dropout == 0 && !key.empty())
     return bad(err, "attention: key " + S(key) + " must be rank 0 (none) without dropout");
   return out;
@@ -467,9 +468,10 @@ std::optional<Dims> sample(const Dims &logits, const Dims &bits, std::string &er
 std::optional<Dims> dropout(const Dims &x, const Dims &key, std::string &err) {
   if (!dimsOk(err, "dropout", {{"x", &x}, {"key", &key}})) return std::nullopt;
   if (x.empty()) return bad(err, "dropout: x must have rank >= 1 [rows, ...] (one key a row), got a scalar");
-  if (key != Dims{x[0], 2})
+  if (key != Dims{x[0], 2} && key != Dims{2, x[0], 2})
     return bad(err, "dropout: key " + S(key) + " must be [" + std::to_string(x[0]) + ", 2] (two i32 words for each of x " +
-                        S(x) + "'s rows: the dropout_key input)");
+                        S(x) + "'s rows: the dropout_key input) or [2, " + std::to_string(x[0]) +
+                        ", 2] (the key of a part of each row: contract/dropout_math.h)");
   return x;
 }
 

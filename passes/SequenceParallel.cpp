@@ -6,18 +6,22 @@
 // instead of all-reduced, and the region grows forward from there through the
 // ops that act on each position alone: the elementwise ops (the bias, the
 // residual add, activations) and the norms (their normalised dimension is the
-// last, whole on every rank; gamma and beta stay whole). The region stops at
-// every other op: a column-parallel matmul, attention, dropout (its mask is
-// keyed by the element's index in the whole row), the LM head, the loss, a
-// return. There the value is all-gathered along the sequence (Megatron's
-// gather before the column-parallel layer). A whole value that meets a region
-// op (the embedding output at the first residual add) enters it as its
-// rank's part of the sequence.
+// last, whole on every rank; gamma and beta stay whole), and dropout, whose
+// mask is keyed by the element's index in the whole row: it gets the key of
+// the rank's part (contract/dropout_math.h), so it drops what one process
+// drops. The region stops at every other op: a column-parallel matmul,
+// attention, the LM head, the loss, a return. There the value is all-gathered
+// along the sequence (Megatron's gather before the column-parallel layer). A
+// whole value that meets a region op (the embedding output at the first
+// residual add) enters it as its rank's part of the sequence: a local gather
+// at the rank's offset (lm.axis_index), no communication.
 //
-// The backward comes from the collectives' VJPs (reduce-scatter <->
-// all-gather); the norms' parameters are whole, so -lm-spmd-gradients already
-// averages their gradients, now partial over the sequence parts, over the
-// tensor axis.
+// The backward comes from the VJPs: a reduce-scatter's is an all-gather and
+// the reverse; the entry's, a scatter of the cotangent into the rank's part
+// of the whole (zeros elsewhere: JAX's convention, a rank's cotangent is its
+// part of the cotangent), also without communication. The norms' parameters
+// are whole, so -lm-spmd-gradients already averages their gradients, now
+// partial over the sequence parts, over the tensor axis.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,6 +100,8 @@ public:
       }
       for (auto [r, d] : llvm::zip(op->getResults(), m.resultDims))
         r.setType(localType(r, d));
+      if (auto drop = dyn_cast<DropoutOp>(op))
+        drop.getKeyMutable().assign(partKeyOf(drop.getKey()));
     }
     for (auto [v, d] : split) {
       Value g = gathered.lookup(v);
@@ -121,6 +127,13 @@ private:
   /// may join the region: an op acting on each position alone, none of whose
   /// tensors tensor parallelism splits.
   std::optional<Member> join(Operation *op, unsigned index, int64_t dim) {
+    // Dropout's part of each row along the sequence (dimension 1) is one
+    // stretch of the row's elements, which the part's key offsets.
+    if (auto drop = dyn_cast<DropoutOp>(op)) {
+      if (index != 0 || dim != kSeqDim || cast<RankedTensorType>(drop.getKey().getType()).getRank() != 2)
+        return std::nullopt;
+      return Member{{dim, -1}, {dim}};
+    }
     if (!isa<ElementwiseOpInterface, LayerNormOp, RmsNormOp>(op))
       return std::nullopt;
     auto sharding = dyn_cast<ShardingOpInterface>(op);
@@ -163,12 +176,12 @@ private:
   }
 
   /// The rank's part along `dim` of a value every rank holds whole, made
-  /// once. The dialect has no op that reads the rank, so the part is the
-  /// reduce-scatter of the T equal copies, times 1/T: exact for T = 2 (x + x
-  /// and the halving are exact), within a rounding of x otherwise; its VJP,
-  /// the all-gather of the cotangent times 1/T, is the part of the whole's
-  /// cotangent each rank holds. One per entry into the region (the embedding
-  /// output), where Megatron splits without communicating.
+  /// once: an lm.take_along_axis of indices `r * n ... r * n + n - 1` (n =
+  /// size / T, r = lm.axis_index; whole numbers, exact in f32 below 2^24),
+  /// bit for bit the slice, with no communication (Megatron's
+  /// scatter_to_sequence_parallel_region). Its VJP scatters the cotangent
+  /// into the rank's part of a zero whole: each rank's cotangent of the whole
+  /// is its part of it, as the collectives' VJPs assume.
   Value partOf(Value v, int64_t dim) {
     auto key = std::make_pair(v, dim);
     if (Value p = parts.lookup(key))
@@ -176,14 +189,36 @@ private:
     OpBuilder b(v.getContext());
     b.setInsertionPointAfterValue(v);
     Location loc = v.getLoc();
-    Value sum = b.create<ReduceScatterOp>(loc, v, axis, ranks, dim);
-    Type element = cast<RankedTensorType>(v.getType()).getElementType();
+    auto type = cast<RankedTensorType>(v.getType());
+    Type element = type.getElementType();
+    int64_t n = type.getDimSize(dim) / ranks;
+    SmallVector<int64_t> shape(type.getRank(), 1);
+    shape[dim] = n;
+    auto iotaType = RankedTensorType::get(shape, element);
+    SmallVector<Attribute> iota;
+    for (int64_t i = 0; i < n; ++i)
+      iota.push_back(b.getFloatAttr(element, static_cast<double>(i)));
     auto scalar = RankedTensorType::get({}, element);
-    Value inv =
-        b.create<ConstantOp>(loc, scalar, DenseElementsAttr::get(scalar, b.getFloatAttr(element, 1.0 / ranks)));
-    Value p = b.create<MulOp>(loc, sum, inv);
+    Value r = b.create<AxisIndexOp>(loc, scalar, axis, ranks);
+    Value size = b.create<ConstantOp>(loc, scalar, DenseElementsAttr::get(scalar, b.getFloatAttr(element, n)));
+    Value first = b.create<MulOp>(loc, r, size);
+    Value offsets = b.create<ConstantOp>(loc, iotaType, DenseElementsAttr::get(iotaType, iota));
+    Value positions = b.create<AddOp>(loc, offsets, first);
+    Value indices = b.create<ToIntOp>(loc, RankedTensorType::get(shape, b.getI32Type()), positions);
+    Value p = b.create<TakeAlongAxisOp>(loc, localType(v, dim), v, indices, dim);
     parts[key] = p;
     return p;
+  }
+
+  /// The key of the rank's part of each row for a region dropout, made once.
+  Value partKeyOf(Value key) {
+    if (Value k = partKeys.lookup(key))
+      return k;
+    OpBuilder b(key.getContext());
+    b.setInsertionPointAfterValue(key);
+    Value k = partDropoutKey(b, key.getLoc(), key, axis, ranks);
+    partKeys[key] = k;
+    return k;
   }
 
   int64_t axis, ranks;
@@ -193,6 +228,7 @@ private:
   llvm::MapVector<Value, int64_t> split;       // the region's values and their split dimension
   DenseMap<Value, Value> gathered;
   DenseMap<std::pair<Value, int64_t>, Value> parts;
+  DenseMap<Value, Value> partKeys;
 };
 
 } // namespace
@@ -220,4 +256,16 @@ LogicalResult mlir::lm::sequenceParallel(func::FuncOp f, ArrayRef<AllReduceOp> r
   }
   region.rewrite();
   return success();
+}
+
+/// The key of a rank's part of a dropout keyed by element index
+/// (contract/dropout_math.h): i32[2, rows, 2], the rows' keys `key` then the
+/// rank's coordinate along the tensor axis, by one lm.where_int.
+Value mlir::lm::partDropoutKey(OpBuilder &b, Location loc, Value key, int64_t axis, int64_t ranks) {
+  auto i32 = b.getI32Type();
+  Value r = b.create<AxisIndexOp>(loc, RankedTensorType::get({}, i32), axis, ranks);
+  auto condType = RankedTensorType::get({2, 1, 1}, b.getF32Type());
+  Value first = b.create<ConstantOp>(loc, condType, DenseElementsAttr::get(condType, ArrayRef<float>{1.0f, 0.0f}));
+  auto type = RankedTensorType::get({2, cast<RankedTensorType>(key.getType()).getDimSize(0), 2}, i32);
+  return b.create<WhereIntOp>(loc, type, first, key, r);
 }

@@ -28,4 +28,10 @@ namespace mlir::lm {
 LogicalResult sequenceParallel(func::FuncOp f, ArrayRef<AllReduceOp> rowParallel,
                                llvm::function_ref<bool(Value)> tensorSplit, int64_t axis, int64_t ranks);
 
+/// The key of a rank's part of a dropout that keys its mask by element index
+/// (contract/dropout_math.h): i32[2, rows, 2], the rows' `key` then the rank's
+/// coordinate along mesh axis `axis`. -lm-spmd gives it to head-split
+/// attention, the sequence-parallel region to its dropouts.
+Value partDropoutKey(OpBuilder &b, Location loc, Value key, int64_t axis, int64_t ranks);
+
 } // namespace mlir::lm

@@ -133,9 +133,12 @@ public:
     auto side = [&](ValueRange values, ArrayRef<SmallVector<ShardingDim, 4>> dims, bool results) {
       for (auto [v, vdims] : llvm::zip(values, dims)) {
         TensorSharding want;
+        int64_t dimUnit = unit;
         for (auto [d, dim] : llvm::enumerate(vdims))
-          if (dim.loop == loop)
+          if (dim.loop == loop) {
             want = {static_cast<int64_t>(d), segments * dim.segments, false};
+            dimUnit = dim.perUnit ? 1 : unit;
+          }
         if (want.dim < 0 && results && rule.loops[loop].kind == LoopKind::Reduction)
           want.partial = true;
         if (want.dim < 0 && !want.partial) {
@@ -148,7 +151,7 @@ public:
           continue;
         }
         if (want.dim >= 0)
-          checkDivisible(op, v, want, unit);
+          checkDivisible(op, v, want, dimUnit);
         if (!demand(v, want))
           return false;
       }
@@ -310,6 +313,19 @@ SmallVector<AllReduceOp> localize(func::FuncOp f, const Assignment &a, int64_t r
   return sums;
 }
 
+/// A head-split lm.biased_attention with dropout keys its mask by the global
+/// head: it gets the key of its part, so the ranks drop what one process does.
+void keyHeadSplitDropout(const Assignment &a, int64_t ranks) {
+  for (auto [op, split] : a.ops) {
+    auto attn = dyn_cast<BiasedAttentionOp>(op);
+    if (!attn || split.loop != 3 || attn.getDropout().convertToDouble() == 0 ||
+        cast<RankedTensorType>(attn.getKey().getType()).getRank() != 2)
+      continue;
+    OpBuilder b(attn);
+    attn.getKeyMutable().assign(partDropoutKey(b, attn.getLoc(), attn.getKey(), kTensorAxis, ranks));
+  }
+}
+
 /// Whether the module asks for sequence parallelism (lm.mesh's
 /// sequence_parallel, or the pass option).
 bool sequenceParallelOf(ModuleOp module, bool option) {
@@ -343,9 +359,8 @@ struct SpmdPass : lm::impl::LMSpmdPassBase<SpmdPass> {
       return;
     // Every function is partitioned on its own, and a parameter must come out
     // split the same way in each (the train step, evaluation and generation
-    // read the same weights): one that the functions split differently (the
-    // train step's attention with dropout has no rule yet, the forward's has)
-    // is kept whole everywhere, and the functions are partitioned again
+    // read the same weights): one that the functions split differently (an
+    // attention one function splits by heads and another cannot) is kept whole everywhere, and the functions are partitioned again
     // until they agree. The set only grows, so this ends.
     llvm::StringSet<> whole;
     SmallVector<std::pair<func::FuncOp, Assignment>> plans;
@@ -391,6 +406,7 @@ struct SpmdPass : lm::impl::LMSpmdPassBase<SpmdPass> {
     bool sp = sequenceParallelOf(module, sequenceParallel);
     for (auto &[f, a] : plans) {
       SmallVector<AllReduceOp> sums = localize(f, a, ranks);
+      keyHeadSplitDropout(a, ranks);
       splitVocabulary(f, vocabulary, kTensorAxis, ranks, vocabularySharding);
       auto tensorSplit = [&](Value v) {
         auto it = a.values.find(v);

@@ -453,7 +453,7 @@ def LM_MaskedAttentionOp : LM_DiffOp<"masked_attention", !listconcat(LM_Inferred
 // Bias, segments and scale as one more op rather than optional operands of
 // lm.attention (a plan step has its op-table row's fixed arity): the absent ones
 // are rank-0 operands, so the kernels keep one signature.
-def LM_BiasedAttentionOp : LM_DiffOp<"biased_attention", LM_InferredResultTypes> {
+def LM_BiasedAttentionOp : LM_DiffOp<"biased_attention", !listconcat(LM_InferredResultTypes, [LM_ShardingRuleWithAttributes])> {
   let summary = "multi-head attention with an additive score bias and segment ids";
   let description = [{
     `lm.masked_attention` (same `q`, `k`, `v`, heads, grouped heads,
@@ -481,7 +481,10 @@ def LM_BiasedAttentionOp : LM_DiffOp<"biased_attention", LM_InferredResultTypes>
     the same mask and nothing of size Tq x Tk is stored. The softmax statistics
     are those of the undropped probabilities (as FlashAttention's). With p = 0
     (the default) `key` is a rank-0 i32 (none); `-lm-eval-mode` sets p to 0
-    outside the train step.
+    outside the train step. A part's key `i32[2, B, 2]` (as `lm.dropout`'s)
+    makes the op part `c` of a head-split op: its H heads are heads
+    `c * H ... (c + 1) * H - 1` of the whole op, element indices offset by
+    `c * H * Tq * Tk` (`-lm-spmd` writes it for tensor parallelism).
 
     ```mlir
     %y = lm.biased_attention %q, %k, %v, %mask, %bias, %seg, %key {num_heads = 4 : i64, scale = 1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>, tensor<i32>) -> tensor<2x8x32xf32>
@@ -662,6 +665,13 @@ def LM_DropoutOp : LM_DiffOp<"dropout", LM_InferredResultTypes> {
     program with its own `site`, and the VJP is the same op on the gradient
     (the mask is regenerated, never stored). Only the training step keeps it:
     `-lm-eval-mode` makes it the identity in every other program.
+
+    A part's key, `i32[2, R, 2]`: `key[0]` the rows' keys and `key[1, r, 0]`
+    a part index `c`, makes `x` part `c` of rows split into equal consecutive
+    parts: element `i`'s index is `c * m + i` (`m` the elements of a row of
+    `x`), so each part drops what the whole row's dropout drops there.
+    `-lm-spmd` writes it (`c` = `lm.axis_index`, by `lm.where_int`) for a
+    sequence-parallel rank's positions.
 
     ```mlir
     %y = lm.dropout %x, %key {p = 1.0e-01 : f64, site = 3 : i64} : (tensor<4x16x64xf32>, tensor<4x2xi32>) -> tensor<4x16x64xf32>

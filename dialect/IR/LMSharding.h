@@ -42,6 +42,10 @@ struct ShardingDim {
   /// The dimension is this many equal segments of the loop's extent, each
   /// split as the loop is (a slice's operand: the sliced segment is one).
   int64_t segments = 1;
+  /// The dimension has one element per unit of the loop rather than one per
+  /// element (an attention score bias's head dimension: one per head), so a
+  /// split keeps whole elements of it.
+  bool perUnit = false;
 };
 
 /// One op's sharding rule: its loops and, per operand and result, one entry

@@ -117,6 +117,43 @@ ShardingRule MaskedAttentionOp::getShardingRule() {
   rule.operands.push_back(dims({0, 2})); // the key padding mask [B, Tk]
   return rule;
 }
+/// lm.masked_attention's rule, with the score bias (NumPy-broadcast to
+/// [B, H, Tq, Tk]: its head dimension, where it has one, splits with the
+/// heads, one element a head), the segment ids [B, T] and the dropout key
+/// [B, 2] or a part's [2, B, 2] (rank 0 where absent). Its dropout mask is keyed by the
+/// global head: -lm-spmd gives a head-split op the key of its part
+/// (passes/Spmd.cpp), so the ranks drop what one process drops.
+ShardingRule BiasedAttentionOp::getShardingRule() {
+  ShardingRule rule = attentionRule(getQ(), getNumHeads());
+  auto optional = [](Value v, ArrayRef<int64_t> loops) {
+    return rankOf(v) == 0 ? SmallVector<ShardingDim, 4>{} : dims(loops);
+  };
+  rule.operands.push_back(optional(getMask(), {0, 2}));
+  ArrayRef<int64_t> q = shapeOf(getQ()), k = shapeOf(getK());
+  // The bias's dimensions, aligned right against [B, H, Tq, Tk]; a size-1
+  // dimension broadcasts (loop -1).
+  int64_t full[4] = {q[0], static_cast<int64_t>(getNumHeads()), q[1], k[1]};
+  SmallVector<ShardingDim, 4> bias;
+  int64_t r = rankOf(getBias());
+  for (int64_t i = 0; i < r; ++i) {
+    int64_t at = i + 4 - r;
+    ShardingDim d;
+    if (shapeOf(getBias())[i] == full[at] && full[at] > 1)
+      d.loop = at == 0 ? 0 : at == 1 ? 3 : at == 2 ? 1 : 2;
+    d.perUnit = at == 1;
+    bias.push_back(d);
+  }
+  rule.operands.push_back(bias);
+  rule.operands.push_back(optional(getSegments(), {0, 1}));
+  SmallVector<ShardingDim, 4> key;
+  if (rankOf(getKey()) == 2)
+    key = {ShardingDim{0}, ShardingDim{}};
+  else if (rankOf(getKey()) == 3)
+    key = {ShardingDim{}, ShardingDim{0}, ShardingDim{}};
+  rule.operands.push_back(key);
+  return rule;
+}
+
 /// q [B, C, H*Dh] over the caches [B, W, Hkv*Dh]; the offset is a scalar.
 ShardingRule CachedAttentionOp::getShardingRule() {
   ShardingRule rule = attentionRule(getQ(), getNumHeads());
@@ -135,6 +172,10 @@ void AttentionOp::shardAttributes(int64_t loop, int64_t shards) {
     shardHeads(*this, shards);
 }
 void MaskedAttentionOp::shardAttributes(int64_t loop, int64_t shards) {
+  if (loop == 3)
+    shardHeads(*this, shards);
+}
+void BiasedAttentionOp::shardAttributes(int64_t loop, int64_t shards) {
   if (loop == 3)
     shardHeads(*this, shards);
 }

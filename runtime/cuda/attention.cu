@@ -272,6 +272,7 @@ AttnDims biasedDims(const OpCall &call) {
   if (!call.in[5].shape().empty()) d.seg = call.in[5].as<int32_t>();
   if (const double p = call.attrs.getFloat("dropout"); p > 0) {
     d.dropKey = call.in[6].as<int32_t>();
+    d.dropParts = call.in[6].shape().size() == 3;
     d.dropSite = call.attrs.getInt("site");
     d.dropThreshold = lmc::dropoutThreshold(p);
     d.dropScale = 1.0 / (1.0 - p);

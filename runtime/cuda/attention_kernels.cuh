@@ -49,9 +49,10 @@ struct AttnDims {
   const void *bias = nullptr;
   int64_t biasDims[4] = {1, 1, 1, 1};
   const int32_t *seg = nullptr;
-  /* biased_attention's probability dropout: the keys [B, 2] (null: none), the op's
-     site, the threshold and 1 / (1 - p). */
+  /* biased_attention's probability dropout: the keys [B, 2] or a part's [2, B, 2]
+     (dropParts; null: none), the op's site, the threshold and 1 / (1 - p). */
   const int32_t *dropKey = nullptr;
+  bool dropParts = false;
   int64_t dropSite = 0;
   uint32_t dropThreshold = 0;
   double dropScale = 1;
@@ -96,7 +97,8 @@ __device__ __forceinline__ bool otherSegment(const AttnDims &d, int64_t b, int64
 template <typename T>
 __device__ __forceinline__ T dropFactor(const AttnDims &d, int64_t b, int64_t h, int64_t i, int64_t j) {
   if (!d.dropKey) return T(1);
-  return lmc::dropoutFactor<T>(lmc::dropoutStream(d.dropKey + 2 * b, d.dropSite), (uint64_t)((h * d.T + i) * d.Tk + j),
+  const uint64_t base = lmc::dropoutPartBase(d.dropKey, d.dropParts, d.B, b, (uint64_t)(d.H * d.T * d.Tk));
+  return lmc::dropoutFactor<T>(lmc::dropoutStream(d.dropKey + 2 * b, d.dropSite), base + (uint64_t)((h * d.T + i) * d.Tk + j),
                                d.dropThreshold, (T)d.dropScale);
 }
 

@@ -75,7 +75,8 @@ void runDropout(const OpCall &call) {
           CUDA_CHECK_LAUNCH();
         },
         gridFor(total), kThreads, call.in[0].as<T>(), call.in[1].as<int32_t>(), call.out[0].as<T>(), total, rows,
-        call.attrs.getInt("site"), call.attrs.getFloat("p"));
+        call.attrs.getInt("site"), call.attrs.getFloat("p"),
+        call.in[1].shape().size() == 3);
   });
 }
 

@@ -5,15 +5,19 @@
 // block, x [2, 4, 16] -> column/row-parallel MLP -> residual add -> layer norm -> a
 // whole matmul and the loss: the row-parallel partial sum is reduce-scattered along
 // dimension 1, the input x enters the region at the residual add as the rank's half
-// (reduce-scatter of the equal copies, halved) while the column-parallel matmul reads
-// it whole, the add and the norm run on [2, 2, 16], the norm's output is all-gathered
+// without communicating (lm.take_along_axis of positions 2 r, 2 r + 1, r the rank's
+// lm.axis_index) while the column-parallel matmul reads it whole, the add and the norm run on [2, 2, 16], the norm's output is all-gathered
 // for the whole matmul. The backward: the VJPs (an all-gather for each reduce-scatter
 // and the reverse), and the norm's gradient averaged over mesh axis 1. Without the
 // option (and without lm.mesh's sequence_parallel): tensor parallelism's all-reduce.
 // CHECK-LABEL: func.func @loss(
-// CHECK-NEXT: %[[XS:.*]] = lm.reduce_scatter %[[X:[^ ]*]] {dim = 1 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<2x4x16xf32>) -> tensor<2x2x16xf32>
-// CHECK-NEXT: %[[HALF:.*]] = lm.constant dense<5.000000e-01> : tensor<f32>
-// CHECK-NEXT: %[[XH:.*]] = lm.mul %[[XS]], %[[HALF]] : (tensor<2x2x16xf32>, tensor<f32>) -> tensor<2x2x16xf32>
+// CHECK-NEXT: %[[R:.*]] = lm.axis_index {group_size = 2 : i64, mesh_axis = 1 : i64} : tensor<f32>
+// CHECK-NEXT: %[[N:.*]] = lm.constant dense<2.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[FIRST:.*]] = lm.mul %[[R]], %[[N]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK-NEXT: %[[IOTA:.*]] = lm.constant dense<{{\[\[\[}}0.000000e+00], [1.000000e+00]]]> : tensor<1x2x1xf32>
+// CHECK-NEXT: %[[POS:.*]] = lm.add %[[IOTA]], %[[FIRST]] : (tensor<1x2x1xf32>, tensor<f32>) -> tensor<1x2x1xf32>
+// CHECK-NEXT: %[[IDX:.*]] = lm.to_int %[[POS]] : (tensor<1x2x1xf32>) -> tensor<1x2x1xi32>
+// CHECK-NEXT: %[[XH:.*]] = lm.take_along_axis %[[X:[^ ,]*]], %[[IDX]] {axis = 1 : i64} : (tensor<2x4x16xf32>, tensor<1x2x1xi32>) -> tensor<2x2x16xf32>
 // CHECK-NEXT: lm.matmul %[[X]], %{{.*}} : (tensor<2x4x16xf32>, tensor<16x16xf32>) -> tensor<2x4x16xf32>
 // CHECK-NEXT: lm.gelu
 // CHECK-NEXT: %[[P:.*]] = lm.matmul %{{.*}} : (tensor<2x4x16xf32>, tensor<16x16xf32>) -> tensor<2x4x16xf32>
@@ -25,7 +29,8 @@
 // CHECK-NOT: lm.all_reduce
 // CHECK: return
 // CHECK-LABEL: func.func @loss_train_step(
-// CHECK-COUNT-2: lm.reduce_scatter
+// CHECK: lm.take_along_axis
+// CHECK: lm.reduce_scatter
 // CHECK: lm.all_gather
 // CHECK: lm.reduce_scatter %{{.*}} {dim = 1 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<2x4x16xf32>) -> tensor<2x2x16xf32>
 // CHECK-NEXT: lm.layer_norm_grad %{{.*}} : (tensor<2x2x16xf32>, tensor<16xf32>, tensor<2x2x16xf32>)

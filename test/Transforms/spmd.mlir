@@ -61,9 +61,7 @@ module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
 // -----
 
 // A parameter that one function can split and another cannot stays whole in
-// both (the train step of GPT-2 with attention dropout reads the q|k|v weights
-// through lm.biased_attention, which has no rule yet, the forward through
-// lm.attention): w1 and w2 of @mlp stay whole because @head returns x @ w1.
+// both: w1 and w2 of @mlp stay whole because @head returns x @ w1.
 // CHECK-LABEL: func.func @mlp(
 // CHECK-NOT: lm.sharding
 // CHECK-NOT: lm.all_reduce

@@ -456,10 +456,13 @@ ScoreExtras<T> extrasOf(const KernelCall &call, const Dims3 &d, const BiasLayout
   const double p = call.attrs.getFloat("dropout");
   if (p > 0) {
     x.drop = true;
-    x.dropStream = lmc::dropoutStream(call.in[6].as<int32_t>() + 2 * b, call.attrs.getInt("site"));
+    const bool parts = call.in[6].shape().size() == 3;  // a rank's heads (dropout_math.h)
+    const int32_t *key = call.in[6].as<int32_t>();
+    x.dropStream = lmc::dropoutStream(key + 2 * b, call.attrs.getInt("site"));
     x.dropThreshold = lmc::dropoutThreshold(p);
     x.dropScale = (T)(1.0 / (1.0 - p));
-    x.dropBase = h * d.Tq * d.Tk, x.dropTk = d.Tk;
+    x.dropBase = (int64_t)lmc::dropoutPartBase(key, parts, d.B, b, (uint64_t)(d.H * d.Tq * d.Tk)) + h * d.Tq * d.Tk;
+    x.dropTk = d.Tk;
   }
   return x;
 }

@@ -110,6 +110,7 @@ void runDropout(const KernelCall &call) {
   const double p = call.attrs.getFloat("p");
   const int64_t site = call.attrs.getInt("site");
   const int64_t rows = x.type.shape[0], n = rows ? x.numel() / rows : 0;
+  const bool parts = call.in[1].shape().size() == 3;  // a part of each row (dropout_math.h)
   const uint32_t threshold = lmc::dropoutThreshold(p);
   dispatchFloat(x.type.dtype, [&](auto t) {
     using T = decltype(t);
@@ -119,8 +120,9 @@ void runDropout(const KernelCall &call) {
 #pragma omp parallel for if (rows * n >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
       const uint64_t stream = lmc::dropoutStream(key + 2 * r, site);
+      const uint64_t base = lmc::dropoutPartBase(key, parts, rows, r, (uint64_t)n);
       for (int64_t i = 0; i < n; ++i)
-        y[r * n + i] = in[r * n + i] * lmc::dropoutFactor<T>(stream, (uint64_t)i, threshold, scale);
+        y[r * n + i] = in[r * n + i] * lmc::dropoutFactor<T>(stream, base + (uint64_t)i, threshold, scale);
     }
   });
 }

@@ -247,6 +247,7 @@ struct BiasCase {
   bool segments = false;
   double scale = 0;  // 0: 1/sqrt(Dh)
   double dropout = 0;  // the probabilities' dropout rate (keys random, site 3)
+  int32_t part = -1;   // >= 0: a part's key [2, B, 2] (a rank's heads, contract/dropout_math.h)
 };
 
 template <typename T> void runBiasCase(const BiasCase &bc) {
@@ -268,9 +269,11 @@ template <typename T> void runBiasCase(const BiasCase &bc) {
     for (size_t i = 0; i < bc.bias.size(); ++i) d.biasDims[4 - bc.bias.size() + i] = bc.bias[i];
   }
   if (bc.segments) d.seg = static_cast<const int32_t *>(seg.data());
-  Buf key = bc.dropout > 0 ? randIds({c.B, 2}, 1 << 30) : Buf(DType::I32, {});
+  Buf key = bc.dropout > 0 ? randIds(bc.part >= 0 ? Shape{2, c.B, 2} : Shape{c.B, 2}, 1 << 30) : Buf(DType::I32, {});
+  if (bc.part >= 0)
+    for (int64_t i = 2 * c.B; i < 4 * c.B; ++i) key.set(i, (double)bc.part);
   if (bc.dropout > 0) {
-    d.dropKey = static_cast<const int32_t *>(key.data()), d.dropSite = 3;
+    d.dropKey = static_cast<const int32_t *>(key.data()), d.dropSite = 3, d.dropParts = bc.part >= 0;
     d.dropThreshold = lmc::dropoutThreshold(bc.dropout), d.dropScale = 1.0 / (1.0 - bc.dropout);
   }
   Attrs a = attrs({{"num_heads", c.H}, {"num_kv_heads", c.Hkv}, {"causal", c.causal}, {"scale", bc.scale},
@@ -327,6 +330,7 @@ TEST(AttentionEmulation, Dropout) {
   runBias({{2, 100, 100, 2, 2, 16, true}, {1, 2, 1, 100}, true, 0, 0.3});
   runBias({{2, 37, 130, 2, 2, 16, false, true}, {}, false, 0, 0.2});
   runBias({{2, 19, 19, 2, 2, 16, true, true, DType::F64}, {1, 2, 19, 19}, true, 0, 0.4});
+  runBias({{2, 70, 70, 2, 2, 16, true}, {1, 2, 70, 70}, false, 0, 0.3, 1});  // part 1's heads
 }
 
 /* cached_attention: new queries at positions offset .. offset + C - 1 over a cache

@@ -375,6 +375,55 @@ TEST(BiasedAttention, SameBitsForAnyThreadCount) {
 
 /* check(): the bias's broadcast, the segments' shape, element type and self-attention,
    the scale, the dropout rate and key. */
+/* Tensor parallelism's head split (-lm-spmd): part c of P, given heads c H/P ... of
+   q, its key/value heads, the bias's heads and a part's key [2, B, 2] (the batch
+   rows' keys, then c: contract/dropout_math.h), computes those heads of the whole op
+   bit for bit, its dropout masks included, forward and backward; keyed as a whole op
+   (the mutant) it drops other probabilities. */
+Buf columns(const Buf &x, int64_t first, int64_t width) {
+  const Shape &s = x.type.shape;  // [B, T, C] or a bias [1, H, T, S] (dimension 1)
+  const bool bias = s.size() == 4;
+  const int64_t outer = bias ? s[0] : s[0] * s[1], C = bias ? s[1] : s[2], inner = bias ? s[2] * s[3] : 1;
+  Buf y(x.type.dtype, bias ? Shape{s[0], width, s[2], s[3]} : Shape{s[0], s[1], width});
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < width; ++c)
+      for (int64_t i = 0; i < inner; ++i) y.set((o * width + c) * inner + i, x.get((o * C + first + c) * inner + i));
+  return y;
+}
+
+TEST(BiasedAttention, HeadSplitWithAPartsKeyIsTheWholeOpsHeads) {
+  const Case whole{2, 130, 130, 4, 2, 4, {1, 4, 130, 130}, false, true, true, 0, 0.3};
+  const int64_t P = 2, Dh = whole.Dh, H = whole.H / P, Hkv = whole.Hkv / P;
+  Case part = whole;
+  part.H = H, part.Hkv = Hkv, part.bias = {1, H, 130, 130};
+  const Inputs in = inputsOf(whole);
+  for (DType dt : {DType::F64, DType::F32}) {
+    SCOPED_TRACE(dtypeName(dt));
+    const Buf y = forward(whole, in, dt)[0];
+    const auto g = backward(whole, in, dt);
+    for (int64_t c = 0; c < P; ++c) {
+      SCOPED_TRACE("part " + std::to_string(c));
+      Inputs pin = in;
+      pin.q = columns(in.q, c * H * Dh, H * Dh), pin.dy = columns(in.dy, c * H * Dh, H * Dh);
+      pin.k = columns(in.k, c * Hkv * Dh, Hkv * Dh), pin.v = columns(in.v, c * Hkv * Dh, Hkv * Dh);
+      pin.bias = columns(in.bias, c * H, H);
+      pin.key = Buf(DType::I32, {2, whole.B, 2});
+      for (int64_t i = 0; i < 2 * whole.B; ++i) pin.key.set(i, in.key.get(i)), pin.key.set(2 * whole.B + i, (double)c);
+      const Buf yp = forward(part, pin, dt)[0];
+      const auto gp = backward(part, pin, dt);
+      EXPECT_TRUE(allClose(yp, columns(y, c * H * Dh, H * Dh), 0, 0)) << "y";
+      EXPECT_TRUE(allClose(gp[0], columns(g[0], c * H * Dh, H * Dh), 0, 0)) << "dq";
+      EXPECT_TRUE(allClose(gp[1], columns(g[1], c * Hkv * Dh, Hkv * Dh), 0, 0)) << "dk";
+      EXPECT_TRUE(allClose(gp[2], columns(g[2], c * Hkv * Dh, Hkv * Dh), 0, 0)) << "dv";
+      EXPECT_TRUE(allClose(gp[3], columns(g[3], c * H, H), 0, 0)) << "dbias";
+      if (c == 1) {  // keyed as a whole op, part 1 drops part 0's probabilities
+        pin.key = in.key;
+        EXPECT_FALSE(allClose(forward(part, pin, dt)[0], columns(y, c * H * Dh, H * Dh), 1e-3, 1e-3));
+      }
+    }
+  }
+}
+
 TEST(BiasedAttention, Checks) {
   TensorType q{DType::F32, {2, 4, 8}}, k6{DType::F32, {2, 6, 8}}, none{DType::F32, {}}, noSeg{DType::I32, {}};
   Attrs a = attrs({{"num_heads", (int64_t)2}});
@@ -399,6 +448,9 @@ TEST(BiasedAttention, Checks) {
   const Attrs drop = attrs({{"num_heads", (int64_t)2}, {"dropout", 0.1}});
   EXPECT_EQ(msg({q, q, q, none, none, noSeg, {DType::I32, {2, 2}}}, drop), "");
   EXPECT_NE(msg({q, q, q, none, none, noSeg, noSeg}, drop).find("dropout > 0 needs key [] to be [2, 2]"),
+            std::string::npos);
+  EXPECT_EQ(msg({q, q, q, none, none, noSeg, {DType::I32, {2, 2, 2}}}, drop), "");  // a part's key
+  EXPECT_NE(msg({q, q, q, none, none, noSeg, {DType::I32, {2, 3, 2}}}, drop).find("or [2, 2, 2] (the key of a part"),
             std::string::npos);
   EXPECT_NE(msg({q, q, q, none, none, noSeg, {DType::I32, {2, 2}}}, a).find("must be rank 0 (none) without dropout"),
             std::string::npos);

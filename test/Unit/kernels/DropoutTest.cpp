@@ -93,6 +93,42 @@ TEST(Dropout, MaskIsAPureFunctionOfKeySiteAndElement) {
   EXPECT_LT(std::fabs(rowsAgreeOwn - n * 0.5), 6 * std::sqrt(n * 0.25)) << rowsAgreeOwn;
 }
 
+/* A part's key [2, rows, 2] (the rows' keys, then the part index c in word 0
+   of each row): x [rows, S/P, d] is positions c * S/P ... of x [rows, S, d],
+   and drops exactly what the whole row's dropout drops there (what sequence
+   parallelism relies on: contract/dropout_math.h). */
+Buf partKey(const Buf &keys, int64_t rows, int32_t c) {
+  Buf k(DType::I32, {2, rows, 2});
+  int32_t *w = static_cast<int32_t *>(k.data());
+  for (int64_t i = 0; i < 2 * rows; ++i) w[i] = static_cast<const int32_t *>(keys.data())[i];
+  for (int64_t r = 0; r < rows; ++r) w[2 * rows + 2 * r] = w[2 * rows + 2 * r + 1] = c;
+  return k;
+}
+
+TEST(Dropout, APartsKeyDropsTheWholeRowsElements) {
+  const int64_t rows = 3, S = 8, d = 16, parts = 4, s = S / parts;
+  Buf x = randn({rows, S, d}, DType::F32), keys = keysOf(rows, 9);
+  auto whole = runKernel("dropout", {x, keys}, {x.type}, rate(0.5, 2));
+  for (int32_t c = 0; c < parts; ++c) {
+    Buf xp(DType::F32, {rows, s, d});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < s * d; ++i) xp.set(r * s * d + i, x.get(r * S * d + c * s * d + i));
+    auto part = runKernel("dropout", {xp, partKey(keys, rows, c)}, {xp.type}, rate(0.5, 2));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < s * d; ++i)
+        ASSERT_EQ(part[0].get(r * s * d + i), whole[0].get(r * S * d + c * s * d + i)) << "part " << c << " row " << r;
+  }
+  // The mutant: part 1 keyed as a whole row drops part 0's elements, not its own.
+  Buf xp(DType::F32, {rows, s, d});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < s * d; ++i) xp.set(r * s * d + i, x.get(r * S * d + s * d + i));
+  auto wrong = runKernel("dropout", {xp, keys}, {xp.type}, rate(0.5, 2));
+  int64_t differ = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < s * d; ++i) differ += wrong[0].get(r * s * d + i) != whole[0].get(r * S * d + s * d + i);
+  EXPECT_GT(differ, 0);
+}
+
 TEST(Dropout, ThresholdEdges) {
   EXPECT_EQ(lmc::dropoutThreshold(0.0), 0u);
   EXPECT_EQ(lmc::dropoutThreshold(0.5), 0x80000000u);
@@ -108,6 +144,9 @@ TEST(Dropout, CheckNamesTheRule) {
   EXPECT_NE(k->check({x, TensorType{DType::I32, {3, 2}}}, {x}, withDefaults("dropout", rate(0.1, 0))).find("must be [4, 2]"),
             std::string::npos);
   EXPECT_NE(k->check({x, key}, {x}, withDefaults("dropout", rate(1.0, 0))).find("must be in [0, 1)"), std::string::npos);
+  EXPECT_EQ(k->check({x, TensorType{DType::I32, {2, 4, 2}}}, {x}, withDefaults("dropout", rate(0.1, 0))), "");
+  EXPECT_NE(k->check({x, TensorType{DType::I32, {2, 3, 2}}}, {x}, withDefaults("dropout", rate(0.1, 0))).find("or [2, 4, 2] (the key of a part"),
+            std::string::npos);
 }
 
 }  // namespace

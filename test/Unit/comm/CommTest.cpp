@@ -4,9 +4,11 @@
    against the rank-order sums of the contract (communicator.h), bit for bit. */
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "runtime/comm/communicator.h"
@@ -262,6 +264,33 @@ TEST(Mpi, AllReduceBucketIsEachTensorsAllReduce) {
     EXPECT_EQ(0, std::memcmp(own[k].data(), bucketOut[k].data(), (size_t)sizes[k] * 4)) << "tensor " << k;
     EXPECT_EQ(0, std::memcmp(own[k].data(), inPlace[k].data(), (size_t)sizes[k] * 4)) << "in place, tensor " << k;
   }
+}
+
+/* The overlap (docs/distributed.md, "Buckets and overlap"): a submitted all-reduce only
+   starts (MPI's non-blocking calls) and gives the thread back, so rank 0 goes on while
+   the other ranks are late; between its steps progress() moves it on, the wait ends it
+   with the rank-order sum; two in a row run in order; a blocking collective of the
+   thread's own finishes them first. */
+TEST(Mpi, OverlappedAllReduceGivesTheThreadBackUntilTheWait) {
+  Communicator &c = mpi();
+  const int64_t n = 1000;
+  std::vector<float> x = partOf(c.rank(), n), y = partOf(c.rank(), n), z = partOf(c.rank(), n);
+  const std::vector<float> want = rankOrderSum(c.size(), n, false);
+  if (c.rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // late
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t a = c.submit([&] { c.allReduce(x.data(), x.data(), n, DType::F32, Reduction::Sum, "first"); });
+  uint64_t b = c.submit([&] { c.allReduce(y.data(), y.data(), n, DType::F32, Reduction::Sum, "second"); });
+  const double returned = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (c.rank() == 0 && c.size() > 1) {
+    EXPECT_LT(returned, 0.25) << "submit waited for the late rank";
+  }
+  for (int step = 0; step < 5; ++step) c.progress();
+  c.wait(a);
+  EXPECT_EQ(0, std::memcmp(x.data(), want.data(), (size_t)n * 4));
+  c.allReduce(z.data(), z.data(), n, DType::F32, Reduction::Sum, "the thread's own, after the second");
+  EXPECT_EQ(0, std::memcmp(y.data(), want.data(), (size_t)n * 4)) << "not finished before the blocking one";
+  EXPECT_EQ(0, std::memcmp(z.data(), want.data(), (size_t)n * 4));
+  c.wait(b);
 }
 
 /* The fibers run their work in order, each to its end before the next starts; an error

@@ -7,7 +7,10 @@
 
 namespace lmrt {
 
-bool envSwitch(const char *name) { return envChoice(name, {"0", "1"}) == "1"; }
+bool envSwitch(const char *name, bool byDefault) {
+  const std::string v = envChoice(name, {"0", "1"});
+  return v.empty() ? byDefault : v == "1";
+}
 
 std::string envChoice(const char *name, std::initializer_list<const char *> allowed) {
   const char *v = std::getenv(name);

@@ -8,8 +8,8 @@
 
 namespace lmrt {
 
-/* Unset, empty or "0": off; "1": on; anything else throws. */
-bool envSwitch(const char *name);
+/* Unset or empty: `byDefault`; "0": off; "1": on; anything else throws. */
+bool envSwitch(const char *name, bool byDefault = false);
 
 /* Unset or empty: ""; otherwise one of `allowed`, or it throws. */
 std::string envChoice(const char *name, std::initializer_list<const char *> allowed);

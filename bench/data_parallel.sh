@@ -4,7 +4,8 @@
 #   1 process x 1 thread, 1 process x 2 threads, and 2 ranks x 1 thread (mpirun, --mesh data=2),
 # each for STEPS steps; prints the median tokens/s of steps 2..STEPS and the 2-rank run's
 # efficiency against both (tokens/s over 2 x the 1 x 1 rate, and over the 1 x 2 rate).
-# OVERLAP=1 runs the 2-rank runs with LMRT_OVERLAP_COLLECTIVES=1.
+# OVERLAP=0 runs the 2-rank runs with the collectives' overlap off (LMRT_OVERLAP_COLLECTIVES=0;
+# by default on, as in lmrt).
 # The 2-rank run is repeated for each gradient bucket size in $BUCKETS (MiB, default "25 0";
 # docs/distributed.md, "Buckets and overlap").
 # Usage: bench/data_parallel.sh [steps]   (needs a build: scripts/build.sh; about 3 GB a rank)
@@ -24,7 +25,7 @@ common=(--data runs/fortunes --steps "$steps" --eval-batches 0 --overwrite)
 build/bin/lmrt run "$out/one.plan" "${common[@]}" --threads 1 --metrics "$out/1x1.jsonl" --out "$out/1x1.safetensors" > /dev/null
 build/bin/lmrt run "$out/one.plan" "${common[@]}" --threads 2 --metrics "$out/1x2.jsonl" --out "$out/1x2.safetensors" > /dev/null
 for b in $buckets; do
-  mpirun -np 2 --bind-to core -x LMRT_OVERLAP_COLLECTIVES="${OVERLAP:-0}" build/bin/lmrt run "$out/dp-$b.plan" "${common[@]}" --threads 1 \
+  mpirun -np 2 --bind-to core -x LMRT_OVERLAP_COLLECTIVES="${OVERLAP:-1}" build/bin/lmrt run "$out/dp-$b.plan" "${common[@]}" --threads 1 \
     --metrics "$out/2x1-$b.jsonl" --out "$out/2x1-$b.safetensors" > /dev/null
 done
 /usr/bin/python3 - "$out" $buckets <<'PY'

@@ -41,8 +41,8 @@ std::vector<LiveRange> computeLiveRanges(const lmrt::plan::Program &program);
 
 /// computeLiveRanges, and the inputs of a collective step (all_reduce,
 /// reduce_scatter, all_gather) kept live until the step before the first one that
-/// reads its outputs (the end, for a program output no step reads): lmrt runs a
-/// collective on its communication thread from its step until that read
+/// reads its outputs (the end, for a program output no step reads): lmrt keeps a
+/// collective in flight, overlapped with the next steps, from its step until that read
 /// (docs/distributed.md, "Buckets and overlap"), so no step in between may take
 /// its input's bytes. What assignArenaOffsets plans with; a plan planned without
 /// it stays sound (lmrt also waits for a collective before a step that would

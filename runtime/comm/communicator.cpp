@@ -21,56 +21,6 @@ void Communicator::wait(uint64_t) {
   if (error_) std::rethrow_exception(error_);
 }
 
-WorkQueue::WorkQueue() : thread_([this] { loop(); }) {}
-
-WorkQueue::~WorkQueue() { stop(); }
-
-void WorkQueue::stop() {
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-uint64_t WorkQueue::submit(std::function<void()> work) {
-  std::lock_guard<std::mutex> lock(m_);
-  if (stop_) fail("a collective was started after the communication thread stopped");
-  work_.push_back(std::move(work));
-  cv_.notify_all();
-  return ++submitted_;
-}
-
-void WorkQueue::wait(uint64_t ticket) {
-  std::unique_lock<std::mutex> lock(m_);
-  cv_.wait(lock, [&] { return done_ >= ticket || error_; });
-  if (error_) std::rethrow_exception(error_);
-}
-
-void WorkQueue::loop() {
-  std::unique_lock<std::mutex> lock(m_);
-  for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !work_.empty(); });
-    if (work_.empty()) return;  // stopped, and nothing left
-    std::function<void()> work = std::move(work_.front());
-    work_.pop_front();
-    if (!error_) {
-      lock.unlock();
-      std::exception_ptr error;
-      try {
-        work();
-      } catch (...) {
-        error = std::current_exception();
-      }
-      lock.lock();
-      if (error && !error_) error_ = error;
-    }
-    ++done_;
-    cv_.notify_all();
-  }
-}
-
 namespace {
 
 class SingleProcess final : public Communicator {

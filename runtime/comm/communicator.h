@@ -14,15 +14,11 @@
    (runtime/cpu/cpu_backend.cpp, accumulateInto): DP over D ranks reproduces the
    1-process run with accumulate = D bit for bit. */
 #pragma once
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/tensor.h"
@@ -30,32 +26,6 @@
 namespace lmrt::comm {
 
 enum class Reduction { Sum, Mean };
-
-/* A communication thread: work runs on it one item at a time in submission order, so
-   the collectives of a program run in the same order on every rank whatever the
-   timing (docs/distributed.md, "Buckets and overlap"). Work that throws ends the queue:
-   the later items are dropped (a collective after a failed one would wait for ranks
-   that are not coming) and every wait rethrows the error. */
-class WorkQueue {
-public:
-  WorkQueue();
-  ~WorkQueue();  // stops the thread after the submitted work
-  uint64_t submit(std::function<void()> work);
-  /* Returns once the work of `ticket` and all before it has run; rethrows its error. */
-  void wait(uint64_t ticket);
-  /* Stops the thread after the work submitted so far (errors are dropped). */
-  void stop();
-
-private:
-  void loop();
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> work_;
-  uint64_t submitted_ = 0, done_ = 0;
-  bool stop_ = false;
-  std::exception_ptr error_;
-  std::thread thread_;
-};
 
 class Communicator {
 public:
@@ -92,10 +62,14 @@ public:
      calls this communicator or groups split from the same world, runs after all work
      submitted before it (on any of them); wait(ticket) returns once it has run and
      rethrows its error. By default, and in a process alone, the work runs at once on
-     the calling thread; Open MPI runs it on its communication thread, while the caller
-     goes on computing. The caller keeps the buffers the work reads and writes as they
-     are until the wait. */
+     the calling thread; Open MPI runs it on a fiber of the calling thread
+     (work_fibers.h): its MPI calls are non-blocking, and while they are under way the
+     caller goes on computing and calls progress() between its steps to test them and
+     go on. The caller keeps the buffers the work reads and writes as they are until
+     the wait. */
   virtual uint64_t submit(std::function<void()> work);
+  /* Advances the submitted work without blocking (nothing to do by default). */
+  virtual void progress() {}
   virtual void wait(uint64_t ticket);
 
 private:

@@ -5,8 +5,12 @@
                      chunk q in rank order on rank q, MPI_Allgatherv of the sums
                      (the traffic of a ring all-reduce, 2 (n-1)/n of the buffer);
      reduceScatter = MPI_Alltoall, then the sum in rank order;
-     allGather     = MPI_Allgather. */
+     allGather     = MPI_Allgather.
+   Each is MPI's non-blocking call (MPI_Ialltoallv, ...) completed by complete(): on the
+   fiber of an overlapped collective (work_fibers.h) it is tested between the executor's
+   steps, elsewhere it is waited for at once. */
 #include "runtime/comm/mpi_communicator.h"
+#include "runtime/comm/work_fibers.h"
 
 #include <mpi.h>
 
@@ -109,19 +113,19 @@ public:
     MPI_Initialized(&initialised);
     if (!initialised) {
       int provided = 0;
-      if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+      if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
         fail("MPI_Init_thread failed (launched by %s as rank %d of %d)", env.launcher.c_str(), env.rank, env.size);
       owns_ = true;
     }
-    // The collectives of a train step run on the communication thread (queue_), the
-    // others on the main thread, never two at once: MPI_THREAD_SERIALIZED.
+    // Every MPI call is the main thread's (the overlapped collectives run on its fibers,
+    // fibers_), while lmrt's other threads (the watchdog, OpenMP's) run too:
+    // MPI_THREAD_FUNNELED.
     int level = 0;
     MPI_Query_thread(&level);
-    if (level < MPI_THREAD_SERIALIZED)
-      fail("rank %d of %d: the MPI library gives thread level %s, and lmrt needs MPI_THREAD_SERIALIZED (its "
-           "collectives run on a communication thread while the backward goes on); use an MPI built with thread "
-           "support (Debian's Open MPI has it)", env.rank, env.size,
-           level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED");
+    if (level < MPI_THREAD_FUNNELED)
+      fail("rank %d of %d: the MPI library gives thread level MPI_THREAD_SINGLE, and lmrt needs "
+           "MPI_THREAD_FUNNELED (its process runs other threads beside the one calling MPI); use an MPI built "
+           "with thread support (Debian's Open MPI has it)", env.rank, env.size);
     // Errors come back as return codes, so each becomes an lmrt error naming the collective.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -136,20 +140,23 @@ public:
     if (size_t comma = library_.find(','); comma != std::string::npos) library_.resize(comma);
     worldRank_ = rank_, worldSize_ = size_;
     watchdog_ = std::make_shared<Watchdog>(rank_, size_, collectiveTimeout());
-    queue_ = std::make_shared<WorkQueue>();
+    fibers_ = std::make_shared<WorkFibers>();
   }
   /* A group split off `parent` (split()): the parent's watchdog and library; errors name
      the world rank and the group. MPI_Finalize frees its MPI_Comm with the world's. */
   MpiCommunicator(const MpiCommunicator &parent, MPI_Comm comm, const std::string &name)
       : comm_(comm), worldRank_(parent.worldRank_), worldSize_(parent.worldSize_), launcher_(parent.launcher_),
-        library_(parent.library_), group_(name), watchdog_(parent.watchdog_), queue_(parent.queue_) {
+        library_(parent.library_), group_(name), watchdog_(parent.watchdog_), fibers_(parent.fibers_) {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
   ~MpiCommunicator() override {
     if (!owns_) return;
-    queue_->stop();  // no collective runs past MPI_Finalize
+    try {
+      fibers_->waitAll();  // no collective runs past MPI_Finalize
+    } catch (...) {
+    }
     watchdog_.reset();
     MPI_Finalize();
   }
@@ -163,6 +170,7 @@ public:
 
   std::unique_ptr<Communicator> split(int color, int key, const std::string &name) override {
     MPI_Comm comm = MPI_COMM_NULL;
+    drain();
     call("MPI_Comm_split", "forming the " + name, [&] { return MPI_Comm_split(comm_, color, key, &comm); });
     return std::make_unique<MpiCommunicator>(*this, comm, name);
   }
@@ -182,16 +190,16 @@ public:
       recvDispls[q] = bytesAsInt((int64_t)q * mine * (int64_t)eb, what);
     }
     parts_.resize((size_t)(size_ * mine) * eb);
-    call("MPI_Alltoallv", what, [&] {
-      return MPI_Alltoallv(in, sendCounts.data(), sendDispls.data(), MPI_BYTE, parts_.data(), recvCounts.data(),
-                           recvDispls.data(), MPI_BYTE, comm_);
+    exchange("MPI_Ialltoallv", what, [&](MPI_Request *req) {
+      return MPI_Ialltoallv(in, sendCounts.data(), sendDispls.data(), MPI_BYTE, parts_.data(), recvCounts.data(),
+                            recvDispls.data(), MPI_BYTE, comm_, req);
     });
     sum_.resize((size_t)mine * eb);
     reduceInRankOrder(parts_.data(), size_, sum_.data(), mine, dtype, r);
     // Every rank's sums, chunk q from rank q (the counts and offsets of the send side).
-    call("MPI_Allgatherv", what, [&] {
-      return MPI_Allgatherv(sum_.data(), recvCounts[0], MPI_BYTE, out, sendCounts.data(), sendDispls.data(),
-                            MPI_BYTE, comm_);
+    exchange("MPI_Iallgatherv", what, [&](MPI_Request *req) {
+      return MPI_Iallgatherv(sum_.data(), recvCounts[0], MPI_BYTE, out, sendCounts.data(), sendDispls.data(),
+                             MPI_BYTE, comm_, req);
     });
   }
 
@@ -199,8 +207,9 @@ public:
                      const std::string &what) override {
     const int bytes = bytesAsInt(count * (int64_t)collectiveElementBytes(dtype, what), what);
     parts_.resize((size_t)size_ * (size_t)bytes);
-    call("MPI_Alltoall", what,
-         [&] { return MPI_Alltoall(in, bytes, MPI_BYTE, parts_.data(), bytes, MPI_BYTE, comm_); });
+    exchange("MPI_Ialltoall", what, [&](MPI_Request *req) {
+      return MPI_Ialltoall(in, bytes, MPI_BYTE, parts_.data(), bytes, MPI_BYTE, comm_, req);
+    });
     reduceInRankOrder(parts_.data(), size_, out, count, dtype, r);
   }
 
@@ -211,19 +220,20 @@ public:
       sum_.assign(src, src + bytes);
       src = sum_.data();
     }
-    call("MPI_Allgather", what,
-         [&] { return MPI_Allgather(src, bytes, MPI_BYTE, out, bytes, MPI_BYTE, comm_); });
+    exchange("MPI_Iallgather", what,
+             [&](MPI_Request *req) { return MPI_Iallgather(src, bytes, MPI_BYTE, out, bytes, MPI_BYTE, comm_, req); });
   }
 
   void broadcast(void *data, int64_t bytes, int root, const std::string &what) override {
     const int n = bytesAsInt(bytes, what);
-    call("MPI_Bcast", what, [&] { return MPI_Bcast(data, n, MPI_BYTE, root, comm_); });
+    exchange("MPI_Ibcast", what, [&](MPI_Request *req) { return MPI_Ibcast(data, n, MPI_BYTE, root, comm_, req); });
   }
 
   void checkSame(uint64_t value, const std::string &what) override {
     std::vector<uint64_t> all((size_t)size_);
-    call("MPI_Allgather", what,
-         [&] { return MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm_); });
+    exchange("MPI_Iallgather", what, [&](MPI_Request *req) {
+      return MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm_, req);
+    });
     for (int q = 1; q < size_; ++q)
       if (all[(size_t)q] != all[0])
         fail("%s differs between ranks: rank %d has %llx, rank 0 %llx (every rank must run the same plan "
@@ -233,10 +243,11 @@ public:
 
   void abort(int status) override { MPI_Abort(MPI_COMM_WORLD, status); }
 
-  /* One communication thread for the world and its groups: their collectives stay in
-     one order. The scratch below is then used by one thread at a time. */
-  uint64_t submit(std::function<void()> work) override { return queue_->submit(std::move(work)); }
-  void wait(uint64_t ticket) override { queue_->wait(ticket); }
+  /* One queue of fibers for the world and its groups: their collectives stay in one
+     order, and the scratch below is used by one collective at a time. */
+  uint64_t submit(std::function<void()> work) override { return fibers_->submit(std::move(work)); }
+  void progress() override { fibers_->progress(); }
+  void wait(uint64_t ticket) override { fibers_->wait(ticket); }
 
 private:
   int bytesAsInt(int64_t bytes, const std::string &what) const {
@@ -245,7 +256,35 @@ private:
            (long long)bytes, INT_MAX);
     return (int)bytes;
   }
-  /* Runs one MPI collective under the watchdog and checks its result. */
+  /* Before a collective of the thread's own code: the overlapped ones submitted before it
+     finish first, so that every rank starts its collectives in one order. */
+  void drain() {
+    if (!WorkFibers::current()) fibers_->waitAll();
+  }
+  /* One MPI collective: `start` posts the non-blocking call `name` (its request in *req),
+     then it is completed (complete()). */
+  template <typename S> void exchange(const char *name, const std::string &what, S &&start) {
+    drain();
+    MPI_Request req = MPI_REQUEST_NULL;
+    check(start(&req), name, what);
+    complete(req, name, what);
+  }
+  /* Completes `req`. On an overlapped collective's fiber, while the executor computes:
+     MPI_Test, and back to the executor until it is done (MPI progresses only inside
+     such calls, so the executor's calls between steps move the bytes). Otherwise, or
+     once the executor waits for it: MPI_Wait, under the watchdog, which counts only
+     this time, when the rank does nothing but wait. */
+  void complete(MPI_Request &req, const char *name, const std::string &what) {
+    WorkFibers *fiber = WorkFibers::current();
+    while (fiber && !fiber->waiting()) {
+      int done = 0;
+      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), name, what);
+      if (done) return;
+      fiber->yield();
+    }
+    call(name, what, [&] { return MPI_Wait(&req, MPI_STATUS_IGNORE); });
+  }
+  /* Runs one blocking MPI call under the watchdog and checks its result. */
   template <typename F> void call(const char *name, const std::string &what, F &&mpi) {
     int rc;
     {
@@ -269,7 +308,7 @@ private:
   std::string launcher_, library_, group_;  // group_: "" for the world, else "tensor group 1"
   std::vector<char> parts_, sum_;  // scratch kept between calls (a step's collectives reuse it)
   std::shared_ptr<Watchdog> watchdog_;
-  std::shared_ptr<WorkQueue> queue_;
+  std::shared_ptr<WorkFibers> fibers_;
 };
 
 }  // namespace

@@ -8,8 +8,8 @@
 
 namespace lmrt::comm {
 
-/* Initialises MPI (MPI_THREAD_SERIALIZED: the collectives of a train step run on the
-   communicator's communication thread, the others on lmrt's main thread, one at a time) and
+/* Initialises MPI (MPI_THREAD_FUNNELED: every MPI call is the main thread's, the
+   overlapped collectives' too, on its fibers: work_fibers.h) and
    checks that MPI's rank and size are the launcher's `env`; MPI is finalised when the returned
    communicator is destroyed. Collective errors come back as lmrt errors naming this rank, the
    collective and its use. */

@@ -1,7 +1,8 @@
 /* Implements: the overlap of a program's collectives with its other steps on the CPU
    (docs/distributed.md, "Buckets and overlap"). The executor starts a collective step
-   (or a bucket of adjacent all_reduce steps) on the communicator's communication thread
-   and goes on with the next steps; a later step that reads what a collective writes, or
+   (or a bucket of adjacent all_reduce steps) on the communicator (Open MPI: on a fiber,
+   its MPI calls non-blocking, runtime/comm/work_fibers.h), goes on with the next steps
+   and lets it progress between them; a later step that reads what a collective writes, or
    writes what it reads or writes, first waits for it (and for every collective started
    before it: they run in order). The checks are on the bytes the steps name, so a plan
    is run correctly whatever its memory plan; lmc's planner keeps a collective's inputs
@@ -27,8 +28,12 @@ public:
 
   /* Before a step that reads `in` and writes `out`: waits for the collectives it depends on. */
   void before(const std::vector<TensorRef> &in, const std::vector<TensorRef> &out);
-  /* Starts `work`, a collective reading `in` and writing `out`, on the communication thread. */
+  /* Starts `work`, a collective reading `in` and writing `out` (Communicator::submit). */
   void start(std::function<void()> work, const std::vector<TensorRef> &in, const std::vector<TensorRef> &out);
+  /* Between steps: lets the collectives in flight go on (communicator.h, progress). */
+  void progress() {
+    if (!jobs_.empty()) comm_.progress();
+  }
   /* Waits for all of them; rethrows the first error. */
   void waitAll();
   /* Seconds this thread spent waiting for collectives (--profile). */

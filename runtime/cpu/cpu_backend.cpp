@@ -229,17 +229,16 @@ void CpuBackend::optimizerStep(double lr, double gradScale) {
   zero_->gatherParams(views_);
 }
 
-/* Whether collectives run on the communication thread while the next steps go on:
-   LMRT_OVERLAP_COLLECTIVES=1. Off by default: on the 2-core development machine, one
-   rank per core, Open MPI's busy-polling on the communication thread takes the core
-   from the backward and a GPT-2 small step ran 3x slower (docs/distributed.md,
-   "Buckets and overlap"); without it a bucket runs where the executor reaches it. */
+/* Whether a collective step starts and the next steps go on while it is under way
+   (collectives_in_flight.h): LMRT_OVERLAP_COLLECTIVES, on unless it is 0
+   (docs/distributed.md, "Buckets and overlap"); off, a bucket runs to its end where the
+   executor reaches it. */
 bool overlapCollectives() {
-  static const bool on = envSwitch("LMRT_OVERLAP_COLLECTIVES");
+  static const bool on = envSwitch("LMRT_OVERLAP_COLLECTIVES", /*byDefault=*/true);
   return on;
 }
 
-/* The collectives, which run on the communication thread (collectives_in_flight.h). */
+/* The collectives, which overlap the next steps (collectives_in_flight.h). */
 bool isCollective(const std::string &op) {
   return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather";
 }
@@ -272,9 +271,8 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
     default: bound_.error("buffer " + std::to_string(id) + " has an unknown kind");
     }
   };
-  // Collective steps run on the communication thread while the next steps go on
-  // (collectives_in_flight.h); not while a step observer or the non-finite check reads
-  // every output as it is made.
+  // Collective steps go on while the next steps run (collectives_in_flight.h); not while
+  // a step observer or the non-finite check reads every output as it is made.
   CollectivesInFlight inFlight(comm::world());
   const bool buckets = !observer_ && !nonFinite_, overlap = buckets && overlapCollectives();
   auto callOf = [&](const StepBinding &sb) {
@@ -288,6 +286,7 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
     const StepBinding &sb = *st.binding;
     auto t0 = std::chrono::steady_clock::now();
     kernels::KernelCall call = callOf(sb);
+    inFlight.progress();  // between every two steps: one MPI_Test of the one under way
     inFlight.before(call.in, call.out);
     if (buckets && !st.gen && isCollective(sb.step->op())) {
       // A bucket: this step and the all_reduce steps right after it that it can go with

@@ -10,6 +10,7 @@
 
 #include "contract/op_table.h"
 #include "contract/plan_types.h"
+#include "runtime/cuda/collective_stream.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/gemm.h"
 #include "runtime/cuda/generated.h"
@@ -86,6 +87,7 @@ private:
   DType lowPrecision_ = DType::F32;  // OpCall::lowPrecision: the plan's mixed precision
   DeviceInfo device_;
   cudaStream_t stream_ = nullptr;
+  std::unique_ptr<CollectiveStream> collectives_;  // LMRT_CUDA_COLLECTIVE_STREAM=1: all_reduce's stream
   std::unique_ptr<Gemm> gemm_;
   std::unique_ptr<GeneratedModule> generated_;
   DType paramType_ = DType::F32;
@@ -114,6 +116,7 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   const char *syncEnv = std::getenv("LMRT_CUDA_SYNC");
   syncEveryStep_ = syncEnv && *syncEnv && std::strcmp(syncEnv, "0") != 0;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  if (collectiveStreamEnabled()) collectives_ = std::make_unique<CollectiveStream>(stream_);
   gemm_ = std::make_unique<Gemm>(stream_, options.tf32);
   if (plan.precision() == "bf16") lowPrecision_ = DType::BF16;
   if (plan.precision() == "fp16") lowPrecision_ = DType::F16;
@@ -229,6 +232,7 @@ CudaBackend::~CudaBackend() {
   programs_.clear();
   generated_.reset();
   gemm_.reset();
+  collectives_.reset();  // before the compute stream it joins into
   if (stream_) {
     cudaStreamSynchronize(stream_);  // unchecked: a destructor must not throw
     cudaStreamDestroy(stream_);
@@ -311,6 +315,18 @@ void CudaBackend::run(const std::string &programName, const std::map<std::string
     p.buffers[i].data = d.get();
   }
   const bool watch = profile_ || nonFinite_ || observer_;
+  // all_reduce steps on the second stream (collective_stream.h); not while every step is
+  // synchronised or watched. Joined into the compute stream however the run ends.
+  CollectiveStream *second = collectives_ && !watch && !syncEveryStep_ ? collectives_.get() : nullptr;
+  struct Join {
+    CollectiveStream *c;
+    ~Join() {
+      if (c) try {
+          c->joinAll();
+        } catch (...) {  // the run's own error is the one to report
+        }
+    }
+  } join{second};
   for (size_t si = 0; si < p.steps.size(); ++si) {
     const Step &s = p.steps[si];
     const StepBinding &sb = *s.binding;
@@ -333,7 +349,12 @@ void CudaBackend::run(const std::string &programName, const std::map<std::string
     if (watch) sync("running the program");
     auto t0 = std::chrono::steady_clock::now();
     try {
-      if (s.def) {
+      if (second) second->before(in, out);
+      if (second && s.def && sb.step->op() == "all_reduce") {
+        OpCall call{in, out, sb.attrs, second->begin(), scratch_.get(), *gemm_, lowPrecision_};
+        s.def->run(call);
+        second->end(in, out);
+      } else if (s.def) {
         OpCall call{in, out, sb.attrs, stream_, scratch_.get(), *gemm_, lowPrecision_};
         s.def->run(call);
       } else {

@@ -135,7 +135,8 @@ void runAllReduceBucket(const std::vector<KernelCall> &calls) {
   const size_t eb = dtypeSize(dtype);
   int64_t total = 0;
   for (const KernelCall &call : calls) total += call.in[0].numel();
-  // Kept between steps: the communication thread is its only user.
+  // Kept between steps: one collective at a time uses it (the overlapped ones run one
+  // after another on the main thread's fiber, runtime/comm/work_fibers.h).
   static thread_local std::vector<char> staging;
   staging.resize((size_t)total * eb);
   size_t at = 0;

@@ -22,7 +22,14 @@ TEST(Env, SwitchReadsZeroAndOne) {
   EXPECT_FALSE(envSwitch(kVar));
   setenv(kVar, "1", 1);
   EXPECT_TRUE(envSwitch(kVar));
+  // A switch that is on by default: unset and empty are on, "0" turns it off.
+  EXPECT_TRUE(envSwitch(kVar, true));
+  setenv(kVar, "0", 1);
+  EXPECT_FALSE(envSwitch(kVar, true));
+  setenv(kVar, "", 1);
+  EXPECT_TRUE(envSwitch(kVar, true));
   unsetenv(kVar);
+  EXPECT_TRUE(envSwitch(kVar, true));
 }
 
 TEST(Env, ChoiceRefusesAValueItDoesNotTake) {

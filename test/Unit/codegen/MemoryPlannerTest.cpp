@@ -131,7 +131,7 @@ TEST(MemoryPlanner, MatchesFirstFitOnNestedLiveRanges) {
 
 namespace {
 
-/// A collective runs on lmrt's communication thread from its step until its result is
+/// A collective is in flight in lmrt (overlapped) from its step until its result is
 /// first read (docs/distributed.md, "Buckets and overlap"): its input is planned live
 /// until the step before that read (the end, for an output no step reads), so no step
 /// in between takes its bytes; the plain ranges (verifyMemoryPlan's) are unchanged.

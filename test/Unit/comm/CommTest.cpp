@@ -4,13 +4,16 @@
    against the rank-order sums of the contract (communicator.h), bit for bit. */
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/mpi_communicator.h"
+#include "runtime/comm/work_fibers.h"
 #include "runtime/cpu/kernels/registry.h"
 
 namespace lmrt::comm {
@@ -229,7 +232,7 @@ TEST(Mpi, CollectiveKernelsAlongAnInnerDimension) {
 
 /* A bucket of all_reduce steps (docs/distributed.md, "Buckets and overlap"): one collective
    over the tensors end to end gives every tensor the bits of its own all-reduce, in place
-   too, and run on the communication thread (submit, wait) the same. */
+   too, and overlapped (submit, progress between steps, wait) the same. */
 TEST(Mpi, AllReduceBucketIsEachTensorsAllReduce) {
   Communicator &c = mpi();
   const int64_t sizes[] = {7, 1, 1000, 33};  // uneven over the ranks, alone and laid end to end
@@ -255,6 +258,7 @@ TEST(Mpi, AllReduceBucketIsEachTensorsAllReduce) {
   }
   kernels::runAllReduceBucket(calls);
   uint64_t ticket = c.submit([&] { kernels::runAllReduceBucket(inPlaceCalls); });
+  for (int step = 0; step < 3; ++step) c.progress();
   c.wait(ticket);
   for (size_t k = 0; k < x.size(); ++k) {
     EXPECT_EQ(0, std::memcmp(own[k].data(), bucketOut[k].data(), (size_t)sizes[k] * 4)) << "tensor " << k;
@@ -262,26 +266,115 @@ TEST(Mpi, AllReduceBucketIsEachTensorsAllReduce) {
   }
 }
 
-/* The communication thread runs its work in order; an error ends the queue (later work
-   is dropped) and every later wait rethrows it. */
-TEST(WorkQueue, RunsInOrderAndRethrowsTheFirstError) {
-  WorkQueue q;
+/* The overlap (docs/distributed.md, "Buckets and overlap"): a submitted all-reduce only
+   starts (MPI's non-blocking calls) and gives the thread back, so rank 0 goes on while
+   the other ranks are late; between its steps progress() moves it on, the wait ends it
+   with the rank-order sum; two in a row run in order; a blocking collective of the
+   thread's own finishes them first. */
+TEST(Mpi, OverlappedAllReduceGivesTheThreadBackUntilTheWait) {
+  Communicator &c = mpi();
+  const int64_t n = 1000;
+  std::vector<float> x = partOf(c.rank(), n), y = partOf(c.rank(), n), z = partOf(c.rank(), n);
+  const std::vector<float> want = rankOrderSum(c.size(), n, false);
+  if (c.rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // late
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t a = c.submit([&] { c.allReduce(x.data(), x.data(), n, DType::F32, Reduction::Sum, "first"); });
+  uint64_t b = c.submit([&] { c.allReduce(y.data(), y.data(), n, DType::F32, Reduction::Sum, "second"); });
+  const double returned = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (c.rank() == 0 && c.size() > 1) {
+    EXPECT_LT(returned, 0.25) << "submit waited for the late rank";
+  }
+  for (int step = 0; step < 5; ++step) c.progress();
+  c.wait(a);
+  EXPECT_EQ(0, std::memcmp(x.data(), want.data(), (size_t)n * 4));
+  c.allReduce(z.data(), z.data(), n, DType::F32, Reduction::Sum, "the thread's own, after the second");
+  EXPECT_EQ(0, std::memcmp(y.data(), want.data(), (size_t)n * 4)) << "not finished before the blocking one";
+  EXPECT_EQ(0, std::memcmp(z.data(), want.data(), (size_t)n * 4));
+  c.wait(b);
+}
+
+/* The fibers run their work in order, each to its end before the next starts; an error
+   ends the queue (later work is dropped) and every later wait rethrows it. */
+TEST(WorkFibers, RunsInOrderAndRethrowsTheFirstError) {
+  WorkFibers q;
   std::vector<int> ran;
   uint64_t a = q.submit([&] { ran.push_back(1); });
   uint64_t b = q.submit([&] { ran.push_back(2); });
   q.wait(b);
   q.wait(a);
   EXPECT_EQ(ran, (std::vector<int>{1, 2}));
-  q.submit([] { fail("rank 1 of 2: MPI_Alltoallv in all_reduce of a bucket failed"); });
+  q.submit([] { fail("rank 1 of 2: MPI_Ialltoallv in all_reduce of a bucket failed"); });
   uint64_t c = q.submit([&] { ran.push_back(3); });
   try {
     q.wait(c);
     FAIL() << "the error was not rethrown";
   } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("MPI_Alltoallv in all_reduce of a bucket"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("MPI_Ialltoallv in all_reduce of a bucket"), std::string::npos) << e.what();
   }
   EXPECT_EQ(ran, (std::vector<int>{1, 2}));
   EXPECT_THROW(q.wait(c), Error);
+  q.submit([&] { ran.push_back(4); });  // dropped too
+  q.progress();
+  EXPECT_EQ(ran, (std::vector<int>{1, 2}));
+  EXPECT_TRUE(q.idle());
+}
+
+/* A work that yields (an MPI call under way) gives the thread back: submit starts it,
+   each progress() resumes it once, work submitted after it waits for its end, and a
+   wait() runs it to its end with waiting() set (MPI would block there). Its locals live
+   on its own stack across the yields. */
+TEST(WorkFibers, YieldsToTheCallerUntilItIsWaitedFor) {
+  WorkFibers q;
+  EXPECT_EQ(WorkFibers::current(), nullptr);
+  std::vector<std::string> log;
+  auto work = [&](const std::string &name, int yields) {
+    return [&log, &q, name, yields] {
+      std::vector<int> local(100, yields);  // on the fiber's stack and heap across the yields
+      EXPECT_EQ(WorkFibers::current(), &q);
+      for (int k = 0; k < yields; ++k) {
+        log.push_back(name + (q.waiting() ? " waited" : " yields"));
+        if (!q.waiting()) q.yield();
+      }
+      EXPECT_EQ(local[99], yields);
+      log.push_back(name + " ends");
+    };
+  };
+  uint64_t a = q.submit(work("a", 3));
+  EXPECT_EQ(log, (std::vector<std::string>{"a yields"}));
+  uint64_t b = q.submit(work("b", 1));
+  EXPECT_EQ(log.size(), 1u);  // b waits for a's end
+  q.progress();
+  EXPECT_EQ(log, (std::vector<std::string>{"a yields", "a yields"}));
+  EXPECT_FALSE(q.idle());
+  q.wait(a);
+  EXPECT_EQ(log, (std::vector<std::string>{"a yields", "a yields", "a waited", "a ends"}));
+  q.progress();  // starts b
+  EXPECT_EQ(log.back(), "b yields");
+  q.wait(b);
+  EXPECT_EQ(log.back(), "b ends");
+  EXPECT_TRUE(q.idle());
+  EXPECT_EQ(WorkFibers::current(), nullptr);
+}
+
+/* A work's error thrown after it yielded reaches the wait, and the queue is destroyed
+   cleanly with a work still suspended (the destructor runs it to its end). */
+TEST(WorkFibers, ErrorAfterAYieldAndSuspendedWorkAtTheEnd) {
+  WorkFibers q;
+  uint64_t t = q.submit([&] {
+    q.yield();
+    fail("MPI_Iallgatherv failed");
+  });
+  q.progress();
+  EXPECT_THROW(q.wait(t), Error);
+  bool ended = false;
+  {
+    WorkFibers r;
+    r.submit([&] {
+      while (!r.waiting()) r.yield();
+      ended = true;
+    });
+  }
+  EXPECT_TRUE(ended);
 }
 
 TEST(SingleProcess, SubmitRunsAtOnce) {

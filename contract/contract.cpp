@@ -176,16 +176,13 @@ int64_t communicationScratch(const plan::Plan &plan) {
       }
     }
   const plan::Mesh &mesh = plan.train().mesh();
-  if (mesh.zero() >= 1 && mesh.zero() <= 2 && mesh.data() > 1)  // stage 3's collectives are the steps'
+  // Stages 1 and 2 all-gather the parameters after the update (stage 2's reduce-scatters
+  // are the train step's, counted above; stage 3's collectives are all the steps').
+  if (mesh.zero() >= 1 && mesh.zero() <= 2 && mesh.data() > 1)
     for (const plan::Param &p : plan.params()) {
       const int64_t n = numElements(p.type()), d = mesh.data(), eb = dtypeBytes(p.type().dtype());
       const int64_t chunk = zeroShard(n, d, 0).size();
       if (chunk * d != n) staging = std::max(staging, chunk * d * eb);  // the parameters' padded gather
-      if (mesh.zero() >= 2) {  // the gradients' reduce-scatter into a slice, from a padded copy
-        staging = std::max(staging, chunk * eb);
-        parts = std::max(parts, d * chunk * eb);
-        if (chunk * d != n) transient = std::max(transient, chunk * d * eb);
-      }
     }
   return parts + sums + staging + transient + bucket;
 }
@@ -200,9 +197,9 @@ PredictedMemory predictedMemory(const plan::Plan &plan) {
     // ZeRO stage 3 binds each parameter and gradient as the rank's padded slice (and
     // the optimizer keeps that slice's state); the gathered whole tensors are the
     // programs' temporaries, in the arena.
-    const int64_t bytes = zeroSlicesParams(mesh) ? typeBytes(boundParamType(plan, p)) : typeBytes(p.type());
+    const int64_t bytes = typeBytes(boundParamType(plan, p));
     m.params += bytes;
-    m.grads += bytes;
+    m.grads += typeBytes(boundGradType(plan, p));  // from stage 2 on, the slice
     if (zeroSlicesParams(mesh)) {
       m.optimizer += 2 * bytes;
       continue;
@@ -915,11 +912,14 @@ private:
     case plan::Buffer::GRAD: {
       auto it = params_.find(b.name());
       if (it == params_.end()) error(where + "no parameter named '" + b.name() + "'");
-      // ZeRO stage 3's programs bind the rank's slice of it (contract/zero3.h).
-      const plan::TensorType pt = boundParamType(plan_, *it->second);
+      // ZeRO stage 3's programs bind the rank's slice of it, stage 2's train step the
+      // slice of its gradient (contract/zero3.h).
+      const bool grad = b.kind() == plan::Buffer::GRAD;
+      const plan::TensorType pt = grad ? boundGradType(plan_, *it->second) : boundParamType(plan_, *it->second);
+      const bool sliced = grad ? zeroSlicesGrads(plan_.train().mesh()) : zeroSlicesParams(plan_.train().mesh());
       if (planTypeStr(pt) != t)
-        error(where + "type " + t + " differs from the parameter's " + planTypeStr(pt) +
-              (zeroSlicesParams(plan_.train().mesh()) ? " (its ZeRO stage 3 slice)" : ""));
+        error(where + "type " + t + " differs from the parameter's " + (grad ? "gradient's " : "") + planTypeStr(pt) +
+              (sliced ? " (its ZeRO stage " + std::to_string(plan_.train().mesh().zero()) + " slice)" : ""));
       if (b.kind() == plan::Buffer::GRAD) {
         auto [prev, fresh] = gradBuffers.emplace(b.name(), i);
         if (!fresh)

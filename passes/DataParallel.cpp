@@ -12,9 +12,9 @@
 // a run of all-reduces as one collective on its communication thread while the
 // backward goes on; the sums are the same bits whatever the buckets (each
 // element's rank-order sum), so the bucket size is a speed setting only.
-// Under ZeRO stage 2 the gradients stay the rank's own: lmrt reduce-scatters
-// them into the slices each rank's optimizer shard updates; under stage 3
-// -lm-zero-shard-params reduce-scatters them in the train step.
+// Under ZeRO stages 2 and 3 the gradients stay the rank's own here:
+// -lm-zero-shard-params reduce-scatters them in the train step, into the slices
+// each rank's optimizer shard updates.
 //
 //===----------------------------------------------------------------------===//
 
@@ -139,8 +139,8 @@ struct DataParallelPass : lm::impl::LMDataParallelPassBase<DataParallelPass> {
       if (!f->hasAttr("lm.train_step") || f.isExternal())
         continue;
       auto ret = cast<func::ReturnOp>(f.getBody().back().getTerminator());
-      // The gradients (not under ZeRO-2: lmrt reduce-scatters them, runtime/cpu/zero_shards.h;
-      // nor ZeRO-3: -lm-zero-shard-params does, in the train step), bucket by bucket.
+      // The gradients (not under ZeRO-2 and -3: -lm-zero-shard-params reduce-scatters them
+      // in the train step), bucket by bucket.
       if (stage < 2)
         for (const std::vector<Gradient> &bucket : buckets(gradientsInBackwardOrder(f, ret), (int64_t)(mib * double(1 << 20)))) {
           Operation *last = nullptr;

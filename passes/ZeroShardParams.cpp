@@ -1,6 +1,6 @@
 //===- ZeroShardParams.cpp - -lm-zero-shard-params --------------*- C++ -*-===//
 //
-// ZeRO stage 3 as a rewrite of the per-rank program (Passes.td): each
+// ZeRO stages 2 and 3 as a rewrite of the per-rank program (Passes.td). Stage 3: each
 // parameter argument becomes the rank's slice of it, the slice of ZeRO's
 // stages 1 and 2 (the parameter's elements in row-major order cut into D
 // slices of ceil(n / D), rank 0 first; here every slice is padded to that
@@ -12,6 +12,11 @@
 // computed (flattened, padded with zeros), then divided by D: the rank-order sum divided
 // by D of its own slice, the arithmetic (and so the bits) of the mean
 // -lm-data-parallel's all-reduce computes for those elements.
+//
+// Under stage 2 only the gradients are rewritten so (the parameters stay whole
+// on every rank): the train step returns the rank's slice of each gradient's
+// mean, and the whole local gradient is a temporary of the arena, not a buffer
+// of its own (ZeRO's 4P + (4P + 8P) / D).
 //
 // It runs after -lm-data-parallel (which leaves the gradients unreduced from
 // stage 2 on) and after CSE: the gathers are Pure, and CSE would merge a
@@ -54,6 +59,20 @@ Operation *topLevel(func::FuncOp f, Operation *op) {
 
 struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParamsPass> {
   using LMZeroShardParamsPassBase::LMZeroShardParamsPassBase;
+  int64_t stage_ = 3;  // the ZeRO stage of the module being rewritten
+
+  /// Records parameter `name` of `f`, of type `type`, in `logical`, after checking that
+  /// ZeRO can slice it; returns false after an error.
+  bool wholeParameter(func::FuncOp f, StringRef name, Type type, llvm::StringMap<RankedTensorType> &logical) {
+    auto whole = dyn_cast<RankedTensorType>(type);
+    if (!whole || !whole.hasStaticShape() || !isa<FloatType>(whole.getElementType())) {
+      f.emitError() << "-lm-zero-shard-params: parameter '" << name << "' has type " << type
+                    << "; ZeRO slices statically shaped float tensors";
+      return false;
+    }
+    logical[name] = whole;
+    return true;
+  }
 
   /// Each `lm.param` argument of `f` becomes its slice; returns false after an error.
   bool shardArguments(func::FuncOp f, int64_t ranks, llvm::StringMap<RankedTensorType> &logical) {
@@ -62,18 +81,14 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       auto name = f.getArgAttrOfType<StringAttr>(i, "lm.param");
       if (!name)
         continue;
-      auto whole = dyn_cast<RankedTensorType>(arg.getType());
-      if (!whole || !whole.hasStaticShape() || !isa<FloatType>(whole.getElementType())) {
-        f.emitError() << "-lm-zero-shard-params: parameter '" << name.getValue() << "' has type " << arg.getType()
-                      << "; ZeRO stage 3 slices statically shaped float tensors";
-        return false;
-      }
       if (f.getArgAttr(i, kLogicalAttr) || f.getArgAttr(i, "lm.sharding")) {
         f.emitError() << "-lm-zero-shard-params: parameter '" << name.getValue()
                       << "' is already sliced (ZeRO stage 3 or a tensor-parallel sharding)";
         return false;
       }
-      logical[name.getValue()] = whole;
+      if (!wholeParameter(f, name.getValue(), arg.getType(), logical))
+        return false;
+      auto whole = cast<RankedTensorType>(arg.getType());
       if (whole.getNumElements() == 0)
         continue;
       RankedTensorType slice = sliceType(whole, ranks);
@@ -121,7 +136,7 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       }
       if (g.getDefiningOp<AllReduceOp>()) {
         f.emitError() << "-lm-zero-shard-params: the gradient of '" << of.getValue()
-                      << "' is already all-reduced; run -lm-data-parallel with zero = 3 first";
+                      << "' is already all-reduced; run -lm-data-parallel with zero = " << stage_ << " first";
         return false;
       }
       RankedTensorType whole = it->second;
@@ -150,14 +165,15 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
     ModuleOp module = getOperation();
     const int64_t ranks = data != 0 ? data : meshEntry(module, "data");
     const int64_t stage = zero >= 0 ? zero : meshEntry(module, "zero");
+    stage_ = stage;
     if (ranks < 0) {
       module.emitError() << "-lm-zero-shard-params: data must be at least 1, got " << ranks;
       return signalPassFailure();
     }
-    if (ranks <= 1 || stage < 3)
+    if (ranks <= 1 || stage < 2)
       return;
     if (meshEntry(module, "tensor") > 1) {
-      module.emitError() << "-lm-zero-shard-params: ZeRO stage 3 over a tensor-parallel mesh (tensor = "
+      module.emitError() << "-lm-zero-shard-params: ZeRO stage " << stage << " over a tensor-parallel mesh (tensor = "
                          << meshEntry(module, "tensor") << ") is not supported";
       return signalPassFailure();
     }
@@ -165,8 +181,17 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       if (f.isExternal())
         continue;
       llvm::StringMap<RankedTensorType> logical;
-      if (!shardArguments(f, ranks, logical))
-        return signalPassFailure();
+      if (stage >= 3) {
+        if (!shardArguments(f, ranks, logical))
+          return signalPassFailure();
+      } else {  // stage 2: the parameters stay whole; their types are the gradients'
+        if (!f->hasAttr("lm.train_step"))
+          continue;
+        for (BlockArgument arg : f.getArguments())
+          if (auto name = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lm.param"))
+            if (!wholeParameter(f, name.getValue(), arg.getType(), logical))
+              return signalPassFailure();
+      }
       if (f->hasAttr("lm.train_step") && !scatterGradients(f, ranks, logical))
         return signalPassFailure();
       auto ret = cast<func::ReturnOp>(f.getBody().back().getTerminator());

@@ -56,9 +56,9 @@ public:
     if (!zero3_.whole.empty()) {  // ZeRO stage 3: the local gradients are the slices
       std::vector<const void *> slices;
       for (const ParamView &v : views_) slices.push_back(v.grad);
-      return zeroGradNorm(zero3_.whole, slices, zero3_.rank, zero3_.ranks, /*frozenWhole=*/false);
+      return zeroGradNorm(zero3_.whole, slices, zero3_.rank, zero3_.ranks);
     }
-    return zero_ && zero_->stage() >= 2 ? zero_->gradNorm(views_) : globalGradNorm(views_);
+    return zero_ && zero_->stage() >= 2 ? zero_->gradNorm() : globalGradNorm(views_);
   }
   void optimizerStep(double lr, double gradScale) override;
   int64_t optimizerUpdates() const override { return optimizer_ ? optimizer_->stepCount() : 0; }
@@ -374,17 +374,13 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
         if (at >= 0) return report("output " + std::to_string(k) + " " + call.out[k].type.str(), at, v);
       }
   }
-  // The outputs are read after the run (and ZeRO-2's reduce-scatter is a collective of
-  // the main thread): every collective has finished.
+  // The outputs are read after the run: every collective has finished.
   inFlight.waitAll();
   if (profile_ && inFlight.waitedSeconds() > 0) {
     OpProfile::Entry &e = profile_->ops[programName + "/wait(collectives)"];
     e.seconds += inFlight.waitedSeconds();
     e.calls += 1;
   }
-  // ZeRO-2: the plan's train step returns this rank's own gradients; each keeps its
-  // slice of their mean over the ranks.
-  if (zero_ && zero_->stage() >= 2 && programName == "train_step") zero_->reduceGradients(views_);
   lastRun_ = programName;
 }
 
@@ -425,10 +421,12 @@ void CpuBackend::accumulateGradients(int micro, int count) {
     for (const ParamState &p : session_.params()) accumulated_.emplace_back(p.grad.size());
   for (size_t i = 0; i < views_.size(); ++i) {
     const ParamView &v = views_[i];
+    // The gradient buffer's elements: from ZeRO stage 2 on the rank's reduced slice.
+    const int64_t n = session_.params()[i].gradType.numel();
     if (v.dtype == DType::F32)
-      accumulateInto((float *)accumulated_[i].data(), (float *)v.grad, v.numel, micro, count);
+      accumulateInto((float *)accumulated_[i].data(), (float *)v.grad, n, micro, count);
     else
-      accumulateInto((double *)accumulated_[i].data(), (double *)v.grad, v.numel, micro, count);
+      accumulateInto((double *)accumulated_[i].data(), (double *)v.grad, n, micro, count);
   }
 }
 

@@ -72,6 +72,17 @@ bool joinsAllReduceBucket(const plan::Program &program, const plan::Step &first,
          stepAttrBool(first, "mean") == stepAttrBool(next, "mean");
 }
 
+bool joinsReduceScatterBucket(const plan::Program &program, const plan::Step &first, const plan::Step &next) {
+  auto flat = [](const plan::Step &s) {
+    return s.op() == "reduce_scatter" && s.inputs_size() == 1 && s.outputs_size() == 1 && stepAttrInt(s, "dim") == 0;
+  };
+  if (!flat(first) || !flat(next) ||
+      program.buffers(first.inputs(0)).type().dtype() != program.buffers(next.inputs(0)).type().dtype())
+    return false;
+  return stepAttrInt(first, "mesh_axis") == stepAttrInt(next, "mesh_axis") &&
+         stepAttrInt(first, "group_size") == stepAttrInt(next, "group_size");
+}
+
 namespace {
 
 int64_t matmulScratch(const plan::Program &program, const plan::Step &step) {
@@ -124,7 +135,8 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step, bool c
    padded gradient. A bucket (a run of adjacent all_reduce steps of one group and
    dtype, which the CPU backend runs as one all-reduce: docs/distributed.md, "Buckets
    and overlap") counts as one all-reduce of all its elements, plus its staging
-   buffer, kept between calls. Open MPI's own transport buffers are not counted. A plan
+   buffer, kept between calls; a reduce-scatter bucket likewise (its staging holds the
+   D parts of every slice and their sums). Open MPI's own transport buffers are not counted. A plan
    without collectives (one process) holds none of these. */
 int64_t communicationScratch(const plan::Plan &plan) {
   int64_t parts = 0, sums = 0, staging = 0, transient = 0, bucket = 0;
@@ -147,6 +159,18 @@ int64_t communicationScratch(const plan::Plan &plan) {
         parts = std::max(parts, d * mine * eb);
         sums = std::max(sums, mine * eb);
         if (steps > 1) bucket = std::max(bucket, n * eb);
+        continue;
+      }
+      if (si + 1 < program.steps_size() && joinsReduceScatterBucket(program, step, program.steps(si + 1))) {
+        // A reduce-scatter bucket: one reduce-scatter of all its slices (D of them received),
+        // and its staging buffer, the D rank-major parts and the sums, kept between calls.
+        int64_t n = numElements(program.buffers(step.outputs(0)).type());
+        while (si + 1 < program.steps_size() && joinsReduceScatterBucket(program, step, program.steps(si + 1)))
+          n += numElements(program.buffers(program.steps(++si).outputs(0)).type());
+        const int64_t d = std::max<int64_t>(1, stepAttrInt(step, "group_size"));
+        const int64_t eb = dtypeBytes(program.buffers(step.inputs(0)).type().dtype());
+        parts = std::max(parts, d * n * eb);
+        bucket = std::max(bucket, (d + 1) * n * eb);
         continue;
       }
       if ((op != "all_reduce" && op != "reduce_scatter" && op != "all_gather") || step.inputs_size() < 1 ||

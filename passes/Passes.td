@@ -216,7 +216,9 @@ def LMZeroShardParamsPass : Pass<"lm-zero-shard-params", "mlir::ModuleOp"> {
     padded with zeros (`lm.slice_grad`), `lm.reduce_scatter` over mesh axis 0
     (the rank-order sum), then `lm.div` by D: the arithmetic of
     -lm-data-parallel's all-reduce with `mean`, so the same bits for those
-    elements. Run after -lm-data-parallel (which, from zero = 2 on, leaves
+    elements. The reduce-scatters are bucketed as -lm-data-parallel's
+    all-reduces are (`bucket_mb`): a bucket's side by side right after the op
+    that computes its last gradient, which lmrt runs as one collective. Run after -lm-data-parallel (which, from zero = 2 on, leaves
     the gradients unreduced; an all-reduced gradient is an error), after CSE
     (which would merge a parameter's gathers into one value live across the
     step) and after -lm-fuse-linear-cross-entropy (whose pattern needs the
@@ -232,6 +234,9 @@ def LMZeroShardParamsPass : Pass<"lm-zero-shard-params", "mlir::ModuleOp"> {
            "Data-parallel ranks (0: the module's lm.mesh, none without it)">,
     Option<"zero", "zero", "int64_t", "-1",
            "The ZeRO stage (-1: the module's lm.mesh, 0 without it); the pass runs from 2 on (3: the parameters too)">,
+    Option<"bucketMb", "bucket-mb", "double", "-1",
+           "Gradient bucket size in MiB (-1: the module's lm.mesh bucket_mb, 25 without it; 0: one reduce-scatter "
+           "per gradient)">,
   ];
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
 }

@@ -11,7 +11,10 @@
 // across the step. Each gradient is reduce-scattered right after it is
 // computed (flattened, padded with zeros), then divided by D: the rank-order sum divided
 // by D of its own slice, the arithmetic (and so the bits) of the mean
-// -lm-data-parallel's all-reduce computes for those elements.
+// -lm-data-parallel's all-reduce computes for those elements. The reduce-scatters go
+// in buckets of about bucket_mb MiB, as -lm-data-parallel's all-reduces do
+// (GradientBuckets.h): side by side after the bucket's last gradient, which lmrt runs
+// as one collective (the same bits: each element's rank-order sum).
 //
 // Under stage 2 only the gradients are rewritten so (the parameters stay whole
 // on every rank): the train step returns the rank's slice of each gradient's
@@ -25,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/GradientBuckets.h"
 
 #include "dialect/IR/LMOps.h"
 
@@ -113,21 +117,16 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
     return true;
   }
 
-  /// Each gradient result of a train step becomes the rank's slice of its mean.
-  bool scatterGradients(func::FuncOp f, int64_t ranks, const llvm::StringMap<RankedTensorType> &logical) {
+  /// Each gradient result of a train step becomes the rank's slice of its mean, the
+  /// reduce-scatters in buckets of about `capBytes` of whole gradients (GradientBuckets.h).
+  bool scatterGradients(func::FuncOp f, int64_t ranks, const llvm::StringMap<RankedTensorType> &logical,
+                        int64_t capBytes) {
     auto ret = cast<func::ReturnOp>(f.getBody().back().getTerminator());
-    OpBuilder b(ret);
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
       auto of = f.getResultAttrOfType<StringAttr>(i, "lm.grad_of");
       if (!of)
         continue;
       Value g = ret.getOperand(i);
-      // Right after the gradient is computed, so that the whole local gradient is a
-      // temporary the arena reuses, not live until the end of the step.
-      if (Operation *def = g.getDefiningOp())
-        b.setInsertionPointAfter(def);
-      else
-        b.setInsertionPoint(ret);
       auto it = logical.find(of.getValue());
       if (it == logical.end() || g.getType() != it->second) {
         f.emitError() << "-lm-zero-shard-params: result #" << i << " is the gradient of '" << of.getValue()
@@ -139,24 +138,41 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
                       << "' is already all-reduced; run -lm-data-parallel with zero = " << stage_ << " first";
         return false;
       }
-      RankedTensorType whole = it->second;
-      int64_t n = whole.getNumElements();
-      if (n == 0)
-        continue;
-      RankedTensorType slice = sliceType(whole, ranks);
-      int64_t padded = slice.getNumElements() * ranks;
-      Location loc = g.getLoc();
-      auto flat = RankedTensorType::get({n}, whole.getElementType());
-      if (g.getType() != flat)
-        g = b.create<ReshapeOp>(loc, flat, g);
-      if (padded != n)  // zeros after the n elements: the adjoint of the gather's cut
-        g = b.create<SliceGradOp>(loc, RankedTensorType::get({padded}, whole.getElementType()), g,
-                                  ArrayRef<int64_t>{0}, ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1});
-      Value sum = b.create<ReduceScatterOp>(loc, g, kDataAxis, ranks, /*dim=*/0);
-      auto scalar = RankedTensorType::get({}, whole.getElementType());
-      Value count = b.create<ConstantOp>(
-          loc, scalar, DenseElementsAttr::get(scalar, b.getFloatAttr(whole.getElementType(), (double)ranks)));
-      ret.setOperand(i, b.create<DivOp>(loc, sum, count));
+    }
+    for (const std::vector<Gradient> &bucket : gradientBuckets(gradientsInBackwardOrder(f, ret), capBytes)) {
+      // Right after the bucket's last gradient is computed, so that the whole local
+      // gradients are temporaries the arena reuses, not live until the end of the step:
+      // each flattened and padded, then the bucket's reduce-scatters side by side (lmrt
+      // runs them as one collective), then the divisions.
+      OpBuilder b(ret);
+      if (Operation *last = bucketEnd(bucket))
+        b.setInsertionPointAfter(last);
+      std::vector<std::pair<unsigned, Value>> flat;
+      for (const Gradient &grad : bucket) {
+        Value g = ret.getOperand(grad.result);
+        RankedTensorType whole = logical.find(f.getResultAttrOfType<StringAttr>(grad.result, "lm.grad_of").getValue())->second;
+        int64_t n = whole.getNumElements();
+        if (n == 0)
+          continue;
+        int64_t padded = sliceType(whole, ranks).getNumElements() * ranks;
+        auto flatType = RankedTensorType::get({n}, whole.getElementType());
+        if (g.getType() != flatType)
+          g = b.create<ReshapeOp>(g.getLoc(), flatType, g);
+        if (padded != n)  // zeros after the n elements: the adjoint of the gather's cut
+          g = b.create<SliceGradOp>(g.getLoc(), RankedTensorType::get({padded}, whole.getElementType()), g,
+                                    ArrayRef<int64_t>{0}, ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1});
+        flat.push_back({grad.result, g});
+      }
+      std::vector<Value> sums;
+      for (auto &[result, g] : flat)
+        sums.push_back(b.create<ReduceScatterOp>(g.getLoc(), g, kDataAxis, ranks, /*dim=*/0));
+      for (size_t k = 0; k < flat.size(); ++k) {
+        auto element = cast<RankedTensorType>(sums[k].getType()).getElementType();
+        auto scalar = RankedTensorType::get({}, element);
+        Location loc = sums[k].getLoc();
+        Value count = b.create<ConstantOp>(loc, scalar, DenseElementsAttr::get(scalar, b.getFloatAttr(element, (double)ranks)));
+        ret.setOperand(flat[k].first, b.create<DivOp>(loc, sums[k], count));
+      }
     }
     return true;
   }
@@ -170,6 +186,9 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       module.emitError() << "-lm-zero-shard-params: data must be at least 1, got " << ranks;
       return signalPassFailure();
     }
+    FailureOr<int64_t> cap = bucketBytes(module, bucketMb, "lm-zero-shard-params");
+    if (failed(cap))
+      return signalPassFailure();
     if (ranks <= 1 || stage < 2)
       return;
     if (meshEntry(module, "tensor") > 1) {
@@ -192,7 +211,7 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
             if (!wholeParameter(f, name.getValue(), arg.getType(), logical))
               return signalPassFailure();
       }
-      if (f->hasAttr("lm.train_step") && !scatterGradients(f, ranks, logical))
+      if (f->hasAttr("lm.train_step") && !scatterGradients(f, ranks, logical, *cap))
         return signalPassFailure();
       auto ret = cast<func::ReturnOp>(f.getBody().back().getTerminator());
       f.setType(FunctionType::get(f.getContext(), f.getBody().getArgumentTypes(), ret.getOperandTypes()));

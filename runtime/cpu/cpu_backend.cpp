@@ -290,14 +290,18 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
     kernels::KernelCall call = callOf(sb);
     inFlight.before(call.in, call.out);
     if (buckets && !st.gen && isCollective(sb.step->op())) {
-      // A bucket: this step and the all_reduce steps right after it that it can go with
-      // (-lm-data-parallel places a bucket's all-reduces together), one collective.
+      // A bucket: this step and the all_reduce (or reduce_scatter) steps right after it that
+      // it can go with (-lm-data-parallel places a bucket's all-reduces together,
+      // -lm-zero-shard-params its reduce-scatters), one collective.
       std::vector<kernels::KernelCall> bucket{call};
       std::vector<TensorRef> reads = call.in, writes = call.out;
       std::string where = sb.where;
-      while (sb.step->op() == "all_reduce" && si + 1 < ep.steps.size()) {
+      const std::string op = sb.step->op();
+      while ((op == "all_reduce" || op == "reduce_scatter") && si + 1 < ep.steps.size()) {
         const ExecStep &next = ep.steps[si + 1];
-        if (next.gen || !joinsAllReduceBucket(*ep.binding->program, *sb.step, *next.binding->step)) break;
+        if (next.gen || !(op == "all_reduce" ? joinsAllReduceBucket : joinsReduceScatterBucket)(
+                            *ep.binding->program, *sb.step, *next.binding->step))
+          break;
         // Not when it reads what the bucket writes, or writes what the bucket touches (its
         // own input in place excepted): one collective could not order them.
         kernels::KernelCall nc = callOf(*next.binding);
@@ -311,13 +315,16 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
         ++si;
       }
       if (bucket.size() > 1)
-        where += " to step " + std::to_string(si) + " (a bucket of " + std::to_string(bucket.size()) + " all_reduce steps)";
+        where += " to step " + std::to_string(si) + " (a bucket of " + std::to_string(bucket.size()) + " " + op + " steps)";
       const kernels::KernelDef *def = st.def;
       std::string origin = bound_.origin();
-      auto work = [bucket, def, where, origin] {
+      const bool allReduce = op == "all_reduce";
+      auto work = [bucket, def, where, origin, allReduce] {
         try {
-          if (bucket.size() > 1)
+          if (bucket.size() > 1 && allReduce)
             kernels::runAllReduceBucket(bucket);
+          else if (bucket.size() > 1)
+            kernels::runReduceScatterBucket(bucket);
           else
             def->run(bucket[0]);
         } catch (const std::exception &e) {

@@ -1,6 +1,7 @@
-// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse -lm-zero-shard-params | FileCheck %s
-// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=data=3' | FileCheck %s --check-prefix=THREE
-// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=zero=2' | FileCheck %s --check-prefix=STAGE2
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=bucket-mb=0' | FileCheck %s
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=data=3 bucket-mb=0' | FileCheck %s --check-prefix=THREE
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=zero=2 bucket-mb=0' | FileCheck %s --check-prefix=STAGE2
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse -lm-zero-shard-params | FileCheck %s --check-prefix=BUCKET
 // RUN: lm-opt %s -lm-autodiff '-lm-data-parallel=zero=1' -canonicalize -cse '-lm-zero-shard-params=zero=1' | FileCheck %s --check-prefix=STAGE1
 
 // Tests that -lm-zero-shard-params (ZeRO stage 3) makes every parameter argument
@@ -55,6 +56,28 @@
 // CHECK-NEXT: lm.constant
 // CHECK-NEXT: %[[S1:.*]] = lm.div %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
 // CHECK-NEXT: return %[[L]], %[[S1]], %[[S2]], %[[S3]]
+
+// The default bucket (25 MiB) holds all three gradients: each flattened right where the
+// last one (dw1) is computed, then the three reduce-scatters side by side (lmrt runs them
+// as one collective), then the divisions.
+// BUCKET-LABEL: func.func @loss_train_step(
+// BUCKET: lm.matmul %{{.*}}, %{{.*}} {transpose_lhs = true} : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
+// BUCKET-NOT: lm.reduce_scatter
+// BUCKET: lm.sum_to
+// BUCKET-NOT: lm.reduce_scatter
+// BUCKET: lm.matmul {{.*}} -> tensor<3x2xf32>
+// BUCKET-NEXT: lm.reshape {{.*}} : (tensor<2x2xf32>) -> tensor<4xf32>
+// BUCKET-NEXT: lm.reshape {{.*}} : (tensor<3x2xf32>) -> tensor<6xf32>
+// BUCKET-NEXT: lm.reduce_scatter {{.*}} : (tensor<4xf32>) -> tensor<2xf32>
+// BUCKET-NEXT: lm.reduce_scatter {{.*}} : (tensor<2xf32>) -> tensor<1xf32>
+// BUCKET-NEXT: lm.reduce_scatter {{.*}} : (tensor<6xf32>) -> tensor<3xf32>
+// BUCKET-NEXT: lm.constant
+// BUCKET-NEXT: lm.div
+// BUCKET-NEXT: lm.constant
+// BUCKET-NEXT: lm.div
+// BUCKET-NEXT: lm.constant
+// BUCKET-NEXT: lm.div
+// BUCKET-NEXT: return
 
 // Three ranks: w1's 6 elements are 2 a rank; w2's 4 are 2 a rank, padded to 6
 // (the gather cut to 4 by lm.slice, the gradient padded with zeros by

@@ -19,6 +19,7 @@
 #include "codegen/ModuleConfig.h"
 #include "codegen/PlanConvert.h"
 #include "codegen/RuntimeOps.h"
+#include "contract/zero3.h"
 #include "dialect/IR/LMOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -204,6 +205,26 @@ static int64_t tensorShards(func::FuncOp func) {
       if (auto t = dyn_cast_or_null<IntegerAttr>(mesh.get("tensor")))
         return t.getInt();
   return 1;
+}
+
+/// Entry `key` of `func`'s module mesh (`dflt` without one).
+static int64_t meshValue(func::FuncOp func, StringRef key, int64_t dflt) {
+  if (auto module = func->getParentOfType<ModuleOp>())
+    if (auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh"))
+      if (auto t = dyn_cast_or_null<IntegerAttr>(mesh.get(key)))
+        return t.getInt();
+  return dflt;
+}
+
+/// The type the train step returns a parameter's gradient at, the parameter bound at
+/// `bound`: that type, or under ZeRO stage 2 the rank's padded slice of the flattened
+/// tensor, which -lm-zero-shard-params reduce-scatters it to (contract/zero3.h's
+/// boundGradType; stage 3 binds the parameter itself as the slice).
+static plan::TensorType gradientType(func::FuncOp func, const plan::TensorType &bound) {
+  const int64_t ranks = meshValue(func, "data", 1);
+  if (meshValue(func, "zero", 0) != 2 || ranks <= 1)
+    return bound;
+  return lmrt::zeroSliceType(bound, ranks);
 }
 
 LogicalResult ProgramBuilder::addArguments() {
@@ -532,15 +553,17 @@ LogicalResult ProgramBuilder::addGradientOutput(func::ReturnOp ret, unsigned ind
     return ret.emitError("plan contract: @") << func.getSymName() << " returns two gradients of '" << param << "'";
   int source = bufferOf.lookup(value);
   const plan::Buffer &buffer = program.buffers(source);
-  if (buffer.type().SerializeAsString() != known->second.SerializeAsString())
+  const plan::TensorType expected = gradientType(func, known->second);
+  if (buffer.type().SerializeAsString() != expected.SerializeAsString())
     return ret.emitError("plan contract: the gradient of '") << param << "' has type " << value.getType()
-           << ", which differs from the parameter's type";
+           << ", which differs from the parameter's type"
+           << (expected.SerializeAsString() != known->second.SerializeAsString() ? " (its ZeRO stage 2 slice)" : "");
 
   int id = source;
   if (buffer.kind() != plan::Buffer::GRAD || buffer.name() != param) {
     // The value lives elsewhere (an argument, a constant, or another
     // parameter's gradient): copy it into this parameter's GRAD buffer.
-    id = addBuffer(plan::Buffer::GRAD, known->second, param);
+    id = addBuffer(plan::Buffer::GRAD, expected, param);
     plan::Step *copy = program.add_steps();
     copy->set_op(lmrt::ops::kCopyOpName);
     copy->add_inputs(source);

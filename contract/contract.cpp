@@ -72,6 +72,17 @@ bool joinsAllReduceBucket(const plan::Program &program, const plan::Step &first,
          stepAttrBool(first, "mean") == stepAttrBool(next, "mean");
 }
 
+bool joinsReduceScatterBucket(const plan::Program &program, const plan::Step &first, const plan::Step &next) {
+  auto flat = [](const plan::Step &s) {
+    return s.op() == "reduce_scatter" && s.inputs_size() == 1 && s.outputs_size() == 1 && stepAttrInt(s, "dim") == 0;
+  };
+  if (!flat(first) || !flat(next) ||
+      program.buffers(first.inputs(0)).type().dtype() != program.buffers(next.inputs(0)).type().dtype())
+    return false;
+  return stepAttrInt(first, "mesh_axis") == stepAttrInt(next, "mesh_axis") &&
+         stepAttrInt(first, "group_size") == stepAttrInt(next, "group_size");
+}
+
 namespace {
 
 int64_t matmulScratch(const plan::Program &program, const plan::Step &step) {
@@ -124,7 +135,8 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step, bool c
    padded gradient. A bucket (a run of adjacent all_reduce steps of one group and
    dtype, which the CPU backend runs as one all-reduce: docs/distributed.md, "Buckets
    and overlap") counts as one all-reduce of all its elements, plus its staging
-   buffer, kept between calls. Open MPI's own transport buffers are not counted. A plan
+   buffer, kept between calls; a reduce-scatter bucket likewise (its staging holds the
+   D parts of every slice and their sums). Open MPI's own transport buffers are not counted. A plan
    without collectives (one process) holds none of these. */
 int64_t communicationScratch(const plan::Plan &plan) {
   int64_t parts = 0, sums = 0, staging = 0, transient = 0, bucket = 0;
@@ -147,6 +159,18 @@ int64_t communicationScratch(const plan::Plan &plan) {
         parts = std::max(parts, d * mine * eb);
         sums = std::max(sums, mine * eb);
         if (steps > 1) bucket = std::max(bucket, n * eb);
+        continue;
+      }
+      if (si + 1 < program.steps_size() && joinsReduceScatterBucket(program, step, program.steps(si + 1))) {
+        // A reduce-scatter bucket: one reduce-scatter of all its slices (D of them received),
+        // and its staging buffer, the D rank-major parts and the sums, kept between calls.
+        int64_t n = numElements(program.buffers(step.outputs(0)).type());
+        while (si + 1 < program.steps_size() && joinsReduceScatterBucket(program, step, program.steps(si + 1)))
+          n += numElements(program.buffers(program.steps(++si).outputs(0)).type());
+        const int64_t d = std::max<int64_t>(1, stepAttrInt(step, "group_size"));
+        const int64_t eb = dtypeBytes(program.buffers(step.inputs(0)).type().dtype());
+        parts = std::max(parts, d * n * eb);
+        bucket = std::max(bucket, (d + 1) * n * eb);
         continue;
       }
       if ((op != "all_reduce" && op != "reduce_scatter" && op != "all_gather") || step.inputs_size() < 1 ||
@@ -176,16 +200,13 @@ int64_t communicationScratch(const plan::Plan &plan) {
       }
     }
   const plan::Mesh &mesh = plan.train().mesh();
-  if (mesh.zero() >= 1 && mesh.zero() <= 2 && mesh.data() > 1)  // stage 3's collectives are the steps'
+  // Stages 1 and 2 all-gather the parameters after the update (stage 2's reduce-scatters
+  // are the train step's, counted above; stage 3's collectives are all the steps').
+  if (mesh.zero() >= 1 && mesh.zero() <= 2 && mesh.data() > 1)
     for (const plan::Param &p : plan.params()) {
       const int64_t n = numElements(p.type()), d = mesh.data(), eb = dtypeBytes(p.type().dtype());
       const int64_t chunk = zeroShard(n, d, 0).size();
       if (chunk * d != n) staging = std::max(staging, chunk * d * eb);  // the parameters' padded gather
-      if (mesh.zero() >= 2) {  // the gradients' reduce-scatter into a slice, from a padded copy
-        staging = std::max(staging, chunk * eb);
-        parts = std::max(parts, d * chunk * eb);
-        if (chunk * d != n) transient = std::max(transient, chunk * d * eb);
-      }
     }
   return parts + sums + staging + transient + bucket;
 }
@@ -200,9 +221,9 @@ PredictedMemory predictedMemory(const plan::Plan &plan) {
     // ZeRO stage 3 binds each parameter and gradient as the rank's padded slice (and
     // the optimizer keeps that slice's state); the gathered whole tensors are the
     // programs' temporaries, in the arena.
-    const int64_t bytes = zeroSlicesParams(mesh) ? typeBytes(boundParamType(plan, p)) : typeBytes(p.type());
+    const int64_t bytes = typeBytes(boundParamType(plan, p));
     m.params += bytes;
-    m.grads += bytes;
+    m.grads += typeBytes(boundGradType(plan, p));  // from stage 2 on, the slice
     if (zeroSlicesParams(mesh)) {
       m.optimizer += 2 * bytes;
       continue;
@@ -915,11 +936,14 @@ private:
     case plan::Buffer::GRAD: {
       auto it = params_.find(b.name());
       if (it == params_.end()) error(where + "no parameter named '" + b.name() + "'");
-      // ZeRO stage 3's programs bind the rank's slice of it (contract/zero3.h).
-      const plan::TensorType pt = boundParamType(plan_, *it->second);
+      // ZeRO stage 3's programs bind the rank's slice of it, stage 2's train step the
+      // slice of its gradient (contract/zero3.h).
+      const bool grad = b.kind() == plan::Buffer::GRAD;
+      const plan::TensorType pt = grad ? boundGradType(plan_, *it->second) : boundParamType(plan_, *it->second);
+      const bool sliced = grad ? zeroSlicesGrads(plan_.train().mesh()) : zeroSlicesParams(plan_.train().mesh());
       if (planTypeStr(pt) != t)
-        error(where + "type " + t + " differs from the parameter's " + planTypeStr(pt) +
-              (zeroSlicesParams(plan_.train().mesh()) ? " (its ZeRO stage 3 slice)" : ""));
+        error(where + "type " + t + " differs from the parameter's " + (grad ? "gradient's " : "") + planTypeStr(pt) +
+              (sliced ? " (its ZeRO stage " + std::to_string(plan_.train().mesh().zero()) + " slice)" : ""));
       if (b.kind() == plan::Buffer::GRAD) {
         auto [prev, fresh] = gradBuffers.emplace(b.name(), i);
         if (!fresh)

@@ -66,6 +66,11 @@ PredictedMemory predictedMemory(const plan::Plan &plan);
    "Buckets and overlap"). */
 bool joinsAllReduceBucket(const plan::Program &program, const plan::Step &first, const plan::Step &next);
 
+/* The same for a reduce-scatter bucket (ZeRO-2's and -3's gradients): both reduce_scatter
+   of one input and one output along dimension 0 (rank-major, as -lm-zero-shard-params'
+   flat gradients are), of one dtype, mesh axis and group size. */
+bool joinsReduceScatterBucket(const plan::Program &program, const plan::Step &first, const plan::Step &next);
+
 /* ZeRO's split of a parameter of `numel` elements over `ranks` data-parallel ranks
    (docs/distributed.md, "ZeRO"): rank r keeps and updates elements [begin, end),
    consecutive slices of ceil(numel / ranks) elements in rank order (the last ones

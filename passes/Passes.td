@@ -180,11 +180,10 @@ def LMDataParallelPass : Pass<"lm-data-parallel", "mlir::ModuleOp"> {
     as gradient accumulation does over D micro-batches: DP over D ranks gives
     the bits of the 1-process run with accumulate = D. Without a mesh, or with
     D = 1, the module is left as it is. Under ZeRO stage 2 (`zero = 2` in
-    lm.mesh, or the option `zero`) the gradients are left as the rank's own:
-    lmrt reduce-scatters each into the slices its optimizer shards update
-    (runtime/cpu/zero_shards.h), so no rank holds a whole averaged gradient.
-    Under stage 3 they are left too: -lm-zero-shard-params reduce-scatters
-    them inside the train step.
+    lm.mesh, or the option `zero`) and stage 3 the gradients are left as the
+    rank's own: -lm-zero-shard-params reduce-scatters each inside the train
+    step into the slice its optimizer shard updates, so no rank holds a whole
+    averaged gradient.
     See docs/distributed.md.
   }];
   let options = [
@@ -200,7 +199,7 @@ def LMDataParallelPass : Pass<"lm-data-parallel", "mlir::ModuleOp"> {
 }
 
 def LMZeroShardParamsPass : Pass<"lm-zero-shard-params", "mlir::ModuleOp"> {
-  let summary = "ZeRO stage 3: each rank's program holds its slice of every parameter";
+  let summary = "ZeRO stages 2 and 3: the train step reduce-scatters the gradients; stage 3 slices the parameters";
   let description = [{
     With `lm.mesh = {data = D, zero = 3, ...}` (D > 1; or the pass options
     `data` and `zero`), every `lm.param` argument of every function becomes
@@ -217,19 +216,27 @@ def LMZeroShardParamsPass : Pass<"lm-zero-shard-params", "mlir::ModuleOp"> {
     padded with zeros (`lm.slice_grad`), `lm.reduce_scatter` over mesh axis 0
     (the rank-order sum), then `lm.div` by D: the arithmetic of
     -lm-data-parallel's all-reduce with `mean`, so the same bits for those
-    elements. Run after -lm-data-parallel (which, from zero = 2 on, leaves
+    elements. The reduce-scatters are bucketed as -lm-data-parallel's
+    all-reduces are (`bucket_mb`): a bucket's side by side right after the op
+    that computes its last gradient, which lmrt runs as one collective. Run after -lm-data-parallel (which, from zero = 2 on, leaves
     the gradients unreduced; an all-reduced gradient is an error), after CSE
     (which would merge a parameter's gathers into one value live across the
     step) and after -lm-fuse-linear-cross-entropy (whose pattern needs the
     forward and backward matmuls to read one weight value). A tensor axis
-    > 1 is an error. Below stage 3, or with D <= 1, the module is left as it
-    is. See docs/distributed.md, "Stage 3".
+    > 1 is an error. Under stage 2 only the gradients are rewritten so (the
+    parameters stay whole, nothing is gathered): the train step returns the
+    slices, and the whole local gradients are temporaries of the arena. Below
+    stage 2, or with D <= 1, the module is left as it is. See
+    docs/distributed.md, "Stage 2" and "Stage 3".
   }];
   let options = [
     Option<"data", "data", "int64_t", "0",
            "Data-parallel ranks (0: the module's lm.mesh, none without it)">,
     Option<"zero", "zero", "int64_t", "-1",
-           "The ZeRO stage (-1: the module's lm.mesh, 0 without it); the pass runs from 3 on">,
+           "The ZeRO stage (-1: the module's lm.mesh, 0 without it); the pass runs from 2 on (3: the parameters too)">,
+    Option<"bucketMb", "bucket-mb", "double", "-1",
+           "Gradient bucket size in MiB (-1: the module's lm.mesh bucket_mb, 25 without it; 0: one reduce-scatter "
+           "per gradient)">,
   ];
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
 }

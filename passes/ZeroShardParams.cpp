@@ -1,6 +1,6 @@
 //===- ZeroShardParams.cpp - -lm-zero-shard-params --------------*- C++ -*-===//
 //
-// ZeRO stage 3 as a rewrite of the per-rank program (Passes.td): each
+// ZeRO stages 2 and 3 as a rewrite of the per-rank program (Passes.td). Stage 3: each
 // parameter argument becomes the rank's slice of it, the slice of ZeRO's
 // stages 1 and 2 (the parameter's elements in row-major order cut into D
 // slices of ceil(n / D), rank 0 first; here every slice is padded to that
@@ -11,7 +11,15 @@
 // across the step. Each gradient is reduce-scattered right after it is
 // computed (flattened, padded with zeros), then divided by D: the rank-order sum divided
 // by D of its own slice, the arithmetic (and so the bits) of the mean
-// -lm-data-parallel's all-reduce computes for those elements.
+// -lm-data-parallel's all-reduce computes for those elements. The reduce-scatters go
+// in buckets of about bucket_mb MiB, as -lm-data-parallel's all-reduces do
+// (GradientBuckets.h): side by side after the bucket's last gradient, which lmrt runs
+// as one collective (the same bits: each element's rank-order sum).
+//
+// Under stage 2 only the gradients are rewritten so (the parameters stay whole
+// on every rank): the train step returns the rank's slice of each gradient's
+// mean, and the whole local gradient is a temporary of the arena, not a buffer
+// of its own (ZeRO's 4P + (4P + 8P) / D).
 //
 // It runs after -lm-data-parallel (which leaves the gradients unreduced from
 // stage 2 on) and after CSE: the gathers are Pure, and CSE would merge a
@@ -20,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/GradientBuckets.h"
 
 #include "dialect/IR/LMOps.h"
 
@@ -54,6 +63,20 @@ Operation *topLevel(func::FuncOp f, Operation *op) {
 
 struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParamsPass> {
   using LMZeroShardParamsPassBase::LMZeroShardParamsPassBase;
+  int64_t stage_ = 3;  // the ZeRO stage of the module being rewritten
+
+  /// Records parameter `name` of `f`, of type `type`, in `logical`, after checking that
+  /// ZeRO can slice it; returns false after an error.
+  bool wholeParameter(func::FuncOp f, StringRef name, Type type, llvm::StringMap<RankedTensorType> &logical) {
+    auto whole = dyn_cast<RankedTensorType>(type);
+    if (!whole || !whole.hasStaticShape() || !isa<FloatType>(whole.getElementType())) {
+      f.emitError() << "-lm-zero-shard-params: parameter '" << name << "' has type " << type
+                    << "; ZeRO slices statically shaped float tensors";
+      return false;
+    }
+    logical[name] = whole;
+    return true;
+  }
 
   /// Each `lm.param` argument of `f` becomes its slice; returns false after an error.
   bool shardArguments(func::FuncOp f, int64_t ranks, llvm::StringMap<RankedTensorType> &logical) {
@@ -62,18 +85,14 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       auto name = f.getArgAttrOfType<StringAttr>(i, "lm.param");
       if (!name)
         continue;
-      auto whole = dyn_cast<RankedTensorType>(arg.getType());
-      if (!whole || !whole.hasStaticShape() || !isa<FloatType>(whole.getElementType())) {
-        f.emitError() << "-lm-zero-shard-params: parameter '" << name.getValue() << "' has type " << arg.getType()
-                      << "; ZeRO stage 3 slices statically shaped float tensors";
-        return false;
-      }
       if (f.getArgAttr(i, kLogicalAttr) || f.getArgAttr(i, "lm.sharding")) {
         f.emitError() << "-lm-zero-shard-params: parameter '" << name.getValue()
                       << "' is already sliced (ZeRO stage 3 or a tensor-parallel sharding)";
         return false;
       }
-      logical[name.getValue()] = whole;
+      if (!wholeParameter(f, name.getValue(), arg.getType(), logical))
+        return false;
+      auto whole = cast<RankedTensorType>(arg.getType());
       if (whole.getNumElements() == 0)
         continue;
       RankedTensorType slice = sliceType(whole, ranks);
@@ -98,21 +117,16 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
     return true;
   }
 
-  /// Each gradient result of a train step becomes the rank's slice of its mean.
-  bool scatterGradients(func::FuncOp f, int64_t ranks, const llvm::StringMap<RankedTensorType> &logical) {
+  /// Each gradient result of a train step becomes the rank's slice of its mean, the
+  /// reduce-scatters in buckets of about `capBytes` of whole gradients (GradientBuckets.h).
+  bool scatterGradients(func::FuncOp f, int64_t ranks, const llvm::StringMap<RankedTensorType> &logical,
+                        int64_t capBytes) {
     auto ret = cast<func::ReturnOp>(f.getBody().back().getTerminator());
-    OpBuilder b(ret);
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
       auto of = f.getResultAttrOfType<StringAttr>(i, "lm.grad_of");
       if (!of)
         continue;
       Value g = ret.getOperand(i);
-      // Right after the gradient is computed, so that the whole local gradient is a
-      // temporary the arena reuses, not live until the end of the step.
-      if (Operation *def = g.getDefiningOp())
-        b.setInsertionPointAfter(def);
-      else
-        b.setInsertionPoint(ret);
       auto it = logical.find(of.getValue());
       if (it == logical.end() || g.getType() != it->second) {
         f.emitError() << "-lm-zero-shard-params: result #" << i << " is the gradient of '" << of.getValue()
@@ -121,27 +135,44 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       }
       if (g.getDefiningOp<AllReduceOp>()) {
         f.emitError() << "-lm-zero-shard-params: the gradient of '" << of.getValue()
-                      << "' is already all-reduced; run -lm-data-parallel with zero = 3 first";
+                      << "' is already all-reduced; run -lm-data-parallel with zero = " << stage_ << " first";
         return false;
       }
-      RankedTensorType whole = it->second;
-      int64_t n = whole.getNumElements();
-      if (n == 0)
-        continue;
-      RankedTensorType slice = sliceType(whole, ranks);
-      int64_t padded = slice.getNumElements() * ranks;
-      Location loc = g.getLoc();
-      auto flat = RankedTensorType::get({n}, whole.getElementType());
-      if (g.getType() != flat)
-        g = b.create<ReshapeOp>(loc, flat, g);
-      if (padded != n)  // zeros after the n elements: the adjoint of the gather's cut
-        g = b.create<SliceGradOp>(loc, RankedTensorType::get({padded}, whole.getElementType()), g,
-                                  ArrayRef<int64_t>{0}, ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1});
-      Value sum = b.create<ReduceScatterOp>(loc, g, kDataAxis, ranks, /*dim=*/0);
-      auto scalar = RankedTensorType::get({}, whole.getElementType());
-      Value count = b.create<ConstantOp>(
-          loc, scalar, DenseElementsAttr::get(scalar, b.getFloatAttr(whole.getElementType(), (double)ranks)));
-      ret.setOperand(i, b.create<DivOp>(loc, sum, count));
+    }
+    for (const std::vector<Gradient> &bucket : gradientBuckets(gradientsInBackwardOrder(f, ret), capBytes)) {
+      // Right after the bucket's last gradient is computed, so that the whole local
+      // gradients are temporaries the arena reuses, not live until the end of the step:
+      // each flattened and padded, then the bucket's reduce-scatters side by side (lmrt
+      // runs them as one collective), then the divisions.
+      OpBuilder b(ret);
+      if (Operation *last = bucketEnd(bucket))
+        b.setInsertionPointAfter(last);
+      std::vector<std::pair<unsigned, Value>> flat;
+      for (const Gradient &grad : bucket) {
+        Value g = ret.getOperand(grad.result);
+        RankedTensorType whole = logical.find(f.getResultAttrOfType<StringAttr>(grad.result, "lm.grad_of").getValue())->second;
+        int64_t n = whole.getNumElements();
+        if (n == 0)
+          continue;
+        int64_t padded = sliceType(whole, ranks).getNumElements() * ranks;
+        auto flatType = RankedTensorType::get({n}, whole.getElementType());
+        if (g.getType() != flatType)
+          g = b.create<ReshapeOp>(g.getLoc(), flatType, g);
+        if (padded != n)  // zeros after the n elements: the adjoint of the gather's cut
+          g = b.create<SliceGradOp>(g.getLoc(), RankedTensorType::get({padded}, whole.getElementType()), g,
+                                    ArrayRef<int64_t>{0}, ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1});
+        flat.push_back({grad.result, g});
+      }
+      std::vector<Value> sums;
+      for (auto &[result, g] : flat)
+        sums.push_back(b.create<ReduceScatterOp>(g.getLoc(), g, kDataAxis, ranks, /*dim=*/0));
+      for (size_t k = 0; k < flat.size(); ++k) {
+        auto element = cast<RankedTensorType>(sums[k].getType()).getElementType();
+        auto scalar = RankedTensorType::get({}, element);
+        Location loc = sums[k].getLoc();
+        Value count = b.create<ConstantOp>(loc, scalar, DenseElementsAttr::get(scalar, b.getFloatAttr(element, (double)ranks)));
+        ret.setOperand(flat[k].first, b.create<DivOp>(loc, sums[k], count));
+      }
     }
     return true;
   }
@@ -150,14 +181,18 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
     ModuleOp module = getOperation();
     const int64_t ranks = data != 0 ? data : meshEntry(module, "data");
     const int64_t stage = zero >= 0 ? zero : meshEntry(module, "zero");
+    stage_ = stage;
     if (ranks < 0) {
       module.emitError() << "-lm-zero-shard-params: data must be at least 1, got " << ranks;
       return signalPassFailure();
     }
-    if (ranks <= 1 || stage < 3)
+    FailureOr<int64_t> cap = bucketBytes(module, bucketMb, "lm-zero-shard-params");
+    if (failed(cap))
+      return signalPassFailure();
+    if (ranks <= 1 || stage < 2)
       return;
     if (meshEntry(module, "tensor") > 1) {
-      module.emitError() << "-lm-zero-shard-params: ZeRO stage 3 over a tensor-parallel mesh (tensor = "
+      module.emitError() << "-lm-zero-shard-params: ZeRO stage " << stage << " over a tensor-parallel mesh (tensor = "
                          << meshEntry(module, "tensor") << ") is not supported";
       return signalPassFailure();
     }
@@ -165,9 +200,18 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       if (f.isExternal())
         continue;
       llvm::StringMap<RankedTensorType> logical;
-      if (!shardArguments(f, ranks, logical))
-        return signalPassFailure();
-      if (f->hasAttr("lm.train_step") && !scatterGradients(f, ranks, logical))
+      if (stage >= 3) {
+        if (!shardArguments(f, ranks, logical))
+          return signalPassFailure();
+      } else {  // stage 2: the parameters stay whole; their types are the gradients'
+        if (!f->hasAttr("lm.train_step"))
+          continue;
+        for (BlockArgument arg : f.getArguments())
+          if (auto name = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lm.param"))
+            if (!wholeParameter(f, name.getValue(), arg.getType(), logical))
+              return signalPassFailure();
+      }
+      if (f->hasAttr("lm.train_step") && !scatterGradients(f, ranks, logical, *cap))
         return signalPassFailure();
       auto ret = cast<func::ReturnOp>(f.getBody().back().getTerminator());
       f.setType(FunctionType::get(f.getContext(), f.getBody().getArgumentTypes(), ret.getOperandTypes()));

@@ -157,7 +157,8 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
   // [rows, V] logits are never stored and -lm-fuse does not take their matmuls.
   if (opts.fusion == FusionMode::Auto)
     pm.addPass(createLMFuseLinearCrossEntropyPass());
-  // ZeRO stage 3 (lm.mesh zero = 3): every parameter the rank's slice, gathered
+  // ZeRO stages 2 and 3 (lm.mesh zero >= 2): each gradient reduce-scattered in the
+  // train step; under stage 3 every parameter the rank's slice too, gathered
   // right before each op that reads it. After CSE, which would merge a
   // parameter's gathers into one value live across the step, and after the fused
   // loss, whose forward and backward matmuls must read the same weight value to fuse.

@@ -56,9 +56,9 @@ public:
     if (!zero3_.whole.empty()) {  // ZeRO stage 3: the local gradients are the slices
       std::vector<const void *> slices;
       for (const ParamView &v : views_) slices.push_back(v.grad);
-      return zeroGradNorm(zero3_.whole, slices, zero3_.rank, zero3_.ranks, /*frozenWhole=*/false);
+      return zeroGradNorm(zero3_.whole, slices, zero3_.rank, zero3_.ranks);
     }
-    return zero_ && zero_->stage() >= 2 ? zero_->gradNorm(views_) : globalGradNorm(views_);
+    return zero_ && zero_->stage() >= 2 ? zero_->gradNorm() : globalGradNorm(views_);
   }
   void optimizerStep(double lr, double gradScale) override;
   int64_t optimizerUpdates() const override { return optimizer_ ? optimizer_->stepCount() : 0; }
@@ -289,14 +289,18 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
     inFlight.progress();  // between every two steps: one MPI_Test of the one under way
     inFlight.before(call.in, call.out);
     if (buckets && !st.gen && isCollective(sb.step->op())) {
-      // A bucket: this step and the all_reduce steps right after it that it can go with
-      // (-lm-data-parallel places a bucket's all-reduces together), one collective.
+      // A bucket: this step and the all_reduce (or reduce_scatter) steps right after it that
+      // it can go with (-lm-data-parallel places a bucket's all-reduces together,
+      // -lm-zero-shard-params its reduce-scatters), one collective.
       std::vector<kernels::KernelCall> bucket{call};
       std::vector<TensorRef> reads = call.in, writes = call.out;
       std::string where = sb.where;
-      while (sb.step->op() == "all_reduce" && si + 1 < ep.steps.size()) {
+      const std::string op = sb.step->op();
+      while ((op == "all_reduce" || op == "reduce_scatter") && si + 1 < ep.steps.size()) {
         const ExecStep &next = ep.steps[si + 1];
-        if (next.gen || !joinsAllReduceBucket(*ep.binding->program, *sb.step, *next.binding->step)) break;
+        if (next.gen || !(op == "all_reduce" ? joinsAllReduceBucket : joinsReduceScatterBucket)(
+                            *ep.binding->program, *sb.step, *next.binding->step))
+          break;
         // Not when it reads what the bucket writes, or writes what the bucket touches (its
         // own input in place excepted): one collective could not order them.
         kernels::KernelCall nc = callOf(*next.binding);
@@ -310,13 +314,16 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
         ++si;
       }
       if (bucket.size() > 1)
-        where += " to step " + std::to_string(si) + " (a bucket of " + std::to_string(bucket.size()) + " all_reduce steps)";
+        where += " to step " + std::to_string(si) + " (a bucket of " + std::to_string(bucket.size()) + " " + op + " steps)";
       const kernels::KernelDef *def = st.def;
       std::string origin = bound_.origin();
-      auto work = [bucket, def, where, origin] {
+      const bool allReduce = op == "all_reduce";
+      auto work = [bucket, def, where, origin, allReduce] {
         try {
-          if (bucket.size() > 1)
+          if (bucket.size() > 1 && allReduce)
             kernels::runAllReduceBucket(bucket);
+          else if (bucket.size() > 1)
+            kernels::runReduceScatterBucket(bucket);
           else
             def->run(bucket[0]);
         } catch (const std::exception &e) {
@@ -373,17 +380,13 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
         if (at >= 0) return report("output " + std::to_string(k) + " " + call.out[k].type.str(), at, v);
       }
   }
-  // The outputs are read after the run (and ZeRO-2's reduce-scatter is a collective of
-  // the main thread): every collective has finished.
+  // The outputs are read after the run: every collective has finished.
   inFlight.waitAll();
   if (profile_ && inFlight.waitedSeconds() > 0) {
     OpProfile::Entry &e = profile_->ops[programName + "/wait(collectives)"];
     e.seconds += inFlight.waitedSeconds();
     e.calls += 1;
   }
-  // ZeRO-2: the plan's train step returns this rank's own gradients; each keeps its
-  // slice of their mean over the ranks.
-  if (zero_ && zero_->stage() >= 2 && programName == "train_step") zero_->reduceGradients(views_);
   lastRun_ = programName;
 }
 
@@ -424,10 +427,12 @@ void CpuBackend::accumulateGradients(int micro, int count) {
     for (const ParamState &p : session_.params()) accumulated_.emplace_back(p.grad.size());
   for (size_t i = 0; i < views_.size(); ++i) {
     const ParamView &v = views_[i];
+    // The gradient buffer's elements: from ZeRO stage 2 on the rank's reduced slice.
+    const int64_t n = session_.params()[i].gradType.numel();
     if (v.dtype == DType::F32)
-      accumulateInto((float *)accumulated_[i].data(), (float *)v.grad, v.numel, micro, count);
+      accumulateInto((float *)accumulated_[i].data(), (float *)v.grad, n, micro, count);
     else
-      accumulateInto((double *)accumulated_[i].data(), (double *)v.grad, v.numel, micro, count);
+      accumulateInto((double *)accumulated_[i].data(), (double *)v.grad, n, micro, count);
   }
 }
 

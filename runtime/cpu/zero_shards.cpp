@@ -19,7 +19,8 @@ ZeroShards::ZeroShards(const std::vector<ParamView> &params, int rank, int ranks
     const size_t at = (size_t)r.begin * dtypeSize(p.dtype);
     ParamView s = p;
     s.value = static_cast<char *>(p.value) + at;
-    s.grad = static_cast<char *>(p.grad) + at;
+    // Stage 2's train step returns the slice itself (contract/zero3.h); stage 1's the whole gradient.
+    s.grad = stage >= 2 ? p.grad : static_cast<char *>(p.grad) + at;
     s.numel = r.size();
     s.shape = {r.size()};
     ranges_.push_back(r);
@@ -52,37 +53,14 @@ void ZeroShards::gather(const void *slice, void *whole, int64_t numel, DType dty
   std::memcpy(whole, staging_.data(), (size_t)numel * eb);
 }
 
-void ZeroShards::reduceGradients(const std::vector<ParamView> &params) {
-  for (size_t i = 0; i < params.size(); ++i) {
-    const ParamView &p = params[i];
-    if (p.frozen || p.numel == 0) continue;
-    const int64_t chunk = zeroShard(p.numel, ranks_, 0).size();
-    const size_t eb = dtypeSize(p.dtype);
-    const std::string what = "ZeRO reduce_scatter of gradient " + std::to_string(i);
-    // The rank-order mean of chunk q lands on rank q: the arithmetic of DP's all-reduce
-    // (communicator.h), element by element. A size the ranks do not divide is padded.
-    const void *in = p.grad;
-    HostBytes padded;
-    if (chunk * ranks_ != p.numel) {
-      padded.assign((size_t)(chunk * ranks_) * eb, 0);
-      std::memcpy(padded.data(), p.grad, (size_t)p.numel * eb);
-      in = padded.data();
-    }
-    staging_.resize((size_t)chunk * eb);
-    comm::world().reduceScatter(in, staging_.data(), chunk, p.dtype, comm::Reduction::Mean, what);
-    const ShardRange r = ranges_[i];
-    if (r.size() > 0) std::memcpy(shards_[i].grad, staging_.data(), (size_t)r.size() * eb);
-  }
-}
-
-double ZeroShards::gradNorm(const std::vector<ParamView> &params) {
+double ZeroShards::gradNorm() {
   std::vector<const void *> slices;
   for (const ParamView &s : shards_) slices.push_back(s.grad);
-  return zeroGradNorm(params, slices, rank_, ranks_, /*frozenWhole=*/true);
+  return zeroGradNorm(whole_, slices, rank_, ranks_);
 }
 
 double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<const void *> &slices, int rank,
-                    int ranks, bool frozenWhole) {
+                    int ranks) {
   const int rank_ = rank, ranks_ = ranks;
   // Each gradient's head (the elements before the slice's first block boundary) to every
   // rank, then each rank's sums of the blocks it owns; one all-gather of those sums.
@@ -91,7 +69,7 @@ double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<cons
   int64_t total = 0;
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamView &p = params[i];
-    if (p.frozen) continue;  // not reduced: every rank holds the whole of it, as under DP
+    if (p.frozen) continue;  // no gradient
     for (int q = 0; q < ranks_; ++q) slots[i] = std::max(slots[i], zeroOwnedBlocks(p.numel, ranks_, q));
     total += slots[i];
     const int64_t slot = zeroHeadSlot(p.numel, ranks_);
@@ -116,11 +94,7 @@ double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<cons
   double s = 0;
   for (size_t i = 0, at = 0; i < params.size(); at += (size_t)slots[i], ++i) {
     const ParamView &p = params[i];
-    if (p.frozen) {
-      // Zeros (no gradient reaches a frozen parameter): DP adds their +0.
-      if (frozenWhole) s += gradSumSquares(p.grad, p.dtype, p.numel);
-      continue;
-    }
+    if (p.frozen) continue;  // zeros (no gradient reaches a frozen parameter): DP adds their +0
     double t = 0;
     for (int q = 0; q < ranks_; ++q) {
       const int64_t owned = zeroOwnedBlocks(p.numel, ranks_, q);

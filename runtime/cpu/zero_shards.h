@@ -10,10 +10,11 @@
    byte-identical to plain data parallelism. The gradient norm reads the whole
    gradients, as under DP, so clipping sums in the same order.
 
-   Stage 2 (`zero = 2`): the plan's train step leaves the gradients unreduced, and
-   each is reduce-scattered here instead: rank r receives the rank-order mean of only
-   its slice (the bits DP's all-reduce gives those elements). The norm is then put
-   together from the slices in DP's order (zero_grad_norm.h).
+   Stage 2 (`zero = 2`): the plan's train step reduce-scatters each gradient itself
+   (-lm-zero-shard-params) and returns only this rank's slice of its mean, padded
+   (contract/zero3.h): the gradient buffers are slices, the optimizer's views read them
+   from their start. The norm is put together from the slices in DP's order
+   (zero_grad_norm.h).
 
    Checkpoints hold the logical tensors: the state is gathered to whole tensors when
    written (on every rank, as the gather is collective) and each rank takes its
@@ -34,28 +35,22 @@ namespace lmrt::cpu {
 /* The global gradient norm, bit for bit DP's (zero_grad_norm.h), from each gradient's
    slice: `params` gives the whole parameters' dtypes, element counts and frozen flags,
    `slices[i]` this rank's elements zeroShard(params[i].numel, ranks, rank) of gradient
-   i. A frozen parameter's gradient, never reduced, is read whole from params[i].grad
-   with `frozenWhole` (stage 2, where every rank holds it), else counted as the zeros it
-   is (stage 3: DP adds their +0). Collective. */
+   i (at its start). A frozen parameter has no gradient: it adds the zeros it is (DP adds
+   their +0). Collective. */
 double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<const void *> &slices, int rank,
-                    int ranks, bool frozenWhole);
+                    int ranks);
 
 class ZeroShards {
 public:
-  /* The slices of `params` (the whole parameters) that rank `rank` of `ranks` owns,
-     for ZeRO stage `stage` (1 or 2). */
+  /* The slices of `params` (the whole parameters; under stage 2 their `grad` the
+     rank's gradient slice, the train step's) that rank `rank` of `ranks` owns, for ZeRO
+     stage `stage` (1 or 2). */
   ZeroShards(const std::vector<ParamView> &params, int rank, int ranks, int stage);
   int stage() const { return stage_; }
 
-  /* Stage 2, after each train_step (whose gradients are the rank's own, not averaged):
-     each trainable gradient's rank-order mean over the ranks, reduce-scattered, into this
-     rank's slice of its buffer (the rest of the buffer is left as it was and not read).
-     Collective. */
-  void reduceGradients(const std::vector<ParamView> &params);
   /* Stage 2: the global gradient norm from the slices, bit for bit DP's
-     (zero_grad_norm.h); frozen parameters' gradients, never reduced, are read whole.
-     Collective. */
-  double gradNorm(const std::vector<ParamView> &params);
+     (zero_grad_norm.h); frozen parameters add the zeros they are. Collective. */
+  double gradNorm();
 
   /* "ZeRO stage 1: rank r keeps the optimizer state of N of the M parameter elements ...". */
   std::string describe() const;
@@ -88,7 +83,7 @@ private:
   std::vector<ShardRange> ranges_; // this rank's slice of each
   std::vector<ParamView> shards_;
   std::vector<HostBytes> state_;   // whole state tensors, during a checkpoint write or restore
-  HostBytes staging_;              // a gather of a size the ranks do not divide, a reduce-scatter's slice
+  HostBytes staging_;              // a gather of a size the ranks do not divide
 };
 
 }  // namespace lmrt::cpu

@@ -11,7 +11,7 @@
 namespace lmrt {
 
 TensorRef ParamState::valueRef() { return TensorRef{value.data(), type}; }
-TensorRef ParamState::gradRef() { return TensorRef{grad.data(), type}; }
+TensorRef ParamState::gradRef() { return TensorRef{grad.data(), gradType}; }
 
 std::unique_ptr<Session> Session::load(const std::string &planPath, const DeviceOptions &device) {
   // The device first: a machine that cannot run it says so before anything is read.
@@ -34,6 +34,8 @@ std::unique_ptr<Session> Session::open(plan::Plan plan, const std::string &origi
     st.name = p.name();
     // Under ZeRO stage 3 the programs bind the rank's slice, and that is all it keeps.
     st.type = toTensorType(boundParamType(bound, p));
+    // From ZeRO stage 2 on the train step returns the rank's slice of each gradient.
+    st.gradType = toTensorType(boundGradType(bound, p));
     if (zeroSlicesParams(bound.train().mesh())) {
       plan::ParamSharding slice;
       slice.set_dim(0);
@@ -47,7 +49,7 @@ std::unique_ptr<Session> Session::open(plan::Plan plan, const std::string &origi
     st.lrScale = p.has_lr_scale() ? p.lr_scale() : 1.0;
     st.trustRatio = p.has_trust_ratio() ? p.trust_ratio() : p.weight_decay();
     st.value.assign((size_t)st.type.bytes(), 0);
-    st.grad.assign((size_t)st.type.bytes(), 0);
+    st.grad.assign((size_t)st.gradType.bytes(), 0);
     s->params_.push_back(std::move(st));
   }
   s->backend_ = backendProvider(device.device).create(*s, device);

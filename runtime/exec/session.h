@@ -27,12 +27,13 @@ namespace lmrt {
 struct ParamState {
   std::string name;
   TensorType type;
+  TensorType gradType;  // type's, or from ZeRO stage 2 on the rank's slice (contract/zero3.h)
   bool weightDecay = false;
   bool frozen = false;  // plan Param.frozen: no gradient, the optimizer skips it
   double lrScale = 1.0;     // plan Param.lr_scale (absent: 1)
   bool trustRatio = false;  // plan Param.trust_ratio (absent: as weightDecay, ALBERT's rule)
   HostBytes value;      // type.bytes() bytes, f32 or f64
-  HostBytes grad;       // same size; written by "train_step"
+  HostBytes grad;       // gradType.bytes() bytes; written by "train_step"
   TensorRef valueRef();
   TensorRef gradRef();
 };

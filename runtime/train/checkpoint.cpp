@@ -123,7 +123,8 @@ uint64_t meshFreeHash(const plan::Plan &plan) {
    is left to compare is the model, config, parameters with their logical types, inputs,
    train and data settings: the plan without its mesh, programs, kernels, states and the
    counts and predictions that follow from them. Accepted only where a tensor axis, or
-   ZeRO stage 3 (whose -lm-zero-shard-params rewrites every program too), is involved
+   ZeRO stage 2 or 3 (whose -lm-zero-shard-params rewrites the train step, and with it
+   the kernel table the programs share; stage 3 every program), is involved
    (the checkpoint's or the plan's): between plans without one the mesh-free hash, which
    keeps the other programs, decides. */
 uint64_t tensorFreeHash(const plan::Plan &plan) {
@@ -158,7 +159,7 @@ std::string planJson(const Session &session) {
   s += "    \"tensor_free_fnv1a64\": \"" + hex64(tensorFreeHash(plan)) + "\",\n";
   if (plan.train().mesh().tensor() > 1)
     s += "    \"mesh_tensor\": " + std::to_string(plan.train().mesh().tensor()) + ",\n";
-  if (plan.train().mesh().zero() >= 3)  // its programs are rewritten, as a tensor axis's are
+  if (plan.train().mesh().zero() >= 2)  // -lm-zero-shard-params rewrites its programs, as a tensor axis does
     s += "    \"mesh_zero\": " + std::to_string(plan.train().mesh().zero()) + ",\n";
   s += "    \"source\": " + json::quote(plan.source()) + ",\n";
   s += "    \"model\": " + json::quote(plan.model()) + ",\n";
@@ -329,7 +330,7 @@ std::string planDifference(const MetaReader &r, const json::Value &rec, const Se
     return "";
   // A plan of the same model for another tensor-parallel mesh (or none) resumes it.
   const bool tensorAxis = plan.train().mesh().tensor() > 1 || rec.find("mesh_tensor") ||
-                          plan.train().mesh().zero() >= 3 || rec.find("mesh_zero");
+                          plan.train().mesh().zero() >= 2 || rec.find("mesh_zero");
   if (theirs != ours && tensorAxis && rec.find("tensor_free_fnv1a64") &&
       r.hex(rec, "tensor_free_fnv1a64") == tensorFreeHash(plan))
     return "";

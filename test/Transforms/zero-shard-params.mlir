@@ -1,6 +1,8 @@
-// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse -lm-zero-shard-params | FileCheck %s
-// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=data=3' | FileCheck %s --check-prefix=THREE
-// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=zero=2' | FileCheck %s --check-prefix=STAGE2
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=bucket-mb=0' | FileCheck %s
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=data=3 bucket-mb=0' | FileCheck %s --check-prefix=THREE
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=zero=2 bucket-mb=0' | FileCheck %s --check-prefix=STAGE2
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse -lm-zero-shard-params | FileCheck %s --check-prefix=BUCKET
+// RUN: lm-opt %s -lm-autodiff '-lm-data-parallel=zero=1' -canonicalize -cse '-lm-zero-shard-params=zero=1' | FileCheck %s --check-prefix=STAGE1
 
 // Tests that -lm-zero-shard-params (ZeRO stage 3) makes every parameter argument
 // the rank's padded slice of the flattened tensor (w: 6 elements, 3 per rank of 2;
@@ -55,6 +57,28 @@
 // CHECK-NEXT: %[[S1:.*]] = lm.div %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
 // CHECK-NEXT: return %[[L]], %[[S1]], %[[S2]], %[[S3]]
 
+// The default bucket (25 MiB) holds all three gradients: each flattened right where the
+// last one (dw1) is computed, then the three reduce-scatters side by side (lmrt runs them
+// as one collective), then the divisions.
+// BUCKET-LABEL: func.func @loss_train_step(
+// BUCKET: lm.matmul %{{.*}}, %{{.*}} {transpose_lhs = true} : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
+// BUCKET-NOT: lm.reduce_scatter
+// BUCKET: lm.sum_to
+// BUCKET-NOT: lm.reduce_scatter
+// BUCKET: lm.matmul {{.*}} -> tensor<3x2xf32>
+// BUCKET-NEXT: lm.reshape {{.*}} : (tensor<2x2xf32>) -> tensor<4xf32>
+// BUCKET-NEXT: lm.reshape {{.*}} : (tensor<3x2xf32>) -> tensor<6xf32>
+// BUCKET-NEXT: lm.reduce_scatter {{.*}} : (tensor<4xf32>) -> tensor<2xf32>
+// BUCKET-NEXT: lm.reduce_scatter {{.*}} : (tensor<2xf32>) -> tensor<1xf32>
+// BUCKET-NEXT: lm.reduce_scatter {{.*}} : (tensor<6xf32>) -> tensor<3xf32>
+// BUCKET-NEXT: lm.constant
+// BUCKET-NEXT: lm.div
+// BUCKET-NEXT: lm.constant
+// BUCKET-NEXT: lm.div
+// BUCKET-NEXT: lm.constant
+// BUCKET-NEXT: lm.div
+// BUCKET-NEXT: return
+
 // Three ranks: w1's 6 elements are 2 a rank; w2's 4 are 2 a rank, padded to 6
 // (the gather cut to 4 by lm.slice, the gradient padded with zeros by
 // lm.slice_grad); b's 2 are 1 a rank, padded to 3.
@@ -67,11 +91,27 @@
 // THREE-NEXT: lm.slice_grad {{.*}} : (tensor<4xf32>) -> tensor<6xf32>
 // THREE-NEXT: lm.reduce_scatter {{.*}} : (tensor<6xf32>) -> tensor<2xf32>
 
-// Below stage 3 nothing changes.
+// Stage 2: the parameters stay whole (no gathers, no lm.zero_logical), and each
+// gradient is reduce-scattered as under stage 3, right after it is computed: the
+// train step returns the slices.
 // STAGE2-LABEL: func.func @loss_train_step(
+// STAGE2-SAME: %arg0: tensor<3x2xf32> {lm.init = {kind = "zeros"}, lm.param = "w1"}
+// STAGE2-SAME: -> (tensor<f32>, tensor<3xf32> {lm.grad_of = "w1"}, tensor<2xf32> {lm.grad_of = "w2"}, tensor<1xf32> {lm.grad_of = "b"})
 // STAGE2-NOT: lm.all_gather
-// STAGE2-NOT: lm.reduce_scatter
+// STAGE2: %[[DW2:.*]] = lm.matmul %{{.*}}, %{{.*}} {transpose_lhs = true} : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
+// STAGE2-NEXT: lm.reshape %[[DW2]] : (tensor<2x2xf32>) -> tensor<4xf32>
+// STAGE2-NEXT: lm.reduce_scatter {{.*}} : (tensor<4xf32>) -> tensor<2xf32>
+// STAGE2-NEXT: lm.constant dense<2.000000e+00>
+// STAGE2-NEXT: lm.div
+// STAGE2-NOT: lm.all_gather
 // STAGE2: return
+
+// Stage 1 (and 0): nothing changes; -lm-data-parallel all-reduces the gradients.
+// STAGE1-LABEL: func.func @loss_train_step(
+// STAGE1-SAME: -> (tensor<f32>, tensor<3x2xf32> {lm.grad_of = "w1"}, tensor<2x2xf32> {lm.grad_of = "w2"}, tensor<2xf32> {lm.grad_of = "b"})
+// STAGE1-NOT: lm.all_gather
+// STAGE1-NOT: lm.reduce_scatter
+// STAGE1: return
 module attributes {lm.mesh = {data = 2 : i64, tensor = 1 : i64, global_batch = 8 : i64, zero = 3 : i64}} {
   func.func @loss(%w1: tensor<3x2xf32> {lm.param = "w1", lm.init = {kind = "zeros"}},
                   %w2: tensor<2x2xf32> {lm.param = "w2", lm.init = {kind = "zeros"}},

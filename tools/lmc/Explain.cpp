@@ -242,10 +242,9 @@ void printText(const pb::Plan &plan, const std::string &source, const lmc::Expla
           (zero >= 3 ? "; ZeRO-3: rank 0's 1/" + std::to_string(ranks) + " of each, gathered in the arena before each use"
                      : ""));
   row("gradients", m.grads,
-      zero >= 3 ? "ZeRO-3: rank 0's 1/" + std::to_string(ranks) + ", reduce-scattered by the train step" :
-      plan.train().mesh().zero() >= 2 ? "ZeRO-2: whole buffers (the step's own); each rank keeps its reduced 1/" +
-                                            std::to_string(plan.train().mesh().data()) + " in them"
-                                      : "");
+      zero >= 2 ? "ZeRO-" + std::to_string(zero) + ": rank 0's 1/" + std::to_string(ranks) +
+                      ", reduce-scattered by the train step"
+                : "");
   row("AdamW state (m, v)", m.optimizer, zeroNote(plan));
   row("inputs (one batch)", m.inputs);
   row("arena", m.arena, "the largest program's: " + a.arenaProgram);

@@ -499,9 +499,8 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
                                             " of them; each whole one gathered into the activations right before its use)"
                                       : std::string())
                  << ", gradients " << humanBytes(m.grads)
-                 << (mesh.zero() == 2 ? " (whole buffers: the train step returns the rank's own; it keeps its reduced slice)"
-                                      : mesh.zero() >= 3 ? " (1/" + std::to_string(mesh.data()) + ", reduce-scattered by the train step)"
-                                                         : "")
+                 << (mesh.zero() >= 2 ? " (1/" + std::to_string(mesh.data()) + ", reduce-scattered by the train step)"
+                                      : std::string())
                  << ", optimizer state " << humanBytes(m.optimizer)
                  << (mesh.zero() > 0 ? " (1/" + std::to_string(mesh.data()) + " of it)" : std::string())
                  << ", activations " << humanBytes(m.arena) << ", communication buffers " << humanBytes(m.commScratch)

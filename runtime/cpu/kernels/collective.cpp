@@ -156,4 +156,33 @@ void runAllReduceBucket(const std::vector<KernelCall> &calls) {
   }
 }
 
+void runReduceScatterBucket(const std::vector<KernelCall> &calls) {
+  if (calls.size() == 1) return detail::runReduceScatter(calls[0]);
+  comm::Communicator &c = detail::groupOf("reduce_scatter", calls[0]);
+  const DType dtype = calls[0].in[0].type.dtype;
+  const size_t eb = dtypeSize(dtype), group = (size_t)c.size();
+  size_t total = 0;  // the bytes of the slices each rank keeps
+  for (const KernelCall &call : calls) total += (size_t)call.out[0].numel() * eb;
+  // [group][the slices end to end], then the sums; kept between steps, as the all-reduce's.
+  static thread_local std::vector<char> staging;
+  staging.resize((group + 1) * total);
+  char *sums = staging.data() + group * total;
+  size_t at = 0;
+  for (const KernelCall &call : calls) {
+    const size_t slice = (size_t)call.out[0].numel() * eb;  // dimension 0: rank q's slice is the q-th
+    for (size_t q = 0; q < group; ++q)
+      std::memcpy(staging.data() + q * total + at, static_cast<const char *>(call.in[0].data) + q * slice, slice);
+    at += slice;
+  }
+  char what[104];
+  std::snprintf(what, sizeof what, "reduce_scatter of a bucket of %zu tensors (%.1f MiB)", calls.size(),
+                (double)(group * total) / (1 << 20));
+  c.reduceScatter(staging.data(), sums, (int64_t)(total / eb), dtype, comm::Reduction::Sum, what);
+  at = 0;
+  for (const KernelCall &call : calls) {
+    std::memcpy(call.out[0].data, sums + at, (size_t)call.out[0].numel() * eb);
+    at += (size_t)call.out[0].numel() * eb;
+  }
+}
+
 }  // namespace lmrt::kernels

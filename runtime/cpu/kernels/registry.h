@@ -44,6 +44,12 @@ std::string compareWithOpTable(const std::vector<KernelDef> &kernels);
    how the steps are bucketed. */
 void runAllReduceBucket(const std::vector<KernelCall> &calls);
 
+/* A reduce-scatter bucket (ZeRO-2's and -3's gradients): the reduce_scatter steps `calls`,
+   along dimension 0, of one group and dtype, as one collective: rank q's slice of every
+   input laid end to end in part q of one staging buffer, then each output's slice out of
+   the sums. The same bits as each step alone (each element's rank-order sum). */
+void runReduceScatterBucket(const std::vector<KernelCall> &calls);
+
 /* nullptr when no kernel has that name. */
 const KernelDef *findKernel(std::string_view op);
 /* All kernels, for listing and tests. */

@@ -293,6 +293,35 @@ TEST(Mpi, OverlappedAllReduceGivesTheThreadBackUntilTheWait) {
   c.wait(b);
 }
 
+/* A bucket of reduce_scatter steps (ZeRO-2's and -3's gradients, flat and padded to a
+   multiple of the ranks): one collective gives every slice the bits of its own step's
+   reduce-scatter. */
+TEST(Mpi, ReduceScatterBucketIsEachTensorsReduceScatter) {
+  Communicator &c = mpi();
+  const int64_t slices[] = {4, 1, 500, 17};  // each rank's slice of each tensor
+  kernels::Attrs attrs;
+  attrs.set("mesh_axis", int64_t(0));
+  attrs.set("group_size", int64_t(c.size()));
+  attrs.set("dim", int64_t(0));
+  std::vector<std::vector<float>> x, own, bucketOut;
+  for (int64_t n : slices) {
+    std::vector<float> v = partOf(c.rank(), n * c.size());
+    for (float &e : v) e *= float(n);  // tensors differ
+    x.push_back(v);
+    own.emplace_back((size_t)n);
+    bucketOut.emplace_back((size_t)n, -1.0f);
+  }
+  std::vector<kernels::KernelCall> calls;
+  for (size_t k = 0; k < x.size(); ++k) {
+    TensorType in{DType::F32, {slices[k] * c.size()}}, out{DType::F32, {slices[k]}};
+    kernels::findKernel("reduce_scatter")->run(kernels::KernelCall{{TensorRef{x[k].data(), in}}, {TensorRef{own[k].data(), out}}, attrs});
+    calls.push_back(kernels::KernelCall{{TensorRef{x[k].data(), in}}, {TensorRef{bucketOut[k].data(), out}}, attrs});
+  }
+  kernels::runReduceScatterBucket(calls);
+  for (size_t k = 0; k < x.size(); ++k)
+    EXPECT_EQ(0, std::memcmp(own[k].data(), bucketOut[k].data(), (size_t)slices[k] * 4)) << "tensor " << k;
+}
+
 /* The fibers run their work in order, each to its end before the next starts; an error
    ends the queue (later work is dropped) and every later wait rethrows it. */
 TEST(WorkFibers, RunsInOrderAndRethrowsTheFirstError) {

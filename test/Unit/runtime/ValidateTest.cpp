@@ -10,6 +10,7 @@
 #include "base/tensor.h"
 #include "runtime/exec/validate.h"
 #include "contract/contract.h"
+#include "contract/zero3.h"
 #include "test/Unit/runtime/TinyPlan.h"
 
 namespace lmrt {
@@ -819,10 +820,31 @@ TEST(PredictedMemory, ZeroSlicesAndRankZerosShare) {
   // The parameters' gather of the 33-element one, padded to 2 x 17 (zero_shards.cpp).
   EXPECT_EQ(m.commScratch, 34 * 4);
   EXPECT_EQ(m.total(), 2 * bytes + 2 * (17 + 32) * 4 + 34 * 4);
-  // Stage 2 adds the gradients' reduce-scatter: 2 x 32 received for the 64-element
-  // gradient, and the 33-element one's padded copy for one call.
+  // Stage 2: the gradients are rank 0's padded slices (the train step's reduce-scatters,
+  // steps of its program, count as the steps' collectives); the parameters' gather stays.
   p.mutable_train()->mutable_mesh()->set_zero(2);
-  EXPECT_EQ(predictedMemory(p).commScratch, 2 * 32 * 4 + 34 * 4 + 34 * 4);
+  m = predictedMemory(p);
+  EXPECT_EQ(m.params, bytes);
+  EXPECT_EQ(m.grads, (17 + 32) * 4);
+  EXPECT_EQ(m.optimizer, 2 * (17 + 32) * 4);
+  EXPECT_EQ(m.commScratch, 34 * 4);
+}
+
+/* Under ZeRO stage 2 the train step binds each gradient as the rank's padded slice of the
+   flattened parameter (contract/zero3.h), and the parameters whole. */
+TEST(Validate, ZeroStage2GradientSlices) {
+  auto stage2 = [](plan::Plan &p) {
+    p.mutable_train()->mutable_mesh()->set_data(2);
+    p.mutable_train()->mutable_mesh()->set_zero(2);
+  };
+  // The tiny plan's gradients are whole: wte's f64[5, 4] is bound at its slice f64[10].
+  EXPECT_HAS(errorAfter(stage2), "differs from the parameter's gradient's f64[10] (its ZeRO stage 2 slice)");
+  plan::Plan p = test::tinyPlan();
+  stage2(p);
+  EXPECT_EQ(planTypeStr(boundGradType(p, p.params(0))), "f64[10]");
+  EXPECT_EQ(planTypeStr(boundParamType(p, p.params(0))), "f64[5, 4]");
+  p.mutable_train()->mutable_mesh()->set_zero(1);
+  EXPECT_EQ(planTypeStr(boundGradType(p, p.params(0))), "f64[5, 4]");
 }
 
 /* The collectives' buffers (contract.cpp, communicationScratch): an all-reduce of n

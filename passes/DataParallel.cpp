@@ -9,9 +9,10 @@
 // The gradients are all-reduced in buckets, as PyTorch DDP does: in the order
 // the backward computes them, about bucket_mb MiB each, a bucket's all-reduces
 // together right after the op that computes its last gradient. lmrt runs such
-// a run of all-reduces as one collective on its communication thread while the
-// backward goes on; the sums are the same bits whatever the buckets (each
-// element's rank-order sum), so the bucket size is a speed setting only.
+// a run of all-reduces as one collective, started where the executor reaches
+// it and finished while the backward goes on (MPI's non-blocking calls); the
+// sums are the same bits whatever the buckets (each element's rank-order sum),
+// so the bucket size is a speed setting only.
 // Under ZeRO stages 2 and 3 the gradients stay the rank's own here:
 // -lm-zero-shard-params reduce-scatters them in the train step, into the slices
 // each rank's optimizer shard updates.

@@ -94,10 +94,15 @@ Value scalarConstant(OpBuilder &b, Location loc, Type element, double value) {
   return b.create<ConstantOp>(loc, type, DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
 }
 
-/// The first class of the rank's rows, r·rows, as a float scalar of `element`.
-Value firstClass(OpBuilder &b, Location loc, Type element, int64_t axis, int64_t ranks, int64_t rows) {
+/// The first class of the rank's rows, r·rows, as a float scalar of `element`
+/// (and in `count`, when given, the constant `rows`).
+Value firstClass(OpBuilder &b, Location loc, Type element, int64_t axis, int64_t ranks, int64_t rows,
+                 Value *count = nullptr) {
   Value r = b.create<AxisIndexOp>(loc, RankedTensorType::get({}, element), axis, ranks);
-  return b.create<MulOp>(loc, r, scalarConstant(b, loc, element, static_cast<double>(rows)));
+  Value n = scalarConstant(b, loc, element, static_cast<double>(rows));
+  if (count)
+    *count = n;
+  return b.create<MulOp>(loc, r, n);
 }
 
 /// The masked local lookup of `emb` (its table already local, `rows` rows)
@@ -109,8 +114,8 @@ void splitLookup(EmbeddingOp emb, int64_t axis, int64_t ranks, int64_t rows) {
   Type element = result.getElementType();
   auto ids = cast<RankedTensorType>(emb.getIds().getType());
   auto idsFloat = RankedTensorType::get(ids.getShape(), element);
-  Value count = scalarConstant(b, loc, element, static_cast<double>(rows));
-  Value first = firstClass(b, loc, element, axis, ranks, rows);
+  Value count;
+  Value first = firstClass(b, loc, element, axis, ranks, rows, &count);
   // One statement per op: the order of the ops is the order written.
   Value idsAsFloat = b.create<ToFloatOp>(loc, idsFloat, emb.getIds());
   Value local = b.create<SubOp>(loc, idsAsFloat, first);
@@ -142,9 +147,11 @@ void splitLoss(MatmulOp mm, CrossEntropyOp ce, int64_t axis, int64_t ranks, int6
   int64_t n = targetType.getNumElements(), d = cast<RankedTensorType>(h.getType()).getShape().back();
   auto perRow = RankedTensorType::get(targetType.getShape(), element);
   auto gatheredRow = RankedTensorType::get({1, n}, element);
+  // (ODS returns an I64Attr as uint64_t: this is the signed value, -100 by default.)
+  int64_t ignoreIndex = ce.getIgnoreIndexAttr().getInt();
   Value first = firstClass(b, loc, element, axis, ranks, rows);
   auto stats = b.create<LinearCrossEntropyStatsOp>(loc, h, table, targets, first, rows * ranks,
-                                                   /*transpose_rhs=*/true, ce.getIgnoreIndex(),
+                                                   /*transpose_rhs=*/true, ignoreIndex,
                                                    lmrt::kernels::linearCrossEntropyChunkRows(n, rows, d));
   // The exact logsumexp over the ranks' parts of each row.
   Value lseRow = b.create<ReshapeOp>(loc, gatheredRow, stats.getLse());
@@ -161,7 +168,7 @@ void splitLoss(MatmulOp mm, CrossEntropyOp ce, int64_t axis, int64_t ranks, int6
   Value targetLogit = b.create<AllReduceOp>(loc, stats.getTargetLogit(), axis, ranks, /*mean=*/false);
   // The mean over the targets that are not ignore_index (0 when none is).
   Value targetsAsFloat = b.create<ToFloatOp>(loc, perRow, targets);
-  Value ignore = scalarConstant(b, loc, element, static_cast<double>(ce.getIgnoreIndex()));
+  Value ignore = scalarConstant(b, loc, element, static_cast<double>(ignoreIndex));
   Value valid = b.create<NeOp>(loc, targetsAsFloat, ignore);
   Value rowLoss = b.create<SubOp>(loc, lse, targetLogit);
   Value counted = b.create<MulOp>(loc, rowLoss, valid);

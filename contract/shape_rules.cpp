@@ -435,6 +435,19 @@ std::optional<Dims> linearCrossEntropy(const Dims &h, const Dims &w, const Dims 
   return loss;
 }
 
+std::optional<Dims> linearCrossEntropyStats(const Dims &h, const Dims &w, const Dims &targets, bool transposeRhs,
+                                            std::string &err, const char *op,
+                                            const std::vector<std::pair<const char *, const Dims *>> &rows) {
+  if (!linearCrossEntropy(h, w, targets, transposeRhs, err)) return bad(err, op + err.substr(err.find(':')));
+  for (const auto &[name, dims] : rows) {
+    if (!dimsOk(err, op, {{name, dims}})) return std::nullopt;
+    if (*dims != targets)
+      return bad(err, std::string(op) + ": " + name + " " + S(*dims) + " must be " + S(targets) +
+                          " (one value per row, the shape of targets)");
+  }
+  return targets;
+}
+
 std::optional<Dims> takeAlongAxis(const Dims &x, const Dims &indices, int64_t axis, std::string &err,
                                   const char *op) {
   if (!dimsOk(err, op, {{"x", &x}, {"indices", &indices}})) return std::nullopt;

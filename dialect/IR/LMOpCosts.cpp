@@ -88,6 +88,13 @@ static int64_t linearCeFlops(Value h, Value w, bool withGrad) {
 }
 int64_t LinearCrossEntropyOp::getFlops() { return linearCeFlops(getH(), getW(), false); }
 int64_t LinearCrossEntropyWithGradOp::getFlops() { return linearCeFlops(getH(), getW(), true); }
+/// The vocabulary-parallel loss on the rank's logits: the forward as
+/// lm.linear_cross_entropy's; the backward as the fused backward's plus the
+/// logits GEMM it recomputes (2 N D V).
+int64_t LinearCrossEntropyStatsOp::getFlops() { return linearCeFlops(getH(), getW(), false); }
+int64_t LinearCrossEntropyStatsGradOp::getFlops() {
+  return linearCeFlops(getH(), getW(), true) + linearCeFlops(getH(), getW(), false);
+}
 /// One comparison per logit.
 int64_t AccuracyOp::getFlops() { return sweptElements(*this); }
 /// Max, exp, sum, then the cumulative walk: about 4 per logit.

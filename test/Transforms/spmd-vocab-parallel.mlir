@@ -8,7 +8,8 @@
 // other ids give masked zero rows) and an all-reduce sums the parts. The
 // backward is autodiff's: the all-reduce's VJP is an all-reduce, the lookup's
 // a scatter into the rank's rows, and the table's gradient is halved as a
-// split parameter's is. The (untied) output head stays whole.
+// split parameter's is. The (untied) output head stays whole (no sharding
+// rule splits a head whose logits feed the loss).
 // CHECK-LABEL: func.func @untied(
 // CHECK-SAME: %[[W:.*]]: tensor<4x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte", lm.sharding = {split_axes = {{\[\[}}1], []]}}
 // CHECK-SAME: %[[IDS:.*]]: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 8 : i64}
@@ -59,11 +60,57 @@ module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
 
 // -----
 
-// A table tied to the output head stays whole (its head has no split form yet).
+// A table tied to the output head is split too: the head and its loss become
+// Megatron's vocabulary-parallel cross-entropy, fused and chunked
+// (passes/VocabParallel.cpp). lm.linear_cross_entropy_stats gives each row's
+// logsumexp over the rank's 4 classes and the target's logit when the target is
+// one of them; an all_gather of the ranks' logsumexps and an exact logsumexp over
+// them (the max shift without a gradient), an all_reduce of the target logits,
+// and the mean over the targets that are not ignore_index (-1 here) give the loss.
 // CHECK-LABEL: func.func @tied(
-// CHECK-SAME: tensor<8x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte"}
-// CHECK-NOT: lm.axis_index
-// CHECK: return
+// CHECK-SAME: %[[W:.*]]: tensor<4x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte", lm.sharding = {split_axes = {{\[\[}}1], []]}}
+// CHECK-SAME: %[[IDS:.*]]: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 8 : i64}
+// CHECK-SAME: %[[T:.*]]: tensor<2x3xi32> {lm.input = "t", lm.vocab = 8 : i64}
+// CHECK: %[[H:.*]] = lm.all_reduce %{{.*}} {group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+// CHECK-NEXT: %[[R:.*]] = lm.axis_index {group_size = 2 : i64, mesh_axis = 1 : i64} : tensor<f32>
+// CHECK-NEXT: %[[ROWS:.*]] = lm.constant dense<4.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[FIRST:.*]] = lm.mul %[[R]], %[[ROWS]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK-NEXT: %[[LSE:.*]], %[[TL:.*]] = lm.linear_cross_entropy_stats %[[H]], %[[W]], %[[T]], %[[FIRST]] {chunk_rows = 6 : i64, ignore_index = -1 : i64, transpose_rhs = true, vocab = 8 : i64} : (tensor<2x3x8xf32>, tensor<4x8xf32>, tensor<2x3xi32>, tensor<f32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+// CHECK-NEXT: %[[ROW:.*]] = lm.reshape %[[LSE]] : (tensor<2x3xf32>) -> tensor<1x6xf32>
+// CHECK-NEXT: %[[G:.*]] = lm.all_gather %[[ROW]] {dim = 0 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<1x6xf32>) -> tensor<2x6xf32>
+// CHECK-NEXT: %[[MAX:.*]] = lm.reduce_max %[[G]] {axes = array<i64: 0>} : (tensor<2x6xf32>) -> tensor<1x6xf32>
+// CHECK-NEXT: %[[M:.*]] = lm.stop_gradient %[[MAX]]
+// CHECK-NEXT: %[[C:.*]] = lm.sub %[[G]], %[[M]] : (tensor<2x6xf32>, tensor<1x6xf32>) -> tensor<2x6xf32>
+// CHECK-NEXT: %[[E:.*]] = lm.exp %[[C]]
+// CHECK-NEXT: %[[S:.*]] = lm.sum_to %[[E]] : (tensor<2x6xf32>) -> tensor<1x6xf32>
+// CHECK-NEXT: %[[LOG:.*]] = lm.log %[[S]]
+// CHECK-NEXT: %[[ALL:.*]] = lm.add %[[M]], %[[LOG]]
+// CHECK-NEXT: %[[LSEALL:.*]] = lm.reshape %[[ALL]] : (tensor<1x6xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: %[[TLALL:.*]] = lm.all_reduce %[[TL]] {group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: %[[TF:.*]] = lm.to_float %[[T]]
+// CHECK-NEXT: %[[IGN:.*]] = lm.constant dense<-1.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[VALID:.*]] = lm.ne %[[TF]], %[[IGN]]
+// CHECK-NEXT: %[[RL:.*]] = lm.sub %[[LSEALL]], %[[TLALL]]
+// CHECK-NEXT: %[[CL:.*]] = lm.mul %[[RL]], %[[VALID]]
+// CHECK-NEXT: %[[SUM:.*]] = lm.sum_to %[[CL]] : (tensor<2x3xf32>) -> tensor<f32>
+// CHECK-NEXT: %[[N:.*]] = lm.sum_to %[[VALID]] : (tensor<2x3xf32>) -> tensor<f32>
+// CHECK-NEXT: %[[ZERO:.*]] = lm.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[NONE:.*]] = lm.eq %[[N]], %[[ZERO]]
+// CHECK-NEXT: %[[DIV:.*]] = lm.add %[[N]], %[[NONE]]
+// CHECK-NEXT: %[[LOSS:.*]] = lm.div %[[SUM]], %[[DIV]]
+// CHECK-NEXT: return %[[LOSS]]
+// The backward: the stats op's VJP (the rank's dh part and its rows' gradient), the
+// all_gather's (a reduce-scatter) and the all_reduce's; the table's gradient (lookup
+// and head) is halved as a split parameter's is, and no table-sized all-reduce is left.
+// STEP-LABEL: func.func @tied_train_step(
+// STEP: lm.all_reduce %{{.*}} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// STEP: lm.reduce_scatter %{{.*}} {dim = 0 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<2x6xf32>) -> tensor<1x6xf32>
+// STEP: %[[DH:.*]], %[[DW:.*]] = lm.linear_cross_entropy_stats_grad %{{.*}} {chunk_rows = 6 : i64, ignore_index = -1 : i64, transpose_rhs = true, vocab = 8 : i64} : {{.*}} -> (tensor<2x3x8xf32>, tensor<4x8xf32>)
+// STEP: lm.all_reduce %[[DH]] {group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<2x3x8xf32>)
+// STEP: %[[HALF:.*]] = lm.constant dense<5.000000e-01> : tensor<f32>
+// STEP-NEXT: lm.mul %{{.*}}, %[[HALF]] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+// STEP-NOT: tensor<8x8xf32>
+// STEP: return
 module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
   func.func @tied(%wte: tensor<8x8xf32> {lm.param = "wte", lm.init = {kind = "zeros"}},
                   %ids: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 8 : i64},
@@ -71,7 +118,47 @@ module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
       attributes {lm.objective} {
     %h = lm.embedding %wte, %ids : (tensor<8x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
     %l = lm.matmul %h, %wte {transpose_rhs = true} : (tensor<2x3x8xf32>, tensor<8x8xf32>) -> tensor<2x3x8xf32>
-    %c = lm.cross_entropy %l, %t : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<f32>
+    %c = lm.cross_entropy %l, %t {ignore_index = -1 : i64} : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<f32>
+    return %c : tensor<f32>
+  }
+}
+
+// -----
+
+// A program that returns the logits (generation's) gets the rank's columns
+// all-gathered along the vocabulary; with a bias on the logits (BERT's MLM head)
+// the tied table has no split form yet and stays whole.
+// CHECK-LABEL: func.func @returned(
+// CHECK-SAME: tensor<4x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte", lm.sharding = {split_axes = {{\[\[}}1], []]}}
+// CHECK: %[[LOCAL:.*]] = lm.matmul %{{.*}} {transpose_rhs = true} : (tensor<1x3x8xf32>, tensor<4x8xf32>) -> tensor<1x3x4xf32>
+// CHECK-NEXT: %[[WHOLE:.*]] = lm.all_gather %[[LOCAL]] {dim = 2 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<1x3x4xf32>) -> tensor<1x3x8xf32>
+// CHECK-NEXT: return %[[WHOLE]]
+// CHECK-LABEL: func.func @biased(
+// CHECK-SAME: tensor<8x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte"}
+// CHECK-NOT: lm.axis_index
+// CHECK: return
+module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
+  func.func @returned(%wte: tensor<8x8xf32> {lm.param = "wte", lm.init = {kind = "zeros"}},
+                      %ids: tensor<1x3xi32> {lm.input = "ids", lm.vocab = 8 : i64}) -> tensor<1x3x8xf32>
+      attributes {lm.model} {
+    %h = lm.embedding %wte, %ids : (tensor<8x8xf32>, tensor<1x3xi32>) -> tensor<1x3x8xf32>
+    %l = lm.matmul %h, %wte {transpose_rhs = true} : (tensor<1x3x8xf32>, tensor<8x8xf32>) -> tensor<1x3x8xf32>
+    return %l : tensor<1x3x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
+  func.func @biased(%wte: tensor<8x8xf32> {lm.param = "wte", lm.init = {kind = "zeros"}},
+                    %b: tensor<8xf32> {lm.param = "b", lm.init = {kind = "zeros"}},
+                    %ids: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 8 : i64},
+                    %t: tensor<2x3xi32> {lm.input = "t", lm.vocab = 8 : i64}) -> tensor<f32>
+      attributes {lm.objective} {
+    %h = lm.embedding %wte, %ids : (tensor<8x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
+    %l = lm.matmul %h, %wte {transpose_rhs = true} : (tensor<2x3x8xf32>, tensor<8x8xf32>) -> tensor<2x3x8xf32>
+    %lb = lm.add %l, %b : (tensor<2x3x8xf32>, tensor<8xf32>) -> tensor<2x3x8xf32>
+    %c = lm.cross_entropy %lb, %t : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<f32>
     return %c : tensor<f32>
   }
 }

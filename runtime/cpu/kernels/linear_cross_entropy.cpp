@@ -207,12 +207,131 @@ void runLinearCrossEntropyWithGrad(const KernelCall &call) {
   });
 }
 
+/* The vocabulary-parallel loss's rank part: w holds classes [first, first + Vr). */
+std::string checkStatsCommon(const char *op, const std::vector<TensorType> &in, const Attrs &attrs,
+                             const std::vector<std::pair<const char *, const TensorType *>> &rows) {
+  LMRT_CHECK(expectFloat(op, "h", in[0]));
+  LMRT_CHECK(expectSameDType(op, "w", in[1], "h", in[0]));
+  LMRT_CHECK(expectI32(op, "targets", in[2]));
+  LMRT_CHECK(expectSameDType(op, "first", in[3], "h", in[0]));
+  if (!in[3].shape.empty()) return std::string(op) + ": first " + in[3].str() + " must be a scalar";
+  attrs.getInt("ignore_index");  // throw, so check() refuses them, unless of their kinds
+  const int64_t vocab = attrs.getInt("vocab");
+  if (attrs.getInt("chunk_rows") < 0) return std::string(op) + ": chunk_rows must be >= 0";
+  const bool tb = attrs.getBool("transpose_rhs");
+  std::string err;
+  std::vector<std::pair<const char *, const shapes::Dims *>> rowDims;
+  for (const auto &[name, t] : rows) {
+    LMRT_CHECK(expectSameDType(op, name, *t, "h", in[0]));
+    rowDims.push_back({name, &t->shape});
+  }
+  if (!shapes::linearCrossEntropyStats(in[0].shape, in[1].shape, in[2].shape, tb, err, op, rowDims)) return err;
+  const int64_t vr = tb ? in[1].shape[0] : in[1].shape[1];
+  if (vocab < vr)
+    return std::string(op) + ": vocab " + std::to_string(vocab) + " must be at least the rank's " +
+           std::to_string(vr) + " classes (w " + in[1].str() + ")";
+  return "";
+}
+
+std::string checkLinearCrossEntropyStats(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                         const Attrs &attrs) {
+  const char *op = "linear_cross_entropy_stats";
+  return guardCheck(op, in, out, 4, 2, [&]() -> std::string {
+    LMRT_CHECK(checkStatsCommon(op, in, attrs, {}));
+    LMRT_CHECK(expectType(op, "lse", out[0], in[0].dtype, in[2].shape));
+    return expectType(op, "target_logit", out[1], in[0].dtype, in[2].shape);
+  });
+}
+
+std::string checkLinearCrossEntropyStatsGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                             const Attrs &attrs) {
+  const char *op = "linear_cross_entropy_stats_grad";
+  return guardCheck(op, in, out, 7, 2, [&]() -> std::string {
+    LMRT_CHECK(checkStatsCommon(op, in, attrs, {{"lse", &in[4]}, {"dlse", &in[5]}, {"dtarget", &in[6]}}));
+    LMRT_CHECK(expectType(op, "dh", out[0], in[0].dtype, in[0].shape));
+    return expectType(op, "dw", out[1], in[0].dtype, in[1].shape);
+  });
+}
+
+/* Both ops, per chunk of rows: the rank's logits z [c, Vr] (a GEMM). Forward: each row's
+   logsumexp (rowLse, the fused loss's) and its target's logit when the target is one of
+   the rank's classes. Backward (lse, dlse, dtarget given): dz = dlse exp(z - lse) +
+   dtarget onehot in place, then dh_c = dz w and dw += dz^T h_c, as the fused loss's. */
+template <typename T> LMRT_SIMD_CLONES void linearCrossEntropyStatsT(const KernelCall &call, const char *op) {
+  singleThreadedBlas();
+  const bool withGrad = call.in.size() == 7;
+  const T *h = call.in[0].as<T>(), *w = call.in[1].as<T>();
+  const int32_t *tg = call.in[2].as<int32_t>();
+  const bool tb = call.attrs.getBool("transpose_rhs");
+  const Shape &hs = call.in[0].shape();
+  const int64_t d = hs.back(), rows = call.in[2].numel();
+  const int64_t v = tb ? call.in[1].shape()[0] : call.in[1].shape()[1];
+  const T firstValue = call.in[3].as<T>()[0];
+  const int64_t first = (int64_t)std::llround((double)firstValue);
+  if ((T)first != firstValue || first < 0)
+    fail("%s: first %g must be a whole number >= 0 (the rank's first class)", op, (double)firstValue);
+  validateTargets(op, tg, rows, call.attrs.getInt("vocab"), call.attrs.getInt("ignore_index"));
+  const int64_t chunk = linearCrossEntropyEffectiveChunk(call.attrs.getInt("chunk_rows"), rows);
+  const T *lseIn = withGrad ? call.in[4].as<T>() : nullptr;
+  const T *dlse = withGrad ? call.in[5].as<T>() : nullptr, *dtg = withGrad ? call.in[6].as<T>() : nullptr;
+  T *lseOut = withGrad ? nullptr : call.out[0].as<T>(), *tlOut = withGrad ? nullptr : call.out[1].as<T>();
+  T *dh = withGrad ? call.out[0].as<T>() : nullptr, *dw = withGrad ? call.out[1].as<T>() : nullptr;
+
+  thread_local std::vector<T> scratch;  // one chunk of the rank's logits, then of their gradient
+  scratch.resize((size_t)(chunk * v));
+  T *x = scratch.data();
+  if (withGrad && rows == 0)
+    for (int64_t i = 0; i < v * d; ++i) dw[i] = 0;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t c = std::min(chunk, rows - r0);
+    const T *hc = h + r0 * d;
+    gemmSplit<T, T>(false, tb, c, v, d, hc, d, w, tb ? d : v, (T)0, x, v);
+#pragma omp parallel for schedule(static) if (c * v >= kParallelMin)
+    for (int64_t i = 0; i < c; ++i) {
+      T *xi = x + i * v;
+      const int64_t local = (int64_t)tg[r0 + i] - first;
+      const bool mine = local >= 0 && local < v;
+      if (!withGrad) {
+        T mx, lse;
+        rowLse(xi, v, mx, lse);
+        lseOut[r0 + i] = mx + lse;
+        tlOut[r0 + i] = mine ? xi[local] : (T)0;
+        continue;
+      }
+      const T l = lseIn[r0 + i], g = dlse[r0 + i];
+#pragma omp simd
+      for (int64_t j = 0; j < v; ++j) xi[j] = g * expT(xi[j] - l);
+      if (mine) xi[local] += dtg[r0 + i];
+    }
+    if (!withGrad) continue;
+    gemmSplit<T, T>(false, !tb, c, d, v, x, v, w, tb ? d : v, (T)0, dh + r0 * d, d);
+    const T beta = r0 == 0 ? (T)0 : (T)1;
+    if (tb)
+      gemmSplit<T, T>(true, false, v, d, c, x, v, hc, d, beta, dw, d);
+    else
+      gemmSplit<T, T>(true, false, d, v, c, hc, d, x, v, beta, dw, v);
+  }
+}
+
+void runLinearCrossEntropyStats(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype,
+                [&](auto t) { linearCrossEntropyStatsT<decltype(t)>(call, "linear_cross_entropy_stats"); });
+}
+
+void runLinearCrossEntropyStatsGrad(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype,
+                [&](auto t) { linearCrossEntropyStatsT<decltype(t)>(call, "linear_cross_entropy_stats_grad"); });
+}
+
 }  // namespace
 
 void addLinearCrossEntropyKernels(std::vector<KernelDef> &k) {
   k.push_back({"linear_cross_entropy", 3, 1, checkLinearCrossEntropy, runLinearCrossEntropy});
   k.push_back({"linear_cross_entropy_with_grad", 4, 3, checkLinearCrossEntropyWithGrad,
                runLinearCrossEntropyWithGrad});
+  k.push_back({"linear_cross_entropy_stats", 4, 2, checkLinearCrossEntropyStats, runLinearCrossEntropyStats});
+  k.push_back({"linear_cross_entropy_stats_grad", 7, 2, checkLinearCrossEntropyStatsGrad,
+               runLinearCrossEntropyStatsGrad});
 }
 
 }  // namespace lmrt::kernels::detail

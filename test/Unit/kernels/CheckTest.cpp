@@ -299,6 +299,10 @@ std::vector<Case> allCases() {
   Attrs sl = attrs({{"start", std::vector<int64_t>{0, 1}}, {"limit", std::vector<int64_t>{3, 8}},
                     {"stride", std::vector<int64_t>{2, 2}}});
   Shape s3{2, 8, 16};
+  Attrs vocabStats = attrs({{"transpose_rhs", true}, {"chunk_rows", (int64_t)6}, {"vocab", (int64_t)20}});
+  Buf sh = randn(s3), sw = randn({10, 16}), st = randIds({2, 8}, 20);
+  Buf slse = runKernel("linear_cross_entropy_stats", {sh, sw, st, scalar(10)}, {{F64, {2, 8}}, {F64, {2, 8}}},
+                       vocabStats)[0];
   return {
       {"embedding", {randn({20, 16}), randIds({2, 8}, 20)}, {{F64, {2, 8, 16}}}, {}},
       {"embedding_grad", {randIds({2, 8}, 20), randn({2, 8, 16})}, {{F64, {20, 16}}}, {}},
@@ -344,6 +348,12 @@ std::vector<Case> allCases() {
        attrs({{"transpose_rhs", true}, {"chunk_rows", int64_t(6)}})},
       {"linear_cross_entropy_with_grad", {randn(s3), randn({20, 16}), randIds({2, 8}, 20), scalar(1.3)},
        {{F64, s3}, {F64, {20, 16}}, {F64, {}}}, attrs({{"transpose_rhs", true}, {"chunk_rows", int64_t(6)}})},
+      // The vocabulary-parallel loss's rank part: classes [10, 20) of 20, chunks of 6 rows.
+      {"linear_cross_entropy_stats", {randn(s3), randn({10, 16}), randIds({2, 8}, 20), scalar(10)},
+       {{F64, {2, 8}}, {F64, {2, 8}}}, vocabStats},
+      {"linear_cross_entropy_stats_grad",
+       {sh, sw, st, scalar(10), slse, randn({2, 8}), randn({2, 8})},
+       {{F64, s3}, {F64, {10, 16}}}, vocabStats},
       {"sum_to", {randn(s3)}, {{F64, {8, 1}}}, {}},
       {"copy", {randn(s3)}, {{F64, s3}}, {}},
       // The zoo's ops.

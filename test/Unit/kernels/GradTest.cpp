@@ -117,6 +117,101 @@ TEST(Grad, LinearCrossEntropy) {
   }
 }
 
+/* linear_cross_entropy_stats_grad against finite differences of the stats op (f64,
+   chunks of 4 rows over 6), w holding classes [3, 6) of a vocabulary of 9: dh and dw for
+   the cotangent of lse alone and of the target logit alone (rows whose target is
+   another rank's, or ignored, have none). */
+TEST(Grad, LinearCrossEntropyStats) {
+  for (bool tied : {true, false}) {
+    SCOPED_TRACE(tied ? "tied [Vr, D]" : "untied [D, Vr]");
+    Buf h = randn({2, 3, 4}), w = tied ? randn({3, 4}) : randn({4, 3}), t = randIds({2, 3}, 9), first = scalar(3);
+    t.set(0, 4);   // one of the rank's classes
+    t.set(4, -1);  // ignored with ignore_index -1
+    Attrs a = attrs({{"ignore_index", (int64_t)-1}, {"transpose_rhs", tied}, {"chunk_rows", (int64_t)4},
+                     {"vocab", (int64_t)9}});
+    TensorType rows{DType::F64, {2, 3}};
+    auto stats = runKernel("linear_cross_entropy_stats", {h, w, t, first}, {rows, rows}, a);
+    Buf zero(DType::F64, {2, 3}), dy = randn({2, 3});
+    for (int which : {0, 1}) {
+      SCOPED_TRACE(which == 0 ? "d lse" : "d target_logit");
+      Buf dlse = which == 0 ? dy : zero, dtl = which == 0 ? zero : dy;
+      auto g = runKernel("linear_cross_entropy_stats_grad", {h, w, t, first, stats[0], dlse, dtl}, {h.type, w.type}, a);
+      auto f = [&](const std::vector<Buf> &in) {
+        return runKernel("linear_cross_entropy_stats", {in[0], in[1], t, first}, {rows, rows}, a)[which];
+      };
+      EXPECT_TRUE(allClose(g[0], finiteDiff(f, {h, w}, 0, dy), kRtol, kAtol)) << "dh";
+      EXPECT_TRUE(allClose(g[1], finiteDiff(f, {h, w}, 1, dy), kRtol, kAtol)) << "dw";
+    }
+  }
+}
+
+/* Two ranks' stats, combined as -lm-spmd combines them (logsumexp over the ranks, the
+   target logits summed), give the whole table's cross-entropy; the ranks' grad ops, fed
+   the combined seeds, give dh as the sum of their parts and dw as their rows. */
+TEST(Grad, LinearCrossEntropyStatsComposeOverRanks) {
+  const int64_t v = 8, vr = 4, n = 6;
+  Buf h = randn({2, 3, 5}), w = randn({v, 5}), t = randIds({2, 3}, v);
+  t.set(2, -100);
+  t.set(0, 1);  // rank 0's
+  t.set(1, 6);  // rank 1's
+  TensorType rows{DType::F64, {2, 3}}, loss{DType::F64, {}};
+  Attrs a = attrs({{"transpose_rhs", true}, {"chunk_rows", (int64_t)4}, {"vocab", v}});
+  auto whole = runKernel("linear_cross_entropy_with_grad", {h, w, t, scalar(1.0)}, {h.type, w.type, loss},
+                         attrs({{"transpose_rhs", true}, {"chunk_rows", (int64_t)4}}));
+  std::vector<Buf> wr(2, Buf(DType::F64, {vr, 5}));
+  std::vector<std::vector<Buf>> st;
+  for (int r = 0; r < 2; ++r) {
+    for (int64_t i = 0; i < vr * 5; ++i) wr[r].set(i, w.get(r * vr * 5 + i));
+    st.push_back(runKernel("linear_cross_entropy_stats", {h, wr[r], t, scalar(r * vr)}, {rows, rows}, a));
+  }
+  double sum = 0;
+  int valid = 0;
+  Buf dlse[2] = {Buf(DType::F64, {2, 3}), Buf(DType::F64, {2, 3})}, dtl(DType::F64, {2, 3});
+  for (int64_t i = 0; i < n; ++i) {
+    if (t.get(i) == -100) continue;
+    ++valid;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const double l0 = st[0][0].get(i), l1 = st[1][0].get(i), m = std::max(l0, l1);
+    const double lse = m + std::log(std::exp(l0 - m) + std::exp(l1 - m));
+    const double in = t.get(i) == -100 ? 0 : 1;
+    sum += in * (lse - st[0][1].get(i) - st[1][1].get(i));
+    dlse[0].set(i, in / valid * std::exp(l0 - lse));
+    dlse[1].set(i, in / valid * std::exp(l1 - lse));
+    dtl.set(i, -in / valid);
+  }
+  EXPECT_NEAR(sum / valid, whole[2].get(0), 1e-12) << "the loss";
+  Buf dh(DType::F64, h.type.shape);
+  for (int r = 0; r < 2; ++r) {
+    auto g = runKernel("linear_cross_entropy_stats_grad", {h, wr[r], t, scalar(r * vr), st[r][0], dlse[r], dtl},
+                       {h.type, wr[r].type}, a);
+    for (int64_t i = 0; i < dh.numel(); ++i) dh.set(i, dh.get(i) + g[0].get(i));
+    for (int64_t i = 0; i < vr * 5; ++i) EXPECT_NEAR(g[1].get(i), whole[1].get(r * vr * 5 + i), 1e-12) << "dw " << i;
+  }
+  EXPECT_TRUE(allClose(dh, whole[0], 1e-12, 1e-12)) << "dh, the ranks' parts summed";
+}
+
+/* A target outside the vocabulary (not ignore_index) is an error naming it, as the
+   whole loss's; so is a first class that is not a whole number. */
+TEST(Grad, LinearCrossEntropyStatsErrors) {
+  Buf h = randn({2, 3}), w = randn({2, 3}), t = randIds({2}, 4);
+  TensorType rows{DType::F64, {2}};
+  Attrs a = attrs({{"transpose_rhs", true}, {"vocab", (int64_t)4}});
+  auto message = [&](double first) -> std::string {
+    try {
+      runKernel("linear_cross_entropy_stats", {h, w, t, scalar(first)}, {rows, rows}, a);
+      return "no error";
+    } catch (const Error &e) {
+      return e.what();
+    }
+  };
+  t.set(1, 4);
+  EXPECT_EQ(message(2), "linear_cross_entropy_stats: target 4 at flat position 1 is outside the vocabulary [0, 4) and "
+                        "is not ignore_index -100");
+  t.set(1, 3);
+  EXPECT_EQ(message(1.5), "linear_cross_entropy_stats: first 1.5 must be a whole number >= 0 (the rank's first class)");
+}
+
 TEST(Grad, Embedding) {
   Buf table = randn({6, 3}), ids = randIds({2, 5}, 6), dy = randn({2, 5, 3});
   ids.set(0, 4);

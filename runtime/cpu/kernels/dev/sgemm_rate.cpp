@@ -4,7 +4,7 @@
    and the rate per size. `--openblas` times OpenBLAS's sgemm instead (lmrt runs only f64
    on OpenBLAS) and adds the core OpenBLAS picked for this CPU: OpenBLAS 0.3.21 does not
    know newer Intel models (an Emerald Rapids Xeon, family 6 model 207, runs its generic
-   "Prescott" SSE kernels, 37-58 GFLOP/s on 2 cores against oneDNN's 150-200), so it
+   "Prescott" SSE kernels, 20-58 GFLOP/s on 2 cores against oneDNN's 165-287), so it
    was no roofline for lmrt on such hosts.
    Usage: lmrt_sgemm_rate [--threads N] [--seconds S] [--openblas] [sizes...]   (default 1024 1536 2048) */
 #include <cblas.h>

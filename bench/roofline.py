@@ -3,8 +3,9 @@ compiles the plan with lmc, trains N steps with lmrt (every variant of LMRT_VARI
 with PyTorch (bench/torch_train_gpt.py, the same GPT and recipe; TORCH_CPU_MODES: PyTorch 2
 eager with fused AdamW and SDPA, torch.compile, CPU autocast bf16, from the venv
 bench/setup-torch2.sh makes, else Debian's 1.13 eager), in --rounds rounds (3 by default) that
-interleave the implementations, times OpenBLAS sgemm on square matrices between runs (the
-machine's speed drifts over minutes on a shared host; the readings bracket each run), and prints
+interleave the implementations, times oneDNN's sgemm (the f32 GEMM lmrt's matmuls run on;
+lmrt_sgemm_rate) on square matrices between runs (the machine's speed drifts over minutes on a
+shared host; the readings bracket each run), and prints
 one JSON line per (config, implementation), then one line of speedups per config:
 
   config, impl, step_time_s (the median over the rounds of each run's mean step time after the

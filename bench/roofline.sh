@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CPU roofline benchmark: nano, tiny, GPT-2 small at (batch 4, seq 64) and (batch 1, seq 1024),
-# each trained by lmrt and by PyTorch eager, next to the OpenBLAS sgemm rate measured in the same run.
+# each trained by lmrt and by PyTorch, next to oneDNN's sgemm rate (lmrt_sgemm_rate) measured in the same run.
 # Prints one JSON line per (config, implementation); see bench/roofline.py.
 # Usage: bench/roofline.sh [--quick] [--threads N] [--configs nano,tiny] [--rounds R] [--no-torch]
 #                          [--torch-modes eager,compile,autocast,compile-autocast] [--data DIR]

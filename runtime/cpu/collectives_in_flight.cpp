@@ -4,39 +4,9 @@
 #include <chrono>
 
 namespace lmrt::cpu {
-namespace {
-
-template <typename A, typename B> bool meets(const A &a, const B &b) {
-  for (const auto &x : a)
-    for (const auto &y : b)
-      if (x.begin < y.end && y.begin < x.end) return true;
-  return false;
-}
-
-}  // namespace
-
-std::vector<CollectivesInFlight::Range> CollectivesInFlight::ranges(const std::vector<TensorRef> &refs) {
-  std::vector<Range> out;
-  for (const TensorRef &t : refs) {
-    const char *p = static_cast<const char *>(t.data);
-    const int64_t bytes = t.type.bytes();
-    if (p && bytes > 0) out.push_back({p, p + bytes});
-  }
-  return out;
-}
 
 bool anyOverlap(const std::vector<TensorRef> &a, const std::vector<TensorRef> &b) {
-  struct R {
-    const char *begin, *end;
-  };
-  auto of = [](const std::vector<TensorRef> &refs) {
-    std::vector<R> out;
-    for (const TensorRef &t : refs)
-      if (t.data && t.type.bytes() > 0)
-        out.push_back({static_cast<const char *>(t.data), static_cast<const char *>(t.data) + t.type.bytes()});
-    return out;
-  };
-  return meets(of(a), of(b));
+  return overlap(byteRanges(a), byteRanges(b));
 }
 
 CollectivesInFlight::~CollectivesInFlight() {
@@ -49,18 +19,18 @@ CollectivesInFlight::~CollectivesInFlight() {
 
 void CollectivesInFlight::before(const std::vector<TensorRef> &in, const std::vector<TensorRef> &out) {
   if (jobs_.empty()) return;
-  const std::vector<Range> reads = ranges(in), writes = ranges(out);
+  const std::vector<ByteRange> reads = byteRanges(in), writes = byteRanges(out);
   // The latest job the step depends on: waiting for it waits for all before it.
   for (size_t k = jobs_.size(); k-- > 0;) {
     const Job &j = jobs_[k];
-    if (meets(reads, j.writes) || meets(writes, j.writes) || meets(writes, j.reads)) return waitThrough(k);
+    if (mustWait(reads, writes, j.reads, j.writes)) return waitThrough(k);
   }
 }
 
 void CollectivesInFlight::start(std::function<void()> work, const std::vector<TensorRef> &in,
                                 const std::vector<TensorRef> &out) {
   const uint64_t ticket = comm_.submit(std::move(work));
-  jobs_.push_back({ticket, ranges(in), ranges(out)});
+  jobs_.push_back({ticket, byteRanges(in), byteRanges(out)});
 }
 
 void CollectivesInFlight::waitAll() {

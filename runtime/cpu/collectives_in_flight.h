@@ -14,6 +14,7 @@
 #include <functional>
 #include <vector>
 
+#include "base/byte_ranges.h"
 #include "base/tensor.h"
 #include "runtime/comm/communicator.h"
 
@@ -41,14 +42,10 @@ public:
   bool empty() const { return jobs_.empty(); }
 
 private:
-  struct Range {
-    const char *begin, *end;
-  };
   struct Job {
     uint64_t ticket;
-    std::vector<Range> reads, writes;
+    std::vector<ByteRange> reads, writes;
   };
-  static std::vector<Range> ranges(const std::vector<TensorRef> &refs);
   /* Waits for jobs_[0..k]. */
   void waitThrough(size_t k);
 

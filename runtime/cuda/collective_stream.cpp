@@ -5,17 +5,6 @@
 #include "runtime/cuda/check.h"
 
 namespace lmrt::cuda {
-namespace {
-
-template <typename A, typename B> bool meets(const A &a, const B &b) {
-  for (const auto &x : a)
-    for (const auto &y : b)
-      if (x.begin < y.end && y.begin < x.end) return true;
-  return false;
-}
-
-}  // namespace
-
 bool collectiveStreamEnabled() {
   static const bool on = envSwitch("LMRT_CUDA_COLLECTIVE_STREAM");
   return on;
@@ -35,21 +24,12 @@ CollectiveStream::~CollectiveStream() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-std::vector<CollectiveStream::Range> CollectiveStream::ranges(const std::vector<DevTensor> &t) {
-  std::vector<Range> out;
-  for (const DevTensor &x : t) {
-    const char *p = static_cast<const char *>(x.data);
-    if (p && x.type.bytes() > 0) out.push_back({p, p + x.type.bytes()});
-  }
-  return out;
-}
-
 void CollectiveStream::before(const std::vector<DevTensor> &in, const std::vector<DevTensor> &out) {
   if (jobs_.empty()) return;
-  const std::vector<Range> reads = ranges(in), writes = ranges(out);
+  const std::vector<ByteRange> reads = byteRanges(in), writes = byteRanges(out);
   for (size_t k = jobs_.size(); k-- > 0;) {  // the latest it depends on: the ones before come with it
     const Job &j = jobs_[k];
-    if (meets(reads, j.writes) || meets(writes, j.writes) || meets(writes, j.reads)) return joinThrough(k);
+    if (mustWait(reads, writes, j.reads, j.writes)) return joinThrough(k);
   }
 }
 
@@ -62,7 +42,7 @@ cudaStream_t CollectiveStream::begin() {
 void CollectiveStream::end(const std::vector<DevTensor> &in, const std::vector<DevTensor> &out) {
   cudaEvent_t done = event();
   CUDA_CHECK(cudaEventRecord(done, stream_));
-  jobs_.push_back({done, ranges(in), ranges(out)});
+  jobs_.push_back({done, byteRanges(in), byteRanges(out)});
 }
 
 void CollectiveStream::joinAll() {

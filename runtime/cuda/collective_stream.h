@@ -25,6 +25,7 @@
 #include <deque>
 #include <vector>
 
+#include "base/byte_ranges.h"
 #include "runtime/cuda/ops.h"
 
 namespace lmrt::cuda {
@@ -51,14 +52,10 @@ public:
   void joinAll();
 
 private:
-  struct Range {
-    const char *begin, *end;
-  };
   struct Job {
     cudaEvent_t done;
-    std::vector<Range> reads, writes;
+    std::vector<ByteRange> reads, writes;
   };
-  static std::vector<Range> ranges(const std::vector<DevTensor> &t);
   /* The compute stream waits for jobs_[0..k]; their events go back to free_. */
   void joinThrough(size_t k);
   cudaEvent_t event();

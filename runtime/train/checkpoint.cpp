@@ -607,7 +607,20 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
   m.metricsPath = r.string(metrics, "path");
   m.metricsBytes = r.integer(metrics, "bytes");
 
-  c.state = readCheckpointState(path, root, version, r);
+  if (version >= kShardedCheckpointVersion) {
+    if (r.string(root, "layout") != "sharded") r.corrupt("meta.json: layout is not \"sharded\"");
+    c.shards = std::make_shared<const ShardReader>(path, root, [&](const std::string &msg) { r.corrupt(msg); });
+  } else {
+    c.state = readCheckpointState(path, root, version, r);
+  }
+  // The checkpoint's tensors, whole or sharded.
+  auto stateType = [&](const std::string &name) -> const TensorType * {
+    if (c.shards) return c.shards->type(name);
+    auto it = c.state.tensors.find(name);
+    return it == c.state.tensors.end() ? nullptr : &it->second.type;
+  };
+  const std::map<std::string, std::string> &stateMetadata = c.shards ? c.shards->metadata() : c.state.metadata;
+  const size_t stateCount = c.shards ? c.shards->size() : c.state.tensors.size();
   const std::string stateName = version >= kShardedCheckpointVersion ? "its shards" : kStateFile;
   // Every parameter and its optimizer state (runtime/exec/optimizer.h's slots).
   const OptimizerConfig optimizer = optimizerConfig(s.plan());
@@ -620,11 +633,10 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
       want.push_back({slot.prefix + "." + p.name,
                       TensorType{p.type.dtype, slot.shape == p.type.shape ? logical.shape : slot.shape}});
     for (const auto &[name, type] : want) {
-      auto it = c.state.tensors.find(name);
-      if (it == c.state.tensors.end()) r.corrupt(stateName + " has no tensor '" + name + "'");
-      if (it->second.type.str() != type.str())
-        r.corrupt(stateName + ": tensor '" + name + "' is " + it->second.type.str() + ", expected " +
-                  type.str());
+      const TensorType *have = stateType(name);
+      if (!have) r.corrupt(stateName + " has no tensor '" + name + "'");
+      if (have->str() != type.str())
+        r.corrupt(stateName + ": tensor '" + name + "' is " + have->str() + ", expected " + type.str());
     }
     expected += want.size();
   }
@@ -634,18 +646,18 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
                                                          {"seed", std::to_string(m.seed)},
                                                          {"plan_fnv1a64", hex64(fnv1a64(serializePlan(s.plan())))}};
     for (const auto &[key, value] : want) {
-      auto it = c.state.metadata.find(key);
-      if (it == c.state.metadata.end())
+      auto it = stateMetadata.find(key);
+      if (it == stateMetadata.end())
         r.corrupt(stateName + " does not record its " + key);
       // Another data-parallel mesh of the same model (meshFreeHash): meta.json's plan
       // record was checked the same way.
-      auto meshFree = c.state.metadata.find("mesh_free_fnv1a64");
-      if (std::string(key) == "plan_fnv1a64" && it->second != value && meshFree != c.state.metadata.end() &&
+      auto meshFree = stateMetadata.find("mesh_free_fnv1a64");
+      if (std::string(key) == "plan_fnv1a64" && it->second != value && meshFree != stateMetadata.end() &&
           meshFree->second == hex64(meshFreeHash(s.plan())))
         continue;
       // Another tensor-parallel mesh: meta.json's plan record was checked (planDifference).
-      auto tensorFree = c.state.metadata.find("tensor_free_fnv1a64");
-      if (std::string(key) == "plan_fnv1a64" && it->second != value && tensorFree != c.state.metadata.end() &&
+      auto tensorFree = stateMetadata.find("tensor_free_fnv1a64");
+      if (std::string(key) == "plan_fnv1a64" && it->second != value && tensorFree != stateMetadata.end() &&
           tensorFree->second == hex64(tensorFreeHash(s.plan())))
         continue;
       if (it->second != value)
@@ -653,8 +665,8 @@ Checkpoint readCheckpoint(const std::string &path, const Session &s) {
                   " (the files are of different checkpoints)");
     }
   }
-  if (c.state.tensors.size() != expected)
-    r.corrupt(stateName + " has " + std::to_string(c.state.tensors.size()) + " tensors, expected " +
+  if (stateCount != expected)
+    r.corrupt(stateName + " has " + std::to_string(stateCount) + " tensors, expected " +
               std::to_string(expected));
   return c;
 }
@@ -697,6 +709,7 @@ Checkpoint findResumeCheckpoint(const std::string &path, const Session &s, FILE 
 /* `local` = the checkpoint's tensor `name`, or this rank's slice of it by `sharding`. */
 static void restoreTensor(const Checkpoint &c, const std::string &name, const TensorRef &local,
                           const plan::ParamSharding *sharding, int rank) {
+  if (c.shards) return c.shards->read(name, local, sharding, rank);
   const SafetensorsTensor &t = c.state.tensors.at(name);
   if (!sharding) {
     std::memcpy(local.data, t.bytes.data(), t.bytes.size());

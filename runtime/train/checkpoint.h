@@ -20,6 +20,7 @@
    one of another plan or format version is refused naming what differs. */
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <cstdio>
 #include <string>
@@ -67,10 +68,13 @@ struct CheckpointError : Error {
   bool corrupt;
 };
 
+class ShardReader;
+
 struct Checkpoint {
   std::string path;
   CheckpointMeta meta;
-  SafetensorsFile state;
+  SafetensorsFile state;                 // a whole checkpoint's tensors
+  std::shared_ptr<const ShardReader> shards;  // a sharded one's, read slice by slice on restore
 };
 
 /* "step-00000040" */
@@ -109,7 +113,9 @@ Checkpoint readCheckpoint(const std::string &path, const Session &session);
    CheckpointError if there is none, or if one is of another plan or version. */
 Checkpoint findResumeCheckpoint(const std::string &path, const Session &session, FILE *log);
 
-/* Copies the parameters and the optimizer state into the session and its backend. */
+/* Copies the parameters and the optimizer state into the session and its backend;
+   from a sharded checkpoint, each rank reads only the parts of the shard files that
+   hold what it keeps (ShardReader::read). */
 void restoreCheckpoint(const Checkpoint &ckpt, Session &session);
 
 /* The checkpoints in `dir` (names step-NNNNNNNN, complete or not), oldest first. */

@@ -5,10 +5,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cerrno>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/file_io.h"
 #include "base/hash.h"
+#include "contract/zero3.h"
 #include "contract/contract.h"
 #include "runtime/exec/held_state.h"
 #include "runtime/exec/optimizer.h"
@@ -164,12 +168,51 @@ std::string shardedTensorsJson(const std::vector<CheckpointTensor> &tensors, int
   return s + "\n  ]";
 }
 
-SafetensorsFile assembleShards(const std::string &dir, const json::Value &root,
-                               const std::function<void(const std::string &)> &corrupt) {
-  auto bad = [&](const std::string &msg) {
-    corrupt(msg);
-    throw Error(msg);  // `corrupt` throws; never reached
+namespace {
+
+/* A run of consecutive logical elements [begin, begin + length) of a tensor, found at
+   element `at` of a buffer (a stored piece, or a rank's local slice). */
+struct Run {
+  int64_t begin, length, at;
+};
+
+/* The runs of block `index` of a tensor-parallel split of a `shape` tensor, in the
+   order the block stores them (shard_layout.h: for every row before `dim`, block
+   `index` of each segment). */
+void blockRuns(const std::vector<int64_t> &shape, const plan::ParamSharding &s, int64_t index, std::vector<Run> &out) {
+  const size_t dim = (size_t)s.dim();
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < dim; ++i) outer *= shape[i];
+  for (size_t i = dim + 1; i < shape.size(); ++i) inner *= shape[i];
+  const int64_t rows = shape[dim], segments = s.segments(), shards = s.shards(), block = rows / (segments * shards);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t seg = 0; seg < segments; ++seg)
+      out.push_back({(o * rows + (seg * shards + index) * block) * inner, block * inner,
+                     (o * segments + seg) * block * inner});
+}
+
+constexpr size_t kChecksumChunk = size_t(4) << 20;  // the streamed checksum's buffer
+
+}  // namespace
+
+struct ShardReader::Tensor {
+  std::string name;
+  TensorType type;
+  bool split = false;
+  plan::ParamSharding sharding;
+  struct Piece {
+    std::string file;
+    bool block;
+    int64_t begin, end, index;
+    int fd = -1;          // its shard file, open
+    uint64_t offset = 0;  // where its bytes begin in the file
   };
+  std::vector<Piece> pieces;
+};
+
+ShardReader::ShardReader(const std::string &dir, const json::Value &root,
+                         const std::function<void(const std::string &)> &corrupt)
+    : corrupt_(corrupt) {
   auto field = [&](const json::Value &obj, const char *key, json::Value::Kind kind) -> const json::Value & {
     const json::Value *v = obj.find(key);
     if (!v || v->kind != kind)
@@ -183,21 +226,6 @@ SafetensorsFile assembleShards(const std::string &dir, const json::Value &root,
     return x;
   };
 
-  struct Piece {
-    std::string file;
-    bool block;
-    int64_t begin, end, index;
-  };
-  struct Tensor {
-    std::string name;
-    TensorType type;
-    bool split = false;
-    plan::ParamSharding sharding;
-    std::vector<Piece> pieces;
-    size_t offset = 0;
-  };
-  std::vector<Tensor> tensors;
-  size_t total = 0;
   for (const json::Value &v : field(root, "tensors", json::Value::Array).items) {
     if (v.kind != json::Value::Object) bad("meta.json: an entry of 'tensors' is not an object");
     Tensor t;
@@ -224,7 +252,7 @@ SafetensorsFile assembleShards(const std::string &dir, const json::Value &root,
     }
     for (const json::Value &p : field(v, "pieces", json::Value::Array).items) {
       if (p.kind != json::Value::Object) bad("meta.json: a piece of '" + t.name + "' is not an object");
-      Piece q{field(p, "file", json::Value::String).text, p.find("index") != nullptr, 0, 0, 0};
+      Tensor::Piece q{field(p, "file", json::Value::String).text, p.find("index") != nullptr, 0, 0, 0};
       if (q.block) q.index = integer(p, "index");
       else q.begin = integer(p, "begin"), q.end = integer(p, "end");
       t.pieces.push_back(q);
@@ -233,15 +261,16 @@ SafetensorsFile assembleShards(const std::string &dir, const json::Value &root,
     const std::string where = "meta.json: the pieces of tensor '" + t.name + "' " + t.type.str();
     if (t.split) {
       std::vector<int> seen((size_t)t.sharding.shards(), 0);
-      for (const Piece &q : t.pieces)
+      for (const Tensor::Piece &q : t.pieces)
         if (!q.block || q.index >= t.sharding.shards() || seen[(size_t)q.index]++)
           bad(where + " are not its " + std::to_string(t.sharding.shards()) + " tensor-parallel slices");
       if (t.pieces.size() != seen.size()) bad(where + " miss a tensor-parallel slice");
     } else {
-      std::vector<Piece> sorted = t.pieces;
-      std::sort(sorted.begin(), sorted.end(), [](const Piece &a, const Piece &b) { return a.begin < b.begin; });
+      std::vector<Tensor::Piece> sorted = t.pieces;
+      std::sort(sorted.begin(), sorted.end(),
+                [](const Tensor::Piece &a, const Tensor::Piece &b) { return a.begin < b.begin; });
       int64_t at = 0;
-      for (const Piece &q : sorted) {
+      for (const Tensor::Piece &q : sorted) {
         if (q.block || q.begin != at || q.end <= q.begin)
           bad(where + " do not cover it (a gap or an overlap at element " + std::to_string(at) + ")");
         at = q.end;
@@ -249,58 +278,67 @@ SafetensorsFile assembleShards(const std::string &dir, const json::Value &root,
       if (at != t.type.numel())
         bad(where + " cover " + std::to_string(at) + " of its " + std::to_string(t.type.numel()) + " elements");
     }
-    t.offset = total;
-    total += ((size_t)t.type.bytes() + 7) / 8 * 8;
-    tensors.push_back(std::move(t));
+    if (index_.count(t.name)) bad("meta.json lists tensor '" + t.name + "' twice");
+    index_[t.name] = tensors_.size();
+    tensors_.push_back(std::move(t));
   }
 
-  // Each shard file once, checked, its pieces copied into place, then freed.
-  auto storage = std::make_shared<std::string>(total, '\0');
+  // Each shard file: its size and checksum (streamed, never held whole), its header,
+  // and where each piece meta.json puts in it lies. It stays open for read().
   const json::Value &files = field(root, "files", json::Value::Object);
-  std::map<std::string, std::string> firstMeta;
   std::string firstFile;
   for (const auto &[file, entry] : files.members) {
     if (file.rfind("shard-", 0) != 0) continue;  // meta.json lists only shards in a sharded checkpoint
     if (entry.kind != json::Value::Object) bad("meta.json: files entry '" + file + "' is not an object");
     // The first piece it holds, to name in errors.
     std::string holds;
-    for (const Tensor &t : tensors)
-      for (const Piece &q : t.pieces)
+    for (const Tensor &t : tensors_)
+      for (const Tensor::Piece &q : t.pieces)
         if (holds.empty() && q.file == file) holds = " (it holds a piece of '" + t.name + "')";
     const int64_t bytes = integer(entry, "bytes");
     const std::string fnvText = field(entry, "fnv1a64", json::Value::String).text;
     const std::string path = dir + "/" + file;
-    std::string text;
-    try {
-      text = readWholeFile(path, "checkpoint shard");
-    } catch (const Error &e) {
-      bad("shard file '" + file + "'" + holds + " is missing or unreadable: " + e.what());
-    }
-    if ((int64_t)text.size() != bytes)
-      bad("shard file '" + file + "'" + holds + " has " + std::to_string(text.size()) + " bytes, meta.json says " +
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) bad("shard file '" + file + "'" + holds + " is missing or unreadable: " + std::strerror(errno));
+    fds_.push_back(fd);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) bad("shard file '" + file + "'" + holds + " is unreadable: " + std::strerror(errno));
+    if ((int64_t)st.st_size != bytes)
+      bad("shard file '" + file + "'" + holds + " has " + std::to_string(st.st_size) + " bytes, meta.json says " +
           std::to_string(bytes) + " (truncated?)");
-    const uint64_t actual = fnv1a64(text);
-    if (hex64(actual) != fnvText)
+    Fnv1a64 sum;
+    std::string chunk(std::min<size_t>(kChecksumChunk, (size_t)bytes), '\0'), head;
+    for (int64_t at = 0; at < bytes;) {
+      const size_t want = (size_t)std::min<int64_t>((int64_t)chunk.size(), bytes - at);
+      const ssize_t got = ::pread(fd, chunk.data(), want, (off_t)at);
+      if (got <= 0) bad("shard file '" + file + "'" + holds + " could not be read at byte " + std::to_string(at));
+      sum.update(chunk.data(), (size_t)got);
+      // The header: the 8-byte length and the JSON (within the file's first chunks).
+      if (head.size() < 8 || head.size() < 8 + headerLength(head)) head.append(chunk.data(), (size_t)got);
+      at += got;
+    }
+    if (hex64(sum.h) != fnvText)
       bad("shard file '" + file + "'" + holds + " checksum mismatch (stored " + fnvText + ", computed " +
-          hex64(actual) + ")");
+          hex64(sum.h) + ")");
+    if (head.size() >= 8) head.resize(std::min<size_t>(head.size(), 8 + headerLength(head)));
     SafetensorsFile shard;
     try {
-      shard = decodeSafetensors(std::move(text), path);
+      shard = decodeSafetensorsHeader(std::move(head), (uint64_t)bytes, path);
     } catch (const Error &e) {
       bad(std::string("shard file '") + file + "': " + e.what());
     }
     if (firstFile.empty()) {
-      firstFile = file, firstMeta = shard.metadata;
+      firstFile = file, metadata_ = shard.metadata;
     } else {
       for (const char *key : {"step", "updates", "seed", "plan_fnv1a64"}) {
-        auto a = firstMeta.find(key), b = shard.metadata.find(key);
-        if (a == firstMeta.end() || b == shard.metadata.end() || a->second != b->second)
+        auto a = metadata_.find(key), b = shard.metadata.find(key);
+        if (a == metadata_.end() || b == shard.metadata.end() || a->second != b->second)
           bad("shard file '" + file + "' is of another " + key + " than '" + firstFile +
               "' (the files are of different checkpoints)");
       }
     }
-    for (const Tensor &t : tensors)
-      for (const Piece &q : t.pieces) {
+    for (Tensor &t : tensors_)
+      for (Tensor::Piece &q : t.pieces) {
         if (q.file != file) continue;
         auto it = shard.tensors.find(t.name);
         if (it == shard.tensors.end())
@@ -310,27 +348,133 @@ SafetensorsFile assembleShards(const std::string &dir, const json::Value &root,
         if (it->second.type.str() != want.str() || it->second.type.dtype != want.dtype)
           bad("shard file '" + file + "': tensor '" + t.name + "' is " + it->second.type.str() + ", expected " +
               want.str());
-        char *whole = storage->data() + t.offset;
-        if (q.block)
-          placeShard(t.sharding, TensorRef{const_cast<char *>(it->second.bytes.data()), want},
-                     TensorRef{whole, t.type}, q.index);
-        else
-          std::memcpy(whole + (size_t)q.begin * dtypeSize(t.type.dtype), it->second.bytes.data(),
-                      it->second.bytes.size());
+        q.fd = fd;
+        q.offset = it->second.offset;
       }
   }
-  for (const Tensor &t : tensors)
-    for (const Piece &q : t.pieces)
-      if (!files.find(q.file) || q.file.rfind("shard-", 0) != 0)
+  for (const Tensor &t : tensors_)
+    for (const Tensor::Piece &q : t.pieces)
+      if (q.fd < 0)
         bad("meta.json puts a piece of '" + t.name + "' in '" + q.file + "', which its files do not list");
+  corrupt_ = nullptr;  // it may refer to the caller's frame; read()'s errors are plain
+}
 
+ShardReader::~ShardReader() {
+  for (int fd : fds_) ::close(fd);
+}
+
+uint64_t ShardReader::headerLength(const std::string &head) {
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t((unsigned char)head[(size_t)i]) << (8 * i);
+  return std::min<uint64_t>(n, uint64_t(100) << 20);  // decodeSafetensorsHeader refuses a longer one
+}
+
+void ShardReader::bad(const std::string &msg) const {
+  if (corrupt_) corrupt_(msg);  // throws
+  throw Error("sharded checkpoint: " + msg);
+}
+
+size_t ShardReader::size() const { return tensors_.size(); }
+
+std::vector<std::string> ShardReader::names() const {
+  std::vector<std::string> out;
+  for (const Tensor &t : tensors_) out.push_back(t.name);
+  return out;
+}
+
+const TensorType *ShardReader::type(const std::string &name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second].type;
+}
+
+void ShardReader::read(const std::string &name, const TensorRef &local, const plan::ParamSharding *sharding,
+                       int64_t rank) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) fail("sharded checkpoint: no tensor '%s'", name.c_str());
+  const Tensor &t = tensors_[it->second];
+  const int64_t n = t.type.numel();
+  const size_t eb = dtypeSize(t.type.dtype);
+  // The logical elements `local` holds (shard_layout.h's layouts, its checks).
+  std::vector<Run> want;
+  if (!sharding) {
+    if (local.type.str() != t.type.str() || local.type.dtype != t.type.dtype)
+      fail("sharded checkpoint: tensor '%s' is %s, read into %s", name.c_str(), t.type.str().c_str(),
+           local.type.str().c_str());
+    want.push_back({0, n, 0});
+  } else if (isZeroSlice(*sharding)) {
+    const int64_t chunk = local.type.numel();
+    if (sharding->shards() < 1 || local.type.shape.size() != 1 || chunk != zeroSliceLength(n, sharding->shards()) ||
+        local.type.dtype != t.type.dtype || rank < 0 || rank >= sharding->shards())
+      fail("sharded checkpoint: ZeRO stage 3 slice %s of rank %lld of %lld of a logical %s ('%s')",
+           local.type.str().c_str(), (long long)rank, (long long)sharding->shards(), t.type.str().c_str(),
+           name.c_str());
+    const int64_t begin = std::min(n, rank * chunk), end = std::min(n, begin + chunk);
+    std::memset(local.data, 0, (size_t)chunk * eb);  // the padding past the tensor's end
+    if (end > begin) want.push_back({begin, end - begin, 0});
+  } else {
+    const TensorType expect = logicalType(local.type, *sharding);
+    if (expect.str() != t.type.str() || expect.dtype != t.type.dtype || rank < 0 || rank >= sharding->shards())
+      fail("sharded checkpoint: tensor-parallel slice %s of rank %lld (dim %lld, %lld segments, %lld shards) of "
+           "'%s' %s",
+           local.type.str().c_str(), (long long)rank, (long long)sharding->dim(), (long long)sharding->segments(),
+           (long long)sharding->shards(), name.c_str(), t.type.str().c_str());
+    blockRuns(t.type.shape, *sharding, rank, want);
+  }
+  // Where those elements are stored: every piece's runs, ordered by logical element.
+  struct Stored {
+    Run run;
+    const Tensor::Piece *piece;
+  };
+  std::vector<Stored> have;
+  std::vector<Run> runs;
+  for (const Tensor::Piece &q : t.pieces) {
+    runs.clear();
+    if (q.block) blockRuns(t.type.shape, t.sharding, q.index, runs);
+    else runs.push_back({q.begin, q.end - q.begin, 0});
+    for (const Run &r : runs) have.push_back({r, &q});
+  }
+  std::sort(have.begin(), have.end(), [](const Stored &a, const Stored &b) { return a.run.begin < b.run.begin; });
+  // Each wanted run, from the stored runs it overlaps (they tile the tensor).
+  char *out = static_cast<char *>(local.data);
+  for (const Run &w : want) {
+    auto at = std::upper_bound(have.begin(), have.end(), w.begin,
+                               [](int64_t x, const Stored &s) { return x < s.run.begin; });
+    if (at != have.begin()) --at;
+    for (; at != have.end() && at->run.begin < w.begin + w.length; ++at) {
+      const int64_t lo = std::max(w.begin, at->run.begin);
+      const int64_t hi = std::min(w.begin + w.length, at->run.begin + at->run.length);
+      if (hi <= lo) continue;
+      size_t size = (size_t)(hi - lo) * eb;
+      char *dst = out + (size_t)(w.at + lo - w.begin) * eb;
+      off_t from = (off_t)(at->piece->offset + (uint64_t)(at->run.at + lo - at->run.begin) * eb);
+      while (size > 0) {
+        const ssize_t got = ::pread(at->piece->fd, dst, size, from);
+        if (got <= 0) bad("shard file '" + at->piece->file + "' could not be read (tensor '" + name + "')");
+        dst += got, from += got, size -= (size_t)got;
+      }
+    }
+  }
+}
+
+SafetensorsFile assembleShards(const std::string &dir, const json::Value &root,
+                               const std::function<void(const std::string &)> &corrupt) {
+  const ShardReader reader(dir, root, corrupt);
+  size_t total = 0;
+  std::vector<std::string> names = reader.names();
+  std::vector<size_t> offsets;
+  for (const std::string &name : names) {
+    offsets.push_back(total);
+    total += ((size_t)reader.type(name)->bytes() + 7) / 8 * 8;
+  }
+  auto storage = std::make_shared<std::string>(total, '\0');
   SafetensorsFile out;
-  out.metadata = firstMeta;
+  out.metadata = reader.metadata();
   out.storage = storage;
-  for (const Tensor &t : tensors) {
-    if (out.tensors.count(t.name)) bad("meta.json lists tensor '" + t.name + "' twice");
-    out.tensors[t.name] = SafetensorsTensor{t.type, std::string_view(storage->data() + t.offset, (size_t)t.type.bytes())};
-    out.order.push_back(t.name);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const TensorType &type = *reader.type(names[i]);
+    reader.read(names[i], TensorRef{storage->data() + offsets[i], type}, nullptr, 0);
+    out.tensors[names[i]] = SafetensorsTensor{type, std::string_view(storage->data() + offsets[i], (size_t)type.bytes())};
+    out.order.push_back(names[i]);
   }
   return out;
 }

@@ -13,8 +13,8 @@
      block  a tensor-parallel slice (plan Param.sharding: dim, segments, shards, and
             the slice's index, shard_layout.h), written by the ranks of data rank 0.
    The layout is a function of the logical tensors and the mesh only, so rank 0 can
-   describe every rank's file. Loading reassembles the logical tensors from the pieces,
-   which any mesh then cuts as a whole checkpoint is cut. */
+   describe every rank's file. Loading reads, for each tensor, only the byte ranges of
+   the pieces that overlap the rank's slice of it (ShardReader), whatever mesh wrote them. */
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -67,10 +67,48 @@ void writeShardFile(const std::string &path, Session &session, const std::vector
 /* meta.json's "tensors" array: every tensor with its pieces over `ranks` world ranks. */
 std::string shardedTensorsJson(const std::vector<CheckpointTensor> &tensors, int data, int tensor);
 
+/* A sharded checkpoint opened for reading piece by piece (docs/distributed.md
+   "Checkpoints across meshes"): meta.json's tensor table, and every shard file checked
+   against it at once (its size and checksum, streamed: no file is held whole; its
+   header; each piece's type; the same `metadata` keys in every file: step, updates,
+   seed, plan). read() then fills a rank's buffer with the part of a tensor it keeps
+   from the byte ranges of the files that hold it, so a rank never holds more than its
+   slices. `corrupt` throws; its messages name the file and the tensor at fault. */
+class ShardReader {
+public:
+  ShardReader(const std::string &dir, const json::Value &root, const std::function<void(const std::string &)> &corrupt);
+  ~ShardReader();
+  ShardReader(const ShardReader &) = delete;
+  ShardReader &operator=(const ShardReader &) = delete;
+
+  /* The first shard's metadata (every shard agrees on step, updates, seed and plan). */
+  const std::map<std::string, std::string> &metadata() const { return metadata_; }
+  std::vector<std::string> names() const;  // meta.json's order
+  size_t size() const;
+  const TensorType *type(const std::string &name) const;  // null: no such tensor
+
+  /* `local` = tensor `name` whole (`sharding` null), or rank `rank`'s slice of it by
+     `sharding` (shard_layout.h: a tensor-parallel block, or a ZeRO stage 3 slice of the
+     flattened tensor, zero-padded), whatever pieces the checkpoint's mesh wrote. */
+  void read(const std::string &name, const TensorRef &local, const plan::ParamSharding *sharding,
+            int64_t rank) const;
+
+private:
+  struct Tensor;
+  static uint64_t headerLength(const std::string &head);
+  [[noreturn]] void bad(const std::string &msg) const;
+
+  std::function<void(const std::string &)> corrupt_;
+  std::vector<Tensor> tensors_;
+  std::map<std::string, size_t> index_;
+  std::map<std::string, std::string> metadata_;
+  std::vector<int> fds_;
+};
+
 /* Reassembles the logical tensors of the sharded checkpoint in directory `dir` from its
    meta.json `root` (checksum already verified): every shard file is checked against
-   the sizes and checksums meta.json lists, read one at a time, and its pieces copied
-   into place. Every shard must record the same `metadata` keys as the first one
+   the sizes and checksums meta.json lists, and its pieces copied into place
+   (ShardReader: `lmrt checkpoint consolidate`; a resume reads only its slices). Every shard must record the same `metadata` keys as the first one
    (step, updates, seed, plan), which the result carries. `corrupt` throws; its
    messages name the file and the tensor at fault. */
 SafetensorsFile assembleShards(const std::string &dir, const json::Value &root,

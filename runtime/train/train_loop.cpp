@@ -84,6 +84,7 @@ TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
     std::fprintf(log, "resumed from %s (step %lld of %lld)\n", run.resume->path.c_str(),
                  (long long)run.resume->meta.step, (long long)run.steps);
     run.resume->state = SafetensorsFile();  // the checkpoint's bytes are no longer needed
+    run.resume->shards.reset();             // nor its shard files open
   }
   if (ParityDump *dump = out.dump()) dump->writeInit(s), dump->captureSamples(s);
 

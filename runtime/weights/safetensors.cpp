@@ -96,20 +96,25 @@ void writeSafetensors(const std::string &path, const std::vector<std::pair<std::
   });
 }
 
-SafetensorsFile decodeSafetensors(std::string bytesIn, const std::string &origin) {
-  auto storage = std::make_shared<const std::string>(std::move(bytesIn));
+namespace {
+
+/* `storage` holds the file's first bytes (all `fileSize` of them, or its header only:
+   then the tensors' `bytes` stay empty). */
+SafetensorsFile decode(std::shared_ptr<const std::string> storage, uint64_t fileSize, const std::string &origin) {
   const std::string &bytes = *storage;
+  const bool whole = bytes.size() == fileSize;
   auto bad = [&](const std::string &msg) -> Error {
     return Error("safetensors '" + origin + "': " + msg);
   };
-  if (bytes.size() < 8)
-    throw bad("truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the 8-byte header length");
+  if (fileSize < 8 || bytes.size() < 8)
+    throw bad("truncated: " + std::to_string(fileSize) + " bytes, shorter than the 8-byte header length");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t((unsigned char)bytes[i]) << (8 * i);
-  if (n > kMaxHeaderBytes || n > bytes.size() - 8)
+  if (n > kMaxHeaderBytes || n > fileSize - 8)
     throw bad("header length " + std::to_string(n) + " exceeds the file (" +
-              std::to_string(bytes.size() - 8) + " bytes after the length)" +
+              std::to_string(fileSize - 8) + " bytes after the length)" +
               (n > kMaxHeaderBytes ? " or the 100 MiB limit" : ""));
+  if (bytes.size() < 8 + n) throw bad("internal error: the header was not read whole");
   std::string header = bytes.substr(8, n);
   if (header.empty() || header[0] != '{') throw bad("header does not start with '{' (not a safetensors file?)");
   json::Value root;
@@ -122,7 +127,7 @@ SafetensorsFile decodeSafetensors(std::string bytesIn, const std::string &origin
 
   SafetensorsFile file;
   file.storage = storage;
-  const uint64_t dataSize = bytes.size() - 8 - n;
+  const uint64_t dataSize = fileSize - 8 - n;
   struct Span { uint64_t begin, end; std::string name; };
   std::vector<Span> spans;
   for (const auto &[name, v] : root.members) {
@@ -171,7 +176,8 @@ SafetensorsFile decodeSafetensors(std::string bytesIn, const std::string &origin
     if (size != e - b)
       throw bad(where + t.type.str() + " needs " + std::to_string(size) + " bytes, data_offsets span " +
                 std::to_string(e - b));
-    t.bytes = std::string_view(bytes).substr(8 + n + (size_t)b, (size_t)(e - b));
+    t.offset = 8 + n + (uint64_t)b;
+    if (whole) t.bytes = std::string_view(bytes).substr(8 + n + (size_t)b, (size_t)(e - b));
     spans.push_back({(uint64_t)b, (uint64_t)e, name});
     file.tensors.emplace(name, std::move(t));
   }
@@ -193,6 +199,17 @@ SafetensorsFile decodeSafetensors(std::string bytesIn, const std::string &origin
   if (at != dataSize)
     throw bad(std::to_string(dataSize - at) + " bytes of data after the last tensor");
   return file;
+}
+
+}  // namespace
+
+SafetensorsFile decodeSafetensors(std::string bytesIn, const std::string &origin) {
+  const uint64_t size = bytesIn.size();
+  return decode(std::make_shared<const std::string>(std::move(bytesIn)), size, origin);
+}
+
+SafetensorsFile decodeSafetensorsHeader(std::string head, uint64_t fileSize, const std::string &origin) {
+  return decode(std::make_shared<const std::string>(std::move(head)), fileSize, origin);
 }
 
 bool looksLikeSafetensors(const std::string &path) {

@@ -22,6 +22,7 @@ namespace lmrt {
 struct SafetensorsTensor {
   TensorType type;
   std::string_view bytes;  // type.bytes() little-endian bytes, inside SafetensorsFile::storage
+  uint64_t offset = 0;      // where those bytes begin in the file
 };
 
 /* Tensors are views into `storage` (the file read once, not copied per tensor:
@@ -60,5 +61,9 @@ bool looksLikeSafetensors(const std::string &path);
 /* Reads and checks a file. Throws Error "safetensors 'x': ...". */
 SafetensorsFile readSafetensors(const std::string &path);
 SafetensorsFile decodeSafetensors(std::string bytes, const std::string &origin);
+/* The header of a file of `fileSize` bytes, from `head`, its first 8 + n bytes (the
+   length and the JSON header), checked as decodeSafetensors checks the whole file;
+   every tensor's `bytes` is empty and its `offset` says where to read them. */
+SafetensorsFile decodeSafetensorsHeader(std::string head, uint64_t fileSize, const std::string &origin);
 
 }  // namespace lmrt

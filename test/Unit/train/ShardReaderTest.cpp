@@ -1,0 +1,162 @@
+/* Tests reading a rank's slice of a sharded checkpoint's tensor straight from the
+   shard files (runtime/train/checkpoint_shards.h, ShardReader): for checkpoints
+   written by several meshes (1 rank; 2 and 3 data ranks, whose flat pieces a slice
+   crosses; 2 tensor ranks with and without 2 data ranks), every read (the whole
+   tensor; ZeRO stage 3 slices over 2, 3 and 5 ranks, the last one padded; tensor-
+   parallel splits along dim 0 and along dim 1 with packed segments) gives the bytes
+   of slicing the assembled tensor (shard_layout.h's sliceShard). And a truncated
+   shard is reported naming its file. */
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "TempDir.h"
+#include "base/json.h"
+#include "contract/zero3.h"
+#include "runtime/exec/backend.h"
+#include "runtime/exec/shard_layout.h"
+#include "runtime/train/checkpoint_shards.h"
+
+namespace lmrt {
+namespace {
+
+using lmrt_test::TempDir;
+
+plan::ParamSharding split(int64_t dim, int64_t segments, int64_t shards) {
+  plan::ParamSharding s;
+  s.set_dim(dim), s.set_segments(segments), s.set_shards(shards), s.set_mesh_axis(1);
+  return s;
+}
+
+plan::ParamSharding zeroSlices(int64_t ranks) {
+  plan::ParamSharding s;
+  s.set_shards(ranks), s.set_mesh_axis(0);
+  return s;
+}
+
+struct Logical {
+  CheckpointTensor tensor;
+  std::vector<float> values;
+};
+
+/* `w` f32[4, 6] (split along dim 1 as q|k|v: 3 segments, when `tp`) and `b` f32[7],
+   distinct values everywhere. */
+std::vector<Logical> model(const plan::ParamSharding *tp) {
+  std::vector<Logical> out(2);
+  out[0].tensor = {"w", TensorType{DType::F32, {4, 6}}, tp, false};
+  out[1].tensor = {"b", TensorType{DType::F32, {7}}, nullptr, false};
+  for (Logical &l : out)
+    for (int64_t i = 0; i < l.tensor.type.numel(); ++i) l.values.push_back((float)(l.values.size() + 1) * 0.5f + (&l - out.data()) * 100);
+  return out;
+}
+
+/* The sharded checkpoint a data x tensor mesh writes of `m` into `dir`; meta.json's
+   tensors and files, parsed. */
+json::Value writeSharded(const std::string &dir, const std::vector<Logical> &m, int data, int tensor) {
+  std::vector<CheckpointTensor> tensors;
+  for (const Logical &l : m) tensors.push_back(l.tensor);
+  const int ranks = data * tensor;
+  std::string files;
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<std::vector<float>> blocks;
+    std::vector<NamedTensor> out;
+    const std::vector<ShardPiece> pieces = shardPieces(tensors, r, data, tensor);
+    blocks.reserve(pieces.size());
+    for (const ShardPiece &p : pieces) {
+      const Logical &l = m[p.tensor];
+      float *values = const_cast<float *>(l.values.data());
+      if (p.block) {
+        TensorType type = l.tensor.type;
+        type.shape[(size_t)l.tensor.sharding->dim()] /= l.tensor.sharding->shards();
+        blocks.emplace_back((size_t)type.numel());
+        sliceShard(*l.tensor.sharding, TensorRef{values, l.tensor.type}, TensorRef{blocks.back().data(), type}, p.index);
+        out.emplace_back(l.tensor.name, TensorRef{blocks.back().data(), type});
+      } else {
+        out.emplace_back(l.tensor.name, TensorRef{values + p.begin, TensorType{DType::F32, {p.end - p.begin}}});
+      }
+    }
+    const std::string name = shardFileName(r, ranks);
+    uint64_t fnv = 0;
+    writeSafetensors(dir + "/" + name, out,
+                     {{"step", "3"}, {"updates", "3"}, {"seed", "1"}, {"plan_fnv1a64", "0123456789abcdef"}}, &fnv);
+    struct stat st;
+    EXPECT_EQ(::stat((dir + "/" + name).c_str(), &st), 0);
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)fnv);
+    files += std::string(r ? ", " : "") + "\"" + name + "\": {\"bytes\": " + std::to_string(st.st_size) +
+             ", \"fnv1a64\": \"" + hex + "\"}";
+  }
+  return json::parse("{\"tensors\": " + shardedTensorsJson(tensors, data, tensor) + ", \"files\": {" + files + "}}");
+}
+
+void corrupt(const std::string &msg) { throw Error(msg); }
+
+/* Every read of every tensor against slicing the logical tensor. */
+void expectSlicesMatch(const ShardReader &reader, const std::vector<Logical> &m, const std::string &what) {
+  const plan::ParamSharding reads[] = {zeroSlices(2), zeroSlices(3), zeroSlices(5), split(0, 1, 2), split(1, 3, 2),
+                                       split(1, 1, 2)};
+  for (const Logical &l : m) {
+    SCOPED_TRACE(what + ", tensor " + l.tensor.name);
+    std::vector<float> whole(l.values.size(), -1);
+    reader.read(l.tensor.name, TensorRef{whole.data(), l.tensor.type}, nullptr, 0);
+    EXPECT_EQ(whole, l.values);
+    for (const plan::ParamSharding &s : reads) {
+      TensorType local = l.tensor.type;
+      if (isZeroSlice(s)) {
+        local.shape = {zeroSliceLength(local.numel(), s.shards())};
+      } else {
+        if (local.shape.size() <= (size_t)s.dim()) continue;  // b has no dim 1
+        if (local.shape[(size_t)s.dim()] % (s.segments() * s.shards())) continue;
+        local.shape[(size_t)s.dim()] /= s.shards();
+      }
+      for (int64_t r = 0; r < s.shards(); ++r) {
+        SCOPED_TRACE("read " + local.str() + " of rank " + std::to_string(r) + (isZeroSlice(s) ? " (ZeRO)" : " (TP dim " + std::to_string(s.dim()) + ")"));
+        std::vector<float> want((size_t)local.numel(), -1), got((size_t)local.numel(), -1);
+        sliceShard(s, TensorRef{const_cast<float *>(l.values.data()), l.tensor.type}, TensorRef{want.data(), local}, r);
+        reader.read(l.tensor.name, TensorRef{got.data(), local}, &s, r);
+        EXPECT_EQ(got, want);
+      }
+    }
+  }
+}
+
+TEST(ShardReader, ARanksSliceIsTheSliceOfTheAssembledTensorForEveryMesh) {
+  const std::vector<Logical> flat = model(nullptr);
+  for (int data : {1, 2, 3}) {
+    TempDir dir;
+    const json::Value root = writeSharded(dir.path, flat, data, 1);
+    const ShardReader reader(dir.path, root, corrupt);
+    EXPECT_EQ(reader.metadata().at("step"), "3");
+    EXPECT_EQ(reader.size(), 2u);
+    expectSlicesMatch(reader, flat, std::to_string(data) + " data ranks wrote it");
+  }
+  const plan::ParamSharding qkv = split(1, 3, 2);
+  const std::vector<Logical> tp = model(&qkv);
+  for (int data : {1, 2}) {
+    TempDir dir;
+    const json::Value root = writeSharded(dir.path, tp, data, 2);
+    const ShardReader reader(dir.path, root, corrupt);
+    expectSlicesMatch(reader, tp, "data = " + std::to_string(data) + ", tensor = 2 wrote it");
+  }
+}
+
+TEST(ShardReader, ATruncatedShardIsReportedNamingItsFile) {
+  TempDir dir;
+  const std::vector<Logical> flat = model(nullptr);
+  const json::Value root = writeSharded(dir.path, flat, 2, 1);
+  ASSERT_EQ(::truncate(dir.file("shard-00001-of-00002.safetensors").c_str(), 40), 0);
+  try {
+    ShardReader reader(dir.path, root, corrupt);
+    FAIL() << "a truncated shard was read";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("shard file 'shard-00001-of-00002.safetensors' (it holds a piece of 'w') "
+                                         "has 40 bytes"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace lmrt

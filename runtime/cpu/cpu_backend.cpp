@@ -65,6 +65,7 @@ public:
   std::vector<NamedTensor> optimizerState() override;
   std::vector<NamedTensor> beginRestore(int64_t updates) override;
   std::vector<HeldTensor> heldOptimizerState() override;  // HeldOptimizerState
+  std::vector<HeldTensor> beginHeldRestore(int64_t updates) override;
   void finishRestore() override;
   void setProfile(OpProfile *profile) override { profile_ = profile; }
   void setNonFiniteCheck(NonFiniteValue *check) override { nonFinite_ = check; }
@@ -482,6 +483,14 @@ std::vector<NamedTensor> CpuBackend::beginRestore(int64_t updates) {
   }
   optimizer().restoreState(zero_->views(), updates);
   return stateTensors(zero_->wholeState(stateOwner_));
+}
+
+/* Under ZeRO stages 1 and 2: this rank's slices, which a sharded checkpoint fills
+   without the whole tensors beginRestore's scatter needs. */
+std::vector<HeldTensor> CpuBackend::beginHeldRestore(int64_t updates) {
+  if (!zero_) return {};
+  optimizer().restoreState(zero_->views(), updates);
+  return heldOptimizerState();
 }
 
 void CpuBackend::finishRestore() {

@@ -25,6 +25,11 @@ public:
   virtual ~HeldOptimizerState() = default;
   /* Valid until the next call on the backend. */
   virtual std::vector<HeldTensor> heldOptimizerState() = 0;
+  /* Restoring a checkpoint slice by slice: sets the update count and returns the
+     tensors heldOptimizerState() would, zeroed and writable, for the caller to fill
+     (no finishRestore); empty where the rank holds every state tensor whole (then
+     Backend::beginRestore). */
+  virtual std::vector<HeldTensor> beginHeldRestore(int64_t updates) = 0;
 };
 
 /* The backend's held state: its own where it has the capability, else every tensor

@@ -22,6 +22,7 @@
 #include "base/hash.h"
 #include "base/json.h"
 #include "contract/plan_file.h"
+#include "runtime/exec/held_state.h"
 #include "runtime/exec/session.h"
 #include "runtime/exec/shard_layout.h"
 #include "runtime/train/checkpoint_shards.h"
@@ -718,6 +719,8 @@ static void restoreTensor(const Checkpoint &c, const std::string &name, const Te
   sliceShard(*sharding, TensorRef{const_cast<char *>(t.bytes.data()), t.type}, local, rank);
 }
 
+static void restoreWhole(const Checkpoint &c, Session &s, const std::vector<const plan::ParamSharding *> &owner);
+
 void restoreCheckpoint(const Checkpoint &c, Session &s) {
   // The state tensors in checkpoint order: each parameter's slots (optimizer.h) in plan order.
   const OptimizerConfig optimizer = optimizerConfig(s.plan());
@@ -725,13 +728,31 @@ void restoreCheckpoint(const Checkpoint &c, Session &s) {
   for (size_t i = 0; i < s.params().size(); ++i)
     for (const StateSlot &slot : stateSlots(optimizer, s.params()[i].type.shape))
       owner.push_back(slot.shape == s.params()[i].type.shape ? s.sharding(i) : nullptr);
+  // A ZeRO rank's optimizer state slices, read from a sharded checkpoint as they are.
+  auto *held = dynamic_cast<HeldOptimizerState *>(&s.backend());
+  std::vector<HeldTensor> slices;
+  if (c.shards && held) slices = held->beginHeldRestore(c.meta.adamwUpdates);
+  if (!slices.empty()) {
+    for (size_t k = 0; k < slices.size(); ++k) {
+      const HeldTensor &h = slices[k];
+      if (k < owner.size() && owner[k]) fail("internal error: a split parameter's state held as a flat slice");
+      c.shards->readRange(h.name, h.begin, h.end, const_cast<void *>(h.data));
+    }
+  } else {
+    restoreWhole(c, s, owner);
+  }
+  for (size_t i = 0; i < s.params().size(); ++i)
+    restoreTensor(c, s.params()[i].name, s.params()[i].valueRef(), s.sharding(i), s.tensorRank());
+  s.pushParams();
+}
+
+/* The optimizer state through Backend::beginRestore: every tensor the backend holds
+   whole (or, under ZeRO from a whole checkpoint, the whole tensors it then scatters). */
+static void restoreWhole(const Checkpoint &c, Session &s, const std::vector<const plan::ParamSharding *> &owner) {
   const std::vector<NamedTensor> state = s.backend().beginRestore(c.meta.adamwUpdates);
   for (size_t k = 0; k < state.size(); ++k)
     restoreTensor(c, state[k].first, state[k].second, k < owner.size() ? owner[k] : nullptr, s.tensorRank());
   s.backend().finishRestore();
-  for (size_t i = 0; i < s.params().size(); ++i)
-    restoreTensor(c, s.params()[i].name, s.params()[i].valueRef(), s.sharding(i), s.tensorRank());
-  s.pushParams();
 }
 
 void pruneCheckpoints(const std::string &dir, int64_t keep, FILE *log) {

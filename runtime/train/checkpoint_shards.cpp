@@ -170,16 +170,10 @@ std::string shardedTensorsJson(const std::vector<CheckpointTensor> &tensors, int
 
 namespace {
 
-/* A run of consecutive logical elements [begin, begin + length) of a tensor, found at
-   element `at` of a buffer (a stored piece, or a rank's local slice). */
-struct Run {
-  int64_t begin, length, at;
-};
-
 /* The runs of block `index` of a tensor-parallel split of a `shape` tensor, in the
    order the block stores them (shard_layout.h: for every row before `dim`, block
    `index` of each segment). */
-void blockRuns(const std::vector<int64_t> &shape, const plan::ParamSharding &s, int64_t index, std::vector<Run> &out) {
+void blockRuns(const std::vector<int64_t> &shape, const plan::ParamSharding &s, int64_t index, std::vector<ShardRun> &out) {
   const size_t dim = (size_t)s.dim();
   int64_t outer = 1, inner = 1;
   for (size_t i = 0; i < dim; ++i) outer *= shape[i];
@@ -395,7 +389,7 @@ void ShardReader::read(const std::string &name, const TensorRef &local, const pl
   const int64_t n = t.type.numel();
   const size_t eb = dtypeSize(t.type.dtype);
   // The logical elements `local` holds (shard_layout.h's layouts, its checks).
-  std::vector<Run> want;
+  std::vector<ShardRun> want;
   if (!sharding) {
     if (local.type.str() != t.type.str() || local.type.dtype != t.type.dtype)
       fail("sharded checkpoint: tensor '%s' is %s, read into %s", name.c_str(), t.type.str().c_str(),
@@ -420,23 +414,38 @@ void ShardReader::read(const std::string &name, const TensorRef &local, const pl
            (long long)sharding->shards(), name.c_str(), t.type.str().c_str());
     blockRuns(t.type.shape, *sharding, rank, want);
   }
+  readRuns(t, want, static_cast<char *>(local.data));
+}
+
+void ShardReader::readRange(const std::string &name, int64_t begin, int64_t end, void *out) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) fail("sharded checkpoint: no tensor '%s'", name.c_str());
+  const Tensor &t = tensors_[it->second];
+  if (begin < 0 || end < begin || end > t.type.numel())
+    fail("sharded checkpoint: elements [%lld, %lld) of '%s' %s", (long long)begin, (long long)end, name.c_str(),
+         t.type.str().c_str());
+  if (end > begin) readRuns(t, {{begin, end - begin, 0}}, static_cast<char *>(out));
+}
+
+void ShardReader::readRuns(const Tensor &t, const std::vector<ShardRun> &want, char *out) const {
+  const std::string &name = t.name;
+  const size_t eb = dtypeSize(t.type.dtype);
   // Where those elements are stored: every piece's runs, ordered by logical element.
   struct Stored {
-    Run run;
+    ShardRun run;
     const Tensor::Piece *piece;
   };
   std::vector<Stored> have;
-  std::vector<Run> runs;
+  std::vector<ShardRun> runs;
   for (const Tensor::Piece &q : t.pieces) {
     runs.clear();
     if (q.block) blockRuns(t.type.shape, t.sharding, q.index, runs);
     else runs.push_back({q.begin, q.end - q.begin, 0});
-    for (const Run &r : runs) have.push_back({r, &q});
+    for (const ShardRun &r : runs) have.push_back({r, &q});
   }
   std::sort(have.begin(), have.end(), [](const Stored &a, const Stored &b) { return a.run.begin < b.run.begin; });
   // Each wanted run, from the stored runs it overlaps (they tile the tensor).
-  char *out = static_cast<char *>(local.data);
-  for (const Run &w : want) {
+  for (const ShardRun &w : want) {
     auto at = std::upper_bound(have.begin(), have.end(), w.begin,
                                [](int64_t x, const Stored &s) { return x < s.run.begin; });
     if (at != have.begin()) --at;

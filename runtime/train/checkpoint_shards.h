@@ -74,6 +74,12 @@ std::string shardedTensorsJson(const std::vector<CheckpointTensor> &tensors, int
    seed, plan). read() then fills a rank's buffer with the part of a tensor it keeps
    from the byte ranges of the files that hold it, so a rank never holds more than its
    slices. `corrupt` throws; its messages name the file and the tensor at fault. */
+/* A run of consecutive logical elements [begin, begin + length) of a tensor, found at
+   element `at` of a buffer (a stored piece, or a rank's local slice). */
+struct ShardRun {
+  int64_t begin, length, at;
+};
+
 class ShardReader {
 public:
   ShardReader(const std::string &dir, const json::Value &root, const std::function<void(const std::string &)> &corrupt);
@@ -93,10 +99,16 @@ public:
   void read(const std::string &name, const TensorRef &local, const plan::ParamSharding *sharding,
             int64_t rank) const;
 
+  /* `out` = elements [begin, end) of tensor `name`, flattened (a ZeRO stage 1 or 2
+     rank's slice of its optimizer state). */
+  void readRange(const std::string &name, int64_t begin, int64_t end, void *out) const;
+
 private:
   struct Tensor;
   static uint64_t headerLength(const std::string &head);
   [[noreturn]] void bad(const std::string &msg) const;
+  /* `out` = the runs `want` of tensor `t`, from the pieces that overlap them. */
+  void readRuns(const Tensor &t, const std::vector<ShardRun> &want, char *out) const;
 
   std::function<void(const std::string &)> corrupt_;
   std::vector<Tensor> tensors_;

@@ -107,6 +107,20 @@ std::string checkLinearCrossEntropyWithGrad(const std::vector<TensorType> &in, c
   });
 }
 
+/* A chunk's backward GEMMs, the same for the fused loss and the vocabulary-parallel
+   stats gradient: dh_c [c, D] = dz_c w (w [V, D], tb) or dz_c w^T (w [D, V]), and
+   dw [V, D] += dz_c^T h_c, or dw [D, V] += h_c^T dz_c; the first chunk overwrites dw. */
+template <typename A, typename T>
+void chunkBackwardGemms(bool tb, int64_t c, int64_t d, int64_t v, const A *dz, const A *w, const A *hc,
+                        bool firstChunk, T *dhc, T *dw) {
+  gemmSplit<A, T>(false, !tb, c, d, v, dz, v, w, tb ? d : v, (T)0, dhc, d);
+  const T beta = firstChunk ? (T)0 : (T)1;
+  if (tb)
+    gemmSplit<A, T>(true, false, v, d, c, dz, v, hc, d, beta, dw, d);
+  else
+    gemmSplit<A, T>(true, false, d, v, c, hc, d, dz, v, beta, dw, v);
+}
+
 /* Both ops: dh, dw null for the forward alone. T: the logits' and results' type;
    A: h's and w's (T, or bf16 / f16 with T = f32). */
 template <typename T, typename A = T>
@@ -171,14 +185,7 @@ LMRT_SIMD_CLONES void linearCrossEntropyT(const KernelCall &call, const char *op
       }
     }
     if (!withGrad) continue;
-    // dh_c [c, D] = dlogits_c w (w [V, D]) or dlogits_c w^T (w [D, V])
-    gemmSplit<A, T>(false, !tb, c, d, v, dl, v, w, tb ? d : v, (T)0, dh + r0 * d, d);
-    // dw [V, D] += dlogits_c^T h_c, or dw [D, V] += h_c^T dlogits_c; the first chunk overwrites.
-    const T beta = r0 == 0 ? (T)0 : (T)1;
-    if (tb)
-      gemmSplit<A, T>(true, false, v, d, c, dl, v, hc, d, beta, dw, d);
-    else
-      gemmSplit<A, T>(true, false, d, v, c, hc, d, dl, v, beta, dw, v);
+    chunkBackwardGemms<A, T>(tb, c, d, v, dl, w, hc, r0 == 0, dh + r0 * d, dw);
   }
   double s = 0;
   for (double l : rowLoss) s += l;
@@ -304,12 +311,7 @@ template <typename T> LMRT_SIMD_CLONES void linearCrossEntropyStatsT(const Kerne
       if (mine) xi[local] += dtg[r0 + i];
     }
     if (!withGrad) continue;
-    gemmSplit<T, T>(false, !tb, c, d, v, x, v, w, tb ? d : v, (T)0, dh + r0 * d, d);
-    const T beta = r0 == 0 ? (T)0 : (T)1;
-    if (tb)
-      gemmSplit<T, T>(true, false, v, d, c, x, v, hc, d, beta, dw, d);
-    else
-      gemmSplit<T, T>(true, false, d, v, c, hc, d, x, v, beta, dw, v);
+    chunkBackwardGemms<T, T>(tb, c, d, v, x, w, hc, r0 == 0, dh + r0 * d, dw);
   }
 }
 

@@ -435,10 +435,15 @@ std::optional<Dims> linearCrossEntropy(const Dims &h, const Dims &w, const Dims 
   return loss;
 }
 
-std::optional<Dims> linearCrossEntropyStats(const Dims &h, const Dims &w, const Dims &targets, bool transposeRhs,
-                                            std::string &err, const char *op,
+std::optional<Dims> linearCrossEntropyStats(const Dims &h, const Dims &w, const Dims &targets, const Dims &bias,
+                                            bool transposeRhs, std::string &err, const char *op,
                                             const std::vector<std::pair<const char *, const Dims *>> &rows) {
   if (!linearCrossEntropy(h, w, targets, transposeRhs, err)) return bad(err, op + err.substr(err.find(':')));
+  if (!dimsOk(err, op, {{"bias", &bias}})) return std::nullopt;
+  const int64_t vr = w[transposeRhs ? 0 : 1];
+  if (bias != Dims{vr})
+    return bad(err, std::string(op) + ": bias " + S(bias) + " must be [" + I(vr) + "] (one per class of w " + S(w) +
+                        ")");
   for (const auto &[name, dims] : rows) {
     if (!dimsOk(err, op, {{name, dims}})) return std::nullopt;
     if (*dims != targets)

@@ -91,11 +91,12 @@ std::optional<Dims> crossEntropy(const Dims &logits, const Dims &targets, std::s
 std::optional<Dims> linearCrossEntropy(const Dims &h, const Dims &w, const Dims &targets, bool transposeRhs,
                                        std::string &err);
 /* lm.linear_cross_entropy_stats: linearCrossEntropy's operands (w the rank's
-   vocabulary rows), messages naming `op`. Returns the per-row shape [...S] (targets')
-   of lse and target_logit; `rows`, when given (the _grad op's lse, dlse, dtarget), must
-   each be that shape. */
-std::optional<Dims> linearCrossEntropyStats(const Dims &h, const Dims &w, const Dims &targets, bool transposeRhs,
-                                            std::string &err, const char *op = "linear_cross_entropy_stats",
+   vocabulary rows) and bias [Vr], messages naming `op`. Returns the per-row shape
+   [...S] (targets') of lse, target_logit, max and argmax; `rows`, when given (the _grad
+   op's lse, dlse, dtarget), must each be that shape. */
+std::optional<Dims> linearCrossEntropyStats(const Dims &h, const Dims &w, const Dims &targets, const Dims &bias,
+                                            bool transposeRhs, std::string &err,
+                                            const char *op = "linear_cross_entropy_stats",
                                             const std::vector<std::pair<const char *, const Dims *>> &rows = {});
 /* lm.take_along_axis: x and indices of one rank; along every dim but `axis`
    (in [0, rank)) indices has x's size or 1 (it broadcasts). The result is x's

@@ -396,13 +396,15 @@ struct SpmdPass : lm::impl::LMSpmdPassBase<SpmdPass> {
     }
     // The vocabulary table: no op's rule splits it (a lookup reads arbitrary
     // rows), so it is decided on its own once the layout above is settled.
-    llvm::StringSet<> vocabulary = vocabularyTables(module, ranks, [&](func::FuncOp f, BlockArgument arg) {
+    llvm::StringMap<int64_t> vocabulary = vocabularyParameters(module, ranks, [&](func::FuncOp f, BlockArgument arg) {
       for (auto &[g, a] : plans)
         if (g == f)
           return !a.values.lookup(arg).isReplicated();
       return false;
     });
-    DictionaryAttr vocabularySharding = shardingAttr(module.getContext(), 2, TensorSharding{0, 1, false});
+    auto vocabularySharding = [&](int64_t rank, int64_t dim) {
+      return shardingAttr(module.getContext(), rank, TensorSharding{dim, 1, false});
+    };
     bool sp = sequenceParallelOf(module, sequenceParallel);
     for (auto &[f, a] : plans) {
       SmallVector<AllReduceOp> sums = localize(f, a, ranks);

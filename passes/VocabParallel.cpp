@@ -16,13 +16,17 @@
 // rule of its own: autodiff differentiates the lookup, the mask and the
 // all-reduce (whose adjoint is an all-reduce).
 //
-// A tied table is also an output projection, logits = h·tableᵀ. Its logits
-// feed either the loss or a return (generation's programs); isSplittableUse
-// says which forms have a split. The loss becomes Megatron-LM's
-// vocabulary-parallel cross-entropy (vocab_parallel_cross_entropy), fused and
-// chunked: lm.linear_cross_entropy_stats gives each row's logsumexp over the
-// rank's V/T classes and its target's logit when the target is one of them
-// (else 0), without storing the rank's logits; then
+// An output projection onto the vocabulary (a head) is split too: a tied
+// table read as h·tableᵀ, an untied head [d, V] read as h·head (split by its
+// columns), and a bias parameter [V] added to the logits (BERT's MLM head),
+// split with the classes. Its logits feed the loss and an accuracy, or a
+// return (generation's programs); headForm says which forms have a split. The
+// loss becomes Megatron-LM's vocabulary-parallel cross-entropy
+// (vocab_parallel_cross_entropy), fused and chunked:
+// lm.linear_cross_entropy_stats gives each row's logsumexp over the rank's
+// V/T classes of h·w + bias (a zero bias for a head without one) and its
+// target's logit when the target is one of them (else 0), without storing
+// the rank's logits; then
 //
 //   G    = all_gather(lse_r)                   [T, rows]: every rank's lse
 //   m    = stop_gradient(max over ranks of G)
@@ -34,9 +38,17 @@
 // rank's logits chunk by chunk for dlogits = dlse·exp(z - lse_r) + dtl·onehot
 // (dlse·exp(z - lse_r) = exp(z - lse) times the seed: all_gather's adjoint, a
 // reduce-scatter, hands each rank its column of exp(G - lse)), and gives the
-// rank's part of dh (the parts sum to it, as a column-parallel layer's do)
-// and the gradient of its rows. Returned logits are the rank's columns
-// all-gathered along the vocabulary.
+// rank's part of dh (the parts sum to it, as a column-parallel layer's do),
+// the gradient of its rows and of its bias slice.
+//
+// An accuracy of the logits is a vocabulary-parallel argmax: the stats op also
+// gives each row's max over the rank's classes and the first class holding it
+// (numbered from the rank's first class); the two are all-gathered and the
+// row's argmax is the smallest class among the ranks whose max is the largest.
+// The ranks hold ascending blocks of classes, so that is the first maximal
+// class, lm.accuracy's rule: the accuracy is one process's whenever the
+// logits are. Returned logits are the rank's columns all-gathered along the
+// vocabulary.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,40 +65,78 @@ using namespace mlir::lm;
 
 namespace {
 
-/// What a tied output projection's logits feed, when that has a split form.
+/// An output projection onto the vocabulary: the matmul h·w (w a parameter,
+/// [V, d] read transposed, as a tied table is, or [d, V]) and, when the head
+/// adds a bias parameter [V] to its logits (BERT's MLM head), that add.
+/// `logits` is the head's result: the add's, else the matmul's.
+struct Head {
+  MatmulOp mm;
+  AddOp add;           // null without a bias
+  BlockArgument bias;  // the bias parameter, null without one
+  Value logits;
+};
+
+/// What a head's logits feed, when that has a split form: Loss when they feed
+/// only lm.cross_entropy and lm.accuracy (as the logits), Returned when they
+/// are only returned (generation's programs). Anything else (a sample, as
+/// ELECTRA's generator draws) has none, so the parameters stay whole.
 enum class HeadForm { None, Loss, Returned };
 
-/// The form of `mm`, a matmul reading a table as its transposed rhs (h·tableᵀ):
-/// Loss when its logits feed only lm.cross_entropy (as the logits), Returned
-/// when they are only returned (generation's programs). Anything else (a bias,
-/// a metric such as BERT's MLM head's) has none yet, so the table stays whole.
-HeadForm headForm(MatmulOp mm) {
+StringAttr paramName(func::FuncOp f, BlockArgument arg) {
+  return f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lm.param");
+}
+
+/// The dimension of a matmul's rhs that indexes its output columns.
+int64_t columnDim(MatmulOp mm) { return mm.getTransposeRhs() ? 0 : 1; }
+
+/// `mm` as a head whose rhs `w` has `vocab` columns: its logits, through the
+/// add of a bias parameter of `vocab` entries when that is the matmul's only
+/// use. None for a matmul that is no such head (a transposed lhs, a rank-1 h,
+/// w not rank 2, a non-float type).
+std::optional<Head> headOf(MatmulOp mm, int64_t vocab) {
   auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
-  if (!mm.getTransposeRhs() || mm.getTransposeLhs() || lhs.getRank() < 2 || mm.getLhs() == mm.getRhs() ||
-      !lhs.getElementType().isF32() && !lhs.getElementType().isF64() || mm.getResult().use_empty())
+  auto rhs = cast<RankedTensorType>(mm.getRhs().getType());
+  if (mm.getTransposeLhs() || lhs.getRank() < 2 || rhs.getRank() != 2 || mm.getLhs() == mm.getRhs() ||
+      !lhs.getElementType().isF32() && !lhs.getElementType().isF64() || rhs.getDimSize(columnDim(mm)) != vocab)
+    return std::nullopt;
+  Head head{mm, nullptr, nullptr, mm.getResult()};
+  if (!mm.getResult().hasOneUse())
+    return head;
+  auto add = dyn_cast<AddOp>(*mm.getResult().getUsers().begin());
+  if (!add)
+    return head;
+  Value other = add.getLhs() == mm.getResult() ? add.getRhs() : add.getLhs();
+  auto arg = dyn_cast<BlockArgument>(other);
+  auto f = dyn_cast<func::FuncOp>(add->getParentOp());
+  auto type = cast<RankedTensorType>(other.getType());
+  if (!arg || !f || !paramName(f, arg) || type.getRank() != 1 || type.getDimSize(0) != vocab ||
+      type.getElementType() != lhs.getElementType() || add.getType() != mm.getType())
+    return head;
+  return Head{mm, add, arg, add.getResult()};
+}
+
+HeadForm headForm(Head head) {
+  if (head.logits.use_empty())
     return HeadForm::None;
-  auto uses = mm.getResult().getUses();
-  if (llvm::all_of(uses, [](OpOperand &u) { return isa<CrossEntropyOp>(u.getOwner()) && u.getOperandNumber() == 0; }))
+  auto uses = head.logits.getUses();
+  if (llvm::all_of(uses, [](OpOperand &u) {
+        return isa<CrossEntropyOp, AccuracyOp>(u.getOwner()) && u.getOperandNumber() == 0;
+      }))
     return HeadForm::Loss;
   if (llvm::all_of(uses, [](OpOperand &u) { return isa<func::ReturnOp>(u.getOwner()); }))
     return HeadForm::Returned;
   return HeadForm::None;
 }
 
-/// A read of the table that has a vocabulary-parallel form: a lookup, or a
-/// tied output projection whose logits feed the loss or a return (headForm).
-/// The first vocabulary-parallel tied head read the table all-gathered (as
-/// ZeRO-3 does), which cost more memory at the peak than the split saved
-/// (docs/distributed.md, "The vocabulary"); the loss form stores no logits.
-bool isSplittableUse(OpOperand &use) {
-  if (isa<EmbeddingOp>(use.getOwner()))
-    return use.getOperandNumber() == 0;
+/// The head that reads parameter `use` as its rhs, when it has a split form.
+std::optional<Head> splittableHead(OpOperand &use, int64_t vocab) {
   auto mm = dyn_cast<MatmulOp>(use.getOwner());
-  return mm && use.getOperandNumber() == 1 && headForm(mm) != HeadForm::None;
-}
-
-StringAttr paramName(func::FuncOp f, BlockArgument arg) {
-  return f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lm.param");
+  if (!mm || use.getOperandNumber() != 1)
+    return std::nullopt;
+  std::optional<Head> head = headOf(mm, vocab);
+  if (!head || headForm(*head) == HeadForm::None)
+    return std::nullopt;
+  return head;
 }
 
 Value scalarConstant(OpBuilder &b, Location loc, Type element, double value) {
@@ -135,24 +185,66 @@ void splitLookup(EmbeddingOp emb, int64_t axis, int64_t ranks, int64_t rows) {
   emb.erase();
 }
 
-/// `ce`, the cross-entropy of `mm`'s logits, as the vocabulary-parallel loss
-/// (the file's comment): the stats op on the rank's rows and the exact
-/// combination over the ranks.
-void splitLoss(MatmulOp mm, CrossEntropyOp ce, int64_t axis, int64_t ranks, int64_t rows) {
-  OpBuilder b(ce);
-  Location loc = FusedLoc::get(ce.getContext(), {mm.getLoc(), ce.getLoc()});
-  Value h = mm.getLhs(), table = mm.getRhs(), targets = ce.getTargets();
-  auto targetType = cast<RankedTensorType>(targets.getType());
+/// The rank's part of the head's loss or accuracy against `targets`: the
+/// stats op on the rank's `rows` classes (the head's parameters already
+/// local), with the head's bias or, without one, zeros. Each consumer gets
+/// its own; CSE merges those of one head and targets.
+LinearCrossEntropyStatsOp rankStats(OpBuilder &b, Location loc, Head head, Value targets, int64_t ignoreIndex,
+                                    int64_t axis, int64_t ranks, int64_t rows) {
+  Value h = head.mm.getLhs(), w = head.mm.getRhs();
   Type element = cast<RankedTensorType>(h.getType()).getElementType();
-  int64_t n = targetType.getNumElements(), d = cast<RankedTensorType>(h.getType()).getShape().back();
+  int64_t n = cast<RankedTensorType>(targets.getType()).getNumElements();
+  int64_t d = cast<RankedTensorType>(h.getType()).getShape().back();
+  Value first = firstClass(b, loc, element, axis, ranks, rows);
+  Value bias = head.bias;
+  if (!bias) {
+    auto type = RankedTensorType::get({rows}, element);
+    bias = b.create<ConstantOp>(loc, type, DenseElementsAttr::get(type, b.getFloatAttr(element, 0.0)));
+  }
+  return b.create<LinearCrossEntropyStatsOp>(loc, h, w, targets, first, bias, rows * ranks,
+                                             head.mm.getTransposeRhs(), ignoreIndex,
+                                             lmrt::kernels::linearCrossEntropyChunkRows(n, rows, d));
+}
+
+/// `valid`: 1 where `targets` is not `ignoreIndex`, as floats of `perRow`.
+Value validTargets(OpBuilder &b, Location loc, RankedTensorType perRow, Value targets, int64_t ignoreIndex,
+                   Value *asFloat = nullptr) {
+  Value targetsAsFloat = b.create<ToFloatOp>(loc, perRow, targets);
+  if (asFloat)
+    *asFloat = targetsAsFloat;
+  Value ignore = scalarConstant(b, loc, perRow.getElementType(), static_cast<double>(ignoreIndex));
+  return b.create<NeOp>(loc, targetsAsFloat, ignore);
+}
+
+/// sum(perRow · valid) / max(sum(valid), 1): the mean over the targets that
+/// are not ignore_index (0 when none is), as lm.cross_entropy and
+/// lm.accuracy take it.
+Value meanOverValid(OpBuilder &b, Location loc, Value perRow, Value valid) {
+  Type element = cast<RankedTensorType>(perRow.getType()).getElementType();
+  auto scalar = RankedTensorType::get({}, element);
+  Value counted = b.create<MulOp>(loc, perRow, valid);
+  Value total = b.create<SumToOp>(loc, scalar, counted);
+  Value count = b.create<SumToOp>(loc, scalar, valid);
+  Value none = b.create<EqOp>(loc, count, scalarConstant(b, loc, element, 0.0));
+  Value divisor = b.create<AddOp>(loc, count, none);
+  return b.create<DivOp>(loc, total, divisor);
+}
+
+/// `ce`, the cross-entropy of the head's logits, as the vocabulary-parallel
+/// loss (the file's comment): the stats op on the rank's classes and the
+/// exact combination over the ranks.
+void splitLoss(Head head, CrossEntropyOp ce, int64_t axis, int64_t ranks, int64_t rows) {
+  OpBuilder b(ce);
+  Location loc = FusedLoc::get(ce.getContext(), {head.mm.getLoc(), ce.getLoc()});
+  Value targets = ce.getTargets();
+  auto targetType = cast<RankedTensorType>(targets.getType());
+  Type element = cast<RankedTensorType>(head.mm.getLhs().getType()).getElementType();
+  int64_t n = targetType.getNumElements();
   auto perRow = RankedTensorType::get(targetType.getShape(), element);
   auto gatheredRow = RankedTensorType::get({1, n}, element);
   // (ODS returns an I64Attr as uint64_t: this is the signed value, -100 by default.)
   int64_t ignoreIndex = ce.getIgnoreIndexAttr().getInt();
-  Value first = firstClass(b, loc, element, axis, ranks, rows);
-  auto stats = b.create<LinearCrossEntropyStatsOp>(loc, h, table, targets, first, rows * ranks,
-                                                   /*transpose_rhs=*/true, ignoreIndex,
-                                                   lmrt::kernels::linearCrossEntropyChunkRows(n, rows, d));
+  auto stats = rankStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows);
   // The exact logsumexp over the ranks' parts of each row.
   Value lseRow = b.create<ReshapeOp>(loc, gatheredRow, stats.getLse());
   Value all = b.create<AllGatherOp>(loc, lseRow, axis, ranks, /*dim=*/0);
@@ -166,111 +258,222 @@ void splitLoss(MatmulOp mm, CrossEntropyOp ce, int64_t axis, int64_t ranks, int6
   Value lse = b.create<ReshapeOp>(loc, perRow, lseFlat);
   // The target's logit: one rank holds it, the others add 0.
   Value targetLogit = b.create<AllReduceOp>(loc, stats.getTargetLogit(), axis, ranks, /*mean=*/false);
-  // The mean over the targets that are not ignore_index (0 when none is).
-  Value targetsAsFloat = b.create<ToFloatOp>(loc, perRow, targets);
-  Value ignore = scalarConstant(b, loc, element, static_cast<double>(ignoreIndex));
-  Value valid = b.create<NeOp>(loc, targetsAsFloat, ignore);
+  Value valid = validTargets(b, loc, perRow, targets, ignoreIndex);
   Value rowLoss = b.create<SubOp>(loc, lse, targetLogit);
-  Value counted = b.create<MulOp>(loc, rowLoss, valid);
-  auto scalar = RankedTensorType::get({}, element);
-  Value total = b.create<SumToOp>(loc, scalar, counted);
-  Value count = b.create<SumToOp>(loc, scalar, valid);
-  Value none = b.create<EqOp>(loc, count, scalarConstant(b, loc, element, 0.0));
-  Value divisor = b.create<AddOp>(loc, count, none);
-  Value loss = b.create<DivOp>(loc, total, divisor);
-  ce.replaceAllUsesWith(loss);
+  ce.replaceAllUsesWith(meanOverValid(b, loc, rowLoss, valid));
   ce.erase();
 }
 
-/// `mm`, a tied output projection on the rank's rows (its table already
-/// local, `rows` rows): the loss form for each cross-entropy of its logits,
-/// or the rank's logits all-gathered along the vocabulary for a return.
-void splitHead(MatmulOp mm, int64_t axis, int64_t ranks, int64_t rows) {
-  if (headForm(mm) == HeadForm::Loss) {
-    SmallVector<Operation *> losses(mm.getResult().getUsers());
-    for (Operation *ce : losses)
-      splitLoss(mm, cast<CrossEntropyOp>(ce), axis, ranks, rows);
-    mm.erase();
-    return;
+/// `acc`, the accuracy of the head's logits, from a vocabulary-parallel
+/// argmax: each rank's row max and the first class holding it (the stats
+/// op's), gathered over the ranks; the row's argmax is the smallest class
+/// among the ranks that hold the largest max. The ranks hold ascending blocks
+/// of classes, so that is the first maximal class, lm.accuracy's (and
+/// torch.argmax's) rule, and the accuracy is one process's exactly when the
+/// logits are.
+void splitAccuracy(Head head, AccuracyOp acc, int64_t axis, int64_t ranks, int64_t rows) {
+  OpBuilder b(acc);
+  Location loc = FusedLoc::get(acc.getContext(), {head.mm.getLoc(), acc.getLoc()});
+  Value targets = acc.getTargets();
+  auto targetType = cast<RankedTensorType>(targets.getType());
+  Type element = cast<RankedTensorType>(head.mm.getLhs().getType()).getElementType();
+  int64_t n = targetType.getNumElements();
+  auto perRow = RankedTensorType::get(targetType.getShape(), element);
+  auto gatheredRow = RankedTensorType::get({1, n}, element);
+  int64_t ignoreIndex = acc.getIgnoreIndexAttr().getInt();
+  auto stats = rankStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows);
+  Value maxRow = b.create<ReshapeOp>(loc, gatheredRow, stats.getMax());
+  Value maxes = b.create<AllGatherOp>(loc, maxRow, axis, ranks, /*dim=*/0);
+  Value argRow = b.create<ReshapeOp>(loc, gatheredRow, stats.getArgmax());
+  Value args = b.create<AllGatherOp>(loc, argRow, axis, ranks, /*dim=*/0);
+  Value best = b.create<ReduceMaxOp>(loc, maxes, ArrayRef<int64_t>{0});
+  Value holds = b.create<EqOp>(loc, maxes, best);
+  // The smallest class among the holders: the others count as the vocabulary's size.
+  Value beyond = scalarConstant(b, loc, element, static_cast<double>(rows * ranks));
+  Value candidates = b.create<WhereOp>(loc, holds, args, beyond);
+  Value negated = b.create<NegOp>(loc, candidates);
+  Value negatedFirst = b.create<ReduceMaxOp>(loc, negated, ArrayRef<int64_t>{0});
+  Value firstFlat = b.create<NegOp>(loc, negatedFirst);
+  Value argmax = b.create<ReshapeOp>(loc, perRow, firstFlat);
+  Value targetsAsFloat;
+  Value valid = validTargets(b, loc, perRow, targets, ignoreIndex, &targetsAsFloat);
+  Value correct = b.create<EqOp>(loc, argmax, targetsAsFloat);
+  acc.replaceAllUsesWith(meanOverValid(b, loc, correct, valid));
+  acc.erase();
+}
+
+/// `head`, an output projection on the rank's classes (its parameters
+/// already local, `rows` classes): the loss and accuracy forms for each
+/// consumer of its logits, or the rank's logits all-gathered along the
+/// vocabulary for a return.
+void splitHead(Head head, int64_t axis, int64_t ranks, int64_t rows) {
+  if (headForm(head) == HeadForm::Loss) {
+    SmallVector<Operation *> users(head.logits.getUsers());
+    for (Operation *user : users) {
+      if (auto ce = dyn_cast<CrossEntropyOp>(user))
+        splitLoss(head, ce, axis, ranks, rows);
+      else
+        splitAccuracy(head, cast<AccuracyOp>(user), axis, ranks, rows);
+    }
+  } else {
+    OpBuilder b(head.add ? head.add.getOperation() : head.mm.getOperation());
+    Value local = b.create<MatmulOp>(head.mm.getLoc(), head.mm.getLhs(), head.mm.getRhs(), /*transpose_lhs=*/false,
+                                     head.mm.getTransposeRhs());
+    if (head.add)
+      local = b.create<AddOp>(head.add.getLoc(), local, head.bias);
+    int64_t last = cast<RankedTensorType>(local.getType()).getRank() - 1;
+    auto whole = b.create<AllGatherOp>(head.mm.getLoc(), local, axis, ranks, last);
+    head.logits.replaceAllUsesWith(whole.getResult());
   }
-  OpBuilder b(mm);
-  auto local = b.create<MatmulOp>(mm.getLoc(), mm.getLhs(), mm.getRhs(), /*transpose_lhs=*/false,
-                                  /*transpose_rhs=*/true);
-  int64_t last = cast<RankedTensorType>(local.getType()).getRank() - 1;
-  auto whole = b.create<AllGatherOp>(mm.getLoc(), local.getResult(), axis, ranks, last);
-  mm.replaceAllUsesWith(whole.getResult());
-  mm.erase();
+  if (head.add)
+    head.add.erase();
+  head.mm.erase();
 }
 
 } // namespace
 
-llvm::StringSet<> mlir::lm::vocabularyTables(ModuleOp module, int64_t ranks,
-                                             llvm::function_ref<bool(func::FuncOp, BlockArgument)> otherwiseSplit) {
-  struct Table {
-    int64_t rows = 0;
+llvm::StringMap<int64_t>
+mlir::lm::vocabularyParameters(ModuleOp module, int64_t ranks,
+                               llvm::function_ref<bool(func::FuncOp, BlockArgument)> otherwiseSplit) {
+  auto functions = [&] {
+    SmallVector<func::FuncOp> fs;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (!f.isExternal())
+        fs.push_back(f);
+    return fs;
+  }();
+  // The vocabulary: the rows of the largest table an lm.embedding reads.
+  int64_t vocab = 0;
+  for (auto f : functions)
+    f.walk([&](EmbeddingOp emb) {
+      vocab = std::max(vocab, cast<RankedTensorType>(emb.getTable().getType()).getDimSize(0));
+    });
+  if (vocab == 0)
+    return {};
+  struct Parameter {
+    int64_t dim = -1;  // the vocabulary's dimension
     bool splittable = true;
     Location loc;
   };
-  llvm::StringMap<Table> tables;
-  int64_t largest = 0;
-  // Every table a lookup reads, and whether each of its reads has a split form.
-  for (auto f : module.getOps<func::FuncOp>()) {
-    if (f.isExternal())
-      continue;
-    f.walk([&](EmbeddingOp emb) {
-      int64_t rows = cast<RankedTensorType>(emb.getTable().getType()).getDimSize(0);
-      largest = std::max(largest, rows);
-      auto arg = dyn_cast<BlockArgument>(emb.getTable());
-      StringAttr name = arg ? paramName(f, arg) : StringAttr();
-      if (name)
-        tables.try_emplace(name.getValue(), Table{rows, true, arg.getLoc()});
-    });
-  }
-  for (auto f : module.getOps<func::FuncOp>()) {
-    if (f.isExternal())
-      continue;
+  llvm::StringMap<Parameter> params;
+  SmallVector<std::string> order;                           // params' names, first seen first
+  SmallVector<std::pair<std::string, std::string>> biasOf;  // (weight, bias) of each biased head
+  auto note = [&](StringRef name, int64_t dim, Location loc, bool ok) {
+    auto [it, fresh] = params.try_emplace(name, Parameter{dim, ok, loc});
+    if (fresh)
+      order.push_back(name.str());
+    else if (it->second.dim != dim || !ok)
+      it->second.splittable = false;
+  };
+  // Every parameter a lookup or a vocabulary head reads: a splittable read
+  // notes its dimension, any other read (or a split by the blocks' layout)
+  // keeps it whole.
+  for (auto f : functions) {
     for (BlockArgument arg : f.getArguments()) {
       StringAttr name = paramName(f, arg);
-      auto it = name ? tables.find(name.getValue()) : tables.end();
-      if (it == tables.end())
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!name || !type)
         continue;
-      if (otherwiseSplit(f, arg) || !llvm::all_of(arg.getUses(), isSplittableUse))
-        it->second.splittable = false;
+      bool reads = false;
+      for (OpOperand &use : arg.getUses()) {
+        if (auto emb = dyn_cast<EmbeddingOp>(use.getOwner()); emb && use.getOperandNumber() == 0) {
+          reads = reads || type.getDimSize(0) == vocab;
+        } else if (auto mm = dyn_cast<MatmulOp>(use.getOwner()); mm && use.getOperandNumber() == 1) {
+          reads = reads || (type.getRank() == 2 && type.getDimSize(columnDim(mm)) == vocab);
+        }
+      }
+      if (!reads)
+        continue;
+      bool whole = otherwiseSplit(f, arg);
+      for (OpOperand &use : arg.getUses()) {
+        if (auto emb = dyn_cast<EmbeddingOp>(use.getOwner()); emb && use.getOperandNumber() == 0) {
+          note(name.getValue(), 0, arg.getLoc(), !whole);
+        } else if (std::optional<Head> head = splittableHead(use, vocab)) {
+          note(name.getValue(), columnDim(head->mm), arg.getLoc(), !whole);
+          if (head->bias) {
+            StringRef bias = paramName(f, head->bias).getValue();
+            note(bias, 0, head->bias.getLoc(), !otherwiseSplit(f, head->bias));
+            biasOf.push_back({name.str(), bias.str()});
+          }
+        } else {
+          note(name.getValue(), -1, arg.getLoc(), false);
+        }
+      }
     }
   }
-  llvm::StringSet<> chosen;
-  for (auto &[name, t] : tables) {
-    if (t.rows != largest || !t.splittable)
+  // A bias read other than by its head's add keeps it whole.
+  for (auto f : functions)
+    for (BlockArgument arg : f.getArguments()) {
+      StringAttr name = paramName(f, arg);
+      auto it = name ? params.find(name.getValue()) : params.end();
+      if (it == params.end() || cast<RankedTensorType>(arg.getType()).getRank() != 1)
+        continue;
+      for (Operation *user : arg.getUsers()) {
+        auto add = dyn_cast<AddOp>(user);
+        Value other = add ? (add.getLhs() == arg ? add.getRhs() : add.getLhs()) : Value();
+        auto mm = other ? other.getDefiningOp<MatmulOp>() : MatmulOp();
+        std::optional<Head> head = mm ? headOf(mm, vocab) : std::nullopt;
+        if (!head || head->add != add || headForm(*head) == HeadForm::None)
+          it->second.splittable = false;
+      }
+    }
+  // A head's weight and bias split together or not at all.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto &[weight, bias] : biasOf) {
+      Parameter &w = params.find(weight)->second, &b = params.find(bias)->second;
+      if (w.splittable != b.splittable) {
+        w.splittable = b.splittable = false;
+        changed = true;
+      }
+    }
+  }
+  llvm::StringMap<int64_t> chosen;
+  for (const std::string &name : order) {
+    const Parameter &p = params.find(name)->second;
+    if (!p.splittable)
       continue;
-    if (t.rows % ranks != 0) {
-      emitWarning(t.loc) << "tensor parallelism: parameter '" << name << "' (" << t.rows
-                         << " rows, the vocabulary) is not divisible by mesh axis 'tensor' (" << ranks
-                         << " ranks), so it stays whole on every rank; pad the vocabulary to a multiple of " << ranks
-                         << " to split it";
+    if (vocab % ranks != 0) {
+      bool bias = llvm::any_of(biasOf, [&](auto &wb) { return wb.second == name; });
+      if (!bias)
+        emitWarning(p.loc) << "tensor parallelism: parameter '" << name << "' (" << vocab
+                           << (p.dim == 0 ? " rows" : " columns") << ", the vocabulary) is not divisible by mesh axis "
+                           << "'tensor' (" << ranks << " ranks), so it stays whole on every rank; pad the vocabulary "
+                           << "to a multiple of " << ranks << " to split it";
       continue;
     }
-    chosen.insert(name);
+    chosen[name] = p.dim;
   }
   return chosen;
 }
 
-void mlir::lm::splitVocabulary(func::FuncOp f, const llvm::StringSet<> &tables, int64_t axis, int64_t ranks,
-                               DictionaryAttr sharding) {
+void mlir::lm::splitVocabulary(func::FuncOp f, const llvm::StringMap<int64_t> &params, int64_t axis, int64_t ranks,
+                               llvm::function_ref<DictionaryAttr(int64_t rank, int64_t dim)> sharding) {
+  // Every split parameter gets its local type first, so that a head's rewrite
+  // reads its bias already local.
+  SmallVector<std::pair<BlockArgument, int64_t>> weights;
   for (BlockArgument arg : f.getArguments()) {
     StringAttr name = paramName(f, arg);
-    if (!name || !tables.contains(name.getValue()))
+    auto it = name ? params.find(name.getValue()) : params.end();
+    if (it == params.end())
       continue;
     auto type = cast<RankedTensorType>(arg.getType());
     SmallVector<int64_t> shape(type.getShape());
-    shape[0] /= ranks;
+    shape[it->second] /= ranks;
     arg.setType(type.clone(shape));
-    f.setArgAttr(arg.getArgNumber(), "lm.sharding", sharding);
+    f.setArgAttr(arg.getArgNumber(), "lm.sharding", sharding(type.getRank(), it->second));
+    if (type.getRank() == 2)
+      weights.push_back({arg, shape[it->second]});
+  }
+  for (auto [arg, rows] : weights) {
     SmallVector<Operation *> users(arg.getUsers());
     for (Operation *user : users) {
-      if (auto emb = dyn_cast<EmbeddingOp>(user))
-        splitLookup(emb, axis, ranks, shape[0]);
-      else
-        splitHead(cast<MatmulOp>(user), axis, ranks, shape[0]);
+      if (auto emb = dyn_cast<EmbeddingOp>(user)) {
+        splitLookup(emb, axis, ranks, rows);
+        continue;
+      }
+      auto mm = cast<MatmulOp>(user);
+      splitHead(*headOf(mm, rows), axis, ranks, rows);
     }
   }
 }

@@ -15,26 +15,33 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace mlir::lm {
 
-/// The vocabulary tables of `module` to split over `ranks` ranks: the largest
-/// table an lm.embedding reads (by rows), when it is a parameter that every
-/// function reads only through lm.embedding and tied output projections whose
-/// logits feed only the loss or a return, and
-/// that no function splits otherwise (`otherwiseSplit`). One the axis does
-/// not divide stays whole, with a warning naming it and the axis.
-llvm::StringSet<> vocabularyTables(ModuleOp module, int64_t ranks,
-                                   llvm::function_ref<bool(func::FuncOp, BlockArgument)> otherwiseSplit);
+/// The vocabulary's parameters of `module` to split over `ranks` ranks, each
+/// with the dimension that indexes the vocabulary: the vocabulary is the rows
+/// of the largest table an lm.embedding reads; a parameter with that many
+/// rows read by lookups, or with that many output columns read as the rhs of
+/// an output projection (a tied table [V, d] read transposed, an untied head
+/// [d, V]), is split when every function reads it only through lookups and
+/// heads whose logits (after the add of a bias parameter [V], which is split
+/// with them) feed only lm.cross_entropy and lm.accuracy, or only a return,
+/// and no function splits it otherwise (`otherwiseSplit`). When the axis does
+/// not divide the vocabulary everything stays whole, with a warning naming
+/// each such table or head and the axis.
+llvm::StringMap<int64_t> vocabularyParameters(ModuleOp module, int64_t ranks,
+                                              llvm::function_ref<bool(func::FuncOp, BlockArgument)> otherwiseSplit);
 
-/// Rewrites the reads of `tables` in `f` into one rank's: the table's type
-/// becomes its rows / `ranks` (its lm.sharding set to `sharding`), each
-/// lookup a masked local lookup and an lm.all_reduce over mesh axis `axis`,
-/// each tied head's loss the vocabulary-parallel loss. (Under
-/// sequence parallelism the lookup's sum stays an all-reduce: its result
-/// enters the sequence-parallel region as any whole value does.)
-void splitVocabulary(func::FuncOp f, const llvm::StringSet<> &tables, int64_t axis, int64_t ranks,
-                     DictionaryAttr sharding);
+/// Rewrites the reads of `params` (vocabularyParameters') in `f` into one
+/// rank's: each parameter's type becomes its share of the vocabulary (its
+/// lm.sharding set to `sharding(rank, dim)`), each lookup a masked local
+/// lookup and an lm.all_reduce over mesh axis `axis`, each head's loss and
+/// accuracy the vocabulary-parallel ones, a returned head's logits the
+/// rank's columns all-gathered. (Under sequence parallelism the lookup's sum
+/// stays an all-reduce: its result enters the sequence-parallel region as any
+/// whole value does.)
+void splitVocabulary(func::FuncOp f, const llvm::StringMap<int64_t> &params, int64_t axis, int64_t ranks,
+                     llvm::function_ref<DictionaryAttr(int64_t rank, int64_t dim)> sharding);
 
 } // namespace mlir::lm

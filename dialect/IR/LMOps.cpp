@@ -750,34 +750,38 @@ LogicalResult LinearCrossEntropyWithGradOp::inferReturnTypes(MLIRContext *contex
   return infer.result(loss, err, elem);
 }
 
-// lse and target_logit are one value per row: targets' shape, of h's type.
+// lse, target_logit, max and argmax are one value per row: targets' shape, of h's type.
 LogicalResult LinearCrossEntropyStatsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
-  Dims h = infer.dims(adaptor.getH()), w = infer.dims(adaptor.getW()), targets = infer.dims(adaptor.getTargets());
-  std::optional<Dims> rows = shapes::linearCrossEntropyStats(h, w, targets, adaptor.getTransposeRhs(), err);
+  Dims h = infer.dims(adaptor.getH()), w = infer.dims(adaptor.getW()), targets = infer.dims(adaptor.getTargets()),
+       bias = infer.dims(adaptor.getBias());
+  std::optional<Dims> rows = shapes::linearCrossEntropyStats(h, w, targets, bias, adaptor.getTransposeRhs(), err);
   Type elem = infer.elementType(adaptor.getH());
-  if (failed(infer.result(rows, err, elem)))
-    return failure();
-  return infer.result(rows, err, elem);
+  for (int i = 0; i < 4; ++i)
+    if (failed(infer.result(rows, err, elem)))
+      return failure();
+  return success();
 }
 
-// dh and dw have the shapes of h and w once the rule accepts the operands.
+// dh, dw and dbias have the shapes of h, w and bias once the rule accepts the operands.
 LogicalResult LinearCrossEntropyStatsGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                               Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Inference infer(getOperationName(), loc, types);
   std::string err;
-  Dims h = infer.dims(adaptor.getH()), w = infer.dims(adaptor.getW()), targets = infer.dims(adaptor.getTargets());
+  Dims h = infer.dims(adaptor.getH()), w = infer.dims(adaptor.getW()), targets = infer.dims(adaptor.getTargets()),
+       bias = infer.dims(adaptor.getBias());
   Dims lse = infer.dims(adaptor.getLse()), dlse = infer.dims(adaptor.getDlse()),
        dtarget = infer.dims(adaptor.getDtarget());
-  std::optional<Dims> rows =
-      shapes::linearCrossEntropyStats(h, w, targets, adaptor.getTransposeRhs(), err, "linear_cross_entropy_stats_grad",
-                                      {{"lse", &lse}, {"dlse", &dlse}, {"dtarget", &dtarget}});
+  std::optional<Dims> rows = shapes::linearCrossEntropyStats(h, w, targets, bias, adaptor.getTransposeRhs(), err,
+                                                             "linear_cross_entropy_stats_grad",
+                                                             {{"lse", &lse}, {"dlse", &dlse}, {"dtarget", &dtarget}});
   Type elem = infer.elementType(adaptor.getH());
-  if (failed(infer.result(rows ? std::optional<Dims>(h) : std::nullopt, err, elem)))
-    return failure();
-  return infer.result(rows ? std::optional<Dims>(w) : std::nullopt, err, elem);
+  for (const Dims *shape : {&h, &w, &bias})
+    if (failed(infer.result(rows ? std::optional<Dims>(*shape) : std::nullopt, err, elem)))
+      return failure();
+  return success();
 }
 
 LogicalResult CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,

@@ -1049,35 +1049,42 @@ def LM_LinearCrossEntropyWithGradOp : LM_GradOp<"linear_cross_entropy_with_grad"
 }
 
 def LM_LinearCrossEntropyStatsOp : LM_DiffOp<"linear_cross_entropy_stats", LM_InferredResultTypes> {
-  let summary = "per-row logsumexp and target logit of matmul(h, w) on one rank's vocabulary, chunked";
+  let summary = "per-row logsumexp, target logit and argmax of matmul(h, w) + bias on one rank's vocabulary, chunked";
   let description = [{
     The forward of Megatron-LM's vocabulary-parallel cross-entropy on one
     rank: `w` holds the vocabulary's rows (classes) `first ... first + Vr - 1`
-    (`[Vr, D]` with `transpose_rhs`, else `[D, Vr]`), `h: [...S, D]`,
+    (`[Vr, D]` with `transpose_rhs`, else `[D, Vr]`), `bias: [Vr]` their
+    biases (zeros for a head without one), `h: [...S, D]`,
     `targets: i32[...S]`, `first` a whole number as a float scalar (from
-    `lm.axis_index`). For each row of the rank's logits `z = matmul(h, w)`:
-    `lse = logsumexp(z)` and `target_logit = z[target - first]` when the
-    target is one of the rank's classes, else 0 (another rank's, or
-    `ignore_index`). Both results are `[...S]`. The logits are formed
-    `chunk_rows` rows at a time in one `[chunk_rows, Vr]` scratch (as
+    `lm.axis_index`). For each row of the rank's logits
+    `z = matmul(h, w) + bias`: `lse = logsumexp(z)`,
+    `target_logit = z[target - first]` when the target is one of the rank's
+    classes, else 0 (another rank's, or `ignore_index`), `max = max(z)` and
+    `argmax = first + (the first j with z[j] = max)`, the global class as a
+    float (exact below 2^24). All four results are `[...S]`. The logits are
+    formed `chunk_rows` rows at a time in one `[chunk_rows, Vr]` scratch (as
     `lm.linear_cross_entropy`'s), never whole. A target neither
     `ignore_index` nor in `[0, vocab)` is an error. Not written by users:
-    `-lm-spmd` writes it for a tied table split over the tensor axis and
+    `-lm-spmd` writes it for a vocabulary table split over the tensor axis and
     combines the ranks' results with `lm.all_gather` and `lm.all_reduce`
-    (passes/VocabParallel.cpp, docs/distributed.md). Its VJP is
-    `lm.linear_cross_entropy_stats_grad`.
+    (passes/VocabParallel.cpp, docs/distributed.md): lse and target_logit
+    into the loss, max and argmax into an accuracy. Its VJP is
+    `lm.linear_cross_entropy_stats_grad`; max and argmax get no gradient
+    (they feed only metrics).
 
     ```mlir
-    %lse, %tl = lm.linear_cross_entropy_stats %h, %wte, %t, %first {chunk_rows = 32 : i64, transpose_rhs = true, vocab = 256 : i64} : (tensor<4x16x64xf32>, tensor<128x64xf32>, tensor<4x16xi32>, tensor<f32>) -> (tensor<4x16xf32>, tensor<4x16xf32>)
+    %lse, %tl, %max, %arg = lm.linear_cross_entropy_stats %h, %wte, %t, %first, %b {chunk_rows = 32 : i64, transpose_rhs = true, vocab = 256 : i64} : (tensor<4x16x64xf32>, tensor<128x64xf32>, tensor<4x16xi32>, tensor<f32>, tensor<128xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>)
     ```
   }];
   let arguments = (ins LM_FloatTensor:$h, LM_FloatTensor:$w, LM_IntTensor:$targets, LM_FloatScalar:$first,
+                       LM_FloatTensor:$bias,
                        I64Attr:$vocab,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
                        DefaultValuedAttr<I64Attr, "0">:$chunk_rows);
-  let results = (outs LM_FloatTensor:$lse, LM_FloatTensor:$target_logit);
-  let assemblyFormat = "$h `,` $w `,` $targets `,` $first attr-dict `:` functional-type(operands, results)";
+  let results = (outs LM_FloatTensor:$lse, LM_FloatTensor:$target_logit, LM_FloatTensor:$max,
+                      LM_FloatTensor:$argmax);
+  let assemblyFormat = "$h `,` $w `,` $targets `,` $first `,` $bias attr-dict `:` functional-type(operands, results)";
 }
 
 def LM_LinearCrossEntropyStatsGradOp : LM_GradOp<"linear_cross_entropy_stats_grad", LM_InferredResultTypes> {
@@ -1087,23 +1094,23 @@ def LM_LinearCrossEntropyStatsGradOp : LM_GradOp<"linear_cross_entropy_stats_gra
     cotangents `dlse` and `dtarget` (`[...S]` each): the rank's logit
     gradient `dz = dlse * exp(z - lse) + dtarget * onehot(target - first)`
     (the one-hot only for the rank's classes), recomputed chunk by chunk from
-    a GEMM of `h` and `w` (the one GEMM more than the fused loss's backward
-    runs), then `dh = dz @ w` (the rank's part: the ranks' parts sum to the
-    gradient) and `dw = dz^T @ h`, chunk by chunk, so only one
-    `[chunk_rows, Vr]` scratch exists.
+    a GEMM of `h` and `w` plus `bias` (the one GEMM more than the fused loss's
+    backward runs), then `dh = dz @ w` (the rank's part: the ranks' parts sum
+    to the gradient), `dw = dz^T @ h` and `dbias` the column sums of `dz`,
+    chunk by chunk, so only one `[chunk_rows, Vr]` scratch exists.
 
     ```mlir
-    %dh, %dw = lm.linear_cross_entropy_stats_grad %h, %wte, %t, %first, %lse, %dlse, %dtl {chunk_rows = 32 : i64, transpose_rhs = true, vocab = 256 : i64} : (tensor<4x16x64xf32>, tensor<128x64xf32>, tensor<4x16xi32>, tensor<f32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) -> (tensor<4x16x64xf32>, tensor<128x64xf32>)
+    %dh, %dw, %db = lm.linear_cross_entropy_stats_grad %h, %wte, %t, %first, %b, %lse, %dlse, %dtl {chunk_rows = 32 : i64, transpose_rhs = true, vocab = 256 : i64} : (tensor<4x16x64xf32>, tensor<128x64xf32>, tensor<4x16xi32>, tensor<f32>, tensor<128xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) -> (tensor<4x16x64xf32>, tensor<128x64xf32>, tensor<128xf32>)
     ```
   }];
   let arguments = (ins LM_FloatTensor:$h, LM_FloatTensor:$w, LM_IntTensor:$targets, LM_FloatScalar:$first,
-                       LM_FloatTensor:$lse, LM_FloatTensor:$dlse, LM_FloatTensor:$dtarget,
+                       LM_FloatTensor:$bias, LM_FloatTensor:$lse, LM_FloatTensor:$dlse, LM_FloatTensor:$dtarget,
                        I64Attr:$vocab,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
                        DefaultValuedAttr<I64Attr, "0">:$chunk_rows);
-  let results = (outs LM_FloatTensor:$dh, LM_FloatTensor:$dw);
-  let assemblyFormat = "$h `,` $w `,` $targets `,` $first `,` $lse `,` $dlse `,` $dtarget attr-dict `:` functional-type(operands, results)";
+  let results = (outs LM_FloatTensor:$dh, LM_FloatTensor:$dw, LM_FloatTensor:$dbias);
+  let assemblyFormat = "$h `,` $w `,` $targets `,` $first `,` $bias `,` $lse `,` $dlse `,` $dtarget attr-dict `:` functional-type(operands, results)";
 }
 
 def LM_EmbeddingGradOp : LM_GradOp<"embedding_grad"> {

@@ -8,12 +8,16 @@
 // other ids give masked zero rows) and an all-reduce sums the parts. The
 // backward is autodiff's: the all-reduce's VJP is an all-reduce, the lookup's
 // a scatter into the rank's rows, and the table's gradient is halved as a
-// split parameter's is. The (untied) output head stays whole (no sharding
-// rule splits a head whose logits feed the loss).
+// split parameter's is. The untied output head [d, V] is split by its
+// columns (the vocabulary, [8, 4] a rank) into the vocabulary-parallel loss
+// (below): lm.linear_cross_entropy_stats without transpose_rhs, with a zero
+// bias; its gradient is halved as the table's, and no head-sized all-reduce is
+// left.
 // CHECK-LABEL: func.func @untied(
 // CHECK-SAME: %[[W:.*]]: tensor<4x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte", lm.sharding = {split_axes = {{\[\[}}1], []]}}
 // CHECK-SAME: %[[IDS:.*]]: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 8 : i64}
-// CHECK-SAME: tensor<8x8xf32> {lm.init = {kind = "zeros"}, lm.param = "head"}
+// CHECK-SAME: %[[HEAD:[^:]*]]: tensor<8x4xf32> {lm.init = {kind = "zeros"}, lm.param = "head", lm.sharding = {split_axes = {{\[\[}}], [1]]}}
+// CHECK-SAME: %[[TGT:[^:]*]]: tensor<2x3xi32> {lm.input = "t", lm.vocab = 8 : i64}
 // CHECK-NEXT: %[[R:.*]] = lm.axis_index {group_size = 2 : i64, mesh_axis = 1 : i64} : tensor<f32>
 // CHECK-NEXT: %[[ROWS:.*]] = lm.constant dense<4.000000e+00> : tensor<f32>
 // CHECK-NEXT: %[[FIRST:.*]] = lm.mul %[[R]], %[[ROWS]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
@@ -30,16 +34,23 @@
 // CHECK-NEXT: %[[PART:.*]] = lm.mul %[[E]], %[[MASK]] : (tensor<2x3x8xf32>, tensor<2x3x1xf32>) -> tensor<2x3x8xf32>
 // CHECK-NEXT: %[[H:.*]] = lm.all_reduce %[[PART]] {group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
 // CHECK-NEXT: %[[N:.*]] = lm.layer_norm %[[H]]
-// CHECK-NEXT: %[[L:.*]] = lm.matmul %[[N]], %{{.*}} : (tensor<2x3x8xf32>, tensor<8x8xf32>) -> tensor<2x3x8xf32>
-// CHECK-NEXT: lm.cross_entropy %[[L]], %{{.*}} : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<f32>
+// CHECK-NEXT: %[[R2:.*]] = lm.axis_index
+// CHECK-NEXT: %[[ROWS2:.*]] = lm.constant dense<4.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[FIRST2:.*]] = lm.mul %[[R2]], %[[ROWS2]]
+// CHECK-NEXT: %[[ZB:.*]] = lm.constant dense<0.000000e+00> : tensor<4xf32>
+// CHECK-NEXT: lm.linear_cross_entropy_stats %[[N]], %[[HEAD]], %[[TGT]], %[[FIRST2]], %[[ZB]] {chunk_rows = 6 : i64, vocab = 8 : i64} : (tensor<2x3x8xf32>, tensor<8x4xf32>, tensor<2x3xi32>, tensor<f32>, tensor<4xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>)
+// CHECK-NOT: lm.matmul
+// CHECK: return
 // STEP-LABEL: func.func @untied_train_step(
 // STEP: lm.all_reduce %{{.*}} {group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<2x3x8xf32>)
 // STEP: lm.all_reduce %{{.*}} {group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<2x3x8xf32>)
 // STEP: lm.embedding_grad %{{.*}} -> tensor<4x8xf32>
 // STEP: %[[HALF:.*]] = lm.constant dense<5.000000e-01> : tensor<f32>
 // STEP-NEXT: %[[DW:.*]] = lm.mul %{{.*}}, %[[HALF]] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
-// STEP: lm.all_reduce %{{.*}} {group_size = 2 : i64, mean = true, mesh_axis = 1 : i64} : (tensor<8x8xf32>)
-// STEP: return {{.*}}%[[DW]]
+// STEP: lm.constant dense<5.000000e-01> : tensor<f32>
+// STEP-NEXT: %[[DHEAD:.*]] = lm.mul %{{.*}} : (tensor<8x4xf32>, tensor<f32>) -> tensor<8x4xf32>
+// STEP-NOT: lm.all_reduce {{.*}}tensor<8x8xf32>
+// STEP: return {{.*}}%[[DW]]{{.*}}%[[DHEAD]]
 // ONE-LABEL: func.func @untied(
 // ONE-NOT: lm.sharding
 // ONE-NOT: lm.axis_index
@@ -75,7 +86,8 @@ module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
 // CHECK-NEXT: %[[R:.*]] = lm.axis_index {group_size = 2 : i64, mesh_axis = 1 : i64} : tensor<f32>
 // CHECK-NEXT: %[[ROWS:.*]] = lm.constant dense<4.000000e+00> : tensor<f32>
 // CHECK-NEXT: %[[FIRST:.*]] = lm.mul %[[R]], %[[ROWS]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
-// CHECK-NEXT: %[[LSE:.*]], %[[TL:.*]] = lm.linear_cross_entropy_stats %[[H]], %[[W]], %[[T]], %[[FIRST]] {chunk_rows = 6 : i64, ignore_index = -1 : i64, transpose_rhs = true, vocab = 8 : i64} : (tensor<2x3x8xf32>, tensor<4x8xf32>, tensor<2x3xi32>, tensor<f32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+// CHECK-NEXT: %[[ZB:.*]] = lm.constant dense<0.000000e+00> : tensor<4xf32>
+// CHECK-NEXT: %[[LSE:.*]], %[[TL:.*]], %{{.*}}, %{{.*}} = lm.linear_cross_entropy_stats %[[H]], %[[W]], %[[T]], %[[FIRST]], %[[ZB]] {chunk_rows = 6 : i64, ignore_index = -1 : i64, transpose_rhs = true, vocab = 8 : i64} : (tensor<2x3x8xf32>, tensor<4x8xf32>, tensor<2x3xi32>, tensor<f32>, tensor<4xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>)
 // CHECK-NEXT: %[[ROW:.*]] = lm.reshape %[[LSE]] : (tensor<2x3xf32>) -> tensor<1x6xf32>
 // CHECK-NEXT: %[[G:.*]] = lm.all_gather %[[ROW]] {dim = 0 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<1x6xf32>) -> tensor<2x6xf32>
 // CHECK-NEXT: %[[MAX:.*]] = lm.reduce_max %[[G]] {axes = array<i64: 0>} : (tensor<2x6xf32>) -> tensor<1x6xf32>
@@ -105,7 +117,7 @@ module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
 // STEP-LABEL: func.func @tied_train_step(
 // STEP: lm.all_reduce %{{.*}} : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // STEP: lm.reduce_scatter %{{.*}} {dim = 0 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<2x6xf32>) -> tensor<1x6xf32>
-// STEP: %[[DH:.*]], %[[DW:.*]] = lm.linear_cross_entropy_stats_grad %{{.*}} {chunk_rows = 6 : i64, ignore_index = -1 : i64, transpose_rhs = true, vocab = 8 : i64} : {{.*}} -> (tensor<2x3x8xf32>, tensor<4x8xf32>)
+// STEP: %[[DH:.*]], %[[DW:.*]], %{{.*}} = lm.linear_cross_entropy_stats_grad %{{.*}} {chunk_rows = 6 : i64, ignore_index = -1 : i64, transpose_rhs = true, vocab = 8 : i64} : {{.*}} -> (tensor<2x3x8xf32>, tensor<4x8xf32>, tensor<4xf32>)
 // STEP: lm.all_reduce %[[DH]] {group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<2x3x8xf32>)
 // STEP: %[[HALF:.*]] = lm.constant dense<5.000000e-01> : tensor<f32>
 // STEP-NEXT: lm.mul %{{.*}}, %[[HALF]] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
@@ -126,17 +138,12 @@ module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
 // -----
 
 // A program that returns the logits (generation's) gets the rank's columns
-// all-gathered along the vocabulary; with a bias on the logits (BERT's MLM head)
-// the tied table has no split form yet and stays whole.
+// all-gathered along the vocabulary.
 // CHECK-LABEL: func.func @returned(
 // CHECK-SAME: tensor<4x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte", lm.sharding = {split_axes = {{\[\[}}1], []]}}
 // CHECK: %[[LOCAL:.*]] = lm.matmul %{{.*}} {transpose_rhs = true} : (tensor<1x3x8xf32>, tensor<4x8xf32>) -> tensor<1x3x4xf32>
 // CHECK-NEXT: %[[WHOLE:.*]] = lm.all_gather %[[LOCAL]] {dim = 2 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<1x3x4xf32>) -> tensor<1x3x8xf32>
 // CHECK-NEXT: return %[[WHOLE]]
-// CHECK-LABEL: func.func @biased(
-// CHECK-SAME: tensor<8x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte"}
-// CHECK-NOT: lm.axis_index
-// CHECK: return
 module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
   func.func @returned(%wte: tensor<8x8xf32> {lm.param = "wte", lm.init = {kind = "zeros"}},
                       %ids: tensor<1x3xi32> {lm.input = "ids", lm.vocab = 8 : i64}) -> tensor<1x3x8xf32>
@@ -149,17 +156,112 @@ module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
 
 // -----
 
+// A head that adds a bias parameter to its logits (BERT's MLM head) splits the
+// bias with the classes: the stats op adds the rank's slice to its logits, and its
+// VJP gives the slice's gradient. An accuracy of the logits becomes a
+// vocabulary-parallel argmax: each rank's row max and the first class holding it
+// (the stats op's max and argmax, numbered from the rank's first class),
+// all-gathered; the argmax is the smallest class among the ranks holding the
+// largest max (the others count as the vocabulary's size), which is the first
+// maximal class, as lm.accuracy's. One stats op serves both (CSE, later, merges
+// the loss's and the accuracy's).
+// CHECK-LABEL: func.func @biased(
+// CHECK-SAME: %[[W:[^:]*]]: tensor<4x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte", lm.sharding = {split_axes = {{\[\[}}1], []]}}
+// CHECK-SAME: %[[B:[^:]*]]: tensor<4xf32> {lm.init = {kind = "zeros"}, lm.param = "b", lm.sharding = {split_axes = {{\[\[}}1]]}}
+// CHECK-SAME: %[[T:[^:]*]]: tensor<2x3xi32> {lm.input = "t", lm.vocab = 8 : i64}
+// CHECK: %[[H:.*]] = lm.all_reduce
+// CHECK: lm.linear_cross_entropy_stats %[[H]], %[[W]], %[[T]], %{{.*}}, %[[B]] {chunk_rows = 6 : i64, transpose_rhs = true, vocab = 8 : i64}
+// CHECK: %[[LOSS:.*]] = lm.div
+// CHECK-NEXT: %[[R:.*]] = lm.axis_index
+// CHECK-NEXT: %[[ROWS:.*]] = lm.constant dense<4.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[FIRST:.*]] = lm.mul %[[R]], %[[ROWS]]
+// CHECK-NEXT: %{{.*}}, %{{.*}}, %[[MAX:.*]], %[[ARG:.*]] = lm.linear_cross_entropy_stats %[[H]], %[[W]], %[[T]], %[[FIRST]], %[[B]] {chunk_rows = 6 : i64, transpose_rhs = true, vocab = 8 : i64}
+// CHECK-NEXT: %[[MR:.*]] = lm.reshape %[[MAX]] : (tensor<2x3xf32>) -> tensor<1x6xf32>
+// CHECK-NEXT: %[[MAXES:.*]] = lm.all_gather %[[MR]] {dim = 0 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<1x6xf32>) -> tensor<2x6xf32>
+// CHECK-NEXT: %[[AR:.*]] = lm.reshape %[[ARG]] : (tensor<2x3xf32>) -> tensor<1x6xf32>
+// CHECK-NEXT: %[[ARGS:.*]] = lm.all_gather %[[AR]] {dim = 0 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<1x6xf32>) -> tensor<2x6xf32>
+// CHECK-NEXT: %[[BEST:.*]] = lm.reduce_max %[[MAXES]] {axes = array<i64: 0>} : (tensor<2x6xf32>) -> tensor<1x6xf32>
+// CHECK-NEXT: %[[HOLDS:.*]] = lm.eq %[[MAXES]], %[[BEST]] : (tensor<2x6xf32>, tensor<1x6xf32>) -> tensor<2x6xf32>
+// CHECK-NEXT: %[[BEYOND:.*]] = lm.constant dense<8.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[CAND:.*]] = lm.where %[[HOLDS]], %[[ARGS]], %[[BEYOND]] : (tensor<2x6xf32>, tensor<2x6xf32>, tensor<f32>) -> tensor<2x6xf32>
+// CHECK-NEXT: %[[NEG:.*]] = lm.neg %[[CAND]]
+// CHECK-NEXT: %[[NMAX:.*]] = lm.reduce_max %[[NEG]] {axes = array<i64: 0>} : (tensor<2x6xf32>) -> tensor<1x6xf32>
+// CHECK-NEXT: %[[FIRSTMAX:.*]] = lm.neg %[[NMAX]]
+// CHECK-NEXT: %[[AM:.*]] = lm.reshape %[[FIRSTMAX]] : (tensor<1x6xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: %[[TF:.*]] = lm.to_float %[[T]]
+// CHECK-NEXT: %[[IGN:.*]] = lm.constant dense<-1.000000e+02> : tensor<f32>
+// CHECK-NEXT: %[[VALID:.*]] = lm.ne %[[TF]], %[[IGN]]
+// CHECK-NEXT: %[[OK:.*]] = lm.eq %[[AM]], %[[TF]] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: %[[CNT:.*]] = lm.mul %[[OK]], %[[VALID]]
+// CHECK-NEXT: %[[SUM:.*]] = lm.sum_to %[[CNT]] : (tensor<2x3xf32>) -> tensor<f32>
+// CHECK-NEXT: %[[N:.*]] = lm.sum_to %[[VALID]] : (tensor<2x3xf32>) -> tensor<f32>
+// CHECK-NEXT: %[[ZERO:.*]] = lm.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[NONE:.*]] = lm.eq %[[N]], %[[ZERO]]
+// CHECK-NEXT: %[[DIV:.*]] = lm.add %[[N]], %[[NONE]]
+// CHECK-NEXT: %[[ACC:.*]] = lm.div %[[SUM]], %[[DIV]]
+// CHECK-NEXT: return %[[LOSS]], %[[ACC]]
+// The train step: the bias's gradient is the stats VJP's dbias, halved as a split
+// parameter's is; the accuracy (a metric) has no backward.
+// STEP-LABEL: func.func @biased_train_step(
+// STEP: %{{.*}}, %{{.*}}, %[[DB:.*]] = lm.linear_cross_entropy_stats_grad %{{.*}} -> (tensor<2x3x8xf32>, tensor<4x8xf32>, tensor<4xf32>)
+// STEP: lm.mul %[[DB]], %{{.*}} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+// STEP: return
 module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
   func.func @biased(%wte: tensor<8x8xf32> {lm.param = "wte", lm.init = {kind = "zeros"}},
                     %b: tensor<8xf32> {lm.param = "b", lm.init = {kind = "zeros"}},
                     %ids: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 8 : i64},
-                    %t: tensor<2x3xi32> {lm.input = "t", lm.vocab = 8 : i64}) -> tensor<f32>
+                    %t: tensor<2x3xi32> {lm.input = "t", lm.vocab = 8 : i64}) -> (tensor<f32>, tensor<f32> {lm.metric = "accuracy"})
       attributes {lm.objective} {
     %h = lm.embedding %wte, %ids : (tensor<8x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
     %l = lm.matmul %h, %wte {transpose_rhs = true} : (tensor<2x3x8xf32>, tensor<8x8xf32>) -> tensor<2x3x8xf32>
     %lb = lm.add %l, %b : (tensor<2x3x8xf32>, tensor<8xf32>) -> tensor<2x3x8xf32>
     %c = lm.cross_entropy %lb, %t : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<f32>
+    %a = lm.accuracy %lb, %t : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<f32>
+    return %c, %a : tensor<f32>, tensor<f32>
+  }
+}
+
+// -----
+
+// What keeps a head's parameters whole: a bias also read elsewhere (here added
+// to the embeddings) keeps its table whole with it; logits that feed anything but
+// the loss, an accuracy or a return (here a sample, as ELECTRA's generator draws)
+// keep their table whole. The lookups of a whole table need no rewrite.
+// CHECK-LABEL: func.func @bias_read_elsewhere(
+// CHECK-SAME: tensor<8x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte"}
+// CHECK-SAME: tensor<8xf32> {lm.init = {kind = "zeros"}, lm.param = "b"}
+// CHECK-NOT: lm.axis_index
+// CHECK: return
+// CHECK-LABEL: func.func @sampled(
+// CHECK-SAME: tensor<8x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte"}
+// CHECK-NOT: lm.axis_index
+// CHECK: return
+module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
+  func.func @bias_read_elsewhere(%wte: tensor<8x8xf32> {lm.param = "wte", lm.init = {kind = "zeros"}},
+                                 %b: tensor<8xf32> {lm.param = "b", lm.init = {kind = "zeros"}},
+                                 %ids: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 8 : i64},
+                                 %t: tensor<2x3xi32> {lm.input = "t", lm.vocab = 8 : i64}) -> tensor<f32>
+      attributes {lm.objective} {
+    %e = lm.embedding %wte, %ids : (tensor<8x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
+    %h = lm.add %e, %b : (tensor<2x3x8xf32>, tensor<8xf32>) -> tensor<2x3x8xf32>
+    %l = lm.matmul %h, %wte {transpose_rhs = true} : (tensor<2x3x8xf32>, tensor<8x8xf32>) -> tensor<2x3x8xf32>
+    %lb = lm.add %l, %b : (tensor<2x3x8xf32>, tensor<8xf32>) -> tensor<2x3x8xf32>
+    %c = lm.cross_entropy %lb, %t : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<f32>
     return %c : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
+  func.func @sampled(%wte: tensor<8x8xf32> {lm.param = "wte", lm.init = {kind = "zeros"}},
+                     %ids: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 8 : i64},
+                     %bits: tensor<2x3xi32> {lm.input = "bits"}) -> tensor<2x3xi32>
+      attributes {lm.model} {
+    %h = lm.embedding %wte, %ids : (tensor<8x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
+    %l = lm.matmul %h, %wte {transpose_rhs = true} : (tensor<2x3x8xf32>, tensor<8x8xf32>) -> tensor<2x3x8xf32>
+    %s = lm.sample %l, %bits : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+    return %s : tensor<2x3xi32>
   }
 }
 

@@ -29,16 +29,17 @@ LogicalResult AccuracyOp::buildAdjoint(OpBuilder &, ArrayRef<Value>, SmallVector
 
 /// The rank's logit gradient is dlse * softmax + dtarget * onehot; the grad op
 /// recomputes it chunk by chunk. A result without a cotangent contributes a
-/// zero one (in the vocabulary-parallel loss both have one). first, targets:
-/// none.
+/// zero one (in the vocabulary-parallel loss both have one). max and argmax
+/// feed only metrics (an accuracy, piecewise constant as lm.accuracy is): their
+/// cotangents are ignored. first, targets: none.
 LogicalResult LinearCrossEntropyStatsOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                                       SmallVectorImpl<Value> &operandGrads) {
   auto cotangent = [&](unsigned i) {
     return resultGrads[i] ? resultGrads[i] : buildSplat(b, getLoc(), getResult(i).getType(), 0.0);
   };
-  auto grad = b.create<LinearCrossEntropyStatsGradOp>(getLoc(), getH(), getW(), getTargets(), getFirst(), getLse(),
-                                                      cotangent(0), cotangent(1), getVocab(), getTransposeRhs(),
-                                                      getIgnoreIndex(), getChunkRows());
-  operandGrads.append({grad.getDh(), grad.getDw(), Value(), Value()});
+  auto grad = b.create<LinearCrossEntropyStatsGradOp>(getLoc(), getH(), getW(), getTargets(), getFirst(), getBias(),
+                                                      getLse(), cotangent(0), cotangent(1), getVocab(),
+                                                      getTransposeRhs(), getIgnoreIndex(), getChunkRows());
+  operandGrads.append({grad.getDh(), grad.getDw(), Value(), Value(), grad.getDbias()});
   return success();
 }

@@ -214,7 +214,8 @@ void runLinearCrossEntropyWithGrad(const KernelCall &call) {
   });
 }
 
-/* The vocabulary-parallel loss's rank part: w holds classes [first, first + Vr). */
+/* The vocabulary-parallel loss's rank part: w holds classes [first, first + Vr), bias
+   their biases. */
 std::string checkStatsCommon(const char *op, const std::vector<TensorType> &in, const Attrs &attrs,
                              const std::vector<std::pair<const char *, const TensorType *>> &rows) {
   LMRT_CHECK(expectFloat(op, "h", in[0]));
@@ -222,6 +223,7 @@ std::string checkStatsCommon(const char *op, const std::vector<TensorType> &in, 
   LMRT_CHECK(expectI32(op, "targets", in[2]));
   LMRT_CHECK(expectSameDType(op, "first", in[3], "h", in[0]));
   if (!in[3].shape.empty()) return std::string(op) + ": first " + in[3].str() + " must be a scalar";
+  LMRT_CHECK(expectSameDType(op, "bias", in[4], "h", in[0]));
   attrs.getInt("ignore_index");  // throw, so check() refuses them, unless of their kinds
   const int64_t vocab = attrs.getInt("vocab");
   if (attrs.getInt("chunk_rows") < 0) return std::string(op) + ": chunk_rows must be >= 0";
@@ -232,7 +234,8 @@ std::string checkStatsCommon(const char *op, const std::vector<TensorType> &in, 
     LMRT_CHECK(expectSameDType(op, name, *t, "h", in[0]));
     rowDims.push_back({name, &t->shape});
   }
-  if (!shapes::linearCrossEntropyStats(in[0].shape, in[1].shape, in[2].shape, tb, err, op, rowDims)) return err;
+  if (!shapes::linearCrossEntropyStats(in[0].shape, in[1].shape, in[2].shape, in[4].shape, tb, err, op, rowDims))
+    return err;
   const int64_t vr = tb ? in[1].shape[0] : in[1].shape[1];
   if (vocab < vr)
     return std::string(op) + ": vocab " + std::to_string(vocab) + " must be at least the rank's " +
@@ -243,30 +246,35 @@ std::string checkStatsCommon(const char *op, const std::vector<TensorType> &in, 
 std::string checkLinearCrossEntropyStats(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
                                          const Attrs &attrs) {
   const char *op = "linear_cross_entropy_stats";
-  return guardCheck(op, in, out, 4, 2, [&]() -> std::string {
+  return guardCheck(op, in, out, 5, 4, [&]() -> std::string {
     LMRT_CHECK(checkStatsCommon(op, in, attrs, {}));
     LMRT_CHECK(expectType(op, "lse", out[0], in[0].dtype, in[2].shape));
-    return expectType(op, "target_logit", out[1], in[0].dtype, in[2].shape);
+    LMRT_CHECK(expectType(op, "target_logit", out[1], in[0].dtype, in[2].shape));
+    LMRT_CHECK(expectType(op, "max", out[2], in[0].dtype, in[2].shape));
+    return expectType(op, "argmax", out[3], in[0].dtype, in[2].shape);
   });
 }
 
 std::string checkLinearCrossEntropyStatsGrad(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
                                              const Attrs &attrs) {
   const char *op = "linear_cross_entropy_stats_grad";
-  return guardCheck(op, in, out, 7, 2, [&]() -> std::string {
-    LMRT_CHECK(checkStatsCommon(op, in, attrs, {{"lse", &in[4]}, {"dlse", &in[5]}, {"dtarget", &in[6]}}));
+  return guardCheck(op, in, out, 8, 3, [&]() -> std::string {
+    LMRT_CHECK(checkStatsCommon(op, in, attrs, {{"lse", &in[5]}, {"dlse", &in[6]}, {"dtarget", &in[7]}}));
     LMRT_CHECK(expectType(op, "dh", out[0], in[0].dtype, in[0].shape));
-    return expectType(op, "dw", out[1], in[0].dtype, in[1].shape);
+    LMRT_CHECK(expectType(op, "dw", out[1], in[0].dtype, in[1].shape));
+    return expectType(op, "dbias", out[2], in[0].dtype, in[4].shape);
   });
 }
 
-/* Both ops, per chunk of rows: the rank's logits z [c, Vr] (a GEMM). Forward: each row's
-   logsumexp (rowLse, the fused loss's) and its target's logit when the target is one of
-   the rank's classes. Backward (lse, dlse, dtarget given): dz = dlse exp(z - lse) +
-   dtarget onehot in place, then dh_c = dz w and dw += dz^T h_c, as the fused loss's. */
+/* Both ops, per chunk of rows: the rank's logits z [c, Vr] (a GEMM, then the bias).
+   Forward: each row's logsumexp (rowLse, the fused loss's), its target's logit when the
+   target is one of the rank's classes, its max and the first class holding it (as
+   lm.accuracy's argmax). Backward (lse, dlse, dtarget given): dz = dlse exp(z - lse) +
+   dtarget onehot in place, then dh_c = dz w and dw += dz^T h_c, as the fused loss's, and
+   dbias += the column sums of dz, in row order. */
 template <typename T> LMRT_SIMD_CLONES void linearCrossEntropyStatsT(const KernelCall &call, const char *op) {
   singleThreadedBlas();
-  const bool withGrad = call.in.size() == 7;
+  const bool withGrad = call.in.size() == 8;
   const T *h = call.in[0].as<T>(), *w = call.in[1].as<T>();
   const int32_t *tg = call.in[2].as<int32_t>();
   const bool tb = call.attrs.getBool("transpose_rhs");
@@ -279,10 +287,15 @@ template <typename T> LMRT_SIMD_CLONES void linearCrossEntropyStatsT(const Kerne
     fail("%s: first %g must be a whole number >= 0 (the rank's first class)", op, (double)firstValue);
   validateTargets(op, tg, rows, call.attrs.getInt("vocab"), call.attrs.getInt("ignore_index"));
   const int64_t chunk = linearCrossEntropyEffectiveChunk(call.attrs.getInt("chunk_rows"), rows);
-  const T *lseIn = withGrad ? call.in[4].as<T>() : nullptr;
-  const T *dlse = withGrad ? call.in[5].as<T>() : nullptr, *dtg = withGrad ? call.in[6].as<T>() : nullptr;
+  const T *bias = call.in[4].as<T>();
+  const T *lseIn = withGrad ? call.in[5].as<T>() : nullptr;
+  const T *dlse = withGrad ? call.in[6].as<T>() : nullptr, *dtg = withGrad ? call.in[7].as<T>() : nullptr;
   T *lseOut = withGrad ? nullptr : call.out[0].as<T>(), *tlOut = withGrad ? nullptr : call.out[1].as<T>();
+  T *maxOut = withGrad ? nullptr : call.out[2].as<T>(), *argOut = withGrad ? nullptr : call.out[3].as<T>();
   T *dh = withGrad ? call.out[0].as<T>() : nullptr, *dw = withGrad ? call.out[1].as<T>() : nullptr;
+  T *db = withGrad ? call.out[2].as<T>() : nullptr;
+  if (withGrad)
+    for (int64_t j = 0; j < v; ++j) db[j] = 0;
 
   thread_local std::vector<T> scratch;  // one chunk of the rank's logits, then of their gradient
   scratch.resize((size_t)(chunk * v));
@@ -296,6 +309,8 @@ template <typename T> LMRT_SIMD_CLONES void linearCrossEntropyStatsT(const Kerne
 #pragma omp parallel for schedule(static) if (c * v >= kParallelMin)
     for (int64_t i = 0; i < c; ++i) {
       T *xi = x + i * v;
+#pragma omp simd
+      for (int64_t j = 0; j < v; ++j) xi[j] += bias[j];
       const int64_t local = (int64_t)tg[r0 + i] - first;
       const bool mine = local >= 0 && local < v;
       if (!withGrad) {
@@ -303,6 +318,12 @@ template <typename T> LMRT_SIMD_CLONES void linearCrossEntropyStatsT(const Kerne
         rowLse(xi, v, mx, lse);
         lseOut[r0 + i] = mx + lse;
         tlOut[r0 + i] = mine ? xi[local] : (T)0;
+        // The first class holding the max (lm.accuracy's tie rule); rowLse's max is that value.
+        int64_t best = 0;
+        for (int64_t j = 1; j < v; ++j)
+          if (xi[j] > xi[best]) best = j;
+        maxOut[r0 + i] = xi[best];
+        argOut[r0 + i] = (T)(first + best);
         continue;
       }
       const T l = lseIn[r0 + i], g = dlse[r0 + i];
@@ -312,6 +333,11 @@ template <typename T> LMRT_SIMD_CLONES void linearCrossEntropyStatsT(const Kerne
     }
     if (!withGrad) continue;
     chunkBackwardGemms<T, T>(tb, c, d, v, x, w, hc, r0 == 0, dh + r0 * d, dw);
+    for (int64_t i = 0; i < c; ++i) {
+      const T *dzi = x + i * v;
+#pragma omp simd
+      for (int64_t j = 0; j < v; ++j) db[j] += dzi[j];
+    }
   }
 }
 
@@ -331,8 +357,8 @@ void addLinearCrossEntropyKernels(std::vector<KernelDef> &k) {
   k.push_back({"linear_cross_entropy", 3, 1, checkLinearCrossEntropy, runLinearCrossEntropy});
   k.push_back({"linear_cross_entropy_with_grad", 4, 3, checkLinearCrossEntropyWithGrad,
                runLinearCrossEntropyWithGrad});
-  k.push_back({"linear_cross_entropy_stats", 4, 2, checkLinearCrossEntropyStats, runLinearCrossEntropyStats});
-  k.push_back({"linear_cross_entropy_stats_grad", 7, 2, checkLinearCrossEntropyStatsGrad,
+  k.push_back({"linear_cross_entropy_stats", 5, 4, checkLinearCrossEntropyStats, runLinearCrossEntropyStats});
+  k.push_back({"linear_cross_entropy_stats_grad", 8, 3, checkLinearCrossEntropyStatsGrad,
                runLinearCrossEntropyStatsGrad});
 }
 

@@ -1,8 +1,12 @@
 """Compares a tensor-parallel run with the one-process run of the same model
 (test/E2E/tensor-parallel.test, docs/distributed.md "Tensor parallelism").
 
-  check_tp.py losses A.jsonl B.jsonl TOL   every step's loss and grad_norm (and each
-                                           val_loss) of A within TOL relative of B's
+  check_tp.py losses A.jsonl B.jsonl TOL [--equal KEY ...]
+                                           every step's loss and grad_norm (and each
+                                           val_loss) of A within TOL relative of B's;
+                                           each KEY (an accuracy, such as
+                                           val_mlm_accuracy) equal, and present in
+                                           at least one step
   check_tp.py weights A.safetensors B.safetensors TOL [--noise NAME:START:END:ATOL ...]
                                            the same tensor names and shapes, and every
                                            tensor's max |a - b| within TOL of its max |b|;
@@ -28,16 +32,24 @@ def rel(a, b):
     return abs(a - b) / max(abs(b), 1e-30)
 
 
-def losses(a_path, b_path, tol):
+def losses(a_path, b_path, tol, equal=()):
     a = [json.loads(line) for line in open(a_path)]
     b = [json.loads(line) for line in open(b_path)]
     if len(a) != len(b) or not a:
         sys.exit(f"{a_path} has {len(a)} steps, {b_path} {len(b)}")
     worst = {}
     identical = True
+    compared = {key: 0 for key in equal}
     for x, y in zip(a, b):
         if x["step"] != y["step"]:
             sys.exit(f"step {x['step']} of {a_path} against step {y['step']} of {b_path}")
+        for key in equal:
+            if (key in x) != (key in y):
+                sys.exit(f"step {x['step']}: {key} in one file only")
+            if key in x:
+                compared[key] += 1
+                if x[key] != y[key]:
+                    sys.exit(f"step {x['step']}: {key} {x[key]!r} vs {y[key]!r}, not equal")
         for key in ("loss", "grad_norm", "val_loss"):
             if (key in x) != (key in y):
                 sys.exit(f"step {x['step']}: {key} in one file only")
@@ -48,8 +60,12 @@ def losses(a_path, b_path, tol):
             worst[key] = max(worst.get(key, 0.0), r)
             if r > tol:
                 sys.exit(f"step {x['step']}: {key} {x[key]!r} vs {y[key]!r}, relative {r:.3e} > {tol:g}")
+    for key, n in compared.items():
+        if n == 0:
+            sys.exit(f"{key} is in no step of {a_path}")
     print(f"{len(a)} steps; max relative difference: " +
-          ", ".join(f"{k} {v:.2e}" for k, v in sorted(worst.items())))
+          ", ".join(f"{k} {v:.2e}" for k, v in sorted(worst.items())) +
+          "".join(f"; {k} equal at {n} steps" for k, n in compared.items()))
     if identical:
         sys.exit("the two runs' metrics are identical: not a comparison of two runs")
 
@@ -89,6 +105,9 @@ def weights(a_path, b_path, tol, *noise_args):
 if __name__ == "__main__":
     mode, a, b, tol = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
     if mode == "losses":
-        losses(a, b, tol)
+        rest = sys.argv[5:]
+        if rest and rest[0] != "--equal":
+            sys.exit(f"unexpected argument {rest[0]!r} (losses takes --equal KEY ...)")
+        losses(a, b, tol, rest[1:])
     else:
         weights(a, b, tol, *[x for x in sys.argv[5:] if x != "--noise"])

@@ -185,6 +185,17 @@ TEST(Check, LayerNormAttentionSoftmax) {
   EXPECT_TRUE(rejects(checkMsg("attention_stats", {q, q, q}, {q, {F32, {2, 4}}}, h4),
                       "attention_stats: result lse must be f32[2, 4, 4], got f32[2, 4]"));
   EXPECT_TRUE(rejects(checkMsg("softmax", {{F32, {}}}, {{F32, {}}}), "softmax: x f32[] must have rank >= 1"));
+  // The vocabulary-parallel loss's bias has one entry per class of the rank's w.
+  TensorType rows{F32, {2, 8}}, hs{F32, {2, 8, 16}}, ws{F32, {10, 16}}, ts{I32, {2, 8}}, one{F32, {}};
+  Attrs vocab = attrs({{"transpose_rhs", true}, {"vocab", (int64_t)20}});
+  EXPECT_EQ(checkMsg("linear_cross_entropy_stats", {hs, ws, ts, one, {F32, {10}}}, {rows, rows, rows, rows}, vocab),
+            "");
+  EXPECT_TRUE(rejects(checkMsg("linear_cross_entropy_stats", {hs, ws, ts, one, {F32, {16}}}, {rows, rows, rows, rows},
+                               vocab),
+                      "linear_cross_entropy_stats: bias [16] must be [10] (one per class of w [10, 16])"));
+  EXPECT_TRUE(rejects(checkMsg("linear_cross_entropy_stats_grad", {hs, ws, ts, one, {F32, {10}}, rows, rows, rows},
+                               {hs, ws, {F32, {9}}}, vocab),
+                      "linear_cross_entropy_stats_grad: result dbias must be f32[10], got f32[9]"));
 }
 
 TEST(Check, CrossEntropyEmbeddingShapeOps) {
@@ -301,8 +312,9 @@ std::vector<Case> allCases() {
   Shape s3{2, 8, 16};
   Attrs vocabStats = attrs({{"transpose_rhs", true}, {"chunk_rows", (int64_t)6}, {"vocab", (int64_t)20}});
   Buf sh = randn(s3), sw = randn({10, 16}), st = randIds({2, 8}, 20);
-  Buf slse = runKernel("linear_cross_entropy_stats", {sh, sw, st, scalar(10)}, {{F64, {2, 8}}, {F64, {2, 8}}},
-                       vocabStats)[0];
+  Buf sb = randn({10});
+  Buf slse = runKernel("linear_cross_entropy_stats", {sh, sw, st, scalar(10), sb},
+                       {{F64, {2, 8}}, {F64, {2, 8}}, {F64, {2, 8}}, {F64, {2, 8}}}, vocabStats)[0];
   return {
       {"embedding", {randn({20, 16}), randIds({2, 8}, 20)}, {{F64, {2, 8, 16}}}, {}},
       {"embedding_grad", {randIds({2, 8}, 20), randn({2, 8, 16})}, {{F64, {20, 16}}}, {}},
@@ -349,11 +361,11 @@ std::vector<Case> allCases() {
       {"linear_cross_entropy_with_grad", {randn(s3), randn({20, 16}), randIds({2, 8}, 20), scalar(1.3)},
        {{F64, s3}, {F64, {20, 16}}, {F64, {}}}, attrs({{"transpose_rhs", true}, {"chunk_rows", int64_t(6)}})},
       // The vocabulary-parallel loss's rank part: classes [10, 20) of 20, chunks of 6 rows.
-      {"linear_cross_entropy_stats", {randn(s3), randn({10, 16}), randIds({2, 8}, 20), scalar(10)},
-       {{F64, {2, 8}}, {F64, {2, 8}}}, vocabStats},
+      {"linear_cross_entropy_stats", {randn(s3), randn({10, 16}), randIds({2, 8}, 20), scalar(10), randn({10})},
+       {{F64, {2, 8}}, {F64, {2, 8}}, {F64, {2, 8}}, {F64, {2, 8}}}, vocabStats},
       {"linear_cross_entropy_stats_grad",
-       {sh, sw, st, scalar(10), slse, randn({2, 8}), randn({2, 8})},
-       {{F64, s3}, {F64, {10, 16}}}, vocabStats},
+       {sh, sw, st, scalar(10), sb, slse, randn({2, 8}), randn({2, 8})},
+       {{F64, s3}, {F64, {10, 16}}, {F64, {10}}}, vocabStats},
       {"sum_to", {randn(s3)}, {{F64, {8, 1}}}, {}},
       {"copy", {randn(s3)}, {{F64, s3}}, {}},
       // The zoo's ops.

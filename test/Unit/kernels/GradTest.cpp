@@ -118,51 +118,90 @@ TEST(Grad, LinearCrossEntropy) {
 }
 
 /* linear_cross_entropy_stats_grad against finite differences of the stats op (f64,
-   chunks of 4 rows over 6), w holding classes [3, 6) of a vocabulary of 9: dh and dw for
-   the cotangent of lse alone and of the target logit alone (rows whose target is
-   another rank's, or ignored, have none). */
+   chunks of 4 rows over 6), w holding classes [3, 6) of a vocabulary of 9 with a bias:
+   dh, dw and dbias for the cotangent of lse alone and of the target logit alone (rows
+   whose target is another rank's, or ignored, have none). */
 TEST(Grad, LinearCrossEntropyStats) {
   for (bool tied : {true, false}) {
     SCOPED_TRACE(tied ? "tied [Vr, D]" : "untied [D, Vr]");
     Buf h = randn({2, 3, 4}), w = tied ? randn({3, 4}) : randn({4, 3}), t = randIds({2, 3}, 9), first = scalar(3);
+    Buf bias = randn({3});
     t.set(0, 4);   // one of the rank's classes
     t.set(4, -1);  // ignored with ignore_index -1
     Attrs a = attrs({{"ignore_index", (int64_t)-1}, {"transpose_rhs", tied}, {"chunk_rows", (int64_t)4},
                      {"vocab", (int64_t)9}});
     TensorType rows{DType::F64, {2, 3}};
-    auto stats = runKernel("linear_cross_entropy_stats", {h, w, t, first}, {rows, rows}, a);
+    auto stats = runKernel("linear_cross_entropy_stats", {h, w, t, first, bias}, {rows, rows, rows, rows}, a);
     Buf zero(DType::F64, {2, 3}), dy = randn({2, 3});
     for (int which : {0, 1}) {
       SCOPED_TRACE(which == 0 ? "d lse" : "d target_logit");
       Buf dlse = which == 0 ? dy : zero, dtl = which == 0 ? zero : dy;
-      auto g = runKernel("linear_cross_entropy_stats_grad", {h, w, t, first, stats[0], dlse, dtl}, {h.type, w.type}, a);
+      auto g = runKernel("linear_cross_entropy_stats_grad", {h, w, t, first, bias, stats[0], dlse, dtl},
+                         {h.type, w.type, bias.type}, a);
       auto f = [&](const std::vector<Buf> &in) {
-        return runKernel("linear_cross_entropy_stats", {in[0], in[1], t, first}, {rows, rows}, a)[which];
+        return runKernel("linear_cross_entropy_stats", {in[0], in[1], t, first, in[2]}, {rows, rows, rows, rows},
+                         a)[which];
       };
-      EXPECT_TRUE(allClose(g[0], finiteDiff(f, {h, w}, 0, dy), kRtol, kAtol)) << "dh";
-      EXPECT_TRUE(allClose(g[1], finiteDiff(f, {h, w}, 1, dy), kRtol, kAtol)) << "dw";
+      EXPECT_TRUE(allClose(g[0], finiteDiff(f, {h, w, bias}, 0, dy), kRtol, kAtol)) << "dh";
+      EXPECT_TRUE(allClose(g[1], finiteDiff(f, {h, w, bias}, 1, dy), kRtol, kAtol)) << "dw";
+      EXPECT_TRUE(allClose(g[2], finiteDiff(f, {h, w, bias}, 2, dy), kRtol, kAtol)) << "dbias";
     }
   }
 }
 
+/* max and argmax are the row's largest logit (of h w + bias) and the first class holding
+   it, numbered from first: a tie goes to the smaller class, as lm.accuracy's argmax. */
+TEST(Grad, LinearCrossEntropyStatsArgmax) {
+  Buf h = randn({4, 2}), w = randn({5, 2}), t = randIds({4}, 12), bias = randn({5});
+  // Classes 8 and 10 (the rank's 1 and 3) get the same weights and bias, 5, above the
+  // others': row 0 (h = 0, so each logit is its bias) has its max at both.
+  for (int64_t j = 0; j < 2; ++j) {
+    w.set(3 * 2 + j, w.get(1 * 2 + j));
+    h.set(0 * 2 + j, 0.0);
+  }
+  bias.set(1, 5.0);
+  bias.set(3, 5.0);
+  Attrs a = attrs({{"transpose_rhs", true}, {"vocab", (int64_t)12}});
+  TensorType rows{DType::F64, {4}};
+  auto st = runKernel("linear_cross_entropy_stats", {h, w, t, scalar(7), bias}, {rows, rows, rows, rows}, a);
+  for (int64_t r = 0; r < 4; ++r) {
+    int64_t best = 0;
+    double z[5];
+    for (int64_t c = 0; c < 5; ++c) {
+      z[c] = bias.get(c) + h.get(r * 2) * w.get(c * 2) + h.get(r * 2 + 1) * w.get(c * 2 + 1);
+      if (z[c] > z[best]) best = c;
+    }
+    EXPECT_NEAR(st[2].get(r), z[best], 1e-12) << "max of row " << r;
+    EXPECT_EQ(st[3].get(r), 7.0 + best) << "argmax of row " << r;
+  }
+  EXPECT_EQ(st[3].get(0), 8.0) << "row 0 ties classes 8 and 10: the first";
+}
+
 /* Two ranks' stats, combined as -lm-spmd combines them (logsumexp over the ranks, the
-   target logits summed), give the whole table's cross-entropy; the ranks' grad ops, fed
-   the combined seeds, give dh as the sum of their parts and dw as their rows. */
+   target logits summed), give the whole head's cross-entropy (h w^T + bias); the ranks'
+   grad ops, fed the combined seeds, give dh as the sum of their parts and dw and dbias
+   as their rows. */
 TEST(Grad, LinearCrossEntropyStatsComposeOverRanks) {
   const int64_t v = 8, vr = 4, n = 6;
-  Buf h = randn({2, 3, 5}), w = randn({v, 5}), t = randIds({2, 3}, v);
+  Buf h = randn({2, 3, 5}), w = randn({v, 5}), t = randIds({2, 3}, v), bias = randn({v});
   t.set(2, -100);
   t.set(0, 1);  // rank 0's
   t.set(1, 6);  // rank 1's
-  TensorType rows{DType::F64, {2, 3}}, loss{DType::F64, {}};
+  TensorType rows{DType::F64, {2, 3}}, loss{DType::F64, {}}, logitsType{DType::F64, {2, 3, v}};
   Attrs a = attrs({{"transpose_rhs", true}, {"chunk_rows", (int64_t)4}, {"vocab", v}});
-  auto whole = runKernel("linear_cross_entropy_with_grad", {h, w, t, scalar(1.0)}, {h.type, w.type, loss},
-                         attrs({{"transpose_rhs", true}, {"chunk_rows", (int64_t)4}}));
-  std::vector<Buf> wr(2, Buf(DType::F64, {vr, 5}));
+  // The whole head: logits, their loss and its gradient (cross_entropy_with_grad), dh,
+  // dw and dbias from the logits' gradient.
+  Buf logits = runKernel("matmul", {h, w}, {logitsType}, attrs({{"transpose_rhs", true}}))[0];
+  logits = runKernel("add", {logits, bias}, {logitsType})[0];
+  auto whole = runKernel("cross_entropy_with_grad", {logits, t, scalar(1.0)}, {logitsType, loss});
+  Buf wholeDh = runKernel("matmul", {whole[0], w}, {h.type})[0];
+  std::vector<Buf> wr(2, Buf(DType::F64, {vr, 5})), br(2, Buf(DType::F64, {vr}));
   std::vector<std::vector<Buf>> st;
   for (int r = 0; r < 2; ++r) {
     for (int64_t i = 0; i < vr * 5; ++i) wr[r].set(i, w.get(r * vr * 5 + i));
-    st.push_back(runKernel("linear_cross_entropy_stats", {h, wr[r], t, scalar(r * vr)}, {rows, rows}, a));
+    for (int64_t i = 0; i < vr; ++i) br[r].set(i, bias.get(r * vr + i));
+    st.push_back(runKernel("linear_cross_entropy_stats", {h, wr[r], t, scalar(r * vr), br[r]},
+                           {rows, rows, rows, rows}, a));
   }
   double sum = 0;
   int valid = 0;
@@ -179,27 +218,43 @@ TEST(Grad, LinearCrossEntropyStatsComposeOverRanks) {
     dlse[0].set(i, in / valid * std::exp(l0 - lse));
     dlse[1].set(i, in / valid * std::exp(l1 - lse));
     dtl.set(i, -in / valid);
+    // The argmax: the larger of the ranks' maxima, the first rank on a tie.
+    const int r = st[1][2].get(i) > st[0][2].get(i) ? 1 : 0;
+    int64_t best = 0;
+    for (int64_t c = 1; c < v; ++c)
+      if (logits.get(i * v + c) > logits.get(i * v + best)) best = c;
+    EXPECT_EQ(st[r][3].get(i), (double)best) << "argmax of row " << i;
   }
-  EXPECT_NEAR(sum / valid, whole[2].get(0), 1e-12) << "the loss";
+  EXPECT_NEAR(sum / valid, whole[1].get(0), 1e-12) << "the loss";
   Buf dh(DType::F64, h.type.shape);
   for (int r = 0; r < 2; ++r) {
-    auto g = runKernel("linear_cross_entropy_stats_grad", {h, wr[r], t, scalar(r * vr), st[r][0], dlse[r], dtl},
-                       {h.type, wr[r].type}, a);
+    auto g = runKernel("linear_cross_entropy_stats_grad",
+                       {h, wr[r], t, scalar(r * vr), br[r], st[r][0], dlse[r], dtl}, {h.type, wr[r].type, br[r].type},
+                       a);
     for (int64_t i = 0; i < dh.numel(); ++i) dh.set(i, dh.get(i) + g[0].get(i));
-    for (int64_t i = 0; i < vr * 5; ++i) EXPECT_NEAR(g[1].get(i), whole[1].get(r * vr * 5 + i), 1e-12) << "dw " << i;
+    for (int64_t c = 0; c < vr; ++c) {
+      double dwc[5] = {0, 0, 0, 0, 0}, dbc = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double dz = whole[0].get(i * v + r * vr + c);
+        dbc += dz;
+        for (int64_t k = 0; k < 5; ++k) dwc[k] += dz * h.get(i * 5 + k);
+      }
+      EXPECT_NEAR(g[2].get(c), dbc, 1e-12) << "dbias " << r * vr + c;
+      for (int64_t k = 0; k < 5; ++k) EXPECT_NEAR(g[1].get(c * 5 + k), dwc[k], 1e-12) << "dw " << c << "," << k;
+    }
   }
-  EXPECT_TRUE(allClose(dh, whole[0], 1e-12, 1e-12)) << "dh, the ranks' parts summed";
+  EXPECT_TRUE(allClose(dh, wholeDh, 1e-12, 1e-12)) << "dh, the ranks' parts summed";
 }
 
 /* A target outside the vocabulary (not ignore_index) is an error naming it, as the
    whole loss's; so is a first class that is not a whole number. */
 TEST(Grad, LinearCrossEntropyStatsErrors) {
-  Buf h = randn({2, 3}), w = randn({2, 3}), t = randIds({2}, 4);
+  Buf h = randn({2, 3}), w = randn({2, 3}), t = randIds({2}, 4), bias = randn({2});
   TensorType rows{DType::F64, {2}};
   Attrs a = attrs({{"transpose_rhs", true}, {"vocab", (int64_t)4}});
   auto message = [&](double first) -> std::string {
     try {
-      runKernel("linear_cross_entropy_stats", {h, w, t, scalar(first)}, {rows, rows}, a);
+      runKernel("linear_cross_entropy_stats", {h, w, t, scalar(first), bias}, {rows, rows, rows, rows}, a);
       return "no error";
     } catch (const Error &e) {
       return e.what();

@@ -342,11 +342,15 @@ mlir::lm::vocabularyParameters(ModuleOp module, int64_t ranks,
         fs.push_back(f);
     return fs;
   }();
-  // The vocabulary: the rows of the largest table an lm.embedding reads.
+  // The vocabulary: the rows of the largest parameter an lm.embedding reads
+  // (not an activation read as a table, as SpanBERT's gather of the boundary
+  // tokens' states is).
   int64_t vocab = 0;
   for (auto f : functions)
     f.walk([&](EmbeddingOp emb) {
-      vocab = std::max(vocab, cast<RankedTensorType>(emb.getTable().getType()).getDimSize(0));
+      auto arg = dyn_cast<BlockArgument>(emb.getTable());
+      if (arg && arg.getOwner()->getParentOp() == f && paramName(f, arg))
+        vocab = std::max(vocab, cast<RankedTensorType>(emb.getTable().getType()).getDimSize(0));
     });
   if (vocab == 0)
     return {};

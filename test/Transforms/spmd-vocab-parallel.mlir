@@ -304,6 +304,26 @@ module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
 
 // -----
 
+// The vocabulary is the largest parameter a lookup reads: an activation read as a
+// table (SpanBERT gathers the boundary tokens' states from h as [B * T, d], here 6
+// rows) neither counts nor is split, and the 4-row table is.
+// CHECK-LABEL: func.func @activation_table(
+// CHECK-SAME: tensor<2x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte", lm.sharding = {split_axes = {{\[\[}}1], []]}}
+// CHECK: lm.embedding %{{.*}} : (tensor<6x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
+module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
+  func.func @activation_table(%wte: tensor<4x8xf32> {lm.param = "wte", lm.init = {kind = "zeros"}},
+                              %ids: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 4 : i64},
+                              %at: tensor<2x3xi32> {lm.input = "at", lm.vocab = 6 : i64}) -> tensor<2x3x8xf32>
+      attributes {lm.model} {
+    %h = lm.embedding %wte, %ids : (tensor<4x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
+    %rows = lm.reshape %h : (tensor<2x3x8xf32>) -> tensor<6x8xf32>
+    %g = lm.embedding %rows, %at : (tensor<6x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
+    return %g : tensor<2x3x8xf32>
+  }
+}
+
+// -----
+
 // A vocabulary the tensor axis does not divide stays whole, with a warning.
 module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
   // expected-warning @below {{tensor parallelism: parameter 'wte' (7 rows, the vocabulary) is not divisible by mesh axis 'tensor' (2 ranks), so it stays whole on every rank; pad the vocabulary to a multiple of 2 to split it}}

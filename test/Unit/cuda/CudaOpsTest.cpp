@@ -172,6 +172,26 @@ TEST(CudaOps, LinearCrossEntropy) {
   }
 }
 
+/* The vocabulary-parallel loss's rank part: this rank holds classes [25, 50) of 75 (the ids
+   span all three ranks', every 7th ignored), 30 rows in chunks of 8 and in one; a tied
+   [Vr, D] table and an untied [D, Vr] weight, f32 and f64. */
+TEST(CudaOps, LinearCrossEntropyStats) {
+  for (int64_t chunk : {8, 0})
+    for (bool tied : {true, false}) {
+      SCOPED_TRACE(std::string(tied ? "tied" : "untied") + ", chunk_rows " + std::to_string(chunk));
+      kernels::Attrs a = attrs({{"transpose_rhs", tied}, {"chunk_rows", chunk}, {"vocab", int64_t(75)}});
+      for (auto t : {f32, f64}) {
+        const TensorType h = t({6, 5, 16}), w = tied ? t({25, 16}) : t({16, 25}), rows = t({6, 5});
+        OpCase stats{"linear_cross_entropy_stats", {h, w, i32({6, 5}), t({})}, {rows, rows}, a, 75, 7};
+        stats.fill = {{3, 25.0}};
+        runCase(stats);
+        OpCase grad{"linear_cross_entropy_stats_grad", {h, w, i32({6, 5}), t({}), rows, rows, rows}, {h, w}, a, 75, 7};
+        grad.fill = {{3, 25.0}};
+        runCase(grad);
+      }
+    }
+}
+
 /* Where chunk_rows is lmc's own rule (the CPU's chunk), the GPU takes larger chunks
    (linearCrossEntropyCudaChunkRows): 5000 rows against 65536 classes are 20 CPU chunks
    of 250 rows and 2 GPU chunks of 2500 (the most rows of f32 logits in 1 GiB: 4096). The

@@ -124,7 +124,11 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   const char *syncEnv = std::getenv("LMRT_CUDA_SYNC");
   syncEveryStep_ = syncEnv && *syncEnv && std::strcmp(syncEnv, "0") != 0;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  if (collectiveStreamEnabled()) collectives_ = std::make_unique<CollectiveStream>(stream_);
+  // Not with a tensor axis: its collectives run on the compute stream, and the data axis's on
+  // the second one would run NCCL kernels of two communicators at once, which NCCL documents as
+  // able to deadlock; a multi-GPU run has to check that first.
+  if (collectiveStreamEnabled() && plan.train().mesh().tensor() <= 1)
+    collectives_ = std::make_unique<CollectiveStream>(stream_);
   gemm_ = std::make_unique<Gemm>(stream_, options.tf32);
   if (plan.precision() == "bf16") lowPrecision_ = DType::BF16;
   if (plan.precision() == "fp16") lowPrecision_ = DType::F16;
@@ -377,7 +381,8 @@ void CudaBackend::run(const std::string &programName, const std::map<std::string
     auto t0 = std::chrono::steady_clock::now();
     try {
       if (second) second->before(in, out);
-      if (second && s.def && sb.step->op() == "all_reduce") {
+      // Data-axis all-reduces only (the gradients' buckets); see collectives_ for a tensor axis.
+      if (second && s.def && sb.step->op() == "all_reduce" && sb.attrs.getInt("mesh_axis") == 0) {
         OpCall call{in, out, sb.attrs, second->begin(), scratch_.get(), *gemm_, lowPrecision_};
         s.def->run(call);
         second->end(in, out);

@@ -97,7 +97,7 @@ std::optional<Head> headOf(MatmulOp mm, int64_t vocab) {
   auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
   auto rhs = cast<RankedTensorType>(mm.getRhs().getType());
   if (mm.getTransposeLhs() || lhs.getRank() < 2 || rhs.getRank() != 2 || mm.getLhs() == mm.getRhs() ||
-      !lhs.getElementType().isF32() && !lhs.getElementType().isF64() || rhs.getDimSize(columnDim(mm)) != vocab)
+      (!lhs.getElementType().isF32() && !lhs.getElementType().isF64()) || rhs.getDimSize(columnDim(mm)) != vocab)
     return std::nullopt;
   Head head{mm, nullptr, nullptr, mm.getResult()};
   if (!mm.getResult().hasOneUse())

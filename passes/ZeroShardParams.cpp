@@ -8,7 +8,8 @@
 // each op that reads the parameter the slices are all-gathered, cut to n and
 // reshaped; the gathered tensor lives across that op only, so a parameter
 // read in the forward and again in the backward is gathered twice, never kept
-// across the step. Each gradient is reduce-scattered right after it is
+// across the step. With prefetch_mb > 0 the all-gathers then move ahead of
+// earlier ops (prefetchGathers), their tensors live from there. Each gradient is reduce-scattered right after it is
 // computed (flattened, padded with zeros), then divided by D: the rank-order sum divided
 // by D of its own slice, the arithmetic (and so the bits) of the mean
 // -lm-data-parallel's all-reduce computes for those elements. The reduce-scatters go

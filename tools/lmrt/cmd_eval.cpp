@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "contract/plan.pb.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/distributed.h"
 #include "runtime/weights/weights.h"
@@ -43,7 +44,15 @@ void run(const Options &o) {
                  {{"the plan", o.plan}, {"--weights", o.weights}}, o.overwrite, stdout);
   }
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
-  refuseTensorParallel(*session, o.plan, "eval");
+  // On a tensor-parallel or ZeRO-3 plan's ranks every rank scores, rank 0 prints.
+  const RankInfo ranks = joinCommandRanks(*session, o.plan, "eval",
+                                          o.eval.split + '\n' + std::to_string(o.eval.maxBatches) + '\n' +
+                                              std::to_string(o.eval.seed));
+  if (comm::world().size() > 1 && !o.predictions.empty())
+    fail("--predictions writes its file from one process; run `lmrt eval --predictions` without mpirun, on the "
+         "same model compiled without --mesh (the weights hold whole tensors)");
+  EvalOptions eval = o.eval;
+  eval.dataRank = ranks.rank, eval.dataRanks = ranks.ranks;
   loadWeights(*session, o.weights);
   const bool seq2seq = session->plan().data().transform() == "seq2seq";
   if (o.maxNewTokens && (!seq2seq || o.predictions.empty()))
@@ -67,7 +76,8 @@ void run(const Options &o) {
     std::printf("wrote %s: %llu predictions (score them with lmrt metrics --predictions %s)\n",
                 o.predictions.c_str(), (unsigned long long)n, o.predictions.c_str());
   }
-  EvalResult r = evaluateSplit(*session, o.eval);
+  EvalResult r = evaluateSplit(*session, eval);
+  if (!ranks.writer()) return;
   if (r.transform != "causal") {
     std::printf("data: %s (%s), %llu tokens; %lld %s batches of %lld x %lld (seed %llu)\n", r.file.c_str(),
                 r.format.c_str(), (unsigned long long)r.tokens, (long long)r.batches, r.transform.c_str(),

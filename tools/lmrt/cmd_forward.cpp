@@ -79,8 +79,9 @@ void forward(const Options &o) {
   checkOutputs({{"--out", o.out, false, IfExists::NeedsOverwrite}},
                {{"the plan", o.plan}, {"--weights", o.weights}, {flag, source}}, o.overwrite, stdout);
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
-  refuseTensorParallel(*session, o.plan, "forward");
   const std::string name = pickProgram(*session, o);
+  // On a tensor-parallel or ZeRO-3 plan's ranks every rank runs the program, rank 0 writes.
+  const RankInfo ranks = joinCommandRanks(*session, o.plan, "forward", name);
   const plan::Program &program = findProgram(*session, name);
   SafetensorsFile file = readSafetensors(source);
   std::map<std::string, TensorRef> feed;
@@ -127,6 +128,7 @@ void forward(const Options &o) {
     outputs.push_back({out.name(), session->output(name, out.name())});
     summary += (summary.empty() ? "" : ", ") + out.name() + " " + outputs.back().second.type.str();
   }
+  if (!ranks.writer()) return;
   writeSafetensors(o.out, outputs);
   std::printf("wrote %s: %s\n", o.out.c_str(), summary.c_str());
 }

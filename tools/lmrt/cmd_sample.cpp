@@ -53,7 +53,9 @@ constexpr int64_t kMaxTopK = 2147483647;
 
 /* Text goes out as it is generated; a stdout that takes no more (a full disk, a
    closed pipe) stops the generation instead of running it to the end unseen. */
+bool quiet = false;  // a rank other than 0 of a plan run on its mesh's processes
 void print(const std::string &s) {
+  if (quiet) return;
   if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size() || std::fflush(stdout) != 0)
     fail("cannot write the sample to standard output: %s", std::strerror(errno));
 }
@@ -148,6 +150,19 @@ std::vector<std::string> readPrompts(const std::string &path) {
   return lines;
 }
 
+/* What decides the programs every rank runs, and how often: the same on every rank. */
+std::string settings(const Options &o, const std::vector<std::string> &prompts) {
+  const SampleOptions &s = o.sample;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%lld %.17g %lld %.17g %.17g %llu %d %.17g|", (long long)s.tokens, s.temperature,
+                (long long)s.topK, s.topP, s.repetitionPenalty, (unsigned long long)s.seed, (int)s.kvCache,
+                s.checkCache);
+  std::string all = buf + o.data + '|' + o.tokenizer + '|';
+  for (const std::string &p : prompts) all += std::to_string(p.size()) + ':' + p;
+  for (const std::string &t : o.stops) all += std::to_string(t.size()) + ':' + t;
+  return all;
+}
+
 void sample(Options &o) {
   if (!o.seed.empty()) o.sample.seed = parseU64Flag("--seed", o.seed);
   o.sample.kvCache = !o.noKvCache;
@@ -176,8 +191,11 @@ void sample(Options &o) {
   const std::vector<std::string> prompts =
       o.promptsFile.empty() ? std::vector<std::string>{o.sample.prompt} : readPrompts(o.promptsFile);
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
-  refuseTensorParallel(*session, o.plan, "sample");
+  // On a tensor-parallel or ZeRO-3 plan's ranks every rank generates the same tokens
+  // (the same logits, the same seeded draws), rank 0 prints.
+  const RankInfo ranks = joinCommandRanks(*session, o.plan, "sample", settings(o, prompts));
   loadWeights(*session, o.weights);
+  quiet = !ranks.writer();
   const bool json = o.format == "json";
   for (const std::string &prompt : prompts) {
     SampleOptions so = o.sample;

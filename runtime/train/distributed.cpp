@@ -157,6 +157,16 @@ void agreeOnData(const RankInfo &, const std::string &error) {
     }
 }
 
+std::string fromWriter(const RankInfo &, const std::string &text) {
+  comm::Communicator &world = comm::world();
+  if (world.size() == 1) return text;
+  uint64_t n = text.size();
+  world.broadcast(&n, sizeof n, 0, "the length of rank 0's checkpoint path");
+  std::string out = world.rank() == 0 ? text : std::string(n, '\0');
+  if (n) world.broadcast(out.data(), (int64_t)n, 0, "rank 0's checkpoint path");
+  return out;
+}
+
 void stopOnDataFailure(const RankInfo &ranks, const std::string &message, bool mine) {
   if (comm::world().size() > 1) {
     anyRank(ranks, false);  // every rank is past the checkpoint

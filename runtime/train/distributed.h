@@ -62,6 +62,10 @@ bool anyRank(const RankInfo &ranks, bool flag);
    collectives until the timeout. Collective: one all-reduce of `ranks` flags. */
 void agreeOnData(const RankInfo &ranks, const std::string &error);
 
+/* Rank 0's `text` on every rank (one rank's checkpoint path for the message of
+   another). Collective over the world. */
+std::string fromWriter(const RankInfo &ranks, const std::string &text);
+
 /* After a DataFailure's checkpoint: the rank whose data failed reports its error and
    ends the run (lmrt's MPI_Abort); the others wait for that here, after a barrier
    that keeps rank 0's checkpoint from being cut short. Never returns. */

@@ -7,6 +7,7 @@
 #include "contract/plan.pb.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/exec/session.h"
+#include "runtime/train/checkpoint.h"
 #include "runtime/train/distributed.h"
 #include "runtime/weights/weights.h"
 #include "runtime/train/evaluate.h"
@@ -53,7 +54,7 @@ void run(const Options &o) {
          "same model compiled without --mesh (the weights hold whole tensors)");
   EvalOptions eval = o.eval;
   eval.dataRank = ranks.rank, eval.dataRanks = ranks.ranks;
-  loadWeights(*session, o.weights);
+  loadWeightsOrCheckpoint(*session, o.weights);
   const bool seq2seq = session->plan().data().transform() == "seq2seq";
   if (o.maxNewTokens && (!seq2seq || o.predictions.empty()))
     fail("--max-new-tokens limits the generation of --predictions on a seq2seq plan");
@@ -112,7 +113,7 @@ void add(CLI::App &app) {
   EvalOptions &e = o->eval;
   cmd->add_option("plan", o->plan, "Plan written by `lmc compile` (uses its \"eval\" program)")
       ->required();
-  cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`")->required();
+  cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`, or one of its checkpoint directories (step-N)")->required();
   cmd->add_option("--data", e.dataDir, "Data directory (as lmrt run --data)")->required();
   cmd->add_option("--split", e.split, "val | train");
   addIntOption(cmd, "--batches", e.maxBatches, 0, int64_t(1) << 30, "Score at most N batches (0: the whole split)");

@@ -20,6 +20,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/tensor.h"
+#include "runtime/train/checkpoint.h"
 #include "runtime/train/distributed.h"
 #include "runtime/weights/weights.h"
 #include "runtime/train/completion_text.h"
@@ -194,7 +195,7 @@ void sample(Options &o) {
   // On a tensor-parallel or ZeRO-3 plan's ranks every rank generates the same tokens
   // (the same logits, the same seeded draws), rank 0 prints.
   const RankInfo ranks = joinCommandRanks(*session, o.plan, "sample", settings(o, prompts));
-  loadWeights(*session, o.weights);
+  loadWeightsOrCheckpoint(*session, o.weights);
   quiet = !ranks.writer();
   const bool json = o.format == "json";
   for (const std::string &prompt : prompts) {
@@ -220,7 +221,7 @@ void add(CLI::App &app) {
                   "Plan written by `lmc compile` (its \"prefill\" and \"decode\" programs, with \"encode\" for "
                   "an encoder-decoder model, else \"forward\")")
       ->required();
-  cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`")->required();
+  cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`, or one of its checkpoint directories (step-N)")->required();
   cmd->add_option("--data", o->data, "Decode with the tokenizer recorded in DIR/meta.json");
   cmd->add_option("--tokenizer", o->tokenizer, "Decode with this SentencePiece model");
   cmd->add_option("--prompt", s.prompt, "Text to continue (empty: start a new document)")

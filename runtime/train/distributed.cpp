@@ -96,9 +96,9 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
          (long long)data, (long long)data, (long long)mesh.global_batch(), world.size(),
          world.size() == 1 ? "" : "es", (long long)data, (long long)data);
   }
-  if (tensor > 1 && mesh.zero() > 0)
-    fail("plan '%s' asks for ZeRO stage %lld with tensor parallelism (tensor = %lld), which this lmrt does not run; "
-         "compile it with --zero 0", o.planPath.c_str(), (long long)mesh.zero(), (long long)tensor);
+  if (tensor > 1 && mesh.zero() > 1)
+    fail("plan '%s' asks for ZeRO stage %lld with tensor parallelism (tensor = %lld), which this lmrt does not run "
+         "(stage 1 only); compile it with --zero 1 or 0", o.planPath.c_str(), (long long)mesh.zero(), (long long)tensor);
   if (tensor > 1 && s.device().device != "cpu")
     fail("plan '%s' is tensor-parallel (tensor = %lld), which lmrt runs on --device cpu only so far",
          o.planPath.c_str(), (long long)tensor);

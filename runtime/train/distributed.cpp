@@ -61,7 +61,7 @@ RankInfo joinCommandRanks(Session &s, const std::string &planPath, const char *c
          world.size(), (long long)processes, command, (long long)processes);
   }
   if (sliced && s.device().device != "cpu")
-    fail("plan '%s' is %s, which lmrt runs on --device cpu only so far", planPath.c_str(), what);
+    fail("plan '%s' is %s, which `lmrt %s` runs on --device cpu only so far", planPath.c_str(), what, command);
   const int t = (int)tensor;
   RankInfo r{world.rank() / t, world.size() > 1 ? (int)data : 1, world.rank() % t, world.size() > 1 ? t : 1,
              world.rank()};
@@ -99,9 +99,6 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
   if (tensor > 1 && mesh.zero() > 1)
     fail("plan '%s' asks for ZeRO stage %lld with tensor parallelism (tensor = %lld), which this lmrt does not run "
          "(stage 1 only); compile it with --zero 1 or 0", o.planPath.c_str(), (long long)mesh.zero(), (long long)tensor);
-  if (tensor > 1 && s.device().device != "cpu")
-    fail("plan '%s' is tensor-parallel (tensor = %lld), which lmrt runs on --device cpu only so far",
-         o.planPath.c_str(), (long long)tensor);
   if (mesh.zero() > 3)
     fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stages 1, 2 and 3 only)",
          o.planPath.c_str(), (long long)mesh.zero());

@@ -281,9 +281,12 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
   if (axes[1] > 1) {
     // lmrt keeps a slice of every split parameter and of its optimizer state, and updates
     // it alone (docs/distributed.md, "Tensor parallelism"): the same conditions as ZeRO's.
-    if (zero > 0)
+    // Stage 1 splits each rank's slices' optimizer state over the data axis (lmrt alone);
+    // stages 2 and 3 rewrite the programs (-lm-zero-shard-params), not yet with a tensor axis.
+    if (zero > 1)
       return emitError(zeroLoc) << "zero = " << zero << " with tensor = " << axes[1]
-                                << ": ZeRO over a tensor-parallel mesh is not supported yet (docs/distributed.md)";
+                                << ": ZeRO stages 2 and 3 over a tensor-parallel mesh are not supported yet (stage 1 "
+                                   "is; docs/distributed.md)";
     auto optimizer = train ? dyn_cast_or_null<StringAttr>(train.get("optimizer")) : StringAttr();
     StringRef kind = optimizer ? optimizer.getValue() : StringRef(lmrt::settings::kDefaultOptimizer);
     if (kind != "adamw" && kind != "sgd" && kind != "lion")

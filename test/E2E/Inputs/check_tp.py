@@ -1,9 +1,10 @@
 """Compares a tensor-parallel run with the one-process run of the same model
 (test/E2E/tensor-parallel.test, docs/distributed.md "Tensor parallelism").
 
-  check_tp.py losses A.jsonl B.jsonl TOL [--equal KEY ...]
+  check_tp.py losses A.jsonl B.jsonl TOL [GRAD_TOL] [--equal KEY ...]
                                            every step's loss and grad_norm (and each
-                                           val_loss) of A within TOL relative of B's;
+                                           val_loss) of A within TOL relative of B's
+                                           (grad_norm within GRAD_TOL when given);
                                            each KEY (an accuracy, such as
                                            val_mlm_accuracy) equal, and present in
                                            at least one step
@@ -32,7 +33,7 @@ def rel(a, b):
     return abs(a - b) / max(abs(b), 1e-30)
 
 
-def losses(a_path, b_path, tol, equal=()):
+def losses(a_path, b_path, tol, grad_tol=None, equal=()):
     a = [json.loads(line) for line in open(a_path)]
     b = [json.loads(line) for line in open(b_path)]
     if len(a) != len(b) or not a:
@@ -58,8 +59,9 @@ def losses(a_path, b_path, tol, equal=()):
             r = rel(x[key], y[key])
             identical = identical and x[key] == y[key]
             worst[key] = max(worst.get(key, 0.0), r)
-            if r > tol:
-                sys.exit(f"step {x['step']}: {key} {x[key]!r} vs {y[key]!r}, relative {r:.3e} > {tol:g}")
+            limit = grad_tol if key == "grad_norm" and grad_tol is not None else tol
+            if r > limit:
+                sys.exit(f"step {x['step']}: {key} {x[key]!r} vs {y[key]!r}, relative {r:.3e} > {limit:g}")
     for key, n in compared.items():
         if n == 0:
             sys.exit(f"{key} is in no step of {a_path}")
@@ -106,8 +108,11 @@ if __name__ == "__main__":
     mode, a, b, tol = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
     if mode == "losses":
         rest = sys.argv[5:]
+        grad_tol = None
         if rest and rest[0] != "--equal":
-            sys.exit(f"unexpected argument {rest[0]!r} (losses takes --equal KEY ...)")
-        losses(a, b, tol, rest[1:])
+            grad_tol, rest = float(rest[0]), rest[1:]
+        if rest and rest[0] != "--equal":
+            sys.exit(f"unexpected argument {rest[0]!r} (losses takes [GRAD_TOL] [--equal KEY ...])")
+        losses(a, b, tol, grad_tol, rest[1:])
     else:
         weights(a, b, tol, *[x for x in sys.argv[5:] if x != "--noise"])

@@ -58,11 +58,11 @@ module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
 
 // CHECK-LABEL: func.func @lookup(
 // CHECK-SAME: tensor<4x4xf32> {lm.init = {kind = "zeros"}, lm.param = "table", lm.sharding = {split_axes = {{\[\[}}1], []]}}
-// CHECK-SAME: tensor<4x8xf32> {lm.init = {kind = "zeros"}, lm.param = "head"}
+// CHECK-SAME: tensor<4x4xf32> {lm.init = {kind = "zeros"}, lm.param = "head", lm.sharding = {split_axes = {{\[\[}}], [1]]}}
 // CHECK: lm.embedding %{{.*}} : (tensor<4x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
 // CHECK: lm.all_reduce %{{.*}} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
-// CHECK-NEXT: lm.matmul %{{.*}} : (tensor<2x3x4xf32>, tensor<4x8xf32>) -> tensor<2x3x8xf32>
-// CHECK-NOT: lm.all_reduce
+// CHECK: lm.linear_cross_entropy_stats %{{.*}} : (tensor<2x3x4xf32>, tensor<4x4xf32>, tensor<2x3xi32>, tensor<f32>, tensor<4xf32>)
+// CHECK-NOT: lm.matmul
 // CHECK: return
 module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
   func.func @lookup(%table: tensor<8x4xf32> {lm.param = "table", lm.init = {kind = "zeros"}},
@@ -70,7 +70,8 @@ module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
                     %head: tensor<4x8xf32> {lm.param = "head", lm.init = {kind = "zeros"}},
                     %t: tensor<2x3xi32> {lm.input = "t", lm.vocab = 8 : i64}) -> tensor<f32>
       attributes {lm.objective} {
-    // The column split of `table` would close in the head's contraction over 4.
+    // The column split of `table` would close in the head's contraction over 4; the
+    // vocabulary split (the table's rows, the untied head's columns) is taken instead.
     %h = lm.embedding %table, %ids : (tensor<8x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
     %l = lm.matmul %h, %head : (tensor<2x3x4xf32>, tensor<4x8xf32>) -> tensor<2x3x8xf32>
     %c = lm.cross_entropy %l, %t : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<f32>

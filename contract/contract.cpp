@@ -104,7 +104,7 @@ int64_t matmulScratch(const plan::Program &program, const plan::Step &step) {
    CUDA kernel's (its chunk: linearCrossEntropyCudaChunkRows), which is at least the CPU's. */
 int64_t lossScratch(const plan::Program &program, const plan::Step &step, bool cuda) {
   // The vocabulary-parallel loss's two ops keep one [chunk, V/T] scratch of h's type (no
-  // row losses; no CUDA kernel, so the CPU's chunk).
+  // row losses); on CUDA the chunk is the GPU's, as the fused loss's (vocab_parallel.cu).
   const bool stats = step.op() == "linear_cross_entropy_stats" || step.op() == "linear_cross_entropy_stats_grad";
   if ((step.op() != "linear_cross_entropy" && step.op() != "linear_cross_entropy_with_grad" && !stats) ||
       step.inputs_size() < 3)
@@ -119,8 +119,8 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step, bool c
   const bool tb = attr("transpose_rhs") && attr("transpose_rhs")->b();
   const int64_t rows = numElements(targets), v = w.shape(tb ? 0 : 1), d = w.shape(tb ? 1 : 0);
   const int64_t planned = attr("chunk_rows") ? attr("chunk_rows")->i() : 0;
-  if (stats) return kernels::linearCrossEntropyEffectiveChunk(planned, rows) * v * dtypeBytes(h.dtype());
   const int64_t chunk = cuda ? kernels::linearCrossEntropyCudaChunkRows(planned, rows, v, d) : planned;
+  if (stats) return kernels::linearCrossEntropyEffectiveChunk(chunk, rows) * v * dtypeBytes(h.dtype());
   // bf16 or f16 operands: f32 logits, and in a train step their gradient's rounded copy.
   const bool reduced = h.dtype() == plan::BF16 || h.dtype() == plan::F16;
   const int64_t logitBytes = reduced ? 4 : dtypeBytes(h.dtype());

@@ -162,13 +162,18 @@ LMC_PLAN_RECORD=$stage/plans LMC_REAL_LMC=$build/bin/lmc \
   --workdir "$stage_parent/bench-plans" > /dev/null
 # Plans of their own for gpu-check.sh's first smoke runs (CPU, then GPU): fp32, bf16, fp16;
 # and the fp32 one's model with its parameters and loss through collectives of one rank
-# (test/GPU/Inputs/group_of_one.py), for the 1-rank NCCL run.
+# (test/GPU/Inputs/group_of_one.py), for the 1-rank NCCL run; and with the matrices and the
+# loss on the tensor axis (--tensor-axis), for the NCCL communicator of each mesh axis.
 "$build/bin/lmc" compile models/gpt2.lm --preset tiny -D layers=2 -D batch=8 -D seq=64 --target cpu,cuda \
   --dump-dir "$stage_parent/smoke-ir" -o "$stage/plans/smoke.plan" > /dev/null
 "$python" test/GPU/Inputs/group_of_one.py "$stage_parent/smoke-ir/00-frontend.mlir" \
   "$stage_parent/smoke-collectives.mlir" > /dev/null
 "$build/bin/lmc" compile "$stage_parent/smoke-collectives.mlir" --target cpu,cuda \
   -o "$stage/plans/smoke-collectives.plan" > /dev/null
+"$python" test/GPU/Inputs/group_of_one.py --tensor-axis "$stage_parent/smoke-ir/00-frontend.mlir" \
+  "$stage_parent/smoke-collectives-tensor.mlir" > /dev/null
+"$build/bin/lmc" compile "$stage_parent/smoke-collectives-tensor.mlir" --target cpu,cuda \
+  -o "$stage/plans/smoke-collectives-tensor.plan" > /dev/null
 for precision in bf16 fp16; do
   "$build/bin/lmc" compile models/gpt2.lm --preset tiny -D layers=2 -D batch=8 -D seq=64 --target cpu,cuda \
     --precision "$precision" -o "$stage/plans/smoke-$precision.plan" > /dev/null

@@ -14,8 +14,9 @@
 #      reported as skipped);
 #   4. NCCL in training: 10 steps of a tiny GPT whose parameters and loss pass through
 #      collectives of one rank, sent through NCCL (LMRT_NCCL_GROUPS_OF_ONE=1): the same
-#      weights as the run that copies them, the plain plan's loss; and with the all-reduces
-#      on a second stream (LMRT_CUDA_COLLECTIVE_STREAM=1) the same weights again;
+#      weights as the run that copies them, the plain plan's loss; with the all-reduces
+#      on a second stream (LMRT_CUDA_COLLECTIVE_STREAM=1) the same weights again; and with
+#      collectives on the tensor axis too (one NCCL communicator per mesh axis);
 #   5. the GPU benchmark: GPT-2 124M at batch 8 x seq 1024, lmrt in f32, TF32 and bf16 beside
 #      PyTorch eager and torch.compile in TF32 and bf16 on the same GPU (bench/roofline.py:
 #      tokens/s, TFLOP/s, MFU against 989 TFLOP/s dense bf16), then lmrt --profile's kernel table;
@@ -311,8 +312,27 @@ if ((have_gpu)); then
     record FAIL "lmrt run --device cuda, all_reduce on a second stream (LMRT_CUDA_COLLECTIVE_STREAM=1)" \
       "weights differ from the one-stream NCCL run's: $(grep -m1 'error' "$W/coll-stream.txt")"
   fi
+  # The tensor axis too (test/GPU/Inputs/group_of_one.py --tensor-axis): the matrices' gathers,
+  # their gradients' reduce-scatters and the loss on mesh axis 1, the vectors on axis 0, and
+  # lm.axis_index: lmrt joins one NCCL communicator per axis (runtime/cuda/collective.cpp), as a
+  # tensor-parallel run does. The same losses and weights as the copying run of the same plan.
+  tcoll=(run "$B/plans/smoke-collectives-tensor.plan" --data "$B/data/fortunes" --steps 10 --eval-batches 0 --overwrite)
+  timeout 120 "$B/bin/lmrt" "${tcoll[@]}" --device cuda --out "$W/tcoll-copy.safetensors" > "$W/tcoll-copy.txt" 2>&1
+  LMRT_NCCL_GROUPS_OF_ONE=1 timeout 120 "$B/bin/lmrt" "${tcoll[@]}" --device cuda \
+    --out "$W/tcoll-nccl.safetensors" > "$W/tcoll-nccl.txt" 2>&1
+  cat "$W/tcoll-nccl.txt"
+  name="lmrt run --device cuda through NCCL on both mesh axes (10 steps, 1 rank, 2 communicators)"
+  if [[ $(grep -c '^collectives: NCCL' "$W/tcoll-nccl.txt") != 2 ]]; then
+    record FAIL "$name" "not one NCCL communicator per axis: $(grep -m1 'error' "$W/tcoll-nccl.txt")"
+  elif [[ -n $(loss10 "$W/tcoll-nccl.txt") && $(loss10 "$W/tcoll-nccl.txt") == "$(loss10 "$W/plain-10.txt")" ]] &&
+       cmp -s "$W/tcoll-nccl.safetensors" "$W/tcoll-copy.safetensors"; then
+    record PASS "$name" "$(loss10 "$W/tcoll-nccl.txt"), the plain plan's; weights byte-identical to the copying run"
+  else
+    record FAIL "$name" "loss '$(loss10 "$W/tcoll-nccl.txt")', plain '$(loss10 "$W/plain-10.txt")'; weights $(cmp -s "$W/tcoll-nccl.safetensors" "$W/tcoll-copy.safetensors" && echo same || echo differ) (copying run: $(loss10 "$W/tcoll-copy.txt"))"
+  fi
 else
   record SKIP "lmrt run --device cuda through NCCL (10 steps, 1 rank)" "no GPU"
+  record SKIP "lmrt run --device cuda through NCCL on both mesh axes (10 steps, 1 rank, 2 communicators)" "no GPU"
   record SKIP "lmrt run --device cuda, all_reduce on a second stream (LMRT_CUDA_COLLECTIVE_STREAM=1)" "no GPU"
 fi
 

@@ -94,15 +94,16 @@ std::unique_ptr<Communicator> makeSingleProcess() { return std::make_unique<Sing
 
 LaunchEnv launchEnv() {
   struct Source {
-    const char *launcher, *rank, *size;
+    const char *launcher, *rank, *size, *localRank;
   };
   // Open MPI's mpirun first: under `srun --mpi=pmix mpirun`-like nestings it is the innermost.
   // Slurm's step size, not the job's: a batch script has SLURM_NTASKS of the whole job
   // and runs one process (lmrt run there directly is a run of one).
-  static const Source sources[] = {{"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                                   {"pmi", "PMI_RANK", "PMI_SIZE"},
-                                   {"pmi", "PMIX_RANK", "PMI_SIZE"},
-                                   {"srun", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
+  static const Source sources[] = {
+      {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+      {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+      {"pmi", "PMIX_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+      {"srun", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID"}};
   for (const Source &s : sources) {
     int rank = envInt(s.rank), size = envInt(s.size);
     if (rank < 0 && size < 0) continue;
@@ -111,7 +112,8 @@ LaunchEnv launchEnv() {
       fail("the launcher's environment is inconsistent: %s=%s, %s=%s (expected 0 <= rank < size)", s.rank,
            std::getenv(s.rank) ? std::getenv(s.rank) : "(unset)", s.size,
            std::getenv(s.size) ? std::getenv(s.size) : "(unset)");
-    return LaunchEnv{rank, size, s.launcher};
+    const int local = envInt(s.localRank);
+    return LaunchEnv{rank, size, s.launcher, local < 0 ? 0 : local};
   }
   return LaunchEnv{};
 }
@@ -162,6 +164,30 @@ Communicator &collectiveGroup(const char *op, int64_t meshAxis, int64_t groupSiz
          meshAxis == 0 || meshAxis == 1 ? kAxisNames[meshAxis] : "?", w.size(), w.size() == 1 ? "" : "es",
          (long long)groupSize);
   return w;
+}
+
+double sumOverTensorGroup(const std::vector<double> &values, const std::vector<bool> &split) {
+  if (values.size() != split.size())
+    fail("sumOverTensorGroup: %zu values for %zu tensors", values.size(), split.size());
+  Communicator &group = meshGroup(1);
+  std::vector<double> mine;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (split[i]) mine.push_back(values[i]);
+  const size_t n = mine.size();
+  std::vector<double> all(n * (size_t)group.size());
+  if (n) group.allGather(mine.data(), all.data(), (int64_t)n, DType::F64, "the split gradients' norms");
+  double s = 0;
+  for (size_t i = 0, k = 0; i < values.size(); ++i) {
+    if (!split[i]) {
+      s += values[i];
+      continue;
+    }
+    double g = 0;
+    for (int q = 0; q < group.size(); ++q) g += all[(size_t)q * n + k];
+    s += g;
+    ++k;
+  }
+  return s;
 }
 
 void splitAroundDim(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer, int64_t &n, int64_t &inner) {

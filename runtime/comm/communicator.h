@@ -81,11 +81,16 @@ private:
 std::unique_ptr<Communicator> makeSingleProcess();
 
 /* Where a launcher says this process is: mpirun (OMPI_COMM_WORLD_RANK/SIZE), a PMI
-   launcher (PMI_RANK/SIZE, PMIX_RANK), srun (SLURM_PROCID/SLURM_STEP_NUM_TASKS); size 1 and
+   launcher (PMI_RANK/SIZE, PMIX_RANK), srun (SLURM_PROCID/SLURM_STEP_NUM_TASKS), and its local
+   rank on its machine; size 1 and
    launcher "" when none did. Throws on malformed or contradictory values. */
 struct LaunchEnv {
   int rank = 0, size = 1;
   std::string launcher;  // "mpirun", "pmi", "srun" or ""
+  /* The rank among this machine's processes of the run (OMPI_COMM_WORLD_LOCAL_RANK,
+     MPI_LOCALRANKID, SLURM_LOCALID; 0 when the launcher does not say): which GPU a rank
+     takes by default (--device cuda without --cuda-device). */
+  int localRank = 0;
 };
 LaunchEnv launchEnv();
 
@@ -109,6 +114,14 @@ Communicator &meshGroup(int64_t meshAxis);
    naming the op, the mesh axis and the launch command, when that group's size is not
    the op's group size. The CPU and CUDA kernels of the collective ops share it. */
 Communicator &collectiveGroup(const char *op, int64_t meshAxis, int64_t groupSize);
+
+/* The sum over a tensor-parallel mesh of one value per tensor (the gradients' sums of squares,
+   in parameter order, for the gradient norm): a split tensor's value (each rank of the tensor
+   group holds a slice of it) is its slices' values added over the group in rank order, a whole
+   one's (every rank holds the same bits) the rank's own, counted once; then the tensors' values
+   added in order. One process's sum, to rounding. Collective over meshGroup(1); the CPU and
+   CUDA backends share it. */
+double sumOverTensorGroup(const std::vector<double> &values, const std::vector<bool> &split);
 
 /* A row-major shape as [outer, n, inner] around dimension `dim`: how a gather or
    scatter along `dim` sees its tensor (rank blocks of n x inner elements, `outer` times). */

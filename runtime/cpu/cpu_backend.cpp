@@ -152,14 +152,8 @@ CpuBackend::CpuBackend(Session &session)
   const plan::Mesh &mesh = bound_.plan().train().mesh();
   comm::Communicator &world = comm::world();
   if (mesh.tensor() > 1) {
-    // The optimizers update a slice as they would the whole tensor only when each element's
-    // update reads that element alone: LAMB's trust ratio and Adafactor's factored moments
-    // read the whole tensor.
-    const OptimizerConfig config = optimizerConfig(bound_.plan());
-    if (config.kind != "adamw" && config.kind != "sgd" && config.kind != "lion")
-      bound_.error("tensor parallelism (mesh tensor = " + std::to_string(mesh.tensor()) +
-                   ") needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + config.kind +
-                   ", whose update reads whole tensors; compile it without a tensor axis");
+    const std::string e = tensorParallelOptimizerError(optimizerConfig(bound_.plan()), mesh.tensor());
+    if (!e.empty()) bound_.error(e);
     for (const plan::Param &p : bound_.plan().params()) tensorSplit_.push_back(p.has_sharding());
   }
   if (mesh.zero() >= 3 && mesh.data() > 1) {
@@ -167,7 +161,7 @@ CpuBackend::CpuBackend(Session &session)
     // them as they are (padding past a tensor's end holds zeros no program reads), and
     // checkpoints and weights files gather them (runtime/train/tensor_parallel.h).
     const OptimizerConfig config = optimizerConfig(bound_.plan());
-    if (config.kind != "adamw" && config.kind != "sgd" && config.kind != "lion")
+    if (!updatesSlices(config))
       bound_.error("ZeRO needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + config.kind);
     int64_t mine = 0, all = 0;
     for (size_t i = 0; i < views_.size(); ++i) {
@@ -188,7 +182,7 @@ CpuBackend::CpuBackend(Session &session)
                         "updates them";
   } else if (mesh.zero() >= 1 && mesh.data() > 1 && world.size() == mesh.data()) {
     const OptimizerConfig config = optimizerConfig(bound_.plan());
-    if (config.kind != "adamw" && config.kind != "sgd" && config.kind != "lion")
+    if (!updatesSlices(config))
       bound_.error("ZeRO needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + config.kind);
     zero_ = std::make_unique<ZeroShards>(views_, world.rank(), world.size(), (int)mesh.zero());
     for (size_t i = 0; i < views_.size(); ++i)
@@ -197,30 +191,12 @@ CpuBackend::CpuBackend(Session &session)
 }
 
 /* The norm one process computes, to rounding (docs/distributed.md, "Tensor parallelism"):
-   each gradient's sum of squares (gradSumSquares); a split one's is the sum of its slices'
-   sums over the tensor ranks, added in rank order, a whole one's the rank's own (every
-   tensor rank holds the same bits of it, all-reduced by the train step), so it counts
-   once; then the parameters' sums in parameter order, as globalGradNorm adds them. */
+   each gradient's sum of squares (gradSumSquares), summed over the tensor group where the
+   rank holds a slice of it (comm::sumOverTensorGroup). */
 double CpuBackend::tensorParallelGradNorm() {
-  comm::Communicator &group = comm::meshGroup(1);
-  std::vector<double> mine;
-  for (size_t i = 0; i < views_.size(); ++i)
-    if (tensorSplit_[i]) mine.push_back(gradSumSquares(views_[i].grad, views_[i].dtype, views_[i].numel));
-  const size_t n = mine.size();
-  std::vector<double> all(n * (size_t)group.size());
-  if (n) group.allGather(mine.data(), all.data(), (int64_t)n, DType::F64, "the split gradients' norms");
-  double s = 0;
-  for (size_t i = 0, k = 0; i < views_.size(); ++i) {
-    if (!tensorSplit_[i]) {
-      s += gradSumSquares(views_[i].grad, views_[i].dtype, views_[i].numel);
-      continue;
-    }
-    double g = 0;
-    for (int q = 0; q < group.size(); ++q) g += all[(size_t)q * n + k];
-    s += g;
-    ++k;
-  }
-  return std::sqrt(s);
+  std::vector<double> sums;
+  for (const ParamView &v : views_) sums.push_back(gradSumSquares(v.grad, v.dtype, v.numel));
+  return std::sqrt(comm::sumOverTensorGroup(sums, tensorSplit_));
 }
 
 void CpuBackend::optimizerStep(double lr, double gradScale) {
@@ -517,7 +493,7 @@ std::string kernelCheck(const plan::Step &step, const std::vector<plan::TensorTy
 }
 
 void probe(const DeviceOptions &options) {
-  if (options.index != 0) fail("--device cpu has one device (index 0), not %d", options.index);
+  if (options.index > 0) fail("--device cpu has one device (index 0), not %d", options.index);
 }
 
 std::vector<std::string> listDevices() { return {"cpu"}; }

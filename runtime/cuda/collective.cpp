@@ -1,8 +1,8 @@
 /* Implements: the CUDA kernels of lm.all_reduce, lm.reduce_scatter and
    lm.all_gather, and lm.axis_index (the rank's place in the host group, copied
    to the device). With one rank each is a device copy; with several, NCCL
-   (runtime/comm/nccl_communicator.h), joined on first use over lmrt's host
-   communicator (MPI under mpirun or srun). LMRT_NCCL_GROUPS_OF_ONE=1 sends the
+   (runtime/comm/nccl_communicator.h): one communicator per mesh axis, joined on first
+   use over that axis's host group (MPI under mpirun or srun). LMRT_NCCL_GROUPS_OF_ONE=1 sends the
    collectives of a group of one through NCCL too: the only way a machine with one
    GPU runs NCCL (the 1-rank NCCL check of docs/gpu-check.md). A gather or scatter along dimension d
    of [outer, n, inner] rearranges rank blocks with strided 2-D copies on the
@@ -23,8 +23,8 @@
 namespace lmrt::cuda::detail {
 namespace {
 
-int groupSize(const char *op, const OpCall &call) {
-  return comm::collectiveGroup(op, call.attrs.getInt("mesh_axis"), call.attrs.getInt("group_size")).size();
+comm::Communicator &hostGroup(const char *op, const OpCall &call) {
+  return comm::collectiveGroup(op, call.attrs.getInt("mesh_axis"), call.attrs.getInt("group_size"));
 }
 
 /* A group of one copies, unless LMRT_NCCL_GROUPS_OF_ONE=1 sends it through NCCL. */
@@ -34,13 +34,25 @@ bool copiesAlone(int group) {
 }
 
 #ifdef LMC_HAVE_NCCL
-/* Made on first use; rank 0 says so (which NCCL joined) on stderr. */
-comm::DeviceCommunicator &nccl() {
-  static std::unique_ptr<comm::DeviceCommunicator> c = [] {
-    auto made = comm::makeNcclCommunicator(comm::world());
-    if (comm::world().rank() == 0) std::fprintf(stderr, "collectives: %s\n", made->describe().c_str());
-    return made;
-  }();
+/* One NCCL communicator per mesh axis, made on first use over that axis's host group
+   (comm::meshGroup: the data group, or the tensor group, of this rank; rank 0 of the
+   group makes the unique id and broadcasts it over the group), so that a collective
+   over the tensor axis of a data x tensor mesh reaches its tensor group alone. Every
+   rank of a group reaches the group's first collective in the same program order (the
+   plan is the same on every rank), where they join it together. Two axes whose groups
+   are the same ranks (a mesh with one axis) still get one communicator each: NCCL runs
+   several on one device, and a 1-rank run with collectives on both axes
+   (LMRT_NCCL_GROUPS_OF_ONE=1, docs/gpu-check.md) tests that. World rank 0 says on
+   stderr which NCCL joined each. */
+comm::DeviceCommunicator &nccl(int64_t meshAxis, comm::Communicator &group) {
+  static std::unique_ptr<comm::DeviceCommunicator> made[2];
+  std::unique_ptr<comm::DeviceCommunicator> &c = made[meshAxis == 1 ? 1 : 0];
+  if (!c) {
+    c = comm::makeNcclCommunicator(group);
+    if (comm::world().rank() == 0)
+      std::fprintf(stderr, "collectives: %s (the %s axis)\n", c->describe().c_str(),
+                   meshAxis == 1 ? "tensor" : "data");
+  }
   return *c;
 }
 #else
@@ -56,19 +68,22 @@ void copy(const OpCall &call) {
 }
 
 void runAllReduce(const OpCall &call) {
-  if (copiesAlone(groupSize("all_reduce", call))) return copy(call);
+  comm::Communicator &group = hostGroup("all_reduce", call);
+  if (copiesAlone(group.size())) return copy(call);
 #ifdef LMC_HAVE_NCCL
   const DevTensor &x = call.in[0];
-  nccl().allReduce(x.data, call.out[0].data, x.numel(), x.type.dtype,
-                   call.attrs.getBool("mean") ? comm::Reduction::Mean : comm::Reduction::Sum, call.stream,
-                   "all_reduce of " + x.type.str());
+  nccl(call.attrs.getInt("mesh_axis"), group)
+      .allReduce(x.data, call.out[0].data, x.numel(), x.type.dtype,
+                 call.attrs.getBool("mean") ? comm::Reduction::Mean : comm::Reduction::Sum, call.stream,
+                 "all_reduce of " + x.type.str());
 #else
   noNccl("all_reduce");
 #endif
 }
 
 void runReduceScatter(const OpCall &call) {
-  const int group = groupSize("reduce_scatter", call);
+  comm::Communicator &host = hostGroup("reduce_scatter", call);
+  const int group = host.size();
   if (copiesAlone(group)) return copy(call);
 #ifdef LMC_HAVE_NCCL
   const DevTensor &x = call.in[0], &y = call.out[0];
@@ -79,8 +94,9 @@ void runReduceScatter(const OpCall &call) {
   for (int q = 0; q < group; ++q)
     CUDA_CHECK(cudaMemcpy2DAsync(send + (size_t)q * outer * block, block, x.as<char>() + (size_t)q * block,
                                  (size_t)group * block, block, (size_t)outer, cudaMemcpyDeviceToDevice, call.stream));
-  nccl().reduceScatter(send, y.data, y.numel(), x.type.dtype, comm::Reduction::Sum, call.stream,
-                       "reduce_scatter of " + x.type.str());
+  nccl(call.attrs.getInt("mesh_axis"), host)
+      .reduceScatter(send, y.data, y.numel(), x.type.dtype, comm::Reduction::Sum, call.stream,
+                     "reduce_scatter of " + x.type.str());
 #else
   (void)group;
   noNccl("reduce_scatter");
@@ -88,7 +104,8 @@ void runReduceScatter(const OpCall &call) {
 }
 
 void runAllGather(const OpCall &call) {
-  const int group = groupSize("all_gather", call);
+  comm::Communicator &host = hostGroup("all_gather", call);
+  const int group = host.size();
   if (copiesAlone(group)) return copy(call);
 #ifdef LMC_HAVE_NCCL
   const DevTensor &x = call.in[0], &y = call.out[0];
@@ -96,7 +113,8 @@ void runAllGather(const OpCall &call) {
   comm::splitAroundDim(x.shape(), call.attrs.getInt("dim"), outer, n, inner);
   const size_t block = (size_t)(n * inner) * dtypeSize(x.type.dtype);
   char *gathered = static_cast<char *>(call.scratch);  // [group][outer][block]
-  nccl().allGather(x.data, gathered, x.numel(), x.type.dtype, call.stream, "all_gather of " + x.type.str());
+  nccl(call.attrs.getInt("mesh_axis"), host)
+      .allGather(x.data, gathered, x.numel(), x.type.dtype, call.stream, "all_gather of " + x.type.str());
   for (int q = 0; q < group; ++q)
     CUDA_CHECK(cudaMemcpy2DAsync(y.as<char>() + (size_t)q * block, (size_t)group * block,
                                  gathered + (size_t)q * outer * block, block, block, (size_t)outer,

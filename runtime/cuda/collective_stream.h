@@ -17,8 +17,11 @@
    - the end of a program run joins them all into the compute stream (joinAll), so the
      optimizer, the host copies and the next program see their results; so does the
      destructor, when a run ends by an error.
-   Only all_reduce goes there: reduce_scatter and all_gather stage through the step
-   scratch, which the compute stream's next step reuses. */
+   Only all_reduce of the data axis goes there: reduce_scatter and all_gather stage
+   through the step scratch, which the compute stream's next step reuses, and the tensor
+   axis's collectives stay on the compute stream. A tensor-parallel plan keeps every
+   collective on the compute stream (cuda_backend.cpp): two NCCL communicators' kernels
+   at once can deadlock, and no multi-GPU run has checked that they do not here. */
 #pragma once
 #include <cuda_runtime.h>
 

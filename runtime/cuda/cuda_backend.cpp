@@ -10,6 +10,7 @@
 
 #include "contract/op_table.h"
 #include "contract/plan_types.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/cuda/collective_stream.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/gemm.h"
@@ -71,6 +72,7 @@ public:
 
 private:
   Program &program(const std::string &name);
+  double tensorParallelGradNorm();
   /* Waits for the stream; a fault of an earlier kernel surfaces here, with a hint. */
   void sync(const char *what);
   /* Copies a device tensor to the host (after the stream's work so far). */
@@ -94,6 +96,12 @@ private:
   std::vector<int64_t> paramOffset_;  // elements into the flat storage, per parameter
   int64_t paramElems_ = 0;
   DeviceBuffer arena_, params_, grads_, m_, v_, acc_, constants_, scratch_, norm_, chunks_, slices_;
+  // Tensor parallelism (plan mesh tensor > 1): per parameter, whether this rank holds a slice of
+  // it (plan Param.sharding), and the gradient norm's blocks (NormBlock), parameter by
+  // parameter, with each parameter's first block; empty otherwise.
+  std::vector<bool> tensorSplit_;
+  std::vector<int64_t> normBlockStart_;
+  DeviceBuffer normBlocks_, normSums_;
   int64_t numChunks_ = 0, numSlices_ = 0;
   OptimizerConfig optimizer_;  // the plan's; its state slot k of a parameter lives in m_ (k = 0) or v_ (k = 1)
   int64_t updates_ = 0;
@@ -116,7 +124,11 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   const char *syncEnv = std::getenv("LMRT_CUDA_SYNC");
   syncEveryStep_ = syncEnv && *syncEnv && std::strcmp(syncEnv, "0") != 0;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  if (collectiveStreamEnabled()) collectives_ = std::make_unique<CollectiveStream>(stream_);
+  // Not with a tensor axis: its collectives run on the compute stream, and the data axis's on
+  // the second one would run NCCL kernels of two communicators at once, which NCCL documents as
+  // able to deadlock; a multi-GPU run has to check that first.
+  if (collectiveStreamEnabled() && plan.train().mesh().tensor() <= 1)
+    collectives_ = std::make_unique<CollectiveStream>(stream_);
   gemm_ = std::make_unique<Gemm>(stream_, options.tf32);
   if (plan.precision() == "bf16") lowPrecision_ = DType::BF16;
   if (plan.precision() == "fp16") lowPrecision_ = DType::F16;
@@ -163,6 +175,25 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
     CUDA_CHECK(cudaMemcpyAsync(slices_.get(), slices.data(), slices.size() * sizeof(ParamSlice),
                                cudaMemcpyHostToDevice, stream_));
   norm_ = DeviceBuffer((kNormBlocks + 2) * sizeof(double), "the gradient norm");
+  if (plan.train().mesh().tensor() > 1) {
+    // The optimizer updates this rank's slices as it would whole tensors only when it is
+    // elementwise; the norm sums the split gradients' squares over the tensor group.
+    const std::string e = tensorParallelOptimizerError(optimizer_, plan.train().mesh().tensor());
+    if (!e.empty()) bound_.error(e);
+    std::vector<NormBlock> blocks;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      tensorSplit_.push_back(plan.params((int)i).has_sharding());
+      normBlockStart_.push_back((int64_t)blocks.size());
+      for (int64_t b = 0, n = ps[i].type.numel(); b < n; b += kChunkElems)
+        blocks.push_back({paramOffset_[i] + b, paramOffset_[i] + std::min(n, b + kChunkElems)});
+    }
+    normBlockStart_.push_back((int64_t)blocks.size());
+    normBlocks_ = DeviceBuffer(std::max<size_t>(1, blocks.size()) * sizeof(NormBlock), "the gradient norm's blocks");
+    normSums_ = DeviceBuffer(std::max<size_t>(1, blocks.size()) * sizeof(double), "the gradient norm's block sums");
+    if (!blocks.empty())
+      CUDA_CHECK(cudaMemcpyAsync(normBlocks_.get(), blocks.data(), blocks.size() * sizeof(NormBlock),
+                                 cudaMemcpyHostToDevice, stream_));
+  }
 
   // Arena, constants, inputs; then each program's buffers resolved to addresses.
   size_t constBytes = 0;
@@ -350,7 +381,8 @@ void CudaBackend::run(const std::string &programName, const std::map<std::string
     auto t0 = std::chrono::steady_clock::now();
     try {
       if (second) second->before(in, out);
-      if (second && s.def && sb.step->op() == "all_reduce") {
+      // Data-axis all-reduces only (the gradients' buckets); see collectives_ for a tensor axis.
+      if (second && s.def && sb.step->op() == "all_reduce" && sb.attrs.getInt("mesh_axis") == 0) {
         OpCall call{in, out, sb.attrs, second->begin(), scratch_.get(), *gemm_, lowPrecision_};
         s.def->run(call);
         second->end(in, out);
@@ -415,12 +447,34 @@ void CudaBackend::accumulateGradients(int micro, int count) {
 }
 
 double CudaBackend::gradientNorm() {
+  if (!tensorSplit_.empty()) return tensorParallelGradNorm();
   double *norm = static_cast<double *>(norm_.get());
   launchGradNorm(paramType_, grads_.get(), paramElems_, norm + 2, norm, /*maxNorm=*/0, stream_);
   double result = 0;
   CUDA_CHECK(cudaMemcpyAsync(&result, norm, sizeof result, cudaMemcpyDeviceToHost, stream_));
   sync("computing the gradient norm");
   return result;
+}
+
+/* The norm one process computes, to rounding (docs/distributed.md, "Tensor parallelism"), as
+   the CPU backend's: each gradient's sum of squares (its blocks' sums added in block order on
+   the host), summed over the tensor group where this rank holds a slice of it. */
+double CudaBackend::tensorParallelGradNorm() {
+  const int64_t blocks = normBlockStart_.back();
+  std::vector<double> blockSums((size_t)blocks);
+  launchBlockSumSquares(paramType_, grads_.get(), static_cast<const NormBlock *>(normBlocks_.get()), blocks,
+                        static_cast<double *>(normSums_.get()), stream_);
+  if (blocks)
+    CUDA_CHECK(cudaMemcpyAsync(blockSums.data(), normSums_.get(), (size_t)blocks * sizeof(double),
+                               cudaMemcpyDeviceToHost, stream_));
+  sync("computing the gradient norm");
+  std::vector<double> sums;
+  for (size_t i = 0; i + 1 < normBlockStart_.size(); ++i) {
+    double s = 0;
+    for (int64_t b = normBlockStart_[i]; b < normBlockStart_[i + 1]; ++b) s += blockSums[(size_t)b];
+    sums.push_back(s);
+  }
+  return std::sqrt(comm::sumOverTensorGroup(sums, tensorSplit_));
 }
 
 void CudaBackend::optimizerStep(double lr, double gradScale) {

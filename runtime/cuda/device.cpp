@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/tensor.h"
+#include "runtime/comm/communicator.h"
 
 namespace lmrt::cuda {
 
@@ -35,6 +36,7 @@ DeviceInfo openDevice(int index) {
   if (!why.empty()) fail("no CUDA GPU is usable on this machine: %s", why.c_str());
   int count = 0;
   CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (index == -1 && count > 0) index = comm::launchEnv().localRank % count;
   if (index < 0 || index >= count)
     fail("CUDA device %d does not exist (this machine has %d: 0..%d)", index, count, count - 1);
   CUDA_CHECK(cudaSetDevice(index));

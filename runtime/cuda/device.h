@@ -22,7 +22,10 @@ struct DeviceInfo {
 /* Why no CUDA device is usable ("no NVIDIA driver: ...", "no CUDA device"), or "". */
 std::string unavailableReason();
 /* Makes device `index` current and returns what it is; throws lmrt::Error when
-   there is no driver, no such device, or it is older than sm_80. */
+   there is no driver, no such device, or it is older than sm_80. Index -1 (--device
+   cuda without --cuda-device): the launcher's local rank modulo the GPUs (comm::LaunchEnv),
+   so the ranks of one machine under mpirun or srun take a GPU each, as NCCL needs; 0 in a
+   process alone. */
 DeviceInfo openDevice(int index);
 
 /* cudaMalloc'd memory, freed on destruction. */

@@ -1,5 +1,5 @@
-/* Implements: what the .cu kernel families share: launch sizes, a block-wide
-   reduction in a fixed order (so results repeat bit for bit from run to run),
+/* Implements: what the .cu kernel families share: launch sizes, the block-wide
+   reductions of block_reduce.cuh,
    the f32/f64 dispatch, and strided index maps for broadcasting and copies. */
 #pragma once
 #include <cuda_runtime.h>
@@ -12,6 +12,7 @@
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/ops.h"
 #include "contract/scalar_math.h"
+#include "runtime/cuda/block_reduce.cuh"
 
 namespace lmrt::cuda::detail {
 
@@ -31,42 +32,6 @@ template <typename F> void byFloat(DType t, F &&f) {
     f(double{});
   else
     f(float{});
-}
-
-/* Sum of v over the block (blockDim.x a multiple of 32, at most 1024), returned
-   to every thread; the order of additions is fixed by the thread indices. */
-template <typename A> __device__ A blockSum(A v) {
-  __shared__ A warpSums[32];
-  __shared__ A total;
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  __syncthreads();  // warpSums/total may still be read by a previous call
-  if (lane == 0) warpSums[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    A s = lane < warps ? warpSums[lane] : A(0);
-    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (lane == 0) total = s;
-  }
-  __syncthreads();
-  return total;
-}
-
-template <typename A> __device__ A blockMax(A v) {
-  __shared__ A warpMax[32];
-  __shared__ A total;
-  for (int o = 16; o > 0; o /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  __syncthreads();
-  if (lane == 0) warpMax[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    A s = lane < warps ? warpMax[lane] : A(-INFINITY);
-    for (int o = 16; o > 0; o /= 2) s = max(s, __shfl_xor_sync(0xffffffffu, s, o));
-    if (lane == 0) total = s;
-  }
-  __syncthreads();
-  return total;
 }
 
 /* An iteration shape with, per operand, the element stride of each dim

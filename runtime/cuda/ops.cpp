@@ -12,6 +12,7 @@ const std::vector<CudaKernelDef> &allCudaKernels() {
     detail::addElementwiseKernels(k);
     detail::addLayerNormKernels(k);
     detail::addSoftmaxKernels(k);
+    detail::addVocabParallelKernels(k);
     detail::addEmbeddingKernels(k);
     detail::addShapeKernels(k);
     detail::addAttentionKernels(k);

@@ -67,6 +67,7 @@ void addMatmulKernels(std::vector<CudaKernelDef> &k);
 void addElementwiseKernels(std::vector<CudaKernelDef> &k);  // where_int, sum_to
 void addLayerNormKernels(std::vector<CudaKernelDef> &k);
 void addSoftmaxKernels(std::vector<CudaKernelDef> &k);
+void addVocabParallelKernels(std::vector<CudaKernelDef> &k);  // linear_cross_entropy_stats(_grad)
 void addEmbeddingKernels(std::vector<CudaKernelDef> &k);
 void addShapeKernels(std::vector<CudaKernelDef> &k);
 void addAttentionKernels(std::vector<CudaKernelDef> &k);

@@ -24,6 +24,14 @@ __global__ void normFinish(const double *partials, int blocks, double *out, doub
   }
 }
 
+template <typename T> __global__ void blockSumSquares(const T *g, const NormBlock *blocks, double *out) {
+  const NormBlock b = blocks[blockIdx.x];
+  double s = 0;
+  for (int64_t i = b.begin + threadIdx.x; i < b.end; i += blockDim.x) s += (double)g[i] * (double)g[i];
+  s = detail::blockSum(s);
+  if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
 template <typename T>
 __global__ void adamw(T *p, const T *g, T *m, T *v, const AdamWChunk *chunks, double gradScale, AdamWStep s) {
   const AdamWChunk c = chunks[blockIdx.x];
@@ -80,6 +88,18 @@ void launchGradNorm(DType dtype, const void *grads, int64_t n, double *partials,
   });
   normFinish<<<1, 1024, 0, stream>>>(partials, kNormBlocks, normOut, maxNorm);
   CUDA_CHECK_LAUNCH();
+}
+
+void launchBlockSumSquares(DType dtype, const void *grads, const NormBlock *blocks, int64_t numBlocks, double *out,
+                           cudaStream_t stream) {
+  if (numBlocks == 0) return;
+  if (numBlocks > (1ll << 31) - 1) fail("gradient norm: %lld blocks exceed the CUDA grid", (long long)numBlocks);
+  detail::byFloat(dtype, [&](auto t) {
+    using T = decltype(t);
+    blockSumSquares<T><<<(unsigned)numBlocks, detail::kThreads, 0, stream>>>(static_cast<const T *>(grads), blocks,
+                                                                             out);
+    CUDA_CHECK_LAUNCH();
+  });
 }
 
 void launchAdamW(DType dtype, void *params, const void *grads, void *m, void *v, const AdamWChunk *chunks,

@@ -72,6 +72,16 @@ void launchAdafactor(DType dtype, void *params, const void *grads, void *s0, voi
 void launchGradNorm(DType dtype, const void *grads, int64_t n, double *partials, double *normOut, double maxNorm,
                     cudaStream_t stream);
 
+/* Tensor parallelism's gradient norm (cuda_backend.cpp) sums each parameter's squares
+   apart, as the CPU's gradSumSquares: blocks of at most kGradNormBlock elements of one
+   parameter, out[b] = the sum of block b's squares (double, a fixed order), which the host
+   adds up per parameter in block order. */
+struct NormBlock {
+  int64_t begin, end;  // element range in the flat storage
+};
+void launchBlockSumSquares(DType dtype, const void *grads, const NormBlock *blocks, int64_t numBlocks, double *out,
+                           cudaStream_t stream);
+
 void launchAdamW(DType dtype, void *params, const void *grads, void *m, void *v, const AdamWChunk *chunks,
                  int64_t numChunks, double gradScale, const AdamWStep &step, cudaStream_t stream);
 

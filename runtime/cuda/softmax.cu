@@ -360,17 +360,6 @@ void runAccuracy(const OpCall &call) {
   });
 }
 
-/* The vocabulary-parallel loss (a tied table split by --mesh tensor=T) has no CUDA
-   kernel yet: refused when the plan is bound, before any device work. */
-size_t refuseVocabularyParallel(const std::vector<TensorType> &, const std::vector<TensorType> &,
-                                const kernels::Attrs &) {
-  fail("the vocabulary-parallel cross-entropy (linear_cross_entropy_stats[_grad], which lmc writes for a tied "
-       "embedding table under tensor parallelism) has no CUDA kernel yet; run the plan on the CPU, or compile "
-       "it with --mesh tensor=1");
-  return 0;
-}
-void runVocabularyParallel(const OpCall &) { refuseVocabularyParallel({}, {}, {}); }
-
 }  // namespace
 
 void addSoftmaxKernels(std::vector<CudaKernelDef> &k) {
@@ -382,8 +371,6 @@ void addSoftmaxKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"linear_cross_entropy", runLinearCrossEntropy, linearCrossEntropyScratch, true});
   k.push_back({"linear_cross_entropy_with_grad", runLinearCrossEntropyWithGrad, linearCrossEntropyScratch, true});
   k.push_back({"accuracy", runAccuracy, accuracyScratch});
-  k.push_back({"linear_cross_entropy_stats", runVocabularyParallel, refuseVocabularyParallel});
-  k.push_back({"linear_cross_entropy_stats_grad", runVocabularyParallel, refuseVocabularyParallel});
 }
 
 }  // namespace lmrt::cuda::detail

@@ -30,7 +30,7 @@ namespace lmrt {
 /* Where a session runs: lmrt's --device, --cuda-device and --tf32. */
 struct DeviceOptions {
   std::string device = "cpu";  // "cpu" or "cuda"
-  int index = 0;               // which device of that kind
+  int index = -1;              // which device of that kind; -1: the launcher's local rank (cuda: modulo the GPUs)
   bool tf32 = false;           // cuda: f32 GEMMs on TF32 tensor cores (10-bit mantissa inputs, f32 accumulation)
 };
 

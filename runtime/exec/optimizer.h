@@ -62,6 +62,20 @@ inline bool isOptimizerStateName(const std::string &name) {
 }
 
 /* Adafactor factors the second moment of a parameter of rank >= 2 (HF's rule). */
+/* Whether the optimizer updates a slice of a parameter as it would the whole tensor, each
+   element's update reading that element alone (adamw, sgd, lion): what tensor parallelism and
+   ZeRO need of it. LAMB's trust ratio and Adafactor's factored moments read whole tensors. */
+inline bool updatesSlices(const OptimizerConfig &c) { return c.kind == "adamw" || c.kind == "sgd" || c.kind == "lion"; }
+
+/* "" when a tensor-parallel plan (mesh tensor = `tensor`) may use the optimizer, else the error
+   both backends give. */
+inline std::string tensorParallelOptimizerError(const OptimizerConfig &c, int64_t tensor) {
+  if (updatesSlices(c)) return "";
+  return "tensor parallelism (mesh tensor = " + std::to_string(tensor) +
+         ") needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + c.kind +
+         ", whose update reads whole tensors; compile it without a tensor axis";
+}
+
 inline bool adafactorFactored(const Shape &shape) { return shape.size() >= 2; }
 
 /* Global-norm gradient clipping's factor, as torch.nn.utils.clip_grad_norm_:

@@ -47,9 +47,6 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
   if (tensor > 1 && mesh.zero() > 0)
     fail("plan '%s' asks for ZeRO stage %lld with tensor parallelism (tensor = %lld), which this lmrt does not run; "
          "compile it with --zero 0", o.planPath.c_str(), (long long)mesh.zero(), (long long)tensor);
-  if (tensor > 1 && s.device().device != "cpu")
-    fail("plan '%s' is tensor-parallel (tensor = %lld), which lmrt runs on --device cpu only so far",
-         o.planPath.c_str(), (long long)tensor);
   if (mesh.zero() > 3)
     fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stages 1, 2 and 3 only)",
          o.planPath.c_str(), (long long)mesh.zero());

@@ -58,6 +58,8 @@ TEST(LaunchEnv, ReadsMpirunSrunAndRefusesNonsense) {
     LaunchEnv e = launchEnv();
     EXPECT_EQ(e.launcher, "mpirun");
     EXPECT_EQ(e.size, std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE")));
+    if (std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
+      EXPECT_EQ(e.localRank, std::atoi(std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")));
     return;
   }
   for (const char *v : {"PMI_RANK", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}) unsetenv(v);
@@ -76,6 +78,10 @@ TEST(LaunchEnv, ReadsMpirunSrunAndRefusesNonsense) {
   EXPECT_EQ(e.launcher, "srun");
   EXPECT_EQ(e.rank, 3);
   EXPECT_EQ(e.size, 4);
+  EXPECT_EQ(e.localRank, 0);  // not said
+  setenv("SLURM_LOCALID", "1", 1);
+  EXPECT_EQ(launchEnv().localRank, 1);
+  unsetenv("SLURM_LOCALID");
   setenv("SLURM_PROCID", "4", 1);
   try {
     launchEnv();
@@ -435,6 +441,22 @@ TEST(Mpi, AxisIndexIsTheRanksPlaceInTheGroup) {
   EXPECT_THROW(
       kernels::findKernel("axis_index")->run(kernels::KernelCall{{}, {TensorRef{&i, TensorType{DType::I32, {}}}}, attrs}),
       Error);
+}
+
+/* The gradient norm's sum under tensor parallelism (both backends'): a split tensor's
+   value is its slices' over the tensor group (here every rank's, rank order), a whole one's
+   counts once; the tensors in order. */
+TEST(Mpi, SumOverTensorGroupAddsTheSlicesAndCountsWholeTensorsOnce) {
+  Communicator &c = mpi();
+  setMesh(1, c.size());  // every rank in one tensor group
+  const int r = c.rank();
+  const std::vector<double> values = {0.5, 1.0 + r, 3.0, 0.25 * (r + 1)};
+  const std::vector<bool> split = {false, true, false, true};
+  double slices1 = 0, slices3 = 0;
+  for (int q = 0; q < c.size(); ++q) slices1 += 1.0 + q, slices3 += 0.25 * (q + 1);
+  EXPECT_EQ(sumOverTensorGroup(values, split), ((0.5 + slices1) + 3.0) + slices3);
+  EXPECT_EQ(sumOverTensorGroup({2.0}, {false}), 2.0);  // nothing split: no collective
+  EXPECT_THROW(sumOverTensorGroup({1.0}, {}), Error);
 }
 
 }  // namespace

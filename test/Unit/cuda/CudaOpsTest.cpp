@@ -172,6 +172,40 @@ TEST(CudaOps, LinearCrossEntropy) {
   }
 }
 
+/* The vocabulary-parallel loss's rank part: this rank holds classes [25, 50) of 75 (the ids
+   span all three ranks', every 7th ignored), 30 rows in chunks of 8 and in one; a tied
+   [Vr, D] table and an untied [D, Vr] weight, f32 and f64. */
+TEST(CudaOps, LinearCrossEntropyStats) {
+  for (int64_t chunk : {8, 0})
+    for (bool tied : {true, false}) {
+      SCOPED_TRACE(std::string(tied ? "tied" : "untied") + ", chunk_rows " + std::to_string(chunk));
+      kernels::Attrs a = attrs({{"transpose_rhs", tied}, {"chunk_rows", chunk}, {"vocab", int64_t(75)}});
+      for (auto t : {f32, f64}) {
+        const TensorType h = t({6, 5, 16}), w = tied ? t({25, 16}) : t({16, 25}), rows = t({6, 5});
+        OpCase stats{"linear_cross_entropy_stats", {h, w, i32({6, 5}), t({})}, {rows, rows}, a, 75, 7};
+        stats.fill = {{3, 25.0}};
+        runCase(stats);
+        OpCase grad{"linear_cross_entropy_stats_grad", {h, w, i32({6, 5}), t({}), rows, rows, rows}, {h, w}, a, 75, 7};
+        grad.fill = {{3, 25.0}, {4, 8.0}};  // lse near the rows' (logits ~ N(0, 16)): dz of moderate size
+        runCase(grad);
+      }
+    }
+}
+
+/* The stats ops take the GPU's chunk too: 5000 rows against a rank's 32768 classes (of
+   65536) are 10 CPU chunks of 500 rows and one GPU chunk of 5000. */
+TEST(CudaOps, LinearCrossEntropyStatsTakesTheGpusChunk) {
+  const int64_t rows = 5000, v = 32768, d = 8;
+  const int64_t cpuChunk = kernels::linearCrossEntropyChunkRows(rows, v, d);
+  ASSERT_EQ(cpuChunk, 500);
+  ASSERT_EQ(kernels::linearCrossEntropyCudaChunkRows(cpuChunk, rows, v, d), rows);
+  kernels::Attrs a = attrs({{"transpose_rhs", true}, {"chunk_rows", cpuChunk}, {"vocab", 2 * v}});
+  const TensorType h = f32({10, 500, d}), w = f32({v, d}), r = f32({10, 500});
+  OpCase grad{"linear_cross_entropy_stats_grad", {h, w, i32({10, 500}), f32({}), r, r, r}, {h, w}, a, 2 * v, 13};
+  grad.fill = {{3, (double)v}, {4, 12.0}};
+  runCase(grad);
+}
+
 /* Where chunk_rows is lmc's own rule (the CPU's chunk), the GPU takes larger chunks
    (linearCrossEntropyCudaChunkRows): 5000 rows against 65536 classes are 20 CPU chunks
    of 250 rows and 2 GPU chunks of 2500 (the most rows of f32 logits in 1 GiB: 4096). The

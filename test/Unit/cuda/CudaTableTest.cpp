@@ -30,24 +30,6 @@ TEST(CudaTable, ReducedPrecisionKernels) {
                                                "matmul"}));
 }
 
-/* The vocabulary-parallel loss has no CUDA kernel yet: its entries refuse a plan when the
-   backend binds it (scratchBytes), naming the ops and the way out. */
-TEST(CudaTable, VocabularyParallelLossIsRefused) {
-  for (const char *op : {"linear_cross_entropy_stats", "linear_cross_entropy_stats_grad"}) {
-    const CudaKernelDef *k = findCudaKernel(op);
-    ASSERT_NE(k, nullptr) << op;
-    try {
-      k->scratchBytes({}, {}, kernels::Attrs());
-      ADD_FAILURE() << op << ": no error";
-    } catch (const Error &e) {
-      EXPECT_NE(std::string(e.what()).find("the vocabulary-parallel cross-entropy (linear_cross_entropy_stats[_grad]"),
-                std::string::npos)
-          << e.what();
-      EXPECT_NE(std::string(e.what()).find("run the plan on the CPU"), std::string::npos) << e.what();
-    }
-  }
-}
-
 TEST(CudaTable, ProvidesTheCudaDevice) { EXPECT_STREQ(provider().device, "cuda"); }
 
 }  // namespace

@@ -109,6 +109,7 @@ struct OpCase {
   bool exact = false;    // the results must be the CPU's bytes (casts: both round to nearest even)
   bool rounded = false;  // an intermediate is rounded to bf16 / f16 (expectClose)
   DType lowPrecision = DType::F32;  // BF16 / F16: the GPU half runs as in a bf16 / fp16 plan (OpCall::lowPrecision)
+  std::vector<std::pair<int, double>> fill;  // (input, value): every element of that float input is the value
 };
 
 /* A key padding mask [B, Tk] in place of random floats: row b keeps its first
@@ -139,6 +140,11 @@ inline void runCase(const OpCase &c, uint32_t seed = 1) {
   for (const TensorType &t : c.out) outCpu.emplace_back(t), outGpu.emplace_back(t);
   fillInputs(in, c.idRange, c.ignoreEvery, seed, c.positive);
   if (c.paddingMask >= 0) fillPaddingMask(in[c.paddingMask]);
+  for (const auto &[k, value] : c.fill)
+    for (int64_t i = 0; i < in[k].type.numel(); ++i) {
+      if (in[k].type.dtype == DType::F32) static_cast<float *>(in[k].data())[i] = (float)value;
+      if (in[k].type.dtype == DType::F64) static_cast<double *>(in[k].data())[i] = value;
+    }
   kernels::KernelCall call{{}, {}, attrs};
   for (HostTensor &t : in) call.in.push_back(t.ref());
   for (HostTensor &t : outCpu) call.out.push_back(t.ref());

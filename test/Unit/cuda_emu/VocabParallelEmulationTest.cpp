@@ -1,0 +1,116 @@
+/* Tests the CUDA kernels of the vocabulary-parallel loss, lm.linear_cross_entropy_stats
+   and _stats_grad (runtime/cuda/vocab_parallel_kernels.cuh), without a GPU: the chunk
+   loop and its row kernels run as they are on the CPU emulation of emulation.h, the
+   GEMMs cuBLASLt would run on a plain CPU GEMM, and every result is compared with the
+   CPU kernels' (which test/Unit/kernels/GradTest.cpp checks against finite differences):
+   a tied [Vr, D] and an untied [D, Vr] weight, chunks with a partial last one, targets of
+   this rank, of other ranks and ignored, f64 and f32; and a first class or a target the
+   CPU kernel would refuse makes the row NaN instead of reading out of bounds. */
+#include "../kernels/KernelTestUtil.h"
+#include "contract/linear_cross_entropy.h"
+
+#include "emulation.h"
+#include "runtime/cuda/vocab_parallel_kernels.cuh"
+
+namespace lmrt::kernels::test {
+namespace {
+
+namespace vocab = lmrt::cuda::vocab;
+
+struct EmuLauncher {
+  template <typename K, typename... A> void operator()(K kernel, unsigned blocks, int threads, A... args) const {
+    lmrt_emu::launch(kernel, {blocks, 1, 1}, {(unsigned)threads, 1, 1}, 0, args...);
+  }
+};
+
+/* cuBLASLt's part: c (+)= op(a) op(b), row-major, summed in double. */
+template <typename T> void cpuGemm(const vocab::Gemm<T> &g) {
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t j = 0; j < g.n; ++j) {
+      double s = g.accumulate ? (double)g.c[i * g.ldc + j] : 0.0;
+      for (int64_t p = 0; p < g.k; ++p)
+        s += (double)(g.ta ? g.a[p * g.lda + i] : g.a[i * g.lda + p]) *
+             (double)(g.tb ? g.b[j * g.ldb + p] : g.b[p * g.ldb + j]);
+      g.c[i * g.ldc + j] = (T)s;
+    }
+}
+
+struct Case {
+  bool tied;
+  int64_t rows, vr, d, chunk, vocab, first;
+  DType dtype;
+};
+
+template <typename T> void runCase(const Case &c) {
+  SCOPED_TRACE(std::string(c.tied ? "tied" : "untied") + ", rows " + std::to_string(c.rows) + ", chunk " +
+               std::to_string(c.chunk) + (c.dtype == DType::F64 ? ", f64" : ", f32"));
+  Buf h = randn({c.rows, c.d}, c.dtype), w = c.tied ? randn({c.vr, c.d}, c.dtype) : randn({c.d, c.vr}, c.dtype);
+  Buf t = randIds({c.rows}, c.vocab), first = scalar((double)c.first, c.dtype);
+  t.set(0, (double)c.first);                // the rank's first class
+  t.set(1, (double)(c.first + c.vr - 1));   // and its last
+  t.set(2, -100);                            // ignored
+  if (c.first > 0) t.set(3, 0);              // another rank's
+  Attrs a = attrs({{"transpose_rhs", c.tied}, {"chunk_rows", c.chunk}, {"vocab", c.vocab}});
+  const TensorType rows{c.dtype, {c.rows}};
+  auto stats = runKernel("linear_cross_entropy_stats", {h, w, t, first}, {rows, rows}, a);
+  Buf dlse = randn({c.rows}, c.dtype), dtl = randn({c.rows}, c.dtype);
+  auto grad = runKernel("linear_cross_entropy_stats_grad", {h, w, t, first, stats[0], dlse, dtl}, {h.type, w.type}, a);
+
+  // The chunk the CUDA kernel takes (vocab_parallel.cu): chunk_rows, or all rows for 0.
+  const int64_t chunk = linearCrossEntropyCudaChunkRows(c.chunk, c.rows, c.vr, c.d);
+  std::vector<T> z((size_t)(chunk * c.vr));
+  Buf lse(c.dtype, {c.rows}), tl(c.dtype, {c.rows}), dh(c.dtype, h.type.shape), dw(c.dtype, w.type.shape);
+  for (Buf *b : {&lse, &tl, &dh, &dw})  // NaN: an element the kernels leave unwritten cannot pass
+    for (int64_t i = 0; i < b->numel(); ++i) b->set(i, NAN);
+  vocab::StatsCall<T> s{static_cast<const T *>(h.data()), static_cast<const T *>(w.data()),
+                        static_cast<const T *>(first.data()), static_cast<const int32_t *>(t.data()), c.tied, c.rows,
+                        c.vr, c.d, chunk, c.vocab, -100, z.data()};
+  s.lse = static_cast<T *>(lse.data()), s.targetLogit = static_cast<T *>(tl.data());
+  vocab::runStats(s, EmuLauncher{}, cpuGemm<T>);
+  const double rtol = c.dtype == DType::F64 ? 1e-12 : 1e-5, atol = c.dtype == DType::F64 ? 1e-12 : 1e-5;
+  EXPECT_TRUE(allClose(lse, stats[0], rtol, atol)) << "lse";
+  EXPECT_TRUE(allClose(tl, stats[1], rtol, atol)) << "target_logit";
+
+  vocab::StatsCall<T> g = s;
+  g.lse = g.targetLogit = nullptr;
+  g.lseIn = static_cast<const T *>(stats[0].data());
+  g.dlse = static_cast<const T *>(dlse.data()), g.dtarget = static_cast<const T *>(dtl.data());
+  g.dh = static_cast<T *>(dh.data()), g.dw = static_cast<T *>(dw.data());
+  vocab::runStats(g, EmuLauncher{}, cpuGemm<T>);
+  EXPECT_TRUE(allClose(dh, grad[0], rtol * 10, atol * 10)) << "dh";
+  EXPECT_TRUE(allClose(dw, grad[1], rtol * 10, atol * 10)) << "dw";
+}
+
+TEST(VocabParallelEmulation, StatsAndGradMatchTheCpu) {
+  runCase<double>({true, 30, 13, 16, 8, 40, 13, DType::F64});    // 4 chunks, the last of 6 rows; rank 1 of 3ish
+  runCase<double>({false, 30, 13, 16, 8, 40, 0, DType::F64});    // the first rank
+  runCase<double>({true, 5, 300, 7, 0, 900, 600, DType::F64});   // one chunk (chunk_rows 0); a row wider than a block
+  runCase<float>({true, 21, 37, 24, 10, 74, 37, DType::F32});
+  runCase<float>({false, 21, 37, 24, 21, 74, 0, DType::F32});
+}
+
+/* What the CPU kernel refuses on the host the device kernels cannot: a first class that is
+   not a whole number >= 0 makes every row NaN, a target outside the vocabulary its own row. */
+TEST(VocabParallelEmulation, BadFirstOrTargetMakesNaN) {
+  const int64_t rows = 3, vr = 4, d = 5;
+  Buf h = randn({rows, d}), w = randn({vr, d}), t = randIds({rows}, 8);
+  t.set(1, 8);  // outside [0, 8), not ignore_index
+  std::vector<double> z((size_t)(rows * vr));
+  for (double f : {4.0, 1.5, -4.0}) {
+    SCOPED_TRACE("first " + std::to_string(f));
+    Buf first = scalar(f), lse(DType::F64, {rows}), tl(DType::F64, {rows});
+    vocab::StatsCall<double> s{static_cast<const double *>(h.data()), static_cast<const double *>(w.data()),
+                               static_cast<const double *>(first.data()), static_cast<const int32_t *>(t.data()),
+                               true, rows, vr, d, rows, 8, -100, z.data()};
+    s.lse = static_cast<double *>(lse.data()), s.targetLogit = static_cast<double *>(tl.data());
+    vocab::runStats(s, EmuLauncher{}, cpuGemm<double>);
+    for (int64_t r = 0; r < rows; ++r) {
+      const bool nan = f != 4.0 || r == 1;
+      EXPECT_EQ(std::isnan(lse.get(r)), nan) << "lse row " << r;
+      EXPECT_EQ(std::isnan(tl.get(r)), nan) << "target_logit row " << r;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lmrt::kernels::test

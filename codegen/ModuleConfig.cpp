@@ -227,6 +227,8 @@ LogicalResult mlir::lm::readModuleConfig(ModuleOp module, plan::Plan &result) {
     m->set_tensor(axis("tensor"));
     m->set_global_batch(axis("global_batch"));
     m->set_zero(axis("zero"));
+    if (auto sp = dyn_cast_or_null<BoolAttr>(mesh.get("sequence_parallel")))
+      m->set_sequence_parallel(sp.getValue());
     if (m->data() < 1 || m->tensor() < 1)
       return emitError(module.getLoc()) << "plan contract: lm.mesh needs data >= 1 and tensor >= 1, got " << mesh;
     if (m->zero() < 0 || m->zero() > 3 || (m->zero() > 0 && m->data() < 2))

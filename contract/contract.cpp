@@ -141,10 +141,15 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step, bool c
    and overlap") counts as one all-reduce of all its elements, plus its staging
    buffer, kept between calls; a reduce-scatter bucket likewise (its staging holds the
    D parts of every slice and their sums). Open MPI's own transport buffers are not counted. A plan
-   without collectives (one process) holds none of these. */
+   without collectives (one process) holds none of these. Only the programs `lmrt run`
+   runs count, the train step (the first program) and "eval": the buffers grow to the
+   largest collective run, and a TP plan's forward all-gathers its [B, T, V] logits,
+   which training never does (lmrt eval/sample/forward on the ranks run those). */
 int64_t communicationScratch(const plan::Plan &plan) {
   int64_t parts = 0, sums = 0, staging = 0, transient = 0, bucket = 0;
-  for (const plan::Program &program : plan.programs())
+  for (int pi = 0; pi < plan.programs_size(); ++pi) {
+    const plan::Program &program = plan.programs(pi);
+    if (pi > 0 && program.name() != "eval") continue;
     for (int si = 0; si < program.steps_size(); ++si) {
       const plan::Step &step = program.steps(si);
       const std::string &op = step.op();
@@ -203,6 +208,7 @@ int64_t communicationScratch(const plan::Plan &plan) {
         if (outer != 1) transient = std::max(transient, outBytes);
       }
     }
+  }
   const plan::Mesh &mesh = plan.train().mesh();
   // Stages 1 and 2 all-gather the parameters after the update (stage 2's reduce-scatters
   // are the train step's, counted above; stage 3's collectives are all the steps').

@@ -45,6 +45,9 @@ struct FrontendOptions {
   /// `lmc compile --bucket-mb N`: the data-parallel gradient buckets in MiB over the
   /// train block's `bucket_mb` (-1: the block's, or 25; 0: one all-reduce per gradient).
   double bucketMb = -1;
+  /// `lmc compile --prefetch-mb N`: ZeRO stage 3's gathered MiB issued ahead of the ops
+  /// that read them, over the train block's `prefetch_mb` (-1: the block's, or 0: none).
+  double prefetchMb = -1;
 };
 
 /// Emits the module for the main buffer of `sourceMgr`. Every error is reported

@@ -159,6 +159,10 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
   // -1: not given (the pass's default).
   double bucketMb = -1;
   Location bucketLoc = FileLineColLoc::get(&ctx, files[0], 1, 1);
+  // `prefetch_mb = N` (ZeRO stage 3's gathers issued ahead, -lm-zero-shard-params), then
+  // lmc's --prefetch-mb; -1: not given (the pass's default).
+  double prefetchMb = -1;
+  Location prefetchLoc = bucketLoc;
   Location zeroLoc = FileLineColLoc::get(&ctx, files[0], 1, 1), meshLoc = zeroLoc, spLoc = zeroLoc;
   for (const ast::Setting *sp : trainSettings) {
     const ast::Setting &s = *sp;
@@ -186,6 +190,21 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
         return error(s.value->loc) << "bucket_mb = " << ast::toString(*s.value) << ": the gradient bucket size must "
                                    << "be 0 (one all-reduce per gradient) to " << (int64_t(1) << 20) << " MiB";
       bucketLoc = loc(s.value->loc);
+      continue;
+    }
+    if (s.name == "prefetch_mb") {
+      Env env;
+      FailureOr<LMValue> v = eval(*s.value, env);
+      if (failed(v))
+        return failure();
+      if (v->kind != LMValue::Kind::Int && v->kind != LMValue::Kind::Float)
+        return error(s.value->loc) << "prefetch_mb must be a number of MiB (0: each ZeRO-3 gather right before its "
+                                   << "op), got '" << ast::toString(*s.value) << "'";
+      prefetchMb = v->kind == LMValue::Kind::Int ? double(v->intValue) : v->floatValue;
+      if (!(prefetchMb >= 0))
+        return error(s.value->loc) << "prefetch_mb = " << ast::toString(*s.value) << ": the prefetch size must be 0 "
+                                   << "(no prefetch) to " << (int64_t(1) << 20) << " MiB";
+      prefetchLoc = loc(s.value->loc);
       continue;
     }
     if (s.name != "mesh")
@@ -233,6 +252,11 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
   if (bucketMb > double(int64_t(1) << 20))
     return emitError(bucketLoc) << "bucket_mb = " << bucketMb << ": the gradient bucket size must be 0 (one all-reduce "
                                 << "per gradient) to " << (int64_t(1) << 20) << " MiB";
+  if (options.prefetchMb >= 0)
+    prefetchMb = options.prefetchMb;
+  if (prefetchMb > double(int64_t(1) << 20))
+    return emitError(prefetchLoc) << "prefetch_mb = " << prefetchMb << ": the prefetch size must be 0 (no prefetch) "
+                                  << "to " << (int64_t(1) << 20) << " MiB";
   if (sequenceParallel && axes[1] == 1)
     return emitError(spLoc) << "sequence_parallel splits the sequence over the tensor-parallel ranks, and this mesh "
                             << "has none: set mesh = { tensor = T } with T > 1 (or lmc compile --mesh tensor=T,sp); "
@@ -257,9 +281,12 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
   if (axes[1] > 1) {
     // lmrt keeps a slice of every split parameter and of its optimizer state, and updates
     // it alone (docs/distributed.md, "Tensor parallelism"): the same conditions as ZeRO's.
-    if (zero > 0)
+    // Stage 1 splits each rank's slices' optimizer state over the data axis (lmrt alone);
+    // stages 2 and 3 rewrite the programs (-lm-zero-shard-params), not yet with a tensor axis.
+    if (zero > 1)
       return emitError(zeroLoc) << "zero = " << zero << " with tensor = " << axes[1]
-                                << ": ZeRO over a tensor-parallel mesh is not supported yet (docs/distributed.md)";
+                                << ": ZeRO stages 2 and 3 over a tensor-parallel mesh are not supported yet (stage 1 "
+                                   "is; docs/distributed.md)";
     auto optimizer = train ? dyn_cast_or_null<StringAttr>(train.get("optimizer")) : StringAttr();
     StringRef kind = optimizer ? optimizer.getValue() : StringRef(lmrt::settings::kDefaultOptimizer);
     if (kind != "adamw" && kind != "sgd" && kind != "lion")
@@ -276,6 +303,8 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
     attrs.push_back(builder.getNamedAttr("zero", builder.getI64IntegerAttr(zero)));
   if (bucketMb >= 0) // read by -lm-data-parallel; its default (25 MiB) is not written
     attrs.push_back(builder.getNamedAttr("bucket_mb", builder.getF64FloatAttr(bucketMb)));
+  if (prefetchMb >= 0) // read by -lm-zero-shard-params; its default (0, none) is not written
+    attrs.push_back(builder.getNamedAttr("prefetch_mb", builder.getF64FloatAttr(prefetchMb)));
   if (sequenceParallel) // read by -lm-spmd
     attrs.push_back(builder.getNamedAttr("sequence_parallel", builder.getBoolAttr(true)));
   return std::optional<DictionaryAttr>(builder.getDictionaryAttr(attrs));
@@ -436,8 +465,8 @@ FailureOr<DictionaryAttr> MLIRGen::trainAttr() {
     }
     if (s.name == "data")
       continue; // the batch transform: dataAttr reads it with the objective's inputs
-    if (s.name == "mesh" || s.name == "zero" || s.name == "bucket_mb")
-      continue; // the device mesh, the ZeRO stage and the gradient buckets: meshAttr reads them
+    if (s.name == "mesh" || s.name == "zero" || s.name == "bucket_mb" || s.name == "prefetch_mb")
+      continue; // the device mesh, the ZeRO stage, the gradient buckets, the prefetch: meshAttr reads them
     if (s.name == "no_decay" || s.name == "groups")
       continue; // parameter groups: paramGroupsAttr reads them once the parameters exist
     if (s.name == "lora")

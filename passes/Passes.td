@@ -211,7 +211,11 @@ def LMZeroShardParamsPass : Pass<"lm-zero-shard-params", "mlir::ModuleOp"> {
     over mesh axis 0 (then an `lm.slice` to n elements where D does not
     divide n, and an `lm.reshape`) rebuilds the whole tensor for that op
     alone: a parameter read in the forward and in the backward is gathered
-    twice and freed after each use. Every gradient result (`lm.grad_of`) of a
+    twice and freed after each use. The all-gathers are then prefetched: each
+    op's move ahead to right before an earlier op that reads gathered
+    parameters, as far as the gathers issued ahead at any op stay within
+    `prefetch_mb` MiB (lm.mesh's `prefetch_mb`; 0, the default: none), in
+    their order, so that lmrt runs them while the ops before compute. Every gradient result (`lm.grad_of`) of a
     train step becomes the rank's slice of the gradients' mean: flattened,
     padded with zeros (`lm.slice_grad`), `lm.reduce_scatter` over mesh axis 0
     (the rank-order sum), then `lm.div` by D: the arithmetic of
@@ -237,6 +241,9 @@ def LMZeroShardParamsPass : Pass<"lm-zero-shard-params", "mlir::ModuleOp"> {
     Option<"bucketMb", "bucket-mb", "double", "-1",
            "Gradient bucket size in MiB (-1: the module's lm.mesh bucket_mb, 25 without it; 0: one reduce-scatter "
            "per gradient)">,
+    Option<"prefetchMb", "prefetch-mb", "double", "-1",
+           "Stage 3: the gathered MiB issued ahead of the ops that read them (-1: the module's lm.mesh "
+           "prefetch_mb, 0 without it; 0: each gather right before its op)">,
   ];
   let dependentDialects = ["::mlir::lm::LMDialect", "::mlir::func::FuncDialect"];
 }

@@ -248,7 +248,12 @@ Assignment partition(func::FuncOp f, int64_t ranks, const llvm::StringSet<> &who
       tryRun(op, rule.tensorParallelLoop);
   });
   f.walk([&](ShardingOpInterface op) {
-    if (committed.ops.count(op))
+    // A lookup's table splits only where another seed reaches it (T5's
+    // position bias, from the attention's heads). Its columns would close as
+    // a layout of their own when the lookup reaches a contracting matmul (a
+    // tied head with no norm between), but a vocabulary table splits by rows
+    // (vocabularyTables, below), as Megatron's does.
+    if (committed.ops.count(op) || isa<EmbeddingOp>(op))
       return;
     ShardingRule rule = op.getShardingRule();
     // A loop only a parameter operand follows: splitting it splits that

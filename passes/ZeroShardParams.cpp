@@ -8,7 +8,8 @@
 // each op that reads the parameter the slices are all-gathered, cut to n and
 // reshaped; the gathered tensor lives across that op only, so a parameter
 // read in the forward and again in the backward is gathered twice, never kept
-// across the step. Each gradient is reduce-scattered right after it is
+// across the step. With prefetch_mb > 0 the all-gathers then move ahead of
+// earlier ops (prefetchGathers), their tensors live from there. Each gradient is reduce-scattered right after it is
 // computed (flattened, padded with zeros), then divided by D: the rank-order sum divided
 // by D of its own slice, the arithmetic (and so the bits) of the mean
 // -lm-data-parallel's all-reduce computes for those elements. The reduce-scatters go
@@ -46,6 +47,11 @@ namespace {
 constexpr int64_t kDataAxis = 0;
 /// The argument attribute holding a sliced parameter's logical (whole) type.
 constexpr StringLiteral kLogicalAttr = "lm.zero_logical";
+/// The default cap on the gathered bytes issued ahead of the op that reads them: none.
+/// On the CPU ranks measured (docs/distributed.md, "Stage 3") a prefetch gained no time
+/// (Open MPI moves the bytes only inside its calls, between the steps, on the cores the
+/// compute uses) and cost memory.
+constexpr double kDefaultPrefetchMb = 0;
 
 /// The padded slice of `whole` each of `ranks` ranks holds: ceil(n / ranks)
 /// elements, one dimension.
@@ -65,6 +71,24 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
   using LMZeroShardParamsPassBase::LMZeroShardParamsPassBase;
   int64_t stage_ = 3;  // the ZeRO stage of the module being rewritten
 
+  /// The prefetch cap in bytes: the pass option, else lm.mesh's prefetch_mb, else
+  /// kDefaultPrefetchMb.
+  FailureOr<int64_t> prefetchBytes(ModuleOp module) {
+    double mib = prefetchMb;
+    if (mib < 0) {
+      mib = kDefaultPrefetchMb;
+      if (auto mesh = module->getAttrOfType<DictionaryAttr>("lm.mesh"))
+        if (auto v = dyn_cast_or_null<FloatAttr>(mesh.get("prefetch_mb")))
+          mib = v.getValueAsDouble();
+    }
+    if (!(mib >= 0 && mib <= double(int64_t(1) << 20))) {
+      module.emitError() << "-lm-zero-shard-params: prefetch_mb must be in [0, " << (int64_t(1) << 20)
+                         << "] MiB, got " << mib;
+      return failure();
+    }
+    return (int64_t)(mib * double(1 << 20));
+  }
+
   /// Records parameter `name` of `f`, of type `type`, in `logical`, after checking that
   /// ZeRO can slice it; returns false after an error.
   bool wholeParameter(func::FuncOp f, StringRef name, Type type, llvm::StringMap<RankedTensorType> &logical) {
@@ -79,7 +103,9 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
   }
 
   /// Each `lm.param` argument of `f` becomes its slice; returns false after an error.
-  bool shardArguments(func::FuncOp f, int64_t ranks, llvm::StringMap<RankedTensorType> &logical) {
+  /// `gathers` gets each all-gather with the top-level op it is for.
+  bool shardArguments(func::FuncOp f, int64_t ranks, llvm::StringMap<RankedTensorType> &logical,
+                      std::vector<std::pair<AllGatherOp, Operation *>> &gathers) {
     for (BlockArgument arg : f.getArguments()) {
       unsigned i = arg.getArgNumber();
       auto name = f.getArgAttrOfType<StringAttr>(i, "lm.param");
@@ -105,7 +131,9 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       for (Operation *user : users) {
         OpBuilder b(user);
         Location loc = user->getLoc();
-        Value v = b.create<AllGatherOp>(loc, arg, kDataAxis, ranks, /*dim=*/0);
+        auto gather = b.create<AllGatherOp>(loc, arg, kDataAxis, ranks, /*dim=*/0);
+        gathers.push_back({gather, user});
+        Value v = gather;
         int64_t n = whole.getNumElements();
         if (slice.getNumElements() * ranks != n)
           v = b.create<SliceOp>(loc, v, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1});
@@ -115,6 +143,47 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       }
     }
     return true;
+  }
+
+  /// Prefetch: each op's all-gathers move ahead to right before an earlier op that reads
+  /// gathered parameters, as far back as the gathers issued ahead at any op stay within
+  /// `capBytes` (DeepSpeed's stage3_prefetch_bucket_size), so that lmrt, which runs a
+  /// collective while the next steps run (docs/distributed.md, "Buckets and overlap"),
+  /// moves the next ops' parameters while this one computes. Only the all-gathers move
+  /// (their cut and reshape stay at the op), in their order: each gathered tensor is the
+  /// same bytes, and the memory planner sees it live from its earlier gather on.
+  static void prefetchGathers(std::vector<std::pair<AllGatherOp, Operation *>> &gathers, int64_t capBytes) {
+    if (capBytes <= 0 || gathers.empty())
+      return;
+    // The ops that read gathered parameters, in program order, with their gathers' bytes.
+    std::vector<Operation *> users;
+    for (auto &[gather, user] : gathers)
+      if (!llvm::is_contained(users, user))
+        users.push_back(user);
+    llvm::sort(users, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    llvm::DenseMap<Operation *, size_t> index;
+    for (size_t k = 0; k < users.size(); ++k)
+      index[users[k]] = k;
+    std::vector<int64_t> bytes(users.size(), 0);
+    std::vector<std::vector<AllGatherOp>> of(users.size());
+    for (auto &[gather, user] : gathers) {
+      auto type = cast<RankedTensorType>(gather.getType());
+      bytes[index[user]] += type.getNumElements() * (type.getElementTypeBitWidth() / 8);
+      of[index[user]].push_back(gather);
+    }
+    // Op k's gathers go before op j, the earliest with ops j+1 .. k's gathers within the
+    // cap (j never decreases with k, so the gathers keep their order).
+    size_t j = 0;
+    int64_t ahead = 0;  // the bytes of ops j+1 .. k's gathers
+    for (size_t k = 1; k < users.size(); ++k) {
+      ahead += bytes[k];
+      while (j < k && ahead > capBytes)
+        ahead -= bytes[++j];
+      if (j == k)
+        continue;
+      for (AllGatherOp gather : of[k])
+        gather->moveBefore(users[j]);
+    }
   }
 
   /// Each gradient result of a train step becomes the rank's slice of its mean, the
@@ -189,6 +258,9 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
     FailureOr<int64_t> cap = bucketBytes(module, bucketMb, "lm-zero-shard-params");
     if (failed(cap))
       return signalPassFailure();
+    FailureOr<int64_t> prefetch = prefetchBytes(module);
+    if (failed(prefetch))
+      return signalPassFailure();
     if (ranks <= 1 || stage < 2)
       return;
     if (meshEntry(module, "tensor") > 1) {
@@ -201,8 +273,10 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
         continue;
       llvm::StringMap<RankedTensorType> logical;
       if (stage >= 3) {
-        if (!shardArguments(f, ranks, logical))
+        std::vector<std::pair<AllGatherOp, Operation *>> gathers;
+        if (!shardArguments(f, ranks, logical, gathers))
           return signalPassFailure();
+        prefetchGathers(gathers, *prefetch);
       } else {  // stage 2: the parameters stay whole; their types are the gradients'
         if (!f->hasAttr("lm.train_step"))
           continue;

@@ -75,7 +75,7 @@ def LM_ConstantOp : LM_Op<"constant",
   let hasFolder = 1;
 }
 
-def LM_EmbeddingOp : LM_DiffOp<"embedding", LM_InferredResultTypes, ["getBytesAccessed"]> {
+def LM_EmbeddingOp : LM_DiffOp<"embedding", !listconcat(LM_InferredResultTypes, [LM_ShardingRule]), ["getBytesAccessed"]> {
   let summary = "table lookup";
   let description = [{
     `out[s] = table[ids[s]]` for every position `s` of `ids`; the result is

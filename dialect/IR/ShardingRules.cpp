@@ -99,6 +99,30 @@ ShardingRule MatmulOp::getShardingRule() {
   return rule;
 }
 
+/// table [V, D] looked up at ids [...S] -> [...S, D]: one loop per result
+/// dimension, all parallel. The rows (V) follow no loop: a lookup reads
+/// whichever rows its ids name, so a row split has no local form here (the
+/// vocabulary-parallel lookup, passes/VocabParallel.cpp, masks and sums
+/// instead). A column split of the table splits the result's last dimension
+/// alike: T5's relative-position bias, a [buckets, heads] table looked up per
+/// (query, key) pair, splits by heads with the attention that adds it. Its
+/// VJP, lm.embedding_grad into the local table's type, is then the gradient's
+/// column block.
+ShardingRule EmbeddingOp::getShardingRule() {
+  ShardingRule rule;
+  int64_t rank = rankOf(getResult());
+  SmallVector<int64_t> all, ids;
+  for (int64_t i = 0; i < rank; ++i) {
+    rule.loops.push_back({LoopKind::Parallel});
+    all.push_back(i);
+    if (i < rank - 1)
+      ids.push_back(i);
+  }
+  rule.operands = {{ShardingDim{}, ShardingDim{rank - 1}}, dims(ids)};
+  rule.results.push_back(dims(all));
+  return rule;
+}
+
 /// Normalisation over the last dimension: it must be whole on every rank
 /// (its mean and variance read all of it); gamma and beta follow it.
 static ShardingRule normRule(Operation *op) {

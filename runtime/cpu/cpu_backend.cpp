@@ -180,11 +180,14 @@ CpuBackend::CpuBackend(Session &session)
                         " of the " + std::to_string(all) + " parameter elements (its slice of each parameter, " +
                         "gathered right before each use), their reduced gradients and optimizer state, and " +
                         "updates them";
-  } else if (mesh.zero() >= 1 && mesh.data() > 1 && world.size() == mesh.data()) {
+  } else if (const int64_t tensor = std::max<int64_t>(1, mesh.tensor());
+             mesh.zero() >= 1 && mesh.data() > 1 && world.size() == mesh.data() * tensor) {
     const OptimizerConfig config = optimizerConfig(bound_.plan());
     if (!updatesSlices(config))
       bound_.error("ZeRO needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + config.kind);
-    zero_ = std::make_unique<ZeroShards>(views_, world.rank(), world.size(), (int)mesh.zero());
+    // Over the data axis (its group: comm::meshGroup(0)); on a data x tensor mesh (stage 1)
+    // of the rank's tensor-parallel slices, the data rank being world rank / tensor.
+    zero_ = std::make_unique<ZeroShards>(views_, world.rank() / (int)tensor, (int)mesh.data(), (int)mesh.zero());
     for (size_t i = 0; i < views_.size(); ++i)
       for (size_t k = 0; k < stateSlots(config, views_[i].shape).size(); ++k) stateOwner_.push_back(i);
   }
@@ -464,7 +467,9 @@ std::vector<NamedTensor> CpuBackend::beginRestore(int64_t updates) {
 /* Under ZeRO stages 1 and 2: this rank's slices, which a sharded checkpoint fills
    without the whole tensors beginRestore's scatter needs. */
 std::vector<HeldTensor> CpuBackend::beginHeldRestore(int64_t updates) {
-  if (!zero_) return {};
+  // On a tensor-parallel mesh a slice is a flat run of the rank's block, not of the
+  // logical tensor the shards hold: restored whole (beginRestore) and scattered.
+  if (!zero_ || !tensorSplit_.empty()) return {};
   optimizer().restoreState(zero_->views(), updates);
   return heldOptimizerState();
 }

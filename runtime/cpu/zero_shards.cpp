@@ -41,7 +41,7 @@ void ZeroShards::gather(const void *slice, void *whole, int64_t numel, DType dty
   const size_t eb = dtypeSize(dtype);
   const int64_t mine = zeroShard(numel, ranks_, rank_).size();
   if (chunk * ranks_ == numel) {  // every slice full: gathered in place (the communicator copies `slice` first)
-    comm::world().allGather(slice, whole, chunk, dtype, what);
+    comm::meshGroup(0).allGather(slice, whole, chunk, dtype, what);
     return;
   }
   // Slices of chunk elements, the last ones shorter: gathered padded, then cut to numel.
@@ -49,7 +49,7 @@ void ZeroShards::gather(const void *slice, void *whole, int64_t numel, DType dty
   char *mySlot = staging_.data() + (size_t)(rank_ * chunk) * eb;
   std::memset(mySlot, 0, (size_t)chunk * eb);
   if (mine > 0) std::memcpy(mySlot, slice, (size_t)mine * eb);
-  comm::world().allGather(mySlot, staging_.data(), chunk, dtype, what);
+  comm::meshGroup(0).allGather(mySlot, staging_.data(), chunk, dtype, what);
   std::memcpy(whole, staging_.data(), (size_t)numel * eb);
 }
 
@@ -79,7 +79,7 @@ double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<cons
       HostBytes head((size_t)slot * eb, 0);
       std::memcpy(head.data(), slices[i], (size_t)zeroHeadLength(p.numel, ranks_, rank_) * eb);
       heads.resize((size_t)(slot * ranks_) * eb);
-      comm::world().allGather(head.data(), heads.data(), slot, p.dtype,
+      comm::meshGroup(0).allGather(head.data(), heads.data(), slot, p.dtype,
                               "ZeRO gradient norm: all_gather of gradient " + std::to_string(i) + "'s block heads");
     }
     mine[i] = zeroOwnedBlockSums(slices[i], p.dtype, p.numel, ranks_, rank_, heads.data(), slot);
@@ -88,7 +88,7 @@ double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<cons
   for (size_t i = 0, at = 0; i < params.size(); at += (size_t)slots[i], ++i)
     std::copy(mine[i].begin(), mine[i].end(), sent.begin() + (ptrdiff_t)at);
   if (total > 0)
-    comm::world().allGather(sent.data(), all.data(), total, DType::F64, "ZeRO gradient norm: all_gather of block sums");
+    comm::meshGroup(0).allGather(sent.data(), all.data(), total, DType::F64, "ZeRO gradient norm: all_gather of block sums");
   // grad_clip.cpp's order: each gradient's blocks from 0 in block order (rank order), then
   // the gradients from 0 in parameter order.
   double s = 0;

@@ -27,6 +27,7 @@
 #include "runtime/exec/shard_layout.h"
 #include "runtime/train/checkpoint_shards.h"
 #include "runtime/train/tensor_parallel.h"
+#include "runtime/weights/weights.h"
 
 namespace lmrt {
 namespace {
@@ -741,6 +742,17 @@ void restoreCheckpoint(const Checkpoint &c, Session &s) {
   } else {
     restoreWhole(c, s, owner);
   }
+  for (size_t i = 0; i < s.params().size(); ++i)
+    restoreTensor(c, s.params()[i].name, s.params()[i].valueRef(), s.sharding(i), s.tensorRank());
+  s.pushParams();
+}
+
+void loadWeightsOrCheckpoint(Session &s, const std::string &path) {
+  if (!isDirectory(path)) return (void)loadWeights(s, path);
+  if (::access((path + "/" + kMetaFile).c_str(), F_OK) != 0)
+    fail("--weights '%s' is a directory without %s: give a weights file, or one checkpoint directory (%s/step-N)",
+         path.c_str(), kMetaFile, path.c_str());
+  const Checkpoint c = readCheckpoint(path, s);
   for (size_t i = 0; i < s.params().size(); ++i)
     restoreTensor(c, s.params()[i].name, s.params()[i].valueRef(), s.sharding(i), s.tensorRank());
   s.pushParams();

@@ -118,6 +118,12 @@ Checkpoint findResumeCheckpoint(const std::string &path, const Session &session,
    hold what it keeps (ShardReader::read). */
 void restoreCheckpoint(const Checkpoint &ckpt, Session &session);
 
+/* `lmrt eval`, `sample` and `forward --weights PATH`: a weights file (loadWeights), or a
+   checkpoint directory (step-N, whole or sharded, verified against the plan as a resume
+   is): its parameters, each rank reading only its slices; the optimizer state is not
+   read. */
+void loadWeightsOrCheckpoint(Session &session, const std::string &path);
+
 /* The checkpoints in `dir` (names step-NNNNNNNN, complete or not), oldest first. */
 std::vector<std::pair<int64_t, std::string>> listCheckpoints(const std::string &dir);
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "contract/zero3.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/train_loop.h"
@@ -15,13 +16,64 @@
 
 namespace lmrt {
 
-void refuseTensorParallel(const Session &s, const std::string &planPath, const char *command) {
-  const int64_t tensor = s.plan().train().mesh().tensor();
+namespace {
+
+/* The plan's bytes, the same on every rank that loaded the same plan. */
+uint64_t planHash(const Session &s) {
+  std::string bytes;
+  {  // the streams write the last bytes into `bytes` as they close
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);  // maps in one order on every rank
+    s.plan().SerializeToCodedStream(&coded);
+  }
+  return std::hash<std::string>{}(bytes);
+}
+
+}  // namespace
+
+RankInfo joinCommandRanks(Session &s, const std::string &planPath, const char *command,
+                          const std::string &settings) {
+  comm::Communicator &world = comm::world();
+  const plan::Mesh &mesh = s.plan().train().mesh();
+  const int64_t data = mesh.data() > 0 ? mesh.data() : 1, tensor = mesh.tensor() > 0 ? mesh.tensor() : 1;
+  const int64_t processes = data * tensor;
+  const bool sliced = tensor > 1 || zeroSlicesParams(mesh);
+  char what[160];
   if (tensor > 1)
-    fail("plan '%s' is tensor-parallel (mesh tensor = %lld): its programs hold one rank's slices of the weights, "
-         "and `lmrt %s` runs one process; the weights and checkpoints `lmrt run` writes hold whole tensors, so "
-         "compile the same model without --mesh tensor (the same .lm, preset and -D flags) and run `lmrt %s` on "
-         "that plan", planPath.c_str(), (long long)tensor, command, command);
+    std::snprintf(what, sizeof what, "tensor-parallel (mesh data = %lld x tensor = %lld)", (long long)data,
+                  (long long)tensor);
+  else
+    std::snprintf(what, sizeof what, "ZeRO stage %lld (mesh data = %lld)", (long long)mesh.zero(), (long long)data);
+  if (sliced && world.size() == 1)
+    fail("plan '%s' is %s: its programs hold one rank's slices of the weights and %s the other ranks, so `lmrt %s` "
+         "runs it on its %lld processes: `mpirun -np %lld lmrt %s ...` (or srun -n %lld); or, in one process, "
+         "compile the same model without --mesh%s (the same .lm, preset and -D flags) and run `lmrt %s` on that "
+         "plan: the weights and checkpoints `lmrt run` writes hold whole tensors",
+         planPath.c_str(), what, tensor > 1 ? "all-reduce over" : "gather them from", command, (long long)processes,
+         (long long)processes, command, (long long)processes, tensor > 1 ? "" : " and --zero", command);
+  if (world.size() > 1 && world.size() != processes) {
+    if (processes == 1)
+      fail("plan '%s' is for one process (no mesh), and this run has %d processes: run `lmrt %s` without mpirun",
+           planPath.c_str(), world.size(), command);
+    fail("plan '%s' is %s, for %lld processes, and this run has %d: launch it with `mpirun -np %lld lmrt %s ...` "
+         "(or srun -n %lld)", planPath.c_str(), sliced ? what : "data-parallel", (long long)processes,
+         world.size(), (long long)processes, command, (long long)processes);
+  }
+  if (sliced && s.device().device != "cpu")
+    fail("plan '%s' is %s, which `lmrt %s` runs on --device cpu only so far", planPath.c_str(), what, command);
+  const int t = (int)tensor;
+  RankInfo r{world.rank() / t, world.size() > 1 ? (int)data : 1, world.rank() % t, world.size() > 1 ? t : 1,
+             world.rank()};
+  if (world.size() == 1) return r;
+  // A rank whose plan or options differ would compute another model, or wait in a
+  // collective the others never reach: refused on every rank before anything runs.
+  world.checkSame(planHash(s), "the plan ('" + planPath + "')");
+  world.checkSame(std::hash<std::string>{}(settings), std::string("the command line of `lmrt ") + command + "` (its options but --threads)");
+  comm::setMesh(data, tensor);
+  // The slices this process holds: its tensor rank's, or under ZeRO stage 3 its data rank's.
+  s.setTensorRank(zeroSlicesParams(mesh) ? r.rank : r.tensorRank);
+  return r;
 }
 
 RankInfo joinRanks(const Session &s, const TrainOptions &o) {
@@ -44,9 +96,9 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
          (long long)data, (long long)data, (long long)mesh.global_batch(), world.size(),
          world.size() == 1 ? "" : "es", (long long)data, (long long)data);
   }
-  if (tensor > 1 && mesh.zero() > 0)
-    fail("plan '%s' asks for ZeRO stage %lld with tensor parallelism (tensor = %lld), which this lmrt does not run; "
-         "compile it with --zero 0", o.planPath.c_str(), (long long)mesh.zero(), (long long)tensor);
+  if (tensor > 1 && mesh.zero() > 1)
+    fail("plan '%s' asks for ZeRO stage %lld with tensor parallelism (tensor = %lld), which this lmrt does not run "
+         "(stage 1 only); compile it with --zero 1 or 0", o.planPath.c_str(), (long long)mesh.zero(), (long long)tensor);
   if (mesh.zero() > 3)
     fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stages 1, 2 and 3 only)",
          o.planPath.c_str(), (long long)mesh.zero());
@@ -62,14 +114,7 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
          "what these %d ranks compute", r.ranks, world.size());
   // A rank whose plan or settings differ would compute another model, or wait in a
   // collective the others never reach: refused on every rank before the first step.
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream out(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&out);
-    coded.SetSerializationDeterministic(true);  // maps in one order on every rank
-    s.plan().SerializeToCodedStream(&coded);
-  }
-  world.checkSame(std::hash<std::string>{}(bytes), "the plan ('" + o.planPath + "')");
+  world.checkSame(planHash(s), "the plan ('" + o.planPath + "')");
   world.checkSame(o.seed, "--seed");
   world.checkSame((uint64_t)o.steps, "--steps");
   world.checkSame((uint64_t)o.accumulate, "--accumulate");
@@ -107,6 +152,16 @@ void agreeOnData(const RankInfo &, const std::string &error) {
       if (!error.empty()) throw DataFailure(error);
       throw DataFailure("rank " + std::to_string(r) + "'s data failed (its error says why)", false);
     }
+}
+
+std::string fromWriter(const RankInfo &, const std::string &text) {
+  comm::Communicator &world = comm::world();
+  if (world.size() == 1) return text;
+  uint64_t n = text.size();
+  world.broadcast(&n, sizeof n, 0, "the length of rank 0's checkpoint path");
+  std::string out = world.rank() == 0 ? text : std::string(n, '\0');
+  if (n) world.broadcast(out.data(), (int64_t)n, 0, "rank 0's checkpoint path");
+  return out;
 }
 
 void stopOnDataFailure(const RankInfo &ranks, const std::string &message, bool mine) {

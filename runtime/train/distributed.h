@@ -35,11 +35,19 @@ struct RankInfo {
    so the rows are the data-parallel run's. */
 RankInfo joinRanks(const Session &session, const TrainOptions &options);
 
-/* `lmrt eval`, `sample` and `forward` run one process, and a tensor-parallel plan's
-   programs hold one rank's slices and collectives over the others: refused up
-   front, with the way to evaluate its (whole-tensor) weights, instead of failing at
-   the first collective with advice about `lmrt run`. */
-void refuseTensorParallel(const Session &session, const std::string &planPath, const char *command);
+/* `lmrt eval`, `sample` and `forward` on the plan's mesh (docs/distributed.md,
+   "Evaluating and sampling on the ranks"). A tensor-parallel or ZeRO stage 3 plan's
+   programs hold one rank's slices of the weights and collectives over the other
+   ranks, so they run on the mesh's D x T processes (mpirun -np D*T); a plan without
+   them runs in one process, or on its data ranks. Here: the processes are checked
+   against the mesh (one process given a sliced plan is told the mpirun form and the
+   one-process way: the same model compiled without the mesh), every rank must run
+   the same plan with the same `settings` (the command's options that decide which
+   programs run how often), the mesh's groups are formed and the session takes the
+   rank's slices (setTensorRank), so that loadWeights cuts them from the whole
+   tensors. Every rank then runs the same programs; rank 0 (writer()) prints. */
+RankInfo joinCommandRanks(Session &session, const std::string &planPath, const char *command,
+                          const std::string &settings);
 
 /* Where a quiet rank's log goes: nowhere. */
 FILE *quietLog();
@@ -53,6 +61,10 @@ bool anyRank(const RankInfo &ranks, bool flag);
    and stop before the same step, instead of the others waiting in train_step's
    collectives until the timeout. Collective: one all-reduce of `ranks` flags. */
 void agreeOnData(const RankInfo &ranks, const std::string &error);
+
+/* Rank 0's `text` on every rank (one rank's checkpoint path for the message of
+   another). Collective over the world. */
+std::string fromWriter(const RankInfo &ranks, const std::string &text);
 
 /* After a DataFailure's checkpoint: the rank whose data failed reports its error and
    ends the run (lmrt's MPI_Abort); the others wait for that here, after a barrier

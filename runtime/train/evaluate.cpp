@@ -10,6 +10,7 @@
 #include "runtime/data/dataset_meta.h"
 #include "runtime/data/token_source.h"
 #include "contract/contract.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/data_feed.h"
 #include "runtime/train/program_io.h"
@@ -49,17 +50,22 @@ EvalResult evaluateTransform(Session &s, const EvalOptions &o) {
 }  // namespace
 
 EvalScores scoreEval(Session &s, int64_t batches,
-                     const std::function<std::map<std::string, TensorRef>(int64_t)> &batch, bool requireFinite) {
+                     const std::function<std::map<std::string, TensorRef>(int64_t)> &batch, bool requireFinite,
+                     int dataRanks) {
   const std::vector<std::string> names = metricNames(findProgram(s, "eval"));
   std::vector<double> sums(names.size(), 0.0);
   double sum = 0;
   for (int64_t b = 0; b < batches; ++b) {
     s.run("eval", batch(b));
-    double loss = scalarValue(s.output("eval", "loss"), "eval loss");
-    if (requireFinite && !std::isfinite(loss)) fail("eval batch %lld: loss is %g", (long long)b, loss);
-    sum += loss;
+    std::vector<double> scores{scalarValue(s.output("eval", "loss"), "eval loss")};
     for (size_t k = 0; k < names.size(); ++k)
-      sums[k] += scalarValue(s.output("eval", "metric:" + names[k]), names[k].c_str());
+      scores.push_back(scalarValue(s.output("eval", "metric:" + names[k]), names[k].c_str()));
+    if (dataRanks > 1)  // the mean of the ranks' means of equal rows
+      comm::meshGroup(0).allReduce(scores.data(), scores.data(), (int64_t)scores.size(), DType::F64,
+                                   comm::Reduction::Mean, "the evaluation's losses over the data ranks");
+    if (requireFinite && !std::isfinite(scores[0])) fail("eval batch %lld: loss is %g", (long long)b, scores[0]);
+    sum += scores[0];
+    for (size_t k = 0; k < names.size(); ++k) sums[k] += scores[k + 1];
   }
   EvalScores r;
   r.loss = sum / double(batches);
@@ -77,7 +83,8 @@ EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
   if (plan.data().transform() != "causal") return evaluateTransform(s, o);
   const plan::Input &in = tokenInput(findProgram(s, "eval"));
   TensorType type = inputType(in);
-  const int64_t B = type.shape[0], window = type.shape[1], seq = window - 1;
+  // The program's rows are the data rank's part of a global batch of B (EvalOptions).
+  const int64_t rows = type.shape[0], window = type.shape[1], seq = window - 1, B = rows * o.dataRanks;
   const int64_t vocab = in.vocab() > 0 ? in.vocab() : plan.data().vocab();
   if (seq < 1) fail("eval input %s has no room for a target token", type.str().c_str());
 
@@ -114,16 +121,16 @@ EvalResult evaluateSplit(Session &s, const EvalOptions &o) {
 
   std::vector<int32_t> buf(type.numel());
   // A plan with dropout declares its key in eval too; eval drops nothing, so any key does.
-  std::vector<int32_t> key(2 * B, 0);
+  std::vector<int32_t> key(2 * rows, 0);
   const plan::Program &eval = findProgram(s, "eval");
   const bool hasKey = contract::dataInputs(eval).size() != (size_t)eval.inputs_size();
   finish(r, scoreEval(s, r.batches, [&](int64_t b) {
-    for (int64_t row = 0; row < B; ++row)
-      src->copyTokens((uint64_t)(b * B + row) * seq, window, buf.data() + row * window);
+    for (int64_t row = 0; row < rows; ++row)
+      src->copyTokens((uint64_t)(b * B + o.dataRank * rows + row) * seq, window, buf.data() + row * window);
     std::map<std::string, TensorRef> inputs{{in.name(), TensorRef{buf.data(), type}}};
-    if (hasKey) inputs[contract::kDropoutKeyInput] = TensorRef{key.data(), TensorType{DType::I32, {B, 2}}};
+    if (hasKey) inputs[contract::kDropoutKeyInput] = TensorRef{key.data(), TensorType{DType::I32, {rows, 2}}};
     return inputs;
-  }, /*requireFinite=*/true));
+  }, /*requireFinite=*/true, o.dataRanks));
   r.perplexity = std::exp(r.loss);
   if (o.bytesPerToken > 0)
     r.bytesPerToken = o.bytesPerToken;

@@ -37,6 +37,12 @@ struct EvalOptions {
   int64_t maxBatches = 0;     // 0: every whole batch
   double bytesPerToken = 0;   // 0: from DIR/meta.json
   uint64_t seed = 1;          // the batch transform's seed (non-causal plans)
+  // On a mesh's processes (joinCommandRanks): this process's data rank, of dataRanks.
+  // A causal plan's global batch (dataRanks x the eval program's rows) is split over
+  // the data ranks as `lmrt run` splits a training batch, so the windows scored are
+  // those of the one-process plan of that batch; other transforms score the plan's own
+  // batches on every data rank.
+  int dataRank = 0, dataRanks = 1;
 };
 
 struct EvalResult {
@@ -56,12 +62,15 @@ EvalResult evaluateSplit(Session &session, const EvalOptions &options);
 /* The mean "eval" loss and the mean of each metric (plan order) over batches
    0..n-1, whose inputs `batch(i)` gives: the one loop that scores a plan, used by
    `lmrt eval` and by `lmrt run`'s evaluations alike. With `requireFinite`, a
-   non-finite batch loss is an error naming the batch. */
+   non-finite batch loss is an error naming the batch. With `dataRanks` > 1 each
+   batch's loss and metrics are the mean over the data group's ranks (each scored its
+   rows of the batch; the rank-order sum, so every rank gets the same bits). */
 struct EvalScores {
   double loss = 0;
   std::vector<std::pair<std::string, double>> metrics;
 };
 EvalScores scoreEval(Session &session, int64_t batches,
-                     const std::function<std::map<std::string, TensorRef>(int64_t)> &batch, bool requireFinite);
+                     const std::function<std::map<std::string, TensorRef>(int64_t)> &batch, bool requireFinite,
+                     int dataRanks = 1);
 
 }  // namespace lmrt

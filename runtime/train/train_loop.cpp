@@ -115,7 +115,9 @@ TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
       // any collective), then stop with the message.
       if (step > run.firstStep) out.checkpoint(step - 1);
       std::string message = std::string(e.what()) + "; stopped before step " + std::to_string(step);
-      if (!out.lastCheckpoint().empty()) message += " (checkpoint " + out.lastCheckpoint() + ")";
+      // Rank 0 commits checkpoints; the failed rank, whichever, names its path.
+      const std::string checkpoint = fromWriter(ranks, out.lastCheckpoint());
+      if (!checkpoint.empty()) message += " (checkpoint " + checkpoint + ")";
       stopOnDataFailure(ranks, message, e.mine);
     }
     double seconds = secondsSince(t0);

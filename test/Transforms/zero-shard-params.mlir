@@ -1,8 +1,9 @@
-// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=bucket-mb=0' | FileCheck %s
-// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=data=3 bucket-mb=0' | FileCheck %s --check-prefix=THREE
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=bucket-mb=0 prefetch-mb=0' | FileCheck %s
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=data=3 bucket-mb=0 prefetch-mb=0' | FileCheck %s --check-prefix=THREE
 // RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=zero=2 bucket-mb=0' | FileCheck %s --check-prefix=STAGE2
-// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse -lm-zero-shard-params | FileCheck %s --check-prefix=BUCKET
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=prefetch-mb=25' | FileCheck %s --check-prefix=BUCKET
 // RUN: lm-opt %s -lm-autodiff '-lm-data-parallel=zero=1' -canonicalize -cse '-lm-zero-shard-params=zero=1' | FileCheck %s --check-prefix=STAGE1
+// RUN: lm-opt %s -lm-autodiff -lm-data-parallel -canonicalize -cse '-lm-zero-shard-params=bucket-mb=0 prefetch-mb=0.00002' | FileCheck %s --check-prefix=AHEAD
 
 // Tests that -lm-zero-shard-params (ZeRO stage 3) makes every parameter argument
 // the rank's padded slice of the flattened tensor (w: 6 elements, 3 per rank of 2;
@@ -10,7 +11,8 @@
 // the forward's matmul and in the backward's, never one value across the step),
 // and reduce-scatters every gradient, flattened, then divides it by D (the
 // rank-order sum / D that -lm-data-parallel's all-reduce computes); the loss keeps
-// its all-reduce. The whole types stay in lm.zero_logical.
+// its all-reduce. The whole types stay in lm.zero_logical. (prefetch-mb=0, the
+// default: no prefetch, the gathers where they are made; AHEAD and BUCKET below prefetch.)
 // CHECK-LABEL: func.func @loss(
 // CHECK-SAME: %[[W1:.*]]: tensor<3xf32> {lm.init = {kind = "zeros"}, lm.param = "w1", lm.zero_logical = tensor<3x2xf32>}
 // CHECK-SAME: %[[W2:.*]]: tensor<2xf32> {lm.init = {kind = "zeros"}, lm.param = "w2", lm.zero_logical = tensor<2x2xf32>}
@@ -57,10 +59,41 @@
 // CHECK-NEXT: %[[S1:.*]] = lm.div %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
 // CHECK-NEXT: return %[[L]], %[[S1]], %[[S2]], %[[S3]]
 
+// Prefetch, the AHEAD prefix (a cap of 0.00002 MiB, 20 bytes): the ops that read gathered
+// parameters are the forward's matmul (w1, 24 bytes gathered), add (b, 8), matmul (w2,
+// 16) and the backward's matmul (w2, 16). Each op's gathers move to right before the
+// earliest op such that the gathers issued ahead of it stay within 20 bytes: b's before
+// the first matmul (8), w2's before the add (16; with b's, 24 would not fit), the
+// backward's w2 before the forward's matmul that reads w2 (16), across the loss's
+// all-reduce; their cut and reshape stay at the op.
+// AHEAD-LABEL: func.func @loss_train_step(
+// AHEAD: %[[G1:.*]] = lm.all_gather %arg0 {{.*}} -> tensor<6xf32>
+// AHEAD-NEXT: %[[W1:.*]] = lm.reshape %[[G1]]
+// AHEAD-NEXT: %[[GB:.*]] = lm.all_gather %arg2 {{.*}} -> tensor<2xf32>
+// AHEAD-NEXT: %[[Y:.*]] = lm.matmul %{{.*}}, %[[W1]]
+// AHEAD-NEXT: %[[G2:.*]] = lm.all_gather %arg1 {{.*}} -> tensor<4xf32>
+// AHEAD-NEXT: %[[H:.*]] = lm.add %[[Y]], %[[GB]]
+// AHEAD-NEXT: %[[W2:.*]] = lm.reshape %[[G2]]
+// AHEAD-NEXT: %[[G3:.*]] = lm.all_gather %arg1 {{.*}} -> tensor<4xf32>
+// AHEAD-NEXT: lm.matmul %[[H]], %[[W2]]
+// AHEAD: lm.all_reduce
+// AHEAD: %[[W3:.*]] = lm.reshape %[[G3]]
+// AHEAD-NEXT: lm.matmul %{{.*}}, %[[W3]] {transpose_rhs = true}
+// AHEAD-NOT: lm.all_gather
+// AHEAD: return
+
 // The default bucket (25 MiB) holds all three gradients: each flattened right where the
 // last one (dw1) is computed, then the three reduce-scatters side by side (lmrt runs them
 // as one collective), then the divisions.
+// A prefetch of 25 MiB issues all four gathers ahead of the first matmul.
 // BUCKET-LABEL: func.func @loss_train_step(
+// BUCKET: lm.all_gather %arg0
+// BUCKET-NEXT: lm.reshape
+// BUCKET-NEXT: lm.all_gather %arg2
+// BUCKET-NEXT: lm.all_gather %arg1
+// BUCKET-NEXT: lm.all_gather %arg1
+// BUCKET-NEXT: lm.matmul
+// BUCKET-NOT: lm.all_gather
 // BUCKET: lm.matmul %{{.*}}, %{{.*}} {transpose_lhs = true} : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
 // BUCKET-NOT: lm.reduce_scatter
 // BUCKET: lm.sum_to

@@ -60,6 +60,7 @@ struct CompileOptions {
   std::string mesh;  // --mesh data=D,tensor=T (docs/distributed.md)
   int64_t zero = -1; // --zero N: the ZeRO stage (-1: the train block's)
   double bucketMb = -1; // --bucket-mb N: data-parallel gradient buckets (-1: the train block's)
+  double prefetchMb = -1; // --prefetch-mb N: ZeRO-3's gathers issued ahead (-1: the train block's)
   std::string floatType = "f32";
   bool noDecodePrograms = false;
   std::string emit;
@@ -254,7 +255,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   if (ext != ".lm" && ext != ".mlir")
     return fail("'" + opts.input + "' is neither a .lm source nor a .mlir module");
   if (ext == ".mlir" && frontendFlagsGiven)
-    return fail("-D, --preset, --mesh, --zero, --bucket-mb and --float-type apply to .lm sources, not to '" + opts.input + "'");
+    return fail("-D, --preset, --mesh, --zero, --bucket-mb, --prefetch-mb and --float-type apply to .lm sources, not to '" + opts.input + "'");
   // The output rules (base/paths.h, docs/runtime.md "Paths") before any work:
   // no output is an input, every one is writable, and an existing -o is
   // replaced only when it is a plan (an earlier compile's), else with
@@ -364,6 +365,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
       return 1;
     compileOptions.frontend.zero = opts.zero;
     compileOptions.frontend.bucketMb = opts.bucketMb;
+    compileOptions.frontend.prefetchMb = opts.prefetchMb;
   } else {
     compileOptions.input = mlir::lm::InputKind::MlirModule;
   }
@@ -591,6 +593,12 @@ int main(int argc, char **argv) {
       "MiB, in the order the backward computes them) are all-reduced as one collective while the backward goes "
       "on; 0: one all-reduce per gradient; default 25 (docs/distributed.md, \"Buckets and overlap\")")
       ->check(CLI::Range(0.0, double(1 << 20)));
+  CLI::Option *prefetchMb = compile->add_option(
+      "--prefetch-mb", opts.prefetchMb,
+      "ZeRO stage 3's prefetch, over the train block's prefetch_mb: each op's parameter all-gathers are issued "
+      "ahead of earlier ops, up to N MiB of gathered parameters ahead at any op, so they run while those ops "
+      "compute; default 0: each right before its op (docs/distributed.md, \"Stage 3\")")
+      ->check(CLI::Range(0.0, double(1 << 20)));
   compile->add_option("--fusion", opts.fusion, "fusion in the optimize stage: auto (default) or none")
       ->check(CLI::IsMember({"auto", "none"}));
   compile->add_option("--remat", opts.remat,
@@ -689,7 +697,8 @@ int main(int argc, char **argv) {
   explainOptions.remat = explainOpts.remat;
   explainOptions.fusion = explainOpts.fusion;
   int status = *compile   ? runCompile(opts, defines->count() > 0 || floatType->count() > 0 || preset->count() > 0 ||
-                                             mesh->count() > 0 || zero->count() > 0 || bucketMb->count() > 0)
+                                             mesh->count() > 0 || zero->count() > 0 || bucketMb->count() > 0 ||
+                                             prefetchMb->count() > 0)
                : *explain ? runCompile(explainOpts, explainDefines->count() > 0 || explainFloat->count() > 0 ||
                                                         explainPreset->count() > 0 || explainMesh->count() > 0 ||
                                                         explainZero->count() > 0)

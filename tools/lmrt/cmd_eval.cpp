@@ -5,7 +5,9 @@
 #include <memory>
 
 #include "contract/plan.pb.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/exec/session.h"
+#include "runtime/train/checkpoint.h"
 #include "runtime/train/distributed.h"
 #include "runtime/weights/weights.h"
 #include "runtime/train/evaluate.h"
@@ -43,8 +45,16 @@ void run(const Options &o) {
                  {{"the plan", o.plan}, {"--weights", o.weights}}, o.overwrite, stdout);
   }
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
-  refuseTensorParallel(*session, o.plan, "eval");
-  loadWeights(*session, o.weights);
+  // On a tensor-parallel or ZeRO-3 plan's ranks every rank scores, rank 0 prints.
+  const RankInfo ranks = joinCommandRanks(*session, o.plan, "eval",
+                                          o.eval.split + '\n' + std::to_string(o.eval.maxBatches) + '\n' +
+                                              std::to_string(o.eval.seed));
+  if (comm::world().size() > 1 && !o.predictions.empty())
+    fail("--predictions writes its file from one process; run `lmrt eval --predictions` without mpirun, on the "
+         "same model compiled without --mesh (the weights hold whole tensors)");
+  EvalOptions eval = o.eval;
+  eval.dataRank = ranks.rank, eval.dataRanks = ranks.ranks;
+  loadWeightsOrCheckpoint(*session, o.weights);
   const bool seq2seq = session->plan().data().transform() == "seq2seq";
   if (o.maxNewTokens && (!seq2seq || o.predictions.empty()))
     fail("--max-new-tokens limits the generation of --predictions on a seq2seq plan");
@@ -67,7 +77,8 @@ void run(const Options &o) {
     std::printf("wrote %s: %llu predictions (score them with lmrt metrics --predictions %s)\n",
                 o.predictions.c_str(), (unsigned long long)n, o.predictions.c_str());
   }
-  EvalResult r = evaluateSplit(*session, o.eval);
+  EvalResult r = evaluateSplit(*session, eval);
+  if (!ranks.writer()) return;
   if (r.transform != "causal") {
     std::printf("data: %s (%s), %llu tokens; %lld %s batches of %lld x %lld (seed %llu)\n", r.file.c_str(),
                 r.format.c_str(), (unsigned long long)r.tokens, (long long)r.batches, r.transform.c_str(),
@@ -102,7 +113,7 @@ void add(CLI::App &app) {
   EvalOptions &e = o->eval;
   cmd->add_option("plan", o->plan, "Plan written by `lmc compile` (uses its \"eval\" program)")
       ->required();
-  cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`")->required();
+  cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`, or one of its checkpoint directories (step-N)")->required();
   cmd->add_option("--data", e.dataDir, "Data directory (as lmrt run --data)")->required();
   cmd->add_option("--split", e.split, "val | train");
   addIntOption(cmd, "--batches", e.maxBatches, 0, int64_t(1) << 30, "Score at most N batches (0: the whole split)");

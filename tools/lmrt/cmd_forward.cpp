@@ -19,6 +19,7 @@
 #include "runtime/exec/session.h"
 #include "runtime/weights/weights.h"
 #include "contract/contract.h"
+#include "runtime/train/checkpoint.h"
 #include "runtime/train/distributed.h"
 #include "runtime/train/program_io.h"
 #include "tools/lmrt/commands.h"
@@ -79,8 +80,9 @@ void forward(const Options &o) {
   checkOutputs({{"--out", o.out, false, IfExists::NeedsOverwrite}},
                {{"the plan", o.plan}, {"--weights", o.weights}, {flag, source}}, o.overwrite, stdout);
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
-  refuseTensorParallel(*session, o.plan, "forward");
   const std::string name = pickProgram(*session, o);
+  // On a tensor-parallel or ZeRO-3 plan's ranks every rank runs the program, rank 0 writes.
+  const RankInfo ranks = joinCommandRanks(*session, o.plan, "forward", name);
   const plan::Program &program = findProgram(*session, name);
   SafetensorsFile file = readSafetensors(source);
   std::map<std::string, TensorRef> feed;
@@ -119,7 +121,7 @@ void forward(const Options &o) {
         fail("--inputs '%s' holds '%s', which program '%s' does not read (it reads %s)", source.c_str(),
              tensor.c_str(), name.c_str(), want.c_str());
   }
-  loadWeights(*session, o.weights);
+  loadWeightsOrCheckpoint(*session, o.weights);
   session->run(name, feed);
   std::vector<std::pair<std::string, TensorRef>> outputs;
   std::string summary;
@@ -127,6 +129,7 @@ void forward(const Options &o) {
     outputs.push_back({out.name(), session->output(name, out.name())});
     summary += (summary.empty() ? "" : ", ") + out.name() + " " + outputs.back().second.type.str();
   }
+  if (!ranks.writer()) return;
   writeSafetensors(o.out, outputs);
   std::printf("wrote %s: %s\n", o.out.c_str(), summary.c_str());
 }
@@ -135,7 +138,7 @@ void add(CLI::App &app) {
   auto *cmd = app.add_subcommand("forward", "Run a forward program on given inputs and write its outputs");
   auto o = std::make_shared<Options>();
   cmd->add_option("plan", o->plan, "Plan written by `lmc compile` (uses a forward program)")->required();
-  cmd->add_option("--weights", o->weights, "Weights (safetensors with plan names)")->required();
+  cmd->add_option("--weights", o->weights, "Weights (safetensors with plan names), or a checkpoint directory of `lmrt run` (step-N)")->required();
   auto *tokens =
       cmd->add_option("--tokens", o->tokens, "safetensors with one i32 tensor: the program's one token input");
   auto *inputs = cmd->add_option("--inputs", o->inputs,

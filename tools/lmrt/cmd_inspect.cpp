@@ -306,8 +306,9 @@ void inspect(const std::string &path, bool steps) {
   if (p.train().accumulate() > 1)
     std::printf("accumulate: %lld micro-batches per step\n", (long long)p.train().accumulate());
   if (p.train().has_mesh())
-    std::printf("mesh: data %lld, tensor %lld%s (global batch %lld; run with mpirun -np %lld)\n",
+    std::printf("mesh: data %lld, tensor %lld%s%s (global batch %lld; run with mpirun -np %lld)\n",
                 (long long)p.train().mesh().data(), (long long)p.train().mesh().tensor(),
+                p.train().mesh().sequence_parallel() ? ", sequence parallel" : "",
                 p.train().mesh().zero() > 0 ? (", ZeRO stage " + std::to_string(p.train().mesh().zero())).c_str() : "",
                 // A mesh without a data axis records no global batch: it is the rank's batch.
                 (long long)(p.train().mesh().global_batch() > 0 ? p.train().mesh().global_batch() : p.data().batch()),

@@ -20,6 +20,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/tensor.h"
+#include "runtime/train/checkpoint.h"
 #include "runtime/train/distributed.h"
 #include "runtime/weights/weights.h"
 #include "runtime/train/completion_text.h"
@@ -53,7 +54,9 @@ constexpr int64_t kMaxTopK = 2147483647;
 
 /* Text goes out as it is generated; a stdout that takes no more (a full disk, a
    closed pipe) stops the generation instead of running it to the end unseen. */
+bool quiet = false;  // a rank other than 0 of a plan run on its mesh's processes
 void print(const std::string &s) {
+  if (quiet) return;
   if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size() || std::fflush(stdout) != 0)
     fail("cannot write the sample to standard output: %s", std::strerror(errno));
 }
@@ -148,6 +151,19 @@ std::vector<std::string> readPrompts(const std::string &path) {
   return lines;
 }
 
+/* What decides the programs every rank runs, and how often: the same on every rank. */
+std::string settings(const Options &o, const std::vector<std::string> &prompts) {
+  const SampleOptions &s = o.sample;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%lld %.17g %lld %.17g %.17g %llu %d %.17g|", (long long)s.tokens, s.temperature,
+                (long long)s.topK, s.topP, s.repetitionPenalty, (unsigned long long)s.seed, (int)s.kvCache,
+                s.checkCache);
+  std::string all = buf + o.data + '|' + o.tokenizer + '|';
+  for (const std::string &p : prompts) all += std::to_string(p.size()) + ':' + p;
+  for (const std::string &t : o.stops) all += std::to_string(t.size()) + ':' + t;
+  return all;
+}
+
 void sample(Options &o) {
   if (!o.seed.empty()) o.sample.seed = parseU64Flag("--seed", o.seed);
   o.sample.kvCache = !o.noKvCache;
@@ -176,8 +192,11 @@ void sample(Options &o) {
   const std::vector<std::string> prompts =
       o.promptsFile.empty() ? std::vector<std::string>{o.sample.prompt} : readPrompts(o.promptsFile);
   std::unique_ptr<Session> session = Session::load(o.plan, o.device);
-  refuseTensorParallel(*session, o.plan, "sample");
-  loadWeights(*session, o.weights);
+  // On a tensor-parallel or ZeRO-3 plan's ranks every rank generates the same tokens
+  // (the same logits, the same seeded draws), rank 0 prints.
+  const RankInfo ranks = joinCommandRanks(*session, o.plan, "sample", settings(o, prompts));
+  loadWeightsOrCheckpoint(*session, o.weights);
+  quiet = !ranks.writer();
   const bool json = o.format == "json";
   for (const std::string &prompt : prompts) {
     SampleOptions so = o.sample;
@@ -202,7 +221,7 @@ void add(CLI::App &app) {
                   "Plan written by `lmc compile` (its \"prefill\" and \"decode\" programs, with \"encode\" for "
                   "an encoder-decoder model, else \"forward\")")
       ->required();
-  cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`")->required();
+  cmd->add_option("--weights", o->weights, "Weights written by `lmrt run`, or one of its checkpoint directories (step-N)")->required();
   cmd->add_option("--data", o->data, "Decode with the tokenizer recorded in DIR/meta.json");
   cmd->add_option("--tokenizer", o->tokenizer, "Decode with this SentencePiece model");
   cmd->add_option("--prompt", s.prompt, "Text to continue (empty: start a new document)")

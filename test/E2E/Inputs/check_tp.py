@@ -1,8 +1,10 @@
 """Compares a tensor-parallel run with the one-process run of the same model
 (test/E2E/tensor-parallel.test, docs/distributed.md "Tensor parallelism").
 
-  check_tp.py losses A.jsonl B.jsonl TOL   every step's loss and grad_norm (and each
+  check_tp.py losses A.jsonl B.jsonl TOL [GRAD_TOL]
+                                           every step's loss and grad_norm (and each
                                            val_loss) of A within TOL relative of B's
+                                           (grad_norm within GRAD_TOL when given)
   check_tp.py weights A.safetensors B.safetensors TOL [--noise NAME:START:END:ATOL ...]
                                            the same tensor names and shapes, and every
                                            tensor's max |a - b| within TOL of its max |b|;
@@ -28,7 +30,7 @@ def rel(a, b):
     return abs(a - b) / max(abs(b), 1e-30)
 
 
-def losses(a_path, b_path, tol):
+def losses(a_path, b_path, tol, grad_tol=None):
     a = [json.loads(line) for line in open(a_path)]
     b = [json.loads(line) for line in open(b_path)]
     if len(a) != len(b) or not a:
@@ -46,8 +48,9 @@ def losses(a_path, b_path, tol):
             r = rel(x[key], y[key])
             identical = identical and x[key] == y[key]
             worst[key] = max(worst.get(key, 0.0), r)
-            if r > tol:
-                sys.exit(f"step {x['step']}: {key} {x[key]!r} vs {y[key]!r}, relative {r:.3e} > {tol:g}")
+            limit = grad_tol if key == "grad_norm" and grad_tol is not None else tol
+            if r > limit:
+                sys.exit(f"step {x['step']}: {key} {x[key]!r} vs {y[key]!r}, relative {r:.3e} > {limit:g}")
     print(f"{len(a)} steps; max relative difference: " +
           ", ".join(f"{k} {v:.2e}" for k, v in sorted(worst.items())))
     if identical:
@@ -89,6 +92,6 @@ def weights(a_path, b_path, tol, *noise_args):
 if __name__ == "__main__":
     mode, a, b, tol = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
     if mode == "losses":
-        losses(a, b, tol)
+        losses(a, b, tol, *[float(x) for x in sys.argv[5:6]])
     else:
         weights(a, b, tol, *[x for x in sys.argv[5:] if x != "--noise"])

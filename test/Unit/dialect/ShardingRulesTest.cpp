@@ -155,4 +155,19 @@ TEST_F(ShardingRulesTest, ShapeOpsMapTheirDimensions) {
   EXPECT_EQ(loops(ruleOf(cat).operands[1]), (V{0, 1, -1}));
 }
 
+/// A lookup reads the rows its ids name, so the table's rows follow no loop;
+/// its columns are the result's last dimension (T5's [buckets, heads] position
+/// bias table splits by heads this way).
+TEST_F(ShardingRulesTest, EmbeddingSplitsTheTableColumnsOnly) {
+  auto idsType = RankedTensorType::get({16, 16}, builder.getI32Type());
+  Value ids = builder.create<ConstantOp>(loc, DenseElementsAttr::get(idsType, builder.getI32IntegerAttr(0)));
+  auto emb = builder.create<EmbeddingOp>(loc, arg({32, 4}), ids);
+  ShardingRule rule = ruleOf(emb);
+  EXPECT_EQ(kinds(rule), (std::vector<LoopKind>{P, P, P}));
+  EXPECT_EQ(loops(rule.operands[0]), (V{-1, 2}));
+  EXPECT_EQ(loops(rule.operands[1]), (V{0, 1}));
+  EXPECT_EQ(loops(rule.results[0]), (V{0, 1, 2}));
+  EXPECT_EQ(rule.tensorParallelLoop, -1);
+}
+
 } // namespace

@@ -890,6 +890,14 @@ TEST(PredictedMemory, CommunicationBuffers) {
   collective("all_reduce", buffer({10}), buffer({10}), 2);
   collective("all_reduce", buffer({10}), buffer({10}), 4);  // 4 x 3 received, 3 summed
   EXPECT_EQ(predictedMemory(q).commScratch, (2 * 51 + 51) * 4);
+  // Only the programs `lmrt run` runs count: the train step (the first) and "eval", not
+  // a forward that all-gathers its logits.
+  prog = q.add_programs();
+  prog->set_name("forward");
+  collective("all_gather", buffer({1000}), buffer({2000}), 2);
+  EXPECT_EQ(predictedMemory(q).commScratch, (2 * 51 + 51) * 4);
+  prog->set_name("eval");
+  EXPECT_EQ(predictedMemory(q).commScratch, 2 * 51 * 4 + 1000 * 4 + 2000 * 4);  // its input copy outgrows the sums
 }
 
 TEST(Validate, ParamSharding) {

@@ -586,7 +586,8 @@ int main(int argc, char **argv) {
   CLI::Option *zero = compile->add_option(
       "--zero", opts.zero,
       "the ZeRO stage over the train block's zero: 0 (plain data parallelism), 1 (each data rank keeps 1/D of the "
-      "optimizer state) or 2 (and reduce-scatters the gradients); needs --mesh data=D with D > 1; docs/distributed.md");
+      "optimizer state), 2 (and reduce-scatters the gradients) or 3 (and keeps 1/D of each parameter, gathered "
+      "right before its use); needs --mesh data=D with D > 1; docs/distributed.md");
   CLI::Option *bucketMb = compile->add_option(
       "--bucket-mb", opts.bucketMb,
       "data parallelism's gradient buckets, over the train block's bucket_mb: each bucket's gradients (about N "

@@ -18,6 +18,7 @@
 #include "runtime/cuda/ops.h"
 #include "runtime/cuda/optimizer.h"
 #include "runtime/cuda/optimizer_step.h"
+#include "runtime/cuda/zero_chunks.h"
 #include "runtime/exec/backend_registry.h"
 #include "runtime/exec/optimizer.h"
 #include "runtime/exec/session.h"
@@ -27,9 +28,6 @@ namespace {
 
 constexpr size_t kAlign = 256;
 size_t alignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-/* AdamW's chunks: no block gets more than this many elements. */
-constexpr int64_t kChunkElems = 1 << 16;
 
 struct Step {
   const StepBinding *binding = nullptr;
@@ -138,7 +136,7 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   const std::vector<ParamState> &ps = session.params();
   if (!ps.empty()) paramType_ = ps[0].type.dtype;
   optimizer_ = optimizerConfig(plan);
-  std::vector<AdamWChunk> chunks;
+  std::vector<ChunkParam> chunkParams;
   std::vector<ParamSlice> slices;
   for (size_t i = 0; i < ps.size(); ++i) {
     if (ps[i].type.dtype != paramType_)
@@ -147,12 +145,10 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
            ps[0].name.c_str(), dtypeName(paramType_));
     paramOffset_.push_back(paramElems_);
     const int64_t n = ps[i].type.numel();
-    // A frozen parameter gets no chunk and no slice: the update never touches it.
-    for (int64_t b = 0; !ps[i].frozen && b < n; b += kChunkElems)
-      chunks.push_back({paramElems_ + b, paramElems_ + std::min(n, b + kChunkElems), ps[i].weightDecay ? 1 : 0,
-                        ps[i].lrScale});
+    chunkParams.push_back({paramElems_, n, ps[i].frozen, ps[i].weightDecay, ps[i].lrScale});
     const Shape &shape = ps[i].type.shape;
     const bool factored = optimizer_.kind == "adafactor" && adafactorFactored(shape);
+    // A frozen parameter gets no chunk and no slice: the update never touches it.
     if (!ps[i].frozen)
       slices.push_back({paramElems_, n, factored ? shape[shape.size() - 2] : 0, factored ? shape.back() : 0,
                         ps[i].weightDecay ? 1 : 0, ps[i].trustRatio ? 1 : 0, ps[i].lrScale});
@@ -164,6 +160,10 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   m_ = DeviceBuffer(paramBytes, "AdamW's first moments");
   v_ = DeviceBuffer(paramBytes, "AdamW's second moments");
   for (DeviceBuffer *b : {&params_, &grads_, &m_, &v_}) CUDA_CHECK(cudaMemsetAsync(b->get(), 0, b->size(), stream_));
+  // The elementwise optimizers' chunks over the whole parameters (zero_chunks.h; the state
+  // has the parameters' layout).
+  const std::vector<AdamWChunk> chunks =
+      elementwiseChunks(chunkParams, 0, 1, (int64_t)(kAlign / dtypeSize(paramType_))).chunks;
   numChunks_ = (int64_t)chunks.size();
   chunks_ = DeviceBuffer(std::max<size_t>(1, chunks.size()) * sizeof(AdamWChunk), "AdamW's chunk table");
   if (!chunks.empty())

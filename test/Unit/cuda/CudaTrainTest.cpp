@@ -179,7 +179,7 @@ TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
   std::normal_distribution<float> normal(0.f, 1.f);
   std::vector<float> p0((size_t)total, 0.f), g((size_t)total, 0.f);
   for (const ChunkParam &q : ps)
-    for (int64_t j = 0; j < q.numel; ++j) p0[(size_t)(q.offset + j)] = normal(rng), g[(size_t)(q.offset + j)] = normal(rng);
+    for (size_t j = (size_t)q.offset; j < (size_t)(q.offset + q.numel); ++j) p0[j] = normal(rng), g[j] = normal(rng);
   DeviceBuffer dg(total * 4, "g"), dn((kNormBlocks + 2) * 8, "norm");
   ASSERT_EQ(cudaMemcpy(dg.get(), g.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
   const double lrs[3] = {1e-2, 2e-2, 3e-2}, clip = 0.75;

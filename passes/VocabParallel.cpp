@@ -206,6 +206,23 @@ LinearCrossEntropyStatsOp rankStats(OpBuilder &b, Location loc, Head head, Value
                                              lmrt::kernels::linearCrossEntropyChunkRows(n, rows, d));
 }
 
+/// What a head's loss and accuracy both start from: the rank's stats, and
+/// the types of one value per row, as the targets' `[...S]` and as the
+/// `[1, n]` row the all-gathers stack over the ranks.
+struct RowStats {
+  LinearCrossEntropyStatsOp stats;
+  RankedTensorType perRow, gatheredRow;
+};
+
+RowStats rowStats(OpBuilder &b, Location loc, Head head, Value targets, int64_t ignoreIndex, int64_t axis,
+                  int64_t ranks, int64_t rows) {
+  auto targetType = cast<RankedTensorType>(targets.getType());
+  Type element = cast<RankedTensorType>(head.mm.getLhs().getType()).getElementType();
+  return {rankStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows),
+          RankedTensorType::get(targetType.getShape(), element),
+          RankedTensorType::get({1, targetType.getNumElements()}, element)};
+}
+
 /// `valid`: 1 where `targets` is not `ignoreIndex`, as floats of `perRow`.
 Value validTargets(OpBuilder &b, Location loc, RankedTensorType perRow, Value targets, int64_t ignoreIndex,
                    Value *asFloat = nullptr) {
@@ -237,14 +254,9 @@ void splitLoss(Head head, CrossEntropyOp ce, int64_t axis, int64_t ranks, int64_
   OpBuilder b(ce);
   Location loc = FusedLoc::get(ce.getContext(), {head.mm.getLoc(), ce.getLoc()});
   Value targets = ce.getTargets();
-  auto targetType = cast<RankedTensorType>(targets.getType());
-  Type element = cast<RankedTensorType>(head.mm.getLhs().getType()).getElementType();
-  int64_t n = targetType.getNumElements();
-  auto perRow = RankedTensorType::get(targetType.getShape(), element);
-  auto gatheredRow = RankedTensorType::get({1, n}, element);
   // (ODS returns an I64Attr as uint64_t: this is the signed value, -100 by default.)
   int64_t ignoreIndex = ce.getIgnoreIndexAttr().getInt();
-  auto stats = rankStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows);
+  auto [stats, perRow, gatheredRow] = rowStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows);
   // The exact logsumexp over the ranks' parts of each row.
   Value lseRow = b.create<ReshapeOp>(loc, gatheredRow, stats.getLse());
   Value all = b.create<AllGatherOp>(loc, lseRow, axis, ranks, /*dim=*/0);
@@ -275,13 +287,9 @@ void splitAccuracy(Head head, AccuracyOp acc, int64_t axis, int64_t ranks, int64
   OpBuilder b(acc);
   Location loc = FusedLoc::get(acc.getContext(), {head.mm.getLoc(), acc.getLoc()});
   Value targets = acc.getTargets();
-  auto targetType = cast<RankedTensorType>(targets.getType());
-  Type element = cast<RankedTensorType>(head.mm.getLhs().getType()).getElementType();
-  int64_t n = targetType.getNumElements();
-  auto perRow = RankedTensorType::get(targetType.getShape(), element);
-  auto gatheredRow = RankedTensorType::get({1, n}, element);
   int64_t ignoreIndex = acc.getIgnoreIndexAttr().getInt();
-  auto stats = rankStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows);
+  auto [stats, perRow, gatheredRow] = rowStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows);
+  Type element = perRow.getElementType();
   Value maxRow = b.create<ReshapeOp>(loc, gatheredRow, stats.getMax());
   Value maxes = b.create<AllGatherOp>(loc, maxRow, axis, ranks, /*dim=*/0);
   Value argRow = b.create<ReshapeOp>(loc, gatheredRow, stats.getArgmax());

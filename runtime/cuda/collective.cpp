@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "base/env.h"
+#include "contract/contract.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/ops.h"
@@ -124,6 +125,38 @@ void runAllGather(const OpCall &call) {
   noNccl("all_gather");
 #endif
 }
+
+}  // namespace
+
+void allGatherZeroSlices(void *whole, int64_t numel, DType dtype, void *staging, cudaStream_t stream,
+                         const std::string &what) {
+  comm::Communicator &group = comm::meshGroup(0);
+  const int ranks = group.size(), rank = group.rank();
+  if (numel == 0 || ranks == 1) return;
+#ifdef LMC_HAVE_NCCL
+  const int64_t chunk = zeroShard(numel, ranks, 0).size();
+  const ShardRange mine = zeroShard(numel, ranks, rank);
+  const size_t eb = dtypeSize(dtype);
+  char *w = static_cast<char *>(whole);
+  comm::DeviceCommunicator &c = nccl(0, group);
+  if (chunk * ranks == numel) {  // NCCL's in-place form: the send buffer is the rank's block of the receive one
+    c.allGather(w + (size_t)(rank * chunk) * eb, w, chunk, dtype, stream, what);
+    return;
+  }
+  char *slot = static_cast<char *>(staging) + (size_t)(rank * chunk) * eb;
+  CUDA_CHECK(cudaMemsetAsync(slot, 0, (size_t)chunk * eb, stream));
+  if (mine.size() > 0)
+    CUDA_CHECK(cudaMemcpyAsync(slot, w + (size_t)mine.begin * eb, (size_t)mine.size() * eb, cudaMemcpyDeviceToDevice,
+                               stream));
+  c.allGather(slot, staging, chunk, dtype, stream, what);
+  CUDA_CHECK(cudaMemcpyAsync(w, staging, (size_t)numel * eb, cudaMemcpyDeviceToDevice, stream));
+#else
+  (void)whole, (void)dtype, (void)staging, (void)stream, (void)what, (void)rank;
+  noNccl("ZeRO's all_gather of the parameters");
+#endif
+}
+
+namespace {
 
 /* The value is on this host frame, so the copy completes before returning
    (one rank-0 tensor, at most once per program run). */

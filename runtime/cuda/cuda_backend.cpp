@@ -18,7 +18,9 @@
 #include "runtime/cuda/ops.h"
 #include "runtime/cuda/optimizer.h"
 #include "runtime/cuda/optimizer_step.h"
+#include "runtime/cuda/zero_chunks.h"
 #include "runtime/exec/backend_registry.h"
+#include "runtime/exec/held_state.h"
 #include "runtime/exec/optimizer.h"
 #include "runtime/exec/session.h"
 
@@ -27,9 +29,6 @@ namespace {
 
 constexpr size_t kAlign = 256;
 size_t alignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-/* AdamW's chunks: no block gets more than this many elements. */
-constexpr int64_t kChunkElems = 1 << 16;
 
 struct Step {
   const StepBinding *binding = nullptr;
@@ -48,12 +47,13 @@ struct HostCopy {
   TensorRef ref;
 };
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public HeldOptimizerState {
 public:
   CudaBackend(Session &session, const DeviceOptions &options);
   ~CudaBackend() override;
 
   std::string describe() const override { return device_.str() + (options_.tf32 ? ", TF32 GEMMs" : ""); }
+  std::string describeSharding() const override;
   int64_t deviceBytes() const override;
   void uploadParams() override;
   void downloadParams(bool grads) override;
@@ -66,6 +66,8 @@ public:
   std::vector<NamedTensor> optimizerState() override;
   std::vector<NamedTensor> beginRestore(int64_t updates) override;
   void finishRestore() override;
+  std::vector<HeldTensor> heldOptimizerState() override;  // HeldOptimizerState
+  std::vector<HeldTensor> beginHeldRestore(int64_t updates) override;
   void setProfile(OpProfile *profile) override { profile_ = profile; }
   void setNonFiniteCheck(NonFiniteValue *check) override { nonFinite_ = check; }
   void setStepObserver(StepObserver observer) override { observer_ = std::move(observer); }
@@ -82,6 +84,14 @@ private:
   void *paramAt(const DeviceBuffer &flat, int index) const {
     return flat.bytes() + paramOffset_[index] * dtypeSize(paramType_);
   }
+  /* Parameter `index`'s optimizer state in m_ or v_: the whole parameter's, or under ZeRO
+     this rank's slice of it (zero_.slices[index]). */
+  void *stateAt(const DeviceBuffer &state, int index) const {
+    return state.bytes() + zero_.stateOffset[index] * dtypeSize(paramType_);
+  }
+  void launchUpdate(double lr, double gradScale);
+  /* ZeRO: every state slot of every parameter, this rank's slices, in hostHeld_ (zeroed). */
+  std::vector<HeldTensor> heldTensors();
 
   Session &session_;
   const BoundPlan &bound_;
@@ -104,6 +114,14 @@ private:
   DeviceBuffer normBlocks_, normSums_;
   int64_t numChunks_ = 0, numSlices_ = 0;
   OptimizerConfig optimizer_;  // the plan's; its state slot k of a parameter lives in m_ (k = 0) or v_ (k = 1)
+  // ZeRO stage 1 on the data axis (zero_chunks.h; docs/distributed.md, "ZeRO on CUDA"): this
+  // data rank (of zeroRanks_) updates only its slice of each parameter and m_ and v_ hold only
+  // those slices' state, packed; then the parameters are all-gathered over NCCL. Without ZeRO
+  // zeroRanks_ is 1 and zero_ covers the whole parameters in their own layout.
+  int zeroRank_ = 0, zeroRanks_ = 1;
+  ChunkTable zero_;
+  DeviceBuffer zeroStaging_, zeroWhole_;  // a padded all-gather; a whole state tensor for a whole checkpoint
+  bool heldRestorePending_ = false;       // beginHeldRestore's slices go to the device with the parameters
   int64_t updates_ = 0;
   std::map<std::string, DeviceBuffer> inputs_;  // "program/input"
   std::vector<DeviceBuffer> states_;            // Plan.states (zeroed on first use; the decode caches)
@@ -111,6 +129,7 @@ private:
   std::string lastRun_;  // arena outputs belong to this program's last run
   std::map<std::string, HostCopy> outputs_;  // host copies handed out by output()
   std::vector<HostBytes> hostMoments_;       // every state slot of every parameter: optimizerState() / beginRestore()
+  std::vector<HostBytes> hostHeld_;          // ZeRO: their slices, heldOptimizerState() / beginHeldRestore()
   bool syncEveryStep_ = false;               // LMRT_CUDA_SYNC=1
   OpProfile *profile_ = nullptr;
   NonFiniteValue *nonFinite_ = nullptr;
@@ -138,8 +157,21 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   const std::vector<ParamState> &ps = session.params();
   if (!ps.empty()) paramType_ = ps[0].type.dtype;
   optimizer_ = optimizerConfig(plan);
-  std::vector<AdamWChunk> chunks;
+  std::vector<ChunkParam> chunkParams;
   std::vector<ParamSlice> slices;
+  // ZeRO when the plan asks for it and this process is one of its data ranks (a lone process
+  // evaluating or sampling the plan has nothing to split; lmrt's joinRanks refuses the rest).
+  const plan::Mesh &mesh = plan.train().mesh();
+  if (mesh.zero() >= 1 && mesh.data() > 1 && comm::world().size() == mesh.data()) {
+    if (mesh.zero() > 1 || mesh.tensor() > 1)
+      bound_.error("ZeRO stage " + std::to_string(mesh.zero()) + (mesh.tensor() > 1 ? " with tensor parallelism" : "") +
+                   " does not run on the CUDA backend yet (stage 1 on a data axis does); compile it with --zero 1 "
+                   "--mesh data=N, or run it on --device cpu");
+    if (!updatesSlices(optimizer_))
+      bound_.error("ZeRO needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + optimizer_.kind);
+    zeroRank_ = comm::world().rank();
+    zeroRanks_ = (int)mesh.data();
+  }
   for (size_t i = 0; i < ps.size(); ++i) {
     if (ps[i].type.dtype != paramType_)
       fail("plan '%s': parameter '%s' is %s while '%s' is %s; the CUDA backend keeps all parameters in one "
@@ -147,12 +179,10 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
            ps[0].name.c_str(), dtypeName(paramType_));
     paramOffset_.push_back(paramElems_);
     const int64_t n = ps[i].type.numel();
-    // A frozen parameter gets no chunk and no slice: the update never touches it.
-    for (int64_t b = 0; !ps[i].frozen && b < n; b += kChunkElems)
-      chunks.push_back({paramElems_ + b, paramElems_ + std::min(n, b + kChunkElems), ps[i].weightDecay ? 1 : 0,
-                        ps[i].lrScale});
+    chunkParams.push_back({paramElems_, n, ps[i].frozen, ps[i].weightDecay, ps[i].lrScale});
     const Shape &shape = ps[i].type.shape;
     const bool factored = optimizer_.kind == "adafactor" && adafactorFactored(shape);
+    // A frozen parameter gets no chunk and no slice: the update never touches it.
     if (!ps[i].frozen)
       slices.push_back({paramElems_, n, factored ? shape[shape.size() - 2] : 0, factored ? shape.back() : 0,
                         ps[i].weightDecay ? 1 : 0, ps[i].trustRatio ? 1 : 0, ps[i].lrScale});
@@ -161,9 +191,21 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   const size_t paramBytes = std::max<size_t>(kAlign, (size_t)paramElems_ * dtypeSize(paramType_));
   params_ = DeviceBuffer(paramBytes, "the parameters");
   grads_ = DeviceBuffer(paramBytes, "the gradients");
-  m_ = DeviceBuffer(paramBytes, "AdamW's first moments");
-  v_ = DeviceBuffer(paramBytes, "AdamW's second moments");
+  // The elementwise optimizers' chunks (zero_chunks.h): the whole parameters, the state in
+  // their layout; or this ZeRO rank's slices, the state packed.
+  zero_ = elementwiseChunks(chunkParams, zeroRank_, zeroRanks_, (int64_t)(kAlign / dtypeSize(paramType_)));
+  const std::vector<AdamWChunk> &chunks = zero_.chunks;
+  const size_t stateBytes =
+      zeroRanks_ > 1 ? std::max<size_t>(kAlign, (size_t)zero_.stateElems * dtypeSize(paramType_)) : paramBytes;
+  m_ = DeviceBuffer(stateBytes, "AdamW's first moments");
+  v_ = DeviceBuffer(stateBytes, "AdamW's second moments");
   for (DeviceBuffer *b : {&params_, &grads_, &m_, &v_}) CUDA_CHECK(cudaMemsetAsync(b->get(), 0, b->size(), stream_));
+  if (zeroRanks_ > 1) {
+    int64_t largest = 0;
+    for (const ParamState &p : ps) largest = std::max(largest, p.type.numel());
+    const size_t padded = (size_t)(zeroShard(largest, zeroRanks_, 0).size() * zeroRanks_) * dtypeSize(paramType_);
+    zeroStaging_ = DeviceBuffer(std::max<size_t>(kAlign, padded), "ZeRO's all-gather staging");
+  }
   numChunks_ = (int64_t)chunks.size();
   chunks_ = DeviceBuffer(std::max<size_t>(1, chunks.size()) * sizeof(AdamWChunk), "AdamW's chunk table");
   if (!chunks.empty())
@@ -271,8 +313,8 @@ CudaBackend::~CudaBackend() {
 }
 
 int64_t CudaBackend::deviceBytes() const {
-  size_t n = arena_.size() + params_.size() * 4 + acc_.size() + constants_.size() + scratch_.size() + norm_.size() +
-             chunks_.size() + slices_.size();
+  size_t n = arena_.size() + params_.size() * 2 + m_.size() + v_.size() + zeroStaging_.size() + acc_.size() +
+             constants_.size() + scratch_.size() + norm_.size() + chunks_.size() + slices_.size();
   for (const auto &[name, b] : inputs_) n += b.size();
   for (const DeviceBuffer &b : states_) n += b.size();
   return (int64_t)n;
@@ -308,6 +350,15 @@ void CudaBackend::uploadParams() {
     CUDA_CHECK(cudaMemcpyAsync(paramAt(params_, (int)i), ps[i].value.data(), ps[i].value.size(),
                                cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.size(), stream_));
+  if (heldRestorePending_) {  // a ZeRO checkpoint's slices (beginHeldRestore), in heldTensors' order
+    size_t k = 0;
+    for (size_t i = 0; i < ps.size(); ++i)
+      for (size_t j = 0; j < stateSlots(optimizer_, ps[i].type.shape).size(); ++j, ++k)
+        if (const int64_t n = zero_.slices[i].size(); n > 0)
+          CUDA_CHECK(cudaMemcpyAsync(stateAt(j ? v_ : m_, (int)i), hostHeld_[k].data(),
+                                     (size_t)n * dtypeSize(paramType_), cudaMemcpyHostToDevice, stream_));
+    heldRestorePending_ = false;
+  }
   sync("uploading the parameters");
 }
 
@@ -477,7 +528,27 @@ double CudaBackend::tensorParallelGradNorm() {
   return std::sqrt(comm::sumOverTensorGroup(sums, tensorSplit_));
 }
 
+std::string CudaBackend::describeSharding() const {
+  if (zeroRanks_ == 1) return "";
+  int64_t mine = 0, all = 0;
+  for (size_t i = 0; i < zero_.slices.size(); ++i)
+    mine += zero_.slices[i].size(), all += session_.params()[i].type.numel();
+  return "ZeRO stage 1: rank " + std::to_string(zeroRank_) + " keeps the optimizer state of " + std::to_string(mine) +
+         " of the " + std::to_string(all) + " parameter elements (its slice of each parameter), and updates them";
+}
+
 void CudaBackend::optimizerStep(double lr, double gradScale) {
+  launchUpdate(lr, gradScale);
+  if (zeroRanks_ == 1) return;
+  // Every rank's updated slices into every rank's parameters (frozen ones no rank changes).
+  const std::vector<ParamState> &ps = session_.params();
+  for (size_t i = 0; i < ps.size(); ++i)
+    if (!ps[i].frozen)
+      detail::allGatherZeroSlices(paramAt(params_, (int)i), ps[i].type.numel(), paramType_, zeroStaging_.get(),
+                                  stream_, "ZeRO all_gather of parameter '" + ps[i].name + "'");
+}
+
+void CudaBackend::launchUpdate(double lr, double gradScale) {
   const OptimizerConfig &c = optimizer_;
   const char *kind = c.kind.c_str();
   if (!(lr >= 0) || !std::isfinite(lr)) fail("%s: learning rate %g is not a finite non-negative number", kind, lr);
@@ -542,11 +613,72 @@ template <typename F> void forEachStateSlot(const std::vector<ParamState> &ps, c
 std::vector<NamedTensor> CudaBackend::optimizerState() {
   std::vector<NamedTensor> out = momentTensors();
   forEachStateSlot(session_.params(), optimizer_, out, [&](NamedTensor &t, int param, int slot) {
-    CUDA_CHECK(cudaMemcpyAsync(t.second.data, paramAt(slot ? v_ : m_, param), (size_t)t.second.type.bytes(),
-                               cudaMemcpyDeviceToHost, stream_));
+    const DeviceBuffer &state = slot ? v_ : m_;
+    const size_t bytes = (size_t)t.second.type.bytes();
+    if (zeroRanks_ == 1) {
+      CUDA_CHECK(cudaMemcpyAsync(t.second.data, stateAt(state, param), bytes, cudaMemcpyDeviceToHost, stream_));
+      return;
+    }
+    // ZeRO (a whole checkpoint): this rank's slice into a whole tensor, all-gathered (every
+    // rank writes it in the same order: collective), downloaded.
+    if (zeroWhole_.size() < bytes) zeroWhole_ = DeviceBuffer(std::max(bytes, kAlign), "a whole optimizer state tensor");
+    const ShardRange r = zero_.slices[(size_t)param];
+    const size_t eb = dtypeSize(paramType_);
+    if (r.size() > 0)
+      CUDA_CHECK(cudaMemcpyAsync(zeroWhole_.bytes() + (size_t)r.begin * eb, stateAt(state, param),
+                                 (size_t)r.size() * eb, cudaMemcpyDeviceToDevice, stream_));
+    detail::allGatherZeroSlices(zeroWhole_.get(), t.second.type.numel(), paramType_, zeroStaging_.get(), stream_,
+                                "ZeRO all_gather of optimizer state '" + t.first + "'");
+    CUDA_CHECK(cudaMemcpyAsync(t.second.data, zeroWhole_.get(), bytes, cudaMemcpyDeviceToHost, stream_));
   });
   sync("downloading the optimizer state");
   return out;
+}
+
+std::vector<HeldTensor> CudaBackend::heldTensors() {
+  std::vector<HeldTensor> out;
+  std::vector<size_t> bytes;
+  const std::vector<ParamState> &ps = session_.params();
+  for (size_t i = 0; i < ps.size(); ++i)
+    for (const StateSlot &slot : stateSlots(optimizer_, ps[i].type.shape)) {
+      const ShardRange r = zero_.slices[i];
+      out.push_back(
+          {slot.prefix + "." + ps[i].name, TensorType{ps[i].type.dtype, slot.shape}, r.begin, r.end, nullptr});
+      bytes.push_back((size_t)r.size() * dtypeSize(paramType_));
+    }
+  hostHeld_.clear();
+  for (size_t b : bytes) hostHeld_.emplace_back(std::max<size_t>(1, b), 0);
+  for (size_t i = 0; i < out.size(); ++i) out[i].data = hostHeld_[i].data();
+  return out;
+}
+
+/* Without ZeRO every tensor whole (held_state.h's default); under ZeRO the slices as they are. */
+std::vector<HeldTensor> CudaBackend::heldOptimizerState() {
+  if (zeroRanks_ == 1) {
+    std::vector<HeldTensor> out;
+    for (const NamedTensor &t : optimizerState())
+      out.push_back({t.first, t.second.type, 0, t.second.type.numel(), t.second.data});
+    return out;
+  }
+  std::vector<HeldTensor> out = heldTensors();
+  size_t k = 0;
+  for (size_t i = 0; i < session_.params().size(); ++i)
+    for (size_t j = 0; j < stateSlots(optimizer_, session_.params()[i].type.shape).size(); ++j, ++k)
+      if (out[k].end > out[k].begin)
+        CUDA_CHECK(cudaMemcpyAsync(hostHeld_[k].data(), stateAt(j ? v_ : m_, (int)i),
+                                   (size_t)(out[k].end - out[k].begin) * dtypeSize(paramType_),
+                                   cudaMemcpyDeviceToHost, stream_));
+  sync("downloading the optimizer state's slices");
+  return out;
+}
+
+/* The slices are uploaded with the parameters (uploadParams: a restore ends with it). */
+std::vector<HeldTensor> CudaBackend::beginHeldRestore(int64_t updates) {
+  if (zeroRanks_ == 1) return {};
+  if (updates < 0) fail("%s: update count %lld is negative", optimizer_.kind.c_str(), (long long)updates);
+  updates_ = updates;
+  heldRestorePending_ = true;
+  return heldTensors();
 }
 
 std::vector<NamedTensor> CudaBackend::beginRestore(int64_t updates) {
@@ -560,8 +692,18 @@ std::vector<NamedTensor> CudaBackend::beginRestore(int64_t updates) {
 void CudaBackend::finishRestore() {
   std::vector<NamedTensor> in = momentTensors();
   forEachStateSlot(session_.params(), optimizer_, in, [&](NamedTensor &t, int param, int slot) {
-    CUDA_CHECK(cudaMemcpyAsync(paramAt(slot ? v_ : m_, param), t.second.data, (size_t)t.second.type.bytes(),
-                               cudaMemcpyHostToDevice, stream_));
+    if (zeroRanks_ == 1) {  // every state tensor whole (Adafactor's factored ones smaller than the parameter)
+      CUDA_CHECK(cudaMemcpyAsync(stateAt(slot ? v_ : m_, param), t.second.data, (size_t)t.second.type.bytes(),
+                                 cudaMemcpyHostToDevice, stream_));
+      return;
+    }
+    // Under ZeRO this rank's slice of the whole tensor.
+    const ShardRange r = zero_.slices[(size_t)param];
+    const size_t eb = dtypeSize(paramType_);
+    if (r.size() > 0)
+      CUDA_CHECK(cudaMemcpyAsync(stateAt(slot ? v_ : m_, param),
+                                 static_cast<const char *>(t.second.data) + (size_t)r.begin * eb, (size_t)r.size() * eb,
+                                 cudaMemcpyHostToDevice, stream_));
   });
   sync("uploading the optimizer state");
 }

@@ -77,6 +77,13 @@ void addSampleKernels(std::vector<CudaKernelDef> &k);
 void addCastKernels(std::vector<CudaKernelDef> &k);
 void addDecodeKernels(std::vector<CudaKernelDef> &k);
 void addCollectiveKernels(std::vector<CudaKernelDef> &k);  // collective.cpp, NCCL across ranks
+/* ZeRO stage 1 (collective.cpp; cuda_backend.cpp): every data rank's slice (contract.h's
+   zeroShard) of a tensor of `numel` elements into every rank's `whole`, where this rank's
+   slice already is, over the data axis's NCCL communicator, on `stream`. In place where
+   the ranks divide numel; else through `staging` (ranks x ceil(numel / ranks) elements),
+   slices padded to ceil(numel / ranks). Collective over comm::meshGroup(0). */
+void allGatherZeroSlices(void *whole, int64_t numel, DType dtype, void *staging, cudaStream_t stream,
+                         const std::string &what);
 inline size_t noScratch(const std::vector<TensorType> &, const std::vector<TensorType> &, const kernels::Attrs &) {
   return 0;
 }

@@ -46,10 +46,11 @@ __global__ void adamw(T *p, const T *g, T *m, T *v, const AdamWChunk *chunks, do
     T gi = g[i];
     if (scales) gi *= clip;
     if (clipsValue) gi = min(max(gi, -clipValue), clipValue);
-    const T mi = m[i] + w1 * (gi - m[i]);
-    const T vi = v[i] * b2 + w2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
+    const int64_t k = i - c.stateShift;
+    const T mi = m[k] + w1 * (gi - m[k]);
+    const T vi = v[k] * b2 + w2 * gi * gi;
+    m[k] = mi;
+    v[k] = vi;
     const T denom = sqrt(vi) / bc2Sqrt + eps;
     p[i] = pi - stepSize * (mi / denom);
   }

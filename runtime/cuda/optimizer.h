@@ -27,6 +27,10 @@ struct AdamWChunk {
   int64_t begin, end;  // element range in the flat storage
   int32_t decay;       // 1: weight decay applies to this parameter
   double lrScale;      // its parameter group's learning-rate multiplier
+  /* Element i's optimizer state is at i - stateShift of the state storage: 0 when the
+     state has the parameters' layout; a ZeRO rank keeps only its slices' state, packed
+     (zero_chunks.h). */
+  int64_t stateShift = 0;
 };
 
 struct AdamWStep {

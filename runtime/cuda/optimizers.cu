@@ -22,8 +22,9 @@ __global__ void sgd(T *p, const T *g, T *m, const AdamWChunk *chunks, double gra
     T d = readGrad(g, i, gradScale, s.clipValue);
     if (wd != T(0)) d += wd * p[i];
     if (m) {
-      const T b = s.first ? d : mu * m[i] + d;
-      m[i] = b;
+      const int64_t k = i - c.stateShift;
+      const T b = s.first ? d : mu * m[k] + d;
+      m[k] = b;
       d = s.nesterov ? d + mu * b : b;
     }
     p[i] -= rate * d;
@@ -38,10 +39,11 @@ __global__ void lion(T *p, const T *g, T *m, const AdamWChunk *chunks, double gr
   const T b1 = T(s.beta1), w1 = T(1.0 - s.beta1), b2 = T(s.beta2), w2 = T(1.0 - s.beta2);
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
     const T gi = readGrad(g, i, gradScale, s.clipValue);
-    const T x = b1 * m[i] + w1 * gi;
+    const int64_t k = i - c.stateShift;
+    const T x = b1 * m[k] + w1 * gi;
     const T sign = T((x > T(0)) - (x < T(0)));
     p[i] = p[i] * keep - rate * sign;
-    m[i] = b2 * m[i] + w2 * gi;
+    m[k] = b2 * m[k] + w2 * gi;
   }
 }
 

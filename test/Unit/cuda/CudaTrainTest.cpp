@@ -3,12 +3,14 @@
    groups and clipping by value) follow the CPU's (runtime/cpu/) for three
    updates with clipping and weight decay on one of two parameters, and that
    cuBLASLt's fused epilogues (bias, GELU + bias, bias gradient) match a naive
-   reference. CPU halves run everywhere; GPU halves where a GPU is present. */
+   reference; and that ZeRO ranks' sliced updates (zero_chunks.h) put together give the
+   whole update's bits. CPU halves run everywhere; GPU halves where a GPU is present. */
 #include "runtime/cuda/optimizer.h"
 #include "contract/scalar_math.h"
 #include "runtime/cpu/adamw.h"
 #include "runtime/cpu/optimizers.h"
 #include "runtime/cuda/optimizer_step.h"
+#include "runtime/cuda/zero_chunks.h"
 #include "runtime/cpu/grad_clip.h"
 #include "test/Unit/cuda/CudaTestUtil.h"
 
@@ -150,6 +152,91 @@ TEST_P(OtherOptimizers, FollowTheCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaTrain, OtherOptimizers, ::testing::Values("sgd", "lion", "lamb", "adafactor"));
+
+/* ZeRO stage 1's update on CUDA ranks (zero_chunks.h), on one GPU: each of 3 ranks
+   (uneven slices, one parameter spanning two chunks, a frozen one) runs AdamW, SGD
+   with momentum or Lion over only its slices with its packed state, then the slices
+   are put together as the all-gather would; after three updates the parameters and
+   the rank-0-first concatenation of the ranks' state are the whole update's, bit for
+   bit. Each element's update reads only that element and its own state. */
+class ZeroSlices : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
+  LMRT_REQUIRE_GPU();
+  OptimizerConfig cfg;
+  cfg.kind = GetParam();
+  cfg.beta1 = 0.9, cfg.beta2 = cfg.kind == "lion" ? 0.99 : 0.999, cfg.eps = 1e-6;
+  cfg.weightDecay = 0.01, cfg.momentum = 0.9, cfg.nesterov = true, cfg.clipValue = 0.5;
+  const std::vector<int64_t> sizes = {1000, 70001, 7, 130};
+  const int ranks = 3;
+  std::vector<ChunkParam> ps;
+  int64_t total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    ps.push_back({total, sizes[i], i == 3, i % 2 == 0, i == 1 ? 0.5 : 1.0});
+    total += (sizes[i] + 63) / 64 * 64;
+  }
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> p0((size_t)total, 0.f), g((size_t)total, 0.f);
+  for (const ChunkParam &q : ps)
+    for (size_t j = (size_t)q.offset; j < (size_t)(q.offset + q.numel); ++j) p0[j] = normal(rng), g[j] = normal(rng);
+  DeviceBuffer dg(total * 4, "g"), dn((kNormBlocks + 2) * 8, "norm");
+  ASSERT_EQ(cudaMemcpy(dg.get(), g.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  const double lrs[3] = {1e-2, 2e-2, 3e-2}, clip = 0.75;
+  /* Three updates of the chunks of `t` on parameters p (whole storage) with state of t.stateElems. */
+  auto run = [&](const ChunkTable &t, std::vector<float> &p, std::vector<float> &m, std::vector<float> &v) {
+    const int64_t stateElems = std::max<int64_t>(1, t.stateElems);
+    DeviceBuffer dp(total * 4, "p"), dm(stateElems * 4, "m"), dv(stateElems * 4, "v"),
+        dc(std::max<size_t>(1, t.chunks.size()) * sizeof(AdamWChunk), "chunks");
+    ASSERT_EQ(cudaMemcpy(dp.get(), p.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemset(dm.get(), 0, stateElems * 4), cudaSuccess);
+    ASSERT_EQ(cudaMemset(dv.get(), 0, stateElems * 4), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dc.get(), t.chunks.data(), t.chunks.size() * sizeof(AdamWChunk), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    const auto *c = static_cast<const AdamWChunk *>(dc.get());
+    const int64_t n = (int64_t)t.chunks.size();
+    for (int u = 1; u <= 3; ++u) {
+      const OptimizerStep s = stepScalars(cfg, lrs[u - 1], u);
+      if (cfg.kind == "adamw") {
+        AdamWStep a{lrs[u - 1], cfg.beta1, cfg.beta2, cfg.eps, cfg.weightDecay, s.bc1, s.bc2, cfg.clipValue};
+        launchAdamW(DType::F32, dp.get(), dg.get(), dm.get(), dv.get(), c, n, clip, a, nullptr);
+      }
+      if (cfg.kind == "sgd") launchSgd(DType::F32, dp.get(), dg.get(), dm.get(), c, n, clip, s, nullptr);
+      if (cfg.kind == "lion") launchLion(DType::F32, dp.get(), dg.get(), dm.get(), c, n, clip, s, nullptr);
+    }
+    m.assign((size_t)stateElems, 0.f), v.assign((size_t)stateElems, 0.f);
+    ASSERT_EQ(cudaMemcpy(p.data(), dp.get(), total * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(m.data(), dm.get(), stateElems * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(v.data(), dv.get(), stateElems * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  };
+  std::vector<float> whole = p0, wm, wv;
+  run(elementwiseChunks(ps, 0, 1, 64), whole, wm, wv);
+  std::vector<float> gathered = p0, gm((size_t)total, 0.f), gv((size_t)total, 0.f);
+  for (int r = 0; r < ranks; ++r) {
+    const ChunkTable t = elementwiseChunks(ps, r, ranks, 64);
+    std::vector<float> mine = p0, m, v;
+    run(t, mine, m, v);
+    // The all-gather: this rank's slice of each parameter (and of its state) into the whole.
+    for (size_t i = 0; i < ps.size(); ++i)
+      for (int64_t e = t.slices[i].begin; e < t.slices[i].end; ++e) {
+        const size_t at = (size_t)(ps[i].offset + e), s = (size_t)(t.stateOffset[i] + e - t.slices[i].begin);
+        gathered[at] = mine[at], gm[at] = m[s], gv[at] = v[s];
+      }
+  }
+  for (size_t i = 0; i < ps.size(); ++i)
+    for (int64_t e = 0; e < ps[i].numel; ++e) {
+      const size_t at = (size_t)(ps[i].offset + e);
+      ASSERT_EQ(std::memcmp(&gathered[at], &whole[at], 4), 0) << cfg.kind << " param " << i << " [" << e << "]";
+      ASSERT_EQ(std::memcmp(&gm[at], &wm[at], 4), 0) << cfg.kind << " state 0 of param " << i << " [" << e << "]";
+      if (cfg.kind == "adamw") {
+        ASSERT_EQ(std::memcmp(&gv[at], &wv[at], 4), 0) << cfg.kind << " state 1 of param " << i << " [" << e << "]";
+      }
+    }
+  EXPECT_NE(std::memcmp(whole.data(), p0.data(), 4 * 1000), 0) << "the update changed the parameters";
+  EXPECT_EQ(std::memcmp(&whole[(size_t)ps[3].offset], &p0[(size_t)ps[3].offset], 4 * 130), 0) << "frozen";
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaTrain, ZeroSlices, ::testing::Values("adamw", "sgd", "lion"));
 
 /* fp16's loss scaling on the GPU (docs/mixed-precision.md): the train loop finds an
    overflow by the gradient norm, so one inf or NaN gradient among finite ones must

@@ -1,0 +1,129 @@
+/* Tests, without a GPU, the chunk table of the CUDA backend's elementwise optimizers
+   (runtime/cuda/zero_chunks.h): whole parameters without ZeRO; for each ZeRO rank its
+   slices, the same as the CPU backend's ZeroShards (so checkpoints are
+   interchangeable), every element updated by exactly one rank, and each rank's state
+   packed without overlap. Sizes around the chunk size, uneven and empty slices, a
+   frozen parameter. */
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "runtime/cpu/zero_shards.h"
+#include "runtime/cuda/zero_chunks.h"
+
+namespace lmrt::cuda {
+namespace {
+
+constexpr int64_t kAlignElems = 64;  // 256 bytes of f32, as the backend aligns
+
+/* Parameters laid out as the backend lays them: each at an aligned offset. */
+std::vector<ChunkParam> layout(const std::vector<int64_t> &sizes, const std::vector<bool> &frozen) {
+  std::vector<ChunkParam> ps;
+  int64_t at = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    ps.push_back({at, sizes[i], frozen[i], i % 2 == 0, i == 1 ? 0.5 : 1.0});
+    at += (sizes[i] + kAlignElems - 1) / kAlignElems * kAlignElems;
+  }
+  return ps;
+}
+
+const std::vector<int64_t> kSizes = {0, 1, 7, 1000, 65536, 65537, 200003, 33};
+const std::vector<bool> kFrozen = {false, false, false, false, false, false, false, true};
+
+TEST(ZeroChunks, WholeParametersWithoutZero) {
+  const std::vector<ChunkParam> ps = layout(kSizes, kFrozen);
+  const ChunkTable t = elementwiseChunks(ps, 0, 1, kAlignElems);
+  // The table the backend built before ZeRO: chunks of 64 Ki from each trainable parameter's start.
+  std::vector<AdamWChunk> expected;
+  for (const ChunkParam &p : ps)
+    for (int64_t b = 0; !p.frozen && b < p.numel; b += kChunkElems)
+      expected.push_back({p.offset + b, p.offset + std::min(p.numel, b + kChunkElems), p.decay ? 1 : 0, p.lrScale});
+  ASSERT_EQ(t.chunks.size(), expected.size());
+  for (size_t k = 0; k < expected.size(); ++k) {
+    EXPECT_EQ(t.chunks[k].begin, expected[k].begin) << k;
+    EXPECT_EQ(t.chunks[k].end, expected[k].end) << k;
+    EXPECT_EQ(t.chunks[k].decay, expected[k].decay) << k;
+    EXPECT_EQ(t.chunks[k].lrScale, expected[k].lrScale) << k;
+    EXPECT_EQ(t.chunks[k].stateShift, 0) << k;  // the state has the parameters' layout
+  }
+  for (size_t i = 0; i < ps.size(); ++i) {
+    EXPECT_EQ(t.stateOffset[i], ps[i].offset);
+    EXPECT_EQ(t.slices[i].begin, 0);
+    EXPECT_EQ(t.slices[i].end, ps[i].numel);
+  }
+}
+
+TEST(ZeroChunks, RanksSliceAsTheCpuAndCoverEveryElementOnce) {
+  const std::vector<ChunkParam> ps = layout(kSizes, kFrozen);
+  const int64_t flat = ps.back().offset + ps.back().numel;
+  // The CPU's ZeroShards over host buffers of the same sizes.
+  std::vector<std::vector<float>> values(ps.size()), grads(ps.size());
+  std::vector<ParamView> views;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    values[i].resize((size_t)ps[i].numel + 1), grads[i].resize((size_t)ps[i].numel + 1);
+    views.push_back({DType::F32, values[i].data(), grads[i].data(), ps[i].numel, ps[i].decay, ps[i].frozen,
+                     ps[i].lrScale, false, {ps[i].numel}});
+  }
+  for (int ranks = 2; ranks <= 5; ++ranks) {
+    std::vector<int> updates((size_t)flat, 0);
+    for (int rank = 0; rank < ranks; ++rank) {
+      const ChunkTable t = elementwiseChunks(ps, rank, ranks, kAlignElems);
+      const cpu::ZeroShards cpuShards(views, rank, ranks, 1);
+      std::vector<int> stateUse((size_t)t.stateElems, 0);
+      int64_t packed = 0;
+      for (size_t i = 0; i < ps.size(); ++i) {
+        EXPECT_EQ(t.slices[i].begin, cpuShards.range(i).begin) << ranks << " ranks, rank " << rank << ", param " << i;
+        EXPECT_EQ(t.slices[i].end, cpuShards.range(i).end) << ranks << " ranks, rank " << rank << ", param " << i;
+        EXPECT_EQ(t.stateOffset[i], packed) << "slices packed in parameter order";
+        EXPECT_EQ(t.stateOffset[i] % kAlignElems, 0);
+        packed += (t.slices[i].size() + kAlignElems - 1) / kAlignElems * kAlignElems;
+      }
+      EXPECT_EQ(t.stateElems, packed);
+      for (const AdamWChunk &c : t.chunks) {
+        ASSERT_LT(c.begin, c.end);
+        ASSERT_LE(c.end - c.begin, kChunkElems);
+        // The chunk lies in one parameter's slice of this rank, its state in that slice's.
+        size_t owner = ps.size();
+        for (size_t i = 0; i < ps.size(); ++i)
+          if (c.begin >= ps[i].offset + t.slices[i].begin && c.end <= ps[i].offset + t.slices[i].end) owner = i;
+        ASSERT_LT(owner, ps.size()) << "chunk [" << c.begin << ", " << c.end << ") of rank " << rank;
+        EXPECT_FALSE(ps[owner].frozen);
+        EXPECT_EQ(c.decay, ps[owner].decay ? 1 : 0);
+        EXPECT_EQ(c.lrScale, ps[owner].lrScale);
+        EXPECT_EQ(c.begin - c.stateShift - t.stateOffset[owner], c.begin - ps[owner].offset - t.slices[owner].begin);
+        for (int64_t e = c.begin; e < c.end; ++e) {
+          ++updates[(size_t)e];
+          const int64_t s = e - c.stateShift;
+          ASSERT_GE(s, 0);
+          ASSERT_LT(s, t.stateElems);
+          ++stateUse[(size_t)s];
+        }
+      }
+      for (int u : stateUse) ASSERT_LE(u, 1) << "two elements share a state element on rank " << rank;
+    }
+    for (size_t i = 0; i < ps.size(); ++i)
+      for (int64_t e = 0; e < ps[i].numel; ++e)
+        ASSERT_EQ(updates[(size_t)(ps[i].offset + e)], ps[i].frozen ? 0 : 1)
+            << ranks << " ranks: parameter " << i << " element " << e;
+  }
+}
+
+/* Rank 0's state is the largest (ceil(n / D) of every parameter): what lmc predicts. */
+TEST(ZeroChunks, RankZeroKeepsTheLargestState) {
+  const std::vector<ChunkParam> ps = layout(kSizes, kFrozen);
+  for (int ranks = 2; ranks <= 5; ++ranks) {
+    const int64_t zero = elementwiseChunks(ps, 0, ranks, 1).stateElems;
+    int64_t all = 0;
+    for (int rank = 0; rank < ranks; ++rank) {
+      const int64_t mine = elementwiseChunks(ps, rank, ranks, 1).stateElems;
+      EXPECT_LE(mine, zero);
+      all += mine;
+    }
+    int64_t total = 0;
+    for (const ChunkParam &p : ps) total += p.numel;
+    EXPECT_EQ(all, total) << "unaligned, the ranks' states add up to the parameters";
+  }
+}
+
+}  // namespace
+}  // namespace lmrt::cuda

@@ -202,7 +202,9 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
                       << "', which is not a parameter of this function of type " << g.getType();
         return false;
       }
-      if (g.getDefiningOp<AllReduceOp>()) {
+      // (An all-reduce over the tensor axis, sequence parallelism's of a replicated
+      // parameter's partial gradients, is the rank's local gradient: scattered as any.)
+      if (auto reduce = g.getDefiningOp<AllReduceOp>(); reduce && reduce.getMeshAxis() == kDataAxis) {
         f.emitError() << "-lm-zero-shard-params: the gradient of '" << of.getValue()
                       << "' is already all-reduced; run -lm-data-parallel with zero = " << stage_ << " first";
         return false;
@@ -263,9 +265,11 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       return signalPassFailure();
     if (ranks <= 1 || stage < 2)
       return;
-    if (meshEntry(module, "tensor") > 1) {
+    // Stage 2 on a data x tensor mesh scatters each rank's local (tensor-parallel) gradients
+    // over the data axis alone, as it does the whole ones; stage 3 is not done there yet.
+    if (stage >= 3 && meshEntry(module, "tensor") > 1) {
       module.emitError() << "-lm-zero-shard-params: ZeRO stage " << stage << " over a tensor-parallel mesh (tensor = "
-                         << meshEntry(module, "tensor") << ") is not supported";
+                         << meshEntry(module, "tensor") << ") is not supported yet (stages 1 and 2 are)";
       return signalPassFailure();
     }
     for (auto f : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {

@@ -185,8 +185,8 @@ CpuBackend::CpuBackend(Session &session)
     const OptimizerConfig config = optimizerConfig(bound_.plan());
     if (!updatesSlices(config))
       bound_.error("ZeRO needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + config.kind);
-    // Over the data axis (its group: comm::meshGroup(0)); on a data x tensor mesh (stage 1)
-    // of the rank's tensor-parallel slices, the data rank being world rank / tensor.
+    // Over the data axis (its group: comm::meshGroup(0)); on a data x tensor mesh (stages 1
+    // and 2) of the rank's tensor-parallel slices, the data rank being world rank / tensor.
     zero_ = std::make_unique<ZeroShards>(views_, world.rank() / (int)tensor, (int)mesh.data(), (int)mesh.zero());
     for (size_t i = 0; i < views_.size(); ++i)
       for (size_t k = 0; k < stateSlots(config, views_[i].shape).size(); ++k) stateOwner_.push_back(i);
@@ -195,10 +195,14 @@ CpuBackend::CpuBackend(Session &session)
 
 /* The norm one process computes, to rounding (docs/distributed.md, "Tensor parallelism"):
    each gradient's sum of squares (gradSumSquares), summed over the tensor group where the
-   rank holds a slice of it (comm::sumOverTensorGroup). */
+   rank holds a slice of it (comm::sumOverTensorGroup). Under ZeRO stage 2 each local
+   gradient's sum is put together from its data-axis slices, the same bits. */
 double CpuBackend::tensorParallelGradNorm() {
   std::vector<double> sums;
-  for (const ParamView &v : views_) sums.push_back(gradSumSquares(v.grad, v.dtype, v.numel));
+  if (zero_ && zero_->stage() >= 2)
+    sums = zero_->gradSumSquares();
+  else
+    for (const ParamView &v : views_) sums.push_back(gradSumSquares(v.grad, v.dtype, v.numel));
   return std::sqrt(comm::sumOverTensorGroup(sums, tensorSplit_));
 }
 

@@ -59,8 +59,22 @@ double ZeroShards::gradNorm() {
   return zeroGradNorm(whole_, slices, rank_, ranks_);
 }
 
+std::vector<double> ZeroShards::gradSumSquares() {
+  std::vector<const void *> slices;
+  for (const ParamView &s : shards_) slices.push_back(s.grad);
+  return zeroGradSumSquares(whole_, slices, rank_, ranks_);
+}
+
 double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<const void *> &slices, int rank,
                     int ranks) {
+  // grad_clip.cpp's order: the gradients' sums from 0 in parameter order.
+  double s = 0;
+  for (double t : zeroGradSumSquares(params, slices, rank, ranks)) s += t;
+  return std::sqrt(s);
+}
+
+std::vector<double> zeroGradSumSquares(const std::vector<ParamView> &params, const std::vector<const void *> &slices,
+                                       int rank, int ranks) {
   const int rank_ = rank, ranks_ = ranks;
   // Each gradient's head (the elements before the slice's first block boundary) to every
   // rank, then each rank's sums of the blocks it owns; one all-gather of those sums.
@@ -89,9 +103,8 @@ double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<cons
     std::copy(mine[i].begin(), mine[i].end(), sent.begin() + (ptrdiff_t)at);
   if (total > 0)
     comm::meshGroup(0).allGather(sent.data(), all.data(), total, DType::F64, "ZeRO gradient norm: all_gather of block sums");
-  // grad_clip.cpp's order: each gradient's blocks from 0 in block order (rank order), then
-  // the gradients from 0 in parameter order.
-  double s = 0;
+  // grad_clip.cpp's order: each gradient's blocks from 0 in block order (rank order).
+  std::vector<double> sums(params.size(), 0.0);
   for (size_t i = 0, at = 0; i < params.size(); at += (size_t)slots[i], ++i) {
     const ParamView &p = params[i];
     if (p.frozen) continue;  // zeros (no gradient reaches a frozen parameter): DP adds their +0
@@ -100,9 +113,9 @@ double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<cons
       const int64_t owned = zeroOwnedBlocks(p.numel, ranks_, q);
       for (int64_t k = 0; k < owned; ++k) t += all[(size_t)(q * total) + at + (size_t)k];
     }
-    s += t;
+    sums[i] = t;
   }
-  return std::sqrt(s);
+  return sums;
 }
 
 void ZeroShards::gatherParams(const std::vector<ParamView> &params) {

@@ -39,6 +39,12 @@ namespace lmrt::cpu {
    their +0). Collective. */
 double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<const void *> &slices, int rank,
                     int ranks);
+/* Each gradient's sum of squares, bit for bit gradSumSquares of the whole gradient
+   (grad_clip.h), from the slices as zeroGradNorm reads them; a frozen parameter's is 0.
+   The norm of a tensor-parallel mesh adds them over the tensor group
+   (comm::sumOverTensorGroup). Collective over the data group. */
+std::vector<double> zeroGradSumSquares(const std::vector<ParamView> &params, const std::vector<const void *> &slices,
+                                       int rank, int ranks);
 
 class ZeroShards {
 public:
@@ -51,6 +57,8 @@ public:
   /* Stage 2: the global gradient norm from the slices, bit for bit DP's
      (zero_grad_norm.h); frozen parameters add the zeros they are. Collective. */
   double gradNorm();
+  /* Stage 2: each gradient's sum of squares from the slices (zeroGradSumSquares). Collective. */
+  std::vector<double> gradSumSquares();
 
   /* "ZeRO stage 1: rank r keeps the optimizer state of N of the M parameter elements ...". */
   std::string describe() const;

@@ -96,9 +96,10 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
          (long long)data, (long long)data, (long long)mesh.global_batch(), world.size(),
          world.size() == 1 ? "" : "es", (long long)data, (long long)data);
   }
-  if (tensor > 1 && mesh.zero() > 1)
+  if (tensor > 1 && mesh.zero() > 2)
     fail("plan '%s' asks for ZeRO stage %lld with tensor parallelism (tensor = %lld), which this lmrt does not run "
-         "(stage 1 only); compile it with --zero 1 or 0", o.planPath.c_str(), (long long)mesh.zero(), (long long)tensor);
+         "(stages 1 and 2 only); compile it with --zero 2, 1 or 0", o.planPath.c_str(), (long long)mesh.zero(),
+         (long long)tensor);
   if (mesh.zero() > 3)
     fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stages 1, 2 and 3 only)",
          o.planPath.c_str(), (long long)mesh.zero());

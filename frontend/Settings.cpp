@@ -281,13 +281,8 @@ FailureOr<std::optional<DictionaryAttr>> MLIRGen::meshAttr(DictionaryAttr train)
   if (axes[1] > 1) {
     // lmrt keeps a slice of every split parameter and of its optimizer state, and updates
     // it alone (docs/distributed.md, "Tensor parallelism"): the same conditions as ZeRO's.
-    // Stage 1 splits each rank's slices' optimizer state over the data axis (lmrt alone);
-    // stage 2 reduce-scatters each rank's slices' gradients over the data axis
-    // (-lm-zero-shard-params); stage 3 not yet with a tensor axis.
-    if (zero > 2)
-      return emitError(zeroLoc) << "zero = " << zero << " with tensor = " << axes[1]
-                                << ": ZeRO stage 3 over a tensor-parallel mesh is not supported yet (stages 1 and 2 "
-                                   "are; docs/distributed.md)";
+    // ZeRO splits each rank's slices over the data axis: stage 1 their optimizer state
+    // (lmrt alone); stages 2 and 3 their gradients and parameters too (-lm-zero-shard-params).
     auto optimizer = train ? dyn_cast_or_null<StringAttr>(train.get("optimizer")) : StringAttr();
     StringRef kind = optimizer ? optimizer.getValue() : StringRef(lmrt::settings::kDefaultOptimizer);
     if (kind != "adamw" && kind != "sgd" && kind != "lion")

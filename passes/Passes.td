@@ -227,9 +227,9 @@ def LMZeroShardParamsPass : Pass<"lm-zero-shard-params", "mlir::ModuleOp"> {
     (which would merge a parameter's gathers into one value live across the
     step) and after -lm-fuse-linear-cross-entropy (whose pattern needs the
     forward and backward matmuls to read one weight value). On a data x
-    tensor mesh stage 2 scatters each rank's local (tensor-parallel)
-    gradients over the data axis alone; stage 3 with a tensor axis > 1 is
-    an error. Under stage 2 only the gradients are rewritten so (the
+    tensor mesh the rank's local (tensor-parallel) parameters and gradients
+    are what it slices, gathers and scatters, over the data axis alone; their
+    lm.sharding stays. Under stage 2 only the gradients are rewritten so (the
     parameters stay whole, nothing is gathered): the train step returns the
     slices, and the whole local gradients are temporaries of the arena. Below
     stage 2, or with D <= 1, the module is left as it is. See

@@ -111,9 +111,10 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       auto name = f.getArgAttrOfType<StringAttr>(i, "lm.param");
       if (!name)
         continue;
-      if (f.getArgAttr(i, kLogicalAttr) || f.getArgAttr(i, "lm.sharding")) {
-        f.emitError() << "-lm-zero-shard-params: parameter '" << name.getValue()
-                      << "' is already sliced (ZeRO stage 3 or a tensor-parallel sharding)";
+      // A tensor-parallel parameter (lm.sharding, -lm-spmd's) is the rank's block: that
+      // local tensor is what ZeRO slices over the data axis, and lm.zero_logical keeps it.
+      if (f.getArgAttr(i, kLogicalAttr)) {
+        f.emitError() << "-lm-zero-shard-params: parameter '" << name.getValue() << "' is already sliced (ZeRO stage 3)";
         return false;
       }
       if (!wholeParameter(f, name.getValue(), arg.getType(), logical))
@@ -265,13 +266,9 @@ struct ZeroShardParamsPass : lm::impl::LMZeroShardParamsPassBase<ZeroShardParams
       return signalPassFailure();
     if (ranks <= 1 || stage < 2)
       return;
-    // Stage 2 on a data x tensor mesh scatters each rank's local (tensor-parallel) gradients
-    // over the data axis alone, as it does the whole ones; stage 3 is not done there yet.
-    if (stage >= 3 && meshEntry(module, "tensor") > 1) {
-      module.emitError() << "-lm-zero-shard-params: ZeRO stage " << stage << " over a tensor-parallel mesh (tensor = "
-                         << meshEntry(module, "tensor") << ") is not supported yet (stages 1 and 2 are)";
-      return signalPassFailure();
-    }
+    // On a data x tensor mesh the rank's parameters and gradients are its local
+    // (tensor-parallel) blocks: ZeRO slices, gathers and scatters those over the data axis
+    // alone, as it does whole ones; the tensor axis's collectives stay as -lm-spmd made them.
     for (auto f : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
       if (f.isExternal())
         continue;

@@ -53,11 +53,7 @@ public:
   void accumulateGradients(int micro, int count) override;
   double gradientNorm() override {
     if (!tensorSplit_.empty()) return tensorParallelGradNorm();
-    if (!zero3_.whole.empty()) {  // ZeRO stage 3: the local gradients are the slices
-      std::vector<const void *> slices;
-      for (const ParamView &v : views_) slices.push_back(v.grad);
-      return zeroGradNorm(zero3_.whole, slices, zero3_.rank, zero3_.ranks);
-    }
+    if (!zero3_.whole.empty()) return zeroGradNorm(zero3_.whole, zero3Slices(), zero3_.rank, zero3_.ranks);
     return zero_ && zero_->stage() >= 2 ? zero_->gradNorm() : globalGradNorm(views_);
   }
   void optimizerStep(double lr, double gradScale) override;
@@ -80,6 +76,12 @@ private:
   }
   std::vector<NamedTensor> stateTensors(std::vector<void *> data);
   double tensorParallelGradNorm();
+  /* ZeRO stage 3: the local gradients, which are the slices. */
+  std::vector<const void *> zero3Slices() const {
+    std::vector<const void *> slices;
+    for (const ParamView &v : views_) slices.push_back(v.grad);
+    return slices;
+  }
 
   Session &session_;
   const BoundPlan &bound_;
@@ -98,8 +100,9 @@ private:
   std::unique_ptr<ZeroShards> zero_;
   std::vector<size_t> stateOwner_;
   // ZeRO stage 3: every parameter of the plan is this rank's padded slice of the
-  // flattened tensor (plan Param.sharding), which the optimizer updates as it is; the
-  // whole parameters' types are for the gradient norm. Empty otherwise.
+  // flattened tensor (on a data x tensor mesh, of its tensor-parallel block), which the
+  // optimizer updates as it is; the whole parameters' (blocks') types are for the
+  // gradient norm. Empty otherwise.
   struct {
     std::vector<ParamView> whole;
     int rank = 0, ranks = 1;
@@ -163,19 +166,24 @@ CpuBackend::CpuBackend(Session &session)
     const OptimizerConfig config = optimizerConfig(bound_.plan());
     if (!updatesSlices(config))
       bound_.error("ZeRO needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + config.kind);
+    // On a data x tensor mesh each rank's slices are of its tensor-parallel blocks (the
+    // plan's parameter types), its data rank world rank / tensor.
+    const int64_t tensor = std::max<int64_t>(1, mesh.tensor());
+    const bool ranked = world.size() == mesh.data() * tensor;
+    zero3_.rank = ranked ? world.rank() / (int)tensor : 0;
+    zero3_.ranks = (int)mesh.data();
     int64_t mine = 0, all = 0;
     for (size_t i = 0; i < views_.size(); ++i) {
+      const TensorType block = toTensorType(bound_.plan().params((int)i).type());
       ParamView whole = views_[i];
-      whole.shape = session.logicalType(i).shape;
-      whole.numel = session.logicalType(i).numel();
+      whole.shape = block.shape;
+      whole.numel = block.numel();
       whole.grad = nullptr;  // stage 3 never reads a whole gradient
       zero3_.whole.push_back(whole);
       all += whole.numel;
-      mine += zeroShard(whole.numel, mesh.data(), world.size() == mesh.data() ? world.rank() : 0).size();
+      mine += zeroShard(whole.numel, mesh.data(), zero3_.rank).size();
     }
-    zero3_.rank = world.size() == mesh.data() ? world.rank() : 0;
-    zero3_.ranks = (int)mesh.data();
-    if (world.size() == mesh.data())
+    if (ranked)
       zero3_.describe = "ZeRO stage 3: rank " + std::to_string(zero3_.rank) + " keeps " + std::to_string(mine) +
                         " of the " + std::to_string(all) + " parameter elements (its slice of each parameter, " +
                         "gathered right before each use), their reduced gradients and optimizer state, and " +
@@ -199,7 +207,9 @@ CpuBackend::CpuBackend(Session &session)
    gradient's sum is put together from its data-axis slices, the same bits. */
 double CpuBackend::tensorParallelGradNorm() {
   std::vector<double> sums;
-  if (zero_ && zero_->stage() >= 2)
+  if (!zero3_.whole.empty())
+    sums = zeroGradSumSquares(zero3_.whole, zero3Slices(), zero3_.rank, zero3_.ranks);
+  else if (zero_ && zero_->stage() >= 2)
     sums = zero_->gradSumSquares();
   else
     for (const ParamView &v : views_) sums.push_back(gradSumSquares(v.grad, v.dtype, v.numel));

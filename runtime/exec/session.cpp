@@ -76,20 +76,42 @@ const plan::ParamSharding *Session::sharding(size_t i) const {
   return p.has_sharding() ? &p.sharding() : nullptr;
 }
 
+const plan::ParamSharding *Session::blockSharding(size_t i) const {
+  if (zeroSlices_.empty()) return nullptr;
+  const plan::Param &p = plan().params((int)i);
+  return p.has_sharding() ? &p.sharding() : nullptr;
+}
+
 TensorType Session::logicalType(size_t i) const {
-  if (!zeroSlices_.empty()) return toTensorType(plan().params((int)i).type());
+  if (!zeroSlices_.empty()) {  // the plan's type: the whole parameter, or on a tensor axis its block
+    const TensorType block = toTensorType(plan().params((int)i).type());
+    const plan::ParamSharding *b = blockSharding(i);
+    return b ? lmrt::logicalType(block, *b) : block;
+  }
   const plan::ParamSharding *s = sharding(i);
   return s ? lmrt::logicalType(params_[i].type, *s) : params_[i].type;
+}
+
+void Session::sliceParam(size_t i, const TensorRef &logical, const TensorRef &local) const {
+  const plan::ParamSharding *s = sharding(i);
+  if (!s) fail("internal error: parameter '%s' is not split", params_[i].name.c_str());
+  const plan::ParamSharding *b = blockSharding(i);
+  if (!b) return sliceShard(*s, logical, local, tensorRank_);
+  TensorType blockType = toTensorType(plan().params((int)i).type());
+  blockType.dtype = logical.type.dtype;
+  HostBytes block((size_t)blockType.bytes());
+  sliceShard(*b, logical, TensorRef{block.data(), blockType}, blockRank_);
+  sliceShard(*s, TensorRef{block.data(), blockType}, local, tensorRank_);
 }
 
 void Session::initParams(uint64_t seed) {
   for (size_t i = 0; i < params_.size(); ++i) {
     const plan::Param &p = plan().params((int)i);
-    if (const plan::ParamSharding *s = sharding(i)) {  // the logical tensor's values (the same stream, indexed as one process indexes it)
+    if (sharding(i)) {  // the logical tensor's values (the same stream, indexed as one process indexes it)
       const TensorType logical = logicalType(i);
       HostBytes whole((size_t)logical.bytes());
       fillInit(TensorRef{whole.data(), logical}, p.init(), seed, params_[i].name);
-      sliceShard(*s, TensorRef{whole.data(), logical}, params_[i].valueRef(), tensorRank_);
+      sliceParam(i, TensorRef{whole.data(), logical}, params_[i].valueRef());
     } else {
       fillInit(params_[i].valueRef(), p.init(), seed, params_[i].name);
     }

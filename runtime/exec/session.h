@@ -72,17 +72,28 @@ public:
   void initParams(uint64_t seed);
   /* This process's rank on the plan's tensor axis (0 unless the training loop of a
      tensor-parallel run sets it, docs/distributed.md): which slice of each split
-     parameter it holds. Under ZeRO stage 3 (every parameter split over the data axis,
-     never with a tensor axis) its data rank. */
+     parameter it holds. Under ZeRO stage 3 (every parameter split over the data axis)
+     its data rank, and on a data x tensor mesh blockRank() its tensor rank. */
   int tensorRank() const { return tensorRank_; }
   /* Parameter i's sharding (plan Param.sharding, or under ZeRO stage 3 the slice of the
      flattened tensor every parameter is, contract/zero3.h), or null when this rank holds
      all of it. */
   const plan::ParamSharding *sharding(size_t i) const;
+  /* Under ZeRO stage 3 on a data x tensor mesh: the tensor-parallel sharding of the block
+     (plan Param.type) that parameter i's ZeRO slice is cut from, or null (a whole
+     parameter, or no tensor axis). The slice of the logical tensor this rank holds is
+     block blockRank() of it by this sharding, then slice tensorRank() of that block. */
+  const plan::ParamSharding *blockSharding(size_t i) const;
+  int blockRank() const { return blockRank_; }
   /* Parameter i's logical type: its type, or for a split one the whole tensor's (what a
      checkpoint or weights file holds). */
   TensorType logicalType(size_t i) const;
+  /* This rank's part `local` of `logical`, a tensor of parameter i's logical shape (its
+     value or an optimizer state slot; `local` of any dtype the same as `logical`'s): the
+     sharding(i) slice of it, through the blockSharding(i) block where there is one. */
+  void sliceParam(size_t i, const TensorRef &logical, const TensorRef &local) const;
   void setTensorRank(int rank) { tensorRank_ = rank; }
+  void setBlockRank(int rank) { blockRank_ = rank; }
   /* The host values, changed, become the backend's (gradients zeroed). */
   void pushParams() { backend_->uploadParams(); }
   /* The backend's values (and gradients) are copied into the host copies. */
@@ -102,6 +113,7 @@ private:
   static std::unique_ptr<Session> open(plan::Plan plan, const std::string &origin, const DeviceOptions &device);
   DeviceOptions device_;
   int tensorRank_ = 0;
+  int blockRank_ = 0;  // ZeRO stage 3 on a data x tensor mesh: the tensor rank
   std::unique_ptr<BoundPlan> bound_;
   std::vector<ParamState> params_;
   std::vector<plan::ParamSharding> zeroSlices_;  // ZeRO stage 3: every parameter's (mesh axis 0)

@@ -22,6 +22,7 @@
 #include "base/hash.h"
 #include "base/json.h"
 #include "contract/plan_file.h"
+#include "contract/plan_types.h"
 #include "runtime/exec/held_state.h"
 #include "runtime/exec/session.h"
 #include "runtime/exec/shard_layout.h"
@@ -708,27 +709,39 @@ Checkpoint findResumeCheckpoint(const std::string &path, const Session &s, FILE 
                         skipped, false);
 }
 
-/* `local` = the checkpoint's tensor `name`, or this rank's slice of it by `sharding`. */
-static void restoreTensor(const Checkpoint &c, const std::string &name, const TensorRef &local,
-                          const plan::ParamSharding *sharding, int rank) {
-  if (c.shards) return c.shards->read(name, local, sharding, rank);
+/* `local` = the checkpoint's tensor `name`, or where `param` (>= 0) is a split parameter,
+   this rank's slice of it (Session::sliceParam: a tensor of that parameter's shape). */
+static void restoreTensor(const Checkpoint &c, const std::string &name, const TensorRef &local, const Session &s,
+                          int param) {
+  const plan::ParamSharding *sharding = param >= 0 ? s.sharding((size_t)param) : nullptr;
+  if (c.shards) {
+    const plan::ParamSharding *block = sharding ? s.blockSharding((size_t)param) : nullptr;
+    if (!block) return c.shards->read(name, local, sharding, s.tensorRank());
+    // ZeRO stage 3 on a data x tensor mesh: the tensor-parallel block, then its data slice.
+    TensorType blockType = toTensorType(s.plan().params(param).type());
+    blockType.dtype = local.type.dtype;
+    HostBytes bytes((size_t)blockType.bytes());
+    c.shards->read(name, TensorRef{bytes.data(), blockType}, block, s.blockRank());
+    return sliceShard(*sharding, TensorRef{bytes.data(), blockType}, local, s.tensorRank());
+  }
   const SafetensorsTensor &t = c.state.tensors.at(name);
   if (!sharding) {
     std::memcpy(local.data, t.bytes.data(), t.bytes.size());
     return;
   }
-  sliceShard(*sharding, TensorRef{const_cast<char *>(t.bytes.data()), t.type}, local, rank);
+  s.sliceParam((size_t)param, TensorRef{const_cast<char *>(t.bytes.data()), t.type}, local);
 }
 
-static void restoreWhole(const Checkpoint &c, Session &s, const std::vector<const plan::ParamSharding *> &owner);
+static void restoreWhole(const Checkpoint &c, Session &s, const std::vector<int> &owner);
 
 void restoreCheckpoint(const Checkpoint &c, Session &s) {
-  // The state tensors in checkpoint order: each parameter's slots (optimizer.h) in plan order.
+  // The state tensors in checkpoint order: each parameter's slots (optimizer.h) in plan
+  // order, each with the split parameter it is cut like (-1: none).
   const OptimizerConfig optimizer = optimizerConfig(s.plan());
-  std::vector<const plan::ParamSharding *> owner;
+  std::vector<int> owner;
   for (size_t i = 0; i < s.params().size(); ++i)
     for (const StateSlot &slot : stateSlots(optimizer, s.params()[i].type.shape))
-      owner.push_back(slot.shape == s.params()[i].type.shape ? s.sharding(i) : nullptr);
+      owner.push_back(slot.shape == s.params()[i].type.shape && s.sharding(i) ? (int)i : -1);
   // A ZeRO rank's optimizer state slices, read from a sharded checkpoint as they are.
   auto *held = dynamic_cast<HeldOptimizerState *>(&s.backend());
   std::vector<HeldTensor> slices;
@@ -736,14 +749,14 @@ void restoreCheckpoint(const Checkpoint &c, Session &s) {
   if (!slices.empty()) {
     for (size_t k = 0; k < slices.size(); ++k) {
       const HeldTensor &h = slices[k];
-      if (k < owner.size() && owner[k]) fail("internal error: a split parameter's state held as a flat slice");
+      if (k < owner.size() && owner[k] >= 0) fail("internal error: a split parameter's state held as a flat slice");
       c.shards->readRange(h.name, h.begin, h.end, const_cast<void *>(h.data));
     }
   } else {
     restoreWhole(c, s, owner);
   }
   for (size_t i = 0; i < s.params().size(); ++i)
-    restoreTensor(c, s.params()[i].name, s.params()[i].valueRef(), s.sharding(i), s.tensorRank());
+    restoreTensor(c, s.params()[i].name, s.params()[i].valueRef(), s, (int)i);
   s.pushParams();
 }
 
@@ -754,16 +767,16 @@ void loadWeightsOrCheckpoint(Session &s, const std::string &path) {
          path.c_str(), kMetaFile, path.c_str());
   const Checkpoint c = readCheckpoint(path, s);
   for (size_t i = 0; i < s.params().size(); ++i)
-    restoreTensor(c, s.params()[i].name, s.params()[i].valueRef(), s.sharding(i), s.tensorRank());
+    restoreTensor(c, s.params()[i].name, s.params()[i].valueRef(), s, (int)i);
   s.pushParams();
 }
 
 /* The optimizer state through Backend::beginRestore: every tensor the backend holds
    whole (or, under ZeRO from a whole checkpoint, the whole tensors it then scatters). */
-static void restoreWhole(const Checkpoint &c, Session &s, const std::vector<const plan::ParamSharding *> &owner) {
+static void restoreWhole(const Checkpoint &c, Session &s, const std::vector<int> &owner) {
   const std::vector<NamedTensor> state = s.backend().beginRestore(c.meta.adamwUpdates);
   for (size_t k = 0; k < state.size(); ++k)
-    restoreTensor(c, state[k].first, state[k].second, k < owner.size() ? owner[k] : nullptr, s.tensorRank());
+    restoreTensor(c, state[k].first, state[k].second, s, k < owner.size() ? owner[k] : -1);
   s.backend().finishRestore();
 }
 

@@ -71,8 +71,10 @@ RankInfo joinCommandRanks(Session &s, const std::string &planPath, const char *c
   world.checkSame(planHash(s), "the plan ('" + planPath + "')");
   world.checkSame(std::hash<std::string>{}(settings), std::string("the command line of `lmrt ") + command + "` (its options but --threads)");
   comm::setMesh(data, tensor);
-  // The slices this process holds: its tensor rank's, or under ZeRO stage 3 its data rank's.
+  // The slices this process holds: its tensor rank's, or under ZeRO stage 3 its data rank's
+  // (on a data x tensor mesh, of its tensor rank's blocks).
   s.setTensorRank(zeroSlicesParams(mesh) ? r.rank : r.tensorRank);
+  s.setBlockRank(r.tensorRank);
   return r;
 }
 
@@ -96,10 +98,6 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
          (long long)data, (long long)data, (long long)mesh.global_batch(), world.size(),
          world.size() == 1 ? "" : "es", (long long)data, (long long)data);
   }
-  if (tensor > 1 && mesh.zero() > 2)
-    fail("plan '%s' asks for ZeRO stage %lld with tensor parallelism (tensor = %lld), which this lmrt does not run "
-         "(stages 1 and 2 only); compile it with --zero 2, 1 or 0", o.planPath.c_str(), (long long)mesh.zero(),
-         (long long)tensor);
   if (mesh.zero() > 3)
     fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stages 1, 2 and 3 only)",
          o.planPath.c_str(), (long long)mesh.zero());

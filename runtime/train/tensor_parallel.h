@@ -39,8 +39,17 @@ public:
 private:
   std::vector<NamedTensor> tensors_;               // logical types; local data
   std::vector<const plan::ParamSharding *> split_; // per tensor: its sharding, or null
+  // Per tensor, under ZeRO stage 3 on a data x tensor mesh: the tensor-parallel block
+  // its data slices make (Session::blockSharding) and that block's type, or null.
+  std::vector<const plan::ParamSharding *> block_;
+  std::vector<TensorType> blockType_;
   std::vector<TensorRef> local_;                   // per tensor: this rank's slice
-  HostBytes parts_, whole_;                        // data()'s gather buffers
+  HostBytes parts_, whole_, block_bytes_;          // data()'s gather buffers
+
+  /* Every rank's `local` of `group` (mesh axis s.mesh_axis()) gathered and placed by `s`
+     into `out`, a tensor of type `type`. Collective over that group. */
+  void gather(const plan::ParamSharding &s, const TensorRef &local, const TensorType &type, void *out,
+              const std::string &name);
 };
 
 }  // namespace lmrt

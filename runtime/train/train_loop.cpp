@@ -49,8 +49,10 @@ TrainResult train(Session &s, const TrainOptions &options, FILE *userLog) {
     std::fprintf(log, "data parallel: %s\n", comm::world().describe().c_str());
   if (std::string zero = s.backend().describeSharding(); !zero.empty()) std::fprintf(log, "%s\n", zero.c_str());
   // The rank whose slices of the split parameters this process holds: its tensor rank,
-  // or under ZeRO stage 3 (every parameter split over the data axis) its data rank.
+  // or under ZeRO stage 3 (every parameter split over the data axis) its data rank (on a
+  // data x tensor mesh, of its tensor rank's blocks).
   s.setTensorRank(s.plan().train().mesh().zero() >= 3 ? ranks.rank : ranks.tensorRank);
+  s.setBlockRank(ranks.tensorRank);
   RunSetup run = planRun(s, o, log, ranks);
 
   // The plan's batch transform; it checks the inputs, the vocabulary and the splits.

@@ -132,11 +132,10 @@ InitReport loadWeights(Session &session, const std::string &path, const InitOpti
     if (src == source.end()) continue;
     SafetensorsTensor t = file.tensors.at(src->second);
     HostBytes slice;
-    if (const plan::ParamSharding *sharding = session.sharding(i)) {  // this rank's slice, in the file's dtype
+    if (session.sharding(i)) {  // this rank's slice, in the file's dtype
       const TensorType part{t.type.dtype, p.type.shape};
       slice.resize((size_t)part.bytes());
-      sliceShard(*sharding, TensorRef{const_cast<char *>(t.bytes.data()), t.type}, TensorRef{slice.data(), part},
-                 session.tensorRank());
+      session.sliceParam(i, TensorRef{const_cast<char *>(t.bytes.data()), t.type}, TensorRef{slice.data(), part});
       t = SafetensorsTensor{part, std::string_view(slice.data(), slice.size())};
     }
     int64_t n = p.type.numel();

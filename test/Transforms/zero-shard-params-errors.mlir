@@ -14,13 +14,13 @@ module attributes {lm.mesh = {data = 2 : i64, tensor = 1 : i64, global_batch = 8
 
 // -----
 
-// A tensor axis (its parameters are -lm-spmd's slices):
-// CHECK: error: -lm-zero-shard-params: ZeRO stage 3 over a tensor-parallel mesh (tensor = 2) is not supported
-module attributes {lm.mesh = {data = 2 : i64, tensor = 2 : i64, global_batch = 8 : i64}} {
-  func.func @plain(%w: tensor<2xf32> {lm.param = "w", lm.init = {kind = "zeros"}}) -> tensor<f32>
+// A parameter already sliced (a module the pass has rewritten):
+// CHECK: error: -lm-zero-shard-params: parameter 'w' is already sliced (ZeRO stage 3)
+module attributes {lm.mesh = {data = 2 : i64, tensor = 1 : i64, global_batch = 8 : i64}} {
+  func.func @plain(%w: tensor<1xf32> {lm.param = "w", lm.init = {kind = "zeros"}, lm.zero_logical = tensor<2xf32>}) -> tensor<f32>
       attributes {lm.objective} {
-    %q = lm.mul %w, %w : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
-    %l = lm.sum_to %q : (tensor<2xf32>) -> tensor<f32>
+    %q = lm.mul %w, %w : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+    %l = lm.sum_to %q : (tensor<1xf32>) -> tensor<f32>
     return %l : tensor<f32>
   }
 }

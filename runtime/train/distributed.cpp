@@ -40,7 +40,10 @@ RankInfo joinCommandRanks(Session &s, const std::string &planPath, const char *c
   const int64_t processes = data * tensor;
   const bool sliced = tensor > 1 || zeroSlicesParams(mesh);
   char what[160];
-  if (tensor > 1)
+  if (tensor > 1 && zeroSlicesParams(mesh))
+    std::snprintf(what, sizeof what, "tensor-parallel with ZeRO stage %lld (mesh data = %lld x tensor = %lld)",
+                  (long long)mesh.zero(), (long long)data, (long long)tensor);
+  else if (tensor > 1)
     std::snprintf(what, sizeof what, "tensor-parallel (mesh data = %lld x tensor = %lld)", (long long)data,
                   (long long)tensor);
   else
@@ -50,8 +53,11 @@ RankInfo joinCommandRanks(Session &s, const std::string &planPath, const char *c
          "runs it on its %lld processes: `mpirun -np %lld lmrt %s ...` (or srun -n %lld); or, in one process, "
          "compile the same model without --mesh%s (the same .lm, preset and -D flags) and run `lmrt %s` on that "
          "plan: the weights and checkpoints `lmrt run` writes hold whole tensors",
-         planPath.c_str(), what, tensor > 1 ? "all-reduce over" : "gather them from", command, (long long)processes,
-         (long long)processes, command, (long long)processes, tensor > 1 ? "" : " and --zero", command);
+         planPath.c_str(), what,
+         tensor > 1 ? (zeroSlicesParams(mesh) ? "gather them from and all-reduce over" : "all-reduce over")
+                    : "gather them from",
+         command, (long long)processes, (long long)processes, command, (long long)processes,
+         mesh.zero() > 0 ? " and --zero" : "", command);
   if (world.size() > 1 && world.size() != processes) {
     if (processes == 1)
       fail("plan '%s' is for one process (no mesh), and this run has %d processes: run `lmrt %s` without mpirun",

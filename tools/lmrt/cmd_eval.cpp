@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "contract/plan.pb.h"
-#include "runtime/comm/communicator.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/distributed.h"

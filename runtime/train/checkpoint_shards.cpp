@@ -12,8 +12,10 @@
 
 #include "base/file_io.h"
 #include "base/hash.h"
+#include "base/host_memory.h"
 #include "contract/zero3.h"
 #include "contract/contract.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/exec/held_state.h"
 #include "runtime/exec/optimizer.h"
 #include "runtime/exec/session.h"
@@ -52,10 +54,12 @@ std::vector<CheckpointTensor> checkpointTensors(const Session &s) {
   std::vector<CheckpointTensor> out;
   const std::vector<ParamState> &params = s.params();
   // A ZeRO stage 3 parameter (and its state) is a flat slice, the flat piece a rank
-  // writes anyway: only tensor-parallel slices are block pieces.
+  // writes anyway: only tensor-parallel slices are block pieces (on a data x tensor mesh
+  // a stage-3 slice is of such a block: Session::blockSharding).
   auto blockSharding = [&](size_t i) -> const plan::ParamSharding * {
     const plan::ParamSharding *sh = s.sharding(i);
-    return sh && !isZeroSlice(*sh) ? sh : nullptr;
+    if (sh && isZeroSlice(*sh)) return s.blockSharding(i);
+    return sh;
   };
   auto zeroSlice = [&](size_t i) { return s.sharding(i) && isZeroSlice(*s.sharding(i)); };
   for (size_t i = 0; i < params.size(); ++i)
@@ -113,9 +117,44 @@ void writeShardFile(const std::string &path, Session &s, const std::vector<Check
   for (const HeldTensor &h : heldOptimizerState(s.backend())) held.push_back({h.data, h.begin, h.end});
   if (held.size() != tensors.size())
     fail("a sharded checkpoint of %zu tensors, and this rank holds %zu", tensors.size(), held.size());
+  // ZeRO on a data x tensor mesh: a rank's slices are of its local tensors (the tensor-
+  // parallel blocks and the whole tensors), which the layout's pieces are not cut from
+  // (shard_layout.h has no piece for a flat run of a block yet). So each sliced tensor is
+  // first all-gathered over the data group into the local tensor (every rank of the group
+  // takes part, in tensor order), and kept where this rank writes a piece of it.
+  const plan::Mesh &mesh = s.plan().train().mesh();
+  std::vector<HostBytes> gathered;
+  if (mesh.zero() > 0 && mesh.tensor() > 1 && mesh.data() > 1) {
+    gathered.resize(held.size());
+    std::vector<bool> written(held.size(), false);
+    for (const ShardPiece &p : pieces) written[p.tensor] = true;
+    comm::Communicator &group = comm::meshGroup(0);
+    const int64_t D = mesh.data();
+    for (size_t k = 0; k < held.size(); ++k) {
+      // Stage 3 holds every tensor as its padded slice; stages 1 and 2 the optimizer
+      // state as its zeroShard range and the parameters whole. The same on every rank.
+      if (mesh.zero() < 3 && k < s.params().size()) continue;
+      const CheckpointTensor &t = tensors[k];
+      const TensorType local = t.sharding ? blockType(t.type, *t.sharding) : t.type;
+      const int64_t n = local.numel(), chunk = zeroSliceLength(n, D);
+      if (n == 0) continue;
+      const size_t eb = dtypeSize(local.dtype);
+      if (held[k].end - held[k].begin > chunk)
+        fail("sharded checkpoint: this rank holds %lld elements of '%s', more than its slice of %lld",
+             (long long)(held[k].end - held[k].begin), t.name.c_str(), (long long)chunk);
+      HostBytes mine((size_t)chunk * eb, 0), all((size_t)(chunk * D) * eb);
+      std::memcpy(mine.data(), held[k].data, (size_t)(held[k].end - held[k].begin) * eb);
+      group.allGather(mine.data(), all.data(), chunk, local.dtype, "the sharded checkpoint's gather of '" + t.name + "'");
+      if (!written[k]) continue;
+      all.resize((size_t)n * eb);
+      gathered[k] = std::move(all);
+      held[k] = {gathered[k].data(), 0, n};
+    }
+  }
   // ZeRO stage 3: a parameter and its state are held as the rank's slice, which
   // begins where its flat piece does (zeroShard's split is the slices').
   for (const ShardPiece &p : pieces)
+    if (gathered.empty())
     if (tensors[p.tensor].zeroSlice && !p.block) {
       Held &h = held[p.tensor];
       h.end = p.begin + (h.end - h.begin);

@@ -12,6 +12,8 @@
             so ZeRO ranks write what they hold (stage 3: its parameter slices too);
      block  a tensor-parallel slice (plan Param.sharding: dim, segments, shards, and
             the slice's index, shard_layout.h), written by the ranks of data rank 0.
+   ZeRO on a data x tensor mesh holds flat runs of the local tensors, which have no piece
+   yet: writeShardFile gathers each over the data group first and writes these pieces.
    The layout is a function of the logical tensors and the mesh only, so rank 0 can
    describe every rank's file. Loading reads, for each tensor, only the byte ranges of
    the pieces that overlap the rank's slice of it (ShardReader), whatever mesh wrote them. */

@@ -230,12 +230,10 @@ RunSetup planRun(Session &s, const TrainOptions &o, FILE *log, const RankInfo &r
   planSteps(run, s, o, log);
   run.outPath = o.outPath.empty() ? defaultWeightsPath(o.planPath) : o.outPath;
   // Sharded by default with several processes, as DeepSpeed and torchtitan write them;
-  // whole under ZeRO on a tensor-parallel mesh, whose optimizer state slices (flat runs
-  // of a tensor-parallel block) the shard layout has no piece for yet.
+  // whole by default under ZeRO on a tensor-parallel mesh, whose slices (flat runs of a
+  // tensor-parallel block) the shard layout has no piece for yet: there a sharded one
+  // first gathers each sliced tensor over the data group (checkpoint_shards.h).
   const bool zeroTensor = s.plan().train().mesh().zero() > 0 && s.plan().train().mesh().tensor() > 1;
-  if (zeroTensor && o.checkpointFormat == "sharded")
-    fail("--checkpoint-format sharded: ZeRO stage %lld on a tensor-parallel mesh writes whole checkpoints only so "
-         "far (leave the flag out, or give whole)", (long long)s.plan().train().mesh().zero());
   run.sharded = o.checkpointFormat.empty() ? comm::world().size() > 1 && !zeroTensor : o.checkpointFormat == "sharded";
   if (run.sharded) run.shardDir = run.checkpointDir;
   if (!ranks.writer()) {  // rank 0 writes the run's files

@@ -9,6 +9,7 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/cpu/grad_clip.h"
 #include "runtime/cpu/zero_grad_norm.h"
+#include "runtime/exec/optimizer.h"
 
 namespace lmrt::cpu {
 
@@ -31,9 +32,7 @@ ZeroShards::ZeroShards(const std::vector<ParamView> &params, int rank, int ranks
 std::string ZeroShards::describe() const {
   int64_t mine = 0, all = 0;
   for (size_t i = 0; i < whole_.size(); ++i) mine += shards_[i].numel, all += whole_[i].numel;
-  return "ZeRO stage " + std::to_string(stage_) + ": rank " + std::to_string(rank_) + " keeps the optimizer state " +
-         (stage_ >= 2 ? "and the reduced gradients " : "") + "of " + std::to_string(mine) + " of the " +
-         std::to_string(all) + " parameter elements (its slice of each parameter), and updates them";
+  return describeZero(stage_, rank_, mine, all);
 }
 
 void ZeroShards::gather(const void *slice, void *whole, int64_t numel, DType dtype, const std::string &what) {

@@ -10,6 +10,7 @@
 
 #include "contract/op_table.h"
 #include "contract/plan_types.h"
+#include "contract/zero3.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/cuda/collective_stream.h"
 #include "runtime/cuda/device.h"
@@ -74,7 +75,9 @@ public:
 
 private:
   Program &program(const std::string &name);
-  double tensorParallelGradNorm();
+  /* The norm from normBlocks_: each parameter's blocks' sums added in block order, then summed
+     over mesh axis `meshAxis`'s group where split[i] (comm::sumOverMeshGroup). */
+  double blockGradNorm(int64_t meshAxis, const std::vector<bool> &split);
   /* Waits for the stream; a fault of an earlier kernel surfaces here, with a hint. */
   void sync(const char *what);
   /* Copies a device tensor to the host (after the stream's work so far). */
@@ -84,6 +87,9 @@ private:
   void *paramAt(const DeviceBuffer &flat, int index) const {
     return flat.bytes() + paramOffset_[index] * dtypeSize(paramType_);
   }
+  /* Parameter `index`'s gradient in grads_: the whole gradient, or from ZeRO stage 2 on this
+     rank's slice of it (ParamState.gradType). */
+  void *gradAt(int index) const { return grads_.bytes() + gradOffset_[index] * dtypeSize(paramType_); }
   /* Parameter `index`'s optimizer state in m_ or v_: the whole parameter's, or under ZeRO
      this rank's slice of it (zero_.slices[index]). */
   void *stateAt(const DeviceBuffer &state, int index) const {
@@ -105,20 +111,30 @@ private:
   DType paramType_ = DType::F32;
   std::vector<int64_t> paramOffset_;  // elements into the flat storage, per parameter
   int64_t paramElems_ = 0;
+  // The gradients' flat layout: the parameters' (ParamState.gradType is the type), or under
+  // ZeRO stage 2 this rank's padded slices only (contract/zero3.h).
+  std::vector<int64_t> gradOffset_;
+  int64_t gradElems_ = 0;
+  bool slicedGradsAlone_ = false;  // a stage-2 plan in a process that is not one of its data ranks
   DeviceBuffer arena_, params_, grads_, m_, v_, acc_, constants_, scratch_, norm_, chunks_, slices_;
   // Tensor parallelism (plan mesh tensor > 1): per parameter, whether this rank holds a slice of
-  // it (plan Param.sharding), and the gradient norm's blocks (NormBlock), parameter by
-  // parameter, with each parameter's first block; empty otherwise.
+  // it (plan Param.sharding). With it, and under ZeRO stages 2 and 3, the gradient norm's blocks
+  // (zero_chunks.h's normBlocks: the whole gradients, or this rank's slices of them), parameter
+  // by parameter, with each parameter's first block; empty otherwise.
   std::vector<bool> tensorSplit_;
   std::vector<int64_t> normBlockStart_;
   DeviceBuffer normBlocks_, normSums_;
   int64_t numChunks_ = 0, numSlices_ = 0;
   OptimizerConfig optimizer_;  // the plan's; its state slot k of a parameter lives in m_ (k = 0) or v_ (k = 1)
-  // ZeRO stage 1 on the data axis (zero_chunks.h; docs/distributed.md, "ZeRO on CUDA"): this
-  // data rank (of zeroRanks_) updates only its slice of each parameter and m_ and v_ hold only
-  // those slices' state, packed; then the parameters are all-gathered over NCCL. Without ZeRO
-  // zeroRanks_ is 1 and zero_ covers the whole parameters in their own layout.
-  int zeroRank_ = 0, zeroRanks_ = 1;
+  // ZeRO (zero_chunks.h; docs/distributed.md, "ZeRO on CUDA"). Stages 1 and 2: this data rank
+  // (of zeroRanks_) updates only its slice of each parameter and m_ and v_ hold only those
+  // slices' state, packed; then the parameters are all-gathered over NCCL (the data axis's
+  // communicator); stage 2's train step leaves only the slices of the gradients. Stage 3: the
+  // plan's parameters are the rank's slices (contract/zero3.h), updated as they are, and the
+  // programs gather them; zeroRanks_ stays 1. Without ZeRO (zeroStage_ 0) zeroRanks_ is 1 and
+  // zero_ covers the whole parameters in their own layout.
+  int zeroStage_ = 0, zeroRank_ = 0, zeroRanks_ = 1;
+  std::string zeroDescription_;  // describeSharding()
   ChunkTable zero_;
   DeviceBuffer zeroStaging_, zeroWhole_;  // a padded all-gather; a whole state tensor for a whole checkpoint
   bool heldRestorePending_ = false;       // beginHeldRestore's slices go to the device with the parameters
@@ -145,8 +161,10 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   // Not with a tensor axis: its collectives run on the compute stream, and the data axis's on
   // the second one would run NCCL kernels of two communicators at once, which NCCL documents as
-  // able to deadlock; a multi-GPU run has to check that first.
-  if (collectiveStreamEnabled() && plan.train().mesh().tensor() <= 1)
+  // able to deadlock; a multi-GPU run has to check that first. Nor under ZeRO stages 2 and 3:
+  // their reduce-scatters and gathers stay on the compute stream, on the data axis's own
+  // communicator, which the second stream's all-reduce (the loss) would use at the same time.
+  if (collectiveStreamEnabled() && plan.train().mesh().tensor() <= 1 && !zeroSlicesGrads(plan.train().mesh()))
     collectives_ = std::make_unique<CollectiveStream>(stream_);
   gemm_ = std::make_unique<Gemm>(stream_, options.tf32);
   if (plan.precision() == "bf16") lowPrecision_ = DType::BF16;
@@ -161,25 +179,32 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   std::vector<ParamSlice> slices;
   // ZeRO when the plan asks for it and this process is one of its data ranks (a lone process
   // evaluating or sampling the plan has nothing to split; lmrt's joinRanks refuses the rest).
+  // On a data x tensor mesh (stage 1 only: lmc and lmrt refuse stages 2 and 3 with a tensor
+  // axis) the data rank is the world rank / tensor, and the ZeRO slices are of the rank's
+  // tensor-parallel slices.
   const plan::Mesh &mesh = plan.train().mesh();
-  if (mesh.zero() >= 1 && mesh.data() > 1 && comm::world().size() == mesh.data()) {
-    if (mesh.zero() > 1 || mesh.tensor() > 1)
-      bound_.error("ZeRO stage " + std::to_string(mesh.zero()) + (mesh.tensor() > 1 ? " with tensor parallelism" : "") +
-                   " does not run on the CUDA backend yet (stage 1 on a data axis does); compile it with --zero 1 "
-                   "--mesh data=N, or run it on --device cpu");
+  const int64_t tensor = std::max<int64_t>(1, mesh.tensor());
+  if (mesh.zero() >= 1 && mesh.data() > 1 && comm::world().size() == mesh.data() * tensor) {
+    if (mesh.zero() > 3 || (mesh.zero() > 1 && tensor > 1))
+      bound_.error("ZeRO stage " + std::to_string(mesh.zero()) + (tensor > 1 ? " with tensor parallelism" : "") +
+                   " does not run (stages 1 to 3 on a data axis do, and stage 1 on a data x tensor mesh)");
     if (!updatesSlices(optimizer_))
       bound_.error("ZeRO needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + optimizer_.kind);
-    zeroRank_ = comm::world().rank();
-    zeroRanks_ = (int)mesh.data();
+    zeroStage_ = (int)mesh.zero();
+    zeroRank_ = comm::world().rank() / (int)tensor;
+    if (zeroStage_ <= 2) zeroRanks_ = (int)mesh.data();
   }
+  // Stage 2's gradients are the slices (gradType), read by the update from their own layout.
+  const bool gradSlices = zeroStage_ == 2;
   for (size_t i = 0; i < ps.size(); ++i) {
     if (ps[i].type.dtype != paramType_)
       fail("plan '%s': parameter '%s' is %s while '%s' is %s; the CUDA backend keeps all parameters in one "
            "precision", bound_.origin().c_str(), ps[i].name.c_str(), dtypeName(ps[i].type.dtype),
            ps[0].name.c_str(), dtypeName(paramType_));
     paramOffset_.push_back(paramElems_);
+    gradOffset_.push_back(gradElems_);
     const int64_t n = ps[i].type.numel();
-    chunkParams.push_back({paramElems_, n, ps[i].frozen, ps[i].weightDecay, ps[i].lrScale});
+    chunkParams.push_back({paramElems_, n, ps[i].frozen, ps[i].weightDecay, ps[i].lrScale, gradSlices ? gradElems_ : -1});
     const Shape &shape = ps[i].type.shape;
     const bool factored = optimizer_.kind == "adafactor" && adafactorFactored(shape);
     // A frozen parameter gets no chunk and no slice: the update never touches it.
@@ -187,10 +212,14 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
       slices.push_back({paramElems_, n, factored ? shape[shape.size() - 2] : 0, factored ? shape.back() : 0,
                         ps[i].weightDecay ? 1 : 0, ps[i].trustRatio ? 1 : 0, ps[i].lrScale});
     paramElems_ += (int64_t)(alignUp((size_t)n * dtypeSize(paramType_)) / dtypeSize(paramType_));
+    gradElems_ += (int64_t)(alignUp((size_t)ps[i].gradType.numel() * dtypeSize(paramType_)) / dtypeSize(paramType_));
   }
+  // Only stage 2's data ranks update parameters from gradient slices (a lone process given such
+  // a plan, to evaluate it, never steps the optimizer: launchUpdate checks).
+  slicedGradsAlone_ = !gradSlices && gradElems_ != paramElems_;
   const size_t paramBytes = std::max<size_t>(kAlign, (size_t)paramElems_ * dtypeSize(paramType_));
   params_ = DeviceBuffer(paramBytes, "the parameters");
-  grads_ = DeviceBuffer(paramBytes, "the gradients");
+  grads_ = DeviceBuffer(std::max<size_t>(kAlign, (size_t)gradElems_ * dtypeSize(paramType_)), "the gradients");
   // The elementwise optimizers' chunks (zero_chunks.h): the whole parameters, the state in
   // their layout; or this ZeRO rank's slices, the state packed.
   zero_ = elementwiseChunks(chunkParams, zeroRank_, zeroRanks_, (int64_t)(kAlign / dtypeSize(paramType_)));
@@ -206,6 +235,17 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
     const size_t padded = (size_t)(zeroShard(largest, zeroRanks_, 0).size() * zeroRanks_) * dtypeSize(paramType_);
     zeroStaging_ = DeviceBuffer(std::max<size_t>(kAlign, padded), "ZeRO's all-gather staging");
   }
+  if (zeroStage_ > 0) {
+    int64_t mine = 0, all = 0;
+    // Of the parameters as this rank binds them (whole, or its tensor-parallel slices), as the
+    // CPU counts; under stage 3 of the logical tensors.
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const int64_t n = zeroStage_ >= 3 ? session.logicalType(i).numel() : ps[i].type.numel();
+      mine += zeroStage_ >= 3 ? zeroShard(n, mesh.data(), zeroRank_).size() : zero_.slices[i].size();
+      all += n;
+    }
+    zeroDescription_ = describeZero(zeroStage_, zeroRank_, mine, all);
+  }
   numChunks_ = (int64_t)chunks.size();
   chunks_ = DeviceBuffer(std::max<size_t>(1, chunks.size()) * sizeof(AdamWChunk), "AdamW's chunk table");
   if (!chunks.empty())
@@ -217,19 +257,27 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
     CUDA_CHECK(cudaMemcpyAsync(slices_.get(), slices.data(), slices.size() * sizeof(ParamSlice),
                                cudaMemcpyHostToDevice, stream_));
   norm_ = DeviceBuffer((kNormBlocks + 2) * sizeof(double), "the gradient norm");
+  std::vector<int64_t> normCounts;  // per parameter: the gradient elements the norm's blocks cover
   if (plan.train().mesh().tensor() > 1) {
     // The optimizer updates this rank's slices as it would whole tensors only when it is
     // elementwise; the norm sums the split gradients' squares over the tensor group.
     const std::string e = tensorParallelOptimizerError(optimizer_, plan.train().mesh().tensor());
     if (!e.empty()) bound_.error(e);
-    std::vector<NormBlock> blocks;
     for (size_t i = 0; i < ps.size(); ++i) {
       tensorSplit_.push_back(plan.params((int)i).has_sharding());
-      normBlockStart_.push_back((int64_t)blocks.size());
-      for (int64_t b = 0, n = ps[i].type.numel(); b < n; b += kChunkElems)
-        blocks.push_back({paramOffset_[i] + b, paramOffset_[i] + std::min(n, b + kChunkElems)});
+      normCounts.push_back(ps[i].type.numel());
     }
-    normBlockStart_.push_back((int64_t)blocks.size());
+  } else if (zeroStage_ >= 2) {
+    // Each gradient's slice is its first zeroShard(n).size() elements (then the padding's
+    // zeros); a frozen parameter has no gradient. The slices' sums are added over the data
+    // group (blockGradNorm).
+    for (size_t i = 0; i < ps.size(); ++i)
+      normCounts.push_back(ps[i].frozen ? 0 : zeroShard(session.logicalType(i).numel(), mesh.data(), zeroRank_).size());
+  }
+  if (!normCounts.empty()) {
+    const NormBlocks table = normBlocks(gradOffset_, normCounts);
+    const std::vector<NormBlock> &blocks = table.blocks;
+    normBlockStart_ = table.first;
     normBlocks_ = DeviceBuffer(std::max<size_t>(1, blocks.size()) * sizeof(NormBlock), "the gradient norm's blocks");
     normSums_ = DeviceBuffer(std::max<size_t>(1, blocks.size()) * sizeof(double), "the gradient norm's block sums");
     if (!blocks.empty())
@@ -263,7 +311,7 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
       switch (b.kind) {
       case plan::Buffer::ARENA: t.data = arena_.bytes() + b.offset; break;
       case plan::Buffer::PARAM: t.data = paramAt(params_, b.param); break;
-      case plan::Buffer::GRAD: t.data = paramAt(grads_, b.param); break;
+      case plan::Buffer::GRAD: t.data = gradAt(b.param); break;
       case plan::Buffer::INPUT: t.data = inputs_.at(prog.name() + "/" + b.name).get(); break;
       case plan::Buffer::CONSTANT:
         t.data = constants_.bytes() + constOff;
@@ -313,7 +361,7 @@ CudaBackend::~CudaBackend() {
 }
 
 int64_t CudaBackend::deviceBytes() const {
-  size_t n = arena_.size() + params_.size() * 2 + m_.size() + v_.size() + zeroStaging_.size() + acc_.size() +
+  size_t n = arena_.size() + params_.size() + grads_.size() + m_.size() + v_.size() + zeroStaging_.size() + acc_.size() +
              constants_.size() + scratch_.size() + norm_.size() + chunks_.size() + slices_.size();
   for (const auto &[name, b] : inputs_) n += b.size();
   for (const DeviceBuffer &b : states_) n += b.size();
@@ -368,7 +416,7 @@ void CudaBackend::downloadParams(bool grads) {
     CUDA_CHECK(cudaMemcpyAsync(ps[i].value.data(), paramAt(params_, (int)i), ps[i].value.size(),
                                cudaMemcpyDeviceToHost, stream_));
     if (grads)
-      CUDA_CHECK(cudaMemcpyAsync(ps[i].grad.data(), paramAt(grads_, (int)i), ps[i].grad.size(),
+      CUDA_CHECK(cudaMemcpyAsync(ps[i].grad.data(), gradAt((int)i), ps[i].grad.size(),
                                  cudaMemcpyDeviceToHost, stream_));
   }
   sync("downloading the parameters");
@@ -494,13 +542,16 @@ void CudaBackend::accumulateGradients(int micro, int count) {
     acc_ = DeviceBuffer(grads_.size(), "the accumulated gradients (--accumulate)");
     CUDA_CHECK(cudaMemsetAsync(acc_.get(), 0, acc_.size(), stream_));
   }
-  launchAccumulate(paramType_, grads_.get(), acc_.get(), paramElems_, micro, count, stream_);
+  launchAccumulate(paramType_, grads_.get(), acc_.get(), gradElems_, micro, count, stream_);
 }
 
 double CudaBackend::gradientNorm() {
-  if (!tensorSplit_.empty()) return tensorParallelGradNorm();
+  if (!tensorSplit_.empty()) return blockGradNorm(1, tensorSplit_);
+  // ZeRO stages 2 and 3: this rank's slices' sums, added over the data group in rank order
+  // (docs/distributed.md, "ZeRO on CUDA": DP's norm to rounding).
+  if (zeroStage_ >= 2) return blockGradNorm(0, std::vector<bool>(normBlockStart_.size() - 1, true));
   double *norm = static_cast<double *>(norm_.get());
-  launchGradNorm(paramType_, grads_.get(), paramElems_, norm + 2, norm, /*maxNorm=*/0, stream_);
+  launchGradNorm(paramType_, grads_.get(), gradElems_, norm + 2, norm, /*maxNorm=*/0, stream_);
   double result = 0;
   CUDA_CHECK(cudaMemcpyAsync(&result, norm, sizeof result, cudaMemcpyDeviceToHost, stream_));
   sync("computing the gradient norm");
@@ -509,8 +560,9 @@ double CudaBackend::gradientNorm() {
 
 /* The norm one process computes, to rounding (docs/distributed.md, "Tensor parallelism"), as
    the CPU backend's: each gradient's sum of squares (its blocks' sums added in block order on
-   the host), summed over the tensor group where this rank holds a slice of it. */
-double CudaBackend::tensorParallelGradNorm() {
+   the host), summed over the tensor group where this rank holds a slice of it; under ZeRO
+   stages 2 and 3 each gradient slice's, summed over the data group. */
+double CudaBackend::blockGradNorm(int64_t meshAxis, const std::vector<bool> &split) {
   const int64_t blocks = normBlockStart_.back();
   std::vector<double> blockSums((size_t)blocks);
   launchBlockSumSquares(paramType_, grads_.get(), static_cast<const NormBlock *>(normBlocks_.get()), blocks,
@@ -525,17 +577,10 @@ double CudaBackend::tensorParallelGradNorm() {
     for (int64_t b = normBlockStart_[i]; b < normBlockStart_[i + 1]; ++b) s += blockSums[(size_t)b];
     sums.push_back(s);
   }
-  return std::sqrt(comm::sumOverTensorGroup(sums, tensorSplit_));
+  return std::sqrt(comm::sumOverMeshGroup(meshAxis, sums, split));
 }
 
-std::string CudaBackend::describeSharding() const {
-  if (zeroRanks_ == 1) return "";
-  int64_t mine = 0, all = 0;
-  for (size_t i = 0; i < zero_.slices.size(); ++i)
-    mine += zero_.slices[i].size(), all += session_.params()[i].type.numel();
-  return "ZeRO stage 1: rank " + std::to_string(zeroRank_) + " keeps the optimizer state of " + std::to_string(mine) +
-         " of the " + std::to_string(all) + " parameter elements (its slice of each parameter), and updates them";
-}
+std::string CudaBackend::describeSharding() const { return zeroDescription_; }
 
 void CudaBackend::optimizerStep(double lr, double gradScale) {
   launchUpdate(lr, gradScale);
@@ -554,6 +599,9 @@ void CudaBackend::launchUpdate(double lr, double gradScale) {
   if (!(lr >= 0) || !std::isfinite(lr)) fail("%s: learning rate %g is not a finite non-negative number", kind, lr);
   if (!(gradScale > 0) || !std::isfinite(gradScale))
     fail("%s: gradient scale %g is not finite and positive", kind, gradScale);
+  if (slicedGradsAlone_)
+    bound_.error("the train step returns each rank's slice of the gradients (ZeRO stage 2), and this process is not "
+                 "one of the plan's data ranks: run it under mpirun on them");
   ++updates_;
   const double t = (double)updates_;
   if (c.kind == "adamw") {
@@ -674,7 +722,9 @@ std::vector<HeldTensor> CudaBackend::heldOptimizerState() {
 
 /* The slices are uploaded with the parameters (uploadParams: a restore ends with it). */
 std::vector<HeldTensor> CudaBackend::beginHeldRestore(int64_t updates) {
-  if (zeroRanks_ == 1) return {};
+  // On a tensor-parallel mesh a slice is a flat run of the rank's block, not of the logical
+  // tensor the shards hold: restored whole (beginRestore) and sliced, as the CPU does.
+  if (zeroRanks_ == 1 || !tensorSplit_.empty()) return {};
   if (updates < 0) fail("%s: update count %lld is negative", optimizer_.kind.c_str(), (long long)updates);
   updates_ = updates;
   heldRestorePending_ = true;

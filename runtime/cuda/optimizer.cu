@@ -43,7 +43,7 @@ __global__ void adamw(T *p, const T *g, T *m, T *v, const AdamWChunk *chunks, do
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
     T pi = p[i];
     if (decays) pi *= keep;
-    T gi = g[i];
+    T gi = g[i - c.gradShift];
     if (scales) gi *= clip;
     if (clipsValue) gi = min(max(gi, -clipValue), clipValue);
     const int64_t k = i - c.stateShift;

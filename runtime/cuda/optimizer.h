@@ -31,6 +31,10 @@ struct AdamWChunk {
      state has the parameters' layout; a ZeRO rank keeps only its slices' state, packed
      (zero_chunks.h). */
   int64_t stateShift = 0;
+  /* Element i's gradient is at i - gradShift of the gradient storage: 0 when the gradients
+     have the parameters' layout; from ZeRO stage 2 on a rank keeps only its gradient slices
+     (zero_chunks.h). */
+  int64_t gradShift = 0;
 };
 
 struct AdamWStep {

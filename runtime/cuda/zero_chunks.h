@@ -9,8 +9,15 @@
    backend's ZeroShards takes the same slices, so checkpoints are interchangeable),
    and the state holds only those slices, one after another, each starting on a
    kAlignElems boundary: chunk elements [begin, end) of the flat parameters keep their
-   state at [begin - stateShift, end - stateShift). Host-only, no CUDA calls. */
+   state at [begin - stateShift, end - stateShift).
+
+   From ZeRO stage 2 on the train step leaves only the rank's slice of each gradient
+   (contract/zero3.h: the padded slice, reduce-scattered), and the backend keeps only
+   those, in a layout of their own: a chunk's gradient is then at
+   [begin - gradShift, end - gradShift). The gradient norm's blocks (normBlocks) cover
+   the same slices. Host-only, no CUDA calls. */
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -27,6 +34,10 @@ struct ChunkParam {
   int64_t offset = 0, numel = 0;  // elements into the flat parameter storage
   bool frozen = false, decay = false;
   double lrScale = 1.0;
+  /* Where its gradient starts in the flat gradient storage: -1 when the gradients have the
+     parameters' layout (the whole gradient at `offset`); from ZeRO stage 2 on where this
+     rank's slice of the gradient (its first element being element slices[i].begin) starts. */
+  int64_t gradSlice = -1;
 };
 
 struct ChunkTable {
@@ -44,18 +55,39 @@ inline ChunkTable elementwiseChunks(const std::vector<ChunkParam> &params, int r
     const ShardRange r = ranks > 1 ? zeroShard(p.numel, ranks, rank) : ShardRange{0, p.numel};
     // Without ZeRO the state mirrors the parameters (their own offsets, aligned by the caller).
     const int64_t at = ranks > 1 ? state : p.offset + r.begin;
+    const int64_t gradShift = p.gradSlice < 0 ? 0 : p.offset + r.begin - p.gradSlice;
     t.slices.push_back(r);
     t.stateOffset.push_back(at);
     // A frozen parameter gets no chunk: the update never touches it (its state stays zero).
     for (int64_t b = r.begin; !p.frozen && b < r.end; b += kChunkElems)
       t.chunks.push_back({p.offset + b, p.offset + std::min(r.end, b + kChunkElems), p.decay ? 1 : 0, p.lrScale,
-                          p.offset + r.begin - at});
+                          p.offset + r.begin - at, gradShift});
     if (ranks > 1)
       state += (r.size() + alignElems - 1) / alignElems * alignElems;
     else
       state = std::max(state, p.offset + (p.numel + alignElems - 1) / alignElems * alignElems);
   }
   t.stateElems = state;
+  return t;
+}
+
+/* The gradient norm's blocks (optimizer.h's NormBlock): of each parameter i, `count[i]`
+   gradient elements from `at[i]` of the gradient storage, in blocks of at most
+   kChunkElems; parameter i's blocks are [first[i], first[i + 1]). The whole gradients
+   for tensor parallelism's norm; this rank's gradient slices under ZeRO stages 2 and 3. */
+struct NormBlocks {
+  std::vector<NormBlock> blocks;
+  std::vector<int64_t> first;  // one more than the parameters
+};
+
+inline NormBlocks normBlocks(const std::vector<int64_t> &at, const std::vector<int64_t> &count) {
+  NormBlocks t;
+  for (size_t i = 0; i < at.size(); ++i) {
+    t.first.push_back((int64_t)t.blocks.size());
+    for (int64_t b = 0; b < count[i]; b += kChunkElems)
+      t.blocks.push_back({at[i] + b, at[i] + std::min(count[i], b + kChunkElems)});
+  }
+  t.first.push_back((int64_t)t.blocks.size());
   return t;
 }
 

@@ -7,6 +7,7 @@
    whole update's bits. CPU halves run everywhere; GPU halves where a GPU is present. */
 #include "runtime/cuda/optimizer.h"
 #include "contract/scalar_math.h"
+#include "contract/zero3.h"
 #include "runtime/cpu/adamw.h"
 #include "runtime/cpu/optimizers.h"
 #include "runtime/cuda/optimizer_step.h"
@@ -158,7 +159,9 @@ INSTANTIATE_TEST_SUITE_P(CudaTrain, OtherOptimizers, ::testing::Values("sgd", "l
    with momentum or Lion over only its slices with its packed state, then the slices
    are put together as the all-gather would; after three updates the parameters and
    the rank-0-first concatenation of the ranks' state are the whole update's, bit for
-   bit. Each element's update reads only that element and its own state. */
+   bit. Each element's update reads only that element and its own state. Then stage 2's:
+   each rank holds only its padded slices of the gradients (contract/zero3.h), packed, and
+   the update reads them there (AdamWChunk.gradShift): the same bits again. */
 class ZeroSlices : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
@@ -184,7 +187,8 @@ TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
   ASSERT_EQ(cudaMemcpy(dg.get(), g.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
   const double lrs[3] = {1e-2, 2e-2, 3e-2}, clip = 0.75;
   /* Three updates of the chunks of `t` on parameters p (whole storage) with state of t.stateElems. */
-  auto run = [&](const ChunkTable &t, std::vector<float> &p, std::vector<float> &m, std::vector<float> &v) {
+  auto run = [&](const ChunkTable &t, const DeviceBuffer &dg, std::vector<float> &p, std::vector<float> &m,
+                 std::vector<float> &v) {
     const int64_t stateElems = std::max<int64_t>(1, t.stateElems);
     DeviceBuffer dp(total * 4, "p"), dm(stateElems * 4, "m"), dv(stateElems * 4, "v"),
         dc(std::max<size_t>(1, t.chunks.size()) * sizeof(AdamWChunk), "chunks");
@@ -210,28 +214,74 @@ TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
     ASSERT_EQ(cudaMemcpy(v.data(), dv.get(), stateElems * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   };
   std::vector<float> whole = p0, wm, wv;
-  run(elementwiseChunks(ps, 0, 1, 64), whole, wm, wv);
-  std::vector<float> gathered = p0, gm((size_t)total, 0.f), gv((size_t)total, 0.f);
-  for (int r = 0; r < ranks; ++r) {
-    const ChunkTable t = elementwiseChunks(ps, r, ranks, 64);
-    std::vector<float> mine = p0, m, v;
-    run(t, mine, m, v);
-    // The all-gather: this rank's slice of each parameter (and of its state) into the whole.
+  run(elementwiseChunks(ps, 0, 1, 64), dg, whole, wm, wv);
+  // The trainable gradients' sum of squares, for stage 2's norm from the slices (DP's to rounding).
+  double wholeSquares = 0;
+  for (const ChunkParam &q : ps)
+    for (int64_t e = 0; !q.frozen && e < q.numel; ++e) wholeSquares += (double)g[(size_t)(q.offset + e)] * g[(size_t)(q.offset + e)];
+  std::vector<double> paramSums(ps.size(), 0.0);
+  for (int stage = 1; stage <= 2; ++stage) {
+    std::vector<float> gathered = p0, gm((size_t)total, 0.f), gv((size_t)total, 0.f);
+    for (int r = 0; r < ranks; ++r) {
+      // Stage 2: this rank's padded gradient slices, packed as the backend packs them.
+      std::vector<ChunkParam> mine_ps = ps;
+      std::vector<float> slices;
+      for (ChunkParam &q : mine_ps) {
+        const int64_t c = zeroSliceLength(q.numel, ranks);
+        q.gradSlice = (int64_t)slices.size();
+        for (int64_t j = 0; j < c; ++j) {
+          const int64_t e = r * c + j;
+          slices.push_back(e < q.numel ? g[(size_t)(q.offset + e)] : 0.f);
+        }
+        slices.resize((slices.size() + 63) / 64 * 64, 0.f);
+      }
+      DeviceBuffer dslices(std::max<size_t>(1, slices.size()) * 4, "gradient slices");
+      ASSERT_EQ(cudaMemcpy(dslices.get(), slices.data(), slices.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      const ChunkTable t = elementwiseChunks(stage == 2 ? mine_ps : ps, r, ranks, 64);
+      if (stage == 2) {  // the norm's blocks over the slices (the backend's blockGradNorm), this rank's sums
+        std::vector<int64_t> at, count;
+        for (size_t i = 0; i < ps.size(); ++i)
+          at.push_back(mine_ps[i].gradSlice), count.push_back(ps[i].frozen ? 0 : t.slices[i].size());
+        const NormBlocks nb = normBlocks(at, count);
+        DeviceBuffer db(std::max<size_t>(1, nb.blocks.size()) * sizeof(NormBlock), "blocks"),
+            ds(std::max<size_t>(1, nb.blocks.size()) * 8, "sums");
+        ASSERT_EQ(cudaMemcpy(db.get(), nb.blocks.data(), nb.blocks.size() * sizeof(NormBlock), cudaMemcpyHostToDevice),
+                  cudaSuccess);
+        launchBlockSumSquares(DType::F32, dslices.get(), static_cast<const NormBlock *>(db.get()),
+                              (int64_t)nb.blocks.size(), static_cast<double *>(ds.get()), nullptr);
+        std::vector<double> sums(nb.blocks.size());
+        ASSERT_EQ(cudaMemcpy(sums.data(), ds.get(), sums.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+        for (size_t i = 0; i < ps.size(); ++i) {
+          double s = 0;
+          for (int64_t b = nb.first[i]; b < nb.first[i + 1]; ++b) s += sums[(size_t)b];
+          paramSums[i] += s;  // rank order, as comm::sumOverMeshGroup adds them
+        }
+      }
+      std::vector<float> mine = p0, m, v;
+      run(t, stage == 2 ? dslices : dg, mine, m, v);
+      // The all-gather: this rank's slice of each parameter (and of its state) into the whole.
+      for (size_t i = 0; i < ps.size(); ++i)
+        for (int64_t e = t.slices[i].begin; e < t.slices[i].end; ++e) {
+          const size_t at = (size_t)(ps[i].offset + e), s = (size_t)(t.stateOffset[i] + e - t.slices[i].begin);
+          gathered[at] = mine[at], gm[at] = m[s], gv[at] = v[s];
+        }
+    }
     for (size_t i = 0; i < ps.size(); ++i)
-      for (int64_t e = t.slices[i].begin; e < t.slices[i].end; ++e) {
-        const size_t at = (size_t)(ps[i].offset + e), s = (size_t)(t.stateOffset[i] + e - t.slices[i].begin);
-        gathered[at] = mine[at], gm[at] = m[s], gv[at] = v[s];
+      for (int64_t e = 0; e < ps[i].numel; ++e) {
+        const size_t at = (size_t)(ps[i].offset + e);
+        ASSERT_EQ(std::memcmp(&gathered[at], &whole[at], 4), 0)
+            << cfg.kind << " stage " << stage << " param " << i << " [" << e << "]";
+        ASSERT_EQ(std::memcmp(&gm[at], &wm[at], 4), 0)
+            << cfg.kind << " stage " << stage << " state 0 of param " << i << " [" << e << "]";
+        if (cfg.kind == "adamw") {
+          ASSERT_EQ(std::memcmp(&gv[at], &wv[at], 4), 0)
+              << cfg.kind << " stage " << stage << " state 1 of param " << i << " [" << e << "]";
+        }
       }
   }
-  for (size_t i = 0; i < ps.size(); ++i)
-    for (int64_t e = 0; e < ps[i].numel; ++e) {
-      const size_t at = (size_t)(ps[i].offset + e);
-      ASSERT_EQ(std::memcmp(&gathered[at], &whole[at], 4), 0) << cfg.kind << " param " << i << " [" << e << "]";
-      ASSERT_EQ(std::memcmp(&gm[at], &wm[at], 4), 0) << cfg.kind << " state 0 of param " << i << " [" << e << "]";
-      if (cfg.kind == "adamw") {
-        ASSERT_EQ(std::memcmp(&gv[at], &wv[at], 4), 0) << cfg.kind << " state 1 of param " << i << " [" << e << "]";
-      }
-    }
+  double sliceSquares = 0;
+  for (double s : paramSums) sliceSquares += s;
+  EXPECT_NEAR(std::sqrt(sliceSquares), std::sqrt(wholeSquares), 1e-12 * std::sqrt(wholeSquares)) << "stage 2's norm";
   EXPECT_NE(std::memcmp(whole.data(), p0.data(), 4 * 1000), 0) << "the update changed the parameters";
   EXPECT_EQ(std::memcmp(&whole[(size_t)ps[3].offset], &p0[(size_t)ps[3].offset], 4 * 130), 0) << "frozen";
 }

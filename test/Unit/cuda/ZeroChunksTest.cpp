@@ -2,12 +2,14 @@
    (runtime/cuda/zero_chunks.h): whole parameters without ZeRO; for each ZeRO rank its
    slices, the same as the CPU backend's ZeroShards (so checkpoints are
    interchangeable), every element updated by exactly one rank, and each rank's state
-   packed without overlap. Sizes around the chunk size, uneven and empty slices, a
-   frozen parameter. */
+   packed without overlap; under ZeRO stage 2 each element's gradient where the train
+   step's reduce-scatter leaves it (contract/zero3.h's padded slice); the gradient norm's
+   blocks. Sizes around the chunk size, uneven and empty slices, a frozen parameter. */
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "contract/zero3.h"
 #include "runtime/cpu/zero_shards.h"
 #include "runtime/cuda/zero_chunks.h"
 
@@ -122,6 +124,72 @@ TEST(ZeroChunks, RankZeroKeepsTheLargestState) {
     int64_t total = 0;
     for (const ChunkParam &p : ps) total += p.numel;
     EXPECT_EQ(all, total) << "unaligned, the ranks' states add up to the parameters";
+  }
+}
+
+/* Stage 2: the train step leaves rank r the padded slice [ceil(n / D)] of each gradient, its
+   element j being element r * ceil(n / D) + j of the whole (the reduce-scatter's part r), and
+   the backend packs those slices one after another (aligned). Each updated element must read
+   its own gradient element there, within its parameter's slice, and nothing else moves: the
+   slices, the state and the decay flags are stage 1's. */
+TEST(ZeroChunks, StageTwoReadsEachGradientFromTheRanksSlice) {
+  for (int ranks = 2; ranks <= 5; ++ranks)
+    for (int rank = 0; rank < ranks; ++rank) {
+      std::vector<ChunkParam> ps = layout(kSizes, kFrozen);
+      std::vector<int64_t> gradAt;
+      int64_t grads = 0;
+      for (ChunkParam &p : ps) {
+        p.gradSlice = grads;
+        gradAt.push_back(grads);
+        grads += (zeroSliceLength(p.numel, ranks) + kAlignElems - 1) / kAlignElems * kAlignElems;
+      }
+      const ChunkTable t = elementwiseChunks(ps, rank, ranks, kAlignElems);
+      const ChunkTable stage1 = elementwiseChunks(layout(kSizes, kFrozen), rank, ranks, kAlignElems);
+      ASSERT_EQ(t.chunks.size(), stage1.chunks.size());
+      std::vector<int> read((size_t)grads, 0);
+      for (size_t k = 0; k < t.chunks.size(); ++k) {
+        const AdamWChunk &c = t.chunks[k];
+        EXPECT_EQ(c.begin, stage1.chunks[k].begin);
+        EXPECT_EQ(c.end, stage1.chunks[k].end);
+        EXPECT_EQ(c.stateShift, stage1.chunks[k].stateShift);
+        EXPECT_EQ(stage1.chunks[k].gradShift, 0) << "whole gradients: the parameters' layout";
+        size_t owner = ps.size();
+        for (size_t i = 0; i < ps.size(); ++i)
+          if (c.begin >= ps[i].offset && c.end <= ps[i].offset + ps[i].numel) owner = i;
+        ASSERT_LT(owner, ps.size());
+        const int64_t padded = zeroSliceLength(ps[owner].numel, ranks);
+        for (int64_t e = c.begin; e < c.end; ++e) {
+          const int64_t whole = e - ps[owner].offset;                    // element of the whole gradient
+          const int64_t j = whole - (int64_t)rank * padded;               // its place in rank's padded slice
+          ASSERT_GE(j, 0) << ranks << " ranks, rank " << rank << ": element " << whole << " is not the rank's";
+          ASSERT_LT(j, padded);
+          ASSERT_EQ(e - c.gradShift, gradAt[owner] + j) << ranks << " ranks, rank " << rank << ", param " << owner;
+          ++read[(size_t)(e - c.gradShift)];
+        }
+      }
+      for (int r : read) ASSERT_LE(r, 1);
+    }
+}
+
+/* The gradient norm's blocks cover each parameter's counted elements exactly once, in order,
+   in blocks of at most kChunkElems that never straddle two parameters. */
+TEST(ZeroChunks, NormBlocksCoverEachGradient) {
+  const std::vector<int64_t> at = {0, 64, 128, 70000, 200000, 400000};
+  const std::vector<int64_t> count = {0, 1, 65536, 65537, 131072 + 5, 33};
+  const NormBlocks t = normBlocks(at, count);
+  ASSERT_EQ(t.first.size(), at.size() + 1);
+  EXPECT_EQ(t.first.back(), (int64_t)t.blocks.size());
+  for (size_t i = 0; i < at.size(); ++i) {
+    int64_t next = at[i];
+    for (int64_t b = t.first[i]; b < t.first[i + 1]; ++b) {
+      const NormBlock &k = t.blocks[(size_t)b];
+      EXPECT_EQ(k.begin, next) << "parameter " << i << ", block " << b;
+      EXPECT_LT(k.begin, k.end);
+      EXPECT_LE(k.end - k.begin, kChunkElems);
+      next = k.end;
+    }
+    EXPECT_EQ(next, at[i] + count[i]) << "parameter " << i;
+    EXPECT_EQ(t.first[i + 1] - t.first[i], (count[i] + kChunkElems - 1) / kChunkElems);
   }
 }
 

@@ -186,8 +186,9 @@ TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
   DeviceBuffer dg(total * 4, "g"), dn((kNormBlocks + 2) * 8, "norm");
   ASSERT_EQ(cudaMemcpy(dg.get(), g.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
   const double lrs[3] = {1e-2, 2e-2, 3e-2}, clip = 0.75;
-  /* Three updates of the chunks of `t` on parameters p (whole storage) with state of t.stateElems. */
-  auto run = [&](const ChunkTable &t, const DeviceBuffer &dg, std::vector<float> &p, std::vector<float> &m,
+  /* Three updates of the chunks of `t` on parameters p (whole storage) with state of t.stateElems,
+     from the gradients in `grads` (the whole ones, or a rank's packed slices). */
+  auto run = [&](const ChunkTable &t, const DeviceBuffer &grads, std::vector<float> &p, std::vector<float> &m,
                  std::vector<float> &v) {
     const int64_t stateElems = std::max<int64_t>(1, t.stateElems);
     DeviceBuffer dp(total * 4, "p"), dm(stateElems * 4, "m"), dv(stateElems * 4, "v"),
@@ -203,10 +204,10 @@ TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
       const OptimizerStep s = stepScalars(cfg, lrs[u - 1], u);
       if (cfg.kind == "adamw") {
         AdamWStep a{lrs[u - 1], cfg.beta1, cfg.beta2, cfg.eps, cfg.weightDecay, s.bc1, s.bc2, cfg.clipValue};
-        launchAdamW(DType::F32, dp.get(), dg.get(), dm.get(), dv.get(), c, n, clip, a, nullptr);
+        launchAdamW(DType::F32, dp.get(), grads.get(), dm.get(), dv.get(), c, n, clip, a, nullptr);
       }
-      if (cfg.kind == "sgd") launchSgd(DType::F32, dp.get(), dg.get(), dm.get(), c, n, clip, s, nullptr);
-      if (cfg.kind == "lion") launchLion(DType::F32, dp.get(), dg.get(), dm.get(), c, n, clip, s, nullptr);
+      if (cfg.kind == "sgd") launchSgd(DType::F32, dp.get(), grads.get(), dm.get(), c, n, clip, s, nullptr);
+      if (cfg.kind == "lion") launchLion(DType::F32, dp.get(), grads.get(), dm.get(), c, n, clip, s, nullptr);
     }
     m.assign((size_t)stateElems, 0.f), v.assign((size_t)stateElems, 0.f);
     ASSERT_EQ(cudaMemcpy(p.data(), dp.get(), total * 4, cudaMemcpyDeviceToHost), cudaSuccess);

@@ -175,7 +175,6 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   const std::vector<ParamState> &ps = session.params();
   if (!ps.empty()) paramType_ = ps[0].type.dtype;
   optimizer_ = optimizerConfig(plan);
-  std::vector<ChunkParam> chunkParams;
   std::vector<ParamSlice> slices;
   // ZeRO when the plan asks for it and this process is one of its data ranks (a lone process
   // evaluating or sampling the plan has nothing to split; lmrt's joinRanks refuses the rest).
@@ -194,35 +193,40 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
     zeroRank_ = comm::world().rank() / (int)tensor;
     if (zeroStage_ <= 2) zeroRanks_ = (int)mesh.data();
   }
-  // Stage 2's gradients are the slices (gradType), read by the update from their own layout.
-  const bool gradSlices = zeroStage_ == 2;
+  // The flat storage (zero_chunks.h's flatLayout): stage 2's gradients are the slices
+  // (gradType), read by the update from their own layout; stage 3's parameters are slices.
+  std::vector<LayoutParam> layoutParams;
   for (size_t i = 0; i < ps.size(); ++i) {
     if (ps[i].type.dtype != paramType_)
       fail("plan '%s': parameter '%s' is %s while '%s' is %s; the CUDA backend keeps all parameters in one "
            "precision", bound_.origin().c_str(), ps[i].name.c_str(), dtypeName(ps[i].type.dtype),
            ps[0].name.c_str(), dtypeName(paramType_));
-    paramOffset_.push_back(paramElems_);
-    gradOffset_.push_back(gradElems_);
-    const int64_t n = ps[i].type.numel();
-    chunkParams.push_back({paramElems_, n, ps[i].frozen, ps[i].weightDecay, ps[i].lrScale, gradSlices ? gradElems_ : -1});
+    layoutParams.push_back({ps[i].type.numel(), ps[i].gradType.numel(), session.logicalType(i).numel(), ps[i].frozen,
+                            ps[i].weightDecay, ps[i].lrScale});
+  }
+  const FlatLayout layout =
+      flatLayout(layoutParams, zeroStage_, zeroRank_, zeroStage_ > 0 ? (int)mesh.data() : 1,
+                 (int64_t)(kAlign / dtypeSize(paramType_)));
+  paramOffset_ = layout.paramOffset, gradOffset_ = layout.gradOffset;
+  paramElems_ = layout.paramElems, gradElems_ = layout.gradElems;
+  for (size_t i = 0; i < ps.size(); ++i) {
     const Shape &shape = ps[i].type.shape;
     const bool factored = optimizer_.kind == "adafactor" && adafactorFactored(shape);
     // A frozen parameter gets no chunk and no slice: the update never touches it.
     if (!ps[i].frozen)
-      slices.push_back({paramElems_, n, factored ? shape[shape.size() - 2] : 0, factored ? shape.back() : 0,
-                        ps[i].weightDecay ? 1 : 0, ps[i].trustRatio ? 1 : 0, ps[i].lrScale});
-    paramElems_ += (int64_t)(alignUp((size_t)n * dtypeSize(paramType_)) / dtypeSize(paramType_));
-    gradElems_ += (int64_t)(alignUp((size_t)ps[i].gradType.numel() * dtypeSize(paramType_)) / dtypeSize(paramType_));
+      slices.push_back({paramOffset_[i], ps[i].type.numel(), factored ? shape[shape.size() - 2] : 0,
+                        factored ? shape.back() : 0, ps[i].weightDecay ? 1 : 0, ps[i].trustRatio ? 1 : 0,
+                        ps[i].lrScale});
   }
   // Only stage 2's data ranks update parameters from gradient slices (a lone process given such
   // a plan, to evaluate it, never steps the optimizer: launchUpdate checks).
-  slicedGradsAlone_ = !gradSlices && gradElems_ != paramElems_;
+  slicedGradsAlone_ = zeroStage_ != 2 && gradElems_ != paramElems_;
   const size_t paramBytes = std::max<size_t>(kAlign, (size_t)paramElems_ * dtypeSize(paramType_));
   params_ = DeviceBuffer(paramBytes, "the parameters");
   grads_ = DeviceBuffer(std::max<size_t>(kAlign, (size_t)gradElems_ * dtypeSize(paramType_)), "the gradients");
-  // The elementwise optimizers' chunks (zero_chunks.h): the whole parameters, the state in
-  // their layout; or this ZeRO rank's slices, the state packed.
-  zero_ = elementwiseChunks(chunkParams, zeroRank_, zeroRanks_, (int64_t)(kAlign / dtypeSize(paramType_)));
+  // The elementwise optimizers' chunks: the whole parameters, the state in their layout; or this
+  // ZeRO rank's slices, the state packed.
+  zero_ = layout.chunks;
   const std::vector<AdamWChunk> &chunks = zero_.chunks;
   const size_t stateBytes =
       zeroRanks_ > 1 ? std::max<size_t>(kAlign, (size_t)zero_.stateElems * dtypeSize(paramType_)) : paramBytes;
@@ -235,17 +239,9 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
     const size_t padded = (size_t)(zeroShard(largest, zeroRanks_, 0).size() * zeroRanks_) * dtypeSize(paramType_);
     zeroStaging_ = DeviceBuffer(std::max<size_t>(kAlign, padded), "ZeRO's all-gather staging");
   }
-  if (zeroStage_ > 0) {
-    int64_t mine = 0, all = 0;
-    // Of the parameters as this rank binds them (whole, or its tensor-parallel slices), as the
-    // CPU counts; under stage 3 of the logical tensors.
-    for (size_t i = 0; i < ps.size(); ++i) {
-      const int64_t n = zeroStage_ >= 3 ? session.logicalType(i).numel() : ps[i].type.numel();
-      mine += zeroStage_ >= 3 ? zeroShard(n, mesh.data(), zeroRank_).size() : zero_.slices[i].size();
-      all += n;
-    }
-    zeroDescription_ = describeZero(zeroStage_, zeroRank_, mine, all);
-  }
+  // Of the parameters as this rank binds them (whole, or its tensor-parallel slices), as the CPU
+  // counts; under stage 3 of the logical tensors.
+  if (zeroStage_ > 0) zeroDescription_ = describeZero(zeroStage_, zeroRank_, layout.mine, layout.all);
   numChunks_ = (int64_t)chunks.size();
   chunks_ = DeviceBuffer(std::max<size_t>(1, chunks.size()) * sizeof(AdamWChunk), "AdamW's chunk table");
   if (!chunks.empty())
@@ -271,8 +267,7 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
     // Each gradient's slice is its first zeroShard(n).size() elements (then the padding's
     // zeros); a frozen parameter has no gradient. The slices' sums are added over the data
     // group (blockGradNorm).
-    for (size_t i = 0; i < ps.size(); ++i)
-      normCounts.push_back(ps[i].frozen ? 0 : zeroShard(session.logicalType(i).numel(), mesh.data(), zeroRank_).size());
+    normCounts = layout.sliceNormCounts;
   }
   if (!normCounts.empty()) {
     const NormBlocks table = normBlocks(gradOffset_, normCounts);

@@ -91,4 +91,54 @@ inline NormBlocks normBlocks(const std::vector<int64_t> &at, const std::vector<i
   return t;
 }
 
+/* A parameter as the backend binds it (session.h's ParamState): its elements (under ZeRO
+   stage 3 the rank's padded slice), its gradient's (from stage 2 on the padded slice) and the
+   logical tensor's. */
+struct LayoutParam {
+  int64_t numel = 0, gradNumel = 0, logicalNumel = 0;
+  bool frozen = false, decay = false;
+  double lrScale = 1.0;
+};
+
+/* The CUDA backend's flat storage for one rank: the parameters, each on an `alignElems`
+   boundary; the gradients, in the parameters' layout or (stage 2) their slices packed the
+   same way; the elementwise optimizers' chunks; under stages 2 and 3 the elements of each
+   gradient slice the norm sums (the slice's own, zeroShard of the logical tensor; none for a
+   frozen parameter); and describeZero's counts. */
+struct FlatLayout {
+  std::vector<int64_t> paramOffset, gradOffset;
+  int64_t paramElems = 0, gradElems = 0;
+  ChunkTable chunks;
+  std::vector<int64_t> sliceNormCounts;  // empty below stage 2
+  int64_t mine = 0, all = 0;
+};
+
+/* `stage` 0 (no ZeRO) to 3; `rank` of `ranks`: the rank's place on the data axis (stages 1
+   and 2 update their slices of the parameters as bound, stage 3 the parameters as they are,
+   which are its slices already). */
+inline FlatLayout flatLayout(const std::vector<LayoutParam> &params, int stage, int rank, int ranks,
+                             int64_t alignElems) {
+  auto aligned = [&](int64_t n) { return (n + alignElems - 1) / alignElems * alignElems; };
+  FlatLayout l;
+  std::vector<ChunkParam> chunkParams;
+  for (const LayoutParam &p : params) {
+    l.paramOffset.push_back(l.paramElems);
+    l.gradOffset.push_back(l.gradElems);
+    chunkParams.push_back({l.paramElems, p.numel, p.frozen, p.decay, p.lrScale, stage == 2 ? l.gradElems : -1});
+    l.paramElems += aligned(p.numel);
+    l.gradElems += aligned(p.gradNumel);
+  }
+  if (ranks < 1 || rank < 0 || rank >= ranks) fail("ZeRO layout: rank %d of %d ranks", rank, ranks);
+  const bool slicesOfBound = stage == 1 || stage == 2;
+  l.chunks = elementwiseChunks(chunkParams, slicesOfBound ? rank : 0, slicesOfBound ? ranks : 1, alignElems);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const LayoutParam &p = params[i];
+    const int64_t sliceOfLogical = zeroShard(p.logicalNumel, ranks, rank).size();
+    if (stage >= 2) l.sliceNormCounts.push_back(p.frozen ? 0 : sliceOfLogical);
+    l.mine += stage >= 3 ? sliceOfLogical : l.chunks.slices[i].size();
+    l.all += stage >= 3 ? p.logicalNumel : p.numel;
+  }
+  return l;
+}
+
 }  // namespace lmrt::cuda

@@ -193,5 +193,121 @@ TEST(ZeroChunks, NormBlocksCoverEachGradient) {
   }
 }
 
+/* The parameters of kSizes as a rank of `ranks` binds them at `stage` (session.cpp with
+   contract/zero3.h): stage 3 binds the padded slices, stages 2 and 3 the gradients' slices. */
+std::vector<LayoutParam> bound(int stage, int ranks) {
+  std::vector<LayoutParam> ps;
+  for (size_t i = 0; i < kSizes.size(); ++i) {
+    const int64_t n = kSizes[i], slice = n == 0 ? 0 : zeroSliceLength(n, ranks);
+    ps.push_back({stage >= 3 ? slice : n, stage >= 2 ? slice : n, n, kFrozen[i], i % 2 == 0, i == 1 ? 0.5 : 1.0});
+  }
+  return ps;
+}
+
+/* Without ZeRO, and under stage 1, the gradients have the parameters' layout and the chunks
+   are elementwiseChunks' of the whole parameters (stage 1: of the rank's slices). */
+TEST(ZeroChunks, FlatLayoutWithoutZeroAndStageOne) {
+  const FlatLayout none = flatLayout(bound(0, 1), 0, 0, 1, kAlignElems);
+  EXPECT_EQ(none.gradOffset, none.paramOffset);
+  EXPECT_EQ(none.gradElems, none.paramElems);
+  EXPECT_TRUE(none.sliceNormCounts.empty()) << "DP's flat norm";
+  const ChunkTable whole = elementwiseChunks(layout(kSizes, kFrozen), 0, 1, kAlignElems);
+  ASSERT_EQ(none.chunks.chunks.size(), whole.chunks.size());
+  for (size_t i = 0; i < kSizes.size(); ++i) EXPECT_EQ(none.paramOffset[i], layout(kSizes, kFrozen)[i].offset);
+  for (int ranks = 2; ranks <= 5; ++ranks)
+    for (int rank = 0; rank < ranks; ++rank) {
+      const FlatLayout one = flatLayout(bound(1, ranks), 1, rank, ranks, kAlignElems);
+      const ChunkTable t = elementwiseChunks(layout(kSizes, kFrozen), rank, ranks, kAlignElems);
+      EXPECT_EQ(one.gradOffset, one.paramOffset);
+      ASSERT_EQ(one.chunks.chunks.size(), t.chunks.size());
+      for (size_t k = 0; k < t.chunks.size(); ++k) {
+        EXPECT_EQ(one.chunks.chunks[k].begin, t.chunks[k].begin);
+        EXPECT_EQ(one.chunks.chunks[k].stateShift, t.chunks[k].stateShift);
+        EXPECT_EQ(one.chunks.chunks[k].gradShift, 0);
+      }
+      EXPECT_EQ(one.chunks.stateElems, t.stateElems);
+    }
+}
+
+/* Stage 2: the gradients are the padded slices, packed; every trainable element reads its
+   gradient where the reduce-scatter leaves it; the norm sums each slice's own elements (the
+   padding's zeros and frozen parameters left out); the log's counts are the CPU's. */
+TEST(ZeroChunks, FlatLayoutStageTwo) {
+  for (int ranks = 2; ranks <= 5; ++ranks) {
+    int64_t normed = 0, trainable = 0;
+    for (int rank = 0; rank < ranks; ++rank) {
+      const std::vector<LayoutParam> ps = bound(2, ranks);
+      const FlatLayout l = flatLayout(ps, 2, rank, ranks, kAlignElems);
+      ASSERT_EQ(l.sliceNormCounts.size(), ps.size());
+      int64_t grads = 0;
+      for (size_t i = 0; i < ps.size(); ++i) {
+        EXPECT_EQ(l.gradOffset[i], grads) << "slices packed in parameter order";
+        grads += (ps[i].gradNumel + kAlignElems - 1) / kAlignElems * kAlignElems;
+        EXPECT_EQ(l.sliceNormCounts[i], ps[i].frozen ? 0 : zeroShard(ps[i].numel, ranks, rank).size());
+        EXPECT_LE(l.sliceNormCounts[i], ps[i].gradNumel);
+        normed += l.sliceNormCounts[i];
+        trainable += ps[i].frozen || rank > 0 ? 0 : ps[i].numel;
+      }
+      EXPECT_EQ(l.gradElems, grads);
+      for (const AdamWChunk &c : l.chunks.chunks) {
+        size_t owner = ps.size();
+        for (size_t i = 0; i < ps.size(); ++i)
+          if (c.begin >= l.paramOffset[i] && c.end <= l.paramOffset[i] + ps[i].numel) owner = i;
+        ASSERT_LT(owner, ps.size());
+        for (int64_t e = c.begin; e < c.end; ++e) {
+          const int64_t j = e - l.paramOffset[owner] - (int64_t)rank * ps[owner].gradNumel;
+          ASSERT_GE(j, 0);
+          ASSERT_LT(j, l.sliceNormCounts[owner]) << "an updated element is one the norm counts";
+          ASSERT_EQ(e - c.gradShift, l.gradOffset[owner] + j);
+        }
+      }
+      int64_t mine = 0, all = 0;
+      for (size_t i = 0; i < ps.size(); ++i) mine += zeroShard(ps[i].numel, ranks, rank).size(), all += ps[i].numel;
+      EXPECT_EQ(l.mine, mine);
+      EXPECT_EQ(l.all, all);
+    }
+    EXPECT_EQ(normed, trainable) << ranks << " ranks: the norm counts every trainable element once";
+  }
+}
+
+/* Stage 3: the parameters are the padded slices, updated whole (no state shift, no gradient
+   shift, padding included: its zeros stay zeros), the gradients in their layout; the norm
+   sums each slice's own elements; the log counts the logical tensors. */
+TEST(ZeroChunks, FlatLayoutStageThree) {
+  for (int ranks = 2; ranks <= 5; ++ranks) {
+    int64_t mine = 0, normed = 0, trainable = 0;
+    for (int rank = 0; rank < ranks; ++rank) {
+      const std::vector<LayoutParam> ps = bound(3, ranks);
+      const FlatLayout l = flatLayout(ps, 3, rank, ranks, kAlignElems);
+      EXPECT_EQ(l.gradOffset, l.paramOffset);
+      EXPECT_EQ(l.gradElems, l.paramElems);
+      int64_t updated = 0;
+      for (const AdamWChunk &c : l.chunks.chunks) {
+        EXPECT_EQ(c.stateShift, 0);
+        EXPECT_EQ(c.gradShift, 0);
+        updated += c.end - c.begin;
+      }
+      int64_t slices = 0;
+      for (size_t i = 0; i < ps.size(); ++i) {
+        slices += ps[i].frozen ? 0 : ps[i].numel;
+        EXPECT_EQ(l.sliceNormCounts[i], ps[i].frozen ? 0 : zeroShard(ps[i].logicalNumel, ranks, rank).size());
+        EXPECT_LE(l.sliceNormCounts[i], ps[i].numel);
+        normed += l.sliceNormCounts[i];
+        trainable += ps[i].frozen || rank > 0 ? 0 : ps[i].logicalNumel;
+      }
+      EXPECT_EQ(updated, slices) << "every element of every trainable slice, padding too";
+      mine += l.mine;
+      int64_t all = 0;
+      for (const LayoutParam &p : ps) all += p.logicalNumel;
+      EXPECT_EQ(l.all, all);
+    }
+    int64_t all = 0;
+    for (int64_t n : kSizes) all += n;
+    EXPECT_EQ(mine, all) << ranks << " ranks keep every logical element once";
+    EXPECT_EQ(normed, trainable) << ranks << " ranks: the norm counts every trainable element once";
+  }
+  EXPECT_THROW(flatLayout(bound(3, 2), 3, 2, 2, kAlignElems), Error);
+}
+
 }  // namespace
 }  // namespace lmrt::cuda

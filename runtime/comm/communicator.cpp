@@ -167,21 +167,15 @@ Communicator &collectiveGroup(const char *op, int64_t meshAxis, int64_t groupSiz
 }
 
 double sumOverTensorGroup(const std::vector<double> &values, const std::vector<bool> &split) {
-  return sumOverMeshGroup(1, values, split);
-}
-
-double sumOverMeshGroup(int64_t meshAxis, const std::vector<double> &values, const std::vector<bool> &split) {
   if (values.size() != split.size())
-    fail("sumOverMeshGroup: %zu values for %zu tensors", values.size(), split.size());
-  Communicator &group = meshGroup(meshAxis);
+    fail("sumOverTensorGroup: %zu values for %zu tensors", values.size(), split.size());
+  Communicator &group = meshGroup(1);
   std::vector<double> mine;
   for (size_t i = 0; i < values.size(); ++i)
     if (split[i]) mine.push_back(values[i]);
   const size_t n = mine.size();
   std::vector<double> all(n * (size_t)group.size());
-  if (n)
-    group.allGather(mine.data(), all.data(), (int64_t)n, DType::F64,
-                    meshAxis == 1 ? "the split gradients' norms" : "the gradient slices' norms");
+  if (n) group.allGather(mine.data(), all.data(), (int64_t)n, DType::F64, "the split gradients' norms");
   double s = 0;
   for (size_t i = 0, k = 0; i < values.size(); ++i) {
     if (!split[i]) {

@@ -123,11 +123,6 @@ Communicator &collectiveGroup(const char *op, int64_t meshAxis, int64_t groupSiz
    CUDA backends share it. */
 double sumOverTensorGroup(const std::vector<double> &values, const std::vector<bool> &split);
 
-/* The same over mesh axis `meshAxis`'s group (meshGroup): sumOverTensorGroup is axis 1. Over
-   the data axis, with every value split, it sums ZeRO's gradient slices (each rank's sums of
-   squares of its slices of the gradients, CUDA's ZeRO stages 2 and 3). */
-double sumOverMeshGroup(int64_t meshAxis, const std::vector<double> &values, const std::vector<bool> &split);
-
 /* A row-major shape as [outer, n, inner] around dimension `dim`: how a gather or
    scatter along `dim` sees its tensor (rank blocks of n x inner elements, `outer` times). */
 void splitAroundDim(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer, int64_t &n, int64_t &inner);

@@ -75,9 +75,10 @@ public:
 
 private:
   Program &program(const std::string &name);
-  /* The norm from normBlocks_: each parameter's blocks' sums added in block order, then summed
-     over mesh axis `meshAxis`'s group where split[i] (comm::sumOverMeshGroup). */
-  double blockGradNorm(int64_t meshAxis, const std::vector<bool> &split);
+  /* From normBlocks_ (the whole gradients): each gradient's sum of squares, its blocks' sums
+     added in block order. */
+  std::vector<double> gradSumSquares();
+  double sliceGradNorm();  // ZeRO stages 2 and 3
   /* Waits for the stream; a fault of an earlier kernel surfaces here, with a hint. */
   void sync(const char *what);
   /* Copies a device tensor to the host (after the stream's work so far). */
@@ -116,14 +117,16 @@ private:
   std::vector<int64_t> gradOffset_;
   int64_t gradElems_ = 0;
   bool slicedGradsAlone_ = false;  // a stage-2 plan in a process that is not one of its data ranks
-  DeviceBuffer arena_, params_, grads_, m_, v_, acc_, constants_, scratch_, norm_, chunks_, slices_;
+  DeviceBuffer arena_, params_, grads_, m_, v_, acc_, constants_, scratch_, chunks_, slices_;
   // Tensor parallelism (plan mesh tensor > 1): per parameter, whether this rank holds a slice of
-  // it (plan Param.sharding). With it, and under ZeRO stages 2 and 3, the gradient norm's blocks
-  // (zero_chunks.h's normBlocks: the whole gradients, or this rank's slices of them), parameter
-  // by parameter, with each parameter's first block; empty otherwise.
+  // it (plan Param.sharding); empty otherwise. The gradient norm's blocks (zero_chunks.h's
+  // normBlocks) of the whole gradients, parameter by parameter, with each parameter's first
+  // block, or under ZeRO stages 2 and 3 (sliceNorm_) the blocks this rank owns.
   std::vector<bool> tensorSplit_;
   std::vector<int64_t> normBlockStart_;
   DeviceBuffer normBlocks_, normSums_;
+  SliceNorm sliceNorm_;  // ZeRO stages 2 and 3: the blocks this rank owns (norm_blocks.h)
+  DeviceBuffer heads_;   // and every rank's heads
   int64_t numChunks_ = 0, numSlices_ = 0;
   OptimizerConfig optimizer_;  // the plan's; its state slot k of a parameter lives in m_ (k = 0) or v_ (k = 1)
   // ZeRO (zero_chunks.h; docs/distributed.md, "ZeRO on CUDA"). Stages 1 and 2: this data rank
@@ -252,25 +255,36 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   if (!slices.empty())
     CUDA_CHECK(cudaMemcpyAsync(slices_.get(), slices.data(), slices.size() * sizeof(ParamSlice),
                                cudaMemcpyHostToDevice, stream_));
-  norm_ = DeviceBuffer((kNormBlocks + 2) * sizeof(double), "the gradient norm");
-  std::vector<int64_t> normCounts;  // per parameter: the gradient elements the norm's blocks cover
+  // The gradient norm (norm_blocks.h): each gradient in blocks of 64 Ki elements, the blocks
+  // in order, the gradients in order; with a tensor axis the split gradients' sums added over
+  // the tensor group; under ZeRO stages 2 and 3 from the slices, the blocks this rank owns.
   if (plan.train().mesh().tensor() > 1) {
     // The optimizer updates this rank's slices as it would whole tensors only when it is
     // elementwise; the norm sums the split gradients' squares over the tensor group.
     const std::string e = tensorParallelOptimizerError(optimizer_, plan.train().mesh().tensor());
     if (!e.empty()) bound_.error(e);
-    for (size_t i = 0; i < ps.size(); ++i) {
-      tensorSplit_.push_back(plan.params((int)i).has_sharding());
-      normCounts.push_back(ps[i].type.numel());
-    }
-  } else if (zeroStage_ >= 2) {
-    // Each gradient's slice is its first zeroShard(n).size() elements (then the padding's
-    // zeros); a frozen parameter has no gradient. The slices' sums are added over the data
-    // group (blockGradNorm).
-    normCounts = layout.sliceNormCounts;
+    for (size_t i = 0; i < ps.size(); ++i) tensorSplit_.push_back(plan.params((int)i).has_sharding());
   }
-  if (!normCounts.empty()) {
-    const NormBlocks table = normBlocks(gradOffset_, normCounts);
+  std::vector<int64_t> wholeCounts;  // the gradient elements the whole norm's blocks cover
+  std::vector<bool> frozen;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    wholeCounts.push_back(ps[i].gradType.numel());
+    frozen.push_back(ps[i].frozen);
+  }
+  if (zeroStage_ >= 2) {
+    std::vector<int64_t> logical;
+    for (size_t i = 0; i < ps.size(); ++i) logical.push_back(session.logicalType(i).numel());
+    sliceNorm_ = sliceNorm(logical, frozen, gradOffset_, zeroRank_, (int)mesh.data());
+    heads_ = DeviceBuffer(std::max<size_t>(kAlign, (size_t)(sliceNorm_.headStride * mesh.data()) * dtypeSize(paramType_)),
+                          "the gradient norm's block heads");
+    const std::vector<OwnedNormBlock> &blocks = sliceNorm_.blocks;
+    normBlocks_ = DeviceBuffer(std::max<size_t>(1, blocks.size()) * sizeof(OwnedNormBlock), "the gradient norm's blocks");
+    normSums_ = DeviceBuffer(std::max<size_t>(1, blocks.size()) * sizeof(double), "the gradient norm's block sums");
+    if (!blocks.empty())
+      CUDA_CHECK(cudaMemcpyAsync(normBlocks_.get(), blocks.data(), blocks.size() * sizeof(OwnedNormBlock),
+                                 cudaMemcpyHostToDevice, stream_));
+  } else {
+    const NormBlocks table = normBlocks(gradOffset_, wholeCounts);
     const std::vector<NormBlock> &blocks = table.blocks;
     normBlockStart_ = table.first;
     normBlocks_ = DeviceBuffer(std::max<size_t>(1, blocks.size()) * sizeof(NormBlock), "the gradient norm's blocks");
@@ -357,7 +371,8 @@ CudaBackend::~CudaBackend() {
 
 int64_t CudaBackend::deviceBytes() const {
   size_t n = arena_.size() + params_.size() + grads_.size() + m_.size() + v_.size() + zeroStaging_.size() + acc_.size() +
-             constants_.size() + scratch_.size() + norm_.size() + chunks_.size() + slices_.size();
+             constants_.size() + scratch_.size() + chunks_.size() + slices_.size() + normBlocks_.size() +
+             normSums_.size() + heads_.size();
   for (const auto &[name, b] : inputs_) n += b.size();
   for (const DeviceBuffer &b : states_) n += b.size();
   return (int64_t)n;
@@ -541,23 +556,16 @@ void CudaBackend::accumulateGradients(int micro, int count) {
 }
 
 double CudaBackend::gradientNorm() {
-  if (!tensorSplit_.empty()) return blockGradNorm(1, tensorSplit_);
-  // ZeRO stages 2 and 3: this rank's slices' sums, added over the data group in rank order
-  // (docs/distributed.md, "ZeRO on CUDA": DP's norm to rounding).
-  if (zeroStage_ >= 2) return blockGradNorm(0, std::vector<bool>(normBlockStart_.size() - 1, true));
-  double *norm = static_cast<double *>(norm_.get());
-  launchGradNorm(paramType_, grads_.get(), gradElems_, norm + 2, norm, /*maxNorm=*/0, stream_);
-  double result = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&result, norm, sizeof result, cudaMemcpyDeviceToHost, stream_));
-  sync("computing the gradient norm");
-  return result;
+  if (zeroStage_ >= 2) return sliceGradNorm();
+  const std::vector<double> sums = gradSumSquares();
+  if (!tensorSplit_.empty()) return std::sqrt(comm::sumOverTensorGroup(sums, tensorSplit_));
+  double s = 0;
+  for (double v : sums) s += v;
+  return std::sqrt(s);
 }
 
-/* The norm one process computes, to rounding (docs/distributed.md, "Tensor parallelism"), as
-   the CPU backend's: each gradient's sum of squares (its blocks' sums added in block order on
-   the host), summed over the tensor group where this rank holds a slice of it; under ZeRO
-   stages 2 and 3 each gradient slice's, summed over the data group. */
-double CudaBackend::blockGradNorm(int64_t meshAxis, const std::vector<bool> &split) {
+/* Each gradient's sum of squares: its blocks' sums, added in block order on the host. */
+std::vector<double> CudaBackend::gradSumSquares() {
   const int64_t blocks = normBlockStart_.back();
   std::vector<double> blockSums((size_t)blocks);
   launchBlockSumSquares(paramType_, grads_.get(), static_cast<const NormBlock *>(normBlocks_.get()), blocks,
@@ -572,7 +580,47 @@ double CudaBackend::blockGradNorm(int64_t meshAxis, const std::vector<bool> &spl
     for (int64_t b = normBlockStart_[i]; b < normBlockStart_[i + 1]; ++b) s += blockSums[(size_t)b];
     sums.push_back(s);
   }
-  return std::sqrt(comm::sumOverMeshGroup(meshAxis, sums, split));
+  return sums;
+}
+
+/* ZeRO stages 2 and 3 (norm_blocks.h's SliceNorm): this rank's heads to every rank, its owned
+   blocks' sums, all of them to every rank, added in the whole gradients' order: DP's norm,
+   bit for bit (runtime/exec/zero_norm_blocks.h). */
+double CudaBackend::sliceGradNorm() {
+  const SliceNorm &t = sliceNorm_;
+  const int ranks = (int)bound_.plan().train().mesh().data();
+  const size_t eb = dtypeSize(paramType_);
+  if (t.headStride > 0) {
+    char *mine = heads_.bytes() + (size_t)(zeroRank_ * t.headStride) * eb;
+    for (size_t i = 0; i < t.headLength.size(); ++i)
+      if (t.headLength[i] > 0)
+        CUDA_CHECK(cudaMemcpyAsync(mine + (size_t)t.headAt[i] * eb, gradAt((int)i), (size_t)t.headLength[i] * eb,
+                                   cudaMemcpyDeviceToDevice, stream_));
+    // Every rank's part is headStride elements: NCCL's in-place all-gather.
+    detail::allGatherZeroSlices(heads_.get(), t.headStride * ranks, paramType_, nullptr, stream_,
+                                "ZeRO gradient norm: all_gather of the block heads");
+  }
+  const int64_t blocks = (int64_t)t.blocks.size();
+  std::vector<double> blockSums((size_t)blocks);
+  launchOwnedBlockSumSquares(paramType_, grads_.get(), heads_.get(), t.headStride,
+                             static_cast<const OwnedNormBlock *>(normBlocks_.get()), blocks,
+                             static_cast<double *>(normSums_.get()), stream_);
+  if (blocks)
+    CUDA_CHECK(cudaMemcpyAsync(blockSums.data(), normSums_.get(), (size_t)blocks * sizeof(double),
+                               cudaMemcpyDeviceToHost, stream_));
+  sync("computing the gradient norm");
+  std::vector<double> sent((size_t)t.sums.total, 0.0), all((size_t)(t.sums.total * ranks), 0.0);
+  for (size_t i = 0; i + 1 < t.firstBlock.size(); ++i)
+    std::copy(blockSums.begin() + t.firstBlock[i], blockSums.begin() + t.firstBlock[i + 1],
+              sent.begin() + t.sums.at[i]);
+  if (t.sums.total > 0)
+    comm::meshGroup(0).allGather(sent.data(), all.data(), t.sums.total, DType::F64,
+                                 "ZeRO gradient norm: all_gather of block sums");
+  std::vector<int64_t> numel;
+  std::vector<bool> frozen;
+  for (size_t i = 0; i < session_.params().size(); ++i)
+    numel.push_back(session_.logicalType(i).numel()), frozen.push_back(session_.params()[i].frozen);
+  return std::sqrt(addOwnedSums(numel, frozen, ranks, t.sums, all));
 }
 
 std::string CudaBackend::describeSharding() const { return zeroDescription_; }

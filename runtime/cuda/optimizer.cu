@@ -1,5 +1,6 @@
 /* Implements: optimizer.h. */
 #include "runtime/cuda/kernels.cuh"
+#include "runtime/cuda/norm_kernels.cuh"
 #include "runtime/cuda/optimizer.h"
 
 namespace lmrt::cuda {
@@ -22,14 +23,6 @@ __global__ void normFinish(const double *partials, int blocks, double *out, doub
     out[0] = norm;
     out[1] = (maxNorm > 0 && norm > maxNorm) ? maxNorm / (norm + 1e-6) : 1.0;
   }
-}
-
-template <typename T> __global__ void blockSumSquares(const T *g, const NormBlock *blocks, double *out) {
-  const NormBlock b = blocks[blockIdx.x];
-  double s = 0;
-  for (int64_t i = b.begin + threadIdx.x; i < b.end; i += blockDim.x) s += (double)g[i] * (double)g[i];
-  s = detail::blockSum(s);
-  if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 
 template <typename T>
@@ -97,8 +90,20 @@ void launchBlockSumSquares(DType dtype, const void *grads, const NormBlock *bloc
   if (numBlocks > (1ll << 31) - 1) fail("gradient norm: %lld blocks exceed the CUDA grid", (long long)numBlocks);
   detail::byFloat(dtype, [&](auto t) {
     using T = decltype(t);
-    blockSumSquares<T><<<(unsigned)numBlocks, detail::kThreads, 0, stream>>>(static_cast<const T *>(grads), blocks,
-                                                                             out);
+    norm::blockSumSquares<T><<<(unsigned)numBlocks, detail::kThreads, 0, stream>>>(static_cast<const T *>(grads),
+                                                                                   blocks, out);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launchOwnedBlockSumSquares(DType dtype, const void *grads, const void *heads, int64_t headStride,
+                                const OwnedNormBlock *blocks, int64_t numBlocks, double *out, cudaStream_t stream) {
+  if (numBlocks == 0) return;
+  if (numBlocks > (1ll << 31) - 1) fail("gradient norm: %lld blocks exceed the CUDA grid", (long long)numBlocks);
+  detail::byFloat(dtype, [&](auto t) {
+    using T = decltype(t);
+    norm::ownedBlockSumSquares<T><<<(unsigned)numBlocks, detail::kThreads, 0, stream>>>(
+        static_cast<const T *>(grads), static_cast<const T *>(heads), headStride, blocks, out);
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -14,8 +14,8 @@
    From ZeRO stage 2 on the train step leaves only the rank's slice of each gradient
    (contract/zero3.h: the padded slice, reduce-scattered), and the backend keeps only
    those, in a layout of their own: a chunk's gradient is then at
-   [begin - gradShift, end - gradShift). The gradient norm's blocks (normBlocks) cover
-   the same slices. Host-only, no CUDA calls. */
+   [begin - gradShift, end - gradShift). The gradient norm's blocks (normBlocks; ZeRO's
+   in norm_blocks.h) are as large as the chunks. Host-only, no CUDA calls. */
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -26,8 +26,10 @@
 
 namespace lmrt::cuda {
 
-/* AdamW's chunks: no block gets more than this many elements. */
+/* AdamW's chunks: no block gets more than this many elements. The norm's blocks are as
+   large (normBlocks), ZeRO's norm blocks (runtime/exec/zero_norm_blocks.h) too. */
 constexpr int64_t kChunkElems = 1 << 16;
+static_assert(kChunkElems == kZeroNormBlock, "the norm's blocks are ZeRO's");
 
 /* What the chunk table needs of a parameter laid out in the flat storage. */
 struct ChunkParam {
@@ -71,26 +73,6 @@ inline ChunkTable elementwiseChunks(const std::vector<ChunkParam> &params, int r
   return t;
 }
 
-/* The gradient norm's blocks (optimizer.h's NormBlock): of each parameter i, `count[i]`
-   gradient elements from `at[i]` of the gradient storage, in blocks of at most
-   kChunkElems; parameter i's blocks are [first[i], first[i + 1]). The whole gradients
-   for tensor parallelism's norm; this rank's gradient slices under ZeRO stages 2 and 3. */
-struct NormBlocks {
-  std::vector<NormBlock> blocks;
-  std::vector<int64_t> first;  // one more than the parameters
-};
-
-inline NormBlocks normBlocks(const std::vector<int64_t> &at, const std::vector<int64_t> &count) {
-  NormBlocks t;
-  for (size_t i = 0; i < at.size(); ++i) {
-    t.first.push_back((int64_t)t.blocks.size());
-    for (int64_t b = 0; b < count[i]; b += kChunkElems)
-      t.blocks.push_back({at[i] + b, at[i] + std::min(count[i], b + kChunkElems)});
-  }
-  t.first.push_back((int64_t)t.blocks.size());
-  return t;
-}
-
 /* A parameter as the backend binds it (session.h's ParamState): its elements (under ZeRO
    stage 3 the rank's padded slice), its gradient's (from stage 2 on the padded slice) and the
    logical tensor's. */
@@ -102,14 +84,11 @@ struct LayoutParam {
 
 /* The CUDA backend's flat storage for one rank: the parameters, each on an `alignElems`
    boundary; the gradients, in the parameters' layout or (stage 2) their slices packed the
-   same way; the elementwise optimizers' chunks; under stages 2 and 3 the elements of each
-   gradient slice the norm sums (the slice's own, zeroShard of the logical tensor; none for a
-   frozen parameter); and describeZero's counts. */
+   same way; the elementwise optimizers' chunks; and describeZero's counts. */
 struct FlatLayout {
   std::vector<int64_t> paramOffset, gradOffset;
   int64_t paramElems = 0, gradElems = 0;
   ChunkTable chunks;
-  std::vector<int64_t> sliceNormCounts;  // empty below stage 2
   int64_t mine = 0, all = 0;
 };
 
@@ -133,9 +112,7 @@ inline FlatLayout flatLayout(const std::vector<LayoutParam> &params, int stage, 
   l.chunks = elementwiseChunks(chunkParams, slicesOfBound ? rank : 0, slicesOfBound ? ranks : 1, alignElems);
   for (size_t i = 0; i < params.size(); ++i) {
     const LayoutParam &p = params[i];
-    const int64_t sliceOfLogical = zeroShard(p.logicalNumel, ranks, rank).size();
-    if (stage >= 2) l.sliceNormCounts.push_back(p.frozen ? 0 : sliceOfLogical);
-    l.mine += stage >= 3 ? sliceOfLogical : l.chunks.slices[i].size();
+    l.mine += stage >= 3 ? zeroShard(p.logicalNumel, ranks, rank).size() : l.chunks.slices[i].size();
     l.all += stage >= 3 ? p.logicalNumel : p.numel;
   }
   return l;

@@ -459,20 +459,5 @@ TEST(Mpi, SumOverTensorGroupAddsTheSlicesAndCountsWholeTensorsOnce) {
   EXPECT_THROW(sumOverTensorGroup({1.0}, {}), Error);
 }
 
-/* The same over the data axis (CUDA's ZeRO stages 2 and 3: every value is a gradient's
-   slices' sum of squares, added over the data group in rank order, then the values in
-   order); on a data x tensor mesh each group is its own (here data = world, tensor = 1). */
-TEST(Mpi, SumOverMeshGroupAddsTheDataGroupsSlicesInRankOrder) {
-  Communicator &c = mpi();
-  setMesh(c.size(), 1);
-  const int r = c.rank();
-  const std::vector<double> values = {0.1 * (r + 1), 1e-17 * r, 2.0 + r};
-  double v0 = 0, v1 = 0, v2 = 0;
-  for (int q = 0; q < c.size(); ++q) v0 += 0.1 * (q + 1), v1 += 1e-17 * q, v2 += 2.0 + q;
-  EXPECT_EQ(sumOverMeshGroup(0, values, {true, true, true}), (v0 + v1) + v2);
-  EXPECT_EQ(sumOverMeshGroup(0, {}, {}), 0.0);
-  EXPECT_THROW(sumOverMeshGroup(0, {1.0}, {true, false}), Error);
-}
-
 }  // namespace
 }  // namespace lmrt::comm

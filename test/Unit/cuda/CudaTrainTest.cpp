@@ -161,7 +161,9 @@ INSTANTIATE_TEST_SUITE_P(CudaTrain, OtherOptimizers, ::testing::Values("sgd", "l
    the rank-0-first concatenation of the ranks' state are the whole update's, bit for
    bit. Each element's update reads only that element and its own state. Then stage 2's:
    each rank holds only its padded slices of the gradients (contract/zero3.h), packed, and
-   the update reads them there (AdamWChunk.gradShift): the same bits again. */
+   the update reads them there (AdamWChunk.gradShift): the same bits again; and the norm from
+   the ranks' owned blocks (their slices and the others' heads) is the whole gradients' norm,
+   bit for bit. */
 class ZeroSlices : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
@@ -216,11 +218,26 @@ TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
   };
   std::vector<float> whole = p0, wm, wv;
   run(elementwiseChunks(ps, 0, 1, 64), dg, whole, wm, wv);
-  // The trainable gradients' sum of squares, for stage 2's norm from the slices (DP's to rounding).
+  // The whole gradients' norm as the backend sums it (each gradient's blocks, in order; a
+  // frozen one has no gradient), for stage 2's norm from the slices: the same bits.
+  std::vector<int64_t> wholeAt, wholeCount;
+  for (const ChunkParam &q : ps) wholeAt.push_back(q.offset), wholeCount.push_back(q.frozen ? 0 : q.numel);
+  const NormBlocks wb = normBlocks(wholeAt, wholeCount);
+  DeviceBuffer dwb(wb.blocks.size() * sizeof(NormBlock), "blocks"), dws(wb.blocks.size() * 8, "sums");
+  ASSERT_EQ(cudaMemcpy(dwb.get(), wb.blocks.data(), wb.blocks.size() * sizeof(NormBlock), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  launchBlockSumSquares(DType::F32, dg.get(), static_cast<const NormBlock *>(dwb.get()), (int64_t)wb.blocks.size(),
+                        static_cast<double *>(dws.get()), nullptr);
+  std::vector<double> wholeSums(wb.blocks.size());
+  ASSERT_EQ(cudaMemcpy(wholeSums.data(), dws.get(), wholeSums.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
   double wholeSquares = 0;
-  for (const ChunkParam &q : ps)
-    for (int64_t e = 0; !q.frozen && e < q.numel; ++e) wholeSquares += (double)g[(size_t)(q.offset + e)] * g[(size_t)(q.offset + e)];
-  std::vector<double> paramSums(ps.size(), 0.0);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    double t = 0;
+    for (int64_t b = wb.first[i]; b < wb.first[i + 1]; ++b) t += wholeSums[(size_t)b];
+    wholeSquares += t;
+  }
+  std::vector<double> allSums;
+  OwnedSumsLayout sumsLayout;
   for (int stage = 1; stage <= 2; ++stage) {
     std::vector<float> gathered = p0, gm((size_t)total, 0.f), gv((size_t)total, 0.f);
     for (int r = 0; r < ranks; ++r) {
@@ -239,24 +256,32 @@ TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
       DeviceBuffer dslices(std::max<size_t>(1, slices.size()) * 4, "gradient slices");
       ASSERT_EQ(cudaMemcpy(dslices.get(), slices.data(), slices.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
       const ChunkTable t = elementwiseChunks(stage == 2 ? mine_ps : ps, r, ranks, 64);
-      if (stage == 2) {  // the norm's blocks over the slices (the backend's blockGradNorm), this rank's sums
-        std::vector<int64_t> at, count;
+      if (stage == 2) {  // this rank's owned norm blocks (the backend's sliceGradNorm), from its slices and the heads
+        std::vector<int64_t> numel, at;
+        std::vector<bool> frozen;
         for (size_t i = 0; i < ps.size(); ++i)
-          at.push_back(mine_ps[i].gradSlice), count.push_back(ps[i].frozen ? 0 : t.slices[i].size());
-        const NormBlocks nb = normBlocks(at, count);
-        DeviceBuffer db(std::max<size_t>(1, nb.blocks.size()) * sizeof(NormBlock), "blocks"),
-            ds(std::max<size_t>(1, nb.blocks.size()) * 8, "sums");
-        ASSERT_EQ(cudaMemcpy(db.get(), nb.blocks.data(), nb.blocks.size() * sizeof(NormBlock), cudaMemcpyHostToDevice),
-                  cudaSuccess);
-        launchBlockSumSquares(DType::F32, dslices.get(), static_cast<const NormBlock *>(db.get()),
-                              (int64_t)nb.blocks.size(), static_cast<double *>(ds.get()), nullptr);
-        std::vector<double> sums(nb.blocks.size());
+          numel.push_back(ps[i].numel), frozen.push_back(ps[i].frozen), at.push_back(mine_ps[i].gradSlice);
+        const SliceNorm sn = sliceNorm(numel, frozen, at, r, ranks);
+        std::vector<float> heads((size_t)std::max<int64_t>(1, sn.headStride * ranks), 0.f);
+        for (int q = 0; q < ranks; ++q)  // every rank's head, as the all-gather leaves them
+          for (size_t i = 0; i < ps.size(); ++i)
+            for (int64_t j = 0; !ps[i].frozen && j < zeroHeadLength(ps[i].numel, ranks, q); ++j)
+              heads[(size_t)(q * sn.headStride + sn.headAt[i] + j)] =
+                  g[(size_t)(ps[i].offset + zeroShard(ps[i].numel, ranks, q).begin + j)];
+        DeviceBuffer dh(heads.size() * 4, "heads"), db(std::max<size_t>(1, sn.blocks.size()) * sizeof(OwnedNormBlock), "blocks"),
+            ds(std::max<size_t>(1, sn.blocks.size()) * 8, "sums");
+        ASSERT_EQ(cudaMemcpy(dh.get(), heads.data(), heads.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(db.get(), sn.blocks.data(), sn.blocks.size() * sizeof(OwnedNormBlock),
+                             cudaMemcpyHostToDevice), cudaSuccess);
+        launchOwnedBlockSumSquares(DType::F32, dslices.get(), dh.get(), sn.headStride,
+                                   static_cast<const OwnedNormBlock *>(db.get()), (int64_t)sn.blocks.size(),
+                                   static_cast<double *>(ds.get()), nullptr);
+        std::vector<double> sums(sn.blocks.size());
         ASSERT_EQ(cudaMemcpy(sums.data(), ds.get(), sums.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
-        for (size_t i = 0; i < ps.size(); ++i) {
-          double s = 0;
-          for (int64_t b = nb.first[i]; b < nb.first[i + 1]; ++b) s += sums[(size_t)b];
-          paramSums[i] += s;  // rank order, as comm::sumOverMeshGroup adds them
-        }
+        if (allSums.empty()) allSums.assign((size_t)(sn.sums.total * ranks), 0.0), sumsLayout = sn.sums;
+        for (size_t i = 0; i + 1 < sn.firstBlock.size(); ++i)  // the all-gather of the owned sums
+          for (int64_t b = sn.firstBlock[i]; b < sn.firstBlock[i + 1]; ++b)
+            allSums[(size_t)(r * sn.sums.total + sn.sums.at[i] + b - sn.firstBlock[i])] = sums[(size_t)b];
       }
       std::vector<float> mine = p0, m, v;
       run(t, stage == 2 ? dslices : dg, mine, m, v);
@@ -280,9 +305,13 @@ TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
         }
       }
   }
-  double sliceSquares = 0;
-  for (double s : paramSums) sliceSquares += s;
-  EXPECT_NEAR(std::sqrt(sliceSquares), std::sqrt(wholeSquares), 1e-12 * std::sqrt(wholeSquares)) << "stage 2's norm";
+  std::vector<int64_t> numel;
+  std::vector<bool> frozen;
+  for (const ChunkParam &q : ps) numel.push_back(q.numel), frozen.push_back(q.frozen);
+  const double sliceSquares = addOwnedSums(numel, frozen, ranks, sumsLayout, allSums);
+  EXPECT_GT(wholeSquares, 0.0);
+  EXPECT_EQ(std::memcmp(&sliceSquares, &wholeSquares, 8), 0)
+      << "stage 2's norm from the slices " << sliceSquares << ", the whole gradients' " << wholeSquares;
   EXPECT_NE(std::memcmp(whole.data(), p0.data(), 4 * 1000), 0) << "the update changed the parameters";
   EXPECT_EQ(std::memcmp(&whole[(size_t)ps[3].offset], &p0[(size_t)ps[3].offset], 4 * 130), 0) << "frozen";
 }
@@ -311,6 +340,10 @@ TEST(CudaTrain, LossScaleOverflowAndUnscale) {
   DeviceBuffer dp(n * 4, "p"), dg(n * 4, "g"), dm(n * 4, "m"), dv(n * 4, "v"), dc(sizeof(AdamWChunk), "chunks"),
       dn((kNormBlocks + 2) * 8, "norm");
   double *norm = static_cast<double *>(dn.get());
+  // Both norms: the flat one, and the per-gradient blocks the backend sums (norm_blocks.h).
+  const NormBlocks blocks = normBlocks({0}, {n});
+  DeviceBuffer db(blocks.blocks.size() * sizeof(NormBlock), "blocks"), ds(blocks.blocks.size() * 8, "sums");
+  ASSERT_EQ(cudaMemcpy(db.get(), blocks.blocks.data(), db.size(), cudaMemcpyHostToDevice), cudaSuccess);
   for (float bad : {INFINITY, -INFINITY, NAN}) {
     std::vector<float> poisoned = scaled;
     poisoned[n / 3] = bad;
@@ -319,6 +352,13 @@ TEST(CudaTrain, LossScaleOverflowAndUnscale) {
     double gpuNorm = 0;
     ASSERT_EQ(cudaMemcpy(&gpuNorm, norm, sizeof gpuNorm, cudaMemcpyDeviceToHost), cudaSuccess);
     EXPECT_FALSE(std::isfinite(gpuNorm)) << "a gradient of " << bad << " must overflow the norm";
+    launchBlockSumSquares(DType::F32, dg.get(), static_cast<const NormBlock *>(db.get()), (int64_t)blocks.blocks.size(),
+                          static_cast<double *>(ds.get()), nullptr);
+    std::vector<double> sums(blocks.blocks.size());
+    ASSERT_EQ(cudaMemcpy(sums.data(), ds.get(), ds.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    double s = 0;
+    for (double v : sums) s += v;
+    EXPECT_FALSE(std::isfinite(s)) << "a gradient of " << bad << " must overflow the blocks' norm";
   }
   ASSERT_EQ(cudaMemcpy(dp.get(), p.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dg.get(), scaled.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);

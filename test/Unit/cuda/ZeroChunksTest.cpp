@@ -210,7 +210,6 @@ TEST(ZeroChunks, FlatLayoutWithoutZeroAndStageOne) {
   const FlatLayout none = flatLayout(bound(0, 1), 0, 0, 1, kAlignElems);
   EXPECT_EQ(none.gradOffset, none.paramOffset);
   EXPECT_EQ(none.gradElems, none.paramElems);
-  EXPECT_TRUE(none.sliceNormCounts.empty()) << "DP's flat norm";
   const ChunkTable whole = elementwiseChunks(layout(kSizes, kFrozen), 0, 1, kAlignElems);
   ASSERT_EQ(none.chunks.chunks.size(), whole.chunks.size());
   for (size_t i = 0; i < kSizes.size(); ++i) EXPECT_EQ(none.paramOffset[i], layout(kSizes, kFrozen)[i].offset);
@@ -230,23 +229,16 @@ TEST(ZeroChunks, FlatLayoutWithoutZeroAndStageOne) {
 }
 
 /* Stage 2: the gradients are the padded slices, packed; every trainable element reads its
-   gradient where the reduce-scatter leaves it; the norm sums each slice's own elements (the
-   padding's zeros and frozen parameters left out); the log's counts are the CPU's. */
+   gradient where the reduce-scatter leaves it; the log's counts are the CPU's. */
 TEST(ZeroChunks, FlatLayoutStageTwo) {
   for (int ranks = 2; ranks <= 5; ++ranks) {
-    int64_t normed = 0, trainable = 0;
     for (int rank = 0; rank < ranks; ++rank) {
       const std::vector<LayoutParam> ps = bound(2, ranks);
       const FlatLayout l = flatLayout(ps, 2, rank, ranks, kAlignElems);
-      ASSERT_EQ(l.sliceNormCounts.size(), ps.size());
       int64_t grads = 0;
       for (size_t i = 0; i < ps.size(); ++i) {
         EXPECT_EQ(l.gradOffset[i], grads) << "slices packed in parameter order";
         grads += (ps[i].gradNumel + kAlignElems - 1) / kAlignElems * kAlignElems;
-        EXPECT_EQ(l.sliceNormCounts[i], ps[i].frozen ? 0 : zeroShard(ps[i].numel, ranks, rank).size());
-        EXPECT_LE(l.sliceNormCounts[i], ps[i].gradNumel);
-        normed += l.sliceNormCounts[i];
-        trainable += ps[i].frozen || rank > 0 ? 0 : ps[i].numel;
       }
       EXPECT_EQ(l.gradElems, grads);
       for (const AdamWChunk &c : l.chunks.chunks) {
@@ -257,7 +249,7 @@ TEST(ZeroChunks, FlatLayoutStageTwo) {
         for (int64_t e = c.begin; e < c.end; ++e) {
           const int64_t j = e - l.paramOffset[owner] - (int64_t)rank * ps[owner].gradNumel;
           ASSERT_GE(j, 0);
-          ASSERT_LT(j, l.sliceNormCounts[owner]) << "an updated element is one the norm counts";
+          ASSERT_LT(j, zeroShard(ps[owner].numel, ranks, rank).size()) << "an element of the rank's slice";
           ASSERT_EQ(e - c.gradShift, l.gradOffset[owner] + j);
         }
       }
@@ -266,16 +258,15 @@ TEST(ZeroChunks, FlatLayoutStageTwo) {
       EXPECT_EQ(l.mine, mine);
       EXPECT_EQ(l.all, all);
     }
-    EXPECT_EQ(normed, trainable) << ranks << " ranks: the norm counts every trainable element once";
   }
 }
 
 /* Stage 3: the parameters are the padded slices, updated whole (no state shift, no gradient
-   shift, padding included: its zeros stay zeros), the gradients in their layout; the norm
-   sums each slice's own elements; the log counts the logical tensors. */
+   shift, padding included: its zeros stay zeros), the gradients in their layout; the log
+   counts the logical tensors. */
 TEST(ZeroChunks, FlatLayoutStageThree) {
   for (int ranks = 2; ranks <= 5; ++ranks) {
-    int64_t mine = 0, normed = 0, trainable = 0;
+    int64_t mine = 0;
     for (int rank = 0; rank < ranks; ++rank) {
       const std::vector<LayoutParam> ps = bound(3, ranks);
       const FlatLayout l = flatLayout(ps, 3, rank, ranks, kAlignElems);
@@ -290,10 +281,6 @@ TEST(ZeroChunks, FlatLayoutStageThree) {
       int64_t slices = 0;
       for (size_t i = 0; i < ps.size(); ++i) {
         slices += ps[i].frozen ? 0 : ps[i].numel;
-        EXPECT_EQ(l.sliceNormCounts[i], ps[i].frozen ? 0 : zeroShard(ps[i].logicalNumel, ranks, rank).size());
-        EXPECT_LE(l.sliceNormCounts[i], ps[i].numel);
-        normed += l.sliceNormCounts[i];
-        trainable += ps[i].frozen || rank > 0 ? 0 : ps[i].logicalNumel;
       }
       EXPECT_EQ(updated, slices) << "every element of every trainable slice, padding too";
       mine += l.mine;
@@ -304,7 +291,6 @@ TEST(ZeroChunks, FlatLayoutStageThree) {
     int64_t all = 0;
     for (int64_t n : kSizes) all += n;
     EXPECT_EQ(mine, all) << ranks << " ranks keep every logical element once";
-    EXPECT_EQ(normed, trainable) << ranks << " ranks: the norm counts every trainable element once";
   }
   EXPECT_THROW(flatLayout(bound(3, 2), 3, 2, 2, kAlignElems), Error);
 }

@@ -11,6 +11,7 @@
 #include "contract/contract.h"
 #include "runtime/cpu/grad_clip.h"
 #include "runtime/cpu/zero_grad_norm.h"
+#include "runtime/exec/zero_norm_blocks.h"
 
 using namespace lmrt;
 
@@ -163,4 +164,45 @@ TEST(Clip, ZeroNormOfSlicesSeesAnOverflowInAnyRanksSlice) {
           sum += s;
       EXPECT_FALSE(std::isfinite(sum)) << bad << " at element " << at;
     }
+}
+
+/* The per-gradient sums a tensor-parallel mesh adds over its tensor group under ZeRO 2 and 3
+   (ownedSumsPerGradient, zero_norm_blocks.h): from every rank's owned-block sums laid out as
+   the all-gather delivers them, each gradient's is bit for bit its whole gradSumSquares (a
+   frozen one's 0), and addOwnedSums is their sum in gradient order. Three gradients around
+   the block size over 3 ranks, the middle one frozen. */
+TEST(Clip, ZeroSumsPerGradientAreTheWholeGradientsSums) {
+  const int ranks = 3;
+  const std::vector<int64_t> numel = {kGradNormBlock + 7, 1000, 2 * kGradNormBlock + 5};
+  const std::vector<bool> frozen = {false, true, false};
+  std::vector<std::vector<float>> g;
+  for (int64_t n : numel) {
+    g.emplace_back((size_t)n);
+    for (int64_t i = 0; i < n; ++i) g.back()[(size_t)i] = float(std::sin(0.37 * double(i) + double(n)) * (1.0 + 1e-3 * double(i % 97)));
+  }
+  const OwnedSumsLayout layout = ownedSumsLayout(numel, frozen, ranks);
+  std::vector<double> all((size_t)(layout.total * ranks), 0.0);
+  for (size_t i = 0; i < numel.size(); ++i) {
+    if (frozen[i]) continue;
+    const int64_t n = numel[i], slot = cpu::zeroHeadSlot(n, ranks);
+    std::vector<float> heads((size_t)(slot * ranks) + 1, 0.0f);
+    for (int q = 0; q < ranks; ++q)
+      std::memcpy(heads.data() + q * slot, g[i].data() + zeroShard(n, ranks, q).begin,
+                  (size_t)cpu::zeroHeadLength(n, ranks, q) * sizeof(float));
+    for (int q = 0; q < ranks; ++q) {
+      const std::vector<double> mine = cpu::zeroOwnedBlockSums(g[i].data() + zeroShard(n, ranks, q).begin, DType::F32,
+                                                               n, ranks, q, heads.data(), slot);
+      std::copy(mine.begin(), mine.end(), all.begin() + (ptrdiff_t)(q * layout.total + layout.at[i]));
+    }
+  }
+  const std::vector<double> sums = ownedSumsPerGradient(numel, frozen, ranks, layout, all);
+  ASSERT_EQ(sums.size(), numel.size());
+  double total = 0;
+  for (size_t i = 0; i < numel.size(); ++i) {
+    const double whole = frozen[i] ? 0.0 : gradSumSquares(g[i].data(), DType::F32, numel[i]);
+    EXPECT_EQ(std::memcmp(&sums[i], &whole, sizeof whole), 0) << "gradient " << i << ": " << sums[i] << " vs " << whole;
+    total += sums[i];
+  }
+  const double added = addOwnedSums(numel, frozen, ranks, layout, all);
+  EXPECT_EQ(std::memcmp(&added, &total, sizeof total), 0);
 }

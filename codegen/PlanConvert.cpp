@@ -220,5 +220,12 @@ LogicalResult mlir::lm::convertSharding(DictionaryAttr sharding, int64_t shards,
   out.set_segments(segments ? segments.getInt() : 1);
   out.set_mesh_axis(1);
   out.set_shards(shards);
+  // A padded split (a vocabulary the axis does not divide): the logical size.
+  if (auto size = sharding.getAs<IntegerAttr>("logical_size")) {
+    if (size.getInt() < 1 || out.segments() != 1)
+      return emit() << "has lm.sharding logical_size " << size.getInt() << "; a padded split has one segment and a "
+                    << "logical size of at least 1";
+    out.set_logical_size(size.getInt());
+  }
   return success();
 }

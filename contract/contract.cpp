@@ -3,6 +3,7 @@
    (declarations, buffers, steps against the generated op table, dataflow,
    outputs and program conventions). */
 #include "contract/contract.h"
+#include "contract/tensor_split.h"
 #include "contract/zero3.h"
 
 #include "base/format.h"
@@ -702,9 +703,18 @@ private:
       error(where + "is split over mesh axis " + std::to_string(s.mesh_axis()) + " into " + std::to_string(s.shards()) +
             " shards; a parameter splits over mesh axis 1 (tensor) into its " + std::to_string(tensor) + " ranks");
     if (s.dim() < 0 || s.dim() >= p.type().shape_size() || s.segments() < 1 ||
-        p.type().shape(static_cast<int>(s.dim())) % s.segments() != 0)
+        p.type().shape(static_cast<int>(s.dim())) % s.segments() != 0) {
       error(where + "has sharding dim " + std::to_string(s.dim()) + " with " + std::to_string(s.segments()) +
             " segments, which its type " + planTypeStr(p.type()) + " cannot hold");
+      return;
+    }
+    const int64_t block = p.type().shape(static_cast<int>(s.dim()));
+    if (s.logical_size() != 0 && (s.logical_size() < 0 || s.segments() != 1 || s.shards() < 1 ||
+                                  !splitPaddingFits(s.logical_size(), block, s.shards())))
+      error(where + "has a padded sharding of logical size " + std::to_string(s.logical_size()) + " in " +
+            std::to_string(s.shards()) + " blocks of " + std::to_string(block) + " (" +
+            std::to_string(s.segments()) + " segments); a padded split has one segment, and every rank holds part "
+            "of the logical size and at most one block of padding");
   }
 
   /* States are float [1, W, D] tensors (key/value caches) with unique names. */

@@ -401,7 +401,7 @@ struct SpmdPass : lm::impl::LMSpmdPassBase<SpmdPass> {
     }
     // The vocabulary table: no op's rule splits it (a lookup reads arbitrary
     // rows), so it is decided on its own once the layout above is settled.
-    llvm::StringMap<int64_t> vocabulary = vocabularyParameters(module, ranks, [&](func::FuncOp f, BlockArgument arg) {
+    VocabularySplit vocabulary = vocabularyParameters(module, ranks, [&](func::FuncOp f, BlockArgument arg) {
       for (auto &[g, a] : plans)
         if (g == f)
           return !a.values.lookup(arg).isReplicated();

@@ -50,6 +50,13 @@
 // logits are. Returned logits are the rank's columns all-gathered along the
 // vocabulary.
 //
+// A vocabulary the tensor axis does not divide is padded, as Megatron-LM pads
+// it: each rank holds ceil(V/T) rows, the last rank's block ending past V. The
+// padding rows start at zero (the logical tensor is [V, d]; lmrt cuts it into
+// blocks and zero-fills the rest) and stay zero: no id reaches them, the head
+// adds -inf to their logits (paddingMask), so they leave the logsumexp, the
+// max and the argmax and get no gradient, and returned logits drop them.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/VocabParallel.h"
@@ -59,6 +66,8 @@
 #include "contract/linear_cross_entropy.h"
 
 #include "llvm/ADT/StringMap.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::lm;
@@ -155,6 +164,31 @@ Value firstClass(OpBuilder &b, Location loc, Type element, int64_t axis, int64_t
   return b.create<MulOp>(loc, r, n);
 }
 
+/// Where the ranks' blocks of `rows` classes pad the vocabulary (`vocab` <
+/// ranks·rows: the last block holds classes past the vocabulary's end), the
+/// rank's mask of them, [rows]: 0 for a class of the vocabulary, -inf for a
+/// padding class (first + j >= vocab). Added to the head's logits it takes
+/// the padding out of the logsumexp, the max and the argmax (exp(-inf) = 0:
+/// masked, not merely zeroed, for a zero logit would change the softmax), and
+/// gives the padding rows and bias entries a zero gradient (dz = 0 there), so
+/// the optimizer leaves them at their zeros. Null where nothing is padded.
+Value paddingMask(OpBuilder &b, Location loc, Type element, Value first, int64_t ranks, int64_t rows,
+                  int64_t vocab) {
+  if (ranks * rows == vocab)
+    return nullptr;
+  auto type = RankedTensorType::get({rows}, element);
+  SmallVector<Attribute> index;
+  for (int64_t j = 0; j < rows; ++j)
+    index.push_back(b.getFloatAttr(element, static_cast<double>(j)));
+  Value classes = b.create<ConstantOp>(loc, type, DenseElementsAttr::get(type, index));
+  Value global = b.create<AddOp>(loc, classes, first);
+  Value end = scalarConstant(b, loc, element, static_cast<double>(vocab));
+  Value padded = b.create<GeOp>(loc, global, end);
+  Value masked = scalarConstant(b, loc, element, -std::numeric_limits<double>::infinity());
+  Value kept = scalarConstant(b, loc, element, 0.0);
+  return b.create<WhereOp>(loc, padded, masked, kept);
+}
+
 /// The masked local lookup of `emb` (its table already local, `rows` rows)
 /// and the all-reduce of the parts.
 void splitLookup(EmbeddingOp emb, int64_t axis, int64_t ranks, int64_t rows) {
@@ -190,20 +224,21 @@ void splitLookup(EmbeddingOp emb, int64_t axis, int64_t ranks, int64_t rows) {
 /// local), with the head's bias or, without one, zeros. Each consumer gets
 /// its own; CSE merges those of one head and targets.
 LinearCrossEntropyStatsOp rankStats(OpBuilder &b, Location loc, Head head, Value targets, int64_t ignoreIndex,
-                                    int64_t axis, int64_t ranks, int64_t rows) {
+                                    int64_t axis, int64_t ranks, int64_t rows, int64_t vocab) {
   Value h = head.mm.getLhs(), w = head.mm.getRhs();
   Type element = cast<RankedTensorType>(h.getType()).getElementType();
   int64_t n = cast<RankedTensorType>(targets.getType()).getNumElements();
   int64_t d = cast<RankedTensorType>(h.getType()).getShape().back();
   Value first = firstClass(b, loc, element, axis, ranks, rows);
   Value bias = head.bias;
+  if (Value padding = paddingMask(b, loc, element, first, ranks, rows, vocab))
+    bias = bias ? b.create<AddOp>(loc, bias, padding).getResult() : padding;
   if (!bias) {
     auto type = RankedTensorType::get({rows}, element);
     bias = b.create<ConstantOp>(loc, type, DenseElementsAttr::get(type, b.getFloatAttr(element, 0.0)));
   }
-  return b.create<LinearCrossEntropyStatsOp>(loc, h, w, targets, first, bias, rows * ranks,
-                                             head.mm.getTransposeRhs(), ignoreIndex,
-                                             lmrt::kernels::linearCrossEntropyChunkRows(n, rows, d));
+  return b.create<LinearCrossEntropyStatsOp>(loc, h, w, targets, first, bias, vocab, head.mm.getTransposeRhs(),
+                                             ignoreIndex, lmrt::kernels::linearCrossEntropyChunkRows(n, rows, d));
 }
 
 /// What a head's loss and accuracy both start from: the rank's stats, and
@@ -215,10 +250,10 @@ struct RowStats {
 };
 
 RowStats rowStats(OpBuilder &b, Location loc, Head head, Value targets, int64_t ignoreIndex, int64_t axis,
-                  int64_t ranks, int64_t rows) {
+                  int64_t ranks, int64_t rows, int64_t vocab) {
   auto targetType = cast<RankedTensorType>(targets.getType());
   Type element = cast<RankedTensorType>(head.mm.getLhs().getType()).getElementType();
-  return {rankStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows),
+  return {rankStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows, vocab),
           RankedTensorType::get(targetType.getShape(), element),
           RankedTensorType::get({1, targetType.getNumElements()}, element)};
 }
@@ -250,13 +285,13 @@ Value meanOverValid(OpBuilder &b, Location loc, Value perRow, Value valid) {
 /// `ce`, the cross-entropy of the head's logits, as the vocabulary-parallel
 /// loss (the file's comment): the stats op on the rank's classes and the
 /// exact combination over the ranks.
-void splitLoss(Head head, CrossEntropyOp ce, int64_t axis, int64_t ranks, int64_t rows) {
+void splitLoss(Head head, CrossEntropyOp ce, int64_t axis, int64_t ranks, int64_t rows, int64_t vocab) {
   OpBuilder b(ce);
   Location loc = FusedLoc::get(ce.getContext(), {head.mm.getLoc(), ce.getLoc()});
   Value targets = ce.getTargets();
   // (ODS returns an I64Attr as uint64_t: this is the signed value, -100 by default.)
   int64_t ignoreIndex = ce.getIgnoreIndexAttr().getInt();
-  auto [stats, perRow, gatheredRow] = rowStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows);
+  auto [stats, perRow, gatheredRow] = rowStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows, vocab);
   // The exact logsumexp over the ranks' parts of each row.
   Value lseRow = b.create<ReshapeOp>(loc, gatheredRow, stats.getLse());
   Value all = b.create<AllGatherOp>(loc, lseRow, axis, ranks, /*dim=*/0);
@@ -283,12 +318,12 @@ void splitLoss(Head head, CrossEntropyOp ce, int64_t axis, int64_t ranks, int64_
 /// of classes, so that is the first maximal class, lm.accuracy's (and
 /// torch.argmax's) rule, and the accuracy is one process's exactly when the
 /// logits are.
-void splitAccuracy(Head head, AccuracyOp acc, int64_t axis, int64_t ranks, int64_t rows) {
+void splitAccuracy(Head head, AccuracyOp acc, int64_t axis, int64_t ranks, int64_t rows, int64_t vocab) {
   OpBuilder b(acc);
   Location loc = FusedLoc::get(acc.getContext(), {head.mm.getLoc(), acc.getLoc()});
   Value targets = acc.getTargets();
   int64_t ignoreIndex = acc.getIgnoreIndexAttr().getInt();
-  auto [stats, perRow, gatheredRow] = rowStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows);
+  auto [stats, perRow, gatheredRow] = rowStats(b, loc, head, targets, ignoreIndex, axis, ranks, rows, vocab);
   Type element = perRow.getElementType();
   Value maxRow = b.create<ReshapeOp>(loc, gatheredRow, stats.getMax());
   Value maxes = b.create<AllGatherOp>(loc, maxRow, axis, ranks, /*dim=*/0);
@@ -297,7 +332,7 @@ void splitAccuracy(Head head, AccuracyOp acc, int64_t axis, int64_t ranks, int64
   Value best = b.create<ReduceMaxOp>(loc, maxes, ArrayRef<int64_t>{0});
   Value holds = b.create<EqOp>(loc, maxes, best);
   // The smallest class among the holders: the others count as the vocabulary's size.
-  Value beyond = scalarConstant(b, loc, element, static_cast<double>(rows * ranks));
+  Value beyond = scalarConstant(b, loc, element, static_cast<double>(vocab));
   Value candidates = b.create<WhereOp>(loc, holds, args, beyond);
   Value negated = b.create<NegOp>(loc, candidates);
   Value negatedFirst = b.create<ReduceMaxOp>(loc, negated, ArrayRef<int64_t>{0});
@@ -314,14 +349,14 @@ void splitAccuracy(Head head, AccuracyOp acc, int64_t axis, int64_t ranks, int64
 /// already local, `rows` classes): the loss and accuracy forms for each
 /// consumer of its logits, or the rank's logits all-gathered along the
 /// vocabulary for a return.
-void splitHead(Head head, int64_t axis, int64_t ranks, int64_t rows) {
+void splitHead(Head head, int64_t axis, int64_t ranks, int64_t rows, int64_t vocab) {
   if (headForm(head) == HeadForm::Loss) {
     SmallVector<Operation *> users(head.logits.getUsers());
     for (Operation *user : users) {
       if (auto ce = dyn_cast<CrossEntropyOp>(user))
-        splitLoss(head, ce, axis, ranks, rows);
+        splitLoss(head, ce, axis, ranks, rows, vocab);
       else
-        splitAccuracy(head, cast<AccuracyOp>(user), axis, ranks, rows);
+        splitAccuracy(head, cast<AccuracyOp>(user), axis, ranks, rows, vocab);
     }
   } else {
     OpBuilder b(head.add ? head.add.getOperation() : head.mm.getOperation());
@@ -329,9 +364,15 @@ void splitHead(Head head, int64_t axis, int64_t ranks, int64_t rows) {
                                      head.mm.getTransposeRhs());
     if (head.add)
       local = b.create<AddOp>(head.add.getLoc(), local, head.bias);
-    int64_t last = cast<RankedTensorType>(local.getType()).getRank() - 1;
-    auto whole = b.create<AllGatherOp>(head.mm.getLoc(), local, axis, ranks, last);
-    head.logits.replaceAllUsesWith(whole.getResult());
+    auto localType = cast<RankedTensorType>(local.getType());
+    int64_t last = localType.getRank() - 1;
+    Value whole = b.create<AllGatherOp>(head.mm.getLoc(), local, axis, ranks, last);
+    if (rows * ranks != vocab) {  // the padding classes' logits, the last block's tail, are dropped
+      SmallVector<int64_t> start(localType.getRank(), 0), limit(localType.getShape()), stride(localType.getRank(), 1);
+      limit[last] = vocab;
+      whole = b.create<SliceOp>(head.mm.getLoc(), whole, start, limit, stride);
+    }
+    head.logits.replaceAllUsesWith(whole);
   }
   if (head.add)
     head.add.erase();
@@ -340,7 +381,7 @@ void splitHead(Head head, int64_t axis, int64_t ranks, int64_t rows) {
 
 } // namespace
 
-llvm::StringMap<int64_t>
+VocabularySplit
 mlir::lm::vocabularyParameters(ModuleOp module, int64_t ranks,
                                llvm::function_ref<bool(func::FuncOp, BlockArgument)> otherwiseSplit) {
   auto functions = [&] {
@@ -440,52 +481,71 @@ mlir::lm::vocabularyParameters(ModuleOp module, int64_t ranks,
       }
     }
   }
-  llvm::StringMap<int64_t> chosen;
+  // A vocabulary the axis does not divide is padded to ranks·ceil(V / ranks)
+  // (Megatron-LM pads to a multiple of the ranks too): every rank holds
+  // ceil(V / ranks) classes, the last ones past V padding (paddingMask). Each
+  // rank must hold at least one class of the vocabulary, or its logsumexp
+  // would be of no class at all.
+  VocabularySplit chosen;
+  chosen.vocab = vocab;
+  chosen.rows = (vocab + ranks - 1) / ranks;
+  bool everyRankHolds = (ranks - 1) * chosen.rows < vocab;
   for (const std::string &name : order) {
     const Parameter &p = params.find(name)->second;
     if (!p.splittable)
       continue;
-    if (vocab % ranks != 0) {
+    if (!everyRankHolds) {
       bool bias = llvm::any_of(biasOf, [&](auto &wb) { return wb.second == name; });
       if (!bias)
         emitWarning(p.loc) << "tensor parallelism: parameter '" << name << "' (" << vocab
-                           << (p.dim == 0 ? " rows" : " columns") << ", the vocabulary) is not divisible by mesh axis "
-                           << "'tensor' (" << ranks << " ranks), so it stays whole on every rank; pad the vocabulary "
-                           << "to a multiple of " << ranks << " to split it";
+                           << (p.dim == 0 ? " rows" : " columns") << ", the vocabulary) is too small for mesh axis "
+                           << "'tensor' (" << ranks << " ranks): blocks of ceil(" << vocab << " / " << ranks
+                           << ") = " << chosen.rows << " classes leave the last rank none, so it stays whole on "
+                           << "every rank";
       continue;
     }
-    chosen[name] = p.dim;
+    chosen.params[name] = p.dim;
   }
   return chosen;
 }
 
-void mlir::lm::splitVocabulary(func::FuncOp f, const llvm::StringMap<int64_t> &params, int64_t axis, int64_t ranks,
+void mlir::lm::splitVocabulary(func::FuncOp f, const VocabularySplit &split, int64_t axis, int64_t ranks,
                                llvm::function_ref<DictionaryAttr(int64_t rank, int64_t dim)> sharding) {
+  const int64_t rows = split.rows, vocab = split.vocab;
   // Every split parameter gets its local type first, so that a head's rewrite
   // reads its bias already local.
-  SmallVector<std::pair<BlockArgument, int64_t>> weights;
+  SmallVector<BlockArgument> weights;
   for (BlockArgument arg : f.getArguments()) {
     StringAttr name = paramName(f, arg);
-    auto it = name ? params.find(name.getValue()) : params.end();
-    if (it == params.end())
+    auto it = name ? split.params.find(name.getValue()) : split.params.end();
+    if (it == split.params.end())
       continue;
     auto type = cast<RankedTensorType>(arg.getType());
     SmallVector<int64_t> shape(type.getShape());
-    shape[it->second] /= ranks;
+    shape[it->second] = rows;
     arg.setType(type.clone(shape));
-    f.setArgAttr(arg.getArgNumber(), "lm.sharding", sharding(type.getRank(), it->second));
+    DictionaryAttr attr = sharding(type.getRank(), it->second);
+    if (rows * ranks != vocab) {  // padded: the logical size the blocks pad (plan ParamSharding.logical_size)
+      NamedAttrList attrs(attr);
+      attrs.set("logical_size", IntegerAttr::get(IntegerType::get(f.getContext(), 64), vocab));
+      attr = attrs.getDictionary(f.getContext());
+    }
+    f.setArgAttr(arg.getArgNumber(), "lm.sharding", attr);
     if (type.getRank() == 2)
-      weights.push_back({arg, shape[it->second]});
+      weights.push_back(arg);
   }
-  for (auto [arg, rows] : weights) {
+  for (BlockArgument arg : weights) {
     SmallVector<Operation *> users(arg.getUsers());
     for (Operation *user : users) {
+      // A lookup's ids are below the vocabulary (the data's bound, lm.vocab), so
+      // no id reaches a padding row: the block's range [first, first + rows)
+      // masks the other ranks' ids as it does without padding.
       if (auto emb = dyn_cast<EmbeddingOp>(user)) {
         splitLookup(emb, axis, ranks, rows);
         continue;
       }
       auto mm = cast<MatmulOp>(user);
-      splitHead(*headOf(mm, rows), axis, ranks, rows);
+      splitHead(*headOf(mm, rows), axis, ranks, rows, vocab);
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "contract/tensor_split.h"
 #include "contract/zero3.h"
 
 namespace lmrt {
@@ -14,6 +15,7 @@ namespace {
    the local tensor holds `segments` (rank r's). */
 struct Geometry {
   int64_t outer = 1, segments = 1, shards = 1, block = 0;
+  int64_t size = 0, rows = 0, inner = 1;  // the logical and local sizes of `dim`, and the elements per entry
 };
 Geometry geometry(const plan::ParamSharding &s, const TensorType &logical, const TensorType &local) {
   const TensorType want = logicalType(local, s);
@@ -28,6 +30,9 @@ Geometry geometry(const plan::ParamSharding &s, const TensorType &logical, const
   g.segments = s.segments();
   g.shards = s.shards();
   g.block = local.shape[(size_t)s.dim()] / g.segments * inner * (int64_t)dtypeSize(local.dtype);
+  g.rows = local.shape[(size_t)s.dim()];
+  g.size = logical.shape[(size_t)s.dim()];
+  g.inner = inner;
   return g;
 }
 
@@ -62,6 +67,21 @@ void copyBlocks(const plan::ParamSharding &s, const TensorRef &logical, const Te
   if (rank < 0 || rank >= g.shards)
     fail("tensor-parallel rank %lld of a tensor split into %lld shards", (long long)rank, (long long)g.shards);
   char *whole = static_cast<char *>(logical.data), *part = static_cast<char *>(local.data);
+  if (s.logical_size() > 0) {  // padded blocks (one segment): the block's entries below the logical size
+    const size_t entry = (size_t)g.inner * dtypeSize(local.type.dtype);
+    const int64_t filled = splitBlockFilled(g.size, g.rows, rank);
+    for (int64_t o = 0; o < g.outer; ++o) {
+      char *w = whole + ((size_t)(o * g.size + rank * g.rows)) * entry;
+      char *p = part + (size_t)(o * g.rows) * entry;
+      if (toLocal) {
+        std::memcpy(p, w, (size_t)filled * entry);
+        std::memset(p + (size_t)filled * entry, 0, (size_t)(g.rows - filled) * entry);  // the padding: zeros
+      } else {
+        std::memcpy(w, p, (size_t)filled * entry);
+      }
+    }
+    return;
+  }
   for (int64_t o = 0; o < g.outer; ++o)
     for (int64_t seg = 0; seg < g.segments; ++seg) {
       char *w = whole + ((o * g.segments + seg) * g.shards + rank) * g.block;
@@ -80,8 +100,12 @@ TensorType logicalType(const TensorType &local, const plan::ParamSharding &s) {
       local.shape[(size_t)s.dim()] % s.segments() != 0)
     fail("tensor-parallel sharding (dim %lld, %lld segments, %lld shards) does not fit %s", (long long)s.dim(),
          (long long)s.segments(), (long long)s.shards(), local.str().c_str());
+  if (s.logical_size() != 0 &&
+      (s.segments() != 1 || !splitPaddingFits(s.logical_size(), local.shape[(size_t)s.dim()], s.shards())))
+    fail("tensor-parallel sharding (dim %lld, %lld shards) of %s cannot pad a logical size of %lld",
+         (long long)s.dim(), (long long)s.shards(), local.str().c_str(), (long long)s.logical_size());
   TensorType t = local;
-  t.shape[(size_t)s.dim()] *= s.shards();
+  t.shape[(size_t)s.dim()] = splitLogicalSize(s, local.shape[(size_t)s.dim()]);
   return t;
 }
 

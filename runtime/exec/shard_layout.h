@@ -7,6 +7,10 @@
    (Session::initParams), and a checkpoint or weights file of logical tensors is cut
    (slice) or put together from the ranks' slices (place). The optimizer state of an
    elementwise optimizer has its parameter's shape and is cut the same way.
+   A padded split (ParamSharding.logical_size, contract/tensor_split.h: a vocabulary
+   the ranks do not divide) has one segment; rank r's block covers entries
+   [r b, min((r + 1) b, size)) of the logical dimension, and its tail past the logical
+   size is zeros when cut and left out when placed.
    ZeRO stage 3's slices (isZeroSlice: mesh axis 0, which lmrt's Session describes for
    every parameter of a zero = 3 plan, contract/zero3.h) are of the flattened tensor:
    rank r holds elements [r c, (r + 1) c) of n, c = ceil(n / shards), padded with zeros

@@ -2,6 +2,7 @@
 #include "runtime/train/checkpoint.h"
 
 #include "runtime/exec/optimizer.h"
+#include "contract/tensor_split.h"
 
 #include <algorithm>
 #include <set>
@@ -144,7 +145,7 @@ uint64_t tensorFreeHash(const plan::Plan &plan) {
   for (plan::Param &param : *p.mutable_params()) {
     if (!param.has_sharding()) continue;
     param.mutable_type()->set_shape((int)param.sharding().dim(),
-                                    param.type().shape((int)param.sharding().dim()) * param.sharding().shards());
+                                    splitLogicalSize(param.sharding(), param.type().shape((int)param.sharding().dim())));
     param.clear_sharding();
   }
   return fnv1a64(serializePlan(p));

@@ -13,6 +13,7 @@
 #include "base/file_io.h"
 #include "base/hash.h"
 #include "base/host_memory.h"
+#include "contract/tensor_split.h"
 #include "contract/zero3.h"
 #include "contract/contract.h"
 #include "runtime/comm/communicator.h"
@@ -24,15 +25,33 @@
 namespace lmrt {
 namespace {
 
-/* A block piece's type in its shard file: the tensor-parallel slice's. */
-TensorType blockType(const TensorType &logical, const plan::ParamSharding &s) {
+/* A tensor-parallel block's size along the split dimension of a logical `size`: size /
+   shards, or where the shards pad it (one segment) ceil(size / shards)
+   (contract/tensor_split.h). */
+int64_t blockSize(int64_t size, const plan::ParamSharding &s) {
+  return s.logical_size() > 0 ? (size + s.shards() - 1) / s.shards() : size / (s.segments() * s.shards());
+}
+
+/* A block piece's type in its shard file: the tensor-parallel slice's, without its
+   padding (a padded block stores its entries below the logical size only). */
+TensorType blockType(const TensorType &logical, const plan::ParamSharding &s, int64_t index) {
   TensorType t = logical;
-  t.shape[(size_t)s.dim()] /= s.shards();
+  const int64_t size = logical.shape[(size_t)s.dim()], block = blockSize(size, s);
+  t.shape[(size_t)s.dim()] = s.logical_size() > 0 ? splitBlockFilled(size, block, index) : block * s.segments();
+  return t;
+}
+
+/* What a rank holds of a tensor-parallel block: its entries and any padding (the local
+   parameter's type). */
+TensorType localBlockType(const TensorType &logical, const plan::ParamSharding &s) {
+  TensorType t = logical;
+  const int64_t block = blockSize(logical.shape[(size_t)s.dim()], s);
+  t.shape[(size_t)s.dim()] = s.logical_size() > 0 ? block : block * s.segments();
   return t;
 }
 
 TensorType storedType(const CheckpointTensor &t, const ShardPiece &p) {
-  if (p.block) return blockType(t.type, *t.sharding);
+  if (p.block) return blockType(t.type, *t.sharding, p.index);
   return TensorType{t.type.dtype, {p.end - p.begin}};
 }
 
@@ -135,7 +154,7 @@ void writeShardFile(const std::string &path, Session &s, const std::vector<Check
       // state as its zeroShard range and the parameters whole. The same on every rank.
       if (mesh.zero() < 3 && k < s.params().size()) continue;
       const CheckpointTensor &t = tensors[k];
-      const TensorType local = t.sharding ? blockType(t.type, *t.sharding) : t.type;
+      const TensorType local = t.sharding ? localBlockType(t.type, *t.sharding) : t.type;
       const int64_t n = local.numel(), chunk = zeroSliceLength(n, D);
       if (n == 0) continue;
       const size_t eb = dtypeSize(local.dtype);
@@ -161,17 +180,33 @@ void writeShardFile(const std::string &path, Session &s, const std::vector<Check
       h.begin = p.begin;
     }
   std::vector<NamedTensor> out;
+  std::vector<HostBytes> compacted;  // padded blocks without their padding
+  compacted.reserve(pieces.size());
   for (const ShardPiece &p : pieces) {
     const CheckpointTensor &t = tensors[p.tensor];
     const Held &h = held[p.tensor];
     const TensorType type = storedType(t, p);
     const char *data = static_cast<const char *>(h.data);
-    if (p.block ? (h.begin != 0 || h.end != type.numel())
+    const bool padded = p.block && t.sharding->logical_size() > 0;
+    TensorType local = type;  // what the rank holds of a block: the stored entries and the padding
+    if (padded) local.shape[(size_t)t.sharding->dim()] = blockSize(t.type.shape[(size_t)t.sharding->dim()], *t.sharding);
+    if (p.block ? (h.begin != 0 || h.end != local.numel())
                 : (p.begin < h.begin || p.end > h.end))
       fail("sharded checkpoint: this rank holds elements [%lld, %lld) of '%s', not its piece %s [%lld, %lld)",
-           (long long)h.begin, (long long)h.end, t.name.c_str(), type.str().c_str(), (long long)p.begin,
+           (long long)h.begin, (long long)h.end, t.name.c_str(), local.str().c_str(), (long long)p.begin,
            (long long)p.end);
     if (!p.block) data += (size_t)(p.begin - h.begin) * dtypeSize(t.type.dtype);
+    if (padded && local.numel() != type.numel()) {
+      // For each row before the split dimension, the block's first entries (the rest is padding).
+      const size_t dim = (size_t)t.sharding->dim();
+      int64_t outer = 1, inner = (int64_t)dtypeSize(t.type.dtype);
+      for (size_t i = 0; i < dim; ++i) outer *= type.shape[i];
+      for (size_t i = dim + 1; i < type.shape.size(); ++i) inner *= type.shape[i];
+      const size_t kept = (size_t)(type.shape[dim] * inner), stride = (size_t)(local.shape[dim] * inner);
+      HostBytes &bytes = compacted.emplace_back((size_t)type.bytes());
+      for (int64_t o = 0; o < outer; ++o) std::memcpy(bytes.data() + (size_t)o * kept, data + (size_t)o * stride, kept);
+      data = bytes.data();
+    }
     out.emplace_back(t.name, TensorRef{const_cast<char *>(data), type});  // only read
   }
   writeSafetensors(path, out, metadata, &fnv);
@@ -211,17 +246,23 @@ namespace {
 
 /* The runs of block `index` of a tensor-parallel split of a `shape` tensor, in the
    order the block stores them (shard_layout.h: for every row before `dim`, block
-   `index` of each segment). */
-void blockRuns(const std::vector<int64_t> &shape, const plan::ParamSharding &s, int64_t index, std::vector<ShardRun> &out) {
+   `index` of each segment). A padded block's runs are its entries below the logical
+   size, placed as a shard file stores them (`withPadding` false: the entries alone)
+   or as the rank holds them (true: each row followed by its padding). */
+void blockRuns(const std::vector<int64_t> &shape, const plan::ParamSharding &s, int64_t index, bool withPadding,
+               std::vector<ShardRun> &out) {
   const size_t dim = (size_t)s.dim();
   int64_t outer = 1, inner = 1;
   for (size_t i = 0; i < dim; ++i) outer *= shape[i];
   for (size_t i = dim + 1; i < shape.size(); ++i) inner *= shape[i];
-  const int64_t rows = shape[dim], segments = s.segments(), shards = s.shards(), block = rows / (segments * shards);
+  const int64_t rows = shape[dim], segments = s.segments(), shards = s.shards(), block = blockSize(rows, s);
+  const int64_t filled = s.logical_size() > 0 ? splitBlockFilled(rows, block, index) : block;
+  const int64_t stride = withPadding ? block : filled;
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t seg = 0; seg < segments; ++seg)
-      out.push_back({(o * rows + (seg * shards + index) * block) * inner, block * inner,
-                     (o * segments + seg) * block * inner});
+      if (filled > 0)
+        out.push_back({(o * rows + (seg * shards + index) * block) * inner, filled * inner,
+                       (o * segments + seg) * stride * inner});
 }
 
 constexpr size_t kChecksumChunk = size_t(4) << 20;  // the streamed checksum's buffer
@@ -279,9 +320,15 @@ ShardReader::ShardReader(const std::string &dir, const json::Value &root,
       t.sharding.set_shards(integer(*sp, "shards"));
       t.sharding.set_mesh_axis(1);  // a block piece is a tensor-parallel slice (mesh axis 1)
       const int64_t dim = t.sharding.dim();
-      if (dim >= (int64_t)t.type.shape.size() || t.sharding.segments() < 1 || t.sharding.shards() < 1 ||
-          t.type.shape[(size_t)dim] % (t.sharding.segments() * t.sharding.shards()) != 0)
+      if (dim >= (int64_t)t.type.shape.size() || t.sharding.segments() < 1 || t.sharding.shards() < 1)
         bad("meta.json: tensor '" + t.name + "' " + t.type.str() + " cannot be split as its 'split' says");
+      // Blocks that do not divide the dimension pad it (one segment, blocks of ceil(size / shards)).
+      const int64_t size = t.type.shape[(size_t)dim], shards = t.sharding.shards();
+      if (size % (t.sharding.segments() * shards) != 0) {
+        if (t.sharding.segments() != 1 || !splitPaddingFits(size, (size + shards - 1) / shards, shards))
+          bad("meta.json: tensor '" + t.name + "' " + t.type.str() + " cannot be split as its 'split' says");
+        t.sharding.set_logical_size(size);
+      }
     }
     for (const json::Value &p : field(v, "pieces", json::Value::Array).items) {
       if (p.kind != json::Value::Object) bad("meta.json: a piece of '" + t.name + "' is not an object");
@@ -377,7 +424,7 @@ ShardReader::ShardReader(const std::string &dir, const json::Value &root,
         if (it == shard.tensors.end())
           bad("shard file '" + file + "' has no tensor '" + t.name + "' (meta.json puts a piece of it there)");
         const TensorType want =
-            q.block ? blockType(t.type, t.sharding) : TensorType{t.type.dtype, {q.end - q.begin}};
+            q.block ? blockType(t.type, t.sharding, q.index) : TensorType{t.type.dtype, {q.end - q.begin}};
         if (it->second.type.str() != want.str() || it->second.type.dtype != want.dtype)
           bad("shard file '" + file + "': tensor '" + t.name + "' is " + it->second.type.str() + ", expected " +
               want.str());
@@ -451,7 +498,8 @@ void ShardReader::read(const std::string &name, const TensorRef &local, const pl
            "'%s' %s",
            local.type.str().c_str(), (long long)rank, (long long)sharding->dim(), (long long)sharding->segments(),
            (long long)sharding->shards(), name.c_str(), t.type.str().c_str());
-    blockRuns(t.type.shape, *sharding, rank, want);
+    if (sharding->logical_size() > 0) std::memset(local.data, 0, (size_t)local.type.bytes());  // the padding
+    blockRuns(t.type.shape, *sharding, rank, /*withPadding=*/true, want);
   }
   readRuns(t, want, static_cast<char *>(local.data));
 }
@@ -478,7 +526,7 @@ void ShardReader::readRuns(const Tensor &t, const std::vector<ShardRun> &want, c
   std::vector<ShardRun> runs;
   for (const Tensor::Piece &q : t.pieces) {
     runs.clear();
-    if (q.block) blockRuns(t.type.shape, t.sharding, q.index, runs);
+    if (q.block) blockRuns(t.type.shape, t.sharding, q.index, /*withPadding=*/false, runs);
     else runs.push_back({q.begin, q.end - q.begin, 0});
     for (const ShardRun &r : runs) have.push_back({r, &q});
   }

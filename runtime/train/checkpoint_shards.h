@@ -11,7 +11,10 @@
             a ZeRO rank's optimizer state slice is exactly its piece of that split,
             so ZeRO ranks write what they hold (stage 3: its parameter slices too);
      block  a tensor-parallel slice (plan Param.sharding: dim, segments, shards, and
-            the slice's index, shard_layout.h), written by the ranks of data rank 0.
+            the slice's index, shard_layout.h), written by the ranks of data rank 0;
+            where the shards do not divide the split dimension (a padded vocabulary,
+            one segment: blocks of ceil(size / shards)) a block stores its entries
+            below the logical size only, never its padding.
    ZeRO on a data x tensor mesh holds flat runs of the local tensors, which have no piece
    yet: writeShardFile gathers each over the data group first and writes these pieces.
    The layout is a function of the logical tensors and the mesh only, so rank 0 can

@@ -324,13 +324,103 @@ module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
 
 // -----
 
-// A vocabulary the tensor axis does not divide stays whole, with a warning.
+// A vocabulary the tensor axis does not divide (13 classes over 2 ranks) is
+// padded, as Megatron-LM pads it: each rank holds a block of ceil(13 / 2) = 7
+// classes, rank 1's last one padding, and the sharding records the logical size.
+// The lookup is the divisible case's (no id reaches the padding row: ids are below
+// the vocabulary). The head adds the padding mask to the rank's bias, -inf at the
+// classes from 13 on (class j + 7 r >= 13), so the padding leaves the logsumexp, the
+// max and the argmax, and its row and bias entry get no gradient. Returned logits
+// drop the padding column after the all-gather.
+// CHECK-LABEL: func.func @padded(
+// CHECK-SAME: %[[W:[^:]*]]: tensor<7x8xf32> {lm.init = {kind = "zeros"}, lm.param = "wte", lm.sharding = {logical_size = 13 : i64, split_axes = {{\[\[}}1], []]}}
+// CHECK-SAME: %[[B:[^:]*]]: tensor<7xf32> {lm.init = {kind = "zeros"}, lm.param = "b", lm.sharding = {logical_size = 13 : i64, split_axes = {{\[\[}}1]]}}
+// CHECK-SAME: %[[T:[^:]*]]: tensor<2x3xi32> {lm.input = "t", lm.vocab = 13 : i64}
+// CHECK: %[[ROWS:.*]] = lm.constant dense<7.000000e+00> : tensor<f32>
+// CHECK: lm.lt %{{.*}}, %[[ROWS]]
+// CHECK: %[[H:.*]] = lm.all_reduce
+// CHECK-NEXT: %[[R:.*]] = lm.axis_index
+// CHECK-NEXT: %[[BLOCK:.*]] = lm.constant dense<7.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[FIRST:.*]] = lm.mul %[[R]], %[[BLOCK]]
+// CHECK-NEXT: %[[J:.*]] = lm.constant dense<[0.000000e+00, 1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 5.000000e+00, 6.000000e+00]> : tensor<7xf32>
+// CHECK-NEXT: %[[CLASS:.*]] = lm.add %[[J]], %[[FIRST]] : (tensor<7xf32>, tensor<f32>) -> tensor<7xf32>
+// CHECK-NEXT: %[[V:.*]] = lm.constant dense<1.300000e+01> : tensor<f32>
+// CHECK-NEXT: %[[PAD:.*]] = lm.ge %[[CLASS]], %[[V]]
+// CHECK-NEXT: %[[NINF:.*]] = lm.constant dense<0xFF800000> : tensor<f32>
+// CHECK-NEXT: %[[ZERO:.*]] = lm.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[MASK:.*]] = lm.where %[[PAD]], %[[NINF]], %[[ZERO]] : (tensor<7xf32>, tensor<f32>, tensor<f32>) -> tensor<7xf32>
+// CHECK-NEXT: %[[BM:.*]] = lm.add %[[B]], %[[MASK]] : (tensor<7xf32>, tensor<7xf32>) -> tensor<7xf32>
+// CHECK-NEXT: lm.linear_cross_entropy_stats %[[H]], %[[W]], %[[T]], %[[FIRST]], %[[BM]] {chunk_rows = 6 : i64, transpose_rhs = true, vocab = 13 : i64} : (tensor<2x3x8xf32>, tensor<7x8xf32>, tensor<2x3xi32>, tensor<f32>, tensor<7xf32>)
+// CHECK: lm.linear_cross_entropy_stats %[[H]], %[[W]], %[[T]], %{{.*}}, %{{.*}} {chunk_rows = 6 : i64, transpose_rhs = true, vocab = 13 : i64}
+// The accuracy's classes past every rank's count as the vocabulary's size.
+// CHECK: lm.constant dense<1.300000e+01> : tensor<f32>
+// CHECK-NEXT: lm.where %{{.*}} : (tensor<2x6xf32>, tensor<2x6xf32>, tensor<f32>) -> tensor<2x6xf32>
+// CHECK-LABEL: func.func @padded_forward(
+// CHECK: %[[L:.*]] = lm.add %{{.*}} : (tensor<1x3x7xf32>, tensor<7xf32>) -> tensor<1x3x7xf32>
+// CHECK-NEXT: %[[ALL:.*]] = lm.all_gather %[[L]] {dim = 2 : i64, group_size = 2 : i64, mesh_axis = 1 : i64} : (tensor<1x3x7xf32>) -> tensor<1x3x14xf32>
+// CHECK-NEXT: %[[OUT:.*]] = lm.slice %[[ALL]] {limit = array<i64: 1, 3, 13>, start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : (tensor<1x3x14xf32>) -> tensor<1x3x13xf32>
+// CHECK-NEXT: return %[[OUT]]
+// The train step: the stats op's VJP takes the masked bias, and the gradients of the
+// rank's block (its padding row and entry are zero: dz is 0 there) are halved.
+// STEP-LABEL: func.func @padded_train_step(
+// STEP: %{{.*}}, %[[DW:.*]], %[[DB:.*]] = lm.linear_cross_entropy_stats_grad {{.*}} -> (tensor<2x3x8xf32>, tensor<7x8xf32>, tensor<7xf32>)
+// STEP: lm.mul %[[DB]], %{{.*}} : (tensor<7xf32>, tensor<f32>) -> tensor<7xf32>
+// STEP: return
 module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
-  // expected-warning @below {{tensor parallelism: parameter 'wte' (7 rows, the vocabulary) is not divisible by mesh axis 'tensor' (2 ranks), so it stays whole on every rank; pad the vocabulary to a multiple of 2 to split it}}
-  func.func @odd(%wte: tensor<7x8xf32> {lm.param = "wte", lm.init = {kind = "zeros"}},
-                 %ids: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 7 : i64}) -> tensor<2x3x8xf32>
+  func.func @padded(%wte: tensor<13x8xf32> {lm.param = "wte", lm.init = {kind = "zeros"}},
+                    %b: tensor<13xf32> {lm.param = "b", lm.init = {kind = "zeros"}},
+                    %ids: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 13 : i64},
+                    %t: tensor<2x3xi32> {lm.input = "t", lm.vocab = 13 : i64}) -> (tensor<f32>, tensor<f32> {lm.metric = "accuracy"})
+      attributes {lm.objective} {
+    %h = lm.embedding %wte, %ids : (tensor<13x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
+    %l = lm.matmul %h, %wte {transpose_rhs = true} : (tensor<2x3x8xf32>, tensor<13x8xf32>) -> tensor<2x3x13xf32>
+    %lb = lm.add %l, %b : (tensor<2x3x13xf32>, tensor<13xf32>) -> tensor<2x3x13xf32>
+    %c = lm.cross_entropy %lb, %t : (tensor<2x3x13xf32>, tensor<2x3xi32>) -> tensor<f32>
+    %a = lm.accuracy %lb, %t : (tensor<2x3x13xf32>, tensor<2x3xi32>) -> tensor<f32>
+    return %c, %a : tensor<f32>, tensor<f32>
+  }
+  func.func @padded_forward(%wte: tensor<13x8xf32> {lm.param = "wte", lm.init = {kind = "zeros"}},
+                            %b: tensor<13xf32> {lm.param = "b", lm.init = {kind = "zeros"}},
+                            %ids: tensor<1x3xi32> {lm.input = "ids", lm.vocab = 13 : i64}) -> tensor<1x3x13xf32>
       attributes {lm.model} {
-    %a = lm.embedding %wte, %ids : (tensor<7x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
+    %h = lm.embedding %wte, %ids : (tensor<13x8xf32>, tensor<1x3xi32>) -> tensor<1x3x8xf32>
+    %l = lm.matmul %h, %wte {transpose_rhs = true} : (tensor<1x3x8xf32>, tensor<13x8xf32>) -> tensor<1x3x13xf32>
+    %lb = lm.add %l, %b : (tensor<1x3x13xf32>, tensor<13xf32>) -> tensor<1x3x13xf32>
+    return %lb : tensor<1x3x13xf32>
+  }
+}
+
+// -----
+
+// An untied head [d, V] pads its columns alike; without a bias the mask alone is the
+// stats op's bias.
+// CHECK-LABEL: func.func @padded_untied(
+// CHECK-SAME: tensor<8x7xf32> {lm.init = {kind = "zeros"}, lm.param = "head", lm.sharding = {logical_size = 13 : i64, split_axes = {{\[\[}}], [1]]}}
+// CHECK: %[[MASK:.*]] = lm.where %{{.*}} : (tensor<7xf32>, tensor<f32>, tensor<f32>) -> tensor<7xf32>
+// CHECK-NEXT: lm.linear_cross_entropy_stats %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MASK]] {chunk_rows = 6 : i64, vocab = 13 : i64}
+module attributes {lm.mesh = {data = 1 : i64, tensor = 2 : i64}} {
+  func.func @padded_untied(%embed: tensor<13x8xf32> {lm.param = "embed", lm.init = {kind = "zeros"}},
+                           %head: tensor<8x13xf32> {lm.param = "head", lm.init = {kind = "zeros"}},
+                           %ids: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 13 : i64},
+                           %t: tensor<2x3xi32> {lm.input = "t", lm.vocab = 13 : i64}) -> tensor<f32>
+      attributes {lm.objective} {
+    %h = lm.embedding %embed, %ids : (tensor<13x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
+    %l = lm.matmul %h, %head : (tensor<2x3x8xf32>, tensor<8x13xf32>) -> tensor<2x3x13xf32>
+    %c = lm.cross_entropy %l, %t : (tensor<2x3x13xf32>, tensor<2x3xi32>) -> tensor<f32>
+    return %c : tensor<f32>
+  }
+}
+
+// -----
+
+// A vocabulary too small for the axis stays whole, with a warning: blocks of
+// ceil(5 / 4) = 2 classes would leave rank 3 none.
+module attributes {lm.mesh = {data = 1 : i64, tensor = 4 : i64}} {
+  // expected-warning @below {{tensor parallelism: parameter 'wte' (5 rows, the vocabulary) is too small for mesh axis 'tensor' (4 ranks): blocks of ceil(5 / 4) = 2 classes leave the last rank none, so it stays whole on every rank}}
+  func.func @too_small(%wte: tensor<5x8xf32> {lm.param = "wte", lm.init = {kind = "zeros"}},
+                       %ids: tensor<2x3xi32> {lm.input = "ids", lm.vocab = 5 : i64}) -> tensor<2x3x8xf32>
+      attributes {lm.model} {
+    %a = lm.embedding %wte, %ids : (tensor<5x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
     return %a : tensor<2x3x8xf32>
   }
 }

@@ -22,6 +22,7 @@
 #include "contract/plan_file.h"
 #include "base/tensor.h"
 #include "contract/plan_trust.h"
+#include "contract/tensor_split.h"
 #include "contract/train_settings.h"
 #include "tools/RegisterLMDialects.h"
 #include "tools/cli_checks.h"
@@ -461,10 +462,17 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   // Under tensor parallelism the plan's parameters are one rank's slices
   // (param_count counts those); the model has the logical tensors.
   int64_t frozen = 0, logical = 0;
+  std::string padded;  // the split parameters whose last block is padded (a vocabulary T does not divide)
   for (const lmrt::plan::Param &p : plan.params()) {
-    int64_t n = p.has_sharding() ? p.sharding().shards() : 1;
-    for (int64_t d : p.type().shape())
-      n *= d;
+    int64_t n = 1;
+    for (auto [i, d] : llvm::enumerate(p.type().shape()))
+      n *= p.has_sharding() && (int64_t)i == p.sharding().dim() ? lmrt::splitLogicalSize(p.sharding(), d) : d;
+    if (p.has_sharding() && p.sharding().logical_size() > 0) {
+      int64_t block = p.type().shape((int)p.sharding().dim());
+      padded += (padded.empty() ? "" : ", ") + p.name() + " (" + std::to_string(p.sharding().logical_size()) + " in " +
+                std::to_string(p.sharding().shards()) + " blocks of " + std::to_string(block) + ": " +
+                std::to_string(block * p.sharding().shards() - p.sharding().logical_size()) + " padding)";
+    }
     logical += n;
     if (p.frozen())
       frozen += n;
@@ -507,6 +515,9 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
                  << (mesh.zero() > 0 ? " (1/" + std::to_string(mesh.data()) + " of it)" : std::string())
                  << ", activations " << humanBytes(m.arena) << ", communication buffers " << humanBytes(m.commScratch)
                  << "\n";
+    if (!padded.empty())
+      llvm::errs() << "lmc: per rank, padded to a block on every tensor rank (the padding counted above, held as "
+                   << "zeros, never written to a checkpoint): " << padded << "\n";
   }
   if (opts.steps > 0) {
     if (!plan.has_data() || plan.data().batch() <= 0 || plan.data().seq() <= 0)

@@ -14,6 +14,7 @@
 #include "runtime/exec/validate.h"
 #include "contract/contract.h"
 #include "contract/plan_trust.h"
+#include "contract/tensor_split.h"
 #include "contract/train_settings.h"
 #include "base/format.h"
 #include "tools/lmrt/commands.h"
@@ -174,12 +175,18 @@ void inspect(const std::string &path, bool steps) {
     if (q.has_sharding()) {  // a tensor-parallel rank's slice (docs/distributed.md, "Tensor parallelism")
       const plan::ParamSharding &sh = q.sharding();
       std::vector<int64_t> whole(q.type().shape().begin(), q.type().shape().end());
-      if (sh.dim() >= 0 && sh.dim() < (int64_t)whole.size()) whole[(size_t)sh.dim()] *= sh.shards();
+      if (sh.dim() >= 0 && sh.dim() < (int64_t)whole.size())
+        whole[(size_t)sh.dim()] = splitLogicalSize(sh, whole[(size_t)sh.dim()]);
       std::string shape;
       for (size_t i = 0; i < whole.size(); ++i) shape += (i ? ", " : "") + std::to_string(whole[i]);
       extra += " split: dim " + std::to_string(sh.dim()) + " of [" + shape + "] over " +
                std::to_string(sh.shards()) + " tensor ranks" +
-               (sh.segments() > 1 ? " (" + std::to_string(sh.segments()) + " segments, each split)" : "");
+               (sh.segments() > 1 ? " (" + std::to_string(sh.segments()) + " segments, each split)" : "") +
+               (sh.logical_size() > 0 ? " (blocks of " + std::to_string(q.type().shape((int)sh.dim())) +
+                                            ", the last rank's padded by " +
+                                            std::to_string(q.type().shape((int)sh.dim()) * sh.shards() -
+                                                           sh.logical_size()) + ")"
+                                      : "");
     }
     std::printf("  %-*s  %-18s %-24s %s%s\n", (int)width, q.name().c_str(), planTypeStr(q.type()).c_str(),
                 initStr(q.init()).c_str(), q.frozen() ? "frozen" : q.weight_decay() ? "decay" : "", extra.c_str());

@@ -5,7 +5,9 @@
    CPU kernels' (which test/Unit/kernels/GradTest.cpp checks against finite differences):
    a tied [Vr, D] and an untied [D, Vr] weight with a bias, chunks with a partial last one,
    targets of this rank, of other ranks and ignored, f64 and f32 (lse, the target logit,
-   the row max and its first class; dh, dw, dbias); and a first class or a target the
+   the row max and its first class; dh, dw, dbias); the last rank of a padded vocabulary
+   (-inf in the padding classes' bias: the results are the block's without them, their
+   gradients exactly zero); and a first class or a target the
    CPU kernel would refuse makes the row NaN instead of reading out of bounds. */
 #include "../kernels/KernelTestUtil.h"
 #include "contract/linear_cross_entropy.h"
@@ -40,6 +42,7 @@ struct Case {
   bool tied;
   int64_t rows, vr, d, chunk, vocab, first;
   DType dtype;
+  int64_t padding = 0;  // the last rank of a padded vocabulary: its last classes past `vocab`
 };
 
 template <typename T> void runCase(const Case &c) {
@@ -55,8 +58,14 @@ template <typename T> void runCase(const Case &c) {
   }
   bias.set(1, 4.0);
   bias.set(3, 4.0);
-  t.set(0, (double)c.first);                // the rank's first class
-  t.set(1, (double)(c.first + c.vr - 1));   // and its last
+  // A padded block (passes/VocabParallel.cpp): the padding classes' weights are zeros
+  // and -lm-spmd's mask puts -inf in their bias.
+  for (int64_t j = c.vr - c.padding; j < c.vr; ++j) {
+    for (int64_t k = 0; k < c.d; ++k) w.set(c.tied ? j * c.d + k : k * c.vr + j, 0.0);
+    bias.set(j, -INFINITY);
+  }
+  t.set(0, (double)c.first);                           // the rank's first class
+  t.set(1, (double)(c.first + c.vr - 1 - c.padding));  // and its last
   t.set(2, -100);                            // ignored
   if (c.first > 0) t.set(3, 0);              // another rank's
   Attrs a = attrs({{"transpose_rhs", c.tied}, {"chunk_rows", c.chunk}, {"vocab", c.vocab}});
@@ -95,6 +104,38 @@ template <typename T> void runCase(const Case &c) {
   EXPECT_TRUE(allClose(dh, grad[0], rtol * 10, atol * 10)) << "dh";
   EXPECT_TRUE(allClose(dw, grad[1], rtol * 10, atol * 10)) << "dw";
   EXPECT_TRUE(allClose(db, grad[2], rtol * 10, atol * 10)) << "dbias";
+  if (c.padding == 0) return;
+
+  // The padding is out of everything: the results are those of the block without its
+  // padding classes (the CPU kernel on w and bias cut to the real ones), and the padding's
+  // gradients are exactly zero, on both backends.
+  const int64_t real = c.vr - c.padding;
+  Buf wr = c.tied ? Buf(c.dtype, {real, c.d}) : Buf(c.dtype, {c.d, real}), br(c.dtype, {real});
+  for (int64_t j = 0; j < real; ++j) {
+    br.set(j, bias.get(j));
+    for (int64_t k = 0; k < c.d; ++k) wr.set(c.tied ? j * c.d + k : k * real + j, w.get(c.tied ? j * c.d + k : k * c.vr + j));
+  }
+  auto cut = runKernel("linear_cross_entropy_stats", {h, wr, t, first, br}, {rows, rows, rows, rows}, a);
+  auto cutGrad = runKernel("linear_cross_entropy_stats_grad", {h, wr, t, first, br, cut[0], dlse, dtl},
+                           {h.type, wr.type, br.type}, a);
+  const char *names[] = {"lse", "target_logit", "max", "argmax"};
+  for (int k = 0; k < 4; ++k) EXPECT_TRUE(allClose(stats[(size_t)k], cut[(size_t)k], rtol, atol)) << names[k] << " (cut)";
+  EXPECT_TRUE(allClose(grad[0], cutGrad[0], rtol * 10, atol * 10)) << "dh (cut)";
+  for (int64_t j = 0; j < c.vr; ++j) {
+    for (int64_t k = 0; k < c.d; ++k) {
+      const int64_t at = c.tied ? j * c.d + k : k * c.vr + j;
+      if (j < real) {
+        EXPECT_NEAR(grad[1].get(at), cutGrad[1].get(c.tied ? j * c.d + k : k * real + j), atol * 10) << "dw " << j;
+      } else {
+        EXPECT_EQ(grad[1].get(at), 0.0) << "CPU dw of padding class " << j;
+        EXPECT_EQ(dw.get(at), 0.0) << "CUDA dw of padding class " << j;
+      }
+    }
+    if (j >= real) {
+      EXPECT_EQ(grad[2].get(j), 0.0) << "CPU dbias of padding class " << j;
+      EXPECT_EQ(db.get(j), 0.0) << "CUDA dbias of padding class " << j;
+    }
+  }
 }
 
 TEST(VocabParallelEmulation, StatsAndGradMatchTheCpu) {
@@ -103,6 +144,13 @@ TEST(VocabParallelEmulation, StatsAndGradMatchTheCpu) {
   runCase<double>({true, 5, 300, 7, 0, 900, 600, DType::F64});   // one chunk (chunk_rows 0); a row wider than a block
   runCase<float>({true, 21, 37, 24, 10, 74, 37, DType::F32});
   runCase<float>({false, 21, 37, 24, 21, 74, 0, DType::F32});
+  // The last rank of a padded vocabulary (docs/distributed.md, "The vocabulary"): 77
+  // classes over 3 ranks in blocks of 26, rank 2 holding 25 and 1 padding; 40 over 3 in
+  // blocks of 14, rank 2 holding 12 and 2 padding.
+  runCase<double>({true, 30, 26, 16, 8, 77, 52, DType::F64, 1});
+  runCase<double>({false, 30, 14, 16, 8, 40, 28, DType::F64, 2});
+  runCase<float>({true, 21, 26, 24, 10, 77, 52, DType::F32, 1});
+  runCase<float>({false, 21, 14, 24, 21, 40, 28, DType::F32, 2});
 }
 
 /* What the CPU kernel refuses on the host the device kernels cannot: a first class that is

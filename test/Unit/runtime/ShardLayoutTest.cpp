@@ -1,8 +1,9 @@
 /* Tests where a tensor-parallel rank's slice lies in the logical tensor
    (runtime/exec/shard_layout.h): against index arithmetic written out here, for a
    column split, a packed q|k|v split (segments) and a row split; slicing then
-   placing every rank's slice rebuilds the tensor; mismatched types are refused. And
-   ZeRO stage 3's padded slices of the flattened tensor. */
+   placing every rank's slice rebuilds the tensor; mismatched types are refused; a
+   padded split (a vocabulary the ranks do not divide) holds zeros past the logical
+   size. And ZeRO stage 3's padded slices of the flattened tensor. */
 #include <gtest/gtest.h>
 
 #include <tuple>
@@ -80,6 +81,49 @@ TEST(ShardLayout, RefusesTypesThatDoNotMatch) {
                           TensorRef{b.data(), TensorType{DType::F32, {2, 6}}}, 2),
                Error);
   EXPECT_THROW(logicalType(TensorType{DType::F32, {2, 5}}, sharding(1, 3, 2)), Error);
+}
+
+/* A padded split (logical_size: a vocabulary the ranks do not divide): blocks of
+   ceil(size / shards), rank r's covering [r b, min((r + 1) b, size)); the tail of the
+   last block is zeros when cut and never placed. Rows of a [7, 2] table over 2 ranks
+   (blocks of 4) and columns of a [2, 7] head over 3 ranks (blocks of 3: 3, 3, 1). */
+TEST(ShardLayout, PaddedBlocksHoldZerosPastTheLogicalSize) {
+  for (const auto &[dim, shards, whole, local] :
+       std::vector<std::tuple<int64_t, int64_t, TensorType, TensorType>>{
+           {0, 2, TensorType{DType::F32, {7, 2}}, TensorType{DType::F32, {4, 2}}},
+           {1, 3, TensorType{DType::F32, {2, 7}}, TensorType{DType::F32, {2, 3}}}}) {
+    plan::ParamSharding s = sharding(dim, 1, shards);
+    s.set_logical_size(7);
+    EXPECT_EQ(logicalType(local, s).str(), whole.str());
+    const int64_t block = local.shape[(size_t)dim], inner = dim == 0 ? 2 : 1, outer = dim == 0 ? 1 : 2;
+    std::vector<float> src = iota(14), rebuilt(14, -1.f), part((size_t)local.numel(), -1.f);
+    for (int64_t r = 0; r < shards; ++r) {
+      sliceShard(s, TensorRef{src.data(), whole}, TensorRef{part.data(), local}, r);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t k = 0; k < block; ++k)
+          for (int64_t i = 0; i < inner; ++i) {
+            const int64_t entry = r * block + k;  // along the split dimension
+            const float want = entry < 7 ? src[(size_t)((o * 7 + entry) * inner + i)] : 0.f;
+            EXPECT_EQ(part[(size_t)((o * block + k) * inner + i)], want)
+                << whole.str() << " rank " << r << " entry " << entry;
+          }
+      for (float &x : part) x = x == 0.f ? 99.f : x;  // padding never reaches the logical tensor
+      placeShard(s, TensorRef{part.data(), local}, TensorRef{rebuilt.data(), whole}, r);
+    }
+    std::vector<float> expect = src;
+    expect[0] = 99.f;  // (element 0 holds 0, marked as the padding is)
+    EXPECT_EQ(rebuilt, expect) << whole.str();
+  }
+  // A logical size the blocks cannot pad: one with a whole block of padding (7 over 4
+  // blocks of 3), one beyond the blocks, and padded segments.
+  plan::ParamSharding s = sharding(0, 1, 4);
+  s.set_logical_size(7);
+  EXPECT_THROW(logicalType(TensorType{DType::F32, {3}}, s), Error);
+  s.set_shards(2);
+  EXPECT_THROW(logicalType(TensorType{DType::F32, {3}}, s), Error);
+  s = sharding(0, 3, 2);
+  s.set_logical_size(7);
+  EXPECT_THROW(logicalType(TensorType{DType::F32, {6}}, s), Error);
 }
 
 /* ZeRO stage 3's slices (mesh axis 0): rank r holds elements [r c, (r + 1) c) of the

@@ -919,6 +919,21 @@ TEST(Validate, ParamSharding) {
   EXPECT_HAS(errorAfter([&](plan::Plan &p) { split(p, 2, 2, 1, 1, 2); }),
              "parameter 0 'wte': has sharding dim 2 with 1 segments, which its type");
   EXPECT_HAS(errorAfter([&](plan::Plan &p) { split(p, 2, 0, 0, 1, 2); }), "has sharding dim 0 with 0 segments");
+  // A padded split (a vocabulary the axis does not divide): wte's [5, 4] is a block of 5
+  // rows, so 2 blocks pad a logical 6 to 10; 5 would leave rank 1 nothing, 11 does not fit.
+  auto padded = [&](int64_t dim, int64_t segments, int64_t size) {
+    return [=](plan::Plan &p) {
+      split(p, 2, dim, segments, 1, 2);
+      p.mutable_params(0)->mutable_sharding()->set_logical_size(size);
+    };
+  };
+  EXPECT_EQ(errorAfter(padded(0, 1, 9)), "(valid)");
+  EXPECT_EQ(errorAfter(padded(0, 1, 6)), "(valid)");
+  EXPECT_HAS(errorAfter(padded(0, 1, 5)),
+             "parameter 0 'wte': has a padded sharding of logical size 5 in 2 blocks of 5 (1 segments); a padded "
+             "split has one segment, and every rank holds part of the logical size and at most one block of padding");
+  EXPECT_HAS(errorAfter(padded(0, 1, 11)), "has a padded sharding of logical size 11 in 2 blocks of 5");
+  EXPECT_HAS(errorAfter(padded(1, 2, 7)), "has a padded sharding of logical size 7 in 2 blocks of 4 (2 segments)");
 }
 
 }  // namespace

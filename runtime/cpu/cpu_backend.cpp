@@ -46,13 +46,12 @@ public:
   CpuBackend(Session &session);
   std::string describe() const override { return "cpu"; }
   std::string describeSharding() const override { return zero_ ? zero_->describe() : zero3_.describe; }
-  void uploadParams() override { copiesCurrent_ = gradSumsCurrent_ = false; }
+  void uploadParams() override { copiesCurrent_ = false; }
   void downloadParams(bool) override {}
   void run(const std::string &program, const std::map<std::string, TensorRef> &inputs) override;
   TensorRef output(const std::string &program, const std::string &name) override;
   void accumulateGradients(int micro, int count) override;
   double gradientNorm() override {
-    if (gradSumsCurrent_) return normFromSums();
     if (!tensorSplit_.empty()) return tensorParallelGradNorm();
     if (!zero3_.whole.empty()) {  // ZeRO stage 3: the local gradients are the slices
       std::vector<const void *> slices;
@@ -81,8 +80,6 @@ private:
   }
   std::vector<NamedTensor> stateTensors(std::vector<void *> data);
   void findParamCopies();
-  void findGradSums();
-  double normFromSums();
   double tensorParallelGradNorm();
 
   Session &session_;
@@ -122,18 +119,6 @@ private:
   std::vector<bool> copyStep_;
   std::vector<ParamView> copyViews_;
   bool copiesCurrent_ = false;
-  // The gradient norm's sums of squares (grad_clip.h's gradSumSquares), each taken right
-  // after the train step's last write of that gradient, while it is in cache, instead of
-  // in a pass over all the gradients after the step; gradientNorm() adds them in
-  // parameter order, as globalGradNorm does (the same bits). sumsAfter_: per train_step
-  // step, the parameters whose gradient it finishes. Empty on a mesh (the collectives
-  // finish the gradients), or with LMRT_NORM_IN_STEP=0. gradSumsCurrent_: the sums are
-  // those of the gradients as they are (the last run was the train step, and no
-  // accumulation has changed them since).
-  std::vector<std::vector<size_t>> sumsAfter_;
-  std::vector<double> gradSums_;
-  std::vector<bool> summed_;  // per parameter: some step finishes its gradient
-  bool gradSumsCurrent_ = false;
   OpProfile *profile_ = nullptr;
   NonFiniteValue *nonFinite_ = nullptr;
   StepObserver observer_;
@@ -217,48 +202,6 @@ CpuBackend::CpuBackend(Session &session)
       for (size_t k = 0; k < stateSlots(config, views_[i].shape).size(); ++k) stateOwner_.push_back(i);
   }
   findParamCopies();
-  findGradSums();
-}
-
-bool isCollective(const std::string &op);
-
-/* Whether the train step sums the gradients' squares as it finishes them:
-   LMRT_NORM_IN_STEP, on unless it is 0 (the same bits either way). */
-bool normInStepOn() {
-  static const bool on = envSwitch("LMRT_NORM_IN_STEP", /*byDefault=*/true);
-  return on;
-}
-
-void CpuBackend::findGradSums() {
-  auto it = programs_.find("train_step");
-  if (it == programs_.end() || !normInStepOn() || zero_ || !zero3_.whole.empty() || !tensorSplit_.empty())
-    return;
-  const ProgramBinding &pb = *it->second.binding;
-  std::vector<int64_t> last(views_.size(), -1);  // per parameter: the last step writing its gradient
-  for (size_t si = 0; si < pb.steps.size(); ++si) {
-    if (isCollective(pb.steps[si].step->op())) return;  // a mesh: gradients finish in flight
-    for (int id : pb.steps[si].out)
-      if (pb.buffers[(size_t)id].kind == plan::Buffer::GRAD) last[(size_t)pb.buffers[(size_t)id].param] = (int64_t)si;
-  }
-  std::vector<std::vector<size_t>> after(pb.steps.size());
-  std::vector<bool> summed(views_.size(), false);
-  bool any = false;
-  for (size_t p = 0; p < views_.size(); ++p)
-    if (last[p] >= 0) {
-      after[(size_t)last[p]].push_back(p);
-      summed[p] = any = true;
-    }
-  if (!any) return;
-  sumsAfter_ = std::move(after);
-  summed_ = std::move(summed);
-  gradSums_.assign(views_.size(), 0.0);
-}
-
-double CpuBackend::normFromSums() {
-  double s = 0;
-  for (size_t p = 0; p < views_.size(); ++p)
-    s += summed_[p] ? gradSums_[p] : gradSumSquares(views_[p].grad, views_[p].dtype, views_[p].numel);
-  return std::sqrt(s);
 }
 
 /* Whether the optimizer writes the kept parameter copies and the train step skips their
@@ -345,8 +288,6 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
   const bool trainStep = programName == "train_step" && !copyStep_.empty();
   const bool skipCopies = trainStep && copiesCurrent_ && !observer_ && !nonFinite_;
   copiesCurrent_ = false;  // until this run ends: another program's run takes the arena
-  const bool sumGrads = programName == "train_step" && !sumsAfter_.empty();
-  gradSumsCurrent_ = false;
   for (const BufferBinding &b : pb.buffers)
     if (b.state >= 0 && states_[b.state].empty())
       states_[b.state].assign((size_t)(b.type.bytes() + 7) / 8, 0.0);
@@ -465,15 +406,6 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
       e.calls += 1;
       e.flops += sb.step->flops();
     }
-    if (sumGrads && !sumsAfter_[si].empty()) {
-      auto s0 = std::chrono::steady_clock::now();
-      for (size_t p : sumsAfter_[si]) gradSums_[p] = gradSumSquares(views_[p].grad, views_[p].dtype, views_[p].numel);
-      if (profile_) {
-        OpProfile::Entry &e = profile_->ops[programName + "/gradient norm (sums in the step)"];
-        e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
-        e.calls += (int64_t)sumsAfter_[si].size();
-      }
-    }
     if (observer_) observer_(programName, *sb.step, call.in, call.out);
     if (nonFinite_)
       for (size_t k = 0; k < call.out.size(); ++k) {
@@ -491,7 +423,6 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
   }
   lastRun_ = programName;
   copiesCurrent_ = trainStep;
-  gradSumsCurrent_ = sumGrads;
 }
 
 TensorRef CpuBackend::output(const std::string &programName, const std::string &name) {
@@ -527,7 +458,6 @@ template <typename T> void accumulateInto(T *acc, T *grad, int64_t n, int micro,
 }
 
 void CpuBackend::accumulateGradients(int micro, int count) {
-  gradSumsCurrent_ = false;  // the mean is not the last micro-batch's gradient
   if (accumulated_.empty())
     for (const ParamState &p : session_.params()) accumulated_.emplace_back(p.grad.size());
   for (size_t i = 0; i < views_.size(); ++i) {

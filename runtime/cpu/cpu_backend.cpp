@@ -186,10 +186,7 @@ CpuBackend::CpuBackend(Session &session)
     zero3_.rank = world.size() == mesh.data() ? world.rank() : 0;
     zero3_.ranks = (int)mesh.data();
     if (world.size() == mesh.data())
-      zero3_.describe = "ZeRO stage 3: rank " + std::to_string(zero3_.rank) + " keeps " + std::to_string(mine) +
-                        " of the " + std::to_string(all) + " parameter elements (its slice of each parameter, " +
-                        "gathered right before each use), their reduced gradients and optimizer state, and " +
-                        "updates them";
+      zero3_.describe = describeZero(3, zero3_.rank, mine, all);
   } else if (const int64_t tensor = std::max<int64_t>(1, mesh.tensor());
              mesh.zero() >= 1 && mesh.data() > 1 && world.size() == mesh.data() * tensor) {
     const OptimizerConfig config = optimizerConfig(bound_.plan());

@@ -8,27 +8,7 @@
 #include "runtime/cpu/grad_clip.h"
 
 namespace lmrt::cpu {
-namespace {
-
-int64_t roundUp(int64_t x) { return (x + kGradNormBlock - 1) / kGradNormBlock * kGradNormBlock; }
-
-}  // namespace
-
-int64_t zeroHeadLength(int64_t n, int ranks, int q) {
-  const ShardRange r = zeroShard(n, ranks, q);
-  return std::min(r.end, roundUp(r.begin)) - r.begin;
-}
-
-int64_t zeroHeadSlot(int64_t n, int ranks) {
-  int64_t slot = 0;
-  for (int q = 0; q < ranks; ++q) slot = std::max(slot, zeroHeadLength(n, ranks, q));
-  return slot;
-}
-
-int64_t zeroOwnedBlocks(int64_t n, int ranks, int q) {
-  const ShardRange r = zeroShard(n, ranks, q);
-  return (r.end + kGradNormBlock - 1) / kGradNormBlock - (r.begin + kGradNormBlock - 1) / kGradNormBlock;
-}
+static_assert(kGradNormBlock == kZeroNormBlock, "ZeRO's norm blocks are the norm's");
 
 std::vector<double> zeroOwnedBlockSums(const void *slice, DType dtype, int64_t n, int ranks, int rank,
                                        const void *heads, int64_t slot) {
@@ -37,7 +17,7 @@ std::vector<double> zeroOwnedBlockSums(const void *slice, DType dtype, int64_t n
   const char *own = static_cast<const char *>(slice);
   std::vector<double> sums;
   std::vector<char> block;  // a block that runs past this slice, put together
-  for (int64_t start = roundUp(mine.begin); start < mine.end; start += kGradNormBlock) {
+  for (int64_t start = zeroNormRoundUp(mine.begin); start < mine.end; start += kGradNormBlock) {
     const int64_t end = std::min(n, start + kGradNormBlock);
     const char *first = own + (size_t)(start - mine.begin) * eb;
     if (end <= mine.end) {

@@ -15,16 +15,16 @@
 #include <vector>
 
 #include "base/tensor.h"
+#include "runtime/exec/zero_norm_blocks.h"
 
 namespace lmrt::cpu {
 
-/* Elements of rank q's slice of an n-element gradient that end a block begun on an
-   earlier rank: [begin_q, min(end_q, the next multiple of kGradNormBlock)). */
-int64_t zeroHeadLength(int64_t n, int ranks, int q);
-/* The largest head of any rank: the all-gather's per-rank slot (0: no boundary falls in a block). */
-int64_t zeroHeadSlot(int64_t n, int ranks);
-/* The blocks whose first element lies in rank q's slice. */
-int64_t zeroOwnedBlocks(int64_t n, int ranks, int q);
+/* The blocks, heads and owners are runtime/exec/zero_norm_blocks.h's (the CUDA backend's
+   too), its blocks this file's kGradNormBlock. */
+using lmrt::zeroHeadLength;
+using lmrt::zeroHeadSlot;
+using lmrt::zeroOwnedBlocks;
+
 /* The sums of squares of the blocks rank `rank` owns, in block order: `slice` is its
    elements [begin, end) of the gradient, `heads` every rank's head, rank q's at element
    q * slot (zeroHeadSlot). */

@@ -9,6 +9,7 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/cpu/grad_clip.h"
 #include "runtime/cpu/zero_grad_norm.h"
+#include "runtime/exec/optimizer.h"
 
 namespace lmrt::cpu {
 
@@ -31,9 +32,7 @@ ZeroShards::ZeroShards(const std::vector<ParamView> &params, int rank, int ranks
 std::string ZeroShards::describe() const {
   int64_t mine = 0, all = 0;
   for (size_t i = 0; i < whole_.size(); ++i) mine += shards_[i].numel, all += whole_[i].numel;
-  return "ZeRO stage " + std::to_string(stage_) + ": rank " + std::to_string(rank_) + " keeps the optimizer state " +
-         (stage_ >= 2 ? "and the reduced gradients " : "") + "of " + std::to_string(mine) + " of the " +
-         std::to_string(all) + " parameter elements (its slice of each parameter), and updates them";
+  return describeZero(stage_, rank_, mine, all);
 }
 
 void ZeroShards::gather(const void *slice, void *whole, int64_t numel, DType dtype, const std::string &what) {
@@ -64,14 +63,14 @@ double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<cons
   const int rank_ = rank, ranks_ = ranks;
   // Each gradient's head (the elements before the slice's first block boundary) to every
   // rank, then each rank's sums of the blocks it owns; one all-gather of those sums.
-  std::vector<std::vector<double>> mine(params.size());
-  std::vector<int64_t> slots(params.size(), 0);
-  int64_t total = 0;
+  std::vector<int64_t> numel;
+  std::vector<bool> frozen;
+  for (const ParamView &p : params) numel.push_back(p.numel), frozen.push_back(p.frozen);
+  const OwnedSumsLayout layout = ownedSumsLayout(numel, frozen, ranks_);
+  std::vector<double> sent((size_t)layout.total, 0.0), all((size_t)(layout.total * ranks_), 0.0);
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamView &p = params[i];
     if (p.frozen) continue;  // no gradient
-    for (int q = 0; q < ranks_; ++q) slots[i] = std::max(slots[i], zeroOwnedBlocks(p.numel, ranks_, q));
-    total += slots[i];
     const int64_t slot = zeroHeadSlot(p.numel, ranks_);
     HostBytes heads;
     if (slot > 0) {
@@ -82,27 +81,15 @@ double zeroGradNorm(const std::vector<ParamView> &params, const std::vector<cons
       comm::meshGroup(0).allGather(head.data(), heads.data(), slot, p.dtype,
                               "ZeRO gradient norm: all_gather of gradient " + std::to_string(i) + "'s block heads");
     }
-    mine[i] = zeroOwnedBlockSums(slices[i], p.dtype, p.numel, ranks_, rank_, heads.data(), slot);
+    const std::vector<double> mine = zeroOwnedBlockSums(slices[i], p.dtype, p.numel, ranks_, rank_, heads.data(), slot);
+    std::copy(mine.begin(), mine.end(), sent.begin() + (ptrdiff_t)layout.at[i]);
   }
-  std::vector<double> sent((size_t)total, 0.0), all((size_t)(total * ranks_), 0.0);
-  for (size_t i = 0, at = 0; i < params.size(); at += (size_t)slots[i], ++i)
-    std::copy(mine[i].begin(), mine[i].end(), sent.begin() + (ptrdiff_t)at);
-  if (total > 0)
-    comm::meshGroup(0).allGather(sent.data(), all.data(), total, DType::F64, "ZeRO gradient norm: all_gather of block sums");
+  if (layout.total > 0)
+    comm::meshGroup(0).allGather(sent.data(), all.data(), layout.total, DType::F64,
+                                 "ZeRO gradient norm: all_gather of block sums");
   // grad_clip.cpp's order: each gradient's blocks from 0 in block order (rank order), then
   // the gradients from 0 in parameter order.
-  double s = 0;
-  for (size_t i = 0, at = 0; i < params.size(); at += (size_t)slots[i], ++i) {
-    const ParamView &p = params[i];
-    if (p.frozen) continue;  // zeros (no gradient reaches a frozen parameter): DP adds their +0
-    double t = 0;
-    for (int q = 0; q < ranks_; ++q) {
-      const int64_t owned = zeroOwnedBlocks(p.numel, ranks_, q);
-      for (int64_t k = 0; k < owned; ++k) t += all[(size_t)(q * total) + at + (size_t)k];
-    }
-    s += t;
-  }
-  return std::sqrt(s);
+  return std::sqrt(addOwnedSums(numel, frozen, ranks_, layout, all));
 }
 
 void ZeroShards::gatherParams(const std::vector<ParamView> &params) {

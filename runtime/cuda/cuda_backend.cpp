@@ -10,6 +10,7 @@
 
 #include "contract/op_table.h"
 #include "contract/plan_types.h"
+#include "contract/zero3.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/cuda/collective_stream.h"
 #include "runtime/cuda/device.h"
@@ -74,7 +75,10 @@ public:
 
 private:
   Program &program(const std::string &name);
-  double tensorParallelGradNorm();
+  /* From normBlocks_ (the whole gradients): each gradient's sum of squares, its blocks' sums
+     added in block order. */
+  std::vector<double> gradSumSquares();
+  double sliceGradNorm();  // ZeRO stages 2 and 3
   /* Waits for the stream; a fault of an earlier kernel surfaces here, with a hint. */
   void sync(const char *what);
   /* Copies a device tensor to the host (after the stream's work so far). */
@@ -84,6 +88,9 @@ private:
   void *paramAt(const DeviceBuffer &flat, int index) const {
     return flat.bytes() + paramOffset_[index] * dtypeSize(paramType_);
   }
+  /* Parameter `index`'s gradient in grads_: the whole gradient, or from ZeRO stage 2 on this
+     rank's slice of it (ParamState.gradType). */
+  void *gradAt(int index) const { return grads_.bytes() + gradOffset_[index] * dtypeSize(paramType_); }
   /* Parameter `index`'s optimizer state in m_ or v_: the whole parameter's, or under ZeRO
      this rank's slice of it (zero_.slices[index]). */
   void *stateAt(const DeviceBuffer &state, int index) const {
@@ -105,20 +112,32 @@ private:
   DType paramType_ = DType::F32;
   std::vector<int64_t> paramOffset_;  // elements into the flat storage, per parameter
   int64_t paramElems_ = 0;
-  DeviceBuffer arena_, params_, grads_, m_, v_, acc_, constants_, scratch_, norm_, chunks_, slices_;
+  // The gradients' flat layout: the parameters' (ParamState.gradType is the type), or under
+  // ZeRO stage 2 this rank's padded slices only (contract/zero3.h).
+  std::vector<int64_t> gradOffset_;
+  int64_t gradElems_ = 0;
+  bool slicedGradsAlone_ = false;  // a stage-2 plan in a process that is not one of its data ranks
+  DeviceBuffer arena_, params_, grads_, m_, v_, acc_, constants_, scratch_, chunks_, slices_;
   // Tensor parallelism (plan mesh tensor > 1): per parameter, whether this rank holds a slice of
-  // it (plan Param.sharding), and the gradient norm's blocks (NormBlock), parameter by
-  // parameter, with each parameter's first block; empty otherwise.
+  // it (plan Param.sharding); empty otherwise. The gradient norm's blocks (zero_chunks.h's
+  // normBlocks) of the whole gradients, parameter by parameter, with each parameter's first
+  // block, or under ZeRO stages 2 and 3 (sliceNorm_) the blocks this rank owns.
   std::vector<bool> tensorSplit_;
   std::vector<int64_t> normBlockStart_;
   DeviceBuffer normBlocks_, normSums_;
+  SliceNorm sliceNorm_;  // ZeRO stages 2 and 3: the blocks this rank owns (norm_blocks.h)
+  DeviceBuffer heads_;   // and every rank's heads
   int64_t numChunks_ = 0, numSlices_ = 0;
   OptimizerConfig optimizer_;  // the plan's; its state slot k of a parameter lives in m_ (k = 0) or v_ (k = 1)
-  // ZeRO stage 1 on the data axis (zero_chunks.h; docs/distributed.md, "ZeRO on CUDA"): this
-  // data rank (of zeroRanks_) updates only its slice of each parameter and m_ and v_ hold only
-  // those slices' state, packed; then the parameters are all-gathered over NCCL. Without ZeRO
-  // zeroRanks_ is 1 and zero_ covers the whole parameters in their own layout.
-  int zeroRank_ = 0, zeroRanks_ = 1;
+  // ZeRO (zero_chunks.h; docs/distributed.md, "ZeRO on CUDA"). Stages 1 and 2: this data rank
+  // (of zeroRanks_) updates only its slice of each parameter and m_ and v_ hold only those
+  // slices' state, packed; then the parameters are all-gathered over NCCL (the data axis's
+  // communicator); stage 2's train step leaves only the slices of the gradients. Stage 3: the
+  // plan's parameters are the rank's slices (contract/zero3.h), updated as they are, and the
+  // programs gather them; zeroRanks_ stays 1. Without ZeRO (zeroStage_ 0) zeroRanks_ is 1 and
+  // zero_ covers the whole parameters in their own layout.
+  int zeroStage_ = 0, zeroRank_ = 0, zeroRanks_ = 1;
+  std::string zeroDescription_;  // describeSharding()
   ChunkTable zero_;
   DeviceBuffer zeroStaging_, zeroWhole_;  // a padded all-gather; a whole state tensor for a whole checkpoint
   bool heldRestorePending_ = false;       // beginHeldRestore's slices go to the device with the parameters
@@ -145,8 +164,10 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   // Not with a tensor axis: its collectives run on the compute stream, and the data axis's on
   // the second one would run NCCL kernels of two communicators at once, which NCCL documents as
-  // able to deadlock; a multi-GPU run has to check that first.
-  if (collectiveStreamEnabled() && plan.train().mesh().tensor() <= 1)
+  // able to deadlock; a multi-GPU run has to check that first. Nor under ZeRO stages 2 and 3:
+  // their reduce-scatters and gathers stay on the compute stream, on the data axis's own
+  // communicator, which the second stream's all-reduce (the loss) would use at the same time.
+  if (collectiveStreamEnabled() && plan.train().mesh().tensor() <= 1 && !zeroSlicesGrads(plan.train().mesh()))
     collectives_ = std::make_unique<CollectiveStream>(stream_);
   gemm_ = std::make_unique<Gemm>(stream_, options.tf32);
   if (plan.precision() == "bf16") lowPrecision_ = DType::BF16;
@@ -157,43 +178,58 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   const std::vector<ParamState> &ps = session.params();
   if (!ps.empty()) paramType_ = ps[0].type.dtype;
   optimizer_ = optimizerConfig(plan);
-  std::vector<ChunkParam> chunkParams;
   std::vector<ParamSlice> slices;
   // ZeRO when the plan asks for it and this process is one of its data ranks (a lone process
   // evaluating or sampling the plan has nothing to split; lmrt's joinRanks refuses the rest).
+  // On a data x tensor mesh (stage 1 only: lmc and lmrt refuse stages 2 and 3 with a tensor
+  // axis) the data rank is the world rank / tensor, and the ZeRO slices are of the rank's
+  // tensor-parallel slices.
   const plan::Mesh &mesh = plan.train().mesh();
-  if (mesh.zero() >= 1 && mesh.data() > 1 && comm::world().size() == mesh.data()) {
-    if (mesh.zero() > 1 || mesh.tensor() > 1)
-      bound_.error("ZeRO stage " + std::to_string(mesh.zero()) + (mesh.tensor() > 1 ? " with tensor parallelism" : "") +
-                   " does not run on the CUDA backend yet (stage 1 on a data axis does); compile it with --zero 1 "
-                   "--mesh data=N, or run it on --device cpu");
+  const int64_t tensor = std::max<int64_t>(1, mesh.tensor());
+  if (mesh.zero() >= 1 && mesh.data() > 1 && comm::world().size() == mesh.data() * tensor) {
+    if (mesh.zero() > 3 || (mesh.zero() > 1 && tensor > 1))
+      bound_.error("ZeRO stage " + std::to_string(mesh.zero()) + (tensor > 1 ? " with tensor parallelism" : "") +
+                   " does not run (stages 1 to 3 on a data axis do, and stage 1 on a data x tensor mesh)");
     if (!updatesSlices(optimizer_))
       bound_.error("ZeRO needs an elementwise optimizer (adamw, sgd or lion), and the plan's is " + optimizer_.kind);
-    zeroRank_ = comm::world().rank();
-    zeroRanks_ = (int)mesh.data();
+    zeroStage_ = (int)mesh.zero();
+    zeroRank_ = comm::world().rank() / (int)tensor;
+    if (zeroStage_ <= 2) zeroRanks_ = (int)mesh.data();
   }
+  // The flat storage (zero_chunks.h's flatLayout): stage 2's gradients are the slices
+  // (gradType), read by the update from their own layout; stage 3's parameters are slices.
+  std::vector<LayoutParam> layoutParams;
   for (size_t i = 0; i < ps.size(); ++i) {
     if (ps[i].type.dtype != paramType_)
       fail("plan '%s': parameter '%s' is %s while '%s' is %s; the CUDA backend keeps all parameters in one "
            "precision", bound_.origin().c_str(), ps[i].name.c_str(), dtypeName(ps[i].type.dtype),
            ps[0].name.c_str(), dtypeName(paramType_));
-    paramOffset_.push_back(paramElems_);
-    const int64_t n = ps[i].type.numel();
-    chunkParams.push_back({paramElems_, n, ps[i].frozen, ps[i].weightDecay, ps[i].lrScale});
+    layoutParams.push_back({ps[i].type.numel(), ps[i].gradType.numel(), session.logicalType(i).numel(), ps[i].frozen,
+                            ps[i].weightDecay, ps[i].lrScale});
+  }
+  const FlatLayout layout =
+      flatLayout(layoutParams, zeroStage_, zeroRank_, zeroStage_ > 0 ? (int)mesh.data() : 1,
+                 (int64_t)(kAlign / dtypeSize(paramType_)));
+  paramOffset_ = layout.paramOffset, gradOffset_ = layout.gradOffset;
+  paramElems_ = layout.paramElems, gradElems_ = layout.gradElems;
+  for (size_t i = 0; i < ps.size(); ++i) {
     const Shape &shape = ps[i].type.shape;
     const bool factored = optimizer_.kind == "adafactor" && adafactorFactored(shape);
     // A frozen parameter gets no chunk and no slice: the update never touches it.
     if (!ps[i].frozen)
-      slices.push_back({paramElems_, n, factored ? shape[shape.size() - 2] : 0, factored ? shape.back() : 0,
-                        ps[i].weightDecay ? 1 : 0, ps[i].trustRatio ? 1 : 0, ps[i].lrScale});
-    paramElems_ += (int64_t)(alignUp((size_t)n * dtypeSize(paramType_)) / dtypeSize(paramType_));
+      slices.push_back({paramOffset_[i], ps[i].type.numel(), factored ? shape[shape.size() - 2] : 0,
+                        factored ? shape.back() : 0, ps[i].weightDecay ? 1 : 0, ps[i].trustRatio ? 1 : 0,
+                        ps[i].lrScale});
   }
+  // Only stage 2's data ranks update parameters from gradient slices (a lone process given such
+  // a plan, to evaluate it, never steps the optimizer: launchUpdate checks).
+  slicedGradsAlone_ = zeroStage_ != 2 && gradElems_ != paramElems_;
   const size_t paramBytes = std::max<size_t>(kAlign, (size_t)paramElems_ * dtypeSize(paramType_));
   params_ = DeviceBuffer(paramBytes, "the parameters");
-  grads_ = DeviceBuffer(paramBytes, "the gradients");
-  // The elementwise optimizers' chunks (zero_chunks.h): the whole parameters, the state in
-  // their layout; or this ZeRO rank's slices, the state packed.
-  zero_ = elementwiseChunks(chunkParams, zeroRank_, zeroRanks_, (int64_t)(kAlign / dtypeSize(paramType_)));
+  grads_ = DeviceBuffer(std::max<size_t>(kAlign, (size_t)gradElems_ * dtypeSize(paramType_)), "the gradients");
+  // The elementwise optimizers' chunks: the whole parameters, the state in their layout; or this
+  // ZeRO rank's slices, the state packed.
+  zero_ = layout.chunks;
   const std::vector<AdamWChunk> &chunks = zero_.chunks;
   const size_t stateBytes =
       zeroRanks_ > 1 ? std::max<size_t>(kAlign, (size_t)zero_.stateElems * dtypeSize(paramType_)) : paramBytes;
@@ -206,6 +242,9 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
     const size_t padded = (size_t)(zeroShard(largest, zeroRanks_, 0).size() * zeroRanks_) * dtypeSize(paramType_);
     zeroStaging_ = DeviceBuffer(std::max<size_t>(kAlign, padded), "ZeRO's all-gather staging");
   }
+  // Of the parameters as this rank binds them (whole, or its tensor-parallel slices), as the CPU
+  // counts; under stage 3 of the logical tensors.
+  if (zeroStage_ > 0) zeroDescription_ = describeZero(zeroStage_, zeroRank_, layout.mine, layout.all);
   numChunks_ = (int64_t)chunks.size();
   chunks_ = DeviceBuffer(std::max<size_t>(1, chunks.size()) * sizeof(AdamWChunk), "AdamW's chunk table");
   if (!chunks.empty())
@@ -216,20 +255,38 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
   if (!slices.empty())
     CUDA_CHECK(cudaMemcpyAsync(slices_.get(), slices.data(), slices.size() * sizeof(ParamSlice),
                                cudaMemcpyHostToDevice, stream_));
-  norm_ = DeviceBuffer((kNormBlocks + 2) * sizeof(double), "the gradient norm");
+  // The gradient norm (norm_blocks.h): each gradient in blocks of 64 Ki elements, the blocks
+  // in order, the gradients in order; with a tensor axis the split gradients' sums added over
+  // the tensor group; under ZeRO stages 2 and 3 from the slices, the blocks this rank owns.
   if (plan.train().mesh().tensor() > 1) {
     // The optimizer updates this rank's slices as it would whole tensors only when it is
     // elementwise; the norm sums the split gradients' squares over the tensor group.
     const std::string e = tensorParallelOptimizerError(optimizer_, plan.train().mesh().tensor());
     if (!e.empty()) bound_.error(e);
-    std::vector<NormBlock> blocks;
-    for (size_t i = 0; i < ps.size(); ++i) {
-      tensorSplit_.push_back(plan.params((int)i).has_sharding());
-      normBlockStart_.push_back((int64_t)blocks.size());
-      for (int64_t b = 0, n = ps[i].type.numel(); b < n; b += kChunkElems)
-        blocks.push_back({paramOffset_[i] + b, paramOffset_[i] + std::min(n, b + kChunkElems)});
-    }
-    normBlockStart_.push_back((int64_t)blocks.size());
+    for (size_t i = 0; i < ps.size(); ++i) tensorSplit_.push_back(plan.params((int)i).has_sharding());
+  }
+  std::vector<int64_t> wholeCounts;  // the gradient elements the whole norm's blocks cover
+  std::vector<bool> frozen;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    wholeCounts.push_back(ps[i].gradType.numel());
+    frozen.push_back(ps[i].frozen);
+  }
+  if (zeroStage_ >= 2) {
+    std::vector<int64_t> logical;
+    for (size_t i = 0; i < ps.size(); ++i) logical.push_back(session.logicalType(i).numel());
+    sliceNorm_ = sliceNorm(logical, frozen, gradOffset_, zeroRank_, (int)mesh.data());
+    heads_ = DeviceBuffer(std::max<size_t>(kAlign, (size_t)(sliceNorm_.headStride * mesh.data()) * dtypeSize(paramType_)),
+                          "the gradient norm's block heads");
+    const std::vector<OwnedNormBlock> &blocks = sliceNorm_.blocks;
+    normBlocks_ = DeviceBuffer(std::max<size_t>(1, blocks.size()) * sizeof(OwnedNormBlock), "the gradient norm's blocks");
+    normSums_ = DeviceBuffer(std::max<size_t>(1, blocks.size()) * sizeof(double), "the gradient norm's block sums");
+    if (!blocks.empty())
+      CUDA_CHECK(cudaMemcpyAsync(normBlocks_.get(), blocks.data(), blocks.size() * sizeof(OwnedNormBlock),
+                                 cudaMemcpyHostToDevice, stream_));
+  } else {
+    const NormBlocks table = normBlocks(gradOffset_, wholeCounts);
+    const std::vector<NormBlock> &blocks = table.blocks;
+    normBlockStart_ = table.first;
     normBlocks_ = DeviceBuffer(std::max<size_t>(1, blocks.size()) * sizeof(NormBlock), "the gradient norm's blocks");
     normSums_ = DeviceBuffer(std::max<size_t>(1, blocks.size()) * sizeof(double), "the gradient norm's block sums");
     if (!blocks.empty())
@@ -263,7 +320,7 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
       switch (b.kind) {
       case plan::Buffer::ARENA: t.data = arena_.bytes() + b.offset; break;
       case plan::Buffer::PARAM: t.data = paramAt(params_, b.param); break;
-      case plan::Buffer::GRAD: t.data = paramAt(grads_, b.param); break;
+      case plan::Buffer::GRAD: t.data = gradAt(b.param); break;
       case plan::Buffer::INPUT: t.data = inputs_.at(prog.name() + "/" + b.name).get(); break;
       case plan::Buffer::CONSTANT:
         t.data = constants_.bytes() + constOff;
@@ -313,8 +370,9 @@ CudaBackend::~CudaBackend() {
 }
 
 int64_t CudaBackend::deviceBytes() const {
-  size_t n = arena_.size() + params_.size() * 2 + m_.size() + v_.size() + zeroStaging_.size() + acc_.size() +
-             constants_.size() + scratch_.size() + norm_.size() + chunks_.size() + slices_.size();
+  size_t n = arena_.size() + params_.size() + grads_.size() + m_.size() + v_.size() + zeroStaging_.size() + acc_.size() +
+             constants_.size() + scratch_.size() + chunks_.size() + slices_.size() + normBlocks_.size() +
+             normSums_.size() + heads_.size();
   for (const auto &[name, b] : inputs_) n += b.size();
   for (const DeviceBuffer &b : states_) n += b.size();
   return (int64_t)n;
@@ -368,7 +426,7 @@ void CudaBackend::downloadParams(bool grads) {
     CUDA_CHECK(cudaMemcpyAsync(ps[i].value.data(), paramAt(params_, (int)i), ps[i].value.size(),
                                cudaMemcpyDeviceToHost, stream_));
     if (grads)
-      CUDA_CHECK(cudaMemcpyAsync(ps[i].grad.data(), paramAt(grads_, (int)i), ps[i].grad.size(),
+      CUDA_CHECK(cudaMemcpyAsync(ps[i].grad.data(), gradAt((int)i), ps[i].grad.size(),
                                  cudaMemcpyDeviceToHost, stream_));
   }
   sync("downloading the parameters");
@@ -494,23 +552,20 @@ void CudaBackend::accumulateGradients(int micro, int count) {
     acc_ = DeviceBuffer(grads_.size(), "the accumulated gradients (--accumulate)");
     CUDA_CHECK(cudaMemsetAsync(acc_.get(), 0, acc_.size(), stream_));
   }
-  launchAccumulate(paramType_, grads_.get(), acc_.get(), paramElems_, micro, count, stream_);
+  launchAccumulate(paramType_, grads_.get(), acc_.get(), gradElems_, micro, count, stream_);
 }
 
 double CudaBackend::gradientNorm() {
-  if (!tensorSplit_.empty()) return tensorParallelGradNorm();
-  double *norm = static_cast<double *>(norm_.get());
-  launchGradNorm(paramType_, grads_.get(), paramElems_, norm + 2, norm, /*maxNorm=*/0, stream_);
-  double result = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&result, norm, sizeof result, cudaMemcpyDeviceToHost, stream_));
-  sync("computing the gradient norm");
-  return result;
+  if (zeroStage_ >= 2) return sliceGradNorm();
+  const std::vector<double> sums = gradSumSquares();
+  if (!tensorSplit_.empty()) return std::sqrt(comm::sumOverTensorGroup(sums, tensorSplit_));
+  double s = 0;
+  for (double v : sums) s += v;
+  return std::sqrt(s);
 }
 
-/* The norm one process computes, to rounding (docs/distributed.md, "Tensor parallelism"), as
-   the CPU backend's: each gradient's sum of squares (its blocks' sums added in block order on
-   the host), summed over the tensor group where this rank holds a slice of it. */
-double CudaBackend::tensorParallelGradNorm() {
+/* Each gradient's sum of squares: its blocks' sums, added in block order on the host. */
+std::vector<double> CudaBackend::gradSumSquares() {
   const int64_t blocks = normBlockStart_.back();
   std::vector<double> blockSums((size_t)blocks);
   launchBlockSumSquares(paramType_, grads_.get(), static_cast<const NormBlock *>(normBlocks_.get()), blocks,
@@ -525,17 +580,50 @@ double CudaBackend::tensorParallelGradNorm() {
     for (int64_t b = normBlockStart_[i]; b < normBlockStart_[i + 1]; ++b) s += blockSums[(size_t)b];
     sums.push_back(s);
   }
-  return std::sqrt(comm::sumOverTensorGroup(sums, tensorSplit_));
+  return sums;
 }
 
-std::string CudaBackend::describeSharding() const {
-  if (zeroRanks_ == 1) return "";
-  int64_t mine = 0, all = 0;
-  for (size_t i = 0; i < zero_.slices.size(); ++i)
-    mine += zero_.slices[i].size(), all += session_.params()[i].type.numel();
-  return "ZeRO stage 1: rank " + std::to_string(zeroRank_) + " keeps the optimizer state of " + std::to_string(mine) +
-         " of the " + std::to_string(all) + " parameter elements (its slice of each parameter), and updates them";
+/* ZeRO stages 2 and 3 (norm_blocks.h's SliceNorm): this rank's heads to every rank, its owned
+   blocks' sums, all of them to every rank, added in the whole gradients' order: DP's norm,
+   bit for bit (runtime/exec/zero_norm_blocks.h). */
+double CudaBackend::sliceGradNorm() {
+  const SliceNorm &t = sliceNorm_;
+  const int ranks = (int)bound_.plan().train().mesh().data();
+  const size_t eb = dtypeSize(paramType_);
+  if (t.headStride > 0) {
+    char *mine = heads_.bytes() + (size_t)(zeroRank_ * t.headStride) * eb;
+    for (size_t i = 0; i < t.headLength.size(); ++i)
+      if (t.headLength[i] > 0)
+        CUDA_CHECK(cudaMemcpyAsync(mine + (size_t)t.headAt[i] * eb, gradAt((int)i), (size_t)t.headLength[i] * eb,
+                                   cudaMemcpyDeviceToDevice, stream_));
+    // Every rank's part is headStride elements: NCCL's in-place all-gather.
+    detail::allGatherZeroSlices(heads_.get(), t.headStride * ranks, paramType_, nullptr, stream_,
+                                "ZeRO gradient norm: all_gather of the block heads");
+  }
+  const int64_t blocks = (int64_t)t.blocks.size();
+  std::vector<double> blockSums((size_t)blocks);
+  launchOwnedBlockSumSquares(paramType_, grads_.get(), heads_.get(), t.headStride,
+                             static_cast<const OwnedNormBlock *>(normBlocks_.get()), blocks,
+                             static_cast<double *>(normSums_.get()), stream_);
+  if (blocks)
+    CUDA_CHECK(cudaMemcpyAsync(blockSums.data(), normSums_.get(), (size_t)blocks * sizeof(double),
+                               cudaMemcpyDeviceToHost, stream_));
+  sync("computing the gradient norm");
+  std::vector<double> sent((size_t)t.sums.total, 0.0), all((size_t)(t.sums.total * ranks), 0.0);
+  for (size_t i = 0; i + 1 < t.firstBlock.size(); ++i)
+    std::copy(blockSums.begin() + t.firstBlock[i], blockSums.begin() + t.firstBlock[i + 1],
+              sent.begin() + t.sums.at[i]);
+  if (t.sums.total > 0)
+    comm::meshGroup(0).allGather(sent.data(), all.data(), t.sums.total, DType::F64,
+                                 "ZeRO gradient norm: all_gather of block sums");
+  std::vector<int64_t> numel;
+  std::vector<bool> frozen;
+  for (size_t i = 0; i < session_.params().size(); ++i)
+    numel.push_back(session_.logicalType(i).numel()), frozen.push_back(session_.params()[i].frozen);
+  return std::sqrt(addOwnedSums(numel, frozen, ranks, t.sums, all));
 }
+
+std::string CudaBackend::describeSharding() const { return zeroDescription_; }
 
 void CudaBackend::optimizerStep(double lr, double gradScale) {
   launchUpdate(lr, gradScale);
@@ -554,6 +642,9 @@ void CudaBackend::launchUpdate(double lr, double gradScale) {
   if (!(lr >= 0) || !std::isfinite(lr)) fail("%s: learning rate %g is not a finite non-negative number", kind, lr);
   if (!(gradScale > 0) || !std::isfinite(gradScale))
     fail("%s: gradient scale %g is not finite and positive", kind, gradScale);
+  if (slicedGradsAlone_)
+    bound_.error("the train step returns each rank's slice of the gradients (ZeRO stage 2), and this process is not "
+                 "one of the plan's data ranks: run it under mpirun on them");
   ++updates_;
   const double t = (double)updates_;
   if (c.kind == "adamw") {
@@ -674,7 +765,9 @@ std::vector<HeldTensor> CudaBackend::heldOptimizerState() {
 
 /* The slices are uploaded with the parameters (uploadParams: a restore ends with it). */
 std::vector<HeldTensor> CudaBackend::beginHeldRestore(int64_t updates) {
-  if (zeroRanks_ == 1) return {};
+  // On a tensor-parallel mesh a slice is a flat run of the rank's block, not of the logical
+  // tensor the shards hold: restored whole (beginRestore) and sliced, as the CPU does.
+  if (zeroRanks_ == 1 || !tensorSplit_.empty()) return {};
   if (updates < 0) fail("%s: update count %lld is negative", optimizer_.kind.c_str(), (long long)updates);
   updates_ = updates;
   heldRestorePending_ = true;

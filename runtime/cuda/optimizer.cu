@@ -1,5 +1,6 @@
 /* Implements: optimizer.h. */
 #include "runtime/cuda/kernels.cuh"
+#include "runtime/cuda/norm_kernels.cuh"
 #include "runtime/cuda/optimizer.h"
 
 namespace lmrt::cuda {
@@ -24,14 +25,6 @@ __global__ void normFinish(const double *partials, int blocks, double *out, doub
   }
 }
 
-template <typename T> __global__ void blockSumSquares(const T *g, const NormBlock *blocks, double *out) {
-  const NormBlock b = blocks[blockIdx.x];
-  double s = 0;
-  for (int64_t i = b.begin + threadIdx.x; i < b.end; i += blockDim.x) s += (double)g[i] * (double)g[i];
-  s = detail::blockSum(s);
-  if (threadIdx.x == 0) out[blockIdx.x] = s;
-}
-
 template <typename T>
 __global__ void adamw(T *p, const T *g, T *m, T *v, const AdamWChunk *chunks, double gradScale, AdamWStep s) {
   const AdamWChunk c = chunks[blockIdx.x];
@@ -43,7 +36,7 @@ __global__ void adamw(T *p, const T *g, T *m, T *v, const AdamWChunk *chunks, do
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
     T pi = p[i];
     if (decays) pi *= keep;
-    T gi = g[i];
+    T gi = g[i - c.gradShift];
     if (scales) gi *= clip;
     if (clipsValue) gi = min(max(gi, -clipValue), clipValue);
     const int64_t k = i - c.stateShift;
@@ -97,8 +90,20 @@ void launchBlockSumSquares(DType dtype, const void *grads, const NormBlock *bloc
   if (numBlocks > (1ll << 31) - 1) fail("gradient norm: %lld blocks exceed the CUDA grid", (long long)numBlocks);
   detail::byFloat(dtype, [&](auto t) {
     using T = decltype(t);
-    blockSumSquares<T><<<(unsigned)numBlocks, detail::kThreads, 0, stream>>>(static_cast<const T *>(grads), blocks,
-                                                                             out);
+    norm::blockSumSquares<T><<<(unsigned)numBlocks, detail::kThreads, 0, stream>>>(static_cast<const T *>(grads),
+                                                                                   blocks, out);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void launchOwnedBlockSumSquares(DType dtype, const void *grads, const void *heads, int64_t headStride,
+                                const OwnedNormBlock *blocks, int64_t numBlocks, double *out, cudaStream_t stream) {
+  if (numBlocks == 0) return;
+  if (numBlocks > (1ll << 31) - 1) fail("gradient norm: %lld blocks exceed the CUDA grid", (long long)numBlocks);
+  detail::byFloat(dtype, [&](auto t) {
+    using T = decltype(t);
+    norm::ownedBlockSumSquares<T><<<(unsigned)numBlocks, detail::kThreads, 0, stream>>>(
+        static_cast<const T *>(grads), static_cast<const T *>(heads), headStride, blocks, out);
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -1,10 +1,13 @@
 /* Implements: the optimizer's kernels on the GPU, over the backend's flat
    parameter storage (every parameter in one allocation, the gradients and both
    AdamW moments in allocations of the same layout, see session.h):
-   - the global gradient norm: fixed blocks of the flat gradients summed in
-     double, then the blocks in order (the same bits every run), followed on the
-     device by clipping's factor, max_norm / (norm + 1e-6) when the norm exceeds
-     max_norm > 0, else 1 (as torch.nn.utils.clip_grad_norm_);
+   - the gradient norm's blocks (norm_blocks.h, norm_kernels.cuh: what the backend sums,
+     each gradient in blocks of 64 Ki elements, or under ZeRO stages 2 and 3 the blocks a
+     rank owns); and launchGradNorm, fixed blocks of the flat gradients summed in double,
+     then the blocks in order, followed on the device by clipping's factor, max_norm /
+     (norm + 1e-6) when the norm exceeds max_norm > 0, else 1 (as
+     torch.nn.utils.clip_grad_norm_), which the backend no longer calls (its tests still
+     check it against the CPU);
    - AdamW over all parameters in one launch: a block per chunk of at most 64 Ki
      elements of one parameter (the chunk says whether weight decay applies),
      the formula of runtime/cpu/adamw.h, the gradient multiplied by clipping's
@@ -17,6 +20,7 @@
 #include <cstdint>
 
 #include "base/tensor.h"
+#include "runtime/cuda/norm_blocks.h"
 
 namespace lmrt::cuda {
 
@@ -31,6 +35,10 @@ struct AdamWChunk {
      state has the parameters' layout; a ZeRO rank keeps only its slices' state, packed
      (zero_chunks.h). */
   int64_t stateShift = 0;
+  /* Element i's gradient is at i - gradShift of the gradient storage: 0 when the gradients
+     have the parameters' layout; from ZeRO stage 2 on a rank keeps only its gradient slices
+     (zero_chunks.h). */
+  int64_t gradShift = 0;
 };
 
 struct AdamWStep {
@@ -80,11 +88,14 @@ void launchGradNorm(DType dtype, const void *grads, int64_t n, double *partials,
    apart, as the CPU's gradSumSquares: blocks of at most kGradNormBlock elements of one
    parameter, out[b] = the sum of block b's squares (double, a fixed order), which the host
    adds up per parameter in block order. */
-struct NormBlock {
-  int64_t begin, end;  // element range in the flat storage
-};
 void launchBlockSumSquares(DType dtype, const void *grads, const NormBlock *blocks, int64_t numBlocks, double *out,
                            cudaStream_t stream);
+
+/* ZeRO stages 2 and 3: out[b] = the sum of squares of this rank's owned block b (norm_blocks.h's
+   SliceNorm), read from its gradient slices `grads` and every rank's `heads` (rank q's at q *
+   headStride): the bits blockSumSquares gives the same block of the whole gradient. */
+void launchOwnedBlockSumSquares(DType dtype, const void *grads, const void *heads, int64_t headStride,
+                                const OwnedNormBlock *blocks, int64_t numBlocks, double *out, cudaStream_t stream);
 
 void launchAdamW(DType dtype, void *params, const void *grads, void *m, void *v, const AdamWChunk *chunks,
                  int64_t numChunks, double gradScale, const AdamWStep &step, cudaStream_t stream);

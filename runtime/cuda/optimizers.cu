@@ -19,7 +19,7 @@ __global__ void sgd(T *p, const T *g, T *m, const AdamWChunk *chunks, double gra
   const AdamWChunk c = chunks[blockIdx.x];
   const T wd = T(c.decay ? s.weightDecay : 0.0), mu = T(s.momentum), rate = T(s.lr * c.lrScale);
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
-    T d = readGrad(g, i, gradScale, s.clipValue);
+    T d = readGrad(g, i - c.gradShift, gradScale, s.clipValue);
     if (wd != T(0)) d += wd * p[i];
     if (m) {
       const int64_t k = i - c.stateShift;
@@ -38,7 +38,7 @@ __global__ void lion(T *p, const T *g, T *m, const AdamWChunk *chunks, double gr
   const T keep = T(1.0 - lr * (c.decay ? s.weightDecay : 0.0)), rate = T(lr);
   const T b1 = T(s.beta1), w1 = T(1.0 - s.beta1), b2 = T(s.beta2), w2 = T(1.0 - s.beta2);
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
-    const T gi = readGrad(g, i, gradScale, s.clipValue);
+    const T gi = readGrad(g, i - c.gradShift, gradScale, s.clipValue);
     const int64_t k = i - c.stateShift;
     const T x = b1 * m[k] + w1 * gi;
     const T sign = T((x > T(0)) - (x < T(0)));

@@ -67,6 +67,19 @@ inline bool isOptimizerStateName(const std::string &name) {
    ZeRO need of it. LAMB's trust ratio and Adafactor's factored moments read whole tensors. */
 inline bool updatesSlices(const OptimizerConfig &c) { return c.kind == "adamw" || c.kind == "sgd" || c.kind == "lion"; }
 
+/* What a ZeRO rank keeps, for the log (both backends): "ZeRO stage 1: rank 0 keeps the optimizer
+   state of 11504 of the 23008 parameter elements (its slice of each parameter), and updates them";
+   `mine` of the `all` parameter elements are the rank's (docs/distributed.md, "ZeRO"). */
+inline std::string describeZero(int64_t stage, int rank, int64_t mine, int64_t all) {
+  const std::string head = "ZeRO stage " + std::to_string(stage) + ": rank " + std::to_string(rank) + " keeps ";
+  const std::string of = std::to_string(mine) + " of the " + std::to_string(all) + " parameter elements";
+  if (stage >= 3)
+    return head + of + " (its slice of each parameter, gathered right before each use), their reduced gradients " +
+           "and optimizer state, and updates them";
+  return head + "the optimizer state " + (stage >= 2 ? "and the reduced gradients " : "") + "of " + of +
+         " (its slice of each parameter), and updates them";
+}
+
 /* "" when a tensor-parallel plan (mesh tensor = `tensor`) may use the optimizer, else the error
    both backends give. */
 inline std::string tensorParallelOptimizerError(const OptimizerConfig &c, int64_t tensor) {

@@ -102,12 +102,8 @@ RankInfo joinRanks(const Session &s, const TrainOptions &o) {
   if (mesh.zero() > 3)
     fail("plan '%s' asks for ZeRO stage %lld, which this lmrt does not run (stages 1, 2 and 3 only)",
          o.planPath.c_str(), (long long)mesh.zero());
-  // The CUDA backend runs stage 1 on a data axis (docs/distributed.md, "ZeRO on CUDA").
-  if (mesh.zero() > 0 && world.size() > 1 && s.device().device != "cpu" && (mesh.zero() > 1 || tensor > 1))
-    fail("plan '%s' asks for ZeRO stage %lld%s, which lmrt runs on --device cpu only so far (on %s: stage 1 on a "
-         "data axis); compile it with --zero 1 --mesh data=N, or --zero 0 for plain data parallelism",
-         o.planPath.c_str(), (long long)mesh.zero(), tensor > 1 ? " with tensor parallelism" : "",
-         s.device().device.c_str());
+  // Both backends run stages 1 to 3 on a data axis and stage 1 on a data x tensor mesh
+  // (docs/distributed.md, "ZeRO on CUDA").
   const int t = (int)tensor;
   RankInfo r{world.rank() / t, (int)data, world.rank() % t, t, world.rank()};
   if (world.size() == 1) return r;

@@ -23,7 +23,12 @@ void finish(EvalResult &r, const EvalScores &scores) {
   r.metrics = scores.metrics;
 }
 
-/* Non-causal transforms: the validation batches `lmrt run` scores. */
+EvalScores scoreEvalOverRanks(Session &s, int64_t batches,
+                              const std::function<std::map<std::string, TensorRef>(int64_t)> &batch, int rank,
+                              int ranks);
+
+/* Non-causal transforms: the validation batches `lmrt run` scores (on D data ranks,
+   split over them by whole batches: scoreEvalOverRanks). */
 EvalResult evaluateTransform(Session &s, const EvalOptions &o) {
   struct stat st;
   if (::stat(o.dataDir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -41,9 +46,49 @@ EvalResult evaluateTransform(Session &s, const EvalOptions &o) {
   r.batches = o.maxBatches > 0 ? o.maxBatches : (int64_t)std::max<uint64_t>(1, r.tokens / perBatch);
   // Example datasets: by default every validation record once (example_batches.h).
   if (data.examples() && o.maxBatches == 0 && o.split == "val") r.batches = (int64_t)data.examples()->valBatches();
-  finish(r, scoreEval(s, r.batches, [&](int64_t b) {
+  auto batch = [&](int64_t b) {
     return o.split == "val" ? data.valInputs((uint64_t)b) : data.trainInputs((uint64_t)b);
-  }, /*requireFinite=*/true));
+  };
+  finish(r, o.dataRanks > 1 ? scoreEvalOverRanks(s, r.batches, batch, o.dataRank, o.dataRanks)
+                            : scoreEval(s, r.batches, batch, /*requireFinite=*/true));
+  return r;
+}
+
+/* A non-causal transform's batches on D data ranks: whole batches, rank q scoring
+   batches q, q + D, q + 2D, ... (the plan's own, of its rows), then every batch's
+   scores all-gathered over the data group and added in batch order: scoreEval's sums
+   on one process, bit for bit. (Cutting each batch's rows over the ranks instead, as
+   the causal split does, would not give one process's figures: a loss like mlm's is a
+   mean over a batch's masked tokens, whose count differs from rank to rank.) Every
+   rank makes the same number of calls, since a ZeRO-3 or tensor-parallel eval program
+   gathers or reduces over the ranks in each; a rank past the last batch scores batch
+   n - 1 again and drops it. */
+EvalScores scoreEvalOverRanks(Session &s, int64_t batches,
+                              const std::function<std::map<std::string, TensorRef>(int64_t)> &batch, int rank,
+                              int ranks) {
+  const std::vector<std::string> names = metricNames(findProgram(s, "eval"));
+  const size_t width = names.size() + 1;  // the loss, then the metrics
+  const int64_t calls = (batches + ranks - 1) / ranks;
+  std::vector<double> mine((size_t)calls * width, 0.0), all((size_t)(calls * ranks) * width, 0.0);
+  for (int64_t k = 0; k < calls; ++k) {
+    const int64_t b = k * ranks + rank;
+    s.run("eval", batch(std::min(b, batches - 1)));
+    double *out = mine.data() + k * (int64_t)width;
+    out[0] = scalarValue(s.output("eval", "loss"), "eval loss");
+    for (size_t m = 0; m < names.size(); ++m)
+      out[m + 1] = scalarValue(s.output("eval", "metric:" + names[m]), names[m].c_str());
+  }
+  comm::meshGroup(0).allGather(mine.data(), all.data(), (int64_t)mine.size(), DType::F64,
+                               "the evaluation's batch scores over the data ranks");
+  std::vector<double> sums(width, 0.0);
+  for (int64_t b = 0; b < batches; ++b) {
+    const double *in = all.data() + ((b % ranks) * calls + b / ranks) * (int64_t)width;  // rank b % D's call b / D
+    if (!std::isfinite(in[0])) fail("eval batch %lld: loss is %g", (long long)b, in[0]);
+    for (size_t m = 0; m < width; ++m) sums[m] += in[m];
+  }
+  EvalScores r;
+  r.loss = sums[0] / double(batches);
+  for (size_t m = 0; m < names.size(); ++m) r.metrics.push_back({names[m], sums[m + 1] / double(batches)});
   return r;
 }
 

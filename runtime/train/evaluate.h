@@ -15,7 +15,10 @@
    of the split under `seed` (the run's --seed gives the run's own batches),
    n = --batches, else as many as the split's tokens fill (rows x seq each);
    perplexity and bits per byte then do not apply. Every metric the objective
-   declares (`metric name = ...`) is averaged over the batches too. */
+   declares (`metric name = ...`) is averaged over the batches too. On D data
+   ranks such a plan's batches (of its batch / D rows) are split whole, round
+   robin, and every batch's scores gathered and added in batch order: one
+   process's figures for the plan of batch / D rows, bit for bit. */
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -40,8 +43,8 @@ struct EvalOptions {
   // On a mesh's processes (joinCommandRanks): this process's data rank, of dataRanks.
   // A causal plan's global batch (dataRanks x the eval program's rows) is split over
   // the data ranks as `lmrt run` splits a training batch, so the windows scored are
-  // those of the one-process plan of that batch; other transforms score the plan's own
-  // batches on every data rank.
+  // those of the one-process plan of that batch; other transforms' batches (the plan's
+  // own) are split whole over the data ranks (batch b on rank b mod dataRanks).
   int dataRank = 0, dataRanks = 1;
 };
 

@@ -269,7 +269,7 @@ uint64_t writeExamplePredictions(Session &s, const std::string &dataDir, uint64_
         line(p.records[p.start[g] + k], (size_t)((r * seq + (int64_t)k) * width));
     }
   }
-  writeFileAtomic(path, "predictions", [&](std::ostream &f) { f << out; });
+  if (!path.empty()) writeFileAtomic(path, "predictions", [&](std::ostream &f) { f << out; });
   return records;
 }
 

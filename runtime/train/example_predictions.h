@@ -35,7 +35,8 @@ const plan::Program &predictionForward(const Session &s, const std::string &name
 double valueAt(const TensorRef &t, size_t i);
 
 /* Writes FILE (atomically) for the weights loaded in `session`; returns the
-   records written (tokens, sft, preference: writeSequencePredictions).
+   records written (tokens, sft, preference: writeSequencePredictions). An empty `path` runs every batch and writes nothing (a
+   rank other than 0 of a mesh whose programs hold collectives: `lmrt eval`).
    Throws unless the plan's transform is classify, regression or span and it has one forward program with one output of [batch, C]
    (classify), [batch] / [batch, 1] (regression) or [batch, seq, 2] (span);
    packed: [batch, seq, C] or [batch, seq] / [batch, seq, 1]. */

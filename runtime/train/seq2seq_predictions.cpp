@@ -96,7 +96,7 @@ Seq2SeqScores writeSeq2SeqPredictions(Session &s, const std::string &dataDir, ui
                ", \"eos\": " + (eos ? "true" : "false") + ", \"answers\": [" + json::quote(gold) + "]}\n";
     }
   }
-  writeFileAtomic(path, "predictions", [&](std::ostream &o) { o << lines; });
+  if (!path.empty()) writeFileAtomic(path, "predictions", [&](std::ostream &o) { o << lines; });
   out.exactMatch = (double)out.exact / (double)out.records;
   out.squadExactMatch /= (double)out.records;
   out.squadF1 /= (double)out.records;

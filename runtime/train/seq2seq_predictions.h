@@ -32,7 +32,8 @@ struct Seq2SeqScores {
   bool cached = false;       // generated through the encode and decode programs
 };
 
-/* Writes FILE (atomically) for the weights loaded in `session`. maxTokens <= 0:
+/* Writes FILE (atomically) for the weights loaded in `session`. An empty `path` runs every batch and writes nothing (a
+   rank other than 0 of a mesh whose programs hold collectives: `lmrt eval`). maxTokens <= 0:
    the decoder rows' length (the plan's target_seq). Throws unless the plan's
    transform is seq2seq and its forward program is an encoder-decoder's. */
 Seq2SeqScores writeSeq2SeqPredictions(Session &session, const std::string &dataDir, uint64_t seed,

@@ -196,7 +196,7 @@ uint64_t writeSequencePredictions(Session &s, const std::string &dataDir, uint64
     }
     out += "}\n";
   }
-  writeFileAtomic(path, "predictions", [&](std::ostream &f) { f << out; });
+  if (!path.empty()) writeFileAtomic(path, "predictions", [&](std::ostream &f) { f << out; });
   return records;
 }
 

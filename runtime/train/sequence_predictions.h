@@ -29,7 +29,8 @@ namespace lmrt {
 class Session;
 
 /* Writes FILE (atomically) for the weights loaded in `session`; returns the
-   records written. Throws unless the transform is tokens, sft or preference
+   records written. An empty `path` runs every batch and writes nothing (a
+   rank other than 0 of a mesh whose programs hold collectives: `lmrt eval`). Throws unless the transform is tokens, sft or preference
    and the plan has one forward program with one output of the shape above. */
 uint64_t writeSequencePredictions(Session &session, const std::string &dataDir, uint64_t seed,
                                   const std::string &path);

@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "contract/plan.pb.h"
-#include "runtime/comm/communicator.h"
 #include "runtime/exec/session.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/distributed.h"
@@ -49,9 +48,12 @@ void run(const Options &o) {
   const RankInfo ranks = joinCommandRanks(*session, o.plan, "eval",
                                           o.eval.split + '\n' + std::to_string(o.eval.maxBatches) + '\n' +
                                               std::to_string(o.eval.seed));
-  if (comm::world().size() > 1 && !o.predictions.empty())
-    fail("--predictions writes its file from one process; run `lmrt eval --predictions` without mpirun, on the "
-         "same model compiled without --mesh (the weights hold whole tensors)");
+  // --predictions on several processes: every rank runs the prediction batches (a
+  // tensor-parallel or ZeRO-3 plan's programs gather or reduce over the ranks, and a
+  // rank of another plan that went on to the scores would wait in their collective while
+  // rank 0 predicts), and rank 0 alone writes the file: every record, in one process's
+  // order.
+  const std::string predictionsPath = ranks.writer() ? o.predictions : std::string();
   EvalOptions eval = o.eval;
   eval.dataRank = ranks.rank, eval.dataRanks = ranks.ranks;
   loadWeightsOrCheckpoint(*session, o.weights);
@@ -65,17 +67,19 @@ void run(const Options &o) {
          session->plan().data().transform().c_str());
   Seq2SeqScores generated;
   if (!o.predictions.empty() && seq2seq) {
-    generated = writeSeq2SeqPredictions(*session, o.eval.dataDir, o.eval.seed, o.predictions, o.maxNewTokens,
+    generated = writeSeq2SeqPredictions(*session, o.eval.dataDir, o.eval.seed, predictionsPath, o.maxNewTokens,
                                         !o.noKvCache);
-    std::printf("wrote %s: %llu predictions (greedy, at most %lld tokens; score them with lmrt metrics "
-                "--predictions %s)%s\n", o.predictions.c_str(), (unsigned long long)generated.records,
-                (long long)generated.maxTokens, o.predictions.c_str(),
-                generated.cached ? " over the KV cache" : " re-running the model for every token");
+    if (ranks.writer())
+      std::printf("wrote %s: %llu predictions (greedy, at most %lld tokens; score them with lmrt metrics "
+                  "--predictions %s)%s\n", o.predictions.c_str(), (unsigned long long)generated.records,
+                  (long long)generated.maxTokens, o.predictions.c_str(),
+                  generated.cached ? " over the KV cache" : " re-running the model for every token");
   } else if (!o.predictions.empty()) {
     uint64_t n =
-        writeExamplePredictions(*session, o.eval.dataDir, o.eval.seed, o.predictions, o.nullScoreDiffThreshold);
-    std::printf("wrote %s: %llu predictions (score them with lmrt metrics --predictions %s)\n",
-                o.predictions.c_str(), (unsigned long long)n, o.predictions.c_str());
+        writeExamplePredictions(*session, o.eval.dataDir, o.eval.seed, predictionsPath, o.nullScoreDiffThreshold);
+    if (ranks.writer())
+      std::printf("wrote %s: %llu predictions (score them with lmrt metrics --predictions %s)\n",
+                  o.predictions.c_str(), (unsigned long long)n, o.predictions.c_str());
   }
   EvalResult r = evaluateSplit(*session, eval);
   if (!ranks.writer()) return;
@@ -83,6 +87,10 @@ void run(const Options &o) {
     std::printf("data: %s (%s), %llu tokens; %lld %s batches of %lld x %lld (seed %llu)\n", r.file.c_str(),
                 r.format.c_str(), (unsigned long long)r.tokens, (long long)r.batches, r.transform.c_str(),
                 (long long)r.rows, (long long)r.seq, (unsigned long long)o.eval.seed);
+    if (eval.dataRanks > 1)  // scoreEvalOverRanks: whole batches, round robin
+      std::printf("split over %d data ranks: batch b on rank b mod %d (rank 0 scored %lld of %lld)\n",
+                  eval.dataRanks, eval.dataRanks, (long long)((r.batches + eval.dataRanks - 1) / eval.dataRanks),
+                  (long long)r.batches);
     std::printf("%s loss: %.6f\n", o.eval.split.c_str(), r.loss);
     for (const auto &[name, v] : r.metrics) std::printf("%s: %.6f\n", name.c_str(), v);
     if (generated.records) {  // the generated targets against the gold ones

@@ -58,8 +58,9 @@ TEST(LaunchEnv, ReadsMpirunSrunAndRefusesNonsense) {
     LaunchEnv e = launchEnv();
     EXPECT_EQ(e.launcher, "mpirun");
     EXPECT_EQ(e.size, std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE")));
-    if (std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
+    if (std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) {  // braces: EXPECT_EQ expands to an if/else
       EXPECT_EQ(e.localRank, std::atoi(std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")));
+    }
     return;
   }
   for (const char *v : {"PMI_RANK", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}) unsetenv(v);

@@ -7,6 +7,7 @@
    whole update's bits. CPU halves run everywhere; GPU halves where a GPU is present. */
 #include "runtime/cuda/optimizer.h"
 #include "contract/scalar_math.h"
+#include "contract/zero3.h"
 #include "runtime/cpu/adamw.h"
 #include "runtime/cpu/optimizers.h"
 #include "runtime/cuda/optimizer_step.h"
@@ -158,7 +159,11 @@ INSTANTIATE_TEST_SUITE_P(CudaTrain, OtherOptimizers, ::testing::Values("sgd", "l
    with momentum or Lion over only its slices with its packed state, then the slices
    are put together as the all-gather would; after three updates the parameters and
    the rank-0-first concatenation of the ranks' state are the whole update's, bit for
-   bit. Each element's update reads only that element and its own state. */
+   bit. Each element's update reads only that element and its own state. Then stage 2's:
+   each rank holds only its padded slices of the gradients (contract/zero3.h), packed, and
+   the update reads them there (AdamWChunk.gradShift): the same bits again; and the norm from
+   the ranks' owned blocks (their slices and the others' heads) is the whole gradients' norm,
+   bit for bit. */
 class ZeroSlices : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
@@ -183,8 +188,10 @@ TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
   DeviceBuffer dg(total * 4, "g"), dn((kNormBlocks + 2) * 8, "norm");
   ASSERT_EQ(cudaMemcpy(dg.get(), g.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
   const double lrs[3] = {1e-2, 2e-2, 3e-2}, clip = 0.75;
-  /* Three updates of the chunks of `t` on parameters p (whole storage) with state of t.stateElems. */
-  auto run = [&](const ChunkTable &t, std::vector<float> &p, std::vector<float> &m, std::vector<float> &v) {
+  /* Three updates of the chunks of `t` on parameters p (whole storage) with state of t.stateElems,
+     from the gradients in `grads` (the whole ones, or a rank's packed slices). */
+  auto run = [&](const ChunkTable &t, const DeviceBuffer &grads, std::vector<float> &p, std::vector<float> &m,
+                 std::vector<float> &v) {
     const int64_t stateElems = std::max<int64_t>(1, t.stateElems);
     DeviceBuffer dp(total * 4, "p"), dm(stateElems * 4, "m"), dv(stateElems * 4, "v"),
         dc(std::max<size_t>(1, t.chunks.size()) * sizeof(AdamWChunk), "chunks");
@@ -199,10 +206,10 @@ TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
       const OptimizerStep s = stepScalars(cfg, lrs[u - 1], u);
       if (cfg.kind == "adamw") {
         AdamWStep a{lrs[u - 1], cfg.beta1, cfg.beta2, cfg.eps, cfg.weightDecay, s.bc1, s.bc2, cfg.clipValue};
-        launchAdamW(DType::F32, dp.get(), dg.get(), dm.get(), dv.get(), c, n, clip, a, nullptr);
+        launchAdamW(DType::F32, dp.get(), grads.get(), dm.get(), dv.get(), c, n, clip, a, nullptr);
       }
-      if (cfg.kind == "sgd") launchSgd(DType::F32, dp.get(), dg.get(), dm.get(), c, n, clip, s, nullptr);
-      if (cfg.kind == "lion") launchLion(DType::F32, dp.get(), dg.get(), dm.get(), c, n, clip, s, nullptr);
+      if (cfg.kind == "sgd") launchSgd(DType::F32, dp.get(), grads.get(), dm.get(), c, n, clip, s, nullptr);
+      if (cfg.kind == "lion") launchLion(DType::F32, dp.get(), grads.get(), dm.get(), c, n, clip, s, nullptr);
     }
     m.assign((size_t)stateElems, 0.f), v.assign((size_t)stateElems, 0.f);
     ASSERT_EQ(cudaMemcpy(p.data(), dp.get(), total * 4, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -210,28 +217,101 @@ TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
     ASSERT_EQ(cudaMemcpy(v.data(), dv.get(), stateElems * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   };
   std::vector<float> whole = p0, wm, wv;
-  run(elementwiseChunks(ps, 0, 1, 64), whole, wm, wv);
-  std::vector<float> gathered = p0, gm((size_t)total, 0.f), gv((size_t)total, 0.f);
-  for (int r = 0; r < ranks; ++r) {
-    const ChunkTable t = elementwiseChunks(ps, r, ranks, 64);
-    std::vector<float> mine = p0, m, v;
-    run(t, mine, m, v);
-    // The all-gather: this rank's slice of each parameter (and of its state) into the whole.
+  run(elementwiseChunks(ps, 0, 1, 64), dg, whole, wm, wv);
+  // The whole gradients' norm as the backend sums it (each gradient's blocks, in order; a
+  // frozen one has no gradient), for stage 2's norm from the slices: the same bits.
+  std::vector<int64_t> wholeAt, wholeCount;
+  for (const ChunkParam &q : ps) wholeAt.push_back(q.offset), wholeCount.push_back(q.frozen ? 0 : q.numel);
+  const NormBlocks wb = normBlocks(wholeAt, wholeCount);
+  DeviceBuffer dwb(wb.blocks.size() * sizeof(NormBlock), "blocks"), dws(wb.blocks.size() * 8, "sums");
+  ASSERT_EQ(cudaMemcpy(dwb.get(), wb.blocks.data(), wb.blocks.size() * sizeof(NormBlock), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  launchBlockSumSquares(DType::F32, dg.get(), static_cast<const NormBlock *>(dwb.get()), (int64_t)wb.blocks.size(),
+                        static_cast<double *>(dws.get()), nullptr);
+  std::vector<double> wholeSums(wb.blocks.size());
+  ASSERT_EQ(cudaMemcpy(wholeSums.data(), dws.get(), wholeSums.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  double wholeSquares = 0;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    double t = 0;
+    for (int64_t b = wb.first[i]; b < wb.first[i + 1]; ++b) t += wholeSums[(size_t)b];
+    wholeSquares += t;
+  }
+  std::vector<double> allSums;
+  OwnedSumsLayout sumsLayout;
+  for (int stage = 1; stage <= 2; ++stage) {
+    std::vector<float> gathered = p0, gm((size_t)total, 0.f), gv((size_t)total, 0.f);
+    for (int r = 0; r < ranks; ++r) {
+      // Stage 2: this rank's padded gradient slices, packed as the backend packs them.
+      std::vector<ChunkParam> mine_ps = ps;
+      std::vector<float> slices;
+      for (ChunkParam &q : mine_ps) {
+        const int64_t c = zeroSliceLength(q.numel, ranks);
+        q.gradSlice = (int64_t)slices.size();
+        for (int64_t j = 0; j < c; ++j) {
+          const int64_t e = r * c + j;
+          slices.push_back(e < q.numel ? g[(size_t)(q.offset + e)] : 0.f);
+        }
+        slices.resize((slices.size() + 63) / 64 * 64, 0.f);
+      }
+      DeviceBuffer dslices(std::max<size_t>(1, slices.size()) * 4, "gradient slices");
+      ASSERT_EQ(cudaMemcpy(dslices.get(), slices.data(), slices.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      const ChunkTable t = elementwiseChunks(stage == 2 ? mine_ps : ps, r, ranks, 64);
+      if (stage == 2) {  // this rank's owned norm blocks (the backend's sliceGradNorm), from its slices and the heads
+        std::vector<int64_t> numel, at;
+        std::vector<bool> frozen;
+        for (size_t i = 0; i < ps.size(); ++i)
+          numel.push_back(ps[i].numel), frozen.push_back(ps[i].frozen), at.push_back(mine_ps[i].gradSlice);
+        const SliceNorm sn = sliceNorm(numel, frozen, at, r, ranks);
+        std::vector<float> heads((size_t)std::max<int64_t>(1, sn.headStride * ranks), 0.f);
+        for (int q = 0; q < ranks; ++q)  // every rank's head, as the all-gather leaves them
+          for (size_t i = 0; i < ps.size(); ++i)
+            for (int64_t j = 0; !ps[i].frozen && j < zeroHeadLength(ps[i].numel, ranks, q); ++j)
+              heads[(size_t)(q * sn.headStride + sn.headAt[i] + j)] =
+                  g[(size_t)(ps[i].offset + zeroShard(ps[i].numel, ranks, q).begin + j)];
+        DeviceBuffer dh(heads.size() * 4, "heads"), db(std::max<size_t>(1, sn.blocks.size()) * sizeof(OwnedNormBlock), "blocks"),
+            ds(std::max<size_t>(1, sn.blocks.size()) * 8, "sums");
+        ASSERT_EQ(cudaMemcpy(dh.get(), heads.data(), heads.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(db.get(), sn.blocks.data(), sn.blocks.size() * sizeof(OwnedNormBlock),
+                             cudaMemcpyHostToDevice), cudaSuccess);
+        launchOwnedBlockSumSquares(DType::F32, dslices.get(), dh.get(), sn.headStride,
+                                   static_cast<const OwnedNormBlock *>(db.get()), (int64_t)sn.blocks.size(),
+                                   static_cast<double *>(ds.get()), nullptr);
+        std::vector<double> sums(sn.blocks.size());
+        ASSERT_EQ(cudaMemcpy(sums.data(), ds.get(), sums.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+        if (allSums.empty()) allSums.assign((size_t)(sn.sums.total * ranks), 0.0), sumsLayout = sn.sums;
+        for (size_t i = 0; i + 1 < sn.firstBlock.size(); ++i)  // the all-gather of the owned sums
+          for (int64_t b = sn.firstBlock[i]; b < sn.firstBlock[i + 1]; ++b)
+            allSums[(size_t)(r * sn.sums.total + sn.sums.at[i] + b - sn.firstBlock[i])] = sums[(size_t)b];
+      }
+      std::vector<float> mine = p0, m, v;
+      run(t, stage == 2 ? dslices : dg, mine, m, v);
+      // The all-gather: this rank's slice of each parameter (and of its state) into the whole.
+      for (size_t i = 0; i < ps.size(); ++i)
+        for (int64_t e = t.slices[i].begin; e < t.slices[i].end; ++e) {
+          const size_t at = (size_t)(ps[i].offset + e), s = (size_t)(t.stateOffset[i] + e - t.slices[i].begin);
+          gathered[at] = mine[at], gm[at] = m[s], gv[at] = v[s];
+        }
+    }
     for (size_t i = 0; i < ps.size(); ++i)
-      for (int64_t e = t.slices[i].begin; e < t.slices[i].end; ++e) {
-        const size_t at = (size_t)(ps[i].offset + e), s = (size_t)(t.stateOffset[i] + e - t.slices[i].begin);
-        gathered[at] = mine[at], gm[at] = m[s], gv[at] = v[s];
+      for (int64_t e = 0; e < ps[i].numel; ++e) {
+        const size_t at = (size_t)(ps[i].offset + e);
+        ASSERT_EQ(std::memcmp(&gathered[at], &whole[at], 4), 0)
+            << cfg.kind << " stage " << stage << " param " << i << " [" << e << "]";
+        ASSERT_EQ(std::memcmp(&gm[at], &wm[at], 4), 0)
+            << cfg.kind << " stage " << stage << " state 0 of param " << i << " [" << e << "]";
+        if (cfg.kind == "adamw") {
+          ASSERT_EQ(std::memcmp(&gv[at], &wv[at], 4), 0)
+              << cfg.kind << " stage " << stage << " state 1 of param " << i << " [" << e << "]";
+        }
       }
   }
-  for (size_t i = 0; i < ps.size(); ++i)
-    for (int64_t e = 0; e < ps[i].numel; ++e) {
-      const size_t at = (size_t)(ps[i].offset + e);
-      ASSERT_EQ(std::memcmp(&gathered[at], &whole[at], 4), 0) << cfg.kind << " param " << i << " [" << e << "]";
-      ASSERT_EQ(std::memcmp(&gm[at], &wm[at], 4), 0) << cfg.kind << " state 0 of param " << i << " [" << e << "]";
-      if (cfg.kind == "adamw") {
-        ASSERT_EQ(std::memcmp(&gv[at], &wv[at], 4), 0) << cfg.kind << " state 1 of param " << i << " [" << e << "]";
-      }
-    }
+  std::vector<int64_t> numel;
+  std::vector<bool> frozen;
+  for (const ChunkParam &q : ps) numel.push_back(q.numel), frozen.push_back(q.frozen);
+  const double sliceSquares = addOwnedSums(numel, frozen, ranks, sumsLayout, allSums);
+  EXPECT_GT(wholeSquares, 0.0);
+  EXPECT_EQ(std::memcmp(&sliceSquares, &wholeSquares, 8), 0)
+      << "stage 2's norm from the slices " << sliceSquares << ", the whole gradients' " << wholeSquares;
   EXPECT_NE(std::memcmp(whole.data(), p0.data(), 4 * 1000), 0) << "the update changed the parameters";
   EXPECT_EQ(std::memcmp(&whole[(size_t)ps[3].offset], &p0[(size_t)ps[3].offset], 4 * 130), 0) << "frozen";
 }
@@ -260,6 +340,10 @@ TEST(CudaTrain, LossScaleOverflowAndUnscale) {
   DeviceBuffer dp(n * 4, "p"), dg(n * 4, "g"), dm(n * 4, "m"), dv(n * 4, "v"), dc(sizeof(AdamWChunk), "chunks"),
       dn((kNormBlocks + 2) * 8, "norm");
   double *norm = static_cast<double *>(dn.get());
+  // Both norms: the flat one, and the per-gradient blocks the backend sums (norm_blocks.h).
+  const NormBlocks blocks = normBlocks({0}, {n});
+  DeviceBuffer db(blocks.blocks.size() * sizeof(NormBlock), "blocks"), ds(blocks.blocks.size() * 8, "sums");
+  ASSERT_EQ(cudaMemcpy(db.get(), blocks.blocks.data(), db.size(), cudaMemcpyHostToDevice), cudaSuccess);
   for (float bad : {INFINITY, -INFINITY, NAN}) {
     std::vector<float> poisoned = scaled;
     poisoned[n / 3] = bad;
@@ -268,6 +352,13 @@ TEST(CudaTrain, LossScaleOverflowAndUnscale) {
     double gpuNorm = 0;
     ASSERT_EQ(cudaMemcpy(&gpuNorm, norm, sizeof gpuNorm, cudaMemcpyDeviceToHost), cudaSuccess);
     EXPECT_FALSE(std::isfinite(gpuNorm)) << "a gradient of " << bad << " must overflow the norm";
+    launchBlockSumSquares(DType::F32, dg.get(), static_cast<const NormBlock *>(db.get()), (int64_t)blocks.blocks.size(),
+                          static_cast<double *>(ds.get()), nullptr);
+    std::vector<double> sums(blocks.blocks.size());
+    ASSERT_EQ(cudaMemcpy(sums.data(), ds.get(), ds.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    double s = 0;
+    for (double v : sums) s += v;
+    EXPECT_FALSE(std::isfinite(s)) << "a gradient of " << bad << " must overflow the blocks' norm";
   }
   ASSERT_EQ(cudaMemcpy(dp.get(), p.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dg.get(), scaled.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);

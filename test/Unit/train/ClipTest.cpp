@@ -137,3 +137,30 @@ TEST(Clip, ZeroTwoNormFromSlicesIsTheWholeNorm) {
       checkShardedSum<double>(n, ranks);
     }
 }
+
+/* fp16's overflow check under ZeRO stages 2 and 3 (docs/distributed.md, "ZeRO with
+   mixed precision and rematerialization"): an infinity or NaN in any one rank's slice
+   of a reduced gradient makes the norm every rank puts together non-finite (the owners'
+   block sums, all-gathered, added by every rank), so every rank's loss scaler sees the
+   overflow and skips the step. Each position: rank 0's slice, a head that ends a block
+   begun on an earlier rank, and the last rank's slice. */
+TEST(Clip, ZeroNormOfSlicesSeesAnOverflowInAnyRanksSlice) {
+  const int64_t n = 100000;
+  const int ranks = 3;
+  for (float bad : {INFINITY, -INFINITY, NAN})
+    for (int64_t at : {int64_t(5), int64_t(40000), int64_t(99999)}) {
+      std::vector<float> g((size_t)n, 0.25f);
+      g[(size_t)at] = bad;
+      const int64_t slot = cpu::zeroHeadSlot(n, ranks);
+      std::vector<float> heads((size_t)(slot * ranks) + 1, 0.0f);
+      for (int q = 0; q < ranks; ++q)
+        std::memcpy(heads.data() + q * slot, g.data() + zeroShard(n, ranks, q).begin,
+                    (size_t)cpu::zeroHeadLength(n, ranks, q) * sizeof(float));
+      double sum = 0;
+      for (int q = 0; q < ranks; ++q)
+        for (double s : cpu::zeroOwnedBlockSums(g.data() + zeroShard(n, ranks, q).begin, DType::F32, n, ranks, q,
+                                                heads.data(), slot))
+          sum += s;
+      EXPECT_FALSE(std::isfinite(sum)) << bad << " at element " << at;
+    }
+}

@@ -7,7 +7,9 @@
 #include "contract/zero3.h"
 
 #include "base/format.h"
+#include <algorithm>
 #include <climits>
+#include <limits>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -82,6 +84,50 @@ bool joinsReduceScatterBucket(const plan::Program &program, const plan::Step &fi
     return false;
   return stepAttrInt(first, "mesh_axis") == stepAttrInt(next, "mesh_axis") &&
          stepAttrInt(first, "group_size") == stepAttrInt(next, "group_size");
+}
+
+bool isParamCopy(const plan::Program &program, const plan::Step &step) {
+  // The train step only: the one program a run repeats with the optimizer in between.
+  if (program.name() != "train_step" || step.op() != "cast" || step.inputs_size() != 1 || step.outputs_size() != 1)
+    return false;
+  const int in = step.inputs(0), out = step.outputs(0);
+  if (in < 0 || in >= program.buffers_size() || out < 0 || out >= program.buffers_size()) return false;
+  const plan::Buffer &from = program.buffers(in), &to = program.buffers(out);
+  return from.kind() == plan::Buffer::PARAM && to.kind() == plan::Buffer::ARENA && !to.has_view_of() &&
+         (to.type().dtype() == plan::BF16 || to.type().dtype() == plan::F16);
+}
+
+std::vector<int> keptParamCopies(const plan::Program &program) {
+  // The arena's storage buffers (views share their base's bytes) by offset: a buffer
+  // meets another if one that starts before it ends after its start, or the next one
+  // starts before its end.
+  struct Span {
+    int64_t begin, end;
+    int id;
+  };
+  std::vector<Span> spans;
+  for (int id = 0; id < program.buffers_size(); ++id) {
+    const plan::Buffer &b = program.buffers(id);
+    if (b.kind() == plan::Buffer::ARENA && !b.has_view_of() && b.size_bytes() > 0)
+      spans.push_back({b.offset(), b.offset() + b.size_bytes(), id});
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.id < b.id;
+  });
+  std::vector<bool> alone((size_t)program.buffers_size(), false);
+  int64_t reach = std::numeric_limits<int64_t>::min();  // the furthest end of the spans so far
+  for (size_t k = 0; k < spans.size(); ++k) {
+    const bool before = reach > spans[k].begin;
+    const bool after = k + 1 < spans.size() && spans[k + 1].begin < spans[k].end;
+    alone[(size_t)spans[k].id] = !before && !after;
+    reach = std::max(reach, spans[k].end);
+  }
+  std::vector<int> out;
+  for (int si = 0; si < program.steps_size(); ++si) {
+    const plan::Step &s = program.steps(si);
+    if (isParamCopy(program, s) && alone[(size_t)s.outputs(0)]) out.push_back(si);
+  }
+  return out;
 }
 
 namespace {

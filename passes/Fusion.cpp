@@ -200,6 +200,12 @@ bool GroupBuilder::fuseFrom(Operation *root) {
   // starts a group. Anything else becomes a kernel.
   if (group.size() == 1 && hasReduction)
     return false;
+  // A lone cast of a function argument (-lm-mixed-precision's copy of a parameter)
+  // stays lm.cast, the library kernel (the same rounding): the plan's train step keeps
+  // such a copy over the whole program and lmrt skips the cast while AdamW keeps the
+  // copy current (lmrt::keptParamCopies; docs/mixed-precision.md).
+  if (group.size() == 1 && isa<CastOp>(root) && isa<BlockArgument>(root->getOperand(0)))
+    return false;
   materialize();
   return true;
 }

@@ -27,7 +27,9 @@ public:
   /* One update of every parameter with learning rate `lr`. The parameter list
      must be the same (order, types, sizes) at every call; checked. Each gradient
      element is first multiplied by gradScale rounded to its precision (clipping,
-     grad_clip.h's clipScale) unless gradScale is 1; the gradients are not written. */
+     grad_clip.h's clipScale) unless gradScale is 1; the gradients are not written.
+     A parameter with a `copy` (param_view.h) also has its new value written there,
+     rounded to the copy's type, in the same pass. */
   void step(const std::vector<ParamView> &params, double lr, double gradScale = 1.0);
   int64_t stepCount() const { return t_; }
 

@@ -46,7 +46,7 @@ public:
   CpuBackend(Session &session);
   std::string describe() const override { return "cpu"; }
   std::string describeSharding() const override { return zero_ ? zero_->describe() : zero3_.describe; }
-  void uploadParams() override {}
+  void uploadParams() override { copiesCurrent_ = false; }
   void downloadParams(bool) override {}
   void run(const std::string &program, const std::map<std::string, TensorRef> &inputs) override;
   TensorRef output(const std::string &program, const std::string &name) override;
@@ -75,6 +75,7 @@ private:
     return *optimizer_;
   }
   std::vector<NamedTensor> stateTensors(std::vector<void *> data);
+  void findParamCopies();
   double tensorParallelGradNorm();
   /* ZeRO stage 3: the local gradients, which are the slices. */
   std::vector<const void *> zero3Slices() const {
@@ -112,6 +113,15 @@ private:
   // Param.sharding). Empty without a tensor axis.
   std::vector<bool> tensorSplit_;
   std::vector<HostBytes> accumulated_;  // the micro-batches' summed gradients (--accumulate)
+  // Mixed precision: the train step's kept parameter copies (contract.h's keptParamCopies).
+  // copyStep_ marks their cast steps, skipped while copiesCurrent_: the copies hold the
+  // parameters' rounding (the last run was the train step, which made or kept them, and
+  // since then the parameters changed only through AdamW, which wrote them too, via
+  // copyViews_: views_ with each copy's place). Empty when the plan has none, or the
+  // optimizer or ZeRO updates the parameters otherwise, or LMRT_PARAM_COPIES=0.
+  std::vector<bool> copyStep_;
+  std::vector<ParamView> copyViews_;
+  bool copiesCurrent_ = false;
   OpProfile *profile_ = nullptr;
   NonFiniteValue *nonFinite_ = nullptr;
   StepObserver observer_;
@@ -195,6 +205,38 @@ CpuBackend::CpuBackend(Session &session)
     for (size_t i = 0; i < views_.size(); ++i)
       for (size_t k = 0; k < stateSlots(config, views_[i].shape).size(); ++k) stateOwner_.push_back(i);
   }
+  findParamCopies();
+}
+
+/* Whether the optimizer writes the kept parameter copies and the train step skips their
+   casts: LMRT_PARAM_COPIES, on unless it is 0 (the same bits either way; off, for
+   A/B timings and the byte-identity test). */
+bool paramCopiesOn() {
+  static const bool on = envSwitch("LMRT_PARAM_COPIES", /*byDefault=*/true);
+  return on;
+}
+
+void CpuBackend::findParamCopies() {
+  auto it = programs_.find("train_step");
+  if (it == programs_.end() || !paramCopiesOn() || zero_ || !zero3_.whole.empty() ||
+      optimizerConfig(bound_.plan()).kind != "adamw")
+    return;
+  const ProgramBinding &pb = *it->second.binding;
+  std::vector<ParamView> views = views_;
+  std::vector<bool> marked(pb.steps.size(), false);
+  bool any = false;
+  for (int si : keptParamCopies(*pb.program)) {
+    const StepBinding &sb = pb.steps[(size_t)si];
+    const BufferBinding &from = pb.buffers[(size_t)sb.in[0]], &to = pb.buffers[(size_t)sb.out[0]];
+    ParamView &v = views[(size_t)from.param];
+    if (v.copy || v.dtype != DType::F32 || to.type.numel() != v.numel) continue;  // one copy a parameter
+    v.copy = arena_.get() + to.offset;
+    v.copyType = to.type.dtype;
+    marked[(size_t)si] = any = true;
+  }
+  if (!any) return;
+  copyStep_ = std::move(marked);
+  copyViews_ = std::move(views);
 }
 
 /* The norm one process computes, to rounding (docs/distributed.md, "Tensor parallelism"):
@@ -213,6 +255,11 @@ double CpuBackend::tensorParallelGradNorm() {
 }
 
 void CpuBackend::optimizerStep(double lr, double gradScale) {
+  // The copies live in the arena: written only while it holds the train step's buffers
+  // (another program's outputs may be read yet).
+  if (!copyViews_.empty() && lastRun_ == "train_step" && optimizer().writesCopies())
+    return optimizer().step(copyViews_, lr, gradScale);  // copiesCurrent_ stays as it is
+  copiesCurrent_ = false;
   if (!zero_) return optimizer().step(views_, lr, gradScale);
   zero_->release();  // the last checkpoint's gathered state
   optimizer().step(zero_->views(), lr, gradScale);
@@ -245,6 +292,12 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
   bound_.checkInputs(programName, inputs);
 
   lastRun_.clear();  // a failed run leaves no valid outputs
+  // Kept parameter copies that are current skip their casts (not under a step observer,
+  // which is shown every step, nor the non-finite check, which blames a parameter at
+  // its first reader).
+  const bool trainStep = programName == "train_step" && !copyStep_.empty();
+  const bool skipCopies = trainStep && copiesCurrent_ && !observer_ && !nonFinite_;
+  copiesCurrent_ = false;  // until this run ends: another program's run takes the arena
   for (const BufferBinding &b : pb.buffers)
     if (b.state >= 0 && states_[b.state].empty())
       states_[b.state].assign((size_t)(b.type.bytes() + 7) / 8, 0.0);
@@ -274,6 +327,7 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
   for (size_t si = 0; si < ep.steps.size(); ++si) {
     const ExecStep &st = ep.steps[si];
     const StepBinding &sb = *st.binding;
+    if (skipCopies && copyStep_[si]) continue;
     auto t0 = std::chrono::steady_clock::now();
     kernels::KernelCall call = callOf(sb);
     inFlight.progress();  // between every two steps: one MPI_Test of the one under way
@@ -378,6 +432,7 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
     e.calls += 1;
   }
   lastRun_ = programName;
+  copiesCurrent_ = trainStep;
 }
 
 TensorRef CpuBackend::output(const std::string &programName, const std::string &name) {

@@ -21,6 +21,7 @@ public:
     adamw_.step(params, lr, gradScale);
   }
   int64_t stepCount() const override { return adamw_.stepCount(); }
+  bool writesCopies() const override { return true; }
   std::vector<void *> state(const std::vector<ParamView> &params) override {
     // Before any update (every step so far skipped) the moments are all zero.
     if (adamw_.moments().empty()) adamw_.restoreState(params, adamw_.stepCount());

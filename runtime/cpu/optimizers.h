@@ -25,6 +25,9 @@ public:
      must be the same at every call (checked). The gradients are not written. */
   virtual void step(const std::vector<ParamView> &params, double lr, double gradScale) = 0;
   virtual int64_t stepCount() const = 0;
+  /* Whether step() writes the parameters' `copy` (param_view.h): AdamW's does; the
+     others leave it, and the plan's casts make the copies. */
+  virtual bool writesCopies() const { return false; }
   /* The state tensors, parameter by parameter, each parameter's in stateSlots()
      order; zeroed on first use. Valid until the next restoreState(). */
   virtual std::vector<void *> state(const std::vector<ParamView> &params) = 0;

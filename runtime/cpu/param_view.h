@@ -20,6 +20,11 @@ struct ParamView {
   double lrScale = 1.0;  // its parameter group's learning-rate multiplier
   bool trustRatio = false;  // LAMB scales its update by the trust ratio
   Shape shape = {};      // Adafactor factors rank >= 2; empty: [numel]
+  // Where AdamW also writes the updated value rounded to copyType (bf16 or f16), as the
+  // `cast` kernel rounds it: a mixed-precision plan's kept parameter copy
+  // (contract.h's keptParamCopies). Null: none.
+  void *copy = nullptr;
+  DType copyType = DType::BF16;
 };
 
 }  // namespace lmrt

@@ -44,6 +44,7 @@ public:
       device_->params()[i].value = host_.params()[i].value;
       std::fill(device_->params()[i].grad.begin(), device_->params()[i].grad.end(), 0);
     }
+    device_->pushParams();  // the device's own backend learns of the new values
   }
   void downloadParams(bool grads) override {
     ++downloads;

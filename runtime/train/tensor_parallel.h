@@ -7,6 +7,7 @@
    on load (checkpoint.cpp, weights.cpp). */
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,16 +21,21 @@ class Session;
 
 /* The session's parameters (and, with `withOptimizerState`, the optimizer's state in
    checkpoint order) as logical tensors. tensors() lists them with their logical types;
-   data(i) is tensor i's bytes: a whole one's the session's own, a split one's gathered
-   over the tensor group into a buffer reused from call to call, so only one gathered
-   tensor is held at a time. data() of a split tensor is a collective: every rank of the
-   tensor group calls it for the same tensors in the same order (write() on the writer,
-   join() on the others). Without a tensor axis nothing is copied or communicated. */
+   emit(i, sink) streams tensor i's bytes: a whole one's the session's own, a split one's
+   gathered over its group piece by piece (at most kGatherPieceBytes per rank at a time,
+   under ZeRO stage 3 on a tensor axis after the rank's block), so a rank never holds a
+   gathered whole tensor: GPT-2's vocabulary table would be 154 MB on top of the train
+   step's peak (docs/distributed.md, "Memory per rank"). emit() of a split tensor is a
+   collective: every rank of the group calls it for the same tensors in the same order
+   (write() on the writer, join() on the others). Without a split nothing is copied or
+   communicated. */
 class LogicalState {
 public:
+  static constexpr size_t kGatherPieceBytes = size_t(4) << 20;
+
   LogicalState(Session &session, bool withOptimizerState);
   const std::vector<NamedTensor> &tensors() const { return tensors_; }
-  const void *data(size_t i);
+  void emit(size_t i, const std::function<void(const void *, size_t)> &sink);
   /* Rank 0: the safetensors file of tensors(), gathering each split tensor as it is written. */
   void write(const std::string &path, const std::map<std::string, std::string> &metadata = {},
              uint64_t *checksum = nullptr);
@@ -44,12 +50,12 @@ private:
   std::vector<const plan::ParamSharding *> block_;
   std::vector<TensorType> blockType_;
   std::vector<TensorRef> local_;                   // per tensor: this rank's slice
-  HostBytes parts_, whole_, block_bytes_;          // data()'s gather buffers
+  HostBytes parts_, piece_, block_bytes_;          // emit()'s gather buffers
 
-  /* Every rank's `local` of `group` (mesh axis s.mesh_axis()) gathered and placed by `s`
-     into `out`, a tensor of type `type`. Collective over that group. */
-  void gather(const plan::ParamSharding &s, const TensorRef &local, const TensorType &type, void *out,
-              const std::string &name);
+  /* Streams the logical tensor of type `type` that `s` splits into the `local` parts of
+     the ranks of its group (mesh axis s.mesh_axis()). Collective over that group. */
+  void stream(const plan::ParamSharding &s, const TensorRef &local, const TensorType &type,
+              const std::function<void(const void *, size_t)> &sink, const std::string &name);
 };
 
 }  // namespace lmrt

@@ -80,6 +80,15 @@ void writeSafetensors(const std::string &path,
 void writeSafetensors(const std::string &path, const std::vector<std::pair<std::string, TensorRef>> &tensors,
                       const std::function<const void *(size_t)> &fetch,
                       const std::map<std::string, std::string> &metadata, uint64_t *checksum) {
+  writeSafetensorsStreamed(
+      path, tensors,
+      [&](size_t i, const ByteSink &sink) { sink(fetch(i), (size_t)tensors[i].second.type.bytes()); }, metadata,
+      checksum);
+}
+
+void writeSafetensorsStreamed(const std::string &path, const std::vector<std::pair<std::string, TensorRef>> &tensors,
+                              const std::function<void(size_t, const ByteSink &)> &emit,
+                              const std::map<std::string, std::string> &metadata, uint64_t *checksum) {
   // Streamed tensor by tensor: saving GPT-2's weights must not need a second copy in memory.
   std::string header = encodeHeader(tensors, metadata);
   writeFileAtomic(path, "safetensors", [&](std::ostream &f) {
@@ -87,10 +96,19 @@ void writeSafetensors(const std::string &path, const std::vector<std::pair<std::
     if (checksum) sum.update(header.data(), header.size());
     f.write(header.data(), (std::streamsize)header.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
-      const void *data = fetch(i);
-      const int64_t bytes = tensors[i].second.type.bytes();
-      if (checksum) sum.update(data, (size_t)bytes);
-      f.write(static_cast<const char *>(data), (std::streamsize)bytes);
+      const size_t bytes = (size_t)tensors[i].second.type.bytes();
+      size_t written = 0;
+      emit(i, [&](const void *data, size_t n) {
+        if (written + n > bytes)
+          throw Error("safetensors: internal error: tensor '" + tensors[i].first + "' streamed past its " +
+                      std::to_string(bytes) + " bytes");
+        if (checksum) sum.update(data, n);
+        f.write(static_cast<const char *>(data), (std::streamsize)n);
+        written += n;
+      });
+      if (written != bytes)
+        throw Error("safetensors: internal error: tensor '" + tensors[i].first + "' streamed " +
+                    std::to_string(written) + " of its " + std::to_string(bytes) + " bytes");
     }
     if (checksum) *checksum = sum.h;
   });

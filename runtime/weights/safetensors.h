@@ -44,11 +44,19 @@ void writeSafetensors(const std::string &path,
                       uint64_t *checksum = nullptr);
 /* The same, each tensor's bytes asked for when it is written: `fetch(i)` returns tensor
    i's data (tensors[i].second's type is written, its data pointer not read), valid until
-   the next call. A tensor-parallel rank 0 gathers each logical tensor there, holding one
-   at a time (runtime/train/tensor_parallel.h). */
+   the next call. */
 void writeSafetensors(const std::string &path, const std::vector<std::pair<std::string, TensorRef>> &tensors,
                       const std::function<const void *(size_t)> &fetch,
                       const std::map<std::string, std::string> &metadata = {}, uint64_t *checksum = nullptr);
+/* The same, each tensor's bytes streamed when it is written: `emit(i, sink)` calls
+   `sink(data, bytes)` with tensor i's bytes in order, in pieces of any size adding up to
+   its type's bytes. A tensor-parallel rank 0 gathers a split tensor piece by piece there,
+   so it never holds a whole one (runtime/train/tensor_parallel.h). */
+using ByteSink = std::function<void(const void *, size_t)>;
+void writeSafetensorsStreamed(const std::string &path, const std::vector<std::pair<std::string, TensorRef>> &tensors,
+                              const std::function<void(size_t, const ByteSink &)> &emit,
+                              const std::map<std::string, std::string> &metadata = {},
+                              uint64_t *checksum = nullptr);
 /* The file's bytes (what writeSafetensors stores). */
 std::string encodeSafetensors(const std::vector<std::pair<std::string, TensorRef>> &tensors,
                               const std::map<std::string, std::string> &metadata = {});

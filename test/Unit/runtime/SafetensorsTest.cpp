@@ -3,9 +3,11 @@
    that numpy reads our files, and weights save/load through a Session. */
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include "test/Unit/ProcessTempDir.h"
 #include "runtime/weights/safetensors.h"
@@ -49,6 +51,39 @@ TEST(Safetensors, RoundTrip) {
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   EXPECT_EQ((8 + n) % 8, 0u);
+}
+
+/* A file streamed in pieces (as tensor parallelism's rank 0 writes a gathered tensor)
+   has the bytes and the checksum of the one written whole; a tensor streamed short or
+   long is an error naming it. */
+TEST(Safetensors, StreamedInPiecesIsTheSameFile) {
+  Sample s;
+  const auto t = s.tensors();
+  std::string whole = tmp("whole.safetensors"), pieces = tmp("pieces.safetensors");
+  uint64_t sumWhole = 0, sumPieces = 1;
+  writeSafetensors(whole, t, {{"format", "pt"}}, &sumWhole);
+  writeSafetensorsStreamed(pieces, t, [&](size_t i, const ByteSink &sink) {
+    const char *p = static_cast<const char *>(t[i].second.data);
+    for (size_t off = 0, n = (size_t)t[i].second.type.bytes(); off < n; off += 5) sink(p + off, std::min<size_t>(5, n - off));
+  }, {{"format", "pt"}}, &sumPieces);
+  EXPECT_EQ(sumWhole, sumPieces);
+  auto bytes = [](const std::string &path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  EXPECT_EQ(bytes(whole), bytes(pieces));
+  auto expectError = [&](int64_t extra, const std::string &want) {
+    try {
+      writeSafetensorsStreamed(tmp("bad.safetensors"), t, [&](size_t i, const ByteSink &sink) {
+        sink(t[i].second.data, (size_t)(t[i].second.type.bytes() + (i == 1 ? extra : 0)));
+      });
+      ADD_FAILURE() << "no error for " << want;
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  expectError(-1, "tensor 'b' streamed 15 of its 16 bytes");
+  expectError(1, "tensor 'b' streamed past its 16 bytes");
 }
 
 TEST(Safetensors, WriterRejectsDuplicateNames) {

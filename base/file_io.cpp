@@ -107,10 +107,14 @@ std::string readWholeFile(const std::string &path, const char *what, uint64_t ma
 }
 
 std::string parentDirectory(const std::string &path) {
-  size_t slash = path.find_last_of('/');
+  // "fortunes/" names the directory "fortunes": its parent is ".", not "fortunes".
+  size_t end = path.find_last_not_of('/');
+  if (end == std::string::npos) return path.empty() ? "." : "/";
+  size_t slash = path.find_last_of('/', end);
   if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
+  size_t parentEnd = path.find_last_not_of('/', slash);
+  if (parentEnd == std::string::npos) return "/";
+  return path.substr(0, parentEnd + 1);
 }
 
 void fsyncPath(const std::string &path, const char *what) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "base/file_io.h"
 #include "base/paths.h"
 #include "base/tensor.h"
 #include "test/Unit/train/TempDir.h"
@@ -93,6 +94,14 @@ TEST(Paths, FilesOfADirectoryOutputNameTheDirectory) {
                                    {"--out", d.file("new/train.bin"), false, IfExists::NeedsOverwrite}};
   EXPECT_EQ(errorOf([&] { checkOutputs(fresh, {}, false, nullptr); }), "");
   EXPECT_NE(::access(d.file("new").c_str(), F_OK), 0);  // checks create nothing
+  // A trailing slash names the directory itself (README: `lmrt data build ... --out fortunes/`).
+  EXPECT_EQ(errorOf([&] { checkOutputs({{"--out", d.file("new") + "/", true}}, {}, false, nullptr); }), "");
+  EXPECT_EQ(parentDirectory("fortunes/"), ".");
+  EXPECT_EQ(parentDirectory("a/b//"), "a");
+  EXPECT_EQ(parentDirectory("a//b"), "a");
+  EXPECT_EQ(parentDirectory("/x/"), "/");
+  EXPECT_EQ(parentDirectory("/"), "/");
+  EXPECT_EQ(parentDirectory("x"), ".");
   // A directory whose parent is missing, or that is a file.
   EXPECT_HAS(errorOf([&] { checkOutputs({{"--out", d.file("no/such"), true}}, {}, false, nullptr); }),
              "parent directory '" + d.file("no") + "' does not exist");

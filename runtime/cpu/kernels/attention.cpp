@@ -139,6 +139,68 @@ inline int64_t visibleKeys(bool causal, int64_t query, int64_t k0, int64_t nk) {
   return causal ? std::max<int64_t>(0, std::min(nk, query - k0 + 1)) : nk;
 }
 
+/* Row reductions of the softmax, kept in kLanes independent partial results (one
+   AVX-512 vector) that combine as a tree at the end: GCC sums the lanes of an
+   `omp simd reduction` one after another, a chain of 16 dependent scalar adds per
+   row that on 64- and 128-key rows cost about as much as the row's exps. The order
+   of the sums is fixed by n alone. always_inline: into each SIMD clone of the callers
+   (alone they would be built for baseline x86-64). */
+template <typename T> constexpr int kLanes = 64 / sizeof(T);
+
+template <typename T> inline __attribute__((always_inline)) T rowMax(const T *x, int64_t n) {
+  constexpr int L = kLanes<T>;
+  T acc[L];
+  for (int u = 0; u < L; ++u) acc[u] = -INFINITY;
+  int64_t j = 0;
+  for (; j + L <= n; j += L)
+#pragma omp simd
+    for (int u = 0; u < L; ++u) acc[u] = x[j + u] > acc[u] ? x[j + u] : acc[u];  // a select vectorises
+  for (int u = 0; j + u < n; ++u) acc[u] = x[j + u] > acc[u] ? x[j + u] : acc[u];
+  for (int w = L / 2; w > 0; w /= 2)
+    for (int u = 0; u < w; ++u) acc[u] = acc[u + w] > acc[u] ? acc[u + w] : acc[u];
+  return acc[0];
+}
+
+/* x[j] = exp(x[j] - m) for the n columns; returns their sum. */
+template <typename T> inline __attribute__((always_inline)) T expRowSum(T *x, int64_t n, T m) {
+  constexpr int L = kLanes<T>;
+  T acc[L] = {};
+  int64_t j = 0;
+  for (; j + L <= n; j += L)
+#pragma omp simd
+    for (int u = 0; u < L; ++u) acc[u] += (x[j + u] = expT(x[j + u] - m));
+  for (int u = 0; j + u < n; ++u) acc[u] += (x[j + u] = expT(x[j + u] - m));
+  for (int w = L / 2; w > 0; w /= 2)
+    for (int u = 0; u < w; ++u) acc[u] += acc[u + w];
+  return acc[0];
+}
+
+/* The dot product of a and b over n columns. */
+template <typename T> inline __attribute__((always_inline)) T rowDot(const T *a, const T *b, int64_t n) {
+  constexpr int L = kLanes<T>;
+  T acc[L] = {};
+  int64_t j = 0;
+  for (; j + L <= n; j += L)
+#pragma omp simd
+    for (int u = 0; u < L; ++u) acc[u] += a[j + u] * b[j + u];
+  for (int u = 0; j + u < n; ++u) acc[u] += a[j + u] * b[j + u];
+  for (int w = L / 2; w > 0; w /= 2)
+    for (int u = 0; u < w; ++u) acc[u] += acc[u + w];
+  return acc[0];
+}
+
+/* Query rows per GEMM panel where the causal diagonal crosses a tile: each panel's
+   GEMMs take only the keys its last row sees, so a 128 x 128 diagonal tile computes
+   (1 + 2 + 3 + 4) / 16 of its products instead of all of them. */
+constexpr int64_t kPanel = 32;
+
+/* The rows of one GEMM panel for the key tile k0 .. k0+nk-1 and the nq query rows
+   from position first: all of them unless the causal diagonal crosses the tile (its
+   first row does not see every key), then kPanel. */
+inline int64_t panelRows(bool causal, int64_t first, int64_t k0, int64_t nk, int64_t nq) {
+  return causal && visibleKeys(causal, first, k0, nk) < nk ? kPanel : nq;
+}
+
 /* Softmax attention of queries q0 .. q0+nq-1 of one head (q, k, v point at the head's
    first column, row strides C for q, Ck for k and v): writes the rows of y (stride ldy) and, when lse is not
    null, each row's logsumexp of the scaled scores (0 for a row with no visible key,
@@ -158,48 +220,57 @@ LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, cons
   for (int64_t k0 = 0; k0 < kEnd; k0 += kBlock) {
     const int64_t nk = std::min(kBlock, kEnd - k0);
     if (tileMasked(mask, k0, nk)) continue;  // padding: contributes nothing
-    gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * Ck, Ck, (T)0, S, nk);
-    for (int64_t i = 0; i < nq; ++i) {
-      T *row = S + i * nk, *oi = O + i * Dh;
-      const int64_t vis = visibleKeys(causal, pos0 + q0 + i, k0, nk);
-      if (x && x->bias) {
-        const T *br = x->bias + (q0 + i) * x->biasT + k0 * x->biasS;
-        const int64_t bs = x->biasS;
-        for (int64_t j = 0; j < vis; ++j) row[j] += br[j * bs];
-      }
-      if (mask) {
-        const T *mk = mask + k0;
+    const int64_t step = panelRows(causal, pos0 + q0, k0, nk, nq);
+    for (int64_t i0 = 0; i0 < nq; i0 += step) {
+      // Rows i0 .. i1-1 (ldS = nk) and the nkp keys of the tile the last of them sees.
+      const int64_t i1 = std::min(nq, i0 + step), nkp = visibleKeys(causal, pos0 + q0 + i1 - 1, k0, nk);
+      if (nkp == 0) continue;  // the tile lies wholly after these rows
+      gemm(false, true, i1 - i0, nkp, Dh, scale, q + (q0 + i0) * C, C, k + k0 * Ck, Ck, (T)0, S + i0 * nk, nk);
+      for (int64_t i = i0; i < i1; ++i) {
+        T *row = S + i * nk, *oi = O + i * Dh;
+        const int64_t vis = visibleKeys(causal, pos0 + q0 + i, k0, nk);
+        if (x && x->bias) {
+          const T *br = x->bias + (q0 + i) * x->biasT + k0 * x->biasS;
+          const int64_t bs = x->biasS;
+          for (int64_t j = 0; j < vis; ++j) row[j] += br[j * bs];
+        }
+        if (mask) {
+          const T *mk = mask + k0;
 #pragma omp simd
-        for (int64_t j = 0; j < vis; ++j) row[j] = mk[j] != (T)0 ? row[j] : (T)-INFINITY;
-      }
-      if (x && x->seg) {  // keys of another document: hidden
-        const int32_t si = x->seg[pos0 + q0 + i], *sk = x->seg + k0;
+          for (int64_t j = 0; j < vis; ++j) row[j] = mk[j] != (T)0 ? row[j] : (T)-INFINITY;
+        }
+        if (x && x->seg) {  // keys of another document: hidden
+          const int32_t si = x->seg[pos0 + q0 + i], *sk = x->seg + k0;
 #pragma omp simd
-        for (int64_t j = 0; j < vis; ++j) row[j] = sk[j] == si ? row[j] : (T)-INFINITY;
-      }
-      T mx = -INFINITY;
-      // A select, not std::max: GCC left the std::max form scalar in the AVX-512 clone
-      // (a chain of dependent vmaxss, 60 % of the forward's time). NaN keeps mx either way.
-#pragma omp simd reduction(max : mx)
-      for (int64_t j = 0; j < vis; ++j) mx = row[j] > mx ? row[j] : mx;
-      if (vis == 0 || mx == -INFINITY) {  // nothing visible (yet): the row contributes nothing
-        std::fill(row, row + nk, (T)0);
-        continue;
-      }
-      const T mNew = std::max(m[i], mx), corr = expT(m[i] - mNew);
-      T sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t j = 0; j < vis; ++j) sum += (row[j] = expT(row[j] - mNew));
-      for (int64_t j = vis; j < nk; ++j) row[j] = 0;
-      if (x && x->drop)  // the sum above is of the undropped probabilities
-        for (int64_t j = 0; j < vis; ++j) row[j] *= x->dropFactor(pos0 + q0 + i, k0 + j);
-      l[i] = l[i] * corr + sum;
-      m[i] = mNew;
-      if (corr != (T)1)
+          for (int64_t j = 0; j < vis; ++j) row[j] = sk[j] == si ? row[j] : (T)-INFINITY;
+        }
+        // The causally hidden columns vis .. nkp-1 join as -inf (probability exactly 0,
+        // as the product with V needs): the row's loops then run over all nkp columns,
+        // whole vectors (a select on j < vis made GCC split the loop in two, the second
+        // half a scalar chain).
+        for (int64_t j = vis; j < nkp; ++j) row[j] = (T)-INFINITY;
+        const T mx = rowMax(row, nkp);  // NaN keeps mx unchanged, as std::max(mx, NaN) would
+        if (vis == 0 || mx == -INFINITY) {  // nothing visible (yet): the row contributes nothing
+          std::fill(row, row + nkp, (T)0);
+          continue;
+        }
+        const T mNew = std::max(m[i], mx);
+        const T sum = expRowSum(row, nkp, mNew);
+        if (x && x->drop)  // the sum above is of the undropped probabilities
+          for (int64_t j = 0; j < vis; ++j) row[j] *= x->dropFactor(pos0 + q0 + i, k0 + j);
+        if (m[i] == -INFINITY) {  // the row's first visible keys: O and l are still 0
+          l[i] = sum;
+        } else {
+          const T corr = expT(m[i] - mNew);
+          l[i] = l[i] * corr + sum;
+          if (corr != (T)1)
 #pragma omp simd
-        for (int64_t e = 0; e < Dh; ++e) oi[e] *= corr;
+            for (int64_t e = 0; e < Dh; ++e) oi[e] *= corr;
+        }
+        m[i] = mNew;
+      }
+      gemm(false, false, i1 - i0, Dh, nkp, (T)1, S + i0 * nk, nk, v + k0 * Ck, Ck, (T)1, O + i0 * Dh, Dh);
     }
-    gemm(false, false, nq, Dh, nk, (T)1, S, nk, v + k0 * Ck, Ck, (T)1, O, Dh);
   }
   for (int64_t i = 0; i < nq; ++i) {
     // l = 0: every key of the row is masked; its output is 0 (O stayed 0).
@@ -311,10 +382,9 @@ std::string checkAttentionGradStats(const std::vector<TensorType> &in, const std
 /* Scratch of one thread for the backward of one head. */
 template <typename T> struct BwdScratch {
   FwdScratch<T> fwd;
-  std::vector<T> o, lse, delta, p, dp, dq;
+  std::vector<T> o, lse, delta, p, dp;
   explicit BwdScratch(const Dims3 &d)
-      : fwd(d.Dh), o(d.Tq * d.Dh), lse(d.Tq), delta(d.Tq), p(kBlock * kBlock), dp(kBlock * kBlock),
-        dq(kBlock * d.Dh) {}
+      : fwd(d.Dh), o(d.Tq * d.Dh), lse(d.Tq), delta(d.Tq), p(kBlock * kBlock), dp(kBlock * kBlock) {}
 };
 
 /* The backward of one (batch, head); q .. dv point at the head's first column (row
@@ -340,79 +410,104 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
   }
   for (int64_t i = 0; i < d.Tq; ++i) {
     const T *dyi = dy + i * C, *oi = o + i * ldo;
-    T s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int64_t e = 0; e < Dh; ++e) s += dyi[e] * oi[e];
-    w.delta[i] = s;
+    w.delta[i] = rowDot(dyi, oi, Dh);
   }
-  T *P = w.p.data(), *dP = w.dp.data(), *dQ = w.dq.data();
+  T *P = w.p.data(), *dP = w.dp.data();
   for (int64_t q0 = 0; q0 < d.Tq; q0 += kBlock) {
     const int64_t nq = std::min(kBlock, d.Tq - q0), kEnd = causal ? q0 + nq : d.Tk;
-    std::fill(dQ, dQ + nq * Dh, (T)0);
+    bool first = true;  // no key tile has written these rows of dq yet: the first GEMM sets them
     for (int64_t k0 = 0; k0 < kEnd; k0 += kBlock) {
       const int64_t nk = std::min(kBlock, kEnd - k0);
       if (tileMasked(mask, k0, nk)) continue;  // P = 0 there: nothing to add
-      gemm(false, true, nq, nk, Dh, scale, q + q0 * C, C, k + k0 * Ck, Ck, (T)0, P, nk);
-      gemm(false, true, nq, nk, Dh, (T)1, dy + q0 * C, C, v + k0 * Ck, Ck, (T)0, dP, nk);
-      // P_ij = exp(s_ij - lse_i); dS_ij = P_ij (dP_ij - delta_i), times the score scale.
-      for (int64_t i = 0; i < nq; ++i) {
-        T *pi = P + i * nk, *dpi = dP + i * nk;
-        const int64_t vis = visibleKeys(causal, q0 + i, k0, nk);
-        const T lse = lseRow[q0 + i], delta = w.delta[q0 + i];
-        if (x && !x->bias && !x->dbias && !x->seg) {
-          // biased_attention with dropout (and padding) only, as BERT's attention
-          // dropout makes it: the general loop below without its bias and segment
-          // terms. The row's dropout factors first (the hash stays scalar), then the
-          // exponentials in a simd loop: the scalar loop was half the op's time.
-          const T *mk = mask ? mask + k0 : nullptr;
-          T f[kBlock];
-          for (int64_t j = 0; j < vis; ++j) f[j] = x->drop ? x->dropFactor(q0 + i, k0 + j) : (T)1;
+      // On the causal diagonal (k0 = q0: causal attention has Tk = Tq) the rows go in
+      // panels of kPanel, each computing the nkp keys its last row sees; the products
+      // with dY and Q below then take, for each panel of keys, only the query rows that
+      // see them (key j is seen by rows j and later). Elsewhere one panel of nq rows.
+      const bool diagonal = causal && k0 == q0;
+      const int64_t step = diagonal ? kPanel : nq;
+      for (int64_t i0 = 0; i0 < nq; i0 += step) {
+        const int64_t i1 = std::min(nq, i0 + step), nkp = visibleKeys(causal, q0 + i1 - 1, k0, nk);
+        gemm(false, true, i1 - i0, nkp, Dh, scale, q + (q0 + i0) * C, C, k + k0 * Ck, Ck, (T)0, P + i0 * nk, nk);
+        gemm(false, true, i1 - i0, nkp, Dh, (T)1, dy + (q0 + i0) * C, C, v + k0 * Ck, Ck, (T)0, dP + i0 * nk, nk);
+        // P_ij = exp(s_ij - lse_i); dS_ij = P_ij (dP_ij - delta_i), times the score scale.
+        for (int64_t i = i0; i < i1; ++i) {
+          T *pi = P + i * nk, *dpi = dP + i * nk;
+          const int64_t vis = visibleKeys(causal, q0 + i, k0, nk);
+          const T lse = lseRow[q0 + i], delta = w.delta[q0 + i];
+          if (x && !x->bias && !x->dbias && !x->seg) {
+            // biased_attention with dropout (and padding) only, as BERT's attention
+            // dropout makes it: the general loop below without its bias and segment
+            // terms. The row's dropout factors first (the hash stays scalar), then the
+            // exponentials in a simd loop: the scalar loop was half the op's time.
+            const T *mk = mask ? mask + k0 : nullptr;
+            T f[kBlock];
+            for (int64_t j = 0; j < vis; ++j) f[j] = x->drop ? x->dropFactor(q0 + i, k0 + j) : (T)1;
 #pragma omp simd
-          for (int64_t j = 0; j < vis; ++j) {
-            const T p = (mk && mk[j] == (T)0) ? (T)0 : expT(pi[j] - lse);
-            dpi[j] = p * (f[j] * dpi[j] - delta) * scale;
-            pi[j] = p * f[j];
-          }
-        } else if (x) {
-          // biased_attention: the bias joins the scaled score; dS = P (dP - delta) is
-          // also the bias's gradient (summed where the bias broadcasts: not a simd loop).
-          const int64_t bs = x->biasS, boff = (q0 + i) * x->biasT + k0 * bs;
-          const T *br = x->bias ? x->bias + boff : nullptr;
-          T *dbr = x->dbias ? x->dbias + boff : nullptr;
-          const int32_t *sk = x->seg ? x->seg + k0 : nullptr, si = x->seg ? x->seg[q0 + i] : 0;
-          const T *mk = mask ? mask + k0 : nullptr;
-          for (int64_t j = 0; j < vis; ++j) {
-            const bool hidden = (mk && mk[j] == (T)0) || (sk && sk[j] != si);
-            pi[j] = hidden ? (T)0 : expT((br ? pi[j] + br[j * bs] : pi[j]) - lse);
-            // Dropout: the output read D P, so dP of the undropped P is D dP, and
-            // dV takes D P (pi is rescaled after its use in dS).
-            const T f = x->drop ? x->dropFactor(q0 + i, k0 + j) : (T)1;
-            const T ds = pi[j] * (x->drop ? f * dpi[j] - delta : dpi[j] - delta);
-            if (dbr) dbr[j * bs] += ds;
-            dpi[j] = ds * scale;
-            if (x->drop) pi[j] *= f;
-          }
-        } else if (mask) {
-          const T *mk = mask + k0;
+            for (int64_t j = 0; j < vis; ++j) {
+              const T p = (mk && mk[j] == (T)0) ? (T)0 : expT(pi[j] - lse);
+              dpi[j] = p * (f[j] * dpi[j] - delta) * scale;
+              pi[j] = p * f[j];
+            }
+            for (int64_t j = vis; j < nkp; ++j) pi[j] = dpi[j] = 0;
+          } else if (x) {
+            // biased_attention: the bias joins the scaled score; dS = P (dP - delta) is
+            // also the bias's gradient (summed where the bias broadcasts: not a simd loop).
+            const int64_t bs = x->biasS, boff = (q0 + i) * x->biasT + k0 * bs;
+            const T *br = x->bias ? x->bias + boff : nullptr;
+            T *dbr = x->dbias ? x->dbias + boff : nullptr;
+            const int32_t *sk = x->seg ? x->seg + k0 : nullptr, si = x->seg ? x->seg[q0 + i] : 0;
+            const T *mk = mask ? mask + k0 : nullptr;
+            for (int64_t j = 0; j < vis; ++j) {
+              const bool hidden = (mk && mk[j] == (T)0) || (sk && sk[j] != si);
+              pi[j] = hidden ? (T)0 : expT((br ? pi[j] + br[j * bs] : pi[j]) - lse);
+              // Dropout: the output read D P, so dP of the undropped P is D dP, and
+              // dV takes D P (pi is rescaled after its use in dS).
+              const T f = x->drop ? x->dropFactor(q0 + i, k0 + j) : (T)1;
+              const T ds = pi[j] * (x->drop ? f * dpi[j] - delta : dpi[j] - delta);
+              if (dbr) dbr[j * bs] += ds;
+              dpi[j] = ds * scale;
+              if (x->drop) pi[j] *= f;
+            }
+            for (int64_t j = vis; j < nkp; ++j) pi[j] = dpi[j] = 0;
+          } else if (mask) {
+            // All nkp columns, the causally hidden ones and masked keys selected to 0:
+            // whole vectors, no scalar tail.
+            const T *mk = mask + k0;
+            for (int64_t j = vis; j < nkp; ++j) pi[j] = (T)-INFINITY;
 #pragma omp simd
-          for (int64_t j = 0; j < vis; ++j) {
-            pi[j] = mk[j] != (T)0 ? expT(pi[j] - lse) : (T)0;
-            dpi[j] = pi[j] * (dpi[j] - delta) * scale;
-          }
-        } else {
+            for (int64_t j = 0; j < nkp; ++j) {
+              const T p = mk[j] != (T)0 ? expT(pi[j] - lse) : (T)0;
+              dpi[j] = p * (dpi[j] - delta) * scale;
+              pi[j] = p;
+            }
+          } else {
+            // The causally hidden columns as -inf: exp gives 0 (a select on j < vis made
+            // GCC split the loop, its second half scalar).
+            for (int64_t j = vis; j < nkp; ++j) pi[j] = (T)-INFINITY;
 #pragma omp simd
-          for (int64_t j = 0; j < vis; ++j) {
-            pi[j] = expT(pi[j] - lse);
-            dpi[j] = pi[j] * (dpi[j] - delta) * scale;
+            for (int64_t j = 0; j < nkp; ++j) {
+              const T p = expT(pi[j] - lse);
+              dpi[j] = p * (dpi[j] - delta) * scale;
+              pi[j] = p;
+            }
           }
         }
-        for (int64_t j = vis; j < nk; ++j) pi[j] = dpi[j] = 0;
+        gemm(false, false, i1 - i0, Dh, nkp, (T)1, dP + i0 * nk, nk, k + k0 * Ck, Ck, first ? (T)0 : (T)1,
+             dq + (q0 + i0) * C, C);  // dQ += dS K
       }
-      gemm(true, false, nk, Dh, nq, (T)1, P, nk, dy + q0 * C, C, (T)1, dv + k0 * Ck, Ck);  // dV += P^T dY
-      gemm(true, false, nk, Dh, nq, (T)1, dP, nk, q + q0 * C, C, (T)1, dk + k0 * Ck, Ck);  // dK += dS^T Q
-      gemm(false, false, nq, Dh, nk, (T)1, dP, nk, k + k0 * Ck, Ck, (T)1, dQ, Dh);         // dQ += dS K
+      const int64_t keyStep = diagonal ? kPanel : nk;
+      for (int64_t j0 = 0; j0 < nk; j0 += keyStep) {
+        // Keys j0 .. j0+keyStep-1: seen by the query rows from iFirst on.
+        const int64_t nj = std::min(nk, j0 + keyStep) - j0, iFirst = diagonal ? j0 : 0;
+        gemm(true, false, nj, Dh, nq - iFirst, (T)1, P + iFirst * nk + j0, nk, dy + (q0 + iFirst) * C, C, (T)1,
+             dv + (k0 + j0) * Ck, Ck);  // dV += P^T dY
+        gemm(true, false, nj, Dh, nq - iFirst, (T)1, dP + iFirst * nk + j0, nk, q + (q0 + iFirst) * C, C, (T)1,
+             dk + (k0 + j0) * Ck, Ck);  // dK += dS^T Q
+      }
+      first = false;
     }
-    for (int64_t i = 0; i < nq; ++i) std::copy(dQ + i * Dh, dQ + (i + 1) * Dh, dq + (q0 + i) * C);
+    if (first)  // every key tile masked: no gradient
+      for (int64_t i = 0; i < nq; ++i) std::fill(dq + (q0 + i) * C, dq + (q0 + i) * C + Dh, (T)0);
   }
 }
 

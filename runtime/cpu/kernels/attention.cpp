@@ -147,6 +147,16 @@ inline int64_t visibleKeys(bool causal, int64_t query, int64_t k0, int64_t nk) {
    (alone they would be built for baseline x86-64). */
 template <typename T> constexpr int kLanes = 64 / sizeof(T);
 
+/* acc[0] = the fold of acc[0 .. 2W-1] by f, as a tree; W a constant, so the levels unroll
+   into straight-line vector code (a loop over W had GCC emit one with a scalar tail). */
+template <int W, typename T, typename F> inline __attribute__((always_inline)) void foldLanes(T *acc, F f) {
+#pragma GCC unroll 16
+  for (int u = 0; u < W; ++u) acc[u] = f(acc[u], acc[u + W]);
+  if constexpr (W > 1) foldLanes<W / 2>(acc, f);
+}
+template <typename T> inline __attribute__((always_inline)) T maxOf(T a, T b) { return b > a ? b : a; }
+template <typename T> inline __attribute__((always_inline)) T sumOf(T a, T b) { return a + b; }
+
 template <typename T> inline __attribute__((always_inline)) T rowMax(const T *x, int64_t n) {
   constexpr int L = kLanes<T>;
   T acc[L];
@@ -156,8 +166,7 @@ template <typename T> inline __attribute__((always_inline)) T rowMax(const T *x,
 #pragma omp simd
     for (int u = 0; u < L; ++u) acc[u] = x[j + u] > acc[u] ? x[j + u] : acc[u];  // a select vectorises
   for (int u = 0; j + u < n; ++u) acc[u] = x[j + u] > acc[u] ? x[j + u] : acc[u];
-  for (int w = L / 2; w > 0; w /= 2)
-    for (int u = 0; u < w; ++u) acc[u] = acc[u + w] > acc[u] ? acc[u + w] : acc[u];
+  foldLanes<L / 2>(acc, maxOf<T>);
   return acc[0];
 }
 
@@ -170,8 +179,7 @@ template <typename T> inline __attribute__((always_inline)) T expRowSum(T *x, in
 #pragma omp simd
     for (int u = 0; u < L; ++u) acc[u] += (x[j + u] = expT(x[j + u] - m));
   for (int u = 0; j + u < n; ++u) acc[u] += (x[j + u] = expT(x[j + u] - m));
-  for (int w = L / 2; w > 0; w /= 2)
-    for (int u = 0; u < w; ++u) acc[u] += acc[u + w];
+  foldLanes<L / 2>(acc, sumOf<T>);
   return acc[0];
 }
 
@@ -184,8 +192,7 @@ template <typename T> inline __attribute__((always_inline)) T rowDot(const T *a,
 #pragma omp simd
     for (int u = 0; u < L; ++u) acc[u] += a[j + u] * b[j + u];
   for (int u = 0; j + u < n; ++u) acc[u] += a[j + u] * b[j + u];
-  for (int w = L / 2; w > 0; w /= 2)
-    for (int u = 0; u < w; ++u) acc[u] += acc[u + w];
+  foldLanes<L / 2>(acc, sumOf<T>);
   return acc[0];
 }
 

@@ -41,7 +41,7 @@ void gemmSplit(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const A *a, in
                C beta, C *c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   const int nt = m * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
-  const bool byCols = n > m;
+  const bool byCols = std::is_same_v<A, lmc::bf16> ? !bf16RowBlocks(ta, m, n) : n > m;
   const int64_t side = byCols ? n : m;
   int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(byCols ? side : side / 16, nt));
   int64_t per = byCols ? (side + blocks - 1) / blocks : side / blocks;

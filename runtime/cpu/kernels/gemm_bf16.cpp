@@ -80,8 +80,9 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   // A transposed and strided (a block of a weight gradient's activations, [k, m] of a
   // wider [k, lda]): copied dense first, so that oneDNN takes its brgemm kernels (AMX
   // where the CPU has it) instead of gemm:jit, about twice as fast on these blocks
-  // (blas.h, bf16RowBlocks). The copy changes no bits: the same products, summed in
-  // the same order (a bf16 GPT-2 run's weights were byte-identical with and without).
+  // (blas.h, bf16RowBlocks). Another kernel may sum in another order (a bf16 GPT-2
+  // b4 x t64 run's weights were byte-identical with and without the copy, bench_tiny's
+  // not), but the order still depends on the shape alone, never on the thread count.
   thread_local std::vector<lmc::bf16> denseA;
   if (ta && lda != m && k > 0 && m * k <= kDenseCopyMax) {
     denseA.resize(size_t(m * k));
@@ -89,7 +90,10 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
     a = denseA.data();
     lda = m;
   }
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  // One thread for oneDNN, inside a parallel region too: there omp_get_max_threads()
+  // still says the team's size, and oneDNN's brgemm kernels plan their blocking for
+  // the threads they are told of, which made the bits depend on --threads.
+  const int threads = omp_get_max_threads();
   if (threads > 1) omp_set_num_threads(1);
   try {
     Gemm &g = gemmFor(Key{ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, omp_get_max_threads()});

@@ -89,5 +89,26 @@ TEST(MatmulSplit, SameBitsForAnyThreadCount) {
   omp_set_num_threads(saved);
 }
 
+/* bench_tiny's weight gradient in bf16, [1024, 256]^T [1024, 768]: row blocks of a dense
+   copy, on oneDNN's brgemm kernels, which plan for the threads they are told of; the
+   bits changed with --threads until the GEMM told oneDNN one thread inside parallel
+   regions too (gemm_bf16.cpp). */
+TEST(MatmulSplit, Bf16WeightGradientSameBitsForAnyThreadCount) {
+  const int saved = omp_get_max_threads();
+  for (int64_t m : {256, 1024, 4096})
+    for (int64_t n : {256, 768, 1024}) {
+      Buf a = randn({1024, m}, DType::F32).as(DType::BF16), b = randn({1024, n}, DType::F32).as(DType::BF16);
+      Attrs at = attrs({{"transpose_lhs", true}});
+      omp_set_num_threads(1);
+      Buf one = runKernel("matmul", {a, b}, {{DType::F32, {m, n}}}, at)[0];
+      for (int t : {2, 3, 4}) {
+        omp_set_num_threads(t);
+        Buf many = runKernel("matmul", {a, b}, {{DType::F32, {m, n}}}, at)[0];
+        EXPECT_EQ(std::memcmp(one.data(), many.data(), one.type.bytes()), 0) << m << " x " << n << ", " << t << " threads";
+      }
+    }
+  omp_set_num_threads(saved);
+}
+
 }  // namespace
 }  // namespace lmrt::kernels::test

@@ -300,8 +300,9 @@ template <typename T> LMRT_SIMD_CLONES void sumToT(const TensorRef &x, const Ten
     // Column sums over the leading dims, in the order of column_sum.h (the one the
     // generated column reduces use): a fused bias gradient has these bits.
     int64_t rows = n / m;
-    thread_local std::vector<T> part;
-    const size_t need = (size_t)columnChunks(rows).chunks * (size_t)m;
+    thread_local std::vector<T> part;  // the chunks' partial sums (none with one chunk)
+    const int64_t chunks = columnChunks(rows).chunks;
+    const size_t need = chunks > 1 ? (size_t)chunks * (size_t)m : 0;
     if (part.size() < need) part.resize(need);
     T *pp = part.data();
     columnSum(

@@ -51,9 +51,11 @@ void runGenerated(const GeneratedKernel &k, const std::vector<TensorRef> &args) 
     return;
   case GeneratedKernel::Schedule::ColumnReduce: {
     // Partial sums of every row chunk: 8 bytes (the widest accumulator) a column per
-    // result, kept per calling thread between calls.
+    // result, kept per calling thread between calls (none with one chunk: the tile
+    // stores the results).
     thread_local std::vector<double> part;
-    const size_t need = (size_t)detail::columnChunks(k.rows).chunks * (size_t)k.outputs * (size_t)k.cols;
+    const int64_t chunks = detail::columnChunks(k.rows).chunks;
+    const size_t need = chunks > 1 ? (size_t)chunks * (size_t)k.outputs * (size_t)k.cols : 0;
     if (part.size() < need) part.resize(need);
     void *pp = part.data();
     // 1024 columns a tile: the kernel's accumulator block (KernelEmitter.cpp).

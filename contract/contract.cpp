@@ -172,7 +172,8 @@ int64_t lossScratch(const plan::Program &program, const plan::Step &step, bool c
   const bool reduced = h.dtype() == plan::BF16 || h.dtype() == plan::F16;
   const int64_t logitBytes = reduced ? 4 : dtypeBytes(h.dtype());
   const int64_t copyBytes = reduced && step.op() == "linear_cross_entropy_with_grad" ? dtypeBytes(h.dtype()) : 0;
-  return kernels::linearCrossEntropyScratchBytes(chunk, rows, v, logitBytes, copyBytes);
+  const int64_t width = cuda ? v : kernels::linearCrossEntropyRowStride(v);
+  return kernels::linearCrossEntropyScratchBytes(chunk, rows, width, logitBytes, copyBytes);
 }
 
 /* The bytes lmrt's collectives hold beside the arena on a mesh. Kept between

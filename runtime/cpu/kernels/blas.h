@@ -74,6 +74,16 @@ inline int64_t bf16GemmBlock(int64_t side) {
   return std::min(side, std::clamp<int64_t>(quarter, 64, 256));
 }
 
+/* Whether a bf16 GEMM's output [m, n] is cut along its rows (else its columns). The
+   longer side, but a weight gradient (op(A) transposed: A is [k, m], k the tokens)
+   is cut into row blocks unless it is more than four times as wide as it is tall:
+   each row block's A is then a dense copy (gemm, gemm_bf16.cpp), and oneDNN runs
+   dense row blocks on its brgemm kernels (AMX tiles where the CPU has them) where
+   column blocks of a strided transposed A ran on its older gemm:jit kernel at half
+   the rate (GPT-2 small b4 x t64, bf16: the weight gradients 131-166 ms a step
+   against 81-87, 2026-11-28, same bits). */
+inline bool bf16RowBlocks(bool ta, int64_t m, int64_t n) { return ta ? n <= 4 * m : n <= m; }
+
 /* bf16 operands widened to f32 (exact) and run on the f32 sgemm above
    (gemm_widened.cpp): the bf16 GEMM's result where oneDNN cannot run it. */
 void gemmWidened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const lmc::bf16 *a, int64_t lda,

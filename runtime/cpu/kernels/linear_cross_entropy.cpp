@@ -41,7 +41,7 @@ void gemmSplit(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const A *a, in
                C beta, C *c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   const int nt = m * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
-  const bool byCols = n > m;
+  const bool byCols = std::is_same_v<A, lmc::bf16> ? !bf16RowBlocks(ta, m, n) : n > m;
   const int64_t side = byCols ? n : m;
   int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(byCols ? side : side / 16, nt));
   int64_t per = byCols ? (side + blocks - 1) / blocks : side / blocks;
@@ -111,14 +111,14 @@ std::string checkLinearCrossEntropyWithGrad(const std::vector<TensorType> &in, c
    stats gradient: dh_c [c, D] = dz_c w (w [V, D], tb) or dz_c w^T (w [D, V]), and
    dw [V, D] += dz_c^T h_c, or dw [D, V] += h_c^T dz_c; the first chunk overwrites dw. */
 template <typename A, typename T>
-void chunkBackwardGemms(bool tb, int64_t c, int64_t d, int64_t v, const A *dz, const A *w, const A *hc,
-                        bool firstChunk, T *dhc, T *dw) {
-  gemmSplit<A, T>(false, !tb, c, d, v, dz, v, w, tb ? d : v, (T)0, dhc, d);
+void chunkBackwardGemms(bool tb, int64_t c, int64_t d, int64_t v, const A *dz, int64_t ldz, const A *w,
+                        const A *hc, bool firstChunk, T *dhc, T *dw) {
+  gemmSplit<A, T>(false, !tb, c, d, v, dz, ldz, w, tb ? d : v, (T)0, dhc, d);
   const T beta = firstChunk ? (T)0 : (T)1;
   if (tb)
-    gemmSplit<A, T>(true, false, v, d, c, dz, v, hc, d, beta, dw, d);
+    gemmSplit<A, T>(true, false, v, d, c, dz, ldz, hc, d, beta, dw, d);
   else
-    gemmSplit<A, T>(true, false, d, v, c, hc, d, dz, v, beta, dw, v);
+    gemmSplit<A, T>(true, false, d, v, c, hc, d, dz, ldz, beta, dw, v);
 }
 
 /* Both ops: dh, dw null for the forward alone. T: the logits' and results' type;
@@ -138,12 +138,13 @@ LMRT_SIMD_CLONES void linearCrossEntropyT(const KernelCall &call, const char *op
   const T scale = withGrad && valid ? call.in[3].as<T>()[0] / (T)valid : (T)0;
   const int64_t chunk = linearCrossEntropyEffectiveChunk(call.attrs.getInt("chunk_rows"), rows);
 
+  const int64_t ldx = linearCrossEntropyRowStride(v);  // the scratch's row stride
   thread_local std::vector<T> scratch;  // one chunk of logits, then of their gradient
-  scratch.resize((size_t)(chunk * v));
+  scratch.resize((size_t)(chunk * ldx));
   // With reduced operands, the gradient again in A, which the backward GEMMs read.
   thread_local std::vector<A> reducedScratch;
   if constexpr (kReduced)
-    if (withGrad) reducedScratch.resize((size_t)(chunk * v));
+    if (withGrad) reducedScratch.resize((size_t)(chunk * ldx));
   std::vector<double> rowLoss(rows, 0.0);
   T *x = scratch.data();
   // The gradient the backward GEMMs read; a pointer, for the parallel loop's threads
@@ -159,22 +160,22 @@ LMRT_SIMD_CLONES void linearCrossEntropyT(const KernelCall &call, const char *op
     const int64_t c = std::min(chunk, rows - r0);
     const A *hc = h + r0 * d;
     // logits [c, V] = h_c w^T (w [V, D]) or h_c w (w [D, V])
-    gemmSplit<A, T>(false, tb, c, v, d, hc, d, w, tb ? d : v, (T)0, x, v);
+    gemmSplit<A, T>(false, tb, c, v, d, hc, d, w, tb ? d : v, (T)0, x, ldx);
 #pragma omp parallel for schedule(static) if (c * v >= kParallelMin)
     for (int64_t i = 0; i < c; ++i) {
-      T *xi = x + i * v;
+      T *xi = x + i * ldx;
       if (tg[r0 + i] == ignore) {
         if (withGrad) {
           for (int64_t j = 0; j < v; ++j) xi[j] = 0;
           if constexpr (kReduced)
-            for (int64_t j = 0; j < v; ++j) dl[i * v + j] = lmc::fromFloat<A>(0.f);
+            for (int64_t j = 0; j < v; ++j) dl[i * ldx + j] = lmc::fromFloat<A>(0.f);
         }
         continue;
       }
       if (withGrad) {
         rowLoss[r0 + i] = rowLossAndGrad<T>(xi, xi, v, tg[r0 + i], scale);
         if constexpr (kReduced) {  // rounded while the row is in cache
-          A *ri = dl + i * v;
+          A *ri = dl + i * ldx;
 #pragma omp simd
           for (int64_t j = 0; j < v; ++j) ri[j] = lmc::fromFloat<A>(xi[j]);
         }
@@ -185,7 +186,7 @@ LMRT_SIMD_CLONES void linearCrossEntropyT(const KernelCall &call, const char *op
       }
     }
     if (!withGrad) continue;
-    chunkBackwardGemms<A, T>(tb, c, d, v, dl, w, hc, r0 == 0, dh + r0 * d, dw);
+    chunkBackwardGemms<A, T>(tb, c, d, v, dl, ldx, w, hc, r0 == 0, dh + r0 * d, dw);
   }
   double s = 0;
   for (double l : rowLoss) s += l;
@@ -332,7 +333,7 @@ template <typename T> LMRT_SIMD_CLONES void linearCrossEntropyStatsT(const Kerne
       if (mine) xi[local] += dtg[r0 + i];
     }
     if (!withGrad) continue;
-    chunkBackwardGemms<T, T>(tb, c, d, v, x, w, hc, r0 == 0, dh + r0 * d, dw);
+    chunkBackwardGemms<T, T>(tb, c, d, v, x, v, w, hc, r0 == 0, dh + r0 * d, dw);
     for (int64_t i = 0; i < c; ++i) {
       const T *dzi = x + i * v;
 #pragma omp simd

@@ -55,7 +55,7 @@ void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k
                 bool sharedRhs, C *c, const BlockFn &after) {
   int64_t lda = ta ? m : k, ldb = tb ? k : n;
   int nt = batch * m * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
-  const bool byCols = n > m;
+  const bool byCols = std::is_same_v<T, lmc::bf16> ? !bf16RowBlocks(ta, m, n) : n > m;
   const int64_t side = byCols ? n : m;
   // Blocks of whole 16-column panels, or of at least kMinRows rows (the last takes the
   // remainder): oneDNN computes a GEMM of fewer rows another way, and its bits would

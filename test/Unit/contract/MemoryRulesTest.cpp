@@ -65,6 +65,14 @@ TEST(LinearCrossEntropyChunk, ScratchCountsTheReducedGradientCopy) {
   EXPECT_EQ(linearCrossEntropyScratchBytes(0, 10, 7, 4, 2), 10 * 7 * 6 + 10 * 8);
 }
 
+TEST(LinearCrossEntropyChunk, CpuScratchRowsOfMultiplesOf256ArePadded) {
+  using lmrt::kernels::linearCrossEntropyRowStride;
+  EXPECT_EQ(linearCrossEntropyRowStride(kGpt2Vocab), kGpt2Vocab);
+  EXPECT_EQ(linearCrossEntropyRowStride(4096), 4112);  // bench_tiny's vocabulary
+  EXPECT_EQ(linearCrossEntropyRowStride(256), 272);
+  EXPECT_EQ(linearCrossEntropyRowStride(50304), 50304);  // GPT-2's vocabulary padded to 128s
+}
+
 TEST(LinearCrossEntropyChunk, TheGpuWidensTheRulesChunkOnly) {
   using lmrt::kernels::linearCrossEntropyCudaChunkRows;
   // GPT-2 small at batch 8 x seq 1024: the rule's 25 chunks of 328 rows become 2 of 4096

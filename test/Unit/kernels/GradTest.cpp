@@ -90,11 +90,13 @@ TEST(Grad, CrossEntropyWithGradIsThePair) {
 /* linear_cross_entropy_with_grad: dh and dw against finite differences of the chunked
    forward (f64, chunks of 4 rows over 6, an ignored row), for a tied [V, D] table and
    an untied [D, V] weight; and its loss and gradients are the unfused ops' (matmul,
-   cross_entropy_with_grad, the two gradient matmuls) to rounding. */
+   cross_entropy_with_grad, the two gradient matmuls) to rounding. V = 256 too: the
+   kernel's chunk scratch then has a padded row stride (linearCrossEntropyRowStride). */
 TEST(Grad, LinearCrossEntropy) {
+  for (int64_t v : {7, 256})
   for (bool tied : {true, false}) {
-    SCOPED_TRACE(tied ? "tied [V, D]" : "untied [D, V]");
-    Buf h = randn({2, 3, 4}), w = tied ? randn({7, 4}) : randn({4, 7}), t = randIds({2, 3}, 7);
+    SCOPED_TRACE(std::string(tied ? "tied [V, D]" : "untied [D, V]") + ", V " + std::to_string(v));
+    Buf h = randn({2, 3, 4}), w = tied ? randn({v, 4}) : randn({4, v}), t = randIds({2, 3}, v);
     t.set(4, -1);  // ignored with ignore_index -1
     Attrs a = attrs({{"ignore_index", (int64_t)-1}, {"transpose_rhs", tied}, {"chunk_rows", (int64_t)4}});
     Buf dloss = scalar(0.7);
@@ -108,7 +110,7 @@ TEST(Grad, LinearCrossEntropy) {
     EXPECT_EQ(g[2].get(0), f({h, w}).get(0)) << "the loss of the forward op";
 
     Attrs mm = attrs({{"transpose_rhs", tied}});
-    Buf logits = runKernel("matmul", {h, w}, {{DType::F64, {2, 3, 7}}}, mm)[0];
+    Buf logits = runKernel("matmul", {h, w}, {{DType::F64, {2, 3, v}}}, mm)[0];
     auto ce = runKernel("cross_entropy_with_grad", {logits, t, dloss}, {logits.type, lossType},
                         attrs({{"ignore_index", (int64_t)-1}}));
     EXPECT_NEAR(g[2].get(0), ce[1].get(0), 1e-12);

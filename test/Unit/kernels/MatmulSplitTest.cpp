@@ -53,6 +53,10 @@ const std::vector<Case> kCases = {
     // transposed (a weight gradient such as GPT's fc2 or tied embedding); ragged tiles.
     {{600, 270}, {600, 40}, true, false, {270, 40}},
     {{512, 1030}, {512, 256}, true, false, {1030, 256}},
+    // Weight gradients wider than tall (bf16: row blocks of a dense copy of the
+    // transposed lhs, blas.h bf16RowBlocks), one more than 4x as wide (column blocks).
+    {{64, 96}, {64, 300}, true, false, {96, 300}},
+    {{64, 48}, {64, 300}, true, false, {48, 300}},
 };
 
 TEST(MatmulSplit, MatchesNaive) {
@@ -69,18 +73,40 @@ TEST(MatmulSplit, MatchesNaive) {
 
 TEST(MatmulSplit, SameBitsForAnyThreadCount) {
   const int saved = omp_get_max_threads();
-  for (const Case &c : kCases) {
-    Buf a = randn(c.a, DType::F32), b = randn(c.b, DType::F32);
-    Attrs at = attrs({{"transpose_lhs", c.ta}, {"transpose_rhs", c.tb}});
-    omp_set_num_threads(1);
-    Buf one = runKernel("matmul", {a, b}, {{DType::F32, c.out}}, at)[0];
-    for (int t : {2, 3, 4, 5}) {
-      omp_set_num_threads(t);
-      Buf many = runKernel("matmul", {a, b}, {{DType::F32, c.out}}, at)[0];
-      EXPECT_EQ(std::memcmp(one.data(), many.data(), one.type.bytes()), 0)
-          << shapeStr(c.a) << " x " << shapeStr(c.b) << " with " << t << " threads";
+  for (DType dt : {DType::F32, DType::BF16})  // bf16 operands, an f32 product
+    for (const Case &c : kCases) {
+      Buf a = randn(c.a, DType::F32).as(dt), b = randn(c.b, DType::F32).as(dt);
+      Attrs at = attrs({{"transpose_lhs", c.ta}, {"transpose_rhs", c.tb}});
+      omp_set_num_threads(1);
+      Buf one = runKernel("matmul", {a, b}, {{DType::F32, c.out}}, at)[0];
+      for (int t : {2, 3, 4, 5}) {
+        omp_set_num_threads(t);
+        Buf many = runKernel("matmul", {a, b}, {{DType::F32, c.out}}, at)[0];
+        EXPECT_EQ(std::memcmp(one.data(), many.data(), one.type.bytes()), 0)
+            << dtypeName(dt) << " " << shapeStr(c.a) << " x " << shapeStr(c.b) << " with " << t << " threads";
+      }
     }
-  }
+  omp_set_num_threads(saved);
+}
+
+/* bench_tiny's weight gradient in bf16, [1024, 256]^T [1024, 768]: row blocks of a dense
+   copy, on oneDNN's brgemm kernels, which plan for the threads they are told of; the
+   bits changed with --threads until the GEMM told oneDNN one thread inside parallel
+   regions too (gemm_bf16.cpp). */
+TEST(MatmulSplit, Bf16WeightGradientSameBitsForAnyThreadCount) {
+  const int saved = omp_get_max_threads();
+  for (int64_t m : {256, 1024, 4096})
+    for (int64_t n : {256, 768, 1024}) {
+      Buf a = randn({1024, m}, DType::F32).as(DType::BF16), b = randn({1024, n}, DType::F32).as(DType::BF16);
+      Attrs at = attrs({{"transpose_lhs", true}});
+      omp_set_num_threads(1);
+      Buf one = runKernel("matmul", {a, b}, {{DType::F32, {m, n}}}, at)[0];
+      for (int t : {2, 3, 4}) {
+        omp_set_num_threads(t);
+        Buf many = runKernel("matmul", {a, b}, {{DType::F32, {m, n}}}, at)[0];
+        EXPECT_EQ(std::memcmp(one.data(), many.data(), one.type.bytes()), 0) << m << " x " << n << ", " << t << " threads";
+      }
+    }
   omp_set_num_threads(saved);
 }
 

@@ -124,6 +124,11 @@ TEST(Bf16Matmul, PlanShapes) {
   // path), [768, 512]^T [768, 128], and a projection large enough to be split
   // over threads, [768, 128] x [128, 512].
   expectBf16Matmul(randn({768, 512}, DType::F32), randn({768, 128}, DType::F32), true, false);
+  // Weight gradients of GPT-2 small at b4 x t64 (k = 256 tokens): row blocks of the
+  // transposed lhs copied dense ([256, 768]^T [256, 2304]), and a transposed lhs too
+  // large to copy (k = 4096 x a 256-row block > kDenseCopyMax) that runs strided.
+  expectBf16Matmul(randn({256, 768}, DType::F32), randn({256, 2304}, DType::F32), true, false);
+  expectBf16Matmul(randn({4100, 1024}, DType::F32), randn({4100, 512}, DType::F32), true, false);
   expectBf16Matmul(randn({768, 128}, DType::F32), randn({128, 512}, DType::F32), false, false);
   expectBf16Matmul(randn({768, 128}, DType::F32), randn({512, 128}, DType::F32), false, true);
 }

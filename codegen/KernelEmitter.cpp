@@ -350,10 +350,10 @@ const char *storageType(StringRef dtype) {
   return "float";
 }
 
-/// Reduction chunk of the CPU column-reduce wrapper: the accumulators of one
-/// chunk (4 KiB a reduction in f32) stay in L1 while the rows stream by, and
-/// each row's segment is long enough for the hardware prefetcher (256-column
-/// chunks, 1 KiB segments 12 KiB apart, took 12-20 % longer on GPT shapes).
+/// Column block of the CPU column-reduce entry: the accumulators of one block
+/// (4 KiB a reduction in f32) stay in L1 while the rows stream by, and each
+/// row's segment is long enough for the hardware prefetcher (256-column
+/// blocks, 1 KiB segments 12 KiB apart, took 12-20 % longer on GPT shapes).
 constexpr int64_t kColumnChunk = 1024;
 
 std::string cpuEntry(const KernelInstance &k, StringRef dtype, StringRef body) {
@@ -375,28 +375,55 @@ std::string cpuEntry(const KernelInstance &k, StringRef dtype, StringRef body) {
              .str();
     return s;
   }
-  // Columns [begin, end): every column is summed over all rows in row order
-  // by one thread, so the result does not depend on the thread count.
+  // A tile: rows [r0, r1) of columns [cb, ce), every point computed and stored,
+  // each column's values summed in row order. With `part` null the sums are the
+  // results (the tile holds every row); otherwise they are row chunk `chunk`'s
+  // partial sums, part[(chunk * NR + j) * COLS + c], and NAME_combine adds the
+  // chunks in chunk order. The runtime picks the chunks from the shape alone
+  // (runtime/cpu/kernels/column_sum.h), so the order of the additions does not
+  // depend on the thread count; threads take row chunks, the layout their
+  // producers wrote the rows in.
   size_t nr = b.reduceArgs.size();
-  s += llvm::formatv("LMC_CPU_ENTRY void {0}(void *const *p, int64_t begin, int64_t end) {{\n"
+  s += llvm::formatv("LMC_CPU_ENTRY void {0}(void *const *p, int64_t r0, int64_t r1, int64_t cb, int64_t ce,\n"
+                     "                        void *part, int64_t chunk) {{\n"
                      "  typedef lmc::acc_t<{1}> A;\n"
-                     "  for (int64_t c0 = begin; c0 < end; c0 += {2}) {{\n"
-                     "    const int64_t c1 = c0 + {2} < end ? c0 + {2} : end;\n"
+                     "  for (int64_t c0 = cb; c0 < ce; c0 += {2}) {{\n"
+                     "    const int64_t c1 = c0 + {2} < ce ? c0 + {2} : ce;\n"
                      "    A acc[{3}][{2}];\n"
                      "    for (int64_t j = 0; j < {3}; ++j)\n"
                      "      for (int64_t c = 0; c < c1 - c0; ++c) acc[j][c] = 0;\n"
-                     "    for (int64_t r = 0; r < {4}; ++r) {{\n"
+                     "    for (int64_t r = r0; r < r1; ++r) {{\n"
                      "#pragma omp simd\n"
                      "      for (int64_t c = c0; c < c1; ++c) {5}<{1}>(p, r, c, &acc[0][c - c0], {2});\n"
+                     "    }\n"
+                     "    if (part) {{\n"
+                     "      for (int64_t j = 0; j < {3}; ++j)\n"
+                     "        for (int64_t c = c0; c < c1; ++c) ((A *)part)[(chunk * {3} + j) * {4} + c] = acc[j][c - c0];\n"
+                     "      continue;\n"
                      "    }\n",
-                     sym, T, kColumnChunk, nr, b.rows, body)
+                     sym, T, kColumnChunk, nr, b.cols, body)
            .str();
   for (size_t j = 0; j < nr; ++j)
     s += llvm::formatv("    for (int64_t c = c0; c < c1; ++c) (({0} *)p[{1}])[c] = lmc::store<{0}>(acc[{2}][c - c0]);\n",
                        T, b.reduceArgs[j], j)
              .str();
   s += "  }\n}\n";
-  return s;
+  s += llvm::formatv("LMC_CPU_ENTRY void {0}_combine(void *const *p, int64_t cb, int64_t ce, const void *part,\n"
+                     "                                int64_t chunks) {{\n"
+                     "  typedef lmc::acc_t<{1}> A;\n"
+                     "  const A *q = (const A *)part;\n",
+                     sym, T)
+           .str();
+  for (size_t j = 0; j < nr; ++j)
+    s += llvm::formatv("#pragma omp simd\n"
+                       "  for (int64_t c = cb; c < ce; ++c) {{\n"
+                       "    A t = q[{2} * {4} + c];\n"
+                       "    for (int64_t k = 1; k < chunks; ++k) t += q[(k * {3} + {2}) * {4} + c];\n"
+                       "    (({0} *)p[{1}])[c] = lmc::store<{0}>(t);\n"
+                       "  }\n",
+                       T, b.reduceArgs[j], j, nr, b.cols)
+             .str();
+  return s + "}\n";
 }
 
 std::string cudaEntry(const KernelInstance &k, StringRef dtype, StringRef body) {

@@ -63,10 +63,23 @@ std::unique_ptr<KernelLibrary> KernelLibrary::load(const plan::Plan &plan, const
     g.lhs = k.lhs_arg();
     g.rhs = k.rhs_arg();
     g.transposeRhs = k.transpose_rhs();
-    g.fn = reinterpret_cast<kernels::GeneratedFn>(dlsym(lib->handle_, k.name().c_str()));
-    if (!g.fn)
+    void *entry = dlsym(lib->handle_, k.name().c_str());
+    if (!entry)
       throw error("kernel " + std::to_string(i) + " '" + k.name() + "' is not in its " + chosen->target() +
                   " kernel library");
+    g.outputs = k.args_size() - k.num_inputs();
+    if (g.schedule == kernels::GeneratedKernel::Schedule::ColumnReduce) {
+      // Column reduces take row chunks (generated.h); a library without the combine
+      // entry is from an lmc whose column reduces took column ranges instead.
+      const std::string combine = k.name() + "_combine";
+      g.reduce = reinterpret_cast<kernels::ColumnReduceFn>(entry);
+      g.combine = reinterpret_cast<kernels::ColumnCombineFn>(dlsym(lib->handle_, combine.c_str()));
+      if (!g.combine)
+        throw error("kernel " + std::to_string(i) + " '" + combine + "' is not in its " + chosen->target() +
+                    " kernel library (it was compiled by an older lmc; recompile the plan)");
+    } else {
+      g.fn = reinterpret_cast<kernels::GeneratedFn>(entry);
+    }
     lib->kernels_.push_back(g);
   }
   return lib;

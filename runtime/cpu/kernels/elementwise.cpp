@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "contract/elementwise_forms.h"
+#include "runtime/cpu/kernels/column_sum.h"
 #include "runtime/cpu/kernels/kernel_common.h"
 #include "runtime/cpu/kernels/kernel_math.h"
 
@@ -244,6 +245,28 @@ std::string checkSumTo(const std::vector<TensorType> &in, const std::vector<Tens
   });
 }
 
+/* Column sums of rows [r0, r1) of x ([rows, m]) for columns [c0, c1), in row order, into acc. */
+template <typename T>
+LMRT_SIMD_CLONES void sumToTile(const T *xs, int64_t m, int64_t r0, int64_t r1, int64_t c0, int64_t c1, T *acc) {
+  for (int64_t j = c0; j < c1; ++j) acc[j] = 0;
+  for (int64_t r = r0; r < r1; ++r) {
+    const T *xr = xs + r * m;
+#pragma omp simd
+    for (int64_t j = c0; j < c1; ++j) acc[j] += xr[j];
+  }
+}
+
+/* o[j] = the partial sums part[k * m + j] of every chunk k, added in chunk order. */
+template <typename T>
+LMRT_SIMD_CLONES void sumToCombine(const T *part, int64_t m, int64_t c0, int64_t c1, int64_t chunks, T *o) {
+#pragma omp simd
+  for (int64_t j = c0; j < c1; ++j) {
+    T t = part[j];
+    for (int64_t k = 1; k < chunks; ++k) t += part[k * m + j];
+    o[j] = t;
+  }
+}
+
 template <typename T> LMRT_SIMD_CLONES void sumToT(const TensorRef &x, const TensorRef &out) {
   const T *xs = x.as<T>();
   T *o = out.as<T>();
@@ -274,19 +297,20 @@ template <typename T> LMRT_SIMD_CLONES void sumToT(const TensorRef &x, const Ten
     return;
   }
   if (isSuffixOf(out.shape(), x.shape())) {
-    // Column sums over the leading dims; threads own disjoint column ranges so
-    // the result does not depend on the thread count.
+    // Column sums over the leading dims, in the order of column_sum.h (the one the
+    // generated column reduces use): a fused bias gradient has these bits.
     int64_t rows = n / m;
-#pragma omp parallel for if (n >= kParallelMin && m >= 64)
-    for (int64_t c0 = 0; c0 < m; c0 += 64) {
-      int64_t c1 = std::min(m, c0 + 64);
-      T acc[64] = {};
-      for (int64_t r = 0; r < rows; ++r) {
-        const T *xr = xs + r * m;
-        for (int64_t j = c0; j < c1; ++j) acc[j - c0] += xr[j];
-      }
-      for (int64_t j = c0; j < c1; ++j) o[j] = acc[j - c0];
-    }
+    thread_local std::vector<T> part;  // the chunks' partial sums (none with one chunk)
+    const int64_t chunks = columnChunks(rows).chunks;
+    const size_t need = chunks > 1 ? (size_t)chunks * (size_t)m : 0;
+    if (part.size() < need) part.resize(need);
+    T *pp = part.data();
+    columnSum(
+        rows, m, 1024, n,
+        [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t chunk) {
+          sumToTile(xs, m, r0, r1, c0, c1, chunk < 0 ? o : pp + chunk * m);
+        },
+        [&](int64_t c0, int64_t c1, int64_t chunks) { sumToCombine(pp, m, c0, c1, chunks, o); });
     return;
   }
   // General: scatter-add every element into its reduced position (serial: outputs collide).

@@ -1,10 +1,12 @@
 /* Implements: the CPU schedules of generated kernels (generated.h). Each thread
-   gets one contiguous range, so every point and every column sum is computed
-   by exactly one thread in a fixed order: results do not depend on timing. */
+   gets one contiguous range, so every point is computed by exactly one thread, and
+   column sums add in the order of column_sum.h: results depend neither on timing
+   nor on the thread count. */
 #include "runtime/cpu/kernels/generated.h"
 
 #include <omp.h>
 
+#include "runtime/cpu/kernels/column_sum.h"
 #include "runtime/cpu/kernels/kernel_common.h"
 
 namespace lmrt::kernels {
@@ -47,10 +49,24 @@ void runGenerated(const GeneratedKernel &k, const std::vector<TensorRef> &args) 
   case GeneratedKernel::Schedule::Elementwise:
     parallelRanges(k.rows * k.cols, 16, k.rows * k.cols, [&](int64_t b, int64_t e) { k.fn(argv, b, e); });
     return;
-  case GeneratedKernel::Schedule::ColumnReduce:
-    // Parallel over columns only: a column is summed by one thread, in row order.
-    parallelRanges(k.cols, 16, k.rows * k.cols, [&](int64_t b, int64_t e) { k.fn(argv, b, e); });
+  case GeneratedKernel::Schedule::ColumnReduce: {
+    // Partial sums of every row chunk: 8 bytes (the widest accumulator) a column per
+    // result, kept per calling thread between calls (none with one chunk: the tile
+    // stores the results).
+    thread_local std::vector<double> part;
+    const int64_t chunks = detail::columnChunks(k.rows).chunks;
+    const size_t need = chunks > 1 ? (size_t)chunks * (size_t)k.outputs * (size_t)k.cols : 0;
+    if (part.size() < need) part.resize(need);
+    void *pp = part.data();
+    // 1024 columns a tile: the kernel's accumulator block (KernelEmitter.cpp).
+    detail::columnSum(
+        k.rows, k.cols, 1024, k.rows * k.cols,
+        [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t chunk) {
+          k.reduce(argv, r0, r1, c0, c1, chunk < 0 ? nullptr : pp, chunk);
+        },
+        [&](int64_t c0, int64_t c1, int64_t chunks) { k.combine(argv, c0, c1, pp, chunks); });
     return;
+  }
   case GeneratedKernel::Schedule::MatmulEpilogue: {
     const TensorRef &a = args[k.lhs], &w = args[k.rhs], &c = args[k.product];
     int64_t kdim = a.shape().back();

@@ -55,12 +55,13 @@ inline int64_t linearCrossEntropyCudaChunkRows(int64_t chunkRows, int64_t rows, 
 }
 
 /* The row stride of the CPU kernel's chunk scratch (elements): v, plus 16 when v is a
-   multiple of 256. Rows a multiple of 1 KiB apart put the elements of one column in a
-   few L1 sets, and the backward's GEMM that reads the chunk transposed (dw += dz^T h)
+   multiple of 1024. f32 rows a multiple of 4 KiB apart put the elements of one column
+   in one L1 set, and the backward's GEMM that reads the chunk transposed (dw += dz^T h)
    packs it column by column: at V = 4096 (bench_tiny) it ran at 73-107 GFLOP/s on one
    thread against 88-147 with the padded stride, and dh = dz w 3-9 % slower (oneDNN
-   sgemm, 2026-11-28; the results are the same bits). */
-inline int64_t linearCrossEntropyRowStride(int64_t v) { return v % 256 == 0 ? v + 16 : v; }
+   sgemm, 2026-11-28; the results are the same bits). Smaller vocabularies (the tiny
+   GPT's 256) keep their rows as they are. */
+inline int64_t linearCrossEntropyRowStride(int64_t v) { return v % 1024 == 0 ? v + 16 : v; }
 
 /* The scratch one call keeps: the chunk's logits (and their gradient, in place),
    [chunk, width] of the logits' element type (width: v on CUDA, the padded row stride

@@ -65,11 +65,12 @@ TEST(LinearCrossEntropyChunk, ScratchCountsTheReducedGradientCopy) {
   EXPECT_EQ(linearCrossEntropyScratchBytes(0, 10, 7, 4, 2), 10 * 7 * 6 + 10 * 8);
 }
 
-TEST(LinearCrossEntropyChunk, CpuScratchRowsOfMultiplesOf256ArePadded) {
+TEST(LinearCrossEntropyChunk, CpuScratchRowsOfMultiplesOf1024ArePadded) {
   using lmrt::kernels::linearCrossEntropyRowStride;
   EXPECT_EQ(linearCrossEntropyRowStride(kGpt2Vocab), kGpt2Vocab);
   EXPECT_EQ(linearCrossEntropyRowStride(4096), 4112);  // bench_tiny's vocabulary
-  EXPECT_EQ(linearCrossEntropyRowStride(256), 272);
+  EXPECT_EQ(linearCrossEntropyRowStride(1024), 1040);
+  EXPECT_EQ(linearCrossEntropyRowStride(256), 256);  // the tiny GPT's
   EXPECT_EQ(linearCrossEntropyRowStride(50304), 50304);  // GPT-2's vocabulary padded to 128s
 }
 

@@ -90,10 +90,10 @@ TEST(Grad, CrossEntropyWithGradIsThePair) {
 /* linear_cross_entropy_with_grad: dh and dw against finite differences of the chunked
    forward (f64, chunks of 4 rows over 6, an ignored row), for a tied [V, D] table and
    an untied [D, V] weight; and its loss and gradients are the unfused ops' (matmul,
-   cross_entropy_with_grad, the two gradient matmuls) to rounding. V = 256 too: the
+   cross_entropy_with_grad, the two gradient matmuls) to rounding. V = 1024 too: the
    kernel's chunk scratch then has a padded row stride (linearCrossEntropyRowStride). */
 TEST(Grad, LinearCrossEntropy) {
-  for (int64_t v : {7, 256})
+  for (int64_t v : {7, 1024})
   for (bool tied : {true, false}) {
     SCOPED_TRACE(std::string(tied ? "tied [V, D]" : "untied [D, V]") + ", V " + std::to_string(v));
     Buf h = randn({2, 3, 4}), w = tied ? randn({v, 4}) : randn({4, v}), t = randIds({2, 3}, v);

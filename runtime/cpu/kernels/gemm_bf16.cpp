@@ -1,7 +1,7 @@
 /* Implements: the bf16 x bf16 -> f32 GEMM of blas.h on oneDNN's matmul primitive.
    Strides say the layout: op(A) is [m, k] stored row-major with leading dimension
    lda, or transposed ([k, m] stored); likewise op(B). A primitive is made once per
-   (shape, layout, alpha, beta, threads) on each thread and kept: oneDNN's own cache
+   (shape, layout, alpha, beta) on each thread and kept, always for one thread: oneDNN's own cache
    makes one in about 2 us, a GEMM block of the tiny GPT takes 20-200 us. Where
    oneDNN has no bf16 matmul for a key (a CPU before AVX-512: oneDNN 2.6 needs
    avx512_core), the key is kept as such and the GEMM runs widened on sgemm
@@ -26,7 +26,7 @@ namespace {
    gradient's row block of 256 x 4096 tokens. Larger ones run strided. */
 constexpr int64_t kDenseCopyMax = int64_t{1} << 20;
 
-using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float, float, int>;
+using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float, float>;
 
 struct Gemm {
   dnnl::memory::desc a, b, c;
@@ -42,8 +42,7 @@ Gemm &gemmFor(const Key &key) {
   thread_local std::map<Key, Gemm> cache;
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  auto [ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, threads] = key;
-  (void)threads;
+  auto [ta, tb, m, n, k, lda, ldb, ldc, alpha, beta] = key;
   using dt = dnnl::memory::data_type;
   using dims = dnnl::memory::dims;
   Gemm g;
@@ -96,7 +95,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   const int threads = omp_get_max_threads();
   if (threads > 1) omp_set_num_threads(1);
   try {
-    Gemm &g = gemmFor(Key{ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, omp_get_max_threads()});
+    Gemm &g = gemmFor(Key{ta, tb, m, n, k, lda, ldb, ldc, alpha, beta});
     if (!g.prim) {
       if (threads > 1) omp_set_num_threads(threads);
       gemmWidened(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

@@ -131,8 +131,8 @@ template <typename T> struct ScoreExtras {
 
 /* Scratch of one thread for one query block. */
 template <typename T> struct FwdScratch {
-  std::vector<T> s, o, m, l;
-  explicit FwdScratch(int64_t Dh) : s(kBlock * kBlock), o(kBlock * Dh), m(kBlock), l(kBlock) {}
+  std::vector<T> s, o, m, l, mx;  // mx: the row maxima of the current key tile
+  explicit FwdScratch(int64_t Dh) : s(kBlock * kBlock), o(kBlock * Dh), m(kBlock), l(kBlock), mx(kBlock) {}
 };
 
 /* Keys a query row may see in the key tile starting at k0: all nk of them, or under a
@@ -235,8 +235,12 @@ LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, cons
       const int64_t i1 = std::min(nq, i0 + step), nkp = visibleKeys(causal, pos0 + q0 + i1 - 1, k0, nk);
       if (nkp == 0) continue;  // the tile lies wholly after these rows
       gemm(false, true, i1 - i0, nkp, Dh, scale, q + (q0 + i0) * C, C, k + k0 * Ck, Ck, (T)0, S + i0 * nk, nk);
+      // Two passes over the panel's rows: the bias, masks and row maxima of all, then the
+      // exps and sums. Each row's max and sum end in a chain of dependent operations
+      // (the lane folds); rows taken whole one after another left the core waiting on
+      // them, while a pass of one kind over many rows overlaps the rows' chains.
       for (int64_t i = i0; i < i1; ++i) {
-        T *row = S + i * nk, *oi = O + i * Dh;
+        T *row = S + i * nk;
         const int64_t vis = visibleKeys(causal, pos0 + q0 + i, k0, nk);
         if (x && x->bias) {
           const T *br = x->bias + (q0 + i) * x->biasT + k0 * x->biasS;
@@ -258,7 +262,12 @@ LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, cons
         // whole vectors (a select on j < vis made GCC split the loop in two, the second
         // half a scalar chain).
         for (int64_t j = vis; j < nkp; ++j) row[j] = (T)-INFINITY;
-        const T mx = rowMax(row, nkp);  // NaN keeps mx unchanged, as std::max(mx, NaN) would
+        w.mx[i] = rowMax(row, nkp);  // NaN keeps mx unchanged, as std::max(mx, NaN) would
+      }
+      for (int64_t i = i0; i < i1; ++i) {
+        T *row = S + i * nk, *oi = O + i * Dh;
+        const int64_t vis = visibleKeys(causal, pos0 + q0 + i, k0, nk);
+        const T mx = w.mx[i];
         if (vis == 0 || mx == -INFINITY) {  // nothing visible (yet): the row contributes nothing
           std::fill(row, row + nkp, (T)0);
           continue;

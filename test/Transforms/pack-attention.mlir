@@ -6,6 +6,7 @@
 // RUN: lmc compile %models/gpt2.lm --preset tiny --emit=train-mlir --fusion=none | FileCheck %s --check-prefix=CUDA
 // RUN: lmc compile %models/gpt2.lm --preset tiny --emit=train-mlir --precision bf16 | FileCheck %s --check-prefix=GPT
 // RUN: lmc compile %models/llama.lm --preset tiny --emit=train-mlir | FileCheck %s --check-prefix=LLAMA
+// RUN: lmc compile %models/gpt2.lm --preset tiny --mesh tensor=2 --emit=train-mlir | FileCheck %s --check-prefix=TP
 
 // Tests that -lm-pack-attention makes attention read q, k, v in place from the
 // tensor they are side-by-side column slices of (a fused qkv projection), and
@@ -17,7 +18,8 @@
 // are left alone. In lmc's pipeline it fires on GPT-2's block (fp32 and bf16:
 // the attention and its slices stay f32 there), not for a CUDA target, not with
 // --pack-attention=false or --fusion=none, and not on LLaMA (separate q, k, v
-// projections, RoPE'd).
+// projections, RoPE'd). Under tensor parallelism it fires on each rank's qkv,
+// whose columns are the rank's q, k and v heads side by side.
 
 // GPT-LABEL: func.func @causal_lm_train_step(
 // GPT-NOT:   lm.attention_stats
@@ -27,6 +29,10 @@
 // GPT:       lm.packed_attention_grad_stats %[[QKV]], %[[Y]], %[[LSE]], %{{.*}} {causal = true, num_heads = 4 : i64} : (tensor<12x64x384xf32>, tensor<12x64x128xf32>, tensor<12x4x64xf32>, tensor<12x64x128xf32>) -> tensor<12x64x384xf32>
 // GPT-NOT:   lm.concat
 // GPT-NOT:   lm.attention
+
+// TP-LABEL: func.func @causal_lm_train_step(
+// TP:       lm.packed_attention_stats %{{.*}} {causal = true, num_heads = 2 : i64} : (tensor<12x64x192xf32>) -> (tensor<12x64x64xf32>, tensor<12x2x64xf32>)
+// TP:       lm.packed_attention_grad_stats {{.*}} -> tensor<12x64x192xf32>
 
 // CUDA-LABEL: func.func @causal_lm_train_step(
 // CUDA-NOT:   lm.packed_attention

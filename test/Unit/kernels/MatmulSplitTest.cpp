@@ -155,5 +155,34 @@ TEST(MatmulSplit, PairSameBitsAsEachAlone) {
   omp_set_num_threads(saved);
 }
 
+
+/* The fused loss's backward GEMMs (dh and dw of each chunk) run as a pair with two
+   threads and cut between the threads otherwise: the same bits with 1 to 4 threads,
+   in one chunk and in several (dw summed over chunks), tied and untied, f32 and bf16. */
+TEST(MatmulSplit, LinearCrossEntropySameBitsForAnyThreadCount) {
+  const int saved = omp_get_max_threads();
+  for (DType dt : {DType::F32, DType::BF16})
+    for (bool tied : {true, false})
+      for (int64_t chunk : {0, 40}) {
+        const int64_t rows = 96, d = 48, v = 300;
+        Buf h = randn({2, rows / 2, d}, DType::F32).as(dt);
+        Buf w = (tied ? randn({v, d}, DType::F32) : randn({d, v}, DType::F32)).as(dt);
+        Buf t = randIds({2, rows / 2}, v), dloss = scalar(0.7).as(DType::F32);
+        Attrs a = attrs({{"ignore_index", (int64_t)-1}, {"transpose_rhs", tied}, {"chunk_rows", chunk}});
+        std::vector<TensorType> outs{{DType::F32, h.type.shape}, {DType::F32, w.type.shape}, {DType::F32, {}}};
+        omp_set_num_threads(1);
+        auto one = runKernel("linear_cross_entropy_with_grad", {h, w, t, dloss}, outs, a);
+        for (int threads : {2, 3, 4}) {
+          omp_set_num_threads(threads);
+          auto many = runKernel("linear_cross_entropy_with_grad", {h, w, t, dloss}, outs, a);
+          for (size_t k = 0; k < one.size(); ++k)
+            EXPECT_EQ(std::memcmp(one[k].data(), many[k].data(), one[k].type.bytes()), 0)
+                << dtypeName(dt) << (tied ? " tied" : " untied") << ", chunk_rows " << chunk << ", output " << k
+                << ", " << threads << " threads";
+        }
+      }
+  omp_set_num_threads(saved);
+}
+
 }  // namespace
 }  // namespace lmrt::kernels::test

@@ -183,6 +183,21 @@ std::optional<Dims> attention(const Dims &q, const Dims &k, const Dims &v, int64
 
 Dims attentionLse(const Dims &q, int64_t numHeads) { return {q[0], numHeads, q[1]}; }
 
+std::optional<Dims> packedAttention(const Dims &qkv, int64_t numHeads, std::string &err, int64_t numKvHeads,
+                                    bool causal) {
+  if (!dimsOk(err, "attention", {{"qkv", &qkv}})) return std::nullopt;
+  if (qkv.size() != 3) return bad(err, "attention: qkv " + S(qkv) + " must have rank 3 [B, T, (H + 2*Hkv)*Dh]");
+  if (numHeads < 1) return bad(err, "attention: num_heads = " + I(numHeads) + " must be >= 1");
+  if (numKvHeads < 0) return bad(err, "attention: num_kv_heads = " + I(numKvHeads) + " must be >= 0");
+  const int64_t kvHeads = numKvHeads == 0 ? numHeads : numKvHeads, blocks = numHeads + 2 * kvHeads;
+  if (qkv[2] % blocks != 0)
+    return bad(err, "attention: last dim of qkv " + S(qkv) + " (" + I(qkv[2]) +
+                        ") is not divisible by num_heads + 2 * num_kv_heads = " + I(blocks));
+  const int64_t dh = qkv[2] / blocks;
+  const Dims q{qkv[0], qkv[1], numHeads * dh}, k{qkv[0], qkv[1], kvHeads * dh};
+  return attention(q, k, k, numHeads, err, numKvHeads, causal);
+}
+
 std::optional<Dims> biasedAttention(const Dims &q, const Dims &k, const Dims &v, const Dims &mask, const Dims &bias,
                                     const Dims &segments, const Dims &key, int64_t numHeads, double scale,
                                     double dropout, std::string &err, int64_t numKvHeads, bool causal) {

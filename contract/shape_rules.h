@@ -49,6 +49,11 @@ Dims attentionBias4(const Dims &bias);
 /* The row logsumexp of attention over q [B, Tq, H*Dh] (attention_stats, attention_grad_stats):
    [B, H, Tq]. q must already satisfy attention(). */
 Dims attentionLse(const Dims &q, int64_t numHeads);
+/* The packed attention ops: qkv [B, T, (H + 2*Hkv)*Dh] holds q, k, v as column blocks
+   (q's H*Dh columns, then k's and v's Hkv*Dh each), which must satisfy attention()
+   (Tk = Tq: one sequence). Returns q's shape [B, T, H*Dh]. */
+std::optional<Dims> packedAttention(const Dims &qkv, int64_t numHeads, std::string &err, int64_t numKvHeads = 0,
+                                    bool causal = false);
 /* x [..., D] and gamma [D]. */
 std::optional<Dims> rmsNorm(const Dims &x, const Dims &gamma, std::string &err);
 /* The broadcast of cond, a and b (lm.where). */

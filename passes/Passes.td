@@ -127,6 +127,27 @@ def LMFuseLinearCrossEntropyPass : Pass<"lm-fuse-linear-cross-entropy", "mlir::M
   let dependentDialects = ["::mlir::lm::LMDialect"];
 }
 
+def LMPackAttentionPass : Pass<"lm-pack-attention", "mlir::ModuleOp"> {
+  let summary = "Attention reads q, k, v in place from the fused projection (no slices, no concat)";
+  let description = [{
+    Where an `lm.attention_stats` reads q, k, v as three side-by-side
+    last-dimension slices covering one tensor (GPT-2's
+    `qkv = x @ wqkv + bqkv`), and each `lm.attention_grad_stats` of it has
+    its dq, dk, dv read only by their concatenation, the pair becomes
+    `lm.packed_attention_stats(qkv)` and
+    `lm.packed_attention_grad_stats(qkv, y, lse, dy)`, which returns the
+    concatenation itself; a forward `lm.attention` of such slices becomes
+    `lm.packed_attention`. The slices and concatenations disappear (no copies,
+    no saved slices), with the same bits. Anything else (masked or biased
+    attention, q, k, v of separate projections, RoPE'd slices, a grad whose
+    dk is read elsewhere) is left as it is. The packed ops have CPU kernels
+    only: the compile pipeline runs the pass, in the optimize stage before
+    `-lm-fuse`, when fusion is on and the target is the CPU alone. See
+    docs/fusion.md.
+  }];
+  let dependentDialects = ["::mlir::lm::LMDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Mixed precision
 //===----------------------------------------------------------------------===//

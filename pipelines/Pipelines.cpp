@@ -174,6 +174,10 @@ LogicalResult mlir::lm::buildLMCompilePipeline(OpPassManager &pm, const CompileP
     precisionOptions.precision = opts.precision;
     pm.addPass(createLMMixedPrecisionPass(precisionOptions));
   }
+  // Attention over slices of the fused q/k/v projection reads it in place, before
+  // -lm-fuse (which neither takes slices nor concatenations).
+  if (opts.fusion == FusionMode::Auto && opts.packAttention)
+    pm.addPass(createLMPackAttentionPass());
   if (opts.fusion == FusionMode::Auto)
     pm.addPass(createLMFusePass());
   // Rematerialization, after fusion: it clones whole regions, so a recomputed

@@ -143,6 +143,13 @@ int64_t AttentionStatsOp::getFlops() { return attentionFlops(getQ().getType(), g
 int64_t AttentionGradStatsOp::getFlops() {
   return attentionFlops(getQ().getType(), getK().getType(), getCausal()) * 5 / 2;
 }
+/// The packed ops count as their unpacked forms: q and k are [B, T, H*Dh] (y's shape)
+/// and [B, T, Hkv*Dh], and only q's width and k's length enter the count.
+int64_t PackedAttentionOp::getFlops() { return attentionFlops(getType(), getType(), getCausal()); }
+int64_t PackedAttentionStatsOp::getFlops() { return attentionFlops(getY().getType(), getY().getType(), getCausal()); }
+int64_t PackedAttentionGradStatsOp::getFlops() {
+  return attentionFlops(getY().getType(), getY().getType(), getCausal()) * 5 / 2;
+}
 int64_t MaskedAttentionGradOp::getFlops() {
   return attentionFlops(getQ().getType(), getK().getType(), getCausal()) * 5 / 2;
 }

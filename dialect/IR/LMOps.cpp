@@ -244,6 +244,23 @@ AttentionShapes inferBiasedAttention(Inference &infer, MLIRContext *context, typ
   return a;
 }
 
+/// The packed attention ops' shape inference: qkv through shapes::packedAttention
+/// with the op's heads, key/value heads and causal flag. `out` is q's shape
+/// [B, T, H*Dh] (that of y), or nothing after an error in `err`; `q` is qkv's.
+template <typename OpTy>
+AttentionShapes inferPackedAttention(Inference &infer, MLIRContext *context, typename OpTy::Adaptor &adaptor,
+                                     std::string &err) {
+  AttentionShapes a;
+  a.q = infer.dims(adaptor.getQkv());
+  a.heads = infer.intOf(adaptor.getNumHeadsAttr(), "num_heads");
+  auto defaults = withDefaults<OpTy>(context, adaptor);
+  int64_t kvHeads = infer.intOf(defaults.num_kv_heads, "num_kv_heads");
+  bool causal = defaults.causal && defaults.causal.getValue();
+  a.out = shapes::packedAttention(a.q, a.heads, err, kvHeads, causal);
+  a.elem = infer.elementType(adaptor.getQkv());
+  return a;
+}
+
 /// dq (q's shape), then dk and dv (the key/value shape) of an attention grad op.
 LogicalResult inferAttentionGrads(Inference &infer, const AttentionShapes &a, const std::string &err) {
   if (failed(infer.result(a.out, err, a.elem)))
@@ -663,6 +680,44 @@ LogicalResult AttentionGradStatsOp::verify() {
       failed(checkShape(*this, "dy", getDy().getType(), dimsOf(getQ()))))
     return failure();
   return checkShape(*this, "lse", getLse().getType(), shapes::attentionLse(dimsOf(getQ()), getNumHeads()));
+}
+
+LogicalResult PackedAttentionOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                                  Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  AttentionShapes a = inferPackedAttention<PackedAttentionOp>(infer, context, adaptor, err);
+  return infer.result(a.out, err, a.elem);
+}
+
+LogicalResult PackedAttentionStatsOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  AttentionShapes a = inferPackedAttention<PackedAttentionStatsOp>(infer, context, adaptor, err);
+  // y: [B, T, H*Dh]; lse: [B, H, T].
+  if (failed(infer.result(a.out, err, a.elem)))
+    return failure();
+  return infer.result(a.out ? std::optional<Dims>(shapes::attentionLse(*a.out, a.heads)) : std::nullopt, err, a.elem);
+}
+
+LogicalResult PackedAttentionGradStatsOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Inference infer(getOperationName(), loc, types);
+  std::string err;
+  AttentionShapes a = inferPackedAttention<PackedAttentionGradStatsOp>(infer, context, adaptor, err);
+  // dqkv has qkv's shape.
+  return infer.result(a.out ? std::optional<Dims>(a.q) : std::nullopt, err, a.elem);
+}
+LogicalResult PackedAttentionGradStatsOp::verify() {
+  std::string err;
+  std::optional<Dims> q = shapes::packedAttention(dimsOf(getQkv()), getNumHeads(), err, getNumKvHeads(), getCausal());
+  if (!q) // the result type inference reports it
+    return success();
+  const Dims &y = *q;
+  if (failed(checkShape(*this, "y", getY().getType(), y)) || failed(checkShape(*this, "dy", getDy().getType(), y)))
+    return failure();
+  return checkShape(*this, "lse", getLse().getType(), shapes::attentionLse(y, getNumHeads()));
 }
 
 LogicalResult MaskedAttentionGradOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,

@@ -932,6 +932,73 @@ def LM_AttentionGradStatsOp : LM_GradOp<"attention_grad_stats", LM_InferredResul
   let hasVerifier = 1;
 }
 
+// q, k and v as column blocks of one tensor, the fused projection's output. New ops
+// rather than strides on lm.attention_stats / lm.attention_grad_stats: the grad writes
+// one packed result where those write three, and a plan step has its op-table row's
+// fixed arity.
+def LM_PackedAttentionOp : LM_GradOp<"packed_attention", LM_InferredResultTypes> {
+  let summary = "lm.attention of q, k, v packed as column blocks of one tensor";
+  let description = [{
+    `lm.attention` (heads, grouped heads, causal) of `q = qkv[:, :, 0:H*Dh]`,
+    `k = qkv[:, :, H*Dh:(H+Hkv)*Dh]` and `v = qkv[:, :, (H+Hkv)*Dh:]`, with
+    `qkv: [B, T, (H + 2*Hkv)*Dh]` (self-attention) as a fused projection
+    `x @ wqkv` writes it; the kernel reads the three in place with qkv's row
+    stride, so no slice is copied. Returns `y: [B, T, H*Dh]`. Not written by
+    users: `-lm-pack-attention` (passes/PackAttention.cpp) forms it from an
+    `lm.attention` of three such slices. CPU kernel only (lmc forms it for
+    `--target cpu` alone).
+
+    ```mlir
+    %y = lm.packed_attention %qkv {causal = true, num_heads = 4 : i64} : (tensor<2x8x96xf32>) -> tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$qkv, I64Attr:$num_heads,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
+  let results = (outs LM_FloatTensor:$result);
+  let assemblyFormat = "$qkv attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_PackedAttentionStatsOp : LM_GradOp<"packed_attention_stats", LM_InferredResultTypes> {
+  let summary = "lm.attention_stats of q, k, v packed as column blocks of one tensor";
+  let description = [{
+    `y` and `lse: [B, H, T]` as `lm.attention_stats` returns them for the
+    q, k, v column blocks of `qkv` (see `lm.packed_attention`). Formed by
+    `-lm-pack-attention` together with `lm.packed_attention_grad_stats`.
+
+    ```mlir
+    %y, %lse = lm.packed_attention_stats %qkv {causal = true, num_heads = 4 : i64} : (tensor<2x8x96xf32>) -> (tensor<2x8x32xf32>, tensor<2x4x8xf32>)
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$qkv, I64Attr:$num_heads,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
+  let results = (outs LM_FloatTensor:$y, LM_FloatTensor:$lse);
+  let assemblyFormat = "$qkv attr-dict `:` functional-type(operands, results)";
+}
+
+def LM_PackedAttentionGradStatsOp : LM_GradOp<"packed_attention_grad_stats", LM_InferredResultTypes> {
+  let summary = "lm.attention_grad_stats writing dq, dk, dv packed into one tensor";
+  let description = [{
+    `lm.attention_grad_stats` of the q, k, v column blocks of `qkv` (see
+    `lm.packed_attention`), reading the forward's `y` and `lse`
+    (`lm.packed_attention_stats`); returns `dqkv` of qkv's shape, whose column
+    blocks are `dq`, `dk`, `dv`: the gradient the concatenation of the three
+    would give, written in place.
+
+    ```mlir
+    %dqkv = lm.packed_attention_grad_stats %qkv, %y, %lse, %dy {causal = true, num_heads = 4 : i64} : (tensor<2x8x96xf32>, tensor<2x8x32xf32>, tensor<2x4x8xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32>
+    ```
+  }];
+  let arguments = (ins LM_FloatTensor:$qkv, LM_FloatTensor:$y, LM_FloatTensor:$lse, LM_FloatTensor:$dy,
+                       I64Attr:$num_heads,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$num_kv_heads);
+  let results = (outs LM_FloatTensor:$dqkv);
+  let assemblyFormat = "$qkv `,` $y `,` $lse `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def LM_SoftmaxGradOp : LM_GradOp<"softmax_grad", LM_InferredResultTypes> {
   let summary = "adjoint of lm.softmax";
   let description = [{

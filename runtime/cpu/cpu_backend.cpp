@@ -28,11 +28,16 @@ struct FreeDeleter {
   void operator()(void *p) const { std::free(p); }
 };
 
+/* Whether two steps' work is within a factor of two: a matmul pair's two threads
+   then wait less than the pair saves (one whole GEMM a thread instead of half of each). */
+bool likeWork(int64_t a, int64_t b) { return a > 0 && b > 0 && a <= 2 * b && b <= 2 * a; }
+
 /* A step of a program, resolved to the code that runs it. */
 struct ExecStep {
   const StepBinding *binding;
   const kernels::KernelDef *def;        // a library kernel, or
   const kernels::GeneratedKernel *gen;  // a generated one ("fused" steps)
+  bool matmul = false;                  // the library's lm.matmul (a matmul pair's candidate)
 };
 
 struct ExecProgram {
@@ -145,7 +150,7 @@ CpuBackend::CpuBackend(Session &session)
     }
     for (const StepBinding &sb : ep.binding->steps) {
       const kernels::GeneratedKernel *gen = sb.kernel >= 0 ? &generated_->kernel(sb.kernel) : nullptr;
-      ep.steps.push_back({&sb, gen ? nullptr : kernels::findKernel(sb.step->op()), gen});
+      ep.steps.push_back({&sb, gen ? nullptr : kernels::findKernel(sb.step->op()), gen, !gen && sb.step->op() == "matmul"});
     }
   }
   states_.resize(bound_.states().size());
@@ -397,6 +402,35 @@ void CpuBackend::run(const std::string &programName, const std::map<std::string,
         int64_t at;
         if (b.kind == plan::Buffer::PARAM && (at = firstNonFinite(call.in[k], v)) >= 0)
           return report("parameter '" + b.name + "' " + call.in[k].type.str(), at, v);
+      }
+    }
+    // Two matmuls in a row, independent of each other and of like work (a linear layer's
+    // input and weight gradients): at once, one a thread (kernels::runMatmulPair).
+    if (st.matmul && si + 1 < ep.steps.size() && ep.steps[si + 1].matmul && !observer_ && !nonFinite_ &&
+        !(skipCopies && copyStep_[si + 1]) && likeWork(sb.step->flops(), ep.steps[si + 1].binding->step->flops())) {
+      const StepBinding &nb = *ep.steps[si + 1].binding;
+      kernels::KernelCall nc = callOf(nb);
+      if (!anyOverlap(nc.in, call.out) && !anyOverlap(nc.out, call.out) && !anyOverlap(nc.out, call.in)) {
+        inFlight.before(nc.in, nc.out);
+        int failed = -1;
+        bool paired = false;
+        try {
+          paired = kernels::runMatmulPair(call, nc, failed);
+        } catch (const std::exception &e) {
+          throw Error("plan '" + bound_.origin() + "': " + (failed == 1 ? nb : sb).where + ": " + e.what());
+        }
+        if (paired) {
+          if (profile_) {
+            const std::string second = profileKey(bound_.plan(), programName, nb);
+            OpProfile::Entry &e =
+                profile_->ops[profileKey(bound_.plan(), programName, sb) + " & " + second.substr(programName.size() + 1)];
+            e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            e.calls += 2;
+            e.flops += sb.step->flops() + nb.step->flops();
+          }
+          ++si;
+          continue;
+        }
       }
     }
     try {

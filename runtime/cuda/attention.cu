@@ -322,6 +322,28 @@ void runBiasedAttentionGrad(const OpCall &call) {
   });
 }
 
+/* The packed ops (q, k, v column blocks of one qkv; passes/PackAttention.cpp) have CPU
+   kernels only: lmc forms them for `--target cpu` alone, so a plan for the GPU never holds
+   them. One compiled otherwise is refused when the session sizes its scratch, before
+   any step runs. */
+[[noreturn]] void refusePacked(const char *op) {
+  fail("%s: no CUDA kernel (the packed attention ops are CPU-only; lmc forms them only for --target cpu)", op);
+}
+size_t packedAttentionScratch(const std::vector<TensorType> &, const std::vector<TensorType> &, const kernels::Attrs &) {
+  refusePacked("packed_attention");
+}
+size_t packedAttentionStatsScratch(const std::vector<TensorType> &, const std::vector<TensorType> &,
+                                   const kernels::Attrs &) {
+  refusePacked("packed_attention_stats");
+}
+size_t packedAttentionGradStatsScratch(const std::vector<TensorType> &, const std::vector<TensorType> &,
+                                       const kernels::Attrs &) {
+  refusePacked("packed_attention_grad_stats");
+}
+void runPackedAttention(const OpCall &) { refusePacked("packed_attention"); }
+void runPackedAttentionStats(const OpCall &) { refusePacked("packed_attention_stats"); }
+void runPackedAttentionGradStats(const OpCall &) { refusePacked("packed_attention_grad_stats"); }
+
 }  // namespace
 
 void addAttentionKernels(std::vector<CudaKernelDef> &k) {
@@ -334,6 +356,9 @@ void addAttentionKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"attention_grad_stats", runAttentionGradStats, attentionGradStatsScratch});
   k.push_back({"biased_attention", runBiasedAttention, noScratch});
   k.push_back({"biased_attention_grad", runBiasedAttentionGrad, attentionGradScratch});
+  k.push_back({"packed_attention", runPackedAttention, packedAttentionScratch});
+  k.push_back({"packed_attention_stats", runPackedAttentionStats, packedAttentionStatsScratch});
+  k.push_back({"packed_attention_grad_stats", runPackedAttentionGradStats, packedAttentionGradStatsScratch});
 }
 
 }  // namespace lmrt::cuda::detail

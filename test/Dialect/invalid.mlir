@@ -252,6 +252,24 @@ func.func @attention_k(%q: tensor<2x8x32xf32>, %k: tensor<3x4x32xf32>) {
 
 // -----
 
+// Tests that a packed qkv's width must divide into q's heads and k's and v's.
+func.func @packed_attention_width(%qkv: tensor<2x8x100xf32>) {
+  // expected-error @below {{'lm.packed_attention' op last dim of qkv [2, 8, 100] (100) is not divisible by num_heads + 2 * num_kv_heads = 8}}
+  %0 = lm.packed_attention %qkv {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x100xf32>) -> tensor<2x8x50xf32>
+  return
+}
+
+// -----
+
+// Tests that packed_attention_grad_stats's lse must be [B, H, T].
+func.func @packed_attention_lse(%qkv: tensor<2x8x96xf32>, %y: tensor<2x8x32xf32>, %lse: tensor<2x8x4xf32>) {
+  // expected-error @below {{'lm.packed_attention_grad_stats' op lse type 'tensor<2x8x4xf32>' does not match the expected shape [2, 4, 8]}}
+  %0 = lm.packed_attention_grad_stats %qkv, %y, %lse, %y {num_heads = 4 : i64} : (tensor<2x8x96xf32>, tensor<2x8x32xf32>, tensor<2x8x4xf32>, tensor<2x8x32xf32>) -> tensor<2x8x96xf32>
+  return
+}
+
+// -----
+
 // Tests that causal attention needs as many keys as queries.
 func.func @attention_causal_cross(%q: tensor<2x8x32xf32>, %k: tensor<2x4x32xf32>) {
   // expected-error @below {{'lm.attention' op causal attention needs as many keys as queries, got k [2, 4, 32] for q [2, 8, 32] (cross-attention is not causal)}}

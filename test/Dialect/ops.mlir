@@ -78,6 +78,17 @@ func.func @attention(%q: tensor<2x8x32xf32>) -> tensor<2x8x32xf32> {
   return %0 : tensor<2x8x32xf32>
 }
 
+// CHECK-LABEL: func.func @packed_attention
+func.func @packed_attention(%qkv: tensor<2x8x64xf32>, %dy: tensor<2x8x32xf32>) -> tensor<2x8x64xf32> {
+  // CHECK: lm.packed_attention %{{.*}} {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x64xf32>) -> tensor<2x8x32xf32>
+  %0 = lm.packed_attention %qkv {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x64xf32>) -> tensor<2x8x32xf32>
+  // CHECK: lm.packed_attention_stats %{{.*}} {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x64xf32>) -> (tensor<2x8x32xf32>, tensor<2x4x8xf32>)
+  %y, %lse = lm.packed_attention_stats %qkv {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x64xf32>) -> (tensor<2x8x32xf32>, tensor<2x4x8xf32>)
+  // CHECK: lm.packed_attention_grad_stats %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x64xf32>, tensor<2x8x32xf32>, tensor<2x4x8xf32>, tensor<2x8x32xf32>) -> tensor<2x8x64xf32>
+  %1 = lm.packed_attention_grad_stats %qkv, %y, %lse, %dy {num_heads = 4 : i64, num_kv_heads = 2 : i64} : (tensor<2x8x64xf32>, tensor<2x8x32xf32>, tensor<2x4x8xf32>, tensor<2x8x32xf32>) -> tensor<2x8x64xf32>
+  return %1 : tensor<2x8x64xf32>
+}
+
 // CHECK-LABEL: func.func @biased_attention
 func.func @biased_attention(%q: tensor<2x8x32xf32>, %b: tensor<1x4x8x8xf32>, %s: tensor<2x8xi32>, %m: tensor<f32>, %key: tensor<2x2xi32>) -> tensor<2x8x32xf32> {
   // CHECK: lm.biased_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal = true, dropout = 1.000000e-01 : f64, num_heads = 4 : i64, scale = 1.000000e+00 : f64, site = 2 : i64} : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<f32>, tensor<1x4x8x8xf32>, tensor<2x8xi32>, tensor<2x2xi32>) -> tensor<2x8x32xf32>

@@ -5,16 +5,34 @@
 // residual add), after the train pipeline (autodiff, canonicalize, cse,
 // fusion). Each op carries its layer's NameLoc, as frontend/Builtins.cpp's
 // tagLayer gives every copy of a `repeat`. The loss is a sum of squares of the
-// last layer's output, so layer.1's output is read outside it.
-// RUN: lm-opt %s --lm-train-pipeline --test-print-remat=policy=none -o /dev/null | FileCheck %s --check-prefix=NONE
-// RUN: lm-opt %s --lm-train-pipeline --test-print-remat=policy=selective -o /dev/null | FileCheck %s --check-prefix=SEL
-// RUN: lm-opt %s --lm-train-pipeline --test-print-remat=policy=full -o /dev/null | FileCheck %s --check-prefix=FULL
-// RUN: lm-opt %s --lm-train-pipeline '--test-print-remat=policy=auto budget=8500' -o /dev/null | FileCheck %s --check-prefix=AUTO-8500
-// RUN: lm-opt %s --lm-train-pipeline '--test-print-remat=policy=auto budget=7000' -o /dev/null | FileCheck %s --check-prefix=AUTO-7000
-// RUN: lm-opt %s --lm-train-pipeline --test-print-liveness -o /dev/null | FileCheck %s --check-prefix=LIVE-NONE
-// RUN: lm-opt %s --lm-train-pipeline --lm-remat=policy=selective --test-print-liveness -o /dev/null | FileCheck %s --check-prefix=LIVE-SEL
-// RUN: lm-opt %s --lm-train-pipeline --lm-remat=policy=full --test-print-liveness -o /dev/null | FileCheck %s --check-prefix=LIVE-FULL
-// RUN: lm-opt %s --lm-train-pipeline '--lm-remat=policy=auto budget=8500' --test-print-liveness -o /dev/null | FileCheck %s --check-prefix=LIVE-AUTO
+// last layer's output, so layer.1's output is read outside it. The pins below
+// are of the sliced form (pack-attention=false: a plan for a CUDA target); the
+// PACKED ones of the default CPU form, where attention reads the qkv GEMM's
+// output in place (-lm-pack-attention): that output is then what the backward
+// keeps, the same bytes as the three slices, and no slice is left to decide.
+// RUN: lm-opt %s --lm-train-pipeline=pack-attention=false --test-print-remat=policy=none -o /dev/null | FileCheck %s --check-prefix=NONE
+// RUN: lm-opt %s --lm-train-pipeline=pack-attention=false --test-print-remat=policy=selective -o /dev/null | FileCheck %s --check-prefix=SEL
+// RUN: lm-opt %s --lm-train-pipeline=pack-attention=false --test-print-remat=policy=full -o /dev/null | FileCheck %s --check-prefix=FULL
+// RUN: lm-opt %s --lm-train-pipeline=pack-attention=false '--test-print-remat=policy=auto budget=8500' -o /dev/null | FileCheck %s --check-prefix=AUTO-8500
+// RUN: lm-opt %s --lm-train-pipeline=pack-attention=false '--test-print-remat=policy=auto budget=7000' -o /dev/null | FileCheck %s --check-prefix=AUTO-7000
+// RUN: lm-opt %s --lm-train-pipeline=pack-attention=false --test-print-liveness -o /dev/null | FileCheck %s --check-prefix=LIVE-NONE
+// RUN: lm-opt %s --lm-train-pipeline=pack-attention=false --lm-remat=policy=selective --test-print-liveness -o /dev/null | FileCheck %s --check-prefix=LIVE-SEL
+// RUN: lm-opt %s --lm-train-pipeline=pack-attention=false --lm-remat=policy=full --test-print-liveness -o /dev/null | FileCheck %s --check-prefix=LIVE-FULL
+// RUN: lm-opt %s --lm-train-pipeline=pack-attention=false '--lm-remat=policy=auto budget=8500' --test-print-liveness -o /dev/null | FileCheck %s --check-prefix=LIVE-AUTO
+// RUN: lm-opt %s --lm-train-pipeline --test-print-remat=policy=selective -o /dev/null | FileCheck %s --check-prefix=PACKED-SEL
+// RUN: lm-opt %s --lm-train-pipeline --test-print-liveness -o /dev/null | FileCheck %s --check-prefix=PACKED-LIVE
+
+// PACKED-SEL: remat @gpt_train_step policy=selective
+// PACKED-SEL-NEXT:   layer.0: lm.layer_norm: recompute (read by the backward)
+// PACKED-SEL-NEXT:   layer.0: lm.fusion (gemm): keep (gemm)
+// PACKED-SEL-NEXT:   layer.0: lm.packed_attention_stats: recompute (read by the backward)
+// PACKED-SEL:        layer.1: lm.fusion (gemm): keep (gemm)
+// PACKED-SEL-NEXT:   layer.1: lm.packed_attention_stats: recompute (read by the backward)
+// PACKED-SEL:        recompute 7 ops, keep 7
+// PACKED-LIVE: liveness @gpt_train_step: 63 ops, 40 intervals, estimated activation peak 9344 bytes at op 17 lm.matmul (layer.1)
+// PACKED-LIVE-NEXT:   [0, 60] 256 bytes lm.layer_norm (layer.0) live at peak
+// PACKED-LIVE-NEXT:   [1, 55] 768 bytes lm.fusion (layer.0) live at peak
+// PACKED-LIVE-NEXT:   [2, 55] 256 bytes lm.packed_attention_stats (layer.0) #0 live at peak
 
 // none: the pass decides nothing.
 // NONE: remat @gpt_train_step policy=none

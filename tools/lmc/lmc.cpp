@@ -68,6 +68,7 @@ struct CompileOptions {
   std::string dumpDir;
   bool printIRAfterAll = false;
   std::string fusion = "auto";
+  bool packAttention = true; // --pack-attention: -lm-pack-attention with fusion on a CPU-only target
   std::string remat; // empty: the train block's remat, else none
   std::string precision; // empty: the train block's precision, else fp32
   std::string memBudget; // not given: the train block's memory_budget, else none
@@ -309,6 +310,9 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   }
   mlir::lm::CompileToPlanOptions compileOptions;
   compileOptions.pipeline.fusion = opts.fusion == "none" ? mlir::lm::FusionMode::None : mlir::lm::FusionMode::Auto;
+  // The packed attention ops have CPU kernels only: a plan that may run on a GPU keeps
+  // the slices (docs/fusion.md).
+  compileOptions.pipeline.packAttention = opts.packAttention && !StringRef(opts.target).contains("cuda");
   compileOptions.pipeline.remat = opts.remat;
   compileOptions.pipeline.precision = opts.precision;
   if (opts.memBudgetGiven) {
@@ -613,6 +617,10 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(0.0, double(1 << 20)));
   compile->add_option("--fusion", opts.fusion, "fusion in the optimize stage: auto (default) or none")
       ->check(CLI::IsMember({"auto", "none"}));
+  compile->add_option("--pack-attention", opts.packAttention,
+                      "with fusion on, attention over slices of a fused q/k/v projection reads it in place and its "
+                      "grad writes dqkv whole (no slice or concat copies); true (default) or false; always off for a "
+                      "CUDA target (docs/fusion.md)");
   compile->add_option("--remat", opts.remat,
                       "rematerialization: none, full (keep each layer's input, recompute the rest) or selective "
                       "(keep GEMM outputs) or auto (the fewest recomputed FLOPs under --mem-budget); default: the train block's "

@@ -29,7 +29,11 @@
    sum took it undropped, by dropout_math.h's factor for (the row's key, the site,
    (h * Tq + i) * Tk + j), before the product with V; the grad regenerates the same
    factors: dV = (D P)^T dY, dS = P (D dP - delta). The factor depends only on the
-   element, never on the tile or the thread, so the bits stay thread-count free. */
+   element, never on the tile or the thread, so the bits stay thread-count free.
+   The packed ops (packed_attention, _stats, _grad_stats) read q, k, v as column blocks
+   of one qkv [B, T, (H + 2*Hkv)*Dh] with its row stride, and the grad writes dq, dk, dv
+   as the column blocks of one dqkv: the same tile math, only the strides and the heads'
+   first columns differ (Dims3), so they compute the unpacked ops' bits. */
 #include <cmath>
 
 #include "contract/dropout_math.h"
@@ -46,18 +50,29 @@ namespace {
    less CPU time (bench_kernels 1 1024 768 12). */
 constexpr int64_t kBlock = 128;
 
-/* C: the row stride of q (H*Dh); Ck: that of k and v (Hkv*Dh). Query head h reads
-   key/value head h / (H / Hkv) (grouped-query attention; Hkv = H is plain MHA). */
+/* Row strides: C of q (and dq), Ck of k and v (and dk, dv), Cy of y and dy. Apart,
+   C = Cy = H*Dh and Ck = Hkv*Dh; packed (the packed_attention ops: q, k, v column blocks
+   of one qkv [B, T, (H + 2*Hkv)*Dh], and dq, dk, dv of one dqkv) C = Ck is qkv's width,
+   and k, v start at columns kCol, vCol of their rows. Query head h reads key/value head
+   h / (H / Hkv) (grouped-query attention; Hkv = H is plain MHA). */
 struct Dims3 {
   int64_t B, Tq, Tk, C, H, Dh, Ck, Hkv;
+  int64_t Cy = C, kCol = 0, vCol = 0;
   int64_t group() const { return H / Hkv; }
 };
 
-Dims3 dimsOf(const KernelCall &call) {
+/* The dims of a call whose input 0 is q (k, v inputs 1, 2) or, packed, qkv. */
+Dims3 dimsOf(const KernelCall &call, bool packed = false) {
   const Shape &s = call.in[0].shape();
   int64_t h = call.attrs.getInt("num_heads");
   int64_t hkv = call.attrs.getInt("num_kv_heads");
   if (hkv == 0) hkv = h;
+  if (packed) {
+    const int64_t dh = s[2] / (h + 2 * hkv);
+    Dims3 d{s[0], s[1], s[1], s[2], h, dh, s[2], hkv};
+    d.Cy = h * dh, d.kCol = h * dh, d.vCol = (h + hkv) * dh;
+    return d;
+  }
   return {s[0], s[1], call.in[1].shape()[1], s[2], h, s[2] / h, call.in[1].shape()[2], hkv};
 }
 
@@ -305,11 +320,13 @@ LMRT_SIMD_CLONES void forwardBlock(const Dims3 &d, bool causal, const T *q, cons
 constexpr int64_t kParallelWork = 1 << 15;
 
 /* attention, masked_attention and (stats) attention_stats, which also writes each query
-   row's logsumexp to out[1], [B, H, Tq]. */
-template <typename T> void attentionT(const KernelCall &call, bool masked, bool stats = false) {
-  Dims3 d = dimsOf(call);
+   row's logsumexp to out[1], [B, H, Tq]; packed: packed_attention(_stats), whose input 0
+   is qkv. */
+template <typename T> void attentionT(const KernelCall &call, bool masked, bool stats = false, bool packed = false) {
+  Dims3 d = dimsOf(call, packed);
   bool causal = call.attrs.getBool("causal");
-  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>();
+  const T *q = call.in[0].as<T>(), *k = call.in[packed ? 0 : 1].as<T>() + d.kCol,
+          *v = call.in[packed ? 0 : 2].as<T>() + d.vCol;
   T *y = call.out[0].as<T>(), *lse = stats ? call.out[1].as<T>() : nullptr;
   if (call.out[0].numel() == 0) return;
   singleThreadedBlas();
@@ -324,8 +341,8 @@ template <typename T> void attentionT(const KernelCall &call, bool masked, bool 
       int64_t bh = item / qBlocks, qb = item % qBlocks;
       int64_t b = bh / d.H, h = bh % d.H;
       int64_t base = b * d.Tq * d.C + h * d.Dh, kvBase = b * d.Tk * d.Ck + (h / d.group()) * d.Dh;
-      int64_t q0 = qb * kBlock;
-      forwardBlock(d, causal, q + base, k + kvBase, v + kvBase, q0, std::min(kBlock, d.Tq - q0), y + base, d.C,
+      int64_t yBase = b * d.Tq * d.Cy + h * d.Dh, q0 = qb * kBlock;
+      forwardBlock(d, causal, q + base, k + kvBase, v + kvBase, q0, std::min(kBlock, d.Tq - q0), y + yBase, d.Cy,
                    lse ? lse + bh * d.Tq : (T *)nullptr, w, 0, maskRow<T>(call, masked, b, d));
     }
   }
@@ -340,6 +357,12 @@ void runMaskedAttention(const KernelCall &call) {
 void runAttentionStats(const KernelCall &call) {
   dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionT<decltype(t)>(call, false, true); });
 }
+void runPackedAttention(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionT<decltype(t)>(call, false, false, true); });
+}
+void runPackedAttentionStats(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionT<decltype(t)>(call, false, true, true); });
+}
 
 std::string checkAttentionStats(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
                                 const Attrs &attrs) {
@@ -349,6 +372,35 @@ std::string checkAttentionStats(const std::vector<TensorType> &in, const std::ve
     LMRT_CHECK(expectType("attention_stats", "y", out[0], in[0].dtype, s));
     return expectType("attention_stats", "lse", out[1], in[0].dtype,
                       shapes::attentionLse(in[0].shape, attrs.getInt("num_heads")));
+  });
+}
+
+/* The packed ops' qkv (input 0): `shape` gets y's, [B, T, H*Dh]. */
+std::string checkPackedCommon(const char *op, const std::vector<TensorType> &in, const Attrs &attrs, Shape &shape) {
+  LMRT_CHECK(expectFloat(op, "qkv", in[0]));
+  std::string err;
+  auto s = shapes::packedAttention(in[0].shape, attrs.getInt("num_heads"), err, attrs.getInt("num_kv_heads"),
+                                   attrs.getBool("causal"));
+  if (!s) return std::string(op) + err.substr(err.find(':'));
+  shape = *s;
+  return "";
+}
+std::string checkPackedAttention(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                 const Attrs &attrs) {
+  return guardCheck("packed_attention", in, out, 1, 1, [&]() -> std::string {
+    Shape s;
+    LMRT_CHECK(checkPackedCommon("packed_attention", in, attrs, s));
+    return expectType("packed_attention", "out", out[0], in[0].dtype, s);
+  });
+}
+std::string checkPackedAttentionStats(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                      const Attrs &attrs) {
+  return guardCheck("packed_attention_stats", in, out, 1, 2, [&]() -> std::string {
+    Shape s;
+    LMRT_CHECK(checkPackedCommon("packed_attention_stats", in, attrs, s));
+    LMRT_CHECK(expectType("packed_attention_stats", "y", out[0], in[0].dtype, s));
+    return expectType("packed_attention_stats", "lse", out[1], in[0].dtype,
+                      shapes::attentionLse(s, attrs.getInt("num_heads")));
   });
 }
 
@@ -396,6 +448,26 @@ std::string checkAttentionGradStats(const std::vector<TensorType> &in, const std
                                     const Attrs &attrs) {
   return checkGradCommon("attention_grad_stats", GradForm::Stats, in, out, attrs);
 }
+/* packed_attention_grad_stats (qkv, y, lse, dy) -> dqkv. */
+std::string checkPackedAttentionGradStats(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
+                                          const Attrs &attrs) {
+  const char *op = "packed_attention_grad_stats";
+  return guardCheck(op, in, out, 4, 1, [&]() -> std::string {
+    Shape s;
+    LMRT_CHECK(checkPackedCommon(op, in, attrs, s));
+    for (size_t i : {1, 3}) {
+      const char *what = i == 1 ? "y" : "dy";
+      LMRT_CHECK(expectSameDType(op, what, in[i], "qkv", in[0]));
+      if (in[i].shape != s)
+        return std::string(op) + ": " + what + " " + in[i].str() + " must be " + shapes::str(s) + " [B, T, H*Dh]";
+    }
+    LMRT_CHECK(expectSameDType(op, "lse", in[2], "qkv", in[0]));
+    Shape lse = shapes::attentionLse(s, attrs.getInt("num_heads"));
+    if (in[2].shape != lse)
+      return std::string(op) + ": lse " + in[2].str() + " must be " + shapes::str(lse) + " [B, H, T]";
+    return expectType(op, "dqkv", out[0], in[0].dtype, in[0].shape);
+  });
+}
 
 /* Scratch of one thread for the backward of one head. */
 template <typename T> struct BwdScratch {
@@ -421,7 +493,7 @@ template <typename T> struct BwdScratch {
 };
 
 /* The backward of one (batch, head); q .. dv point at the head's first column (row
-   stride C for q, dy, dq; Ck for k, v, dk, dv). dk and dv are accumulated in place
+   stride C for q, dq; Cy for dy and savedY; Ck for k, v, dk, dv). dk and dv are accumulated in place
    (the query heads of a group add into one key/value head): a key tile's first GEMM
    sets its rows (w.fresh), later ones add.
    mask: the batch row's key padding mask, or null; masked keys get P = 0. */
@@ -430,12 +502,12 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
                                    T *dq, T *dk, T *dv, BwdScratch<T> &w, const T *mask, const T *savedY = nullptr,
                                    const T *savedLse = nullptr, const ScoreExtras<T> *x = nullptr) {
   const T scale = x ? x->scale : (T)(1.0 / std::sqrt((double)d.Dh));
-  const int64_t Dh = d.Dh, C = d.C, Ck = d.Ck;
+  const int64_t Dh = d.Dh, C = d.C, Ck = d.Ck, Cy = d.Cy;
   // Output and logsumexp of every row, recomputed unless the forward saved them
-  // (attention_grad_stats: y with q's row stride, lse of this head); then
+  // (attention_grad_stats: y with dy's row stride Cy, lse of this head); then
   // delta_i = dy_i . y_i = sum_j P_ij dP_ij.
   const T *o = savedY, *lseRow = savedLse;
-  int64_t ldo = C;
+  int64_t ldo = Cy;
   if (!savedY) {
     for (int64_t q0 = 0; q0 < d.Tq; q0 += kBlock)
       forwardBlock(d, causal, q, k, v, q0, std::min(kBlock, d.Tq - q0), w.o.data(), Dh, w.lse.data(), w.fwd, 0,
@@ -443,7 +515,7 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
     o = w.o.data(), lseRow = w.lse.data(), ldo = Dh;
   }
   for (int64_t i = 0; i < d.Tq; ++i) {
-    const T *dyi = dy + i * C, *oi = o + i * ldo;
+    const T *dyi = dy + i * Cy, *oi = o + i * ldo;
     w.delta[i] = rowDot(dyi, oi, Dh);
   }
   T *P = w.p.data(), *dP = w.dp.data();
@@ -462,7 +534,7 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
       for (int64_t i0 = 0; i0 < nq; i0 += step) {
         const int64_t i1 = std::min(nq, i0 + step), nkp = visibleKeys(causal, q0 + i1 - 1, k0, nk);
         gemm(false, true, i1 - i0, nkp, Dh, scale, q + (q0 + i0) * C, C, k + k0 * Ck, Ck, (T)0, P + i0 * nk, nk);
-        gemm(false, true, i1 - i0, nkp, Dh, (T)1, dy + (q0 + i0) * C, C, v + k0 * Ck, Ck, (T)0, dP + i0 * nk, nk);
+        gemm(false, true, i1 - i0, nkp, Dh, (T)1, dy + (q0 + i0) * Cy, Cy, v + k0 * Ck, Ck, (T)0, dP + i0 * nk, nk);
         // P_ij = exp(s_ij - lse_i); dS_ij = P_ij (dP_ij - delta_i), times the score scale.
         for (int64_t i = i0; i < i1; ++i) {
           T *pi = P + i * nk, *dpi = dP + i * nk;
@@ -535,7 +607,7 @@ LMRT_SIMD_CLONES void backwardHead(const Dims3 &d, bool causal, const T *q, cons
       for (int64_t j0 = 0; j0 < nk; j0 += keyStep) {
         // Keys j0 .. j0+keyStep-1: seen by the query rows from iFirst on.
         const int64_t nj = std::min(nk, j0 + keyStep) - j0, iFirst = diagonal ? j0 : 0;
-        gemm(true, false, nj, Dh, nq - iFirst, (T)1, P + iFirst * nk + j0, nk, dy + (q0 + iFirst) * C, C, kvBeta,
+        gemm(true, false, nj, Dh, nq - iFirst, (T)1, P + iFirst * nk + j0, nk, dy + (q0 + iFirst) * Cy, Cy, kvBeta,
              dv + (k0 + j0) * Ck, Ck);  // dV += P^T dY
         gemm(true, false, nj, Dh, nq - iFirst, (T)1, dP + iFirst * nk + j0, nk, q + (q0 + iFirst) * C, C, kvBeta,
              dk + (k0 + j0) * Ck, Ck);  // dK += dS^T Q
@@ -599,14 +671,17 @@ ScoreExtras<T> extrasOf(const KernelCall &call, const Dims3 &d, const BiasLayout
 }
 
 /* attention_grad, masked_attention_grad and (stats) attention_grad_stats, which reads the
-   forward's y and lse (inputs 3 and 4) instead of recomputing them. */
-template <typename T> void attentionGradT(const KernelCall &call, bool masked, bool stats = false) {
-  Dims3 d = dimsOf(call);
+   forward's y and lse (inputs 3 and 4) instead of recomputing them; packed:
+   packed_attention_grad_stats (qkv, y, lse, dy) -> dqkv. */
+template <typename T> void attentionGradT(const KernelCall &call, bool masked, bool stats = false, bool packed = false) {
+  Dims3 d = dimsOf(call, packed);
   bool causal = call.attrs.getBool("causal");
-  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(), *v = call.in[2].as<T>(),
-          *dy = call.in[stats ? 5 : masked ? 4 : 3].as<T>();
-  const T *savedY = stats ? call.in[3].as<T>() : nullptr, *savedLse = stats ? call.in[4].as<T>() : nullptr;
-  T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(), *dv = call.out[2].as<T>();
+  const size_t yIn = packed ? 1 : 3;  // the saved y, then lse and dy (stats)
+  const T *q = call.in[0].as<T>(), *k = call.in[packed ? 0 : 1].as<T>() + d.kCol,
+          *v = call.in[packed ? 0 : 2].as<T>() + d.vCol, *dy = call.in[stats ? yIn + 2 : masked ? 4 : 3].as<T>();
+  const T *savedY = stats ? call.in[yIn].as<T>() : nullptr, *savedLse = stats ? call.in[yIn + 1].as<T>() : nullptr;
+  T *dq = call.out[0].as<T>(), *dk = call.out[packed ? 0 : 1].as<T>() + d.kCol,
+    *dv = call.out[packed ? 0 : 2].as<T>() + d.vCol;
   if (call.out[0].numel() == 0) return;
   singleThreadedBlas();
   // One work item per (batch, key/value head): it owns that head's dk and dv, and its
@@ -622,9 +697,9 @@ template <typename T> void attentionGradT(const KernelCall &call, bool masked, b
       int64_t kvBase = b * d.Tk * d.Ck + g * d.Dh;
       w.beginKeyHead();
       for (int64_t h = g * d.group(); h < (g + 1) * d.group(); ++h) {
-        int64_t base = b * d.Tq * d.C + h * d.Dh;
-        backwardHead(d, causal, q + base, k + kvBase, v + kvBase, dy + base, dq + base, dk + kvBase, dv + kvBase, w,
-                     maskRow<T>(call, masked, b, d), savedY ? savedY + base : nullptr,
+        int64_t base = b * d.Tq * d.C + h * d.Dh, yBase = b * d.Tq * d.Cy + h * d.Dh;
+        backwardHead(d, causal, q + base, k + kvBase, v + kvBase, dy + yBase, dq + base, dk + kvBase, dv + kvBase, w,
+                     maskRow<T>(call, masked, b, d), savedY ? savedY + yBase : nullptr,
                      savedLse ? savedLse + (b * d.H + h) * d.Tq : nullptr);
       }
       w.endKeyHead(d, dk + kvBase, dv + kvBase);
@@ -640,6 +715,9 @@ void runMaskedAttentionGrad(const KernelCall &call) {
 }
 void runAttentionGradStats(const KernelCall &call) {
   dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionGradT<decltype(t)>(call, false, true); });
+}
+void runPackedAttentionGradStats(const KernelCall &call) {
+  dispatchFloat(call.in[0].type.dtype, [&](auto t) { attentionGradT<decltype(t)>(call, false, true, true); });
 }
 
 // ----------------------------------------------------------------------------
@@ -829,6 +907,9 @@ void addAttentionKernels(std::vector<KernelDef> &k) {
   k.push_back({"attention_grad_stats", 6, 3, checkAttentionGradStats, runAttentionGradStats});
   k.push_back({"biased_attention", 7, 1, checkBiasedAttention, runBiasedAttention});
   k.push_back({"biased_attention_grad", 8, 4, checkBiasedAttentionGrad, runBiasedAttentionGrad});
+  k.push_back({"packed_attention", 1, 1, checkPackedAttention, runPackedAttention});
+  k.push_back({"packed_attention_stats", 1, 2, checkPackedAttentionStats, runPackedAttentionStats});
+  k.push_back({"packed_attention_grad_stats", 4, 1, checkPackedAttentionGradStats, runPackedAttentionGradStats});
 }
 
 }  // namespace lmrt::kernels::detail

@@ -40,7 +40,8 @@ template <typename A, typename C = A>
 void gemmSplit(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const A *a, int64_t lda, const A *b, int64_t ldb,
                C beta, C *c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  const int nt = m * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
+  // Inside a parallel region (chunkBackwardGemms' pair) the calling thread runs it all.
+  const int nt = m * n * k >= kParallelFlops && !omp_in_parallel() ? omp_get_max_threads() : 1;
   const bool byCols = std::is_same_v<A, lmc::bf16> ? !bf16RowBlocks(ta, m, n) : n > m;
   const int64_t side = byCols ? n : m;
   int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(byCols ? side : side / 16, nt));
@@ -109,16 +110,30 @@ std::string checkLinearCrossEntropyWithGrad(const std::vector<TensorType> &in, c
 
 /* A chunk's backward GEMMs, the same for the fused loss and the vocabulary-parallel
    stats gradient: dh_c [c, D] = dz_c w (w [V, D], tb) or dz_c w^T (w [D, V]), and
-   dw [V, D] += dz_c^T h_c, or dw [D, V] += h_c^T dz_c; the first chunk overwrites dw. */
+   dw [V, D] += dz_c^T h_c, or dw [D, V] += h_c^T dz_c; the first chunk overwrites dw.
+   The two are independent and of equal work: with a team of two threads they run at
+   once, each whole on one thread, as lm.matmul's pairs (registry.h runMatmulPair);
+   the bits are the same as one after the other, each cut between the threads. */
 template <typename A, typename T>
 void chunkBackwardGemms(bool tb, int64_t c, int64_t d, int64_t v, const A *dz, int64_t ldz, const A *w,
                         const A *hc, bool firstChunk, T *dhc, T *dw) {
-  gemmSplit<A, T>(false, !tb, c, d, v, dz, ldz, w, tb ? d : v, (T)0, dhc, d);
-  const T beta = firstChunk ? (T)0 : (T)1;
-  if (tb)
-    gemmSplit<A, T>(true, false, v, d, c, dz, ldz, hc, d, beta, dw, d);
-  else
-    gemmSplit<A, T>(true, false, d, v, c, hc, d, dz, ldz, beta, dw, v);
+  auto dh = [&] { gemmSplit<A, T>(false, !tb, c, d, v, dz, ldz, w, tb ? d : v, (T)0, dhc, d); };
+  auto dwAdd = [&] {
+    const T beta = firstChunk ? (T)0 : (T)1;
+    if (tb)
+      gemmSplit<A, T>(true, false, v, d, c, dz, ldz, hc, d, beta, dw, d);
+    else
+      gemmSplit<A, T>(true, false, d, v, c, hc, d, dz, ldz, beta, dw, v);
+  };
+  if (omp_in_parallel() || omp_get_max_threads() != 2) {
+    dh();
+    dwAdd();
+    return;
+  }
+  ParallelErrors errors;
+#pragma omp parallel num_threads(2)
+  errors.run([&] { omp_get_thread_num() == 0 ? dh() : dwAdd(); });
+  errors.rethrow();
 }
 
 /* Both ops: dh, dw null for the forward alone. T: the logits' and results' type;

@@ -13,6 +13,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <exception>
 #include <type_traits>
 #include <vector>
 
@@ -54,7 +55,8 @@ template <typename T, typename C = T>
 void gemmBlocks(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k, const T *a, const T *b,
                 bool sharedRhs, C *c, const BlockFn &after) {
   int64_t lda = ta ? m : k, ldb = tb ? k : n;
-  int nt = batch * m * n * k >= kParallelFlops ? omp_get_max_threads() : 1;
+  // Inside a parallel region (a matmul pair, registry.h) the calling thread runs it all.
+  int nt = batch * m * n * k >= kParallelFlops && !omp_in_parallel() ? omp_get_max_threads() : 1;
   const bool byCols = std::is_same_v<T, lmc::bf16> ? !bf16RowBlocks(ta, m, n) : n > m;
   const int64_t side = byCols ? n : m;
   // Blocks of whole 16-column panels, or of at least kMinRows rows (the last takes the
@@ -166,3 +168,28 @@ void gemmWithEpilogue(const TensorRef &a, const TensorRef &b, bool transposeB, c
 void addMatmulKernels(std::vector<KernelDef> &k) { k.push_back({"matmul", 2, 1, checkMatmul, runMatmul}); }
 
 }  // namespace lmrt::kernels::detail
+
+namespace lmrt::kernels {
+
+bool runMatmulPair(const KernelCall &a, const KernelCall &b, int &failed) {
+  failed = -1;
+  if (omp_in_parallel() || omp_get_max_threads() != 2) return false;
+  std::exception_ptr errors[2];
+#pragma omp parallel num_threads(2)
+  {
+    const int t = omp_get_thread_num();
+    try {
+      detail::runMatmul(t == 0 ? a : b);
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  }
+  for (int t = 0; t < 2; ++t)
+    if (errors[t]) {
+      failed = t;
+      std::rethrow_exception(errors[t]);
+    }
+  return true;
+}
+
+}  // namespace lmrt::kernels

@@ -50,6 +50,18 @@ void runAllReduceBucket(const std::vector<KernelCall> &calls);
    the sums. The same bits as each step alone (each element's rank-order sum). */
 void runReduceScatterBucket(const std::vector<KernelCall> &calls);
 
+/* Two matmul steps that neither read nor write each other's outputs, at once: with a
+   team of exactly two threads (outside a parallel region), each runs whole on one
+   thread, where one at a time each would be cut in two blocks, one a thread. A
+   backward pass's weight-gradient and input-gradient GEMMs of one linear layer come
+   in such pairs, of equal work: one whole GEMM a core packs its operands once and
+   runs its microkernel on wider panels (docs/runtime.md, "Matmul pairs"). The bits
+   are those of each step alone (every output element is one dot product over the
+   whole K, however the output is cut). Returns false, having run nothing, for
+   another team size; else true, with `failed` = -1, or the step (0 or 1) whose
+   error it rethrows after both ended. */
+bool runMatmulPair(const KernelCall &a, const KernelCall &b, int &failed);
+
 /* nullptr when no kernel has that name. */
 const KernelDef *findKernel(std::string_view op);
 /* All kernels, for listing and tests. */

@@ -32,6 +32,23 @@ TEST(CudaTable, ReducedPrecisionKernels) {
 
 TEST(CudaTable, ProvidesTheCudaDevice) { EXPECT_STREQ(provider().device, "cuda"); }
 
+/* The packed attention ops have CPU kernels only (lmc forms them for --target cpu
+   alone): the CUDA entries refuse them when the session sizes its scratch, at bind. */
+TEST(CudaTable, PackedAttentionIsRefusedAtBind) {
+  for (const char *op : {"packed_attention", "packed_attention_stats", "packed_attention_grad_stats"}) {
+    const CudaKernelDef *k = findCudaKernel(op);
+    ASSERT_NE(k, nullptr) << op;
+    try {
+      (void)k->scratchBytes({}, {}, kernels::Attrs{});
+      ADD_FAILURE() << op << " was not refused";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(op) + ": no CUDA kernel (the packed attention ops are CPU-only"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lmrt::cuda
 

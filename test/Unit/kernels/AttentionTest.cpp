@@ -195,6 +195,45 @@ TEST(Attention, StatsPairMatchesRecomputingPair) {
       }
 }
 
+/* The packed ops read q, k, v as column blocks of one qkv [B, T, (H + 2*Hkv)*Dh] and
+   write dq, dk, dv as those of one dqkv: the unpacked ops' bits (the same tile math over
+   other strides), over several 128-query tiles, grouped heads and the causal mask. */
+TEST(Attention, PackedOpsMatchUnpacked) {
+  for (DType dt : {DType::F64, DType::F32})
+    for (bool causal : {false, true})
+      for (int64_t T : {5, 130}) {
+        const int64_t B = 2, H = 4, Hkv = 2, Dh = 8, W = (H + 2 * Hkv) * Dh;
+        const int64_t cols[3] = {0, H * Dh, (H + Hkv) * Dh}, widths[3] = {H * Dh, Hkv * Dh, Hkv * Dh};
+        Buf qkv = randn({B, T, W}, dt), dy = randn({B, T, H * Dh}, dt);
+        std::vector<Buf> parts;  // q, k, v copied out of qkv
+        for (int p = 0; p < 3; ++p) {
+          parts.emplace_back(dt, Shape{B, T, widths[p]});
+          for (int64_t r = 0; r < B * T; ++r)
+            for (int64_t c = 0; c < widths[p]; ++c) parts[p].set(r * widths[p] + c, qkv.get(r * W + cols[p] + c));
+        }
+        Attrs a = attrs({{"num_heads", H}, {"causal", causal}, {"num_kv_heads", Hkv}});
+        const TensorType yT{dt, {B, T, H * Dh}}, lseT{dt, {B, H, T}};
+        const std::string what = "T=" + std::to_string(T) + " causal=" + std::to_string(causal) + " " + dtypeName(dt);
+        auto same = [&](const Buf &x, const Buf &y) {
+          return x.type.dtype == y.type.dtype && x.type.shape == y.type.shape && std::memcmp(x.data(), y.data(), x.type.bytes()) == 0;
+        };
+        auto ref = runKernel("attention_stats", {parts[0], parts[1], parts[2]}, {yT, lseT}, a);
+        auto got = runKernel("packed_attention_stats", {qkv}, {yT, lseT}, a);
+        EXPECT_TRUE(same(got[0], ref[0])) << "y " << what;
+        EXPECT_TRUE(same(got[1], ref[1])) << "lse " << what;
+        EXPECT_TRUE(same(runKernel("packed_attention", {qkv}, {yT}, a)[0], ref[0])) << "forward " << what;
+        auto grads = runKernel("attention_grad_stats", {parts[0], parts[1], parts[2], ref[0], ref[1], dy},
+                               {parts[0].type, parts[1].type, parts[2].type}, a);
+        Buf dqkv = runKernel("packed_attention_grad_stats", {qkv, ref[0], ref[1], dy}, {qkv.type}, a)[0];
+        int64_t differ = 0;
+        for (int p = 0; p < 3; ++p)
+          for (int64_t r = 0; r < B * T; ++r)
+            for (int64_t c = 0; c < widths[p]; ++c)
+              differ += dqkv.get(r * W + cols[p] + c) != grads[p].get(r * widths[p] + c);
+        EXPECT_EQ(differ, 0) << "dqkv " << what;
+      }
+}
+
 /* Work is split into items whose arithmetic does not depend on which thread runs
    them, so the bits do not depend on the thread count. */
 TEST(Attention, SameBitsForAnyThreadCount) {

@@ -184,6 +184,19 @@ TEST(Check, LayerNormAttentionSoftmax) {
                       "attention_grad_stats: y f32[2, 4] must have the shape of q f32[2, 4, 12]"));
   EXPECT_TRUE(rejects(checkMsg("attention_stats", {q, q, q}, {q, {F32, {2, 4}}}, h4),
                       "attention_stats: result lse must be f32[2, 4, 4], got f32[2, 4]"));
+  // The packed ops: qkv [B, T, (H + 2*Hkv)*Dh] (here 4 heads of 3: 36 columns).
+  TensorType qkv{F32, {2, 4, 36}};
+  EXPECT_TRUE(rejects(checkMsg("packed_attention", {{F32, {2, 4, 30}}}, {q}, h4),
+                      "packed_attention: last dim of qkv [2, 4, 30] (30) is not divisible by num_heads + 2 * "
+                      "num_kv_heads = 12"));
+  EXPECT_TRUE(rejects(checkMsg("packed_attention_stats", {qkv}, {q, {F32, {2, 4}}}, h4),
+                      "packed_attention_stats: result lse must be f32[2, 4, 4], got f32[2, 4]"));
+  EXPECT_TRUE(rejects(checkMsg("packed_attention_grad_stats", {qkv, q, {F32, {2, 4, 1}}, q}, {qkv}, h4),
+                      "packed_attention_grad_stats: lse f32[2, 4, 1] must be [2, 4, 4] [B, H, T]"));
+  EXPECT_TRUE(rejects(checkMsg("packed_attention_grad_stats", {qkv, q, lse, qkv}, {qkv}, h4),
+                      "packed_attention_grad_stats: dy f32[2, 4, 36] must be [2, 4, 12] [B, T, H*Dh]"));
+  EXPECT_TRUE(rejects(checkMsg("packed_attention_grad_stats", {qkv, q, lse, q}, {q}, h4),
+                      "packed_attention_grad_stats: result dqkv must be f32[2, 4, 36], got f32[2, 4, 12]"));
   EXPECT_TRUE(rejects(checkMsg("softmax", {{F32, {}}}, {{F32, {}}}), "softmax: x f32[] must have rank >= 1"));
   // The vocabulary-parallel loss's bias has one entry per class of the rank's w.
   TensorType rows{F32, {2, 8}}, hs{F32, {2, 8, 16}}, ws{F32, {10, 16}}, ts{I32, {2, 8}}, one{F32, {}};
@@ -304,6 +317,14 @@ Case attentionGradStatsCase(const Attrs &att, const Shape &s3) {
   return {"attention_grad_stats", {q, k, v, fwd[0], fwd[1], randn(s3)}, {{F64, s3}, {F64, s3}, {F64, s3}}, att};
 }
 
+/* packed_attention_grad_stats on a consistent (qkv, y, lse, dy): qkv [2, 8, 48] holds q, k, v
+   of two heads of 8. */
+Case packedGradStatsCase(const Attrs &att, const Shape &s3) {
+  Buf qkv = randn({s3[0], s3[1], 3 * s3[2]});
+  auto fwd = runKernel("packed_attention_stats", {qkv}, {{F64, s3}, {F64, {s3[0], 2, s3[1]}}}, att);
+  return {"packed_attention_grad_stats", {qkv, fwd[0], fwd[1], randn(s3)}, {qkv.type}, att};
+}
+
 std::vector<Case> allCases() {
   Attrs att = attrs({{"num_heads", (int64_t)2}, {"causal", true}});
   Attrs attNc = attrs({{"num_heads", (int64_t)2}, {"causal", false}});  // cross-attention: 8 queries, 5 keys
@@ -333,6 +354,9 @@ std::vector<Case> allCases() {
       {"attention_grad", {randn(s3), randn(s3), randn(s3), randn(s3)}, {{F64, s3}, {F64, s3}, {F64, s3}}, att},
       {"attention_stats", {randn(s3), randn(s3), randn(s3)}, {{F64, s3}, {F64, {2, 2, 8}}}, att},
       attentionGradStatsCase(att, s3),
+      {"packed_attention", {randn({2, 8, 48})}, {{F64, s3}}, att},
+      {"packed_attention_stats", {randn({2, 8, 48})}, {{F64, s3}, {F64, {2, 2, 8}}}, att},
+      packedGradStatsCase(att, s3),
       {"masked_attention", {randn(s3), randn({2, 5, 16}), randn({2, 5, 16}), paddingMask25()}, {{F64, s3}}, attNc},
       {"masked_attention_grad", {randn(s3), randn({2, 5, 16}), randn({2, 5, 16}), paddingMask25(), randn(s3)},
        {{F64, s3}, {F64, {2, 5, 16}}, {F64, {2, 5, 16}}}, attNc},

@@ -1,7 +1,7 @@
 /* Tests the threaded split of lm.matmul: shapes big enough to be cut into row blocks
    (tall outputs) or column blocks (wide outputs, such as the logits GEMM), with every
    transpose, a shared and a batched rhs and a batch smaller than the thread count,
-   against a naive reference; and the same bits for 1 to 5 threads. */
+   against a naive reference; and the same bits for 1 to 5 threads, and in matmul pairs. */
 #include <omp.h>
 
 #include "KernelTestUtil.h"
@@ -107,6 +107,80 @@ TEST(MatmulSplit, Bf16WeightGradientSameBitsForAnyThreadCount) {
         EXPECT_EQ(std::memcmp(one.data(), many.data(), one.type.bytes()), 0) << m << " x " << n << ", " << t << " threads";
       }
     }
+  omp_set_num_threads(saved);
+}
+
+
+Buf nanBuf(const Shape &shape) {
+  Buf b(DType::F32, shape);
+  for (int64_t i = 0; i < b.numel(); ++i) b.set(i, NAN);
+  return b;
+}
+
+/* Matmul pairs (registry.h runMatmulPair): two matmuls at once, one a thread, give the
+   bits of each alone, for every case above beside the next one and for a linear
+   layer's input and weight gradients; a team of other than two threads runs nothing. */
+TEST(MatmulSplit, PairSameBitsAsEachAlone) {
+  const int saved = omp_get_max_threads();
+  std::vector<std::pair<Case, Case>> pairs;
+  for (size_t i = 0; i < kCases.size(); ++i) pairs.push_back({kCases[i], kCases[(i + 1) % kCases.size()]});
+  // dx = dy w^T and dw = x^T dy of a [256 tokens, 128] -> 512 layer (dy [256, 512]).
+  pairs.push_back({{{256, 512}, {128, 512}, false, true, {256, 128}}, {{256, 128}, {256, 512}, true, false, {128, 512}}});
+  for (DType dt : {DType::F32, DType::BF16})
+    for (const auto &[c, d] : pairs) {
+      Buf a0 = randn(c.a, DType::F32).as(dt), b0 = randn(c.b, DType::F32).as(dt);
+      Buf a1 = randn(d.a, DType::F32).as(dt), b1 = randn(d.b, DType::F32).as(dt);
+      Attrs at0 = withDefaults("matmul", attrs({{"transpose_lhs", c.ta}, {"transpose_rhs", c.tb}}));
+      Attrs at1 = withDefaults("matmul", attrs({{"transpose_lhs", d.ta}, {"transpose_rhs", d.tb}}));
+      omp_set_num_threads(2);
+      Buf alone0 = runKernel("matmul", {a0, b0}, {{DType::F32, c.out}}, at0)[0];
+      Buf alone1 = runKernel("matmul", {a1, b1}, {{DType::F32, d.out}}, at1)[0];
+      Buf out0 = nanBuf(c.out), out1 = nanBuf(d.out);
+      KernelCall k0{{a0.ref(), b0.ref()}, {out0.ref()}, at0}, k1{{a1.ref(), b1.ref()}, {out1.ref()}, at1};
+      int failed = 7;
+      ASSERT_TRUE(runMatmulPair(k0, k1, failed));
+      EXPECT_EQ(failed, -1);
+      const std::string what = std::string(dtypeName(dt)) + " " + shapeStr(c.a) + " x " + shapeStr(c.b) + " beside " +
+                               shapeStr(d.a) + " x " + shapeStr(d.b);
+      EXPECT_EQ(std::memcmp(alone0.data(), out0.data(), out0.type.bytes()), 0) << what << ": the first";
+      EXPECT_EQ(std::memcmp(alone1.data(), out1.data(), out1.type.bytes()), 0) << what << ": the second";
+      for (int t : {1, 3}) {
+        omp_set_num_threads(t);
+        Buf idle0 = nanBuf(c.out), idle1 = nanBuf(d.out);
+        KernelCall i0{{a0.ref(), b0.ref()}, {idle0.ref()}, at0}, i1{{a1.ref(), b1.ref()}, {idle1.ref()}, at1};
+        EXPECT_FALSE(runMatmulPair(i0, i1, failed)) << t << " threads";
+        EXPECT_TRUE(std::isnan(idle0.get(0)) && std::isnan(idle1.get(0))) << t << " threads ran it";
+      }
+    }
+  omp_set_num_threads(saved);
+}
+
+
+/* The fused loss's backward GEMMs (dh and dw of each chunk) run as a pair with two
+   threads and cut between the threads otherwise: the same bits with 1 to 4 threads,
+   in one chunk and in several (dw summed over chunks), tied and untied, f32 and bf16. */
+TEST(MatmulSplit, LinearCrossEntropySameBitsForAnyThreadCount) {
+  const int saved = omp_get_max_threads();
+  for (DType dt : {DType::F32, DType::BF16})
+    for (bool tied : {true, false})
+      for (int64_t chunk : {0, 40}) {
+        const int64_t rows = 96, d = 48, v = 300;
+        Buf h = randn({2, rows / 2, d}, DType::F32).as(dt);
+        Buf w = (tied ? randn({v, d}, DType::F32) : randn({d, v}, DType::F32)).as(dt);
+        Buf t = randIds({2, rows / 2}, v), dloss = scalar(0.7).as(DType::F32);
+        Attrs a = attrs({{"ignore_index", (int64_t)-1}, {"transpose_rhs", tied}, {"chunk_rows", chunk}});
+        std::vector<TensorType> outs{{DType::F32, h.type.shape}, {DType::F32, w.type.shape}, {DType::F32, {}}};
+        omp_set_num_threads(1);
+        auto one = runKernel("linear_cross_entropy_with_grad", {h, w, t, dloss}, outs, a);
+        for (int threads : {2, 3, 4}) {
+          omp_set_num_threads(threads);
+          auto many = runKernel("linear_cross_entropy_with_grad", {h, w, t, dloss}, outs, a);
+          for (size_t k = 0; k < one.size(); ++k)
+            EXPECT_EQ(std::memcmp(one[k].data(), many[k].data(), one[k].type.bytes()), 0)
+                << dtypeName(dt) << (tied ? " tied" : " untied") << ", chunk_rows " << chunk << ", output " << k
+                << ", " << threads << " threads";
+        }
+      }
   omp_set_num_threads(saved);
 }
 

@@ -136,6 +136,9 @@ LogicalResult runPipeline(ModuleOp module, MLIRContext &context, const CompileTo
   pipelineOptions.remat = resolveRemat(module, remat);
   pipelineOptions.rematBudget = rematBudget;
   pipelineOptions.precision = resolvePrecision(module, options.pipeline.precision);
+  // The packed attention ops have CPU kernels only: a plan that may run on a GPU keeps
+  // the slices (docs/fusion.md).
+  pipelineOptions.packAttention = options.pipeline.packAttention && !options.translation.targetCuda;
 
   PassManager pm(&context);
   if (options.printIRAfterAll && !trial) {

@@ -60,8 +60,8 @@ struct CompilePipelineOptions : public PassPipelineOptions<CompilePipelineOption
                               llvm::cl::init(0)};
   Option<bool> packAttention{*this, "pack-attention",
                              llvm::cl::desc("with fusion: -lm-pack-attention (attention reads q, k, v in place from "
-                                            "a fused projection; its ops have CPU kernels only, so lmc turns it off "
-                                            "for a CUDA target)"),
+                                            "a fused projection; its ops have CPU kernels only, so compileToPlan turns it "
+                                            "off for a CUDA target)"),
                              llvm::cl::init(true)};
   Option<bool> checkContract{*this, "check-contract",
                              llvm::cl::desc("run -lm-check-plan-contract last (false to inspect IR that is not "

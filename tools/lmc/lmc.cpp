@@ -310,9 +310,7 @@ int runCompile(const CompileOptions &opts, bool frontendFlagsGiven) {
   }
   mlir::lm::CompileToPlanOptions compileOptions;
   compileOptions.pipeline.fusion = opts.fusion == "none" ? mlir::lm::FusionMode::None : mlir::lm::FusionMode::Auto;
-  // The packed attention ops have CPU kernels only: a plan that may run on a GPU keeps
-  // the slices (docs/fusion.md).
-  compileOptions.pipeline.packAttention = opts.packAttention && !StringRef(opts.target).contains("cuda");
+  compileOptions.pipeline.packAttention = opts.packAttention;  // off for a CUDA target (compileToPlan)
   compileOptions.pipeline.remat = opts.remat;
   compileOptions.pipeline.precision = opts.precision;
   if (opts.memBudgetGiven) {

@@ -125,15 +125,10 @@ void chunkBackwardGemms(bool tb, int64_t c, int64_t d, int64_t v, const A *dz, i
     else
       gemmSplit<A, T>(true, false, d, v, c, hc, d, dz, ldz, beta, dw, v);
   };
-  if (omp_in_parallel() || omp_get_max_threads() != 2) {
+  if (!runAsPair(dh, dwAdd)) {
     dh();
     dwAdd();
-    return;
   }
-  ParallelErrors errors;
-#pragma omp parallel num_threads(2)
-  errors.run([&] { omp_get_thread_num() == 0 ? dh() : dwAdd(); });
-  errors.rethrow();
 }
 
 /* Both ops: dh, dw null for the forward alone. T: the logits' and results' type;

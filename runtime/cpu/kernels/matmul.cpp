@@ -13,7 +13,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <exception>
 #include <type_traits>
 #include <vector>
 
@@ -172,24 +171,7 @@ void addMatmulKernels(std::vector<KernelDef> &k) { k.push_back({"matmul", 2, 1, 
 namespace lmrt::kernels {
 
 bool runMatmulPair(const KernelCall &a, const KernelCall &b, int &failed) {
-  failed = -1;
-  if (omp_in_parallel() || omp_get_max_threads() != 2) return false;
-  std::exception_ptr errors[2];
-#pragma omp parallel num_threads(2)
-  {
-    const int t = omp_get_thread_num();
-    try {
-      detail::runMatmul(t == 0 ? a : b);
-    } catch (...) {
-      errors[t] = std::current_exception();
-    }
-  }
-  for (int t = 0; t < 2; ++t)
-    if (errors[t]) {
-      failed = t;
-      std::rethrow_exception(errors[t]);
-    }
-  return true;
+  return runAsPair([&] { detail::runMatmul(a); }, [&] { detail::runMatmul(b); }, &failed);
 }
 
 }  // namespace lmrt::kernels

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "contract/adamw_math.h"
 #include "runtime/cpu/kernels/kernel_math.h"
 
 namespace lmrt {
@@ -20,38 +21,22 @@ AdamW::AdamW(const AdamWConfig &c) : config_(c) {
 
 namespace {
 
-/* T is the parameter's element type; scalars are formed in double and rounded
-   once to T, as PyTorch does with Python-float hyperparameters. One pass reads
-   p, g, m, v and writes p, m, v: the step is bound by memory bandwidth (GPT-2 small:
-   3.5 GB a step), so clipping is folded in rather than given a pass of its own.
+/* One pass reads p, g, m, v and writes p, m, v: the step is bound by memory bandwidth
+   (GPT-2 small: 3.5 GB a step), so clipping is folded in rather than given a pass of its
+   own. The element is contract/adamw_math.h's, which this file's -ffp-contract=off
+   (LMRT_EXACT_FP_FLAGS) keeps free of fused multiply-adds: every clone GCC makes of this
+   loop, its vector body and its scalar tail give the same bits (and the CUDA kernel's).
    Called inside step()'s one parallel region: the threads split every parameter
    and go on to the next without waiting (elementwise, so no order to keep). */
 template <typename T>
-LMRT_SIMD_CLONES void update(T *p, const T *g, T *m, T *v, int64_t n, double lr, double decay,
-                             const AdamWConfig &c, int64_t t, double gradScale) {
-  const double bc1 = 1.0 - std::pow(c.beta1, (double)t);
-  const double bc2 = 1.0 - std::pow(c.beta2, (double)t);
-  const T keep = T(1.0 - lr * decay);
-  const T w1 = T(1.0 - c.beta1);
-  const T b2 = T(c.beta2), w2 = T(1.0 - c.beta2);
-  const T stepSize = T(lr / bc1);
-  const T bc2Sqrt = T(std::sqrt(bc2));
-  const T eps = T(c.eps);
-  const bool decays = decay != 0.0, scales = gradScale != 1.0, clipsValue = c.clipValue > 0;
-  const T clip = T(gradScale), clipValue = T(c.clipValue);
+LMRT_SIMD_CLONES void update(T *p, const T *g, T *m, T *v, int64_t n, const lmc::AdamWScalars<T> &scalars) {
+  const lmc::AdamWScalars<T> s = scalars;  // a local copy: its fields stay in registers
 #pragma omp for simd schedule(static) nowait
   for (int64_t i = 0; i < n; ++i) {
-    T pi = p[i];
-    if (decays) pi *= keep;
-    T gi = g[i];
-    if (scales) gi *= clip;
-    if (clipsValue) gi = std::min(std::max(gi, -clipValue), clipValue);  // clip_grad_value, after the norm's
-    T mi = m[i] + w1 * (gi - m[i]);
-    T vi = v[i] * b2 + w2 * gi * gi;
+    T mi = m[i], vi = v[i];
+    p[i] = lmc::adamwElement(p[i], g[i], mi, vi, s);
     m[i] = mi;
     v[i] = vi;
-    T denom = std::sqrt(vi) / bc2Sqrt + eps;
-    p[i] = pi - stepSize * (mi / denom);
   }
 }
 
@@ -70,12 +55,12 @@ template <typename C> LMRT_SIMD_CLONES void storeCopy(const float *p, C *copy, i
    not depend on where its range starts (the thread-count contract), so the
    parameter's bits are those of the plain update. */
 template <typename C>
-void updateWithCopy(float *p, const float *g, float *m, float *v, C *copy, int64_t n, double lr, double decay,
-                    const AdamWConfig &c, int64_t t, double gradScale) {
+void updateWithCopy(float *p, const float *g, float *m, float *v, C *copy, int64_t n,
+                    const lmc::AdamWScalars<float> &s) {
   constexpr int64_t kTile = 1 << 15;  // 128 KiB of the parameter
   for (int64_t at = 0; at < n; at += kTile) {
     const int64_t len = std::min(kTile, n - at);
-    update<float>(p + at, g + at, m + at, v + at, len, lr, decay, c, t, gradScale);
+    update<float>(p + at, g + at, m + at, v + at, len, s);
     storeCopy(p + at, copy + at, len);
   }
 }
@@ -121,6 +106,7 @@ void AdamW::step(const std::vector<ParamView> &params, double lr, double gradSca
     total += p.numel;
   }
   ++t_;
+  const double bc1 = 1.0 - std::pow(config_.beta1, (double)t_), bc2 = 1.0 - std::pow(config_.beta2, (double)t_);
   // One fork for all parameters: a GPT has many small ones (nano: 52, none big enough
   // to be worth a fork of its own, so its whole update ran on one core).
 #pragma omp parallel if (total > 65536)
@@ -128,20 +114,24 @@ void AdamW::step(const std::vector<ParamView> &params, double lr, double gradSca
     const ParamView &p = params[i];
     Moments &s = state_[i];
     if (p.frozen) continue;  // not even weight decay: it stays bit for bit as loaded
-    double decay = p.weightDecay ? config_.weightDecay : 0.0;
-    double rate = lr * p.lrScale;  // its parameter group's multiple (1: the same bits as lr)
+    const double decay = p.weightDecay ? config_.weightDecay : 0.0;
+    const double rate = lr * p.lrScale;  // its parameter group's multiple (1: the same bits as lr)
+    auto scalars = [&](auto t) {
+      return lmc::adamwScalars<decltype(t)>(rate, decay, config_.beta1, config_.beta2, config_.eps, bc1, bc2,
+                                            gradScale, config_.clipValue);
+    };
     if (p.dtype == DType::F32 && p.copy && p.copyType == DType::BF16)
       updateWithCopy((float *)p.value, (const float *)p.grad, (float *)s.m.data(), (float *)s.v.data(),
-                     (lmc::bf16 *)p.copy, p.numel, rate, decay, config_, t_, gradScale);
+                     (lmc::bf16 *)p.copy, p.numel, scalars(0.f));
     else if (p.dtype == DType::F32 && p.copy && p.copyType == DType::F16)
       updateWithCopy((float *)p.value, (const float *)p.grad, (float *)s.m.data(), (float *)s.v.data(),
-                     (lmc::f16 *)p.copy, p.numel, rate, decay, config_, t_, gradScale);
+                     (lmc::f16 *)p.copy, p.numel, scalars(0.f));
     else if (p.dtype == DType::F32)
-      update<float>((float *)p.value, (const float *)p.grad, (float *)s.m.data(), (float *)s.v.data(),
-                    p.numel, rate, decay, config_, t_, gradScale);
+      update<float>((float *)p.value, (const float *)p.grad, (float *)s.m.data(), (float *)s.v.data(), p.numel,
+                    scalars(0.f));
     else
-      update<double>((double *)p.value, (const double *)p.grad, (double *)s.m.data(),
-                     (double *)s.v.data(), p.numel, rate, decay, config_, t_, gradScale);
+      update<double>((double *)p.value, (const double *)p.grad, (double *)s.m.data(), (double *)s.v.data(),
+                     p.numel, scalars(0.0));
   }
 }
 

@@ -3,16 +3,12 @@
    AdamW moments in allocations of the same layout, see session.h):
    - the gradient norm's blocks (norm_blocks.h, norm_kernels.cuh: what the backend sums,
      each gradient in blocks of 64 Ki elements, or under ZeRO stages 2 and 3 the blocks a
-     rank owns); and launchGradNorm, fixed blocks of the flat gradients summed in double,
-     then the blocks in order, followed on the device by clipping's factor, max_norm /
-     (norm + 1e-6) when the norm exceeds max_norm > 0, else 1 (as
-     torch.nn.utils.clip_grad_norm_), which the backend no longer calls (its tests still
-     check it against the CPU);
+     rank owns; the host adds the blocks' sums in order and computes clipping's factor);
    - AdamW over all parameters in one launch: a block per chunk of at most 64 Ki
      elements of one parameter (the chunk says whether weight decay applies),
-     the formula of runtime/cpu/adamw.h, the gradient multiplied by clipping's
-     factor (clipScale of runtime/exec/optimizer.h, computed on the host from the
-     norm) as it is read;
+     contract/adamw_math.h's element (the CPU's bits), the gradient multiplied by
+     clipping's factor (clipScale of runtime/exec/optimizer.h, computed on the host from
+     the norm) as it is read;
    - gradient accumulation over micro-batches, as the CPU backend's. */
 #pragma once
 #include <cuda_runtime.h>
@@ -23,9 +19,6 @@
 #include "runtime/cuda/norm_blocks.h"
 
 namespace lmrt::cuda {
-
-/* Blocks of the norm's first pass; the partial sums need this many doubles. */
-constexpr int kNormBlocks = 1024;
 
 struct AdamWChunk {
   int64_t begin, end;  // element range in the flat storage
@@ -79,10 +72,6 @@ void launchLamb(DType dtype, void *params, const void *grads, void *m, void *v, 
 /* s0, s1: a factored parameter's row and column statistics, else s0 its second moment. */
 void launchAdafactor(DType dtype, void *params, const void *grads, void *s0, void *s1, const ParamSlice *slices,
                      int64_t numSlices, double gradScale, const OptimizerStep &step, cudaStream_t stream);
-
-/* normOut[0] = sqrt(sum of g^2), normOut[1] = clipping's factor for maxNorm. */
-void launchGradNorm(DType dtype, const void *grads, int64_t n, double *partials, double *normOut, double maxNorm,
-                    cudaStream_t stream);
 
 /* Tensor parallelism's gradient norm (cuda_backend.cpp) sums each parameter's squares
    apart, as the CPU's gradSumSquares: blocks of at most kGradNormBlock elements of one

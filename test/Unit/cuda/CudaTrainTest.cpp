@@ -1,11 +1,13 @@
-/* Tests that the GPU's optimizer kernels (gradient norm, clipping's factor,
-   fused AdamW over flat storage; SGD, Lion, LAMB and Adafactor with parameter
+/* Tests that the GPU's optimizer kernels (the gradient norm's blocks, fused AdamW
+   over flat storage; SGD, Lion, LAMB and Adafactor with parameter
    groups and clipping by value) follow the CPU's (runtime/cpu/) for three
-   updates with clipping and weight decay on one of two parameters, and that
+   updates with clipping and weight decay on one of two parameters; that AdamW gives
+   the CPU's bits (contract/adamw_math.h: no FMA on either side); and that
    cuBLASLt's fused epilogues (bias, GELU + bias, bias gradient) match a naive
    reference; and that ZeRO ranks' sliced updates (zero_chunks.h) put together give the
    whole update's bits. CPU halves run everywhere; GPU halves where a GPU is present. */
 #include "runtime/cuda/optimizer.h"
+#include "runtime/cuda/check.h"
 #include "contract/scalar_math.h"
 #include "contract/zero3.h"
 #include "runtime/cpu/adamw.h"
@@ -17,6 +19,28 @@
 
 namespace lmrt::cuda::test {
 namespace {
+
+/* The norm of the gradients `at[i]`, `count[i]` elements each, in `grads` (device), as the
+   backend computes it (CudaBackend::gradSumSquares): each gradient's blocks summed on the
+   device, the blocks' sums added in order on the host, then the gradients'. */
+double deviceGradNorm(DType dtype, const void *grads, const std::vector<int64_t> &at,
+                      const std::vector<int64_t> &count) {
+  const NormBlocks t = normBlocks(at, count);
+  const size_t n = t.blocks.size();
+  DeviceBuffer blocks(std::max<size_t>(1, n) * sizeof(NormBlock), "norm blocks"), sums(std::max<size_t>(1, n) * 8, "sums");
+  CUDA_CHECK(cudaMemcpy(blocks.get(), t.blocks.data(), n * sizeof(NormBlock), cudaMemcpyHostToDevice));
+  launchBlockSumSquares(dtype, grads, static_cast<const NormBlock *>(blocks.get()), (int64_t)n,
+                        static_cast<double *>(sums.get()), nullptr);
+  std::vector<double> host(n);
+  CUDA_CHECK(cudaMemcpy(host.data(), sums.get(), n * 8, cudaMemcpyDeviceToHost));
+  double total = 0;
+  for (size_t i = 0; i + 1 < t.first.size(); ++i) {
+    double s = 0;
+    for (int64_t b = t.first[i]; b < t.first[i + 1]; ++b) s += host[(size_t)b];
+    total += s;
+  }
+  return std::sqrt(total);
+}
 
 TEST(CudaTrain, GradNormClipAndAdamW) {
   // Sizes: a small decayed parameter and one that spans two AdamW chunks.
@@ -49,29 +73,87 @@ TEST(CudaTrain, GradNormClipAndAdamW) {
     std::copy(p[i].begin(), p[i].end(), flatP.begin() + off[i]), std::copy(g[i].begin(), g[i].end(), flatG.begin() + off[i]);
   std::vector<AdamWChunk> chunks = {{0, 1000, 1, 1.0}, {1024, 1024 + 65536, 0, 1.0}, {1024 + 65536, 1024 + 70000, 0, 1.0}};
   DeviceBuffer dp(total * 4, "p"), dg(total * 4, "g"), dm(total * 4, "m"), dv(total * 4, "v"),
-      dc(chunks.size() * sizeof(AdamWChunk), "chunks"), dn((kNormBlocks + 2) * 8, "norm");
+      dc(chunks.size() * sizeof(AdamWChunk), "chunks");
   ASSERT_EQ(cudaMemcpy(dp.get(), flatP.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dg.get(), flatG.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemset(dm.get(), 0, total * 4), cudaSuccess);
   ASSERT_EQ(cudaMemset(dv.get(), 0, total * 4), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dc.get(), chunks.data(), chunks.size() * sizeof(AdamWChunk), cudaMemcpyHostToDevice), cudaSuccess);
-  double *norm = static_cast<double *>(dn.get());
-  double gpuNorm[2];
+  double gpuNorm = 0;
   for (int t = 1; t <= 3; ++t) {
-    // As the backend does: the norm read back, clipping's factor computed on the host.
-    launchGradNorm(DType::F32, dg.get(), total, norm + 2, norm, maxNorm, nullptr);
-    ASSERT_EQ(cudaMemcpy(gpuNorm, norm, sizeof gpuNorm, cudaMemcpyDeviceToHost), cudaSuccess);
+    // As the backend does: the norm's block sums read back, clipping's factor computed on the host.
+    gpuNorm = deviceGradNorm(DType::F32, dg.get(), {off[0], off[1]}, sizes);
     AdamWStep s{lrs[t - 1], cfg.beta1, cfg.beta2, cfg.eps, cfg.weightDecay, 1 - std::pow(cfg.beta1, t),
                 1 - std::pow(cfg.beta2, t)};
     launchAdamW(DType::F32, dp.get(), dg.get(), dm.get(), dv.get(), static_cast<const AdamWChunk *>(dc.get()), 3,
-                clipScale(gpuNorm[0], maxNorm), s, nullptr);
+                clipScale(gpuNorm, maxNorm), s, nullptr);
   }
   ASSERT_EQ(cudaMemcpy(flatP.data(), dp.get(), total * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-  EXPECT_NEAR(gpuNorm[0], cpuNorm, 1e-9 * cpuNorm);
-  EXPECT_NEAR(gpuNorm[1], maxNorm / (cpuNorm + 1e-6), 1e-9);
+  EXPECT_NEAR(gpuNorm, cpuNorm, 1e-9 * cpuNorm);
   for (int i = 0; i < 2; ++i)
     for (int64_t j = 0; j < sizes[i]; ++j)
       ASSERT_NEAR(flatP[off[i] + j], pCpu[i][j], 1e-6 * (1 + std::fabs(pCpu[i][j]))) << "param " << i << " [" << j << "]";
+}
+
+/* AdamW on the GPU gives the CPU's bits (contract/adamw_math.h: the same roundings, no
+   FMA on either side), from the same gradient scale: three updates of a decayed parameter
+   and one spanning two chunks with a learning-rate multiple, clipping's factor and by
+   value, a NaN gradient (it stays NaN on both); f32 and f64. */
+template <typename T> void adamwBitsCase(DType dtype) {
+  const std::vector<int64_t> sizes = {1000, 70000}, off = {0, 1024};
+  const int64_t total = 1024 + 70016;
+  std::mt19937 rng(13);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<T> flatP((size_t)total, T(0)), flatG((size_t)total, T(0));
+  for (int i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < sizes[i]; ++j) flatP[(size_t)(off[i] + j)] = T(normal(rng)), flatG[(size_t)(off[i] + j)] = T(normal(rng));
+  flatG[7] = T(NAN);
+  std::vector<T> cpu = flatP;
+  const std::vector<ParamView> views = {{dtype, cpu.data(), flatG.data(), sizes[0], true},
+                                        {dtype, cpu.data() + off[1], flatG.data() + off[1], sizes[1], false, false, 0.5}};
+  AdamWConfig cfg;
+  cfg.beta1 = 0.9, cfg.beta2 = 0.95, cfg.eps = 1e-8, cfg.weightDecay = 0.1, cfg.clipValue = 1.5;
+  AdamW adamw(cfg);
+  const double lrs[3] = {1e-3, 2e-3, 3e-3}, gradScale = 0.8;
+  for (double lr : lrs) adamw.step(views, lr, gradScale);
+
+  LMRT_REQUIRE_GPU();
+  const std::vector<AdamWChunk> chunks = {
+      {0, 1000, 1, 1.0}, {1024, 1024 + 65536, 0, 0.5}, {1024 + 65536, 1024 + 70000, 0, 0.5}};
+  const size_t bytes = (size_t)total * sizeof(T);
+  DeviceBuffer dp(bytes, "p"), dg(bytes, "g"), dm(bytes, "m"), dv(bytes, "v"),
+      dc(chunks.size() * sizeof(AdamWChunk), "chunks");
+  ASSERT_EQ(cudaMemcpy(dp.get(), flatP.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dg.get(), flatG.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dm.get(), 0, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dv.get(), 0, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dc.get(), chunks.data(), chunks.size() * sizeof(AdamWChunk), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  for (int t = 1; t <= 3; ++t) {  // the backend's scalars (CudaBackend::launchUpdate)
+    AdamWStep s{lrs[t - 1], cfg.beta1, cfg.beta2, cfg.eps, cfg.weightDecay, 1.0 - std::pow(cfg.beta1, (double)t),
+                1.0 - std::pow(cfg.beta2, (double)t), cfg.clipValue};
+    launchAdamW(dtype, dp.get(), dg.get(), dm.get(), dv.get(), static_cast<const AdamWChunk *>(dc.get()), 3,
+                gradScale, s, nullptr);
+  }
+  ASSERT_EQ(cudaMemcpy(flatP.data(), dp.get(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  std::vector<AdamW::MomentView> mv = adamw.moments();
+  std::vector<T> gm((size_t)total), gv((size_t)total);
+  ASSERT_EQ(cudaMemcpy(gm.data(), dm.get(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(gv.data(), dv.get(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(std::isnan(flatP[7]) && std::isnan(cpu[7])) << "a NaN gradient's element is NaN on both";
+  for (int i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < sizes[i]; ++j) {
+      const size_t at = (size_t)(off[i] + j);
+      ASSERT_EQ(std::memcmp(&flatP[at], &cpu[at], sizeof(T)), 0)
+          << "param " << i << " [" << j << "]: " << flatP[at] << " vs the CPU's " << cpu[at];
+      ASSERT_EQ(std::memcmp(&gm[at], static_cast<const T *>(mv[(size_t)i].m) + j, sizeof(T)), 0) << "m " << i << " [" << j << "]";
+      ASSERT_EQ(std::memcmp(&gv[at], static_cast<const T *>(mv[(size_t)i].v) + j, sizeof(T)), 0) << "v " << i << " [" << j << "]";
+    }
+}
+
+TEST(CudaTrain, AdamWIsTheCpusBitForBit) {
+  adamwBitsCase<float>(DType::F32);
+  adamwBitsCase<double>(DType::F64);
 }
 
 /* SGD (Nesterov momentum), Lion, LAMB and Adafactor: three updates of three
@@ -120,8 +202,7 @@ TEST_P(OtherOptimizers, FollowTheCpu) {
                       decay[i] ? 1 : 0, decay[i] ? 1 : 0, scale[i]});
   }
   DeviceBuffer dp(total * 4, "p"), dg(total * 4, "g"), dm(total * 4, "m"), dv(total * 4, "v"),
-      dc(chunks.size() * sizeof(AdamWChunk), "chunks"), ds(slices.size() * sizeof(ParamSlice), "slices"),
-      dn((kNormBlocks + 2) * 8, "norm");
+      dc(chunks.size() * sizeof(AdamWChunk), "chunks"), ds(slices.size() * sizeof(ParamSlice), "slices");
   ASSERT_EQ(cudaMemcpy(dp.get(), flatP.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dg.get(), flatG.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemset(dm.get(), 0, total * 4), cudaSuccess);
@@ -130,12 +211,10 @@ TEST_P(OtherOptimizers, FollowTheCpu) {
             cudaSuccess);
   ASSERT_EQ(cudaMemcpy(ds.get(), slices.data(), slices.size() * sizeof(ParamSlice), cudaMemcpyHostToDevice),
             cudaSuccess);
-  double *norm = static_cast<double *>(dn.get());
+  std::vector<int64_t> counts;
+  for (const Shape &sh : shapes) counts.push_back(lmrt::numel(sh));
   for (int t = 1; t <= 3; ++t) {
-    double gpuNorm[2];
-    launchGradNorm(DType::F32, dg.get(), total, norm + 2, norm, maxNorm, nullptr);
-    ASSERT_EQ(cudaMemcpy(gpuNorm, norm, sizeof gpuNorm, cudaMemcpyDeviceToHost), cudaSuccess);
-    const double clip = clipScale(gpuNorm[0], maxNorm);
+    const double clip = clipScale(deviceGradNorm(DType::F32, dg.get(), off, counts), maxNorm);
     const OptimizerStep s = stepScalars(cfg, lrs[t - 1], t);
     const auto *c = static_cast<const AdamWChunk *>(dc.get());
     const auto *sl = static_cast<const ParamSlice *>(ds.get());
@@ -185,7 +264,7 @@ TEST_P(ZeroSlices, RanksUpdateTheirSlicesAsTheWholeUpdate) {
   std::vector<float> p0((size_t)total, 0.f), g((size_t)total, 0.f);
   for (const ChunkParam &q : ps)
     for (size_t j = (size_t)q.offset; j < (size_t)(q.offset + q.numel); ++j) p0[j] = normal(rng), g[j] = normal(rng);
-  DeviceBuffer dg(total * 4, "g"), dn((kNormBlocks + 2) * 8, "norm");
+  DeviceBuffer dg(total * 4, "g");
   ASSERT_EQ(cudaMemcpy(dg.get(), g.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
   const double lrs[3] = {1e-2, 2e-2, 3e-2}, clip = 0.75;
   /* Three updates of the chunks of `t` on parameters p (whole storage) with state of t.stateElems,
@@ -337,28 +416,13 @@ TEST(CudaTrain, LossScaleOverflowAndUnscale) {
   adamw.step(views, 1e-3, 1.0);
 
   LMRT_REQUIRE_GPU();
-  DeviceBuffer dp(n * 4, "p"), dg(n * 4, "g"), dm(n * 4, "m"), dv(n * 4, "v"), dc(sizeof(AdamWChunk), "chunks"),
-      dn((kNormBlocks + 2) * 8, "norm");
-  double *norm = static_cast<double *>(dn.get());
-  // Both norms: the flat one, and the per-gradient blocks the backend sums (norm_blocks.h).
-  const NormBlocks blocks = normBlocks({0}, {n});
-  DeviceBuffer db(blocks.blocks.size() * sizeof(NormBlock), "blocks"), ds(blocks.blocks.size() * 8, "sums");
-  ASSERT_EQ(cudaMemcpy(db.get(), blocks.blocks.data(), db.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  DeviceBuffer dp(n * 4, "p"), dg(n * 4, "g"), dm(n * 4, "m"), dv(n * 4, "v"), dc(sizeof(AdamWChunk), "chunks");
   for (float bad : {INFINITY, -INFINITY, NAN}) {
     std::vector<float> poisoned = scaled;
     poisoned[n / 3] = bad;
     ASSERT_EQ(cudaMemcpy(dg.get(), poisoned.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    launchGradNorm(DType::F32, dg.get(), n, norm + 2, norm, 0, nullptr);
-    double gpuNorm = 0;
-    ASSERT_EQ(cudaMemcpy(&gpuNorm, norm, sizeof gpuNorm, cudaMemcpyDeviceToHost), cudaSuccess);
-    EXPECT_FALSE(std::isfinite(gpuNorm)) << "a gradient of " << bad << " must overflow the norm";
-    launchBlockSumSquares(DType::F32, dg.get(), static_cast<const NormBlock *>(db.get()), (int64_t)blocks.blocks.size(),
-                          static_cast<double *>(ds.get()), nullptr);
-    std::vector<double> sums(blocks.blocks.size());
-    ASSERT_EQ(cudaMemcpy(sums.data(), ds.get(), ds.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-    double s = 0;
-    for (double v : sums) s += v;
-    EXPECT_FALSE(std::isfinite(s)) << "a gradient of " << bad << " must overflow the blocks' norm";
+    EXPECT_FALSE(std::isfinite(deviceGradNorm(DType::F32, dg.get(), {0}, {n})))
+        << "a gradient of " << bad << " must overflow the norm";
   }
   ASSERT_EQ(cudaMemcpy(dp.get(), p.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dg.get(), scaled.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);

@@ -1,12 +1,19 @@
 /* Tests AdamW against hand computations: the first step (where bias correction
    makes the update lr * sign(g)), decoupled weight decay only where enabled,
-   a second step with both bias corrections, f32 and f64, and state checks. */
+   a second step with both bias corrections, f32 and f64, and state checks; and that
+   its bits are the same on every x86-64 level (AVX-512, AVX2 + FMA, baseline), with
+   the update's element compiled for each (AdamWTargets.h). */
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <random>
+#include <string>
+#include <vector>
 
+#include "contract/scalar_math.h"
 #include "runtime/cpu/adamw.h"
+#include "test/Unit/train/AdamWTargets.h"
 
 using namespace lmrt;
 
@@ -141,3 +148,109 @@ TEST(AdamW, FrozenParametersAreNeverUpdated) {
   EXPECT_EQ(((float *)m[0].v)[1], 0.0f);
   EXPECT_NE(((float *)m[1].m)[0], 0.0f);
 }
+
+#if defined(LMRT_ADAMW_TARGETS_BUILT)
+namespace {
+
+/* Random mid-training state: parameters, gradients (some past clip_value), m and v. */
+template <typename T> struct AdamWState {
+  std::vector<T> p, g, m, v;
+  explicit AdamWState(int64_t n, uint32_t seed) : p((size_t)n), g((size_t)n), m((size_t)n), v((size_t)n) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (size_t i = 0; i < (size_t)n; ++i) {
+      p[i] = T(normal(rng)), g[i] = T(2 * normal(rng)), m[i] = T(0.1 * normal(rng));
+      v[i] = T(0.01 * std::fabs(normal(rng)));
+    }
+  }
+  bool sameBits(const AdamWState &o) const {
+    const size_t b = p.size() * sizeof(T);
+    return !std::memcmp(p.data(), o.p.data(), b) && !std::memcmp(m.data(), o.m.data(), b) &&
+           !std::memcmp(v.data(), o.v.data(), b);
+  }
+};
+
+/* The update count t = 5 of a run with these settings: parameter `decays`, multiple `lrScale`. */
+test::AdamWArgs argsFor(const AdamWConfig &c, double lr, double lrScale, bool decays, double gradScale) {
+  const double t = 5;
+  return {lr * lrScale, decays ? c.weightDecay : 0.0, c.beta1, c.beta2, c.eps, 1.0 - std::pow(c.beta1, t),
+          1.0 - std::pow(c.beta2, t), gradScale, c.clipValue};
+}
+
+/* Each level's loop (AdamWTargets.h) this CPU can run, against the baseline's bits. */
+template <typename T> void levelsAgree(int64_t n, const test::AdamWArgs &a) {
+  SCOPED_TRACE(std::string(sizeof(T) == 4 ? "f32" : "f64") + ", n " + std::to_string(n));
+  AdamWState<T> base(n, 3);
+  test::adamwLoop_baseline(base.p.data(), base.g.data(), base.m.data(), base.v.data(), n, a);
+  if (!__builtin_cpu_supports("x86-64-v3")) GTEST_SKIP() << "this CPU has no AVX2/FMA level to compare";
+  AdamWState<T> v3(n, 3), fused(n, 3);
+  test::adamwLoop_v3(v3.p.data(), v3.g.data(), v3.m.data(), v3.v.data(), n, a);
+  EXPECT_TRUE(v3.sameBits(base)) << "x86-64-v3 (AVX2, FMA) differs from baseline x86-64";
+  test::adamwLoop_v3Fused(fused.p.data(), fused.g.data(), fused.m.data(), fused.v.data(), n, a);
+  if (n >= 1000)  // (a few elements may well round the same either way)
+    EXPECT_FALSE(fused.sameBits(base)) << "with FMA contraction the bits should differ: the data cannot tell";
+  if (!__builtin_cpu_supports("x86-64-v4")) return;
+  AdamWState<T> v4(n, 3);
+  test::adamwLoop_v4(v4.p.data(), v4.g.data(), v4.m.data(), v4.v.data(), n, a);
+  EXPECT_TRUE(v4.sameBits(base)) << "x86-64-v4 (AVX-512) differs from baseline x86-64";
+}
+
+}  // namespace
+
+/* AdamW's bits do not depend on the CPU (contract/adamw_math.h): the element compiled for
+   AVX-512, for AVX2 + FMA and for baseline x86-64, with the flags runtime/cpu/adamw.cpp is
+   compiled with, gives the same parameters and moments, in the vector body and the scalar
+   tail (n not a multiple of 16), with decay, clipping's factor and clip_value; the same
+   source contracted into FMAs does not (so the data can tell). */
+TEST(AdamW, BitsAreTheSameAtEveryX86Level) {
+  AdamWConfig c{0.9, 0.95, 1e-8, 0.1};
+  c.clipValue = 2.5;
+  for (int64_t n : {int64_t(1), int64_t(15), int64_t(1000 + 13)}) {
+    levelsAgree<float>(n, argsFor(c, 3e-3, 1.0, true, 0.7));
+    levelsAgree<double>(n, argsFor(c, 3e-3, 0.5, false, 1.0));
+  }
+}
+
+/* The optimizer itself (whichever clone of its loop this CPU picks, over its threads, with
+   a bf16 copy written in tiles) gives the baseline loop's bits: f32 parameters past the
+   parallel threshold with and without a copy, one with a learning-rate multiple, and f64. */
+TEST(AdamW, StepGivesTheBaselineBits) {
+  AdamWConfig c{0.9, 0.95, 1e-8, 0.1};
+  c.clipValue = 2.5;
+  const double lr = 3e-3, gradScale = 0.7;
+  const int64_t big = 70000 + 13, small = 1000 + 7, f64n = 517;
+  AdamWState<float> a(big, 1), b(small, 2);
+  AdamWState<double> d(f64n, 4);
+  std::vector<uint16_t> copy((size_t)big);
+  std::vector<ParamView> views = {{DType::F32, a.p.data(), a.g.data(), big, true},
+                                  {DType::F32, b.p.data(), b.g.data(), small, false, false, 0.5},
+                                  {DType::F64, d.p.data(), d.g.data(), f64n, true}};
+  views[0].copy = copy.data(), views[0].copyType = DType::BF16;
+  AdamWState<float> wantA = a, wantB = b;
+  AdamWState<double> wantD = d;
+  AdamW opt(c);
+  opt.restoreState(views, 4);  // the next step is update 5, from the states' moments
+  std::vector<AdamW::MomentView> mv = opt.moments();
+  std::memcpy(mv[0].m, a.m.data(), big * 4), std::memcpy(mv[0].v, a.v.data(), big * 4);
+  std::memcpy(mv[1].m, b.m.data(), small * 4), std::memcpy(mv[1].v, b.v.data(), small * 4);
+  std::memcpy(mv[2].m, d.m.data(), f64n * 8), std::memcpy(mv[2].v, d.v.data(), f64n * 8);
+  opt.step(views, lr, gradScale);
+  std::memcpy(a.m.data(), mv[0].m, big * 4), std::memcpy(a.v.data(), mv[0].v, big * 4);
+  std::memcpy(b.m.data(), mv[1].m, small * 4), std::memcpy(b.v.data(), mv[1].v, small * 4);
+  std::memcpy(d.m.data(), mv[2].m, f64n * 8), std::memcpy(d.v.data(), mv[2].v, f64n * 8);
+
+  test::adamwLoop_baseline(wantA.p.data(), wantA.g.data(), wantA.m.data(), wantA.v.data(), big,
+                           argsFor(c, lr, 1.0, true, gradScale));
+  test::adamwLoop_baseline(wantB.p.data(), wantB.g.data(), wantB.m.data(), wantB.v.data(), small,
+                           argsFor(c, lr, 0.5, false, gradScale));
+  test::adamwLoop_baseline(wantD.p.data(), wantD.g.data(), wantD.m.data(), wantD.v.data(), f64n,
+                           argsFor(c, lr, 1.0, true, gradScale));
+  EXPECT_TRUE(a.sameBits(wantA)) << "f32 with a bf16 copy";
+  EXPECT_TRUE(b.sameBits(wantB)) << "f32, lr x 0.5, no decay";
+  EXPECT_TRUE(d.sameBits(wantD)) << "f64";
+  for (int64_t i = 0; i < big; ++i) {
+    const uint16_t want = lmc::store<lmc::bf16>(a.p[(size_t)i]).bits;
+    ASSERT_EQ(copy[(size_t)i], want) << "bf16 copy [" << i << "]";
+  }
+}
+#endif  // LMRT_ADAMW_TARGETS_BUILT

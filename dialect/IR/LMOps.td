@@ -596,7 +596,8 @@ def LM_AccuracyOp : LM_DiffOp<"accuracy", LM_InferredResultTypes> {
   let description = [{
     `logits: [...S, V]`, `targets: i32[...S]`: the fraction of the positions
     whose target is not `ignore_index` where the target is the row's argmax
-    (the first maximal class, as `torch.argmax`); 0 if every target is
+    (the first maximal class, as `torch.argmax`; a NaN logit is never the
+    argmax, so a NaN at the target is wrong); 0 if every target is
     ignored. The result is a scalar of the logits' type. A metric, not a
     loss: no gradient flows through it (its VJP gives both operands none).
 
@@ -1128,7 +1129,8 @@ def LM_LinearCrossEntropyStatsOp : LM_DiffOp<"linear_cross_entropy_stats", LM_In
     `target_logit = z[target - first]` when the target is one of the rank's
     classes, else 0 (another rank's, or `ignore_index`), `max = max(z)` and
     `argmax = first + (the first j with z[j] = max)`, the global class as a
-    float (exact below 2^24). All four results are `[...S]`. The logits are
+    float (exact below 2^24), NaN logits skipped as `lm.accuracy` skips them
+    (a row of NaNs: max -inf, argmax `vocab`). All four results are `[...S]`. The logits are
     formed `chunk_rows` rows at a time in one `[chunk_rows, Vr]` scratch (as
     `lm.linear_cross_entropy`'s), never whole. A target neither
     `ignore_index` nor in `[0, vocab)` is an error. Not written by users:

@@ -6,7 +6,8 @@
    chunk's [c, Vr] logits h w, to which the row kernels add the bias.
    - stats: one block per row: z += bias, then lse = max + log(sum exp(z - max)) over the
      rank's classes, the target's logit when the target is one of them, else 0, the max
-     and the first class holding it (first + j, as a float);
+     and the first class holding it (first + j, as a float), NaN logits skipped as
+     lm.accuracy skips them (a row of NaNs: max -inf, class `vocab`);
    - grad: dz = dlse exp(z + bias - lse) + dtarget onehot(target - first), in place, then
      columnSums adds dz's columns into dbias (each column's rows in order, as the CPU).
    `first` is read on the device (a plan computes it: lm.axis_index times Vr), so no
@@ -50,7 +51,7 @@ __global__ void statsRows(T *z, const int32_t *tg, const T *first, const T *bias
     T mx = -INFINITY;
     for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
       zr[j] += bias[j];
-      mx = max(mx, zr[j]);
+      if (zr[j] > mx) mx = zr[j];  // a NaN is skipped (lm.accuracy's rule), as the CPU's
     }
     mx = blockMax(mx);  // (its barriers also order the bias's adds before thread 0 reads z)
     T s = 0, firstMax = T(v);
@@ -67,7 +68,8 @@ __global__ void statsRows(T *z, const int32_t *tg, const T *first, const T *bias
     lse[r] = ok ? mx + log(s) : T(NAN);
     targetLogit[r] = !ok ? T(NAN) : local >= 0 && local < v ? zr[local] : T(0);
     rowMax[r] = ok ? mx : T(NAN);
-    argmax[r] = ok ? T(f) + firstMax : T(NAN);
+    // A row of NaNs holds no max: class `vocab`, which no target is.
+    argmax[r] = !ok ? T(NAN) : firstMax < T(v) ? T(f) + firstMax : T(vocab);
   }
 }
 

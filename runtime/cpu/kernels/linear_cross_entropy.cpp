@@ -17,6 +17,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -296,7 +297,8 @@ template <typename T> LMRT_SIMD_CLONES void linearCrossEntropyStatsT(const Kerne
   const int64_t first = (int64_t)std::llround((double)firstValue);
   if ((T)first != firstValue || first < 0)
     fail("%s: first %g must be a whole number >= 0 (the rank's first class)", op, (double)firstValue);
-  validateTargets(op, tg, rows, call.attrs.getInt("vocab"), call.attrs.getInt("ignore_index"));
+  const int64_t vocab = call.attrs.getInt("vocab");
+  validateTargets(op, tg, rows, vocab, call.attrs.getInt("ignore_index"));
   const int64_t chunk = linearCrossEntropyEffectiveChunk(call.attrs.getInt("chunk_rows"), rows);
   const T *bias = call.in[4].as<T>();
   const T *lseIn = withGrad ? call.in[5].as<T>() : nullptr;
@@ -329,12 +331,16 @@ template <typename T> LMRT_SIMD_CLONES void linearCrossEntropyStatsT(const Kerne
         rowLse(xi, v, mx, lse);
         lseOut[r0 + i] = mx + lse;
         tlOut[r0 + i] = mine ? xi[local] : (T)0;
-        // The first class holding the max (lm.accuracy's tie rule); rowLse's max is that value.
-        int64_t best = 0;
-        for (int64_t j = 1; j < v; ++j)
-          if (xi[j] > xi[best]) best = j;
-        maxOut[r0 + i] = xi[best];
-        argOut[r0 + i] = (T)(first + best);
+        // lm.accuracy's prediction over the rank's classes: the first class holding the
+        // largest logit that is not NaN (a NaN is never predicted, nor correct); a row of
+        // NaNs gives max -inf and class `vocab`, which no target is (so the all-gathered
+        // argmax never picks it over a real class, and the row is wrong).
+        T top = -std::numeric_limits<T>::infinity();
+        int64_t best = -1;
+        for (int64_t j = 0; j < v; ++j)
+          if (xi[j] > top || (best < 0 && xi[j] == top)) top = xi[j], best = j;
+        maxOut[r0 + i] = top;
+        argOut[r0 + i] = best < 0 ? (T)vocab : (T)(first + best);
         continue;
       }
       const T l = lseIn[r0 + i], g = dlse[r0 + i];

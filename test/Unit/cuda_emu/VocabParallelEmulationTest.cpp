@@ -7,10 +7,13 @@
    targets of this rank, of other ranks and ignored, f64 and f32 (lse, the target logit,
    the row max and its first class; dh, dw, dbias); the last rank of a padded vocabulary
    (-inf in the padding classes' bias: the results are the block's without them, their
-   gradients exactly zero); and a first class or a target the
+   gradients exactly zero); NaN logits skipped in the max and argmax as the CPU's
+   (lm.accuracy's rule); and a first class or a target the
    CPU kernel would refuse makes the row NaN instead of reading out of bounds. */
 #include "../kernels/KernelTestUtil.h"
 #include "contract/linear_cross_entropy.h"
+
+#include <limits>
 
 #include "emulation.h"
 #include "runtime/cuda/vocab_parallel_kernels.cuh"
@@ -151,6 +154,57 @@ TEST(VocabParallelEmulation, StatsAndGradMatchTheCpu) {
   runCase<double>({false, 30, 14, 16, 8, 40, 28, DType::F64, 2});
   runCase<float>({true, 21, 26, 24, 10, 77, 52, DType::F32, 1});
   runCase<float>({false, 21, 14, 24, 21, 40, 28, DType::F32, 2});
+}
+
+/* NaN logits (lm.accuracy's rule: a NaN is never the prediction): NaN in the bias of the
+   rank's first class and of a middle one, a row whose h is NaN (every logit NaN), and a
+   rank whose classes are all NaN give the CPU kernel's argmax exactly, and its max: the largest
+   non-NaN logit and its first class, or -inf and class `vocab` for a row of NaNs. */
+template <typename T> void nanCase(DType dt) {
+  SCOPED_TRACE(dt == DType::F64 ? "f64" : "f32");
+  const int64_t rows = 6, vr = 5, d = 7, vocab = 20;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Buf h = randn({rows, d}, dt), w = randn({vr, d}, dt), t = randIds({rows}, vocab), first = scalar(5.0, dt);
+  for (int64_t k = 0; k < d; ++k) h.set(2 * d + k, nan);
+  for (bool allNaN : {false, true}) {
+    SCOPED_TRACE(allNaN ? "every class NaN" : "classes 0 and 2 NaN");
+    Buf bias = randn({vr}, dt);
+    for (int64_t j = 0; j < vr; ++j)
+      if (allNaN || j == 0 || j == 2) bias.set(j, nan);
+    Attrs a = attrs({{"transpose_rhs", true}, {"chunk_rows", (int64_t)4}, {"vocab", vocab}});
+    const TensorType rt{dt, {rows}};
+    auto cpu = runKernel("linear_cross_entropy_stats", {h, w, t, first, bias}, {rt, rt, rt, rt}, a);
+    const int64_t chunk = linearCrossEntropyCudaChunkRows(4, rows, vr, d);
+    std::vector<T> z((size_t)(chunk * vr));
+    Buf lse(dt, {rows}), tl(dt, {rows}), mx(dt, {rows}), am(dt, {rows});
+    vocab::StatsCall<T> s{static_cast<const T *>(h.data()), static_cast<const T *>(w.data()),
+                          static_cast<const T *>(first.data()), static_cast<const int32_t *>(t.data()), true, rows,
+                          vr, d, chunk, vocab, -100, z.data()};
+    s.bias = static_cast<const T *>(bias.data());
+    s.lse = static_cast<T *>(lse.data()), s.targetLogit = static_cast<T *>(tl.data());
+    s.rowMax = static_cast<T *>(mx.data()), s.argmax = static_cast<T *>(am.data());
+    vocab::runStats(s, EmuLauncher{}, cpuGemm<T>);
+    for (int64_t r = 0; r < rows; ++r) {
+      const bool none = allNaN || r == 2;
+      EXPECT_EQ(cpu[3].get(r), none ? (double)vocab : cpu[3].get(r)) << "CPU argmax of row " << r;
+      EXPECT_EQ(cpu[2].get(r), none ? -INFINITY : cpu[2].get(r)) << "CPU max of row " << r;
+      if (!none) {
+        EXPECT_TRUE(std::isfinite(cpu[2].get(r))) << "CPU max of row " << r;
+        EXPECT_NE(cpu[3].get(r), 5.0) << "row " << r << ": class 5 (NaN) is never the argmax";
+        EXPECT_NE(cpu[3].get(r), 7.0) << "row " << r << ": class 7 (NaN) is never the argmax";
+      }
+      EXPECT_EQ(am.get(r), cpu[3].get(r)) << "argmax of row " << r;
+      if (none)
+        EXPECT_EQ(mx.get(r), -INFINITY) << "max of row " << r;
+      else  // (the test's GEMM sums in double, the CPU kernel's in T)
+        EXPECT_NEAR(mx.get(r), cpu[2].get(r), 1e-5 * (1 + std::fabs(cpu[2].get(r)))) << "max of row " << r;
+    }
+  }
+}
+
+TEST(VocabParallelEmulation, NaNLogitsAreNeverTheArgmax) {
+  nanCase<double>(DType::F64);
+  nanCase<float>(DType::F32);
 }
 
 /* What the CPU kernel refuses on the host the device kernels cannot: a first class that is

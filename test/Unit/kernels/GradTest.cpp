@@ -4,6 +4,9 @@
    double: the kernel-level gradient checks, one per op. */
 #include "KernelTestUtil.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace lmrt::kernels::test {
 namespace {
 
@@ -246,6 +249,81 @@ TEST(Grad, LinearCrossEntropyStatsComposeOverRanks) {
     }
   }
   EXPECT_TRUE(allClose(dh, wholeDh, 1e-12, 1e-12)) << "dh, the ranks' parts summed";
+}
+
+/* NaN logits: the vocabulary-parallel accuracy (each rank's stats max and argmax,
+   all-gathered and combined as -lm-spmd combines them, docs/distributed.md "The
+   vocabulary") predicts what lm.accuracy does on the whole logits, row by row: a NaN is
+   never the prediction, a NaN at the target is wrong. 4 ranks of 3 classes: NaN at
+   rank 0's first class and at a middle class of rank 1 in every row, rank 3's classes
+   all NaN, one row all NaN (its h), targets at NaN classes, at the row's largest
+   non-NaN logit and elsewhere; f64 and f32. */
+template <typename T> void statsNaNCase(DType dt) {
+  SCOPED_TRACE(dt == DType::F64 ? "f64" : "f32");
+  const int64_t ranks = 4, vr = 3, v = ranks * vr, n = 8, d = 5;
+  Buf h = randn({n, d}, dt), w = randn({v, d}, dt), bias = randn({v}, dt), t(DType::I32, {n});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t j : {int64_t(0), int64_t(4), int64_t(9), int64_t(10), int64_t(11)}) bias.set(j, nan);
+  for (int64_t k = 0; k < d; ++k) h.set(5 * d + k, nan);  // row 5: every logit NaN
+  const TensorType logitsType{dt, {n, v}};
+  Buf logits = runKernel("matmul", {h, w}, {logitsType}, attrs({{"transpose_rhs", true}}))[0];
+  logits = runKernel("add", {logits, bias}, {logitsType})[0];
+  // Targets: rows 0-2 the largest non-NaN logit (correct), 3 a NaN class (0), 4 rank 3's
+  // (NaN), 5 the all-NaN row's class 3 (rank 1's first), 6 another class, 7 ignored.
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t best = -1;
+    for (int64_t j = 0; j < v; ++j) {
+      const double z = logits.get(r * v + j);
+      if (z == z && (best < 0 || z > logits.get(r * v + best))) best = j;
+    }
+    const int64_t pick[] = {best, best, best, 0, 10, 3, best == 1 ? 2 : 1, -100};
+    t.set(r, (double)pick[r]);
+  }
+  const TensorType one{dt, {}};
+  const double whole = runKernel("accuracy", {logits, t}, {one})[0].get(0);
+  EXPECT_GT(whole, 0.0) << "some rows are correct";
+
+  // Each rank's stats, then the combination: best = max over the ranks (lm.max: a NaN
+  // wins), argmax = min over the ranks of where(M == best, I, vocab).
+  Attrs a = attrs({{"transpose_rhs", true}, {"vocab", v}});
+  const TensorType rowsType{dt, {n}};
+  std::vector<std::vector<Buf>> st;
+  for (int64_t q = 0; q < ranks; ++q) {
+    Buf wq(dt, {vr, d}), bq(dt, {vr});
+    for (int64_t i = 0; i < vr * d; ++i) wq.set(i, w.get(q * vr * d + i));
+    for (int64_t i = 0; i < vr; ++i) bq.set(i, bias.get(q * vr + i));
+    st.push_back(runKernel("linear_cross_entropy_stats", {h, wq, t, scalar((double)(q * vr), dt), bq},
+                           {rowsType, rowsType, rowsType, rowsType}, a));
+  }
+  int correct = 0, valid = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    double best = st[0][2].get(r);
+    for (int64_t q = 1; q < ranks; ++q) {
+      const double m = st[(size_t)q][2].get(r);
+      if (m > best || m != m) best = m;
+    }
+    double argmax = (double)v;
+    for (int64_t q = 0; q < ranks; ++q)
+      if (st[(size_t)q][2].get(r) == best) argmax = std::min(argmax, st[(size_t)q][3].get(r));
+    const int32_t target = (int32_t)t.get(r);
+    if (target == -100) continue;
+    ++valid;
+    correct += argmax == (double)target;
+    // The same row alone through lm.accuracy.
+    Buf row(dt, {1, v}), rowTarget(DType::I32, {1});
+    for (int64_t j = 0; j < v; ++j) row.set(j, logits.get(r * v + j));
+    rowTarget.set(0, target);
+    const double alone = runKernel("accuracy", {row, rowTarget}, {one})[0].get(0);
+    EXPECT_EQ(argmax == (double)target, alone == 1.0) << "row " << r << ": predicted " << argmax << ", target " << target;
+  }
+  EXPECT_EQ((T)((double)correct / (double)valid), (T)whole) << "the accuracy";
+  EXPECT_EQ(st[3][2].get(0), -INFINITY) << "rank 3's classes are all NaN: no max";
+  EXPECT_EQ(st[3][3].get(0), (double)v) << "... and class vocab, which no target is";
+}
+
+TEST(Grad, LinearCrossEntropyStatsNaNFollowsAccuracy) {
+  statsNaNCase<double>(DType::F64);
+  statsNaNCase<float>(DType::F32);
 }
 
 /* A target outside the vocabulary (not ignore_index) is an error naming it, as the

@@ -8,7 +8,9 @@
 #   the worker's own (OMPI_MCA_orte_tmpdir_base), as %mpirun gives each test its %t.ompi:
 #   no run should fail. --shared leaves Open MPI's default, every mpirun's session
 #   directory in the one $TMPDIR/ompi.<host>.<uid>, which one mpirun creates while
-#   another, ending, removes it: about 1 run in 100-300 fails at 2 workers (2 cores).
+#   another, ending, removes it. On a 2-core machine about 1 start in 2000 failed with 2
+#   workers and nothing else running, 1 in 150-450 with the cores busy (more load, more
+#   failures; many workers fewer: the folder then never empties).
 set -euo pipefail
 shared=0
 if [[ ${1:-} == --shared ]]; then shared=1; shift; fi

@@ -1,28 +1,11 @@
 /* Implements: optimizer.h. */
-#include "contract/adamw_math.h"
+#include "runtime/cuda/adamw_kernels.cuh"
 #include "runtime/cuda/kernels.cuh"
 #include "runtime/cuda/norm_kernels.cuh"
 #include "runtime/cuda/optimizer.h"
 
 namespace lmrt::cuda {
 namespace {
-
-/* contract/adamw_math.h's element, whose explicit round-to-nearest operations nvcc does
-   not contract into FMAs: the CPU's AdamW bits (runtime/cpu/adamw.cpp). */
-template <typename T>
-__global__ void adamw(T *p, const T *g, T *m, T *v, const AdamWChunk *chunks, double gradScale, AdamWStep st) {
-  const AdamWChunk c = chunks[blockIdx.x];
-  const double lr = lmc::rn::mul(st.lr, c.lrScale), decay = c.decay ? st.weightDecay : 0.0;
-  const lmc::AdamWScalars<T> s =
-      lmc::adamwScalars<T>(lr, decay, st.beta1, st.beta2, st.eps, st.bc1, st.bc2, gradScale, st.clipValue);
-  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
-    const int64_t k = i - c.stateShift;
-    T mi = m[k], vi = v[k];
-    p[i] = lmc::adamwElement(p[i], g[i - c.gradShift], mi, vi, s);
-    m[k] = mi;
-    v[k] = vi;
-  }
-}
 
 /* The three cases of runtime/cpu/cpu_backend.cpp's accumulateInto, element for element. */
 template <typename T> __global__ void accumulate(T *grad, T *acc, int64_t n, int micro, int count) {
@@ -78,7 +61,7 @@ void launchAdamW(DType dtype, void *params, const void *grads, void *m, void *v,
   if (numChunks > (1ll << 31) - 1) fail("adamw: %lld chunks exceed the CUDA grid", (long long)numChunks);
   detail::byFloat(dtype, [&](auto t) {
     using T = decltype(t);
-    adamw<T><<<(unsigned)numChunks, detail::kThreads, 0, stream>>>(static_cast<T *>(params),
+    opt::adamw<T><<<(unsigned)numChunks, detail::kThreads, 0, stream>>>(static_cast<T *>(params),
                                                                    static_cast<const T *>(grads), static_cast<T *>(m),
                                                                    static_cast<T *>(v), chunks, gradScale, step);
     CUDA_CHECK_LAUNCH();

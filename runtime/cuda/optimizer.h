@@ -4,9 +4,10 @@
    - the gradient norm's blocks (norm_blocks.h, norm_kernels.cuh: what the backend sums,
      each gradient in blocks of 64 Ki elements, or under ZeRO stages 2 and 3 the blocks a
      rank owns; the host adds the blocks' sums in order and computes clipping's factor);
-   - AdamW over all parameters in one launch: a block per chunk of at most 64 Ki
-     elements of one parameter (the chunk says whether weight decay applies),
-     contract/adamw_math.h's element (the CPU's bits), the gradient multiplied by
+   - AdamW over all parameters in one launch (adamw_kernels.cuh): a block per chunk
+     (optimizer_chunks.h) of at most 64 Ki elements of one parameter (the chunk says
+     whether weight decay applies), contract/adamw_math.h's element (the CPU's bits),
+     the gradient multiplied by
      clipping's factor (clipScale of runtime/exec/optimizer.h, computed on the host from
      the norm) as it is read;
    - gradient accumulation over micro-batches, as the CPU backend's. */
@@ -17,28 +18,9 @@
 
 #include "base/tensor.h"
 #include "runtime/cuda/norm_blocks.h"
+#include "runtime/cuda/optimizer_chunks.h"
 
 namespace lmrt::cuda {
-
-struct AdamWChunk {
-  int64_t begin, end;  // element range in the flat storage
-  int32_t decay;       // 1: weight decay applies to this parameter
-  double lrScale;      // its parameter group's learning-rate multiplier
-  /* Element i's optimizer state is at i - stateShift of the state storage: 0 when the
-     state has the parameters' layout; a ZeRO rank keeps only its slices' state, packed
-     (zero_chunks.h). */
-  int64_t stateShift = 0;
-  /* Element i's gradient is at i - gradShift of the gradient storage: 0 when the gradients
-     have the parameters' layout; from ZeRO stage 2 on a rank keeps only its gradient slices
-     (zero_chunks.h). */
-  int64_t gradShift = 0;
-};
-
-struct AdamWStep {
-  double lr, beta1, beta2, eps, weightDecay;
-  double bc1, bc2;  // 1 - beta1^t, 1 - beta2^t
-  double clipValue = 0;  // clip_grad_value (0: off), applied after clipping's factor
-};
 
 /* The other optimizers (optimizers.cu), with the CPU's formulas
    (runtime/cpu/optimizers.cpp). SGD and Lion are elementwise: AdamW's chunks.

@@ -6,7 +6,9 @@
      m  <- m + (1 - beta1) * (g - m)
      v  <- beta2 * v + (1 - beta2) * g * g
      p  <- p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-   The moments m, v are kept in the parameter's own precision (f32 or f64).
+   The moments m, v are kept in the parameter's own precision (f32 or f64). The element
+   is contract/adamw_math.h's, shared with the CUDA kernel, with no FMA contraction: the
+   same bits on every CPU and on CUDA.
    A frozen parameter (ParamView::frozen) is skipped: no decay, no update,
    its moments stay zero. */
 #pragma once

@@ -18,6 +18,13 @@
 // only the casts of library kernels' results (layer norm, attention,
 // embedding) and of the parameters remain kernels of their own.
 //
+// Under ZeRO stage 3 (-lm-zero-shard-params ran before) a GEMM's parameter is
+// an lm.all_gather of the rank's f32 slice, then a cut and a reshape; its
+// cast then moves before the gather (gatherReducedPrecision): the rank casts
+// its slice and the ranks gather bf16, half the bytes on the wire and in the
+// gathered tensor. A cast rounds each element alone, so cast-then-gather is
+// gather-then-cast bit for bit.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
@@ -91,6 +98,40 @@ private:
   llvm::DenseMap<Value, Value> casts;
 };
 
+/// ZeRO-3's gather of a parameter slice that only `cast` reads, through at most
+/// -lm-zero-shard-params' cut of the padding: `cast(slice?(all_gather(x)))`
+/// becomes `slice?(all_gather(cast(x)))`, the cast right before the gather
+/// (which -lm-zero-shard-params may have prefetched), the cut where it was. One
+/// cast per gather: the reduced-precision slice is a temporary of that gather,
+/// as the gathered tensor is of its op. A gather something else reads too stays
+/// f32 (two gathers would move more bytes than one).
+void gatherReducedPrecision(CastOp cast) {
+  Value gathered = cast.getX();
+  auto cut = gathered.getDefiningOp<SliceOp>();
+  if (cut) {
+    if (!cut->hasOneUse())
+      return;
+    gathered = cut.getX();
+  }
+  auto gather = gathered.getDefiningOp<AllGatherOp>();
+  if (!gather || !gather->hasOneUse())
+    return;
+  Type to = llvm::cast<RankedTensorType>(cast.getType()).getElementType();
+  auto slice = llvm::cast<RankedTensorType>(gather.getX().getType());
+  OpBuilder b(gather);
+  Value v = b.create<CastOp>(cast.getLoc(), RankedTensorType::get(slice.getShape(), to), gather.getX());
+  v = b.create<AllGatherOp>(gather.getLoc(), v, gather.getMeshAxis(), gather.getGroupSize(), gather.getDim());
+  if (cut) {
+    b.setInsertionPoint(cut);
+    v = b.create<SliceOp>(cut.getLoc(), v, cut.getStart(), cut.getLimit(), cut.getStride());
+  }
+  cast.replaceAllUsesWith(v);
+  cast.erase();
+  if (cut)
+    cut.erase();
+  gather.erase();
+}
+
 struct LMMixedPrecisionPass : public lm::impl::LMMixedPrecisionPassBase<LMMixedPrecisionPass> {
   using LMMixedPrecisionPassBase::LMMixedPrecisionPassBase;
 
@@ -162,6 +203,11 @@ struct LMMixedPrecisionPass : public lm::impl::LMMixedPrecisionPassBase<LMMixedP
           }
         }
       }
+      // ZeRO-3: gather the parameters' reduced-precision slices, not f32 ones.
+      SmallVector<CastOp> casts;
+      func.walk([&](CastOp cast) { casts.push_back(cast); });
+      for (CastOp cast : casts)
+        gatherReducedPrecision(cast);
     });
   }
 };

@@ -57,7 +57,11 @@ private:
 ncclDataType_t ncclType(DType dtype, const std::string &what) {
   if (dtype == DType::F32) return ncclFloat32;
   if (dtype == DType::F64) return ncclFloat64;
-  fail("%s: collectives take f32 or f64 tensors, got %s", what.c_str(), dtypeName(dtype));
+  // Gathered only (ZeRO-3's parameter slices under --precision bf16): the kernels' checks
+  // keep the sums f32 or f64.
+  if (dtype == DType::BF16) return ncclBfloat16;
+  if (dtype == DType::F16) return ncclFloat16;
+  fail("%s: collectives take f32, f64, bf16 or f16 tensors, got %s", what.c_str(), dtypeName(dtype));
 }
 
 ncclRedOp_t ncclOp(Reduction r) { return r == Reduction::Mean ? ncclAvg : ncclSum; }

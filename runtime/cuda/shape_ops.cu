@@ -154,7 +154,8 @@ void runSliceGrad(const OpCall &call) {
 void addShapeKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"reshape", runCopyBytes, noScratch});
   k.push_back({"transpose", runTranspose, noScratch});
-  k.push_back({"slice", runSlice, noScratch});
+  // The cut of a ZeRO-3 parameter gathered in bf16 (launchCopy moves 2-byte elements).
+  k.push_back({"slice", runSlice, noScratch, /*reducedPrecision=*/true});
   k.push_back({"slice_grad", runSliceGrad, noScratch});
   k.push_back({"fill", runFill, noScratch});
   k.push_back({"copy", runCopyBytes, noScratch});

@@ -23,7 +23,9 @@
 // cast then moves before the gather (gatherReducedPrecision): the rank casts
 // its slice and the ranks gather bf16, half the bytes on the wire and in the
 // gathered tensor. A cast rounds each element alone, so cast-then-gather is
-// gather-then-cast bit for bit.
+// gather-then-cast bit for bit. The same holds for any gather only a cast
+// reads: sequence parallelism's gathers of a normalized activation for the
+// next GEMM move bf16 too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,8 +100,9 @@ private:
   llvm::DenseMap<Value, Value> casts;
 };
 
-/// ZeRO-3's gather of a parameter slice that only `cast` reads, through at most
-/// -lm-zero-shard-params' cut of the padding: `cast(slice?(all_gather(x)))`
+/// A gather that only `cast` reads (ZeRO-3's of a parameter slice, sequence
+/// parallelism's of an activation), through at most -lm-zero-shard-params' cut of
+/// the padding: `cast(slice?(all_gather(x)))`
 /// becomes `slice?(all_gather(cast(x)))`, the cast right before the gather
 /// (which -lm-zero-shard-params may have prefetched), the cut where it was. One
 /// cast per gather: the reduced-precision slice is a temporary of that gather,
@@ -203,7 +206,7 @@ struct LMMixedPrecisionPass : public lm::impl::LMMixedPrecisionPassBase<LMMixedP
           }
         }
       }
-      // ZeRO-3: gather the parameters' reduced-precision slices, not f32 ones.
+      // Gather the reduced-precision copies (ZeRO-3's parameter slices), not f32 ones.
       SmallVector<CastOp> casts;
       func.walk([&](CastOp cast) { casts.push_back(cast); });
       for (CastOp cast : casts)

@@ -176,7 +176,8 @@ TEST(Mpi, BroadcastAndCheckSame) {
 
 /* A gather moves bf16 and f16 (ZeRO-3's parameter slices under --precision bf16) as they
    are, NaN and infinity bit patterns too, through the communicator and the kernel (whose
-   check takes them); the sums refuse them, the kernels' checks and the rank-order sum. */
+   check takes them), along the leading dimension and an inner one; the sums refuse them,
+   the kernels' checks and the rank-order sum. */
 TEST(Mpi, AllGatherMovesBf16AndF16Bits) {
   Communicator &c = mpi();
   const int64_t per = 7, n = c.size();
@@ -200,6 +201,19 @@ TEST(Mpi, AllGatherMovesBf16AndF16Bits) {
     gather->run(kernels::KernelCall{{in}, {out}, attrs});
     for (int q = 0; q < n; ++q)
       for (int64_t i = 0; i < per; ++i) EXPECT_EQ(y[(size_t)(q * per + i)], bitsOf(q, i)) << dtypeName(t);
+    // Along an inner dimension (sequence parallelism's gathered activations): [2, 3] of
+    // rank q into [2, 3 n], rank q's columns at [3 q, 3 q + 3) of each row.
+    std::vector<uint16_t> rows(6), cols((size_t)(6 * n), 0);
+    for (int64_t i = 0; i < 6; ++i) rows[(size_t)i] = bitsOf(c.rank(), i);
+    kernels::Attrs inner = attrs;
+    inner.set("dim", int64_t(1));
+    TensorRef rowsIn{rows.data(), TensorType{t, {2, 3}}}, colsOut{cols.data(), TensorType{t, {2, 3 * n}}};
+    EXPECT_EQ(gather->check({rowsIn.type}, {colsOut.type}, inner), "");
+    gather->run(kernels::KernelCall{{rowsIn}, {colsOut}, inner});
+    for (int q = 0; q < n; ++q)
+      for (int64_t a = 0; a < 2; ++a)
+        for (int64_t b = 0; b < 3; ++b)
+          EXPECT_EQ(cols[(size_t)(a * 3 * n + q * 3 + b)], bitsOf(q, a * 3 + b)) << dtypeName(t);
     EXPECT_NE(kernels::findKernel("all_reduce")->check({in.type}, {in.type}, attrs).find("must be f32 or f64"),
               std::string::npos);
     EXPECT_NE(kernels::findKernel("reduce_scatter")->check({out.type}, {in.type}, attrs).find("must be f32 or f64"),

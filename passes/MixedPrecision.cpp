@@ -110,6 +110,10 @@ private:
 /// f32 (two gathers would move more bytes than one).
 void gatherReducedPrecision(CastOp cast) {
   Value gathered = cast.getX();
+  // Only a narrowing cast halves the bytes (a widening one would double them).
+  if (llvm::cast<RankedTensorType>(cast.getType()).getElementTypeBitWidth() >=
+      llvm::cast<RankedTensorType>(gathered.getType()).getElementTypeBitWidth())
+    return;
   auto cut = gathered.getDefiningOp<SliceOp>();
   if (cut) {
     if (!cut->hasOneUse())

@@ -97,3 +97,16 @@ func.func @shared(%s: tensor<8xf32>, %x: tensor<2x4xf32>) -> (tensor<2x4xf32>, t
   %n = lm.sum_to %g : (tensor<16xf32>) -> tensor<f32>
   return %y, %n : tensor<2x4xf32>, tensor<f32>
 }
+
+// -----
+
+// A widening cast of a gathered bf16 tensor stays after the gather (before it, the
+// ranks would move twice the bytes).
+// CHECK-LABEL: func.func @widening(
+// CHECK: %[[G:.*]] = lm.all_gather %arg0 {{.*}} : (tensor<8xbf16>) -> tensor<16xbf16>
+// CHECK-NEXT: lm.cast %[[G]] : (tensor<16xbf16>) -> tensor<16xf32>
+func.func @widening(%s: tensor<8xbf16>) -> tensor<16xf32> {
+  %g = lm.all_gather %s {dim = 0 : i64, group_size = 2 : i64, mesh_axis = 0 : i64} : (tensor<8xbf16>) -> tensor<16xbf16>
+  %f = lm.cast %g : (tensor<16xbf16>) -> tensor<16xf32>
+  return %f : tensor<16xf32>
+}

@@ -12,7 +12,10 @@ out=runs/bench_ckpt
 mkdir -p "$out"
 [[ -f runs/fortunes/train.bin ]] || { mkdir -p runs && build/bin/lmrt data build --input /usr/share/games/fortunes --out runs/fortunes; }
 build/bin/lmc compile models/gpt2.lm --preset gpt2_b4t64 --mesh data=2 --zero 1 -o "$out/z1.plan" > /dev/null
+# Open MPI session directories under $out, not the $TMPDIR/ompi.<host>.<uid> other mpiruns
+# create and remove at once (docs/distributed.md, "Several runs on one machine").
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_orte_tmpdir_base="$PWD/$out/ompi"
 for fmt in none sharded whole; do
   rm -rf "$out/ck-$fmt"
   ck=()

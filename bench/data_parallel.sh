@@ -20,7 +20,10 @@ buckets=${BUCKETS:-25 0}
 for b in $buckets; do
   build/bin/lmc compile models/gpt2.lm --preset gpt2_b4t64 --mesh data=2 --bucket-mb "$b" -o "$out/dp-$b.plan" > /dev/null
 done
+# Open MPI session directories under $out, not the $TMPDIR/ompi.<host>.<uid> other mpiruns
+# create and remove at once (docs/distributed.md, "Several runs on one machine").
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_orte_tmpdir_base="$PWD/$out/ompi"
 common=(--data runs/fortunes --steps "$steps" --eval-batches 0 --overwrite)
 build/bin/lmrt run "$out/one.plan" "${common[@]}" --threads 1 --metrics "$out/1x1.jsonl" --out "$out/1x1.safetensors" > /dev/null
 build/bin/lmrt run "$out/one.plan" "${common[@]}" --threads 2 --metrics "$out/1x2.jsonl" --out "$out/1x2.safetensors" > /dev/null

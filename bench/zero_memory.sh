@@ -14,7 +14,10 @@ bin=${BIN:-build/bin}
 out=runs/bench_zero_memory
 mkdir -p "$out"
 [[ -f runs/fortunes/train.bin ]] || { mkdir -p runs && "$bin/lmrt" data build --input /usr/share/games/fortunes --out runs/fortunes; }
+# Open MPI session directories under $out, not the $TMPDIR/ompi.<host>.<uid> other mpiruns
+# create and remove at once (docs/distributed.md, "Several runs on one machine").
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_orte_tmpdir_base="$PWD/$out/ompi"
 for z in $stages; do
   "$bin/lmc" compile models/gpt2.lm --preset gpt2_b4t64 -D batch=8 --mesh data=2 --zero "$z" -o "$out/z$z.plan" \
     2> "$out/z$z.lmc"

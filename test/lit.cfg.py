@@ -49,8 +49,15 @@ llvm_config.add_tool_substitutions(["lm-opt", "lm-tblgen", "lmc", "lmrt"], [conf
 # Several processes on one machine (docs/distributed.md): Open MPI's mpirun as root (CI
 # runs as root), more ranks than cores allowed, no core binding (tests run side by
 # side), shared memory without cross-memory attach (absent in many containers).
+# Each test's mpiruns keep their session directories under the test's own %t.ompi
+# (orte_tmpdir_base): by default every mpirun on the machine shares one
+# $TMPDIR/ompi.<host>.<uid>, which one mpirun creates while another, ending, removes
+# it, and the loser fails to start ("A call to mkdir was unable to create the desired
+# directory ... orte_session_dir failed"; scripts/stress-mpirun.sh shows it). A test
+# runs its mpiruns one after another, so one folder a test is enough. (lit replaces
+# %t after this substitution.)
 config.substitutions.append(("%mpirun", "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                             "OMPI_MCA_btl_vader_single_copy_mechanism=none "
+                             "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_orte_tmpdir_base=%t.ompi "
                              "mpirun --oversubscribe --bind-to none"))
 
 # Two "hosts" on one machine: network namespaces (root and CAP_SYS_ADMIN; CI runs

@@ -44,6 +44,10 @@ exit 1
 EOF
 chmod +x "$dir/agent"
 printf '10.77.0.1 slots=1\n10.77.0.2 slots=1\n' > "$dir/hosts"
+# Both "hosts" share this machine's file system: the session directories of mpirun and
+# of the second host's orted go under $dir/ompi, not the $TMPDIR/ompi.<host>.<uid>
+# other tests' mpiruns create and remove at the same time (test/lit.cfg.py, %mpirun).
 ip netns exec "$a" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   mpirun -np 2 --hostfile "$dir/hosts" --bind-to none --mca plm_rsh_agent "$dir/agent" \
+  --mca orte_tmpdir_base "$dir/ompi" \
   --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 "$@"

@@ -96,9 +96,8 @@ std::vector<LiveRange> mlir::lm::computePlanningRanges(const plan::Program &prog
   // its bytes, so it survives to the next run, where the CPU backend skips its cast
   // while AdamW keeps it current (lmrt::keptParamCopies). Most copies are live at the
   // peak anyway (the backward's dX GEMMs read them).
-  for (const plan::Step &s : program.steps())
-    if (lmrt::isParamCopy(program, s))
-      ranges[s.outputs(0)] = LiveRange{0, std::max<int64_t>(steps - 1, 0)};
+  for (int si : lmrt::paramCopies(program))
+    ranges[program.steps(si).outputs(0)] = LiveRange{0, std::max<int64_t>(steps - 1, 0)};
   for (int id = 0; id < program.buffers_size(); ++id)
     if (program.buffers(id).has_view_of())
       ranges[id] = ranges[storageOf(program, id)];

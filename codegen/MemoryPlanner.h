@@ -44,7 +44,7 @@ std::vector<LiveRange> computeLiveRanges(const lmrt::plan::Program &program);
 /// reads its outputs (the end, for a program output no step reads): lmrt keeps a
 /// collective in flight, overlapped with the next steps, from its step until that read
 /// (docs/distributed.md, "Buckets and overlap"), so no step in between may take
-/// its input's bytes. Also a parameter's reduced-precision copy (lmrt::isParamCopy)
+/// its input's bytes. Also a parameter's reduced-precision copy (lmrt::paramCopies)
 /// kept live over the whole program, so that it outlives the run. What
 /// assignArenaOffsets plans with; a plan planned without
 /// it stays sound (lmrt also waits for a collective before a step that would

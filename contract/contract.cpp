@@ -86,15 +86,27 @@ bool joinsReduceScatterBucket(const plan::Program &program, const plan::Step &fi
          stepAttrInt(first, "group_size") == stepAttrInt(next, "group_size");
 }
 
-bool isParamCopy(const plan::Program &program, const plan::Step &step) {
+std::vector<int> paramCopies(const plan::Program &program) {
   // The train step only: the one program a run repeats with the optimizer in between.
-  if (program.name() != "train_step" || step.op() != "cast" || step.inputs_size() != 1 || step.outputs_size() != 1)
-    return false;
-  const int in = step.inputs(0), out = step.outputs(0);
-  if (in < 0 || in >= program.buffers_size() || out < 0 || out >= program.buffers_size()) return false;
-  const plan::Buffer &from = program.buffers(in), &to = program.buffers(out);
-  return from.kind() == plan::Buffer::PARAM && to.kind() == plan::Buffer::ARENA && !to.has_view_of() &&
-         (to.type().dtype() == plan::BF16 || to.type().dtype() == plan::F16);
+  if (program.name() != "train_step") return {};
+  // A ZeRO-3 slice cast for a gather (-lm-mixed-precision) is that gather's temporary.
+  std::vector<bool> gathered((size_t)program.buffers_size(), false);
+  for (const plan::Step &step : program.steps())
+    if (step.op() == "all_gather")
+      for (int id : step.inputs())
+        if (id >= 0 && id < program.buffers_size()) gathered[(size_t)id] = true;
+  std::vector<int> out;
+  for (int si = 0; si < program.steps_size(); ++si) {
+    const plan::Step &step = program.steps(si);
+    if (step.op() != "cast" || step.inputs_size() != 1 || step.outputs_size() != 1) continue;
+    const int in = step.inputs(0), to = step.outputs(0);
+    if (in < 0 || in >= program.buffers_size() || to < 0 || to >= program.buffers_size()) continue;
+    const plan::Buffer &a = program.buffers(in), &b = program.buffers(to);
+    if (a.kind() == plan::Buffer::PARAM && b.kind() == plan::Buffer::ARENA && !b.has_view_of() &&
+        (b.type().dtype() == plan::BF16 || b.type().dtype() == plan::F16) && !gathered[(size_t)to])
+      out.push_back(si);
+  }
+  return out;
 }
 
 std::vector<int> keptParamCopies(const plan::Program &program) {
@@ -123,10 +135,8 @@ std::vector<int> keptParamCopies(const plan::Program &program) {
     reach = std::max(reach, spans[k].end);
   }
   std::vector<int> out;
-  for (int si = 0; si < program.steps_size(); ++si) {
-    const plan::Step &s = program.steps(si);
-    if (isParamCopy(program, s) && alone[(size_t)s.outputs(0)]) out.push_back(si);
-  }
+  for (int si : paramCopies(program))
+    if (alone[(size_t)program.steps(si).outputs(0)]) out.push_back(si);
   return out;
 }
 

@@ -71,15 +71,17 @@ bool joinsAllReduceBucket(const plan::Program &program, const plan::Step &first,
    flat gradients are), of one dtype, mesh axis and group size. */
 bool joinsReduceScatterBucket(const plan::Program &program, const plan::Step &first, const plan::Step &next);
 
-/* Whether `step` of `program`, the train step, makes a parameter's reduced-precision
-   copy: a `cast` of a PARAM buffer to bf16 or f16 into an arena buffer (-lm-mixed-precision places one
-   per parameter a GEMM reads). lmc plans such a buffer over the whole program, sharing
-   its bytes with no other buffer of the program, so the copy outlives a run; the CPU
-   backend then skips the cast while the copy is current, AdamW writing it in its own
-   pass (docs/mixed-precision.md, "Speed and memory"). */
-bool isParamCopy(const plan::Program &program, const plan::Step &step);
+/* The steps of `program`, the train step, that make a parameter's reduced-precision
+   copy, in step order: a `cast` of a PARAM buffer to bf16 or f16 into an arena buffer
+   (-lm-mixed-precision places one per parameter a GEMM reads) that no all_gather reads
+   (a ZeRO-3 slice cast for its gather is that gather's temporary). lmc plans such a
+   buffer over the whole program, sharing its bytes with no other buffer of the program,
+   so the copy outlives a run; the CPU backend then skips the cast while the copy is
+   current, AdamW writing it in its own pass (docs/mixed-precision.md, "Speed and
+   memory"). Other programs: none. */
+std::vector<int> paramCopies(const plan::Program &program);
 
-/* The steps of `program` that make a parameter copy (isParamCopy) whose output
+/* The steps of `program` that make a parameter copy (paramCopies) whose output
    buffer's bytes meet no other arena buffer of the program (views of it aside), in
    step order: the copies that survive from one run of the program to the next. A plan
    made before lmc kept them whole yields none, and its casts run every step. */

@@ -18,6 +18,15 @@
 // only the casts of library kernels' results (layer norm, attention,
 // embedding) and of the parameters remain kernels of their own.
 //
+// Under ZeRO stage 3 (-lm-zero-shard-params ran before) a GEMM's parameter is
+// an lm.all_gather of the rank's f32 slice, then a cut and a reshape; its
+// cast then moves before the gather (gatherReducedPrecision): the rank casts
+// its slice and the ranks gather bf16, half the bytes on the wire and in the
+// gathered tensor. A cast rounds each element alone, so cast-then-gather is
+// gather-then-cast bit for bit. The same holds for any gather only a cast
+// reads: sequence parallelism's gathers of a normalized activation for the
+// next GEMM move bf16 too.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
@@ -91,6 +100,45 @@ private:
   llvm::DenseMap<Value, Value> casts;
 };
 
+/// A gather that only `cast` reads (ZeRO-3's of a parameter slice, sequence
+/// parallelism's of an activation), through at most -lm-zero-shard-params' cut of
+/// the padding: `cast(slice?(all_gather(x)))`
+/// becomes `slice?(all_gather(cast(x)))`, the cast right before the gather
+/// (which -lm-zero-shard-params may have prefetched), the cut where it was. One
+/// cast per gather: the reduced-precision slice is a temporary of that gather,
+/// as the gathered tensor is of its op. A gather something else reads too stays
+/// f32 (two gathers would move more bytes than one).
+void gatherReducedPrecision(CastOp cast) {
+  Value gathered = cast.getX();
+  // Only a narrowing cast halves the bytes (a widening one would double them).
+  if (llvm::cast<RankedTensorType>(cast.getType()).getElementTypeBitWidth() >=
+      llvm::cast<RankedTensorType>(gathered.getType()).getElementTypeBitWidth())
+    return;
+  auto cut = gathered.getDefiningOp<SliceOp>();
+  if (cut) {
+    if (!cut->hasOneUse())
+      return;
+    gathered = cut.getX();
+  }
+  auto gather = gathered.getDefiningOp<AllGatherOp>();
+  if (!gather || !gather->hasOneUse())
+    return;
+  Type to = llvm::cast<RankedTensorType>(cast.getType()).getElementType();
+  auto slice = llvm::cast<RankedTensorType>(gather.getX().getType());
+  OpBuilder b(gather);
+  Value v = b.create<CastOp>(cast.getLoc(), RankedTensorType::get(slice.getShape(), to), gather.getX());
+  v = b.create<AllGatherOp>(gather.getLoc(), v, gather.getMeshAxis(), gather.getGroupSize(), gather.getDim());
+  if (cut) {
+    b.setInsertionPoint(cut);
+    v = b.create<SliceOp>(cut.getLoc(), v, cut.getStart(), cut.getLimit(), cut.getStride());
+  }
+  cast.replaceAllUsesWith(v);
+  cast.erase();
+  if (cut)
+    cut.erase();
+  gather.erase();
+}
+
 struct LMMixedPrecisionPass : public lm::impl::LMMixedPrecisionPassBase<LMMixedPrecisionPass> {
   using LMMixedPrecisionPassBase::LMMixedPrecisionPassBase;
 
@@ -162,6 +210,11 @@ struct LMMixedPrecisionPass : public lm::impl::LMMixedPrecisionPassBase<LMMixedP
           }
         }
       }
+      // Gather the reduced-precision copies (ZeRO-3's parameter slices), not f32 ones.
+      SmallVector<CastOp> casts;
+      func.walk([&](CastOp cast) { casts.push_back(cast); });
+      for (CastOp cast : casts)
+        gatherReducedPrecision(cast);
     });
   }
 };

@@ -165,7 +165,10 @@ def LMMixedPrecisionPass : Pass<"lm-mixed-precision", "mlir::ModuleOp"> {
     parameters, gradients and the optimizer stay fp32. `precision=fp16` casts
     to f16 the same way, and requires every train step to take a
     `loss_scale` input (-lm-autodiff=loss-scale=1): fp16's range loses small
-    gradients unless the backward is scaled. `precision=fp32` changes nothing. Runs in the optimize stage after
+    gradients unless the backward is scaled. An `lm.all_gather` (with ZeRO
+    stage 3's cut of the padding) that only a cast reads gathers the cast
+    instead: the rank casts its part, right before the gather, and the ranks
+    move bf16 (the same bits: a cast is elementwise). `precision=fp32` changes nothing. Runs in the optimize stage after
     -lm-fuse-linear-cross-entropy (the fused loss keeps its fp32 GEMMs) and
     before -lm-fuse, which fuses the casts into neighbouring kernels. See
     docs/mixed-precision.md.

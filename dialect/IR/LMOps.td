@@ -541,15 +541,16 @@ def LM_SliceOp : LM_DiffOp<"slice", !listconcat(LM_InferredResultTypes, [LM_Shar
     Takes indices `start[d], start[d] + stride[d], ... < limit[d]` along every
     dimension `d` (`0 <= start <= limit <= dim`, `stride >= 1`), giving
     `ceil((limit - start) / stride)` elements per dimension. Works on float
-    tensors and on `i32` ids.
+    tensors (bf16 and f16 too: the cut of a ZeRO-3 parameter gathered in
+    bf16) and on `i32` ids.
 
     ```mlir
     %x = lm.slice %tokens {limit = array<i64: 4, 16>, start = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<4x17xi32>) -> tensor<4x16xi32>
     ```
   }];
-  let arguments = (ins LM_AnyTensor:$x, DenseI64ArrayAttr:$start,
+  let arguments = (ins LM_StorageTensor:$x, DenseI64ArrayAttr:$start,
                        DenseI64ArrayAttr:$limit, DenseI64ArrayAttr:$stride);
-  let results = (outs LM_AnyTensor:$result);
+  let results = (outs LM_StorageTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
   let hasFolder = 1;
 }
@@ -1454,14 +1455,18 @@ def LM_AllGatherOp : LM_CollectiveOp<"all_gather"> {
   let summary = "concatenation of every rank's tensor along one dimension";
   let description = [{
     The `x` of the `group_size` ranks of `mesh_axis`, concatenated in rank
-    order along dimension `dim`; every rank gets the whole.
+    order along dimension `dim`; every rank gets the whole. It only moves
+    elements, so it takes bf16 and f16 too: under ZeRO stage 3 with
+    `--precision bf16` the ranks gather their parameter slices cast to bf16
+    (-lm-mixed-precision). The sums (all_reduce, reduce_scatter) stay f32 or
+    f64.
 
     ```mlir
     %w = lm.all_gather %shard {mesh_axis = 1 : i64, group_size = 2 : i64, dim = 1 : i64} : (tensor<64x128xf32>) -> tensor<64x256xf32>
     ```
   }];
-  let arguments = (ins LM_FloatTensor:$x, I64Attr:$mesh_axis, I64Attr:$group_size, I64Attr:$dim);
-  let results = (outs LM_FloatTensor:$result);
+  let arguments = (ins LM_StorageFloatTensor:$x, I64Attr:$mesh_axis, I64Attr:$group_size, I64Attr:$dim);
+  let results = (outs LM_StorageFloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
 }
 

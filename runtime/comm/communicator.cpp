@@ -200,13 +200,14 @@ void splitAroundDim(const std::vector<int64_t> &shape, int64_t dim, int64_t &out
 size_t collectiveElementBytes(DType dtype, const std::string &what) {
   if (dtype == DType::F32) return sizeof(float);
   if (dtype == DType::F64) return sizeof(double);
-  fail("%s: collectives take f32 or f64 tensors, got %s", what.c_str(), dtypeName(dtype));
+  if (dtype == DType::BF16 || dtype == DType::F16) return 2;  // moved, never summed (reduceInRankOrder)
+  fail("%s: collectives take f32, f64, bf16 or f16 tensors, got %s", what.c_str(), dtypeName(dtype));
 }
 
 void reduceInRankOrder(const void *parts, int n, void *out, int64_t count, DType dtype, Reduction r) {
   if (dtype == DType::F32) reduceT((const float *)parts, n, (float *)out, count, r);
   else if (dtype == DType::F64) reduceT((const double *)parts, n, (double *)out, count, r);
-  else fail("collectives take f32 or f64 tensors, got %s", dtypeName(dtype));
+  else fail("collectives sum f32 or f64 tensors, got %s (bf16 and f16 are only gathered)", dtypeName(dtype));
 }
 
 }  // namespace lmrt::comm

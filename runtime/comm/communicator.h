@@ -35,7 +35,8 @@ public:
   /* "single process" or "Open MPI 4.1.4, rank 1 of 2 (mpirun)", for the log. */
   virtual std::string describe() const = 0;
 
-  /* Host buffers of f32 or f64 elements; `in` and `out` may be the same buffer.
+  /* Host buffers of f32 or f64 elements (allGather: bf16 and f16 too, moved as bytes);
+     `in` and `out` may be the same buffer.
      `what` names the collective's use in errors ("all_reduce of 'grad:wte'"). */
   /* out = reduction over ranks of in, `count` elements each. */
   virtual void allReduce(const void *in, void *out, int64_t count, DType dtype, Reduction r,
@@ -127,8 +128,8 @@ double sumOverTensorGroup(const std::vector<double> &values, const std::vector<b
    scatter along `dim` sees its tensor (rank blocks of n x inner elements, `outer` times). */
 void splitAroundDim(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer, int64_t &n, int64_t &inner);
 
-/* Bytes of one element of a collective's tensor (f32 or f64; anything else fails,
-   naming `what`). */
+/* Bytes of one element of a collective's tensor (f32, f64, bf16 or f16; anything else
+   fails, naming `what`). Only a gather moves bf16 or f16: reduceInRankOrder refuses them. */
 size_t collectiveElementBytes(DType dtype, const std::string &what);
 
 /* The sum in rank order the contract above states: out[i] = ((parts[0][i] + parts[1][i]) + ...)

@@ -54,10 +54,18 @@ private:
   }
 };
 
-ncclDataType_t ncclType(DType dtype, const std::string &what) {
+/* NCCL's type for `dtype`. The sums take f32 or f64 only (the rank-order sums of
+   communicator.h accumulate in them); a gather (`summed` false) moves bf16 and f16 too:
+   ZeRO-3's parameter slices under --precision bf16. */
+ncclDataType_t ncclType(DType dtype, const std::string &what, bool summed = true) {
   if (dtype == DType::F32) return ncclFloat32;
   if (dtype == DType::F64) return ncclFloat64;
-  fail("%s: collectives take f32 or f64 tensors, got %s", what.c_str(), dtypeName(dtype));
+  if (!summed && dtype == DType::BF16) return ncclBfloat16;
+  if (!summed && dtype == DType::F16) return ncclFloat16;
+  if (summed)
+    fail("%s: collectives sum f32 or f64 tensors, got %s (bf16 and f16 are only gathered)", what.c_str(),
+         dtypeName(dtype));
+  fail("%s: collectives take f32, f64, bf16 or f16 tensors, got %s", what.c_str(), dtypeName(dtype));
 }
 
 ncclRedOp_t ncclOp(Reduction r) { return r == Reduction::Mean ? ncclAvg : ncclSum; }
@@ -93,7 +101,8 @@ public:
   }
   void allGather(const void *in, void *out, int64_t count, DType dtype, void *stream,
                  const std::string &what) override {
-    check(nccl_.allGather(in, out, (size_t)count, ncclType(dtype, what), comm_, (cudaStream_t)stream),
+    check(nccl_.allGather(in, out, (size_t)count, ncclType(dtype, what, /*summed=*/false), comm_,
+                          (cudaStream_t)stream),
           "ncclAllGather", what);
   }
 

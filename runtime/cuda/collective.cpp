@@ -191,7 +191,8 @@ size_t outputScratch(const std::vector<TensorType> &, const std::vector<TensorTy
 void addCollectiveKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"all_reduce", runAllReduce, noScratch});
   k.push_back({"reduce_scatter", runReduceScatter, inputScratch});
-  k.push_back({"all_gather", runAllGather, outputScratch});
+  // A gather moves bf16 and f16 too (ZeRO-3's parameter slices under --precision bf16).
+  k.push_back({"all_gather", runAllGather, outputScratch, /*reducedPrecision=*/true});
   k.push_back({"axis_index", runAxisIndex, noScratch});
 }
 

@@ -343,13 +343,14 @@ CudaBackend::CudaBackend(Session &session, const DeviceOptions &options)
         for (int id : sb.in) inT.push_back(p.buffers[id].type);
         for (int id : sb.out) outT.push_back(p.buffers[id].type);
         // Mixed precision (-lm-mixed-precision): bf16 / f16 buffers reach the
-        // GEMMs, the casts and the fused loss, whose CUDA kernels take them.
+        // GEMMs, the casts and the fused loss, and under ZeRO stage 3 the gathers
+        // of the parameters' slices and their cut, whose CUDA kernels take them.
         for (const std::vector<TensorType> *types : {&inT, &outT})
           for (const TensorType &t : *types)
             if (!s.def->reducedPrecision && (t.dtype == DType::BF16 || t.dtype == DType::F16))
               bound_.error(sb.where + ": op '" + sb.step->op() + "' has a " + t.str() +
                            " operand, and its CUDA kernel is f32 / f64 only (bf16 and f16 run in matmul, cast and "
-                           "the fused linear_cross_entropy)");
+                           "the fused linear_cross_entropy, all_gather and slice)");
         scratchBytes = std::max(scratchBytes, s.def->scratchBytes(inT, outT, sb.attrs));
       }
       p.steps.push_back(s);

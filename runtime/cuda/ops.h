@@ -48,7 +48,7 @@ struct CudaKernelDef {
   size_t (*scratchBytes)(const std::vector<TensorType> &in, const std::vector<TensorType> &out,
                          const kernels::Attrs &attrs);
   /* Reads or writes bf16 / f16 tensors (mixed precision: matmul, cast, the fused
-     loss). The others are f32 / f64 kernels that would read 2-byte elements as
+     loss; all_gather and slice, ZeRO-3's gathers of bf16 parameter slices). The others are f32 / f64 kernels that would read 2-byte elements as
      4-byte ones, so the backend refuses a plan that hands them one (the CPU
      table's check() should already have). */
   bool reducedPrecision = false;

@@ -1,5 +1,5 @@
 /* Implements: lm.reshape, lm.transpose, lm.slice, lm.slice_grad, lm.fill and
-   the runtime's "copy" on the GPU, for any element type (4- or 8-byte words).
+   the runtime's "copy" on the GPU, for any element type (2-, 4- or 8-byte words).
    reshape and copy are device-to-device copies; fill a memset (zeros) or a
    grid-stride store; the others are one strided kernel: the iteration shape, a
    source and a destination stride per dim, except a slice that is rows of
@@ -22,6 +22,8 @@ void launchCopy(const OpCall &call, const DevTensor &src, const DevTensor &dst, 
   if (n == 0) return;
   if (dtypeSize(src.type.dtype) == 8)
     stridedCopy<uint64_t><<<gridFor(n), kThreads, 0, call.stream>>>(src.as<uint64_t>(), dst.as<uint64_t>(), n, ix);
+  else if (dtypeSize(src.type.dtype) == 2)  // bf16, f16 (a ZeRO-3 parameter gathered in bf16, cut)
+    stridedCopy<uint16_t><<<gridFor(n), kThreads, 0, call.stream>>>(src.as<uint16_t>(), dst.as<uint16_t>(), n, ix);
   else
     stridedCopy<uint32_t><<<gridFor(n), kThreads, 0, call.stream>>>(src.as<uint32_t>(), dst.as<uint32_t>(), n, ix);
   CUDA_CHECK_LAUNCH();
@@ -152,7 +154,8 @@ void runSliceGrad(const OpCall &call) {
 void addShapeKernels(std::vector<CudaKernelDef> &k) {
   k.push_back({"reshape", runCopyBytes, noScratch});
   k.push_back({"transpose", runTranspose, noScratch});
-  k.push_back({"slice", runSlice, noScratch});
+  // The cut of a ZeRO-3 parameter gathered in bf16 (launchCopy moves 2-byte elements).
+  k.push_back({"slice", runSlice, noScratch, /*reducedPrecision=*/true});
   k.push_back({"slice_grad", runSliceGrad, noScratch});
   k.push_back({"fill", runFill, noScratch});
   k.push_back({"copy", runCopyBytes, noScratch});

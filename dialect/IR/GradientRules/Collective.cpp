@@ -26,7 +26,17 @@ LogicalResult ReduceScatterOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> result
 
 LogicalResult AllGatherOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(
-      b.create<ReduceScatterOp>(getLoc(), resultGrads[0], getMeshAxis(), getGroupSize(), getDim()));
+  // A gather of bf16 or f16 (a ZeRO-3 parameter slice under mixed precision) has a
+  // cotangent of that type; the ranks' sum of it runs in f32, as every reduction does
+  // under the precision policy (docs/mixed-precision.md), and is rounded once.
+  Value dy = resultGrads[0];
+  auto type = cast<RankedTensorType>(dy.getType());
+  const bool reduced = type.getElementType().isBF16() || type.getElementType().isF16();
+  if (reduced)
+    dy = b.create<CastOp>(getLoc(), RankedTensorType::get(type.getShape(), b.getF32Type()), dy);
+  Value dx = b.create<ReduceScatterOp>(getLoc(), dy, getMeshAxis(), getGroupSize(), getDim());
+  if (reduced)
+    dx = b.create<CastOp>(getLoc(), getX().getType(), dx);
+  operandGrads.push_back(dx);
   return success();
 }

@@ -17,7 +17,14 @@ namespace {
 std::string checkCollective(const char *op, const std::vector<TensorType> &in, const std::vector<TensorType> &out,
                             const Attrs &attrs) {
   return guardCheck(op, in, out, 1, 1, [&]() -> std::string {
-    if (std::string bad = expectFloat(op, "x", in[0]); !bad.empty()) return bad;
+    // A gather only moves elements: bf16 and f16 too (ZeRO-3's parameter slices under
+    // --precision bf16). The sums stay f32 or f64 (comm::reduceInRankOrder).
+    const bool gather = std::string(op) == "all_gather";
+    const DType t = in[0].dtype;
+    if (gather && t != DType::F32 && t != DType::F64 && t != DType::BF16 && t != DType::F16)
+      return std::string(op) + ": x " + in[0].str() + " must be f32, f64, bf16 or f16";
+    if (!gather)
+      if (std::string bad = expectFloat(op, "x", in[0]); !bad.empty()) return bad;
     std::string err;
     int64_t dim = std::string(op) == "all_reduce" ? 0 : attrs.getInt("dim");
     auto shape = shapes::collective(op, in[0].shape, attrs.getInt("mesh_axis"), attrs.getInt("group_size"), dim, err);

@@ -160,3 +160,43 @@ TEST(MemoryPlanner, CollectiveInputsLiveUntilTheirResultIsRead) {
 }
 
 } // namespace
+
+namespace {
+
+/// A parameter's bf16 copy (a cast of a PARAM buffer in the train step) is planned over
+/// the whole program, so that it outlives the run (lmrt::paramCopies); a ZeRO-3 slice's
+/// cast, which an all_gather reads, is that gather's temporary and is not.
+TEST(MemoryPlanner, ParamCopiesButNotGatheredSliceCasts) {
+  // Step 0 casts parameter w (buffer 4) into 0; step 1 casts slice s (buffer 5) into 1,
+  // which step 2 gathers into 2; step 4 reads 0 and 2 into 3; step 5 ends.
+  plan::Program program = makeProgram(6, {{0, 4}, {1, 2}, {2, 4}, {4, 5}}, {256, 128, 256, 256});
+  program.set_name("train_step");
+  for (int id : {0, 1, 2}) {
+    program.mutable_buffers(id)->mutable_type()->set_dtype(plan::BF16);
+    program.mutable_buffers(id)->mutable_type()->set_shape(0, program.buffers(id).size_bytes() / 2);
+  }
+  for (const char *name : {"w", "s"}) {
+    plan::Buffer *p = program.add_buffers();
+    p->set_kind(plan::Buffer::PARAM);
+    p->set_name(name);
+    p->mutable_type()->set_dtype(plan::F32);
+    p->mutable_type()->add_shape(name[0] == 'w' ? 128 : 64);
+  }
+  program.mutable_steps(0)->set_op("cast");
+  program.mutable_steps(0)->add_inputs(4);
+  program.mutable_steps(1)->set_op("cast");
+  program.mutable_steps(1)->add_inputs(5);
+  program.mutable_steps(2)->set_op("all_gather");
+  EXPECT_EQ(lmrt::paramCopies(program), std::vector<int>{0});
+  std::vector<LiveRange> planned = computePlanningRanges(program);
+  EXPECT_EQ(planned[0].first, 0);
+  EXPECT_EQ(planned[0].last, 5);  // the whole program
+  EXPECT_EQ(planned[1].last, 3);  // the gather's input, in flight until its result is read
+  assignArenaOffsets(program);
+  EXPECT_EQ(verifyMemoryPlan(program), "");
+  // Other programs keep no copies.
+  program.set_name("eval");
+  EXPECT_TRUE(lmrt::paramCopies(program).empty());
+}
+
+} // namespace

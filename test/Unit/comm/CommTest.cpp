@@ -174,6 +174,55 @@ TEST(Mpi, BroadcastAndCheckSame) {
   }
 }
 
+/* A gather moves bf16 and f16 (ZeRO-3's parameter slices under --precision bf16) as they
+   are, NaN and infinity bit patterns too, through the communicator and the kernel (whose
+   check takes them), along the leading dimension and an inner one; the sums refuse them,
+   the kernels' checks and the rank-order sum. */
+TEST(Mpi, AllGatherMovesBf16AndF16Bits) {
+  Communicator &c = mpi();
+  const int64_t per = 7, n = c.size();
+  auto bitsOf = [](int q, int64_t i) { return (uint16_t)(0x7f80 + 0x1357 * q + 0x0f1 * i); };  // from +inf on
+  std::vector<uint16_t> x((size_t)per), y((size_t)(per * n), 0);
+  for (int64_t i = 0; i < per; ++i) x[(size_t)i] = bitsOf(c.rank(), i);
+  for (DType t : {DType::BF16, DType::F16}) {
+    std::fill(y.begin(), y.end(), 0);
+    c.allGather(x.data(), y.data(), per, t, "test");
+    for (int q = 0; q < n; ++q)
+      for (int64_t i = 0; i < per; ++i) EXPECT_EQ(y[(size_t)(q * per + i)], bitsOf(q, i)) << dtypeName(t);
+    // The kernel, along the leading dimension (no copy) and checked.
+    std::fill(y.begin(), y.end(), 0);
+    kernels::Attrs attrs;
+    attrs.set("mesh_axis", int64_t(0));
+    attrs.set("group_size", n);
+    attrs.set("dim", int64_t(0));
+    TensorRef in{x.data(), TensorType{t, {per}}}, out{y.data(), TensorType{t, {per * n}}};
+    const kernels::KernelDef *gather = kernels::findKernel("all_gather");
+    EXPECT_EQ(gather->check({in.type}, {out.type}, attrs), "");
+    gather->run(kernels::KernelCall{{in}, {out}, attrs});
+    for (int q = 0; q < n; ++q)
+      for (int64_t i = 0; i < per; ++i) EXPECT_EQ(y[(size_t)(q * per + i)], bitsOf(q, i)) << dtypeName(t);
+    // Along an inner dimension (sequence parallelism's gathered activations): [2, 3] of
+    // rank q into [2, 3 n], rank q's columns at [3 q, 3 q + 3) of each row.
+    std::vector<uint16_t> rows(6), cols((size_t)(6 * n), 0);
+    for (int64_t i = 0; i < 6; ++i) rows[(size_t)i] = bitsOf(c.rank(), i);
+    kernels::Attrs inner = attrs;
+    inner.set("dim", int64_t(1));
+    TensorRef rowsIn{rows.data(), TensorType{t, {2, 3}}}, colsOut{cols.data(), TensorType{t, {2, 3 * n}}};
+    EXPECT_EQ(gather->check({rowsIn.type}, {colsOut.type}, inner), "");
+    gather->run(kernels::KernelCall{{rowsIn}, {colsOut}, inner});
+    for (int q = 0; q < n; ++q)
+      for (int64_t a = 0; a < 2; ++a)
+        for (int64_t b = 0; b < 3; ++b)
+          EXPECT_EQ(cols[(size_t)(a * 3 * n + q * 3 + b)], bitsOf(q, a * 3 + b)) << dtypeName(t);
+    EXPECT_NE(kernels::findKernel("all_reduce")->check({in.type}, {in.type}, attrs).find("must be f32 or f64"),
+              std::string::npos);
+    EXPECT_NE(kernels::findKernel("reduce_scatter")->check({out.type}, {in.type}, attrs).find("must be f32 or f64"),
+              std::string::npos);
+  }
+  std::vector<uint16_t> parts(4), sum(2);
+  EXPECT_THROW(reduceInRankOrder(parts.data(), 2, sum.data(), 2, DType::BF16, Reduction::Sum), Error);
+}
+
 /* The CPU kernels of lm.all_gather and lm.reduce_scatter along an inner dimension (each
    rank's part is not contiguous there), and lm.all_reduce's mean, across the ranks. */
 TEST(Mpi, CollectiveKernelsAlongAnInnerDimension) {

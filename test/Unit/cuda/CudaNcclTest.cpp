@@ -39,6 +39,9 @@ void runOne(Op op, DType dtype, int64_t count, bool inPlace) {
     if (dtype == DType::F32) {
       const float f = (float)v;
       std::memcpy(&host[i * elem], &f, elem);
+    } else if (elem == 2) {  // bf16, f16 (gathered only): any bits move as they are
+      const uint16_t h = (uint16_t)(rng() & 0xffff);
+      std::memcpy(&host[i * elem], &h, elem);
     } else {
       std::memcpy(&host[i * elem], &v, elem);
     }
@@ -101,7 +104,13 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Bool()),
     caseName);
 
-/* A bf16 collective is refused by name, before NCCL is asked. */
+/* A gather moves bf16 and f16 (ZeRO-3's parameter slices under --precision bf16). */
+INSTANTIATE_TEST_SUITE_P(Gathers, Nccl,
+                         ::testing::Combine(::testing::Values((int)Op::AllGather),
+                                            ::testing::Values(DType::BF16, DType::F16), ::testing::Bool()),
+                         caseName);
+
+/* A bf16 sum is refused by name, before NCCL is asked. */
 TEST(NcclErrors, Bf16IsRefusedByName) {
   LMRT_REQUIRE_GPU();
 #ifdef LMC_HAVE_NCCL
@@ -110,7 +119,7 @@ TEST(NcclErrors, Bf16IsRefusedByName) {
     nccl().allReduce(buf.get(), buf.get(), 8, DType::BF16, comm::Reduction::Sum, nullptr, "all_reduce of 'grad:w'");
     FAIL() << "a bf16 all_reduce was accepted";
   } catch (const std::exception &e) {
-    EXPECT_NE(std::string(e.what()).find("all_reduce of 'grad:w': collectives take f32 or f64 tensors, got bf16"),
+    EXPECT_NE(std::string(e.what()).find("all_reduce of 'grad:w': collectives sum f32 or f64 tensors, got bf16"),
               std::string::npos)
         << e.what();
   }

@@ -266,6 +266,19 @@ TEST(CudaOps, ShapeOps) {
     runCase({"slice_grad", {f32(to)}, {f32(from)}, rowsSl});
     runCase({"slice_grad", {f64(to)}, {f64(from)}, rowsSl});
   }
+  // bf16 and f16 slices (2-byte elements): strided (the copy kernel), rows, and ZeRO-3's
+  // cut of a parameter gathered in bf16 (the padding after n elements of a flat tensor).
+  kernels::Attrs cut = attrs({{"start", std::vector<int64_t>{0}},
+                              {"limit", std::vector<int64_t>{1001}},
+                              {"stride", std::vector<int64_t>{1}}});
+  for (auto t : {bf16, f16}) {
+    runCase({"slice", {t({4, 6, 8})}, {t({4, 2, 2})}, sl});
+    runCase({"slice", {t({2, 5, 12})}, {t({2, 5, 4})},
+             attrs({{"start", std::vector<int64_t>{0, 0, 4}},
+                    {"limit", std::vector<int64_t>{2, 5, 8}},
+                    {"stride", std::vector<int64_t>{1, 1, 1}}})});
+    runCase({"slice", {t({1002})}, {t({1001})}, cut});
+  }
   // Zeros (a memset), another value (a store kernel), and enough elements for several blocks.
   runCase({"fill", {}, {f32({1000, 37})}, attrs({{"value", 0.0}})});
   runCase({"fill", {}, {f64({3, 5})}, attrs({{"value", -2.5}})});

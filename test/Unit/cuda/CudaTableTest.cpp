@@ -20,14 +20,15 @@ TEST(CudaTable, EveryCpuKernelHasACudaKernel) {
 }
 
 /* The kernels that take bf16 / f16 tensors (mixed precision): the GEMM, the cast and
-   the fused loss, as on the CPU; the backend refuses a plan handing one to any other. */
+   the fused loss, and ZeRO-3's gather of bf16 parameter slices and its cut, as on the
+   CPU; the backend refuses a plan handing one to any other. */
 TEST(CudaTable, ReducedPrecisionKernels) {
   std::vector<std::string> reduced;
   for (const CudaKernelDef &k : allCudaKernels())
     if (k.reducedPrecision) reduced.push_back(k.op);
   std::sort(reduced.begin(), reduced.end());
-  EXPECT_EQ(reduced, (std::vector<std::string>{"cast", "linear_cross_entropy", "linear_cross_entropy_with_grad",
-                                               "matmul"}));
+  EXPECT_EQ(reduced, (std::vector<std::string>{"all_gather", "cast", "linear_cross_entropy",
+                                               "linear_cross_entropy_with_grad", "matmul", "slice"}));
 }
 
 TEST(CudaTable, ProvidesTheCudaDevice) { EXPECT_STREQ(provider().device, "cuda"); }

@@ -5,34 +5,19 @@
 #include <cmath>
 #include <vector>
 
+#include "runtime/cpu/block_sum_squares.h"
 #include "runtime/cpu/kernels/kernel_math.h"
 
 namespace lmrt {
 
 namespace {
 
-/* The sum of squares of one block, in an order fixed at compile time: kStreams
-   quarters of the block read side by side (one stream per core reached about
-   20 GB/s on the 2-core machine, four about 27: the memory system needs several
-   misses in flight), each with kLanes partial sums (one serial chain of dependent
-   additions ran at a quarter of the bandwidth). A function of its own, with SIMD
-   clones: the body of an OpenMP parallel loop is outlined and compiled for
-   baseline x86-64 whatever the enclosing function's clones. */
+/* block_sum_squares.h's sum of one block, in a function of its own with SIMD clones: the
+   body of an OpenMP parallel loop is outlined and compiled for baseline x86-64 whatever
+   the enclosing function's clones. This file's -ffp-contract=off (LMRT_EXACT_FP_FLAGS)
+   keeps every clone's bits the baseline's. */
 template <typename T> LMRT_SIMD_CLONES double blockSumSquares(const T *g, int64_t len) {
-  constexpr int kStreams = 4, kLanes = 16;
-  double acc[kStreams][kLanes] = {};
-  const int64_t quarter = len / kStreams / kLanes * kLanes;
-  for (int64_t i = 0; i < quarter; i += kLanes)
-    for (int s = 0; s < kStreams; ++s) {
-      const T *q = g + s * quarter + i;
-#pragma omp simd
-      for (int j = 0; j < kLanes; ++j) acc[s][j] += double(q[j]) * double(q[j]);
-    }
-  double sum = 0;
-  for (int64_t i = kStreams * quarter; i < len; ++i) sum += double(g[i]) * double(g[i]);
-  for (int s = 0; s < kStreams; ++s)
-    for (int j = 0; j < kLanes; ++j) sum += acc[s][j];
-  return sum;
+  return blockSumSquaresInOrder(g, len);
 }
 
 /* Sums in fixed blocks added in block order, so the norm (and through clipping the

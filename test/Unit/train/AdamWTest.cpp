@@ -2,7 +2,8 @@
    makes the update lr * sign(g)), decoupled weight decay only where enabled,
    a second step with both bias corrections, f32 and f64, and state checks; and that
    its bits are the same on every x86-64 level (AVX-512, AVX2 + FMA, baseline), with
-   the update's element compiled for each (AdamWTargets.h). */
+   the update's element compiled for each (OptimizerTargets.h); and so are the gradient
+   norm's. */
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +14,8 @@
 
 #include "contract/scalar_math.h"
 #include "runtime/cpu/adamw.h"
-#include "test/Unit/train/AdamWTargets.h"
+#include "runtime/cpu/grad_clip.h"
+#include "test/Unit/train/OptimizerTargets.h"
 
 using namespace lmrt;
 
@@ -177,7 +179,7 @@ test::AdamWArgs argsFor(const AdamWConfig &c, double lr, double lrScale, bool de
           1.0 - std::pow(c.beta2, t), gradScale, c.clipValue};
 }
 
-/* Each level's loop (AdamWTargets.h) this CPU can run, against the baseline's bits. */
+/* Each level's loop (OptimizerTargets.h) this CPU can run, against the baseline's bits. */
 template <typename T> void levelsAgree(int64_t n, const test::AdamWArgs &a) {
   SCOPED_TRACE(std::string(sizeof(T) == 4 ? "f32" : "f64") + ", n " + std::to_string(n));
   AdamWState<T> base(n, 3);
@@ -252,5 +254,42 @@ TEST(AdamW, StepGivesTheBaselineBits) {
     const uint16_t want = lmc::store<lmc::bf16>(a.p[(size_t)i]).bits;
     ASSERT_EQ(copy[(size_t)i], want) << "bf16 copy [" << i << "]";
   }
+}
+/* The gradient norm's block sum (runtime/cpu/block_sum_squares.h) gives the same bits at
+   every x86-64 level, and gradBlockSumSquares (grad_clip.cpp, whichever clone this CPU
+   picks) gives them too: a block of 65536 and one with a tail past the streams' lanes;
+   f32 and f64. Contracted into FMAs an f64 sum differs (an f32 gradient's squares are exact
+   in double, so there the FMA cannot change a bit): a lane of two squares of similar
+   size, a^2 + b^2, rounds otherwise for some of 100 random pairs (the data can tell), and
+   the exact levels agree on all of them. */
+TEST(AdamW, GradientNormBitsAreTheSameAtEveryX86Level) {
+  auto same = [](double a, double b) { return !std::memcmp(&a, &b, sizeof a); };
+  const bool v3 = __builtin_cpu_supports("x86-64-v3"), v4 = __builtin_cpu_supports("x86-64-v4");
+  for (int64_t n : {int64_t(kGradNormBlock), int64_t(4 * 16 * 100 + 37)}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    AdamWState<float> f(n, 7);
+    AdamWState<double> d(n, 8);
+    const double baseF = test::sumSquares_baseline(f.g.data(), n), baseD = test::sumSquares_baseline(d.g.data(), n);
+    EXPECT_TRUE(same(gradBlockSumSquares(f.g.data(), DType::F32, n), baseF)) << "f32, this CPU's clone";
+    EXPECT_TRUE(same(gradBlockSumSquares(d.g.data(), DType::F64, n), baseD)) << "f64, this CPU's clone";
+    if (v3) EXPECT_TRUE(same(test::sumSquares_v3(f.g.data(), n), baseF)) << "f32, x86-64-v3";
+    if (v3) EXPECT_TRUE(same(test::sumSquares_v3(d.g.data(), n), baseD)) << "f64, x86-64-v3";
+    if (v4) EXPECT_TRUE(same(test::sumSquares_v4(f.g.data(), n), baseF)) << "f32, x86-64-v4";
+    if (v4) EXPECT_TRUE(same(test::sumSquares_v4(d.g.data(), n), baseD)) << "f64, x86-64-v4";
+  }
+  if (!v3) GTEST_SKIP() << "this CPU has no FMA to compare with";
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> u(1.0, 2.0);
+  int fusedDiffers = 0;
+  std::vector<double> g(128, 0.0);  // 4 streams of 32: lane 0 of stream 0 holds elements 0 and 16
+  for (int k = 0; k < 100; ++k) {
+    g[0] = u(rng), g[16] = u(rng);
+    const double base = test::sumSquares_baseline(g.data(), 128);
+    EXPECT_TRUE(same(gradBlockSumSquares(g.data(), DType::F64, 128), base)) << "pair " << k << ", this CPU's clone";
+    EXPECT_TRUE(same(test::sumSquares_v3(g.data(), 128), base)) << "pair " << k << ", x86-64-v3";
+    if (v4) EXPECT_TRUE(same(test::sumSquares_v4(g.data(), 128), base)) << "pair " << k << ", x86-64-v4";
+    fusedDiffers += !same(test::sumSquares_v3Fused(g.data(), 128), base);
+  }
+  EXPECT_GT(fusedDiffers, 0) << "contracted into FMAs, no pair rounded otherwise: the data cannot tell";
 }
 #endif  // LMRT_ADAMW_TARGETS_BUILT

@@ -1,12 +1,14 @@
-/* Implements: AdamWTargets.h's loop for the level LMRT_ADAMW_LEVEL names (set by
+/* Implements: OptimizerTargets.h's functions for the level LMRT_ADAMW_LEVEL names (set by
    CMakeLists.txt with this object's -march). */
-#include "test/Unit/train/AdamWTargets.h"
+#include "test/Unit/train/OptimizerTargets.h"
 
 #include "contract/adamw_math.h"
+#include "runtime/cpu/block_sum_squares.h"
 
 #define LMRT_CAT2(a, b) a##b
 #define LMRT_CAT(a, b) LMRT_CAT2(a, b)
 #define LMRT_LOOP LMRT_CAT(adamwLoop_, LMRT_ADAMW_LEVEL)
+#define LMRT_SUM LMRT_CAT(sumSquares_, LMRT_ADAMW_LEVEL)
 
 namespace lmrt::test {
 namespace {
@@ -29,5 +31,8 @@ void LMRT_LOOP(float *p, const float *g, float *m, float *v, int64_t n, const Ad
 void LMRT_LOOP(double *p, const double *g, double *m, double *v, int64_t n, const AdamWArgs &a) {
   loop(p, g, m, v, n, a);
 }
+
+double LMRT_SUM(const float *g, int64_t n) { return blockSumSquaresInOrder(g, n); }
+double LMRT_SUM(const double *g, int64_t n) { return blockSumSquaresInOrder(g, n); }
 
 }  // namespace lmrt::test

@@ -1,7 +1,7 @@
 /* Implements: the chunk table and step scalars of the elementwise optimizer kernels
    (AdamW in adamw_kernels.cuh, SGD and Lion in optimizers.cu; zero_chunks.h builds the
-   tables), host-only and without CUDA headers, so that the kernels' CPU emulation
-   (test/Unit/cuda_emu) builds them too. */
+   tables): plain structs, read by the kernels and filled on the host, without CUDA headers,
+   so that the kernels' CPU emulation (test/Unit/cuda_emu) builds them too. */
 #pragma once
 #include <cstdint>
 

@@ -14,8 +14,8 @@
    square root are IEEE's on both (nvcc's -prec-div, -prec-sqrt defaults). So SGD and
    Lion give the CPU's bits. LAMB's norms and Adafactor's row sums and RMS are summed in
    blockSum's order, not the CPU's element order: their double sums may differ in the
-   last bits, so may what is rounded from them (test/Unit/cuda_emu/
-   OptimizerEmulationTest.cpp gives the tolerance). */
+   last bits, so may what is rounded from them (the tests' tolerance, measured:
+   test/Unit/cuda_emu/optimizer_compare.h's kReducedUlps). */
 #pragma once
 #include <cstdint>
 

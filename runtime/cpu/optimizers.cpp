@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/host_memory.h"
+#include "contract/optimizer_math.h"
 #include "runtime/cpu/adamw.h"
 
 namespace lmrt {
@@ -38,18 +39,13 @@ private:
   AdamW adamw_;
 };
 
-/* The gradient element as every optimizer reads it: times clipping's factor,
-   then clamped by value. */
+/* The gradient element as every optimizer reads it, on both backends
+   (contract/optimizer_math.h's readGrad: times clipping's factor, then clamped by
+   value; a NaN stays NaN). */
 template <typename T> struct GradReader {
   const T *g;
-  T scale, clip;
-  bool scales, clips;
-  T operator[](int64_t i) const {
-    T gi = g[i];
-    if (scales) gi *= scale;
-    if (clips) gi = std::min(std::max(gi, -clip), clip);
-    return gi;
-  }
+  lmc::GradRead<T> read;
+  T operator[](int64_t i) const { return lmc::readGrad(g[i], read); }
 };
 
 /* What every slot optimizer shares: the state slots, the update count, the
@@ -96,7 +92,7 @@ public:
 
 protected:
   template <typename T> void update(const ParamView &p, std::vector<HostBytes> &slots, double lr, double gradScale) {
-    GradReader<T> g{(const T *)p.grad, T(gradScale), T(c_.clipValue), gradScale != 1.0, c_.clipValue > 0};
+    GradReader<T> g{(const T *)p.grad, lmc::gradRead<T>(gradScale, c_.clipValue)};
     std::vector<T *> s;
     for (HostBytes &b : slots) s.push_back((T *)b.data());
     if constexpr (std::is_same_v<T, float>)

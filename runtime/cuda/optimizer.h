@@ -22,27 +22,11 @@
 
 namespace lmrt::cuda {
 
-/* The other optimizers (optimizers.cu), with the CPU's formulas
+/* The other optimizers (optimizers.cu; their kernels in optimizer_kernels.cuh, with
+   optimizer_chunks.h's ParamSlice and OptimizerStep), with the CPU's formulas
    (runtime/cpu/optimizers.cpp). SGD and Lion are elementwise: AdamW's chunks.
    LAMB and Adafactor reduce over each parameter (norms, means, RMS): a block per
-   parameter, its sums in a fixed order (the same bits every run); simple rather
-   than fast, and a large embedding is then one block's work. */
-struct ParamSlice {
-  int64_t offset, numel;  // element range in the flat storage
-  int64_t rows, cols;     // Adafactor: the last two dimensions (factored when rows > 0)
-  int32_t decay, trust;   // weight decay applies; LAMB's trust ratio applies
-  double lrScale;
-};
-
-/* The hyperparameters and the update count's scalars of one step. */
-struct OptimizerStep {
-  double lr, beta1, beta2, eps, weightDecay, momentum, clipValue;
-  int32_t nesterov, first;  // sgd: Nesterov; the first update (the buffer starts as the gradient)
-  double bc1, bc2;          // lamb: 1 - beta1^t, 1 - beta2^t
-  double eps2, clipThreshold, beta2t;  // adafactor: beta2t = 1 - t^decay_rate
-  double relStep;                     // adafactor: the step size before scale_parameter (rho_t, or lr)
-  int32_t scaleParameter;
-};
+   parameter. */
 
 /* `m` is the momentum buffer; none (nullptr) for plain SGD. */
 void launchSgd(DType dtype, void *params, const void *grads, void *m, const AdamWChunk *chunks, int64_t numChunks,

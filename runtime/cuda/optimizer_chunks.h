@@ -1,7 +1,8 @@
 /* Implements: the chunk table and step scalars of the elementwise optimizer kernels
-   (AdamW in adamw_kernels.cuh, SGD and Lion in optimizers.cu; zero_chunks.h builds the
-   tables): plain structs, read by the kernels and filled on the host, without CUDA headers,
-   so that the kernels' CPU emulation (test/Unit/cuda_emu) builds them too. */
+   (AdamW in adamw_kernels.cuh, SGD and Lion in optimizer_kernels.cuh; zero_chunks.h builds
+   the tables), and the parameter table and step scalars of the others (optimizer_kernels.cuh):
+   plain structs, read by the kernels and filled on the host, without CUDA headers, so that
+   the kernels' CPU emulation (test/Unit/cuda_emu) builds them too. */
 #pragma once
 #include <cstdint>
 
@@ -25,6 +26,27 @@ struct AdamWStep {
   double lr, beta1, beta2, eps, weightDecay;
   double bc1, bc2;  // 1 - beta1^t, 1 - beta2^t
   double clipValue = 0;  // clip_grad_value (0: off), applied after clipping's factor
+};
+
+/* A parameter of LAMB and Adafactor, which reduce over each parameter (norms, means,
+   RMS): a block per parameter, its sums in a fixed order (the same bits every run);
+   simple rather than fast, and a large embedding is then one block's work. */
+struct ParamSlice {
+  int64_t offset, numel;  // element range in the flat storage
+  int64_t rows, cols;     // Adafactor: the last two dimensions (factored when rows > 0)
+  int32_t decay, trust;   // weight decay applies; LAMB's trust ratio applies
+  double lrScale;
+};
+
+/* The hyperparameters and the update count's scalars of one step of SGD, Lion, LAMB or
+   Adafactor (optimizer_step.h's stepScalars). */
+struct OptimizerStep {
+  double lr, beta1, beta2, eps, weightDecay, momentum, clipValue;
+  int32_t nesterov, first;  // sgd: Nesterov; the first update (the buffer starts as the gradient)
+  double bc1, bc2;          // lamb: 1 - beta1^t, 1 - beta2^t
+  double eps2, clipThreshold, beta2t;  // adafactor: beta2t = 1 - t^decay_rate
+  double relStep;                     // adafactor: the step size before scale_parameter (rho_t, or lr)
+  int32_t scaleParameter;
 };
 
 }  // namespace lmrt::cuda

@@ -1,12 +1,13 @@
 /* Implements: the scalars of one update of the plan's optimizer for the CUDA
-   kernels (optimizer.h's OptimizerStep), from its settings, the learning rate
-   and the update count t; shared by the backend and its GPU unit test so both
-   launch the kernels the same way. Host-only (not for nvcc's device code). */
+   kernels (optimizer_chunks.h's OptimizerStep), from its settings, the learning rate
+   and the update count t; shared by the backend, its GPU unit test and the kernels'
+   CPU emulation test, so all launch the kernels the same way. Host-only (not for
+   nvcc's device code). */
 #pragma once
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/cuda/optimizer.h"
+#include "runtime/cuda/optimizer_chunks.h"
 #include "runtime/exec/optimizer.h"
 
 namespace lmrt::cuda {

@@ -16,6 +16,7 @@
 #include "runtime/cuda/zero_chunks.h"
 #include "runtime/cpu/grad_clip.h"
 #include "test/Unit/cuda/CudaTestUtil.h"
+#include "test/Unit/cuda_emu/optimizer_compare.h"
 
 namespace lmrt::cuda::test {
 namespace {
@@ -161,9 +162,13 @@ TEST(CudaTrain, AdamWIsTheCpusBitForBit) {
 }
 
 /* SGD (Nesterov momentum), Lion, LAMB and Adafactor: three updates of three
-   parameters on the CPU and the GPU, with global-norm clipping, clipping by
-   value, weight decay on some, a learning-rate multiple, LAMB's trust ratio on
-   one, and for Adafactor a factored matrix, a factored rank-3 tensor and a vector. */
+   parameters on the CPU and the GPU, with global-norm clipping's factor (the CPU's, on
+   both: the device's norm may differ in its last bits, GradNormClipAndAdamW), clipping by
+   value, a NaN gradient (NaN on both), weight decay on some, a learning-rate multiple,
+   LAMB's trust ratio on one, and for Adafactor a factored matrix, a factored rank-3
+   tensor and a vector. SGD and Lion give the CPU's bits (optimizers.cu: no FMA, as the
+   CPU's); LAMB and Adafactor sum in blockSum's order, within kReducedUlps
+   (test/Unit/cuda_emu/optimizer_compare.h; OptimizerEmulationTest runs the same kernels). */
 class OtherOptimizers : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(OtherOptimizers, FollowTheCpu) {
@@ -186,7 +191,10 @@ TEST_P(OtherOptimizers, FollowTheCpu) {
                      (bool)decay[i], shapes[i]});
   std::unique_ptr<CpuOptimizer> cpu = makeCpuOptimizer(cfg);
   const double maxNorm = 1.0, lrs[3] = {1e-2, 2e-2, 3e-2};
-  for (double lr : lrs) cpu->step(views, lr, clipScale(globalGradNorm(views), maxNorm));
+  const double clip = clipScale(globalGradNorm(views), maxNorm);  // of the finite gradients
+  ASSERT_LT(clip, 1.0);  // clipping is exercised
+  g[2][7] = NAN;  // under clip_grad_value alone a NaN gradient reaches the update
+  for (double lr : lrs) cpu->step(views, lr, clip);
 
   LMRT_REQUIRE_GPU();
   // 256-byte aligned offsets, as the session lays parameters out.
@@ -215,10 +223,7 @@ TEST_P(OtherOptimizers, FollowTheCpu) {
             cudaSuccess);
   ASSERT_EQ(cudaMemcpy(ds.get(), slices.data(), slices.size() * sizeof(ParamSlice), cudaMemcpyHostToDevice),
             cudaSuccess);
-  std::vector<int64_t> counts;
-  for (const Shape &sh : shapes) counts.push_back(lmrt::numel(sh));
   for (int t = 1; t <= 3; ++t) {
-    const double clip = clipScale(deviceGradNorm(DType::F32, dg.get(), off, counts), maxNorm);
     const OptimizerStep s = stepScalars(cfg, lrs[t - 1], t);
     const auto *c = static_cast<const AdamWChunk *>(dc.get());
     const auto *sl = static_cast<const ParamSlice *>(ds.get());
@@ -229,10 +234,17 @@ TEST_P(OtherOptimizers, FollowTheCpu) {
       launchAdafactor(DType::F32, dp.get(), dg.get(), dm.get(), dv.get(), sl, 3, clip, s, nullptr);
   }
   ASSERT_EQ(cudaMemcpy(flatP.data(), dp.get(), total * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(std::isnan(flatP[off[2] + 7]) && std::isnan(pCpu[2][7])) << "a NaN gradient's element is NaN on both";
+  const bool bits = cfg.kind == "sgd" || cfg.kind == "lion";
   for (int i = 0; i < 3; ++i)
-    for (int64_t j = 0; j < lmrt::numel(shapes[i]); ++j)
-      ASSERT_NEAR(flatP[off[i] + j], pCpu[i][j], 1e-5 * (1 + std::fabs(pCpu[i][j])))
-          << cfg.kind << " param " << i << " [" << j << "]";
+    for (int64_t j = 0; j < lmrt::numel(shapes[i]); ++j) {
+      const float gpu = flatP[off[i] + j], host = pCpu[i][j];
+      if (bits)
+        ASSERT_TRUE(sameBits(gpu, host)) << cfg.kind << " param " << i << " [" << j << "]: " << gpu << " vs " << host;
+      else
+        ASSERT_LE(scaledUlps(gpu, host), kReducedUlps)
+            << cfg.kind << " param " << i << " [" << j << "]: " << gpu << " vs " << host;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaTrain, OtherOptimizers, ::testing::Values("sgd", "lion", "lamb", "adafactor"));

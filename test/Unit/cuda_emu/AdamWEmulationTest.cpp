@@ -64,7 +64,9 @@ template <typename T> void adamwCase(DType dtype) {
       lmrt_emu::launch(opt::adamw<T>, {(unsigned)chunks.size(), 1, 1}, {kThreads, 1, 1}, 0, p.data(),
                        (const T *)grads.data(), m.data(), v.data(), chunks.data(), gradScale, s);
     }
-    if (!zero) EXPECT_TRUE(std::isnan(p[7]) && std::isnan(cpu[7])) << "a NaN gradient's element is NaN on both";
+    if (!zero) {
+      EXPECT_TRUE(std::isnan(p[7]) && std::isnan(cpu[7])) << "a NaN gradient's element is NaN on both";
+    }
     for (int i = 0; i < 2; ++i) {
       const T *cm = static_cast<const T *>(mv[(size_t)i].m), *cv = static_cast<const T *>(mv[(size_t)i].v);
       for (int64_t j = 0; j < sizes[i]; ++j) {

@@ -1,7 +1,8 @@
 /* Tests the emulator itself (emulation.h): a barrier orders every thread's writes
    before every read after it, in a block of several warps and over several blocks; a
    read that no barrier orders sees a different thread's state in the two run orders;
-   a barrier some threads skip stops the test with a message instead of hanging. */
+   a barrier some threads skip stops the test with a message instead of hanging; min and
+   max drop a NaN as CUDA's do. */
 #include "emulation.h"
 
 #include <gtest/gtest.h>
@@ -48,6 +49,18 @@ TEST(Emulator, UnorderedReadsSeeTheRunOrder) {
   for (unsigned t = 0; t + 1 < n; ++t) stale += out[t] != 1, fresh += out[n + t] == 2;
   EXPECT_EQ(stale, (int)n - 1);
   EXPECT_EQ(fresh, (int)n - 1);
+}
+
+/* CUDA's min and max of floats are fminf/fmaxf: a NaN operand gives the other one, in
+   either position (std::min/std::max would give the first); of integers, as std's. */
+TEST(Emulator, MinAndMaxAreCudas) {
+  EXPECT_EQ(max(NAN, -1.5f), -1.5f);
+  EXPECT_EQ(max(-1.5f, NAN), -1.5f);
+  EXPECT_EQ(min((double)NAN, 2.0), 2.0);
+  EXPECT_EQ(min(2.0, (double)NAN), 2.0);
+  EXPECT_EQ(min(max(NAN, -0.5f), 0.5f), -0.5f);  // a clamp with them turns NaN into its lower bound
+  EXPECT_EQ(max(3, 4), 4);
+  EXPECT_EQ(min((int64_t)-3, (int64_t)4), -3);
 }
 
 __global__ void barrierInABranch(int *) {

@@ -153,8 +153,19 @@ using lmrt_emu::blockIdx;
 using lmrt_emu::gridDim;
 using lmrt_emu::threadIdx;
 using std::log;
-using std::max;
-using std::min;
+
+/* CUDA's min and max: of floating-point values fminf/fmaxf (fmin/fmax), which return the
+   other operand where one is NaN (std::min and std::max return their first operand when
+   a comparison with NaN is false), so a kernel that drops a NaN on a GPU drops it here
+   too; of integers, the smaller or larger. */
+template <typename T> inline T min(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return std::fmin(a, b);
+  else return std::min(a, b);
+}
+template <typename T> inline T max(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return std::fmax(a, b);
+  else return std::max(a, b);
+}
 
 inline void __syncthreads() { lmrt_emu::yieldToScheduler(); }
 

@@ -30,18 +30,13 @@
 
 namespace lmrt::cuda::opt {
 
-/* The gradient as every optimizer reads it, from double settings rounded to T. */
-template <typename T> __device__ T readGrad(const T *g, int64_t i, const lmc::GradRead<T> &r) {
-  return lmc::readGrad(g[i], r);
-}
-
 template <typename T>
 __global__ void sgd(T *p, const T *g, T *m, const AdamWChunk *chunks, double gradScale, OptimizerStep s) {
   const AdamWChunk c = chunks[blockIdx.x];
   const lmc::GradRead<T> r = lmc::gradRead<T>(gradScale, s.clipValue);
   const T wd = T(c.decay ? s.weightDecay : 0.0), mu = T(s.momentum), rate = T(s.lr * c.lrScale);
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
-    T d = readGrad(g, i - c.gradShift, r);
+    T d = lmc::readGrad(g[i - c.gradShift], r);
     if (wd != T(0)) d += wd * p[i];
     if (m) {
       const int64_t k = i - c.stateShift;
@@ -61,7 +56,7 @@ __global__ void lion(T *p, const T *g, T *m, const AdamWChunk *chunks, double gr
   const T keep = T(1.0 - lr * (c.decay ? s.weightDecay : 0.0)), rate = T(lr);
   const T b1 = T(s.beta1), w1 = T(1.0 - s.beta1), b2 = T(s.beta2), w2 = T(1.0 - s.beta2);
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
-    const T gi = readGrad(g, i - c.gradShift, r);
+    const T gi = lmc::readGrad(g[i - c.gradShift], r);
     const int64_t k = i - c.stateShift;
     const T x = b1 * m[k] + w1 * gi;
     const T sign = T((x > T(0)) - (x < T(0)));
@@ -82,7 +77,7 @@ __global__ void lamb(T *p, const T *g, T *m, T *v, const ParamSlice *slices, dou
   auto direction = [&](int64_t i) { return (mm[i] * ibc1) / (sqrt(vv[i] * ibc2) + eps) + wd * w[i]; };
   double wn = 0, un = 0;
   for (int64_t i = threadIdx.x; i < ps.numel; i += blockDim.x) {
-    const T gi = readGrad(gg, i, r);
+    const T gi = lmc::readGrad(gg[i], r);
     mm[i] = b1 * mm[i] + w1 * gi;
     vv[i] = b2 * vv[i] + w2 * gi * gi;
     const double u = (double)direction(i);
@@ -125,7 +120,7 @@ __global__ void adafactor(T *p, const T *g, T *s0, T *s1, const ParamSlice *slic
       for (int64_t r = 0; r < R; ++r) {
         double sum = 0;
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-          const T gi = readGrad(gg, (l * R + r) * C + c, rd);
+          const T gi = lmc::readGrad(gg[(l * R + r) * C + c], rd);
           sum += (double)(gi * gi + eps1);
         }
         sum = detail::blockSum(sum);
@@ -134,7 +129,7 @@ __global__ void adafactor(T *p, const T *g, T *s0, T *s1, const ParamSlice *slic
       for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
         double sum = 0;
         for (int64_t r = 0; r < R; ++r) {
-          const T gi = readGrad(gg, (l * R + r) * C + c, rd);
+          const T gi = lmc::readGrad(gg[(l * R + r) * C + c], rd);
           sum += (double)(gi * gi + eps1);
         }
         b[l * C + c] = b2 * b[l * C + c] + w2 * T(sum / (double)R);
@@ -143,7 +138,7 @@ __global__ void adafactor(T *p, const T *g, T *s0, T *s1, const ParamSlice *slic
     __syncthreads();
   } else {
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const T gi = readGrad(gg, i, rd);
+      const T gi = lmc::readGrad(gg[i], rd);
       a[i] = b2 * a[i] + w2 * (gi * gi + eps1);
     }
     __syncthreads();
@@ -155,7 +150,7 @@ __global__ void adafactor(T *p, const T *g, T *s0, T *s1, const ParamSlice *slic
     return T(rs / (double)R);
   };
   auto update = [&](int64_t i, T mean) -> T {
-    const T gi = readGrad(gg, i, rd);
+    const T gi = lmc::readGrad(gg[i], rd);
     if (!factored) return gi / sqrt(a[i]);
     const int64_t c = i % C, lr_ = i / C, l = lr_ / R;
     return gi * ((T(1) / sqrt(a[lr_] / mean)) * (T(1) / sqrt(b[l * C + c])));

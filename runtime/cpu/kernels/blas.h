@@ -64,8 +64,9 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
    side (lm.matmul, GEMM epilogues, the fused loss). oneDNN's bf16 matmul sums in an
    order that depends on the block's shape, so the blocks are fixed by the shape alone,
    never by the thread count: the bits of a result are the same with any number of
-   threads. A multiple of four blocks (an even share for 2 or 4 threads) of 64 to 256
-   rows or columns, a multiple of 16: each block packs the whole operand it does not
+   threads. Four blocks per started 1024 of the side (an even share for 2 or 4 threads
+   where the 16-rounding leaves the count whole), of 64 to 256 rows or columns, a
+   multiple of 16: each block packs the whole operand it does not
    split, and the primitive runs larger blocks faster (64-row blocks, an earlier
    rule, took 1.2-2x as long as 128-256 on bench_tiny's [1024, 256] x [256, 768]
    and its dX and dW forms, 2 threads). The rule before this one (a quarter of the

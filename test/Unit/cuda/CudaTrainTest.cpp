@@ -143,15 +143,14 @@ template <typename T> void adamwBitsCase(DType dtype) {
   ASSERT_EQ(cudaMemcpy(gv.data(), dv.get(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   // The same bytes, or NaN on both (a GPU writes its canonical NaN, x86 propagates the
   // gradient's payload).
-  auto same = [](T a, T b) { return (std::isnan(a) && std::isnan(b)) || !std::memcmp(&a, &b, sizeof(T)); };
   EXPECT_TRUE(std::isnan(flatP[7]) && std::isnan(cpu[7])) << "a NaN gradient's element is NaN on both";
   for (int i = 0; i < 2; ++i) {
     const T *m = static_cast<const T *>(mv[(size_t)i].m), *v = static_cast<const T *>(mv[(size_t)i].v);
     for (int64_t j = 0; j < sizes[i]; ++j) {
       const size_t at = (size_t)(off[i] + j);
-      ASSERT_TRUE(same(flatP[at], cpu[at])) << "param " << i << " [" << j << "]: " << flatP[at] << " vs the CPU's " << cpu[at];
-      ASSERT_TRUE(same(gm[at], m[j])) << "m " << i << " [" << j << "]";
-      ASSERT_TRUE(same(gv[at], v[j])) << "v " << i << " [" << j << "]";
+      ASSERT_TRUE(sameBits(flatP[at], cpu[at])) << "param " << i << " [" << j << "]: " << flatP[at] << " vs the CPU's " << cpu[at];
+      ASSERT_TRUE(sameBits(gm[at], m[j])) << "m " << i << " [" << j << "]";
+      ASSERT_TRUE(sameBits(gv[at], v[j])) << "v " << i << " [" << j << "]";
     }
   }
 }

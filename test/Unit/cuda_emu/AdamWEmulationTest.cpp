@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "emulation.h"
+#include "optimizer_compare.h"
 #include "runtime/cpu/adamw.h"
 #include "runtime/cuda/adamw_kernels.cuh"
 
@@ -24,7 +25,6 @@ namespace {
 
 constexpr unsigned kThreads = 256;  // the backend's (kernels.cuh)
 
-template <typename T> bool same(T a, T b) { return (std::isnan(a) && std::isnan(b)) || !std::memcmp(&a, &b, sizeof(T)); }
 
 template <typename T> void adamwCase(DType dtype) {
   SCOPED_TRACE(dtype == DType::F64 ? "f64" : "f32");
@@ -72,9 +72,9 @@ template <typename T> void adamwCase(DType dtype) {
       for (int64_t j = 0; j < sizes[i]; ++j) {
         const int64_t at = off[i] + j;
         if (at < from) continue;
-        ASSERT_TRUE(same(p[(size_t)at], cpu[(size_t)at])) << "param " << i << " [" << j << "]";
-        ASSERT_TRUE(same(m[(size_t)(at - from)], cm[j])) << "m " << i << " [" << j << "]";
-        ASSERT_TRUE(same(v[(size_t)(at - from)], cv[j])) << "v " << i << " [" << j << "]";
+        ASSERT_TRUE(test::sameBits(p[(size_t)at], cpu[(size_t)at])) << "param " << i << " [" << j << "]";
+        ASSERT_TRUE(test::sameBits(m[(size_t)(at - from)], cm[j])) << "m " << i << " [" << j << "]";
+        ASSERT_TRUE(test::sameBits(v[(size_t)(at - from)], cv[j])) << "v " << i << " [" << j << "]";
       }
     }
   }

@@ -1,4 +1,4 @@
-/* Implements: how the tests of the CUDA optimizer kernels compare them with the CPU's
+/* Implements: how the tests of the CUDA optimizer kernels (AdamW's too) compare them with the CPU's
    (OptimizerEmulationTest.cpp on the CPU emulation, test/Unit/cuda/CudaTrainTest.cpp on a
    GPU, where blockSum adds in the emulation's order and so gives its bits): bit for bit,
    or within kReducedUlps where a block reduction feeds the value. */
